@@ -1,0 +1,5 @@
+package procfs
+
+import "syscall"
+
+var errESRCH error = syscall.ESRCH

@@ -1,0 +1,103 @@
+// Package procfs parses the kernel's memory-related text files (/proc, /sys)
+// below an arbitrary root, so the same code reads the live host, an unpacked
+// capture, or an in-memory archive.
+//
+// Conventions: a public FS method reads a file, a private or exported
+// Parse* function parses bytes. Files are read whole (proc sizes lie).
+// Every key a file contains is kept, including ones this package does not
+// know yet. Malformed input returns a *ParseError naming the file and line;
+// nothing panics on input.
+package procfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+)
+
+// FS reads kernel files below a root. Names are slash-separated and
+// unrooted, as in io/fs: "proc/meminfo", "sys/fs/cgroup/memory".
+type FS struct {
+	fsys fs.FS
+	// PageSize is the page size of the host the files come from, in bytes.
+	// Never assume 4096: 64 KiB-page hosts exist.
+	PageSize int
+}
+
+// NewFS returns an FS over the directory root ("/" for the live host).
+func NewFS(root string) FS {
+	return FS{fsys: os.DirFS(root), PageSize: os.Getpagesize()}
+}
+
+// NewFSFrom returns an FS over any fs.FS, such as an unpacked capture held in
+// memory, with the page size recorded for it.
+func NewFSFrom(fsys fs.FS, pageSize int) FS {
+	if pageSize <= 0 {
+		pageSize = 4096
+	}
+	return FS{fsys: fsys, PageSize: pageSize}
+}
+
+// Sys returns the underlying fs.FS.
+func (f FS) Sys() fs.FS { return f.fsys }
+
+// ReadFile reads a whole file.
+func (f FS) ReadFile(name string) ([]byte, error) {
+	return fs.ReadFile(f.fsys, clean(name))
+}
+
+// ReadDir lists a directory.
+func (f FS) ReadDir(name string) ([]fs.DirEntry, error) {
+	return fs.ReadDir(f.fsys, clean(name))
+}
+
+// Exists reports whether name can be stat'ed.
+func (f FS) Exists(name string) bool {
+	_, err := fs.Stat(f.fsys, clean(name))
+	return err == nil
+}
+
+func clean(name string) string {
+	name = strings.TrimPrefix(path.Clean("/"+name), "/")
+	if name == "" {
+		return "."
+	}
+	return name
+}
+
+// ParseError is a malformed line in a kernel file.
+type ParseError struct {
+	File string // for example "proc/zoneinfo"
+	Line int    // 1-based; 0 when the error is about the whole file
+	Err  error
+}
+
+func (e *ParseError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s: line %d: %v", e.File, e.Line, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.File, e.Err)
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// ErrMalformed is wrapped by every ParseError caused by unexpected content.
+var ErrMalformed = errors.New("malformed")
+
+func perr(file string, line int, format string, args ...any) error {
+	return &ParseError{File: file, Line: line, Err: fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)}
+}
+
+// IsNotExist reports whether err means the file or process does not exist
+// (including a process that exited between listing and reading: ESRCH).
+func IsNotExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, errESRCH)
+}
+
+// IsPermission reports whether err is a permission error.
+func IsPermission(err error) bool {
+	return errors.Is(err, fs.ErrPermission)
+}

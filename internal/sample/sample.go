@@ -1,0 +1,170 @@
+// Package sample holds the domain types every part of memdoctor shares:
+// named series with labels, and timestamped scrapes of them. Host series use
+// node_exporter's names and labels exactly; everything node_exporter lacks is
+// named memdoctor_<area>_<name>_<unit>.
+package sample
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// Label is one name=value pair.
+type Label struct {
+	Name, Value string
+}
+
+// Labels is a label set sorted by name.
+type Labels []Label
+
+// L builds a sorted label set from name, value pairs. An odd trailing name is
+// ignored.
+func L(nv ...string) Labels {
+	ls := make(Labels, 0, len(nv)/2)
+	for i := 0; i+1 < len(nv); i += 2 {
+		ls = append(ls, Label{nv[i], nv[i+1]})
+	}
+	sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
+	return ls
+}
+
+// Get returns the value of a label, or "".
+func (ls Labels) Get(name string) string {
+	for _, l := range ls {
+		if l.Name == name {
+			return l.Value
+		}
+	}
+	return ""
+}
+
+// String renders {a="1",b="2"}, or "" for no labels.
+func (ls Labels) String() string {
+	if len(ls) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, l := range ls {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(l.Name)
+		b.WriteString(`="`)
+		b.WriteString(escape(l.Value))
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+func escape(s string) string {
+	if !strings.ContainsAny(s, "\\\"\n") {
+		return s
+	}
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}
+
+// Kind says how a series behaves.
+type Kind uint8
+
+// Kinds of series.
+const (
+	Gauge Kind = iota
+	Counter
+	Untyped
+)
+
+// Metric is one value of one series.
+type Metric struct {
+	Name   string
+	Labels Labels
+	Value  float64
+}
+
+// Key identifies the series: name plus labels.
+func (m Metric) Key() string { return m.Name + m.Labels.String() }
+
+// Scrape is every metric read at one instant from one instance.
+type Scrape struct {
+	Time     time.Time
+	Instance string
+	Metrics  []Metric
+	index    map[string][]int
+}
+
+// Add appends a metric.
+func (s *Scrape) Add(name string, v float64, labels ...string) {
+	s.Metrics = append(s.Metrics, Metric{Name: name, Labels: L(labels...), Value: v})
+	s.index = nil
+}
+
+// AddMetric appends a metric.
+func (s *Scrape) AddMetric(m Metric) {
+	s.Metrics = append(s.Metrics, m)
+	s.index = nil
+}
+
+func (s *Scrape) build() {
+	if s.index != nil {
+		return
+	}
+	s.index = make(map[string][]int, 256)
+	for i, m := range s.Metrics {
+		s.index[m.Name] = append(s.index[m.Name], i)
+	}
+}
+
+// Select returns every metric of a name whose labels include the given
+// name, value pairs.
+func (s *Scrape) Select(name string, match ...string) []Metric {
+	s.build()
+	var out []Metric
+	for _, i := range s.index[name] {
+		m := s.Metrics[i]
+		ok := true
+		for j := 0; j+1 < len(match); j += 2 {
+			if m.Labels.Get(match[j]) != match[j+1] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Get returns the value of the first metric of a name matching the labels.
+func (s *Scrape) Get(name string, match ...string) (float64, bool) {
+	ms := s.Select(name, match...)
+	if len(ms) == 0 {
+		return 0, false
+	}
+	return ms[0].Value, true
+}
+
+// Value returns Get's value, or 0 when absent.
+func (s *Scrape) Value(name string, match ...string) float64 {
+	v, _ := s.Get(name, match...)
+	return v
+}
+
+// Has reports whether any metric of the name exists.
+func (s *Scrape) Has(name string) bool {
+	s.build()
+	return len(s.index[name]) > 0
+}
+
+// Names lists the distinct metric names, sorted.
+func (s *Scrape) Names() []string {
+	s.build()
+	out := make([]string, 0, len(s.index))
+	for n := range s.index {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
