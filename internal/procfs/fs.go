@@ -61,6 +61,9 @@ func (f FS) Exists(name string) bool {
 }
 
 func clean(name string) string {
+	if fs.ValidPath(name) {
+		return name // already clean: no allocation on the hot path
+	}
 	name = strings.TrimPrefix(path.Clean("/"+name), "/")
 	if name == "" {
 		return "."

@@ -14,19 +14,21 @@ package procfs
 // text. Values printed by the kernel with %lu that are really negative
 // (transient per-CPU drift) wrap to huge numbers; they are read back as the
 // negative int64 the kernel meant.
+//
+// The kernel never zero-pads decimal numbers, so a value with a leading zero
+// ("0022", "0000000000010000") is a hex or octal mask and kept as text.
 
-import (
-	"bytes"
-	"strconv"
-)
+import "strings"
 
 // KV holds every key of a key-value file in file order.
 type KV struct {
-	// Keys lists every key in file order.
+	// Keys lists every key in file order (a repeated key once, where it
+	// first appeared; its last value wins).
 	Keys []string
 	// Num holds numeric values; "kB" values are in bytes.
 	Num map[string]int64
-	// Text holds values that are not a single integer, verbatim.
+	// Text holds values that are not a single integer, verbatim. A key is
+	// in exactly one of Num and Text.
 	Text map[string]string
 }
 
@@ -39,39 +41,71 @@ func (kv KV) Get(key string) (int64, bool) {
 // Value returns a numeric value, or 0 when absent.
 func (kv KV) Value(key string) int64 { return kv.Num[key] }
 
-// ParseKV parses a key-value file; file names it in errors.
+// ParseKV parses a key-value file; file names it in errors. Values that are
+// not numbers are kept in Text.
 func ParseKV(data []byte, file string) (KV, error) {
-	kv := KV{Num: make(map[string]int64, 64)}
-	line := 0
-	for len(data) > 0 {
-		var l []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			l, data = data[:i], data[i+1:]
-		} else {
-			l, data = data, nil
-		}
+	return parseKV(string(data), file, kvOptions{})
+}
+
+// kvOptions adapts parseKV to one file.
+type kvOptions struct {
+	// numeric rejects values that are not numbers (files whose every value
+	// has always been a number: meminfo, vmstat, smaps_rollup).
+	numeric bool
+	// firstLine is the 1-based line number of the input's first line
+	// (0 means 1), for inputs that had a header cut off.
+	firstLine int
+	// text reports keys whose value is always text even when it looks
+	// like a decimal number (hex masks in status).
+	text func(key string) bool
+}
+
+func parseKV(s, file string, opt kvOptions) (KV, error) {
+	n := strings.Count(s, "\n") + 1
+	kv := KV{Num: make(map[string]int64, n), Keys: make([]string, 0, n)}
+	line := opt.firstLine - 1
+	if line < 0 {
+		line = 0
+	}
+	for len(s) > 0 {
+		var l string
+		l, s = nextLine(s)
 		line++
-		l = bytes.TrimSpace(l)
-		if len(l) == 0 {
+		l = trimSpace(l)
+		if l == "" {
 			continue
 		}
-		key, rest, err := splitKey(l)
+		key, val, err := splitKey(l)
 		if err != nil {
 			return KV{}, perr(file, line, "%v", err)
 		}
-		if _, dup := kv.Num[key]; !dup {
-			if _, dupT := kv.Text[key]; !dupT {
-				kv.Keys = append(kv.Keys, key)
+		if v, ok := parseNumber(val); ok && (opt.text == nil || !opt.text(key)) {
+			before := len(kv.Num)
+			kv.Num[key] = v
+			if len(kv.Num) > before {
+				if _, wasText := kv.Text[key]; wasText {
+					delete(kv.Text, key)
+				} else {
+					kv.Keys = append(kv.Keys, key)
+				}
 			}
-		}
-		if n, ok := parseNumber(rest); ok {
-			kv.Num[key] = n
 			continue
+		}
+		if opt.numeric {
+			return KV{}, perr(file, line, "value %s of %s is not a number", quote(val), quote(key))
 		}
 		if kv.Text == nil {
 			kv.Text = make(map[string]string)
 		}
-		kv.Text[key] = string(rest)
+		before := len(kv.Text)
+		kv.Text[key] = val
+		if len(kv.Text) > before {
+			if _, wasNum := kv.Num[key]; wasNum {
+				delete(kv.Num, key)
+			} else {
+				kv.Keys = append(kv.Keys, key)
+			}
+		}
 	}
 	return kv, nil
 }
@@ -80,82 +114,43 @@ type keyError string
 
 func (e keyError) Error() string { return string(e) }
 
-func splitKey(l []byte) (string, []byte, error) {
-	end := bytes.IndexAny(l, " \t")
-	tok := l
-	if end >= 0 {
-		tok = l[:end]
-	}
-	if c := bytes.IndexByte(tok, ':'); c >= 0 {
+// splitKey splits a trimmed, non-empty line into key and trimmed value.
+func splitKey(l string) (key, val string, err error) {
+	tok, _ := nextField(l)
+	if c := strings.IndexByte(tok, ':'); c >= 0 {
 		// "Key:value" or "Key: value"; a colon inside the first token ends the key.
-		key := tok[:c]
-		if len(key) == 0 {
-			return "", nil, keyError("empty key")
+		if c == 0 {
+			return "", "", keyError("empty key")
 		}
-		return string(key), bytes.TrimSpace(l[c+1:]), nil
+		return tok[:c], trimSpace(l[c+1:]), nil
 	}
-	if end < 0 {
-		return "", nil, keyError("key " + strconv.Quote(string(trunc(l))) + " has no value")
+	if len(tok) == len(l) {
+		return "", "", keyError("key " + quote(l) + " has no value")
 	}
-	return string(tok), bytes.TrimSpace(l[end:]), nil
+	return tok, trimSpace(l[len(tok):]), nil
 }
 
-func trunc(b []byte) []byte {
-	if len(b) > 40 {
-		return b[:40]
-	}
-	return b
-}
-
-// parseNumber accepts "123", "-5", "123 kB". kB is scaled to bytes.
-func parseNumber(v []byte) (int64, bool) {
-	if len(v) == 0 {
+// parseNumber accepts "123", "-5", "123 kB". kB is scaled to bytes. Numbers
+// with a leading zero are masks, not decimals.
+func parseNumber(v string) (int64, bool) {
+	num, unit := nextField(v)
+	unit = trimSpace(unit)
+	if num == "" || (unit != "" && unit != "kB") {
 		return 0, false
 	}
-	mult := int64(1)
-	if i := bytes.IndexAny(v, " \t"); i >= 0 {
-		unit := bytes.TrimSpace(v[i:])
-		if !bytes.Equal(unit, []byte("kB")) {
-			return 0, false
-		}
-		v = v[:i]
-		mult = 1024
+	if d := strings.TrimPrefix(num, "-"); len(d) > 1 && d[0] == '0' {
+		return 0, false
 	}
-	n, ok := atoi(v)
+	n, ok := atoi(num)
 	if !ok {
 		return 0, false
 	}
-	return n * mult, true
-}
-
-// atoi parses a decimal integer without allocating. Unsigned values above
-// MaxInt64 wrap to negative, which is what the kernel meant when it printed a
-// negative counter with %lu.
-func atoi(b []byte) (int64, bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	neg := false
-	if b[0] == '-' {
-		neg = true
-		b = b[1:]
-		if len(b) == 0 {
+	if unit != "" {
+		const lim = 1 << 53 // 2^63 / 1024
+		if n >= lim || n < -lim {
 			return 0, false
 		}
+		n *= 1024
 	}
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if n > (^uint64(0)-d)/10 {
-			return 0, false
-		}
-		n = n*10 + d
-	}
-	if neg {
-		return -int64(n), true
-	}
-	return int64(n), true
+	return n, true
 }

@@ -1,7 +1,10 @@
 package procfs
 
 // Zone is one "Node N, zone NAME" section of /proc/zoneinfo (every zone,
-// populated or not). Page counts are in pages of FS.PageSize.
+// populated or not). Page counts are in pages of FS.PageSize. Free, Min,
+// Low, High, Spanned, Present, Managed and Protection are present in every
+// zone ParseZoneinfo accepts (kernel 3.8+); an unpopulated zone has no Stats
+// and no PageSets.
 type Zone struct {
 	Node int
 	Name string // DMA, DMA32, Normal, HighMem, Movable, Device
@@ -30,20 +33,24 @@ type Zone struct {
 
 // PageSet is one "cpu: N" block of a zone's pagesets.
 type PageSet struct {
-	CPU                     int
-	Count, High, Batch      int64
-	HighMin, HighMax        int64 // ≈6.7+; -1 when absent
-	VMStatsThreshold        int64 // -1 when absent
-	Extra                   KV    // any other key inside the block
+	CPU                int
+	Count, High, Batch int64
+	HighMin, HighMax   int64 // ≈6.7+; -1 when absent
+	VMStatsThreshold   int64 // -1 when absent
+	Extra              KV    // any other key inside the block
 }
 
 // Slab is one cache line of /proc/slabinfo (format version 2.1).
 type Slab struct {
-	Name                                           string
-	ActiveObjs, NumObjs, ObjSize, ObjPerSlab       int64
-	PagesPerSlab                                   int64
-	Limit, BatchCount, SharedFactor                int64
-	ActiveSlabs, NumSlabs, SharedAvail             int64
+	Name                                     string
+	ActiveObjs, NumObjs, ObjSize, ObjPerSlab int64
+	PagesPerSlab                             int64
+	Limit, BatchCount, SharedFactor          int64
+	ActiveSlabs, NumSlabs, SharedAvail       int64
+	// Extra holds columns this package does not name (for example the
+	// "globalstat" and "cpustat" columns of a CONFIG_DEBUG_SLAB kernel),
+	// keyed by their header name without brackets; nil when there are none.
+	Extra map[string]int64
 }
 
 // Bytes is the memory held by the cache's slabs.
@@ -55,6 +62,9 @@ type CgroupSubsys struct {
 	Hierarchy  int
 	NumCgroups int64
 	Enabled    bool
+	// Extra holds columns beyond the four above, keyed by header name; nil
+	// when there are none.
+	Extra map[string]int64
 }
 
 // PSILine is one "some" or "full" line of a pressure file.
@@ -90,6 +100,8 @@ type Stat struct {
 	SoftIRQTotal int64 // first number of "softirq"
 	// Other holds any other single-number line.
 	Other map[string]int64
+	// OtherLists holds any other line of several numbers; nil when none.
+	OtherLists map[string][]int64
 }
 
 // Statm is /proc/PID/statm, in pages.
@@ -107,11 +119,29 @@ type Mapping struct {
 	Path       string // "" for anonymous; "[heap]", "[stack]", a file, ...
 }
 
-// Mount is one line of /proc/self/mountinfo.
+// Mount is one line of /proc/self/mountinfo. Octal escapes (\040 for a
+// blank) are decoded in MountPoint, Root and Source.
 type Mount struct {
 	MountPoint   string
 	Root         string
 	FSType       string
 	Source       string
 	SuperOptions []string
+
+	// MountID and ParentID are the first two fields.
+	MountID, ParentID int
+	// Dev is "major:minor" of the filesystem ("0:21").
+	Dev string
+	// Options are the per-mount options ("rw", "relatime").
+	Options []string
+	// Optional are the optional fields before " - " ("shared:1",
+	// "master:2"); nil when there are none.
+	Optional []string
+}
+
+// Buddy is one line of proc/buddyinfo.
+type Buddy struct {
+	Node   int
+	Zone   string
+	Blocks []int64 // index = order
 }

@@ -1,0 +1,129 @@
+package procfs
+
+// Versions of the kernel and of the C library.
+//
+// /proc/sys/kernel/osrelease (kernel/utsname_sysctl.c), the release uname -r
+// prints:
+//
+//	6.18.44-fc-v657
+//
+// glibc has no /proc file. Its release banner is a string constant inside
+// libc.so.6 (csu/version.c), printed when the library is run as a program:
+//
+//	GNU C Library (Debian GLIBC 2.36-9+deb12u14) stable release version 2.36.
+//	GNU C Library (GNU libc) stable release version 2.17, by Roland McGrath et al.   (≤2.25)
+//	GNU C Library (GNU libc) development release version 2.40.9000.
+//
+// A capture cannot carry the 2 MB library, so it stores the banner line as
+// the text file memdoctor/glibc-version. musl and other C libraries have no
+// such banner.
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+)
+
+// KernelRelease reads proc/sys/kernel/osrelease.
+func (f FS) KernelRelease() (string, error) {
+	const file = "proc/sys/kernel/osrelease"
+	data, err := f.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	rel := trimSpace(string(data))
+	if rel == "" {
+		return "", perr(file, 0, "empty")
+	}
+	return rel, nil
+}
+
+// GlibcVersionFile is the capture file holding the glibc banner line.
+const GlibcVersionFile = "memdoctor/glibc-version"
+
+// libcPaths are where distributions install libc.so.6, most specific first.
+func libcPaths() [7]string {
+	return [...]string{
+		"lib/x86_64-linux-gnu/libc.so.6",
+		"lib/aarch64-linux-gnu/libc.so.6",
+		"lib64/libc.so.6",
+		"lib/libc.so.6",
+		"usr/lib/x86_64-linux-gnu/libc.so.6",
+		"usr/lib64/libc.so.6",
+		"usr/lib/libc.so.6",
+	}
+}
+
+// GlibcVersion returns the host's glibc version ("2.36") and the release
+// string it came from, by scanning libc.so.6 for the "GNU C Library" banner.
+// A capture carries it as the text file "memdoctor/glibc-version". When
+// neither is found (a musl host, a capture without it) the error wraps
+// fs.ErrNotExist.
+func (f FS) GlibcVersion() (version, banner string, err error) {
+	data, err := f.ReadFile(GlibcVersionFile)
+	switch {
+	case err == nil:
+		v, b, ok := ParseGlibcBanner(data)
+		if !ok {
+			return "", "", perr(GlibcVersionFile, 1, "no \"GNU C Library ... release version X.Y\" banner")
+		}
+		return v, b, nil
+	case !IsNotExist(err):
+		return "", "", err
+	}
+	var noBanner []string
+	for _, name := range libcPaths() {
+		data, err := f.ReadFile(name)
+		if err != nil {
+			if IsNotExist(err) {
+				continue
+			}
+			return "", "", err
+		}
+		if v, b, ok := ParseGlibcBanner(data); ok {
+			return v, b, nil
+		}
+		noBanner = append(noBanner, name)
+	}
+	if noBanner != nil {
+		return "", "", fmt.Errorf("glibc version: no release banner in %v: %w", noBanner, fs.ErrNotExist)
+	}
+	return "", "", fmt.Errorf("glibc version: neither %s nor libc.so.6 under lib, lib64, usr/lib: %w", GlibcVersionFile, fs.ErrNotExist)
+}
+
+// ParseGlibcBanner finds the glibc release banner in a libc binary (or in
+// a text file holding it). banner is the line from "GNU C Library" to the
+// end of its sentence; version is the number after "release version",
+// without a trailing period.
+func ParseGlibcBanner(data []byte) (version, banner string, ok bool) {
+	marker := []byte("GNU C Library")
+	rv := []byte("release version ")
+	for {
+		i := bytes.Index(data, marker)
+		if i < 0 {
+			return "", "", false
+		}
+		data = data[i:]
+		// The banner ends at the first control byte (NUL or newline).
+		end := 0
+		for end < len(data) && end < 512 && data[end] >= 0x20 && data[end] != 0x7f {
+			end++
+		}
+		line := data[:end]
+		data = data[len(marker):]
+		j := bytes.Index(line, rv)
+		if j < 0 {
+			continue
+		}
+		v := line[j+len(rv):]
+		n := 0
+		for n < len(v) && (v[n] >= '0' && v[n] <= '9' || v[n] == '.') {
+			n++
+		}
+		v = bytes.TrimRight(v[:n], ".")
+		if len(v) == 0 || v[0] < '0' || v[0] > '9' || bytes.IndexByte(v, '.') < 0 {
+			continue
+		}
+		return string(v), string(bytes.TrimRight(line, " \t")), true
+	}
+}

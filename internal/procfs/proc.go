@@ -1,0 +1,189 @@
+package procfs
+
+// Per-process files (fs/proc/array.c, fs/proc/task_mmu.c, fs/proc/base.c):
+//
+// /proc/PID/status, "Key:\tvalue" (2.6+; RssAnon/RssFile/RssShmem 4.5+):
+//
+//	Name:	bash
+//	Umask:	0022                   octal: kept as text
+//	State:	S (sleeping)
+//	VmRSS:	    5596 kB
+//	SigBlk:	0000000000010000       hex mask: kept as text
+//	Cpus_allowed:	3              hex mask: kept as text
+//
+// /proc/PID/statm, seven counts in pages (2.6+): size resident shared text
+// lib data dirty; lib and dirty are always 0 since 2.6:
+//
+//	1739 1399 700 193 0 758 0
+//
+// /proc/PID/smaps_rollup (4.14+; Pss_Anon/File/Shmem ≈5.7, Pss_Dirty ≈6.0):
+// a pseudo-mapping header spanning the address space, then smaps' fields
+// summed over every mapping. It walks the page tables under the target's
+// mmap lock, so it costs milliseconds per GB mapped:
+//
+//	559aede6b000-7fffdd42d000 ---p 00000000 00:00 0                          [rollup]
+//	Rss:                5596 kB
+//	Pss:                3283 kB
+//
+// /proc/PID/comm (2.6.33+): the 15-byte task name and a newline.
+// /proc/PID/cmdline: the arguments, each followed by a NUL (a process may
+// rewrite it; kernel threads have an empty one).
+//
+// A process can exit at any moment: opening its files then fails with
+// ENOENT, reading them with ESRCH. Both are returned as they are, and
+// IsNotExist reports true for them. smaps_rollup of a process without an mm
+// (a kernel thread, a zombie) also fails with ESRCH.
+
+import (
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+func procFile(pid int, name string) string {
+	return "proc/" + strconv.Itoa(pid) + "/" + name
+}
+
+// PIDs lists the numeric entries of proc, ascending.
+func (f FS) PIDs() ([]int, error) {
+	var entries []fs.DirEntry
+	d, err := f.fsys.Open("proc")
+	if err != nil {
+		return nil, err
+	}
+	if rd, ok := d.(fs.ReadDirFile); ok {
+		// Unsorted listing: sorting thousands of names only to sort the
+		// numbers again is wasted work.
+		entries, err = rd.ReadDir(-1)
+		d.Close()
+	} else {
+		d.Close()
+		entries, err = f.ReadDir("proc")
+	}
+	if err != nil {
+		return nil, err
+	}
+	pids := make([]int, 0, len(entries))
+	for _, e := range entries {
+		name := e.Name()
+		if name == "" || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		if n, ok := atou(name); ok && n <= 1<<31 {
+			pids = append(pids, int(n))
+		}
+	}
+	slices.Sort(pids)
+	return pids, nil
+}
+
+// ProcStatus reads proc/PID/status.
+func (f FS) ProcStatus(pid int) (KV, error) {
+	name := procFile(pid, "status")
+	data, err := f.ReadFile(name)
+	if err != nil {
+		return KV{}, err
+	}
+	return ParseStatus(data, name)
+}
+
+// ParseStatus parses proc/PID/status: kB values in bytes, counts as
+// numbers, everything else (Name, State, Uid, hex masks, Umask) as text.
+func ParseStatus(data []byte, file string) (KV, error) {
+	return parseKV(string(data), file, kvOptions{text: statusTextKey})
+}
+
+// statusTextKey reports status keys that are never decimal numbers even
+// when they look like one: the name, and hex masks shorter than their
+// zero-padded siblings.
+func statusTextKey(key string) bool {
+	switch key {
+	case "Name", "Cpus_allowed", "Mems_allowed", "Umask":
+		return true
+	}
+	return strings.HasPrefix(key, "Sig") && key != "SigQ" || strings.HasPrefix(key, "Cap") || key == "ShdPnd"
+}
+
+// ProcStatm reads proc/PID/statm.
+func (f FS) ProcStatm(pid int) (Statm, error) {
+	name := procFile(pid, "statm")
+	data, err := f.ReadFile(name)
+	if err != nil {
+		return Statm{}, err
+	}
+	return ParseStatm(data, name)
+}
+
+// ParseStatm parses proc/PID/statm.
+func ParseStatm(data []byte, file string) (Statm, error) {
+	var m Statm
+	s := string(data)
+	dst := [...]*int64{&m.Size, &m.Resident, &m.Shared, &m.Text, &m.Lib, &m.Data, &m.Dirty}
+	rest := s
+	for i := range dst {
+		var f string
+		f, rest = nextField(rest)
+		v, ok := atou(f)
+		if !ok {
+			return Statm{}, perr(file, 1, "%s: want 7 page counts", quote(s))
+		}
+		*dst[i] = v
+	}
+	if trimSpace(rest) != "" {
+		return Statm{}, perr(file, 1, "%s: want 7 page counts", quote(s))
+	}
+	return m, nil
+}
+
+// ProcSmapsRollup reads proc/PID/smaps_rollup (4.14+), without its header
+// line. Values are bytes. A process without memory (kernel thread, zombie)
+// gives ESRCH, as a vanished one does.
+func (f FS) ProcSmapsRollup(pid int) (KV, error) {
+	name := procFile(pid, "smaps_rollup")
+	data, err := f.ReadFile(name)
+	if err != nil {
+		return KV{}, err
+	}
+	return ParseSmapsRollup(data, name)
+}
+
+// ParseSmapsRollup parses proc/PID/smaps_rollup, skipping the "[rollup]"
+// header line. Every value must be a number.
+func ParseSmapsRollup(data []byte, file string) (KV, error) {
+	s := string(data)
+	first := 1
+	if l, rest := nextLine(s); l != "" {
+		if tok, _ := nextField(l); !strings.Contains(tok, ":") {
+			s, first = rest, 2 // "start-end perms offset dev inode [rollup]"
+		}
+	}
+	return parseKV(s, file, kvOptions{numeric: true, firstLine: first})
+}
+
+// ProcComm reads proc/PID/comm without its trailing newline.
+func (f FS) ProcComm(pid int) (string, error) {
+	data, err := f.ReadFile(procFile(pid, "comm"))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(string(data), "\n"), nil
+}
+
+// ProcCmdline reads proc/PID/cmdline split at NUL bytes (the trailing
+// empty element dropped). A kernel thread gives an empty list.
+func (f FS) ProcCmdline(pid int) ([]string, error) {
+	data, err := f.ReadFile(procFile(pid, "cmdline"))
+	if err != nil {
+		return nil, err
+	}
+	return splitCmdline(string(data)), nil
+}
+
+func splitCmdline(s string) []string {
+	s = strings.TrimSuffix(s, "\x00")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\x00")
+}
