@@ -1,0 +1,32 @@
+# memdoctor build and test entry points. `make test` is the one command that
+# runs every test on a fresh Debian machine (it installs what the tests need).
+
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: build test test-deps lint bench fuzz clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o memdoctor ./cmd/memdoctor
+
+test: test-deps
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) test -count=1 -timeout 20m ./...
+
+test-deps:
+	@scripts/install-test-deps.sh
+
+lint:
+	golangci-lint run ./...
+
+bench:
+	bench/run.sh
+
+fuzz:
+	scripts/fuzz-all.sh 20s
+
+clean:
+	rm -f memdoctor

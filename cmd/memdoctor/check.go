@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/collect"
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/report"
+	"github.com/spf13/cobra"
+)
+
+func newCheckCmd() *cobra.Command {
+	var (
+		host   hostFlags
+		asJSON bool
+		top    int
+		failOn string
+	)
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Diagnose this host now: where the memory is, what is wrong, what to do",
+		Long: `check reads the host's memory state once (meminfo, vmstat, zoneinfo, slabinfo,
+cgroups, PSI, sysctls and the largest processes), explains where the memory
+is, recomputes the kernel's watermarks, and runs every rule.
+
+Without root it still works and says what it could not read. Reading is
+cheap: status/statm for every process, smaps_rollup only for the few that can
+be in the top N by PSS.`,
+		Example: `  memdoctor check
+  memdoctor check --top 20
+  memdoctor check --json | jq '.findings[] | {id, severity, summary}'
+  memdoctor check --capture host.txtar
+  memdoctor check --fail-on warning   # exit 2 when a warning or worse is found`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var threshold diagnose.Severity
+			switch failOn {
+			case "", "none":
+			case "info", "warning", "critical":
+				threshold = diagnose.Severity(failOn)
+			default:
+				return fmt.Errorf("--fail-on %q: want none, info, warning or critical", failOn)
+			}
+			if top < 0 {
+				return fmt.Errorf("--top %d: want 0 or more", top)
+			}
+			fsys, source, err := host.open()
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			res, err := collect.Collect(fsys, collect.Options{TopProcesses: top, TopCgroups: top, ArenaScan: true, Live: host.live()})
+			if err != nil {
+				return fmt.Errorf("%w (is this a Linux host with /proc mounted? use --root or --capture for saved data)", err)
+			}
+			rep := diagnose.Check(&res.Scrape, source, res.Notes)
+			if host.live() {
+				rep.Cost = costOf(res, time.Since(start))
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				err = report.JSON(out, rep)
+			} else {
+				err = report.Text(out, rep, report.TextOptions{Color: colorOK(out), Top: top})
+			}
+			if err != nil {
+				return err
+			}
+			if threshold != "" {
+				for _, f := range rep.Findings {
+					if f.Severity.Rank() >= threshold.Rank() {
+						return exitError{2}
+					}
+				}
+			}
+			return nil
+		},
+	}
+	host.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (a stable interface)")
+	cmd.Flags().IntVar(&top, "top", 10, "how many processes, cgroups and slab caches to show")
+	cmd.Flags().StringVar(&failOn, "fail-on", "none", "exit with status 2 when a finding of this `severity` or worse is found (info, warning, critical)")
+	return cmd
+}
+
+func costOf(res *collect.Result, d time.Duration) *diagnose.Cost {
+	c := &diagnose.Cost{DurationSeconds: d.Seconds(), Collectors: map[string]float64{}}
+	for _, t := range res.Timings {
+		c.Collectors[t.Collector] = t.Duration.Seconds()
+	}
+	c.SmapsReads = int(res.Scrape.Value("memdoctor_smaps_rollup_reads"))
+	c.Vanished = int(res.Scrape.Value("memdoctor_processes_vanished"))
+	return c
+}
+
+// colorOK says whether w is a terminal that wants colour.
+func colorOK(w any) bool {
+	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,135 @@
+// Package collect reads one snapshot of everything that explains memory on a
+// host through a procfs.FS (the live host, an unpacked capture or an archive)
+// and turns it into samples: node_exporter's names and labels for host
+// series, memdoctor_* for the rest.
+//
+// Required sources (meminfo) fail the collection; optional ones (slabinfo
+// without root, PSI when disabled, cgroups, processes) become notes naming
+// what is missing, what it hides and how to get it.
+package collect
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+// Options configure a collection.
+type Options struct {
+	// TopProcesses is how many processes get the expensive smaps_rollup read
+	// and are reported (by PSS). 0 disables per-process collection.
+	TopProcesses int
+	// MaxSmapsReads bounds the smaps_rollup reads per collection (they walk
+	// page tables under the target's mmap lock). Default 4 × TopProcesses.
+	MaxSmapsReads int
+	// TopCgroups is how many memory cgroups are reported by charged memory.
+	TopCgroups int
+	// MaxCgroupDirs bounds the cgroup directories read per collection.
+	MaxCgroupDirs int
+	// ArenaScan enables the glibc arena estimate from /proc/PID/maps for the
+	// reported processes.
+	ArenaScan bool
+	// Now returns the sample time (default time.Now).
+	Now func() time.Time
+	// Live says the FS is this host's own /proc (so notes can speak of
+	// this process' privileges).
+	Live bool
+}
+
+func (o *Options) defaults() {
+	if o.MaxSmapsReads == 0 {
+		o.MaxSmapsReads = 4 * o.TopProcesses
+	}
+	if o.MaxCgroupDirs == 0 {
+		o.MaxCgroupDirs = 20000
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Result is one collection.
+type Result struct {
+	Scrape sample.Scrape
+	Notes  []sample.Note
+	// Timings per collector.
+	Timings []Timing
+}
+
+// Timing is one collector's cost.
+type Timing struct {
+	Collector string
+	Duration  time.Duration
+	OK        bool
+}
+
+// ErrRequired is wrapped when a required source cannot be read.
+var ErrRequired = errors.New("required source unreadable")
+
+type ctx struct {
+	fs  procfs.FS
+	opt Options
+	res *Result
+	// kept across collectors
+	meminfo procfs.KV
+	vm      map[string]string
+	live    bool // reading this host's own /proc
+	root    bool // running with euid 0
+}
+
+func (c *ctx) add(name string, v float64, labels ...string) { c.res.Scrape.Add(name, v, labels...) }
+
+func (c *ctx) note(source, msg, hides, fix string) {
+	c.res.Notes = append(c.res.Notes, sample.Note{Source: source, Message: msg, Hides: hides, Fix: fix})
+}
+
+type collector struct {
+	name     string
+	required bool
+	run      func(*ctx) error
+}
+
+// collectors run in this order; later ones may use what earlier ones kept.
+var collectors = []collector{
+	{"meminfo", true, collectMeminfo},
+	{"vmstat", false, collectVmstat},
+	{"zoneinfo", false, collectZoneinfo},
+	{"sysctl", false, collectSysctl},
+	{"stat", false, collectStat},
+	{"pressure", false, collectPressure},
+	{"uname", false, collectUname},
+	{"slabinfo", false, collectSlabinfo},
+	{"cgroups", false, collectCgroups},
+	{"processes", false, collectProcesses},
+}
+
+// Collect reads one snapshot.
+func Collect(fsys procfs.FS, opt Options) (*Result, error) {
+	opt.defaults()
+	res := &Result{}
+	res.Scrape.Time = opt.Now()
+	c := &ctx{fs: fsys, opt: opt, res: res, live: opt.Live, root: os.Geteuid() == 0}
+	for _, col := range collectors {
+		start := time.Now()
+		err := col.run(c)
+		d := time.Since(start)
+		res.Timings = append(res.Timings, Timing{col.name, d, err == nil})
+		c.add("memdoctor_collector_duration_seconds", d.Seconds(), "collector", col.name)
+		ok := 1.0
+		if err != nil {
+			ok = 0
+		}
+		c.add("memdoctor_collector_success", ok, "collector", col.name)
+		if err != nil {
+			if col.required {
+				return res, fmt.Errorf("%w: %w", ErrRequired, err)
+			}
+			c.note(col.name, err.Error(), "", "")
+		}
+	}
+	return res, nil
+}

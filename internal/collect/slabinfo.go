@@ -1,0 +1,53 @@
+package collect
+
+import (
+	"sort"
+	"strings"
+)
+
+// reclaimScan is how many of the largest caches get their SLAB_RECLAIM_ACCOUNT
+// flag read from /sys/kernel/slab (one small sysfs read each).
+const reclaimScan = 25
+
+func collectSlabinfo(c *ctx) error {
+	slabs, err := c.fs.Slabinfo()
+	if err != nil {
+		if isPerm(err) {
+			c.note("proc/slabinfo", "slab caches unreadable: permission denied (root only)",
+				"which slab caches hold SUnreclaim/SReclaimable; totals from meminfo are still shown",
+				"run as root")
+			return nil
+		}
+		return err
+	}
+	ps := float64(c.fs.PageSize)
+	for _, s := range slabs {
+		c.add("node_slabinfo_active_objects", float64(s.ActiveObjs), "slab", s.Name)
+		c.add("node_slabinfo_objects", float64(s.NumObjs), "slab", s.Name)
+		c.add("node_slabinfo_object_size_bytes", float64(s.ObjSize), "slab", s.Name)
+		c.add("node_slabinfo_objects_per_slab", float64(s.ObjPerSlab), "slab", s.Name)
+		c.add("node_slabinfo_pages_per_slab", float64(s.PagesPerSlab), "slab", s.Name)
+		c.add("memdoctor_slabinfo_size_bytes", float64(s.NumSlabs*s.PagesPerSlab)*ps, "slab", s.Name)
+	}
+	sort.Slice(slabs, func(i, j int) bool {
+		return slabs[i].NumSlabs*slabs[i].PagesPerSlab > slabs[j].NumSlabs*slabs[j].PagesPerSlab
+	})
+	for i, s := range slabs {
+		if i >= reclaimScan {
+			break
+		}
+		if strings.ContainsAny(s.Name, "/") {
+			continue
+		}
+		v := readTrim(c, "sys/kernel/slab/"+s.Name+"/reclaim_account")
+		if v == "" {
+			continue
+		}
+		r := 0.0
+		if v == "1" {
+			r = 1
+		}
+		c.add("memdoctor_slabinfo_reclaimable", r, "slab", s.Name)
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+// Package diagnose turns samples into an explanation: a host model
+// (accounting, zones, cgroups, slab, processes) and findings from rules, one
+// rule per file. It never reads /proc: every rule runs on replayed data, a
+// capture, a recording or a Prometheus query alike.
+package diagnose
+
+import "github.com/memdoctor/memdoctor/internal/sample"
+
+// Severity of a finding.
+type Severity string
+
+// Severities, least to most urgent.
+const (
+	Info     Severity = "info"
+	Warning  Severity = "warning"
+	Critical Severity = "critical"
+)
+
+// Rank orders severities (critical highest).
+func (s Severity) Rank() int {
+	switch s {
+	case Critical:
+		return 3
+	case Warning:
+		return 2
+	case Info:
+		return 1
+	}
+	return 0
+}
+
+// Evidence is one number that proves a finding.
+type Evidence struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	// Unit is bytes, pages, percent, count, per_day, seconds, ratio or "".
+	Unit string `json:"unit,omitempty"`
+	// Text is a non-numeric value (a kernel release, a cache name).
+	Text string `json:"text,omitempty"`
+}
+
+// Remedy is one exact thing to do.
+type Remedy struct {
+	Title string `json:"title"`
+	// Commands are exact shell commands, in order.
+	Commands []string `json:"commands,omitempty"`
+	// Risk says what can go wrong and what it costs.
+	Risk string `json:"risk"`
+	// Undo says how to revert.
+	Undo string `json:"undo,omitempty"`
+}
+
+// Finding is one diagnosed mechanism.
+type Finding struct {
+	ID       string     `json:"id"`
+	Severity Severity   `json:"severity"`
+	Subject  string     `json:"subject"`
+	Summary  string     `json:"summary"`
+	Evidence []Evidence `json:"evidence"`
+	Remedies []Remedy   `json:"remedies"`
+}
+
+// Meta describes a rule.
+type Meta struct {
+	ID    string
+	Title string
+	// Needs lists the series the rule cannot work without, and how to get
+	// each when it is missing.
+	Needs []Need
+}
+
+// Need is one required series.
+type Need struct {
+	Series string
+	HowTo  string
+}
+
+// Rule detects one mechanism.
+type Rule interface {
+	Meta() Meta
+	Eval(h *Host) []Finding
+}
+
+// registry holds every rule; rules register from init in their own file.
+var registry []Rule
+
+func register(r Rule) { registry = append(registry, r) }
+
+// Rules returns every registered rule.
+func Rules() []Rule { return append([]Rule(nil), registry...) }
+
+// Run evaluates every rule on the host model. A rule whose needed series are
+// missing is skipped with a note saying what is missing and how to get it.
+func Run(h *Host, rules []Rule) ([]Finding, []sample.Note) {
+	var out []Finding
+	var notes []sample.Note
+	for _, r := range rules {
+		m := r.Meta()
+		missing := ""
+		how := ""
+		for _, n := range m.Needs {
+			if !h.S.Has(n.Series) {
+				missing, how = n.Series, n.HowTo
+				break
+			}
+		}
+		if missing != "" {
+			notes = append(notes, sample.Note{Source: "rule " + m.ID,
+				Message: "not evaluated: series " + missing + " is missing",
+				Hides:   m.Title, Fix: how})
+			continue
+		}
+		out = append(out, r.Eval(h)...)
+	}
+	sortFindings(out)
+	return out, notes
+}

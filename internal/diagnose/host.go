@@ -1,0 +1,187 @@
+package diagnose
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+// Host is the model of one host at one instant, derived from samples only.
+type Host struct {
+	S *sample.Scrape `json:"-"`
+
+	Info       HostInfo     `json:"host"`
+	Accounting Accounting   `json:"accounting"`
+	Zones      []ZoneReport `json:"zones"`
+	Watermarks Watermarks   `json:"watermarks"`
+	Cgroups    Cgroups      `json:"cgroups"`
+	Slab       SlabReport   `json:"slab"`
+	Processes  []Process    `json:"processes"`
+	Reclaim    Reclaim      `json:"reclaim"`
+}
+
+// HostInfo identifies the host.
+type HostInfo struct {
+	Hostname      string    `json:"hostname"`
+	Kernel        string    `json:"kernel"`
+	Arch          string    `json:"arch"`
+	PageSize      int       `json:"page_size"`
+	Glibc         string    `json:"glibc,omitempty"`
+	Time          time.Time `json:"time"`
+	UptimeSeconds float64   `json:"uptime_seconds,omitempty"`
+	CPUs          int       `json:"cpus,omitempty"`
+	Source        string    `json:"source"`
+}
+
+// Process is one process' memory.
+type Process struct {
+	PID          int    `json:"pid"`
+	Comm         string `json:"comm"`
+	RSSBytes     int64  `json:"rss_bytes"`
+	PSSBytes     *int64 `json:"pss_bytes"`
+	USSBytes     *int64 `json:"uss_bytes"`
+	SwapBytes    int64  `json:"swap_bytes"`
+	AnonBytes    int64  `json:"anon_bytes"`
+	FileBytes    int64  `json:"file_bytes"`
+	ShmemBytes   int64  `json:"shmem_bytes"`
+	Threads      int64  `json:"threads"`
+	MallocArenas *int64 `json:"malloc_arenas,omitempty"`
+}
+
+// Reclaim are the reclaim counters since boot and their daily rates.
+type Reclaim struct {
+	KswapdLowWmarkHitQuickly  float64 `json:"kswapd_low_wmark_hit_quickly"`
+	KswapdHighWmarkHitQuickly float64 `json:"kswapd_high_wmark_hit_quickly"`
+	Allocstall                float64 `json:"allocstall"`
+	PgscanDirect              float64 `json:"pgscan_direct"`
+	PgscanKswapd              float64 `json:"pgscan_kswapd"`
+	CompactStall              float64 `json:"compact_stall"`
+	OOMKill                   float64 `json:"oom_kill"`
+	// PerDay divides each counter by the uptime (0 when uptime is unknown).
+	PerDay map[string]float64 `json:"per_day,omitempty"`
+	// PSI memory "some" average over 60 s, percent (-1 when unavailable).
+	PSISomeAvg60 float64 `json:"psi_some_avg60_percent"`
+	PSIFullAvg60 float64 `json:"psi_full_avg60_percent"`
+}
+
+// Analyze builds the host model from one scrape.
+func Analyze(s *sample.Scrape, source string) *Host {
+	h := &Host{S: s}
+	h.Info = hostInfo(s, source)
+	h.Accounting = accounting(s)
+	h.Zones, h.Watermarks = zones(s, h.Info.PageSize)
+	h.Cgroups = cgroups(s)
+	h.Slab = slab(s)
+	h.Processes = processes(s)
+	h.Reclaim = reclaim(s, h.Info.UptimeSeconds)
+	if rec := RecommendScaleFactor(h); rec > 0 {
+		h.Watermarks.Recommended = h.Watermarks.Evaluate(rec)
+	}
+	return h
+}
+
+func hostInfo(s *sample.Scrape, source string) HostInfo {
+	hi := HostInfo{Time: s.Time, Source: source, PageSize: int(s.Value("memdoctor_page_size_bytes"))}
+	if hi.PageSize == 0 {
+		hi.PageSize = 4096
+	}
+	if u := s.Select("node_uname_info"); len(u) > 0 {
+		hi.Hostname = u[0].Labels.Get("nodename")
+		hi.Kernel = u[0].Labels.Get("release")
+		hi.Arch = u[0].Labels.Get("machine")
+	}
+	if g := s.Select("memdoctor_glibc_info"); len(g) > 0 {
+		hi.Glibc = g[0].Labels.Get("version")
+	}
+	if bt, ok := s.Get("node_boot_time_seconds"); ok && bt > 0 && !s.Time.IsZero() {
+		hi.UptimeSeconds = float64(s.Time.Unix()) - bt
+	}
+	cpus := map[string]bool{}
+	for _, m := range s.Select("node_cpu_seconds_total") {
+		cpus[m.Labels.Get("cpu")] = true
+	}
+	hi.CPUs = len(cpus)
+	return hi
+}
+
+func reclaim(s *sample.Scrape, uptime float64) Reclaim {
+	r := Reclaim{
+		KswapdLowWmarkHitQuickly:  s.Value("node_vmstat_kswapd_low_wmark_hit_quickly"),
+		KswapdHighWmarkHitQuickly: s.Value("node_vmstat_kswapd_high_wmark_hit_quickly"),
+		PgscanDirect:              s.Value("node_vmstat_pgscan_direct"),
+		PgscanKswapd:              s.Value("node_vmstat_pgscan_kswapd"),
+		CompactStall:              s.Value("node_vmstat_compact_stall"),
+		OOMKill:                   s.Value("node_vmstat_oom_kill"),
+		PSISomeAvg60:              -1,
+		PSIFullAvg60:              -1,
+	}
+	for _, z := range []string{"dma", "dma32", "normal", "movable", "device", "high"} {
+		r.Allocstall += s.Value("node_vmstat_allocstall_" + z)
+	}
+	r.Allocstall += s.Value("node_vmstat_allocstall") // before 4.8
+	if v, ok := s.Get("memdoctor_pressure_memory_avg_ratio", "kind", "some", "window", "60s"); ok {
+		r.PSISomeAvg60 = v * 100
+	}
+	if v, ok := s.Get("memdoctor_pressure_memory_avg_ratio", "kind", "full", "window", "60s"); ok {
+		r.PSIFullAvg60 = v * 100
+	}
+	if uptime > 0 {
+		d := uptime / 86400
+		r.PerDay = map[string]float64{
+			"kswapd_low_wmark_hit_quickly": r.KswapdLowWmarkHitQuickly / d,
+			"allocstall":                   r.Allocstall / d,
+			"pgscan_direct":                r.PgscanDirect / d,
+			"compact_stall":                r.CompactStall / d,
+		}
+	}
+	return r
+}
+
+func processes(s *sample.Scrape) []Process {
+	byPID := map[int]*Process{}
+	var order []int
+	get := func(m sample.Metric) *Process {
+		pid, _ := strconv.Atoi(m.Labels.Get("pid"))
+		p, ok := byPID[pid]
+		if !ok {
+			p = &Process{PID: pid, Comm: m.Labels.Get("comm")}
+			byPID[pid] = p
+			order = append(order, pid)
+		}
+		return p
+	}
+	ptr := func(v float64) *int64 { x := int64(v); return &x }
+	for _, f := range []struct {
+		name string
+		set  func(*Process, float64)
+	}{
+		{"memdoctor_process_rss_bytes", func(p *Process, v float64) { p.RSSBytes = int64(v) }},
+		{"memdoctor_process_pss_bytes", func(p *Process, v float64) { p.PSSBytes = ptr(v) }},
+		{"memdoctor_process_uss_bytes", func(p *Process, v float64) { p.USSBytes = ptr(v) }},
+		{"memdoctor_process_swap_bytes", func(p *Process, v float64) { p.SwapBytes = int64(v) }},
+		{"memdoctor_process_anon_bytes", func(p *Process, v float64) { p.AnonBytes = int64(v) }},
+		{"memdoctor_process_file_bytes", func(p *Process, v float64) { p.FileBytes = int64(v) }},
+		{"memdoctor_process_shmem_bytes", func(p *Process, v float64) { p.ShmemBytes = int64(v) }},
+		{"memdoctor_process_threads", func(p *Process, v float64) { p.Threads = int64(v) }},
+		{"memdoctor_process_malloc_arenas", func(p *Process, v float64) { p.MallocArenas = ptr(v) }},
+	} {
+		for _, m := range s.Select(f.name) {
+			f.set(get(m), m.Value)
+		}
+	}
+	out := make([]Process, 0, len(order))
+	for _, pid := range order {
+		out = append(out, *byPID[pid])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return rankOf(out[i]) > rankOf(out[j]) })
+	return out
+}
+
+func rankOf(p Process) int64 {
+	if p.PSSBytes != nil {
+		return *p.PSSBytes
+	}
+	return p.RSSBytes
+}

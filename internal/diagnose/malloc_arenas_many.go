@@ -1,0 +1,80 @@
+package diagnose
+
+// malloc_arenas_many: a glibc process with many malloc arenas and a large heap.
+//
+// Mechanism: glibc gives threads their own arenas, up to 8 × CPUs on 64-bit
+// (each a chain of 64 MiB heap reservations). Memory freed in one arena
+// cannot serve another and is returned to the kernel only from the top of
+// each heap or by malloc_trim, so a many-threaded service holds freed memory
+// as RSS: incident 5 had ~100 arenas holding 137 GB of free chunks.
+//
+// The arena count is estimated from /proc/PID/maps (64 MiB-aligned anonymous
+// heap reservations + the main arena); an arena that outgrew one heap counts
+// twice, so it is an upper bound.
+//
+// Thresholds: 16 or more arenas (the default limit on a 2-CPU host, and
+// twice glibc's arena_test) and at least 256 MiB of anonymous memory;
+// warning. It is a suspicion, not a proof: `malloc_info` (free bytes per
+// arena) proves it.
+//
+// Known false positives: a service whose threads legitimately keep large
+// live heaps per arena; the proof is the free bytes per arena.
+
+import "fmt"
+
+type mallocArenasMany struct{}
+
+func init() { register(mallocArenasMany{}) }
+
+func (mallocArenasMany) Meta() Meta {
+	return Meta{ID: "malloc_arenas_many", Title: "glibc processes with many malloc arenas",
+		Needs: []Need{{"memdoctor_process_rss_bytes", "memdoctor's process collector (--top N)"}}}
+}
+
+const (
+	arenasMin    = 16
+	arenaAnonMin = 256 << 20
+)
+
+func (mallocArenasMany) Eval(h *Host) []Finding {
+	var out []Finding
+	for _, p := range h.Processes {
+		if p.MallocArenas == nil || *p.MallocArenas < arenasMin || p.AnonBytes < arenaAnonMin {
+			continue
+		}
+		a := *p.MallocArenas
+		f := Finding{ID: "malloc_arenas_many", Severity: Warning, Subject: fmt.Sprintf("process %s (pid %d)", p.Comm, p.PID),
+			Summary: fmt.Sprintf("%s has ~%d malloc arenas across %d threads and %s anonymous memory: freed memory may be held per arena instead of returned",
+				p.Comm, a, p.Threads, HumanBytes(p.AnonBytes)),
+			Evidence: []Evidence{
+				ev("malloc_arenas_estimated", float64(a), "count"),
+				ev("threads", float64(p.Threads), "count"),
+				ev("anon_bytes", float64(p.AnonBytes), "bytes"),
+				ev("rss_bytes", float64(p.RSSBytes), "bytes"),
+			},
+		}
+		if h.Info.CPUs > 0 {
+			f.Evidence = append(f.Evidence, ev("glibc_default_arena_limit", float64(8*h.Info.CPUs), "count"))
+		}
+		if h.Info.Glibc != "" {
+			f.Evidence = append(f.Evidence, evText("glibc", h.Info.Glibc))
+		}
+		pid := fmt.Sprint(p.PID)
+		f.Remedies = []Remedy{
+			{Title: "prove it: ask the allocator how much of the heap is free (pauses the process for a moment)",
+				Commands: []string{"gdb -p " + pid + " -batch -ex 'call (int) malloc_info(0, stderr)' 2>&1 | grep -E '<total|<system'"},
+				Risk:     "stops the process while gdb is attached (milliseconds to seconds for huge heaps)"},
+			{Title: "give freed memory back now (measure RSS before and after)",
+				Commands: []string{"grep VmRSS /proc/" + pid + "/status", "gdb -p " + pid + " -batch -ex 'call (int) malloc_trim(0)'", "grep VmRSS /proc/" + pid + "/status"},
+				Risk:     "stops the process during the trim (proportional to memory freed: 0.2 s for 4 GB in incident 5)"},
+			{Title: "cap the arenas at the next restart",
+				Commands: []string{"GLIBC_TUNABLES=glibc.malloc.arena_max=4 <command>   # or MALLOC_ARENA_MAX=4"},
+				Risk:     "more lock contention between threads in malloc; measure throughput; did not help in incident 5"},
+			{Title: "or run it on jemalloc, which returns freed memory on its own",
+				Commands: []string{"apt-get install libjemalloc2", "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 <command>"},
+				Risk:     "a different allocator: validate performance and memory on a canary first"},
+		}
+		out = append(out, f)
+	}
+	return out
+}

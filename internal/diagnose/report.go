@@ -1,0 +1,45 @@
+package diagnose
+
+import "github.com/memdoctor/memdoctor/internal/sample"
+
+// SchemaVersion is the version of the JSON report. Keys are only ever added
+// within a version.
+const SchemaVersion = 1
+
+// Report is what `memdoctor check` prints: the host model, findings and
+// notes. Its JSON form is a stable interface.
+type Report struct {
+	SchemaVersion int `json:"schema_version"`
+	*Host
+	Findings []Finding    `json:"findings"`
+	Notes    []sample.Note `json:"notes"`
+	// Cost is what collecting took (live collections only).
+	Cost *Cost `json:"cost,omitempty"`
+}
+
+// Cost is the price of looking.
+type Cost struct {
+	DurationSeconds float64            `json:"duration_seconds"`
+	Collectors      map[string]float64 `json:"collectors_seconds"`
+	SmapsReads      int                `json:"smaps_rollup_reads"`
+	Vanished        int                `json:"processes_vanished"`
+}
+
+// Check analyses one scrape and runs every rule.
+func Check(s *sample.Scrape, source string, notes []sample.Note) *Report {
+	h := Analyze(s, source)
+	findings, ruleNotes := Run(h, Rules())
+	all := append(append([]sample.Note{}, notes...), ruleNotes...)
+	if findings == nil {
+		findings = []Finding{}
+	}
+	if h.Processes == nil {
+		h.Processes = []Process{}
+	}
+	if len(h.Watermarks.Mismatches) > 0 {
+		all = append(all, sample.Note{Source: "proc/zoneinfo",
+			Message: "the kernel's watermarks differ from the recomputation (kernel patches, memory hotplug or managed pages changing while reading)",
+			Hides:   "the exactness of the what-if table"})
+	}
+	return &Report{SchemaVersion: SchemaVersion, Host: h, Findings: findings, Notes: all}
+}

@@ -1,0 +1,75 @@
+package diagnose
+
+// slab_unreclaimable_high: kernel memory the kernel cannot give back.
+//
+// Mechanism: SUnreclaim is slab memory with no shrinker (kmalloc caches,
+// cgroup and network structures, ...). Unlike page cache and dentries it is
+// not counted in MemAvailable and is not freed under pressure; it only
+// shrinks when its owners free it. Growth usually means a kernel-side leak
+// or objects pinned by something (dying memory cgroups in incident 1).
+//
+// Thresholds: warning at 10 % of MemTotal, critical at 20 %, and never below
+// 256 MiB (small hosts and VMs legitimately run 100-200 MiB).
+//
+// Known false positives: hosts with very many network connections or files
+// open hold large legitimate kmalloc/sock caches; the cache list says which.
+
+import "fmt"
+
+type slabUnreclaimableHigh struct{}
+
+func init() { register(slabUnreclaimableHigh{}) }
+
+func (slabUnreclaimableHigh) Meta() Meta {
+	return Meta{ID: "slab_unreclaimable_high", Title: "unreclaimable slab memory",
+		Needs: []Need{{"node_memory_SUnreclaim_bytes", "read /proc/meminfo (2.6.19+)"}}}
+}
+
+func (slabUnreclaimableHigh) Eval(h *Host) []Finding {
+	s := h.Slab
+	if s.UnreclaimableBytes < 256<<20 {
+		return nil
+	}
+	var sev Severity
+	switch {
+	case s.UnreclaimablePercent >= 20:
+		sev = Critical
+	case s.UnreclaimablePercent >= 10:
+		sev = Warning
+	default:
+		return nil
+	}
+	f := Finding{ID: "slab_unreclaimable_high", Severity: sev, Subject: "host",
+		Summary: fmt.Sprintf("unreclaimable slab holds %s (%.1f%% of memory, %.0f%% of all slab); the kernel cannot free it under pressure",
+			HumanBytes(s.UnreclaimableBytes), s.UnreclaimablePercent, s.UnreclaimableShare),
+		Evidence: []Evidence{
+			ev("slab_unreclaimable_bytes", float64(s.UnreclaimableBytes), "bytes"),
+			ev("slab_unreclaimable_percent_of_total", s.UnreclaimablePercent, "percent"),
+			ev("slab_reclaimable_bytes", float64(s.ReclaimableBytes), "bytes"),
+		},
+	}
+	n := 0
+	for _, c := range s.Top {
+		if c.Reclaimable != nil && *c.Reclaimable {
+			continue
+		}
+		f.Evidence = append(f.Evidence, evText("cache", fmt.Sprintf("%s %s (%d objects of %d B)", c.Name, HumanBytes(c.Bytes), c.Objects, c.ObjectSizeBytes)))
+		if n++; n == 5 {
+			break
+		}
+	}
+	if !s.CachesVisible {
+		f.Evidence = append(f.Evidence, evText("caches", "unknown: /proc/slabinfo needs root"))
+	}
+	if h.Cgroups.MemoryDying != nil {
+		f.Evidence = append(f.Evidence, ev("memory_cgroups_dying", float64(*h.Cgroups.MemoryDying), "count"))
+	}
+	f.Remedies = []Remedy{
+		{Title: "see which caches hold it and whether they grow",
+			Commands: []string{"sudo slabtop -o -s c | head -20", "memdoctor check --json | jq .slab.top"},
+			Risk:     "none (read-only)"},
+		{Title: "if dying memory cgroups are many, fix their creation (see dying_cgroups); otherwise look for the subsystem that owns the growing cache (kmalloc-*: enable slab_debug/kmemleak on a test host)",
+			Risk: "kmemleak and slab debugging cost CPU and memory; not for production"},
+	}
+	return []Finding{f}
+}

@@ -1,0 +1,159 @@
+package diagnose
+
+// watermark_gap_small: kswapd's window is too narrow for the allocation rate.
+//
+// Mechanism: below a zone's low watermark kswapd wakes and reclaims until
+// high; below min, allocating tasks reclaim themselves (direct reclaim:
+// allocstall_*), burning CPU in sys and softirq while requests wait. The
+// window low−min (= high−low) is max(min/4, managed × watermark_scale_factor
+// / 10000). With the default factor 10 it is about 0.1 % of a zone, or
+// min_free_kbytes/4 spread over the zones: ~10 MB on an 8 GB host (incident
+// 3), so a traffic burst crosses it before kswapd can act.
+// kswapd_low_wmark_hit_quickly counts kswapd being woken again within its
+// 100 ms nap: the window is too small for the burst rate.
+//
+// Fires only with evidence of reclaim trouble since boot: direct reclaim
+// (any allocstall or pgscan_direct), or kswapd_low_wmark_hit_quickly at 10
+// or more per day; and only while the largest lowmem zone's window is below
+// the recommended size. Critical from 1000 direct-reclaim stalls per day.
+//
+// Recommendation: the smallest factor (a multiple of 10) that makes the
+// largest lowmem zone's window at least 2 % of the zone and at least 64 MiB,
+// capped at 1000 and at a MemAvailable cost of 5 % of MemTotal. Incident 3's
+// 8 GB host gets 200, the value that fixed it there (low−min 10 → 99 MB,
+// low-watermark hits 1000 → 100 per day).
+//
+// Known false positives: a batch host that reclaims by design (streaming
+// through far more file data than RAM) shows kswapd activity with no harm;
+// PSI memory stall and sys CPU around the bursts tell the difference.
+
+import (
+	"fmt"
+
+	"github.com/memdoctor/memdoctor/internal/vmcalc"
+)
+
+type watermarkGapSmall struct{}
+
+func init() { register(watermarkGapSmall{}) }
+
+func (watermarkGapSmall) Meta() Meta {
+	return Meta{ID: "watermark_gap_small", Title: "kswapd window too small for the allocation bursts",
+		Needs: []Need{
+			{"node_zoneinfo_managed_pages", "read /proc/zoneinfo (node_exporter: --collector.zoneinfo)"},
+			{"node_sysctl_vm_watermark_scale_factor", "read /proc/sys/vm (node_exporter: --collector.sysctl --collector.sysctl.include=vm.watermark_scale_factor,vm.min_free_kbytes)"},
+			{"node_vmstat_kswapd_low_wmark_hit_quickly", "read /proc/vmstat"},
+		}}
+}
+
+// Target window, as a share of the zone and an absolute floor.
+const (
+	targetGapPercent = 2
+	targetGapFloor   = 64 << 20
+	maxScaleFactor   = 1000
+	maxCostPercent   = 5
+)
+
+// RecommendScaleFactor returns the recommended watermark_scale_factor for
+// the host (never below the current one), or 0 when watermarks could not be
+// recomputed.
+func RecommendScaleFactor(h *Host) int64 {
+	w := &h.Watermarks
+	if !w.Recomputed {
+		return 0
+	}
+	cur := w.WatermarkScaleFactor
+	best := int64(0)
+	var bigManaged int64
+	for _, z := range w.zones {
+		if vmcalc.IsLowmem(z.Name) && z.Managed > bigManaged {
+			bigManaged = z.Managed
+		}
+	}
+	if bigManaged == 0 {
+		return 0
+	}
+	ps := int64(w.params.PageSize)
+	target := max(bigManaged*ps*targetGapPercent/100, targetGapFloor)
+	for f := int64(10); f <= maxScaleFactor; f += 10 {
+		wi := w.Evaluate(f)
+		if wi == nil {
+			return 0
+		}
+		if -wi.MemAvailableDeltaBytes > h.Accounting.TotalBytes*maxCostPercent/100 {
+			break
+		}
+		best = f
+		if wi.LowMinGapBytes >= target {
+			break
+		}
+	}
+	return max(best, cur)
+}
+
+func (watermarkGapSmall) Eval(h *Host) []Finding {
+	w := &h.Watermarks
+	r := h.Reclaim
+	perDay := func(k string) float64 {
+		if r.PerDay == nil {
+			return 0
+		}
+		return r.PerDay[k]
+	}
+	direct := r.Allocstall > 0 || r.PgscanDirect > 0
+	hits := perDay("kswapd_low_wmark_hit_quickly")
+	if !direct && hits < 10 {
+		return nil
+	}
+	next := w.Recommended
+	if next == nil || next.WatermarkScaleFactor <= w.WatermarkScaleFactor {
+		return nil // the window is already as wide as we would make it
+	}
+	rec := next.WatermarkScaleFactor
+	cur := w.Evaluate(w.WatermarkScaleFactor)
+	sev := Warning
+	if perDay("allocstall") >= 1000 {
+		sev = Critical
+	}
+	f := Finding{ID: "watermark_gap_small", Severity: sev, Subject: "zone " + cur.Zone,
+		Summary: fmt.Sprintf("kswapd's window on %s is %s (low−min); reclaim bursts cross it: %.0f direct-reclaim stalls and %.0f quick low-watermark wake-ups per day",
+			cur.Zone, HumanBytes(cur.LowMinGapBytes), perDay("allocstall"), hits),
+		Evidence: []Evidence{
+			ev("watermark_scale_factor", float64(w.WatermarkScaleFactor), ""),
+			ev("min_free_kbytes", float64(w.MinFreeKbytes), "kB"),
+			ev("scale_factor_effective_from", float64(w.EffectiveFrom), ""),
+			ev("low_min_gap_bytes", float64(cur.LowMinGapBytes), "bytes"),
+			ev("kswapd_low_wmark_hit_quickly_per_day", hits, "per_day"),
+			ev("allocstall_per_day", perDay("allocstall"), "per_day"),
+			ev("pgscan_direct_per_day", perDay("pgscan_direct"), "per_day"),
+			ev("recommended_watermark_scale_factor", float64(rec), ""),
+			ev("recommended_low_min_gap_bytes", float64(next.LowMinGapBytes), "bytes"),
+			ev("recommended_min_pages", float64(next.MinPages), "pages"),
+			ev("recommended_low_pages", float64(next.LowPages), "pages"),
+			ev("recommended_high_pages", float64(next.HighPages), "pages"),
+			ev("mem_available_delta_bytes", float64(next.MemAvailableDeltaBytes), "bytes"),
+		},
+	}
+	if w.WatermarkScaleFactor < w.EffectiveFrom {
+		f.Evidence = append(f.Evidence, evText("note", fmt.Sprintf("watermark_scale_factor %d is below %d, where it starts to matter: the window is min_free_kbytes/4 spread over the zones",
+			w.WatermarkScaleFactor, w.EffectiveFrom)))
+	}
+	if r.PSISomeAvg60 >= 0 {
+		f.Evidence = append(f.Evidence, ev("psi_memory_some_avg60_percent", r.PSISomeAvg60, "percent"))
+	}
+	f.Remedies = []Remedy{
+		{Title: fmt.Sprintf("widen kswapd's window: watermark_scale_factor %d → %d (%s window on %s; MemAvailable %s)",
+			w.WatermarkScaleFactor, rec, HumanBytes(next.LowMinGapBytes), next.Zone, HumanBytes(next.MemAvailableDeltaBytes)),
+			Commands: []string{
+				fmt.Sprintf("sysctl -w vm.watermark_scale_factor=%d", rec),
+				fmt.Sprintf("echo 'vm.watermark_scale_factor = %d' > /etc/sysctl.d/60-memdoctor-watermarks.conf", rec),
+			},
+			Risk: fmt.Sprintf("kswapd starts earlier and keeps %s more free, which lowers MemAvailable by that much; takes effect at once, no restart",
+				HumanBytes(-next.MemAvailableDeltaBytes)),
+			Undo: fmt.Sprintf("sysctl -w vm.watermark_scale_factor=%d; rm /etc/sysctl.d/60-memdoctor-watermarks.conf", w.WatermarkScaleFactor)},
+		{Title: "verify: kswapd_low_wmark_hit_quickly and allocstall_* per day should fall (incident 3: 1000 → 100 per day)",
+			Commands: []string{"grep -E 'kswapd_low_wmark_hit_quickly|allocstall' /proc/vmstat"},
+			Risk:     "none (read-only)"},
+	}
+	return []Finding{f}
+}

@@ -1,0 +1,219 @@
+package diagnose
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/memdoctor/memdoctor/internal/vmcalc"
+)
+
+// WhatIfFactors are the watermark_scale_factor values every report shows,
+// after the current one.
+var WhatIfFactors = []int64{50, 100, 200, 500}
+
+// ZoneReport is one zone: what the kernel reports and what the arithmetic
+// predicts.
+type ZoneReport struct {
+	Node         int     `json:"node"`
+	Zone         string  `json:"zone"`
+	ManagedPages int64   `json:"managed_pages"`
+	FreePages    int64   `json:"free_pages"`
+	MinPages     int64   `json:"min_pages"`
+	LowPages     int64   `json:"low_pages"`
+	HighPages    int64   `json:"high_pages"`
+	BoostPages   int64   `json:"boost_pages"`
+	Protection   []int64 `json:"protection,omitempty"`
+	// LowMinGapBytes is the kswapd window: low − min (= high − low).
+	LowMinGapBytes int64 `json:"low_min_gap_bytes"`
+	// Computed are the watermarks recomputed from the sysctls (boost added).
+	Computed *Marks `json:"computed,omitempty"`
+	// MatchesKernel is false when the recomputation differs from zoneinfo.
+	MatchesKernel *bool    `json:"matches_kernel,omitempty"`
+	WhatIf        []WhatIf `json:"what_if"`
+}
+
+// Marks are min/low/high pages.
+type Marks struct {
+	MinPages  int64 `json:"min_pages"`
+	LowPages  int64 `json:"low_pages"`
+	HighPages int64 `json:"high_pages"`
+}
+
+// WhatIf is one zone's watermarks under another watermark_scale_factor.
+// MemAvailableDeltaBytes is the change of the host's MemAvailable (the
+// kernel's formula), the same for every zone of the host.
+type WhatIf struct {
+	WatermarkScaleFactor   int64 `json:"watermark_scale_factor"`
+	MinPages               int64 `json:"min_pages"`
+	LowPages               int64 `json:"low_pages"`
+	HighPages              int64 `json:"high_pages"`
+	MemAvailableDeltaBytes int64 `json:"mem_available_delta_bytes"`
+}
+
+// Watermarks summarises the host's watermark settings.
+type Watermarks struct {
+	MinFreeKbytes        int64 `json:"min_free_kbytes"`
+	WatermarkScaleFactor int64 `json:"watermark_scale_factor"`
+	// EffectiveFrom is the smallest watermark_scale_factor that widens any
+	// zone's gap; below it the gap is min/4 and the setting does nothing.
+	EffectiveFrom int64 `json:"effective_from"`
+	// Threshold is 2500 × min_free_kbytes / lowmem_kB, the same unrounded.
+	Threshold float64 `json:"threshold"`
+	// Recomputed is false when the sysctls were not available.
+	Recomputed bool     `json:"recomputed"`
+	Mismatches []string `json:"mismatches"`
+	// TotalReservePages is totalreserve_pages reconstructed from zoneinfo.
+	TotalReservePages int64 `json:"total_reserve_pages"`
+	// Recommended is the suggested watermark_scale_factor (see
+	// watermark_gap_small.go), with its predicted effect.
+	Recommended *WhatIfHost `json:"recommended,omitempty"`
+
+	zones  []vmcalc.Zone
+	params vmcalc.Params
+	avail  vmcalc.AvailableInput
+}
+
+// WhatIfHost is a host-wide what-if.
+type WhatIfHost struct {
+	WatermarkScaleFactor   int64 `json:"watermark_scale_factor"`
+	MemAvailableDeltaBytes int64 `json:"mem_available_delta_bytes"`
+	// LargestZone and its predicted gap in bytes.
+	Zone           string `json:"zone"`
+	LowMinGapBytes int64  `json:"low_min_gap_bytes"`
+	MinPages       int64  `json:"min_pages"`
+	LowPages       int64  `json:"low_pages"`
+	HighPages      int64  `json:"high_pages"`
+}
+
+// zoneIndex is the kernel's zone order on every architecture (absent zones
+// are simply missing).
+var zoneIndex = map[string]int{"DMA": 0, "DMA32": 1, "Normal": 2, "HighMem": 3, "Movable": 4, "Device": 5}
+
+func zones(s *sample.Scrape, pageSize int) ([]ZoneReport, Watermarks) {
+	var out []ZoneReport
+	for _, m := range s.Select("node_zoneinfo_managed_pages") {
+		node, _ := strconv.Atoi(m.Labels.Get("node"))
+		name := m.Labels.Get("zone")
+		l := []string{"node", m.Labels.Get("node"), "zone", name}
+		z := ZoneReport{Node: node, Zone: name, ManagedPages: int64(m.Value),
+			MinPages:   int64(s.Value("node_zoneinfo_min_pages", l...)),
+			LowPages:   int64(s.Value("node_zoneinfo_low_pages", l...)),
+			HighPages:  int64(s.Value("node_zoneinfo_high_pages", l...)),
+			BoostPages: int64(s.Value("memdoctor_zoneinfo_boost_pages", l...)),
+		}
+		if v, ok := s.Get("memdoctor_zoneinfo_free_pages", l...); ok {
+			z.FreePages = int64(v)
+		} else {
+			z.FreePages = int64(s.Value("node_zoneinfo_nr_free_pages", l...))
+		}
+		for i := 0; ; i++ {
+			v, ok := s.Get("node_zoneinfo_protection_"+strconv.Itoa(i), l...)
+			if !ok {
+				break
+			}
+			z.Protection = append(z.Protection, int64(v))
+		}
+		z.LowMinGapBytes = (z.LowPages - z.MinPages) * int64(pageSize)
+		out = append(out, z)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Node != out[j].Node {
+			return out[i].Node < out[j].Node
+		}
+		return zoneIndex[out[i].Zone] < zoneIndex[out[j].Zone]
+	})
+	w := Watermarks{Mismatches: []string{}}
+	mfk, ok1 := s.Get("node_sysctl_vm_min_free_kbytes")
+	wsf, ok2 := s.Get("node_sysctl_vm_watermark_scale_factor")
+	if len(out) == 0 || !ok1 || !ok2 {
+		return out, w
+	}
+	var ratios []int64
+	for i := 0; ; i++ {
+		v, ok := s.Get("node_sysctl_vm_lowmem_reserve_ratio", "index", strconv.Itoa(i))
+		if !ok {
+			break
+		}
+		ratios = append(ratios, int64(v))
+	}
+	w.MinFreeKbytes, w.WatermarkScaleFactor, w.Recomputed = int64(mfk), int64(wsf), true
+	vz := make([]vmcalc.Zone, len(out))
+	var free int64
+	for i, z := range out {
+		vz[i] = vmcalc.Zone{Node: z.Node, Name: z.Zone, Managed: z.ManagedPages, Free: z.FreePages, Boost: z.BoostPages}
+		free += z.FreePages
+	}
+	p := vmcalc.Params{MinFreeKbytes: w.MinFreeKbytes, WatermarkScaleFactor: w.WatermarkScaleFactor,
+		LowmemReserveRatio: ratios, PageSize: pageSize}
+	ps := int64(pageSize)
+	avail := vmcalc.AvailableInput{
+		FreePages:        free,
+		FilePages:        (mi(s, "Active_file") + mi(s, "Inactive_file")) / ps,
+		ReclaimablePages: mi(s, "KReclaimable") / ps,
+	}
+	if !s.Has("node_memory_KReclaimable_bytes") {
+		avail.ReclaimablePages = mi(s, "SReclaimable") / ps
+	}
+	w.zones, w.params, w.avail = vz, p, avail
+	w.EffectiveFrom = vmcalc.EffectiveFrom(vz, p)
+	w.Threshold = vmcalc.ScaleFactorThreshold(vz, p)
+	marks := vmcalc.Watermarks(vz, p)
+	prot := vmcalc.Protection(vz, ratios)
+	w.TotalReservePages = vmcalc.TotalReserve(vz, marks, prot)
+	factors := append([]int64{w.WatermarkScaleFactor}, WhatIfFactors...)
+	whatifs := vmcalc.Evaluate(vz, p, avail, factors)
+	for i := range out {
+		z := &out[i]
+		c := Marks{marks[i].Min + z.BoostPages, marks[i].Low + z.BoostPages, marks[i].High + z.BoostPages}
+		z.Computed = &c
+		match := c.MinPages == z.MinPages && c.LowPages == z.LowPages && c.HighPages == z.HighPages
+		if !match {
+			w.Mismatches = append(w.Mismatches, fmt.Sprintf("node %d %s: kernel min/low/high %d/%d/%d, recomputed %d/%d/%d",
+				z.Node, z.Zone, z.MinPages, z.LowPages, z.HighPages, c.MinPages, c.LowPages, c.HighPages))
+		}
+		if len(z.Protection) > 0 && len(ratios) > 0 {
+			for j, v := range z.Protection {
+				if j < len(prot[i]) && prot[i][j] != v {
+					match = false
+					w.Mismatches = append(w.Mismatches, fmt.Sprintf("node %d %s: kernel protection[%d] %d, recomputed %d",
+						z.Node, z.Zone, j, v, prot[i][j]))
+					break
+				}
+			}
+		}
+		z.MatchesKernel = &match
+		for _, wi := range whatifs {
+			m := wi.Marks[i]
+			z.WhatIf = append(z.WhatIf, WhatIf{WatermarkScaleFactor: wi.WatermarkScaleFactor,
+				MinPages: m.Min + z.BoostPages, LowPages: m.Low + z.BoostPages, HighPages: m.High + z.BoostPages,
+				MemAvailableDeltaBytes: wi.MemAvailableDeltaPages * ps})
+		}
+	}
+	return out, w
+}
+
+// Evaluate returns the host-wide effect of a scale factor on the largest
+// lowmem zone, or nil when watermarks could not be recomputed.
+func (w *Watermarks) Evaluate(wsf int64) *WhatIfHost {
+	if !w.Recomputed {
+		return nil
+	}
+	wi := vmcalc.Evaluate(w.zones, w.params, w.avail, []int64{wsf})[0]
+	big := -1
+	for i, z := range w.zones {
+		if vmcalc.IsLowmem(z.Name) && (big < 0 || z.Managed > w.zones[big].Managed) {
+			big = i
+		}
+	}
+	if big < 0 {
+		return nil
+	}
+	m := wi.Marks[big]
+	ps := int64(w.params.PageSize)
+	b := w.zones[big].Boost
+	return &WhatIfHost{WatermarkScaleFactor: wsf, MemAvailableDeltaBytes: wi.MemAvailableDeltaPages * ps,
+		Zone: w.zones[big].Name, LowMinGapBytes: m.Gap() * ps,
+		MinPages: m.Min + b, LowPages: m.Low + b, HighPages: m.High + b}
+}

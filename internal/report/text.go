@@ -1,0 +1,340 @@
+// Package report renders diagnosis reports: a readable terminal report and a
+// stable JSON document.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+)
+
+// JSON writes the report as indented JSON.
+func JSON(w io.Writer, r *diagnose.Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// TextOptions control the terminal report.
+type TextOptions struct {
+	// Color enables ANSI colour (only on a terminal, never with NO_COLOR).
+	Color bool
+	// Top limits the table rows per section.
+	Top int
+}
+
+type printer struct {
+	w     io.Writer
+	color bool
+	err   error
+}
+
+func (p *printer) f(format string, a ...any) {
+	if p.err != nil {
+		return
+	}
+	_, p.err = fmt.Fprintf(p.w, format, a...)
+}
+
+func (p *printer) paint(code, s string) string {
+	if !p.color {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func (p *printer) heading(s string) { p.f("\n%s\n", p.paint("1", s)) }
+
+func (p *printer) sev(s diagnose.Severity) string {
+	label := strings.ToUpper(string(s))
+	switch s {
+	case diagnose.Critical:
+		return p.paint("1;31", label)
+	case diagnose.Warning:
+		return p.paint("33", label)
+	}
+	return p.paint("36", label)
+}
+
+var hb = diagnose.HumanBytes
+
+// Text writes the terminal report.
+func Text(w io.Writer, r *diagnose.Report, opt TextOptions) error {
+	if opt.Top <= 0 {
+		opt.Top = 10
+	}
+	p := &printer{w: w, color: opt.Color}
+	h := r.Host
+	glibc := ""
+	if h.Info.Glibc != "" {
+		glibc = ", glibc " + h.Info.Glibc
+	}
+	p.f("%s %s (kernel %s, %s%s) at %s\n", p.paint("1", "memdoctor check:"), orDash(h.Info.Hostname), orDash(h.Info.Kernel),
+		orDash(h.Info.Arch), glibc, h.Info.Time.UTC().Format("2006-01-02 15:04:05 UTC"))
+	if h.Info.Source != "" && h.Info.Source != "live" {
+		p.f("source: %s\n", h.Info.Source)
+	}
+	findings(p, r)
+	memory(p, h)
+	zones(p, h)
+	cgroups(p, h, opt.Top)
+	slab(p, h, opt.Top)
+	processes(p, h, opt.Top)
+	if len(r.Notes) > 0 {
+		p.heading("NOTES (what could not be read)")
+		for _, n := range r.Notes {
+			line := "  - " + n.Source + ": " + n.Message
+			if n.Hides != "" {
+				line += "; hides " + n.Hides
+			}
+			if n.Fix != "" {
+				line += "; fix: " + n.Fix
+			}
+			p.f("%s\n", line)
+		}
+	}
+	if r.Cost != nil {
+		p.f("\ncollected in %.0f ms (%d smaps_rollup reads, %d processes vanished while reading)\n",
+			r.Cost.DurationSeconds*1000, r.Cost.SmapsReads, r.Cost.Vanished)
+	}
+	return p.err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func findings(p *printer, r *diagnose.Report) {
+	p.heading("FINDINGS")
+	if len(r.Findings) == 0 {
+		p.f("  %s no problems found by %d rules\n", p.paint("32", "ok:"), len(diagnose.Rules()))
+		return
+	}
+	for _, f := range r.Findings {
+		p.f("  [%s] %s (%s)\n      %s\n", p.sev(f.Severity), p.paint("1", f.ID), f.Subject, f.Summary)
+		var ev []string
+		for _, e := range f.Evidence {
+			ev = append(ev, evidenceString(e))
+		}
+		p.f("      evidence: %s\n", strings.Join(ev, "; "))
+		for i, rem := range f.Remedies {
+			p.f("      remedy %d: %s\n", i+1, rem.Title)
+			for _, c := range rem.Commands {
+				p.f("          $ %s\n", c)
+			}
+			p.f("          risk: %s\n", rem.Risk)
+			if rem.Undo != "" {
+				p.f("          undo: %s\n", rem.Undo)
+			}
+		}
+	}
+}
+
+func evidenceString(e diagnose.Evidence) string {
+	if e.Text != "" {
+		return e.Name + " " + e.Text
+	}
+	switch e.Unit {
+	case "bytes":
+		return e.Name + " " + hb(int64(e.Value))
+	case "percent":
+		return fmt.Sprintf("%s %.1f%%", e.Name, e.Value)
+	case "per_day":
+		return fmt.Sprintf("%s %.1f", e.Name, e.Value)
+	case "kB":
+		return fmt.Sprintf("%s %.0f kB", e.Name, e.Value)
+	}
+	return fmt.Sprintf("%s %g", e.Name, e.Value)
+}
+
+func tab(p *printer) *tabwriter.Writer { return tabwriter.NewWriter(p.w, 0, 0, 2, ' ', tabwriter.AlignRight) }
+
+func memory(p *printer, h *diagnose.Host) {
+	a := h.Accounting
+	p.heading("MEMORY")
+	p.f("  total %s, available %s, used %.1f%% (free %s)\n", hb(a.TotalBytes), hb(a.AvailableBytes), a.UsedPercent, hb(a.FreeBytes))
+	if a.SwapTotalBytes > 0 {
+		p.f("  swap %s, used %s\n", hb(a.SwapTotalBytes), hb(a.SwapTotalBytes-a.SwapFreeBytes))
+	}
+	p.f("  %s\n", wrap(a.Explain, 96, "  "))
+	tw := tab(p)
+	fmt.Fprintf(tw, "  \tcategory\tbytes\t%% of total\t\n")
+	cats := append([]diagnose.Category(nil), a.Categories...)
+	sort.SliceStable(cats, func(i, j int) bool { return cats[i].Bytes > cats[j].Bytes })
+	for _, c := range cats {
+		mark := ""
+		if c.Reclaimable {
+			mark = " (reclaimable)"
+		}
+		fmt.Fprintf(tw, "  \t%s%s\t%s\t%.1f%%\t\n", c.Name, mark, hb(c.Bytes), c.Percent)
+	}
+	if err := tw.Flush(); err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+func zones(p *printer, h *diagnose.Host) {
+	if len(h.Zones) == 0 {
+		return
+	}
+	w := h.Watermarks
+	p.heading("ZONES (pages; the kswapd window is low−min = high−low)")
+	if w.Recomputed {
+		p.f("  min_free_kbytes %d, watermark_scale_factor %d (it changes nothing below %d: the window is min/4 until then)\n",
+			w.MinFreeKbytes, w.WatermarkScaleFactor, w.EffectiveFrom)
+	}
+	ps := int64(h.Info.PageSize)
+	tw := tab(p)
+	fmt.Fprintf(tw, "  \tnode\tzone\tmanaged\tfree\tmin\tlow\thigh\tboost\twindow\trecomputed\t\n")
+	for _, z := range h.Zones {
+		chk := "-"
+		if z.MatchesKernel != nil {
+			chk = "match"
+			if !*z.MatchesKernel {
+				chk = "MISMATCH"
+			}
+		}
+		fmt.Fprintf(tw, "  \t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", z.Node, z.Zone, z.ManagedPages, z.FreePages,
+			z.MinPages, z.LowPages, z.HighPages, z.BoostPages, hb(z.LowMinGapBytes), chk)
+	}
+	_ = tw.Flush()
+	for _, m := range w.Mismatches {
+		p.f("  %s %s\n", p.paint("33", "mismatch:"), m)
+	}
+	// What-if for the largest lowmem zone of each node.
+	var big *diagnose.ZoneReport
+	for i := range h.Zones {
+		z := &h.Zones[i]
+		if len(z.WhatIf) > 0 && (big == nil || z.ManagedPages > big.ManagedPages) {
+			big = z
+		}
+	}
+	if big == nil {
+		return
+	}
+	p.f("\n  what if watermark_scale_factor were ... (zone %s; MemAvailable change for the host)\n", big.Zone)
+	tw = tab(p)
+	fmt.Fprintf(tw, "  \twsf\tmin\tlow\thigh\twindow\tMemAvailable\t\n")
+	for _, wi := range big.WhatIf {
+		fmt.Fprintf(tw, "  \t%d\t%d\t%d\t%d\t%s\t%s\t\n", wi.WatermarkScaleFactor, wi.MinPages, wi.LowPages, wi.HighPages,
+			hb((wi.LowPages-wi.MinPages)*ps), signed(wi.MemAvailableDeltaBytes))
+	}
+	_ = tw.Flush()
+	if r := w.Recommended; r != nil && r.WatermarkScaleFactor > w.WatermarkScaleFactor {
+		p.f("  recommended if reclaim stalls appear: %d (window %s on %s, MemAvailable %s)\n",
+			r.WatermarkScaleFactor, hb(r.LowMinGapBytes), r.Zone, signed(r.MemAvailableDeltaBytes))
+	}
+	rc := h.Reclaim
+	p.f("  reclaim since boot: kswapd_low_wmark_hit_quickly %.0f, allocstall %.0f, pgscan_direct %.0f, compact_stall %.0f, oom_kill %.0f\n",
+		rc.KswapdLowWmarkHitQuickly, rc.Allocstall, rc.PgscanDirect, rc.CompactStall, rc.OOMKill)
+}
+
+func signed(b int64) string {
+	if b > 0 {
+		return "+" + hb(b)
+	}
+	if b == 0 {
+		return "0"
+	}
+	return hb(b)
+}
+
+func cgroups(p *printer, h *diagnose.Host, top int) {
+	c := h.Cgroups
+	p.heading("CGROUPS")
+	num := func(v *int64) string {
+		if v == nil {
+			return "?"
+		}
+		return fmt.Sprint(*v)
+	}
+	p.f("  layout %s, memory controller on %s: memory cgroups %s (live %s, dying %s)\n",
+		c.Mode, c.MemoryHierarchy, num(c.MemoryTotal), num(c.MemoryLive), num(c.MemoryDying))
+	if len(c.Top) == 0 {
+		return
+	}
+	tw := tab(p)
+	fmt.Fprintf(tw, "  \tcharged\tanon\tfile\tshmem\t cgroup\n")
+	for i, u := range c.Top {
+		if i == top {
+			break
+		}
+		fmt.Fprintf(tw, "  \t%s\t%s\t%s\t%s\t %s\n", hb(u.UsageBytes), hb(u.AnonBytes), hb(u.FileBytes), hb(u.ShmemBytes), u.Cgroup)
+	}
+	_ = tw.Flush()
+}
+
+func slab(p *printer, h *diagnose.Host, top int) {
+	s := h.Slab
+	p.heading("SLAB")
+	p.f("  reclaimable %s, unreclaimable %s (%.1f%% of memory, %.0f%% of slab)\n",
+		hb(s.ReclaimableBytes), hb(s.UnreclaimableBytes), s.UnreclaimablePercent, s.UnreclaimableShare)
+	if !s.CachesVisible {
+		return
+	}
+	tw := tab(p)
+	fmt.Fprintf(tw, "  \tbytes\tobjects\tsize\treclaimable\t cache\n")
+	for i, c := range s.Top {
+		if i == top {
+			break
+		}
+		rec := "?"
+		if c.Reclaimable != nil {
+			rec = map[bool]string{true: "yes", false: "no"}[*c.Reclaimable]
+		}
+		fmt.Fprintf(tw, "  \t%s\t%d\t%d\t%s\t %s\n", hb(c.Bytes), c.Objects, c.ObjectSizeBytes, rec, c.Name)
+	}
+	_ = tw.Flush()
+}
+
+func processes(p *printer, h *diagnose.Host, top int) {
+	if len(h.Processes) == 0 {
+		return
+	}
+	p.heading("PROCESSES (by PSS; USS is what exiting would free)")
+	tw := tab(p)
+	fmt.Fprintf(tw, "  \tpid\tpss\tuss\trss\tswap\tanon\tfile\tthreads\tarenas\t comm\n")
+	opt := func(v *int64) string {
+		if v == nil {
+			return "?"
+		}
+		return hb(*v)
+	}
+	for i, pr := range h.Processes {
+		if i == top {
+			break
+		}
+		ar := "-"
+		if pr.MallocArenas != nil {
+			ar = fmt.Sprint(*pr.MallocArenas)
+		}
+		fmt.Fprintf(tw, "  \t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t %s\n", pr.PID, opt(pr.PSSBytes), opt(pr.USSBytes),
+			hb(pr.RSSBytes), hb(pr.SwapBytes), hb(pr.AnonBytes), hb(pr.FileBytes), pr.Threads, ar, pr.Comm)
+	}
+	_ = tw.Flush()
+}
+
+func wrap(s string, width int, indent string) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(s) {
+		if i > 0 && n+1+len(w) > width {
+			b.WriteString("\n" + indent)
+			n = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
+}

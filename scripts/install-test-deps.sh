@@ -1,0 +1,30 @@
+#!/bin/sh
+# Installs the real peers the integration tests compare memdoctor against
+# (Debian packages). Safe to run repeatedly; does nothing when all are present.
+# Without root or apt-get it only lists what is missing: the tests that need a
+# missing peer skip and say why.
+set -u
+need=""
+have() { command -v "$1" >/dev/null 2>&1; }
+have smem || need="$need smem"
+have prometheus-node-exporter || need="$need prometheus-node-exporter"
+have promtool || need="$need prometheus"
+have stress-ng || need="$need stress-ng"
+have gdb || need="$need gdb"
+have ruby || need="$need ruby"
+have gcc || need="$need gcc"
+[ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || [ -e /usr/lib/aarch64-linux-gnu/libjemalloc.so.2 ] || need="$need libjemalloc2"
+[ -z "$need" ] && exit 0
+if [ "$(id -u)" != 0 ] || ! have apt-get; then
+  echo "test peers missing (tests that need them will skip):$need" >&2
+  echo "install with: sudo apt-get install -y$need" >&2
+  exit 0
+fi
+echo "installing test peers:$need" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null 2>&1 || true
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $need >/dev/null || {
+  echo "apt-get install failed; tests that need:$need will skip" >&2
+}
+exit 0
