@@ -11,7 +11,7 @@ const SchemaVersion = 1
 type Report struct {
 	SchemaVersion int `json:"schema_version"`
 	*Host
-	Findings []Finding    `json:"findings"`
+	Findings []Finding     `json:"findings"`
 	Notes    []sample.Note `json:"notes"`
 	// Cost is what collecting took (live collections only).
 	Cost *Cost `json:"cost,omitempty"`

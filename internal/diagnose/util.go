@@ -44,6 +44,8 @@ func HumanBytes(b int64) string {
 	return s
 }
 
-func ev(name string, v float64, unit string) Evidence { return Evidence{Name: name, Value: v, Unit: unit} }
+func ev(name string, v float64, unit string) Evidence {
+	return Evidence{Name: name, Value: v, Unit: unit}
+}
 
 func evText(name, text string) Evidence { return Evidence{Name: name, Text: text} }

@@ -155,7 +155,9 @@ func evidenceString(e diagnose.Evidence) string {
 	return fmt.Sprintf("%s %g", e.Name, e.Value)
 }
 
-func tab(p *printer) *tabwriter.Writer { return tabwriter.NewWriter(p.w, 0, 0, 2, ' ', tabwriter.AlignRight) }
+func tab(p *printer) *tabwriter.Writer {
+	return tabwriter.NewWriter(p.w, 0, 0, 2, ' ', tabwriter.AlignRight)
+}
 
 func memory(p *printer, h *diagnose.Host) {
 	a := h.Accounting
