@@ -25,6 +25,10 @@ type FS struct {
 	// PageSize is the page size of the host the files come from, in bytes.
 	// Never assume 4096: 64 KiB-page hosts exist.
 	PageSize int
+	// GlibcBanner, when set, is the glibc release banner of the host the
+	// files come from (a capture records it in its provenance instead of
+	// the libc binary); GlibcVersion then parses it instead of reading.
+	GlibcBanner string
 }
 
 // NewFS returns an FS over the directory root ("/" for the live host).

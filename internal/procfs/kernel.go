@@ -60,6 +60,11 @@ func libcPaths() [7]string {
 // neither is found (a musl host, a capture without it) the error wraps
 // fs.ErrNotExist.
 func (f FS) GlibcVersion() (version, banner string, err error) {
+	if f.GlibcBanner != "" {
+		if v, b, ok := ParseGlibcBanner([]byte(f.GlibcBanner)); ok {
+			return v, b, nil
+		}
+	}
 	data, err := f.ReadFile(GlibcVersionFile)
 	switch {
 	case err == nil:

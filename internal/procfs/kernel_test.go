@@ -1,0 +1,128 @@
+package procfs
+
+import (
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestKernelRelease(t *testing.T) {
+	t.Parallel()
+	got, err := hostFS().KernelRelease()
+	if err != nil || got != "6.18.44-fc-v657" {
+		t.Errorf("KernelRelease = %q, %v", got, err)
+	}
+	_, err = NewFSFrom(fstest.MapFS{"proc/sys/kernel/osrelease": {Data: []byte("\n")}}, 4096).KernelRelease()
+	wantParseError(t, err, "proc/sys/kernel/osrelease", 0)
+}
+
+const debianBanner = "GNU C Library (Debian GLIBC 2.36-9+deb12u14) stable release version 2.36."
+
+// fakeLibc is the region of a libc.so.6 around its banner: NUL-terminated
+// strings, an unrelated mention of the library first.
+func fakeLibc(banner string) []byte {
+	return []byte("\x7fELF\x02\x01\x01\x00\x00GNU C Library\x00__libc_start_main\x00" + banner +
+		"\nCopyright (C) 2022 Free Software Foundation, Inc.\nThis is free software;\x00\x00\xff\xfe")
+}
+
+func TestGlibcVersion(t *testing.T) {
+	t.Parallel()
+	type result struct{ Version, Banner string }
+	tests := []struct {
+		name string
+		fsys fs.FS
+		want result
+	}{
+		{"capture file", nil, result{"2.36", debianBanner}},
+		{"libc in the Debian multiarch dir", fstest.MapFS{"usr/lib/x86_64-linux-gnu/libc.so.6": {Data: fakeLibc(debianBanner)}},
+			result{"2.36", debianBanner}},
+		{"libc in lib64, an unbannered one first", fstest.MapFS{
+			"lib/x86_64-linux-gnu/libc.so.6": {Data: []byte("\x7fELF not glibc")},
+			"lib64/libc.so.6":                {Data: fakeLibc("GNU C Library (GNU libc) stable release version 2.17, by Roland McGrath et al.")},
+		}, result{"2.17", "GNU C Library (GNU libc) stable release version 2.17, by Roland McGrath et al."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := hostFS()
+			if tt.fsys != nil {
+				f = NewFSFrom(tt.fsys, 4096)
+			}
+			v, b, err := f.GlibcVersion()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(result{v, b}, tt.want); diff != "" {
+				t.Errorf("GlibcVersion mismatch (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestGlibcVersionErrors(t *testing.T) {
+	t.Parallel()
+	for name, fsys := range map[string]fs.FS{
+		"musl host":       fstest.MapFS{"lib/ld-musl-x86_64.so.1": {Data: []byte("musl")}},
+		"libc, no banner": fstest.MapFS{"lib/libc.so.6": {Data: []byte("\x7fELF")}},
+	} {
+		_, _, err := NewFSFrom(fsys, 4096).GlibcVersion()
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: error %v, want one wrapping fs.ErrNotExist", name, err)
+		}
+	}
+	_, _, err := NewFSFrom(fstest.MapFS{GlibcVersionFile: {Data: []byte("glibc 2.36\n")}}, 4096).GlibcVersion()
+	wantParseError(t, err, GlibcVersionFile, 1)
+}
+
+func TestParseGlibcBanner(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name            string
+		in              string
+		version, banner string
+		ok              bool
+	}{
+		{"debian", debianBanner + "\n", "2.36", debianBanner, true},
+		{"ubuntu in a binary", string(fakeLibc("GNU C Library (Ubuntu GLIBC 2.35-0ubuntu3.8) stable release version 2.35.")),
+			"2.35", "GNU C Library (Ubuntu GLIBC 2.35-0ubuntu3.8) stable release version 2.35.", true},
+		{"development", "GNU C Library (GNU libc) development release version 2.40.9000.\x00",
+			"2.40.9000", "GNU C Library (GNU libc) development release version 2.40.9000.", true},
+		{"rhel 6", "GNU C Library stable release version 2.12, by Roland McGrath et al.\n",
+			"2.12", "GNU C Library stable release version 2.12, by Roland McGrath et al.", true},
+		{"no version number", "GNU C Library stable release version x.\n", "", "", false},
+		{"no banner", "hello", "", "", false},
+		{"marker only", "GNU C Library", "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v, b, ok := ParseGlibcBanner([]byte(tt.in))
+			if v != tt.version || b != tt.banner || ok != tt.ok {
+				t.Errorf("ParseGlibcBanner = %q, %q, %v; want %q, %q, %v", v, b, ok, tt.version, tt.banner, tt.ok)
+			}
+		})
+	}
+}
+
+func FuzzParseGlibcBanner(f *testing.F) {
+	f.Add(readTestdata(f, "host/"+GlibcVersionFile))
+	f.Add(fakeLibc(debianBanner))
+	f.Add([]byte("GNU C Library release version 2..\x00GNU C Library release version 3.1"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, b, ok := ParseGlibcBanner(data)
+		if !ok {
+			if v != "" || b != "" {
+				t.Fatalf("not ok but returned %q, %q", v, b)
+			}
+			return
+		}
+		if !strings.HasPrefix(b, "GNU C Library") || !strings.Contains(b, "release version "+v) ||
+			v[0] < '0' || v[0] > '9' || !strings.Contains(v, ".") || strings.HasSuffix(v, ".") {
+			t.Fatalf("version %q, banner %q", v, b)
+		}
+	})
+}
