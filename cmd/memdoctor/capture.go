@@ -1,7 +1,135 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/capture"
+	"github.com/memdoctor/memdoctor/internal/collect"
+	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/spf13/cobra"
+)
 
 func newCaptureCmd() *cobra.Command {
-	return &cobra.Command{Use: "capture", Short: "Save every file memdoctor reads into one archive"}
+	var (
+		out      string
+		noRedact bool
+		top      int
+		note     string
+	)
+	cmd := &cobra.Command{
+		Use:   "capture [-o FILE]",
+		Short: "Save every file memdoctor reads into one archive, for later or for someone else",
+		Long: `capture reads the host exactly as 'check' does and saves every file it read
+(meminfo, vmstat, zoneinfo, slabinfo, cgroups, PSI, sysctls, the largest
+processes' status/smaps_rollup/maps, ...) into one text archive (txtar) with a
+provenance header: kernel, architecture, page size, cgroup mode, glibc, time.
+
+Any read command replays it with --capture FILE. Command lines are cut to the
+program name and environments are never saved, unless --no-redact keeps the
+command lines whole.`,
+		Example: `  memdoctor capture                       # writes memdoctor-HOST-TIME.txtar
+  memdoctor capture -o /tmp/db1.txtar --note "before the kernel upgrade"
+  memdoctor check --capture /tmp/db1.txtar`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			live := procfs.NewFS("/")
+			rec := capture.NewRecorder(live.Sys(), capture.RecordOptions{})
+			fsys := procfs.NewFSFrom(rec, live.PageSize)
+			res, err := collect.Collect(fsys, collect.Options{TopProcesses: top, TopCgroups: top, ArenaScan: true, Live: true})
+			if err != nil {
+				return err
+			}
+			prov := capture.Provenance{
+				PageSize: live.PageSize,
+				Time:     res.Scrape.Time.UTC().Truncate(time.Second),
+				Tool:     "memdoctor " + version,
+				Note:     note,
+				Arch:     runtime.GOARCH,
+			}
+			if u := res.Scrape.Select("node_uname_info"); len(u) > 0 {
+				prov.Kernel = u[0].Labels.Get("release")
+				if m := u[0].Labels.Get("machine"); m != "" {
+					prov.Arch = m
+				}
+			}
+			if c := res.Scrape.Select("memdoctor_cgroup_info"); len(c) > 0 && c[0].Labels.Get("mode") != "none" {
+				prov.CgroupMode = c[0].Labels.Get("mode")
+			}
+			if g := res.Scrape.Select("memdoctor_glibc_info"); len(g) > 0 {
+				prov.Glibc = g[0].Labels.Get("banner")
+			}
+			var buf bytes.Buffer
+			if err := capture.Write(&buf, prov, rec.Contents(), capture.WriteOptions{NoRedact: noRedact}); err != nil {
+				return fmt.Errorf("writing capture: %w", err)
+			}
+			if out == "" {
+				host := "host"
+				if u := res.Scrape.Select("node_uname_info"); len(u) > 0 && u[0].Labels.Get("nodename") != "" {
+					host = u[0].Labels.Get("nodename")
+				}
+				out = fmt.Sprintf("memdoctor-%s-%s.txtar", sanitize(host), prov.Time.Format("20060102T150405Z"))
+			}
+			if out == "-" {
+				_, err = cmd.OutOrStdout().Write(buf.Bytes())
+				return err
+			}
+			// Write to a temporary file and rename, so an interrupted capture
+			// never leaves a truncated archive under the final name.
+			tmp, err := os.CreateTemp(filepath.Dir(out), ".memdoctor-capture-*")
+			if err != nil {
+				return fmt.Errorf("writing capture: %w", err)
+			}
+			defer os.Remove(tmp.Name())
+			if _, err := tmp.Write(buf.Bytes()); err != nil {
+				tmp.Close()
+				return fmt.Errorf("writing capture %s: %w", out, err)
+			}
+			if err := tmp.Close(); err != nil {
+				return fmt.Errorf("writing capture %s: %w", out, err)
+			}
+			if err := os.Rename(tmp.Name(), out); err != nil {
+				return fmt.Errorf("writing capture: %w", err)
+			}
+			redacted := "command lines cut to the program name"
+			if noRedact {
+				redacted = "command lines kept whole (--no-redact)"
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d files, %s; %s)\n", out, len(rec.Contents().Files),
+				strings.TrimSpace(humanSize(buf.Len())), redacted)
+			for _, n := range res.Notes {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s: %s\n", n.Source, n.Message)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the archive to `FILE` (\"-\" for standard output; default memdoctor-HOST-TIME.txtar)")
+	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "keep process command lines whole (they may hold secrets)")
+	cmd.Flags().IntVar(&top, "top", 10, "how many processes and cgroups to capture in detail")
+	cmd.Flags().StringVar(&note, "note", "", "a note to store in the provenance header")
+	return cmd
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == ' ' || r < 32 {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+func humanSize(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }

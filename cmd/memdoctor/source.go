@@ -30,20 +30,20 @@ func (f *hostFlags) open() (procfs.FS, string, error) {
 		if err != nil {
 			return procfs.FS{}, "", fmt.Errorf("reading capture: %w", err)
 		}
-		return procfs.NewFSFrom(fsys, prov.PageSize), "capture " + f.capture, nil
+		pfs := procfs.NewFSFrom(fsys, prov.PageSize)
+		pfs.GlibcBanner = prov.Glibc
+		return pfs, "capture " + f.capture, nil
 	case f.root != "":
-		st, err := os.Stat(f.root)
+		if st, err := os.Stat(f.root); err == nil && !st.IsDir() {
+			return procfs.FS{}, "", fmt.Errorf("--root %s is a file; for an archive use --capture", f.root)
+		}
+		fsys, prov, err := capture.OpenDir(f.root)
 		if err != nil {
 			return procfs.FS{}, "", fmt.Errorf("--root: %w", err)
 		}
-		if !st.IsDir() {
-			return procfs.FS{}, "", fmt.Errorf("--root %s is not a directory (for an archive use --capture)", f.root)
-		}
-		prov, err := capture.ReadProvenanceDir(f.root)
-		if err != nil {
-			return procfs.FS{}, "", fmt.Errorf("--root: %w", err)
-		}
-		return procfs.NewFSFrom(os.DirFS(f.root), prov.PageSize), "root " + f.root, nil
+		pfs := procfs.NewFSFrom(fsys, prov.PageSize)
+		pfs.GlibcBanner = prov.Glibc
+		return pfs, "root " + f.root, nil
 	}
 	return procfs.NewFS("/"), "live", nil
 }

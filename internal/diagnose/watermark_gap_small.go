@@ -18,8 +18,10 @@ package diagnose
 // the recommended size. Critical from 1000 direct-reclaim stalls per day.
 //
 // Recommendation: the smallest factor (a multiple of 10) that makes the
-// largest lowmem zone's window at least 2 % of the zone and at least 64 MiB,
-// capped at 1000 and at a MemAvailable cost of 5 % of MemTotal. Incident 3's
+// largest lowmem zone's window 2 % of the zone, but at least 64 MiB and no
+// more than 512 MiB (what the window must absorb is an allocation burst,
+// which does not grow with the zone), capped at 1000 and at a MemAvailable
+// cost of 10 % of MemTotal. Incident 3's
 // 8 GB host gets 200, the value that fixed it there (low−min 10 → 99 MB,
 // low-watermark hits 1000 → 100 per day).
 //
@@ -50,8 +52,9 @@ func (watermarkGapSmall) Meta() Meta {
 const (
 	targetGapPercent = 2
 	targetGapFloor   = 64 << 20
+	targetGapCeiling = 512 << 20
 	maxScaleFactor   = 1000
-	maxCostPercent   = 5
+	maxCostPercent   = 10
 )
 
 // RecommendScaleFactor returns the recommended watermark_scale_factor for
@@ -74,7 +77,7 @@ func RecommendScaleFactor(h *Host) int64 {
 		return 0
 	}
 	ps := int64(w.params.PageSize)
-	target := max(bigManaged*ps*targetGapPercent/100, targetGapFloor)
+	target := min(max(bigManaged*ps*targetGapPercent/100, targetGapFloor), targetGapCeiling)
 	for f := int64(10); f <= maxScaleFactor; f += 10 {
 		wi := w.Evaluate(f)
 		if wi == nil {

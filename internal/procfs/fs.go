@@ -82,6 +82,7 @@ type ParseError struct {
 	Err  error
 }
 
+// Error formats the error as "file: line N: reason".
 func (e *ParseError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("%s: line %d: %v", e.File, e.Line, e.Err)
@@ -89,6 +90,7 @@ func (e *ParseError) Error() string {
 	return fmt.Sprintf("%s: %v", e.File, e.Err)
 }
 
+// Unwrap returns the reason, so errors.Is(err, ErrMalformed) works.
 func (e *ParseError) Unwrap() error { return e.Err }
 
 // ErrMalformed is wrapped by every ParseError caused by unexpected content.

@@ -1,0 +1,286 @@
+package diagnose_test
+
+// Rule cases: every rule has a folder testdata/<rule_id>/ with at least one
+// case that fires and one that stays quiet. A case is a small text file:
+//
+//	# why: what situation this is
+//	# base: healthy-6.18-x86_64-hybrid    a real capture in testdata/captures (required)
+//	# uptime: 10d                         set node_boot_time_seconds that long before the sample
+//	# drop: node_uname_info               remove every series of a name
+//	# expect: warning                     quiet | info | warning | critical
+//	# evidence: name=value                a number the finding must carry (±1%)
+//	# remedy: text                        a remedy title must contain it
+//	node_vmstat_allocstall_normal 200     override or add a series (exposition syntax)
+//
+// Bases are real captures, never edited; a case states only what differs
+// from them, so it reads like the situation it describes.
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/capture"
+	"github.com/memdoctor/memdoctor/internal/collect"
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+type ruleCase struct {
+	why, base, expect string
+	uptime            time.Duration
+	drops             []string
+	evidence          map[string]float64
+	remedies          []string
+	overrides         []sample.Metric
+}
+
+func parseCase(t *testing.T, path string) ruleCase {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c := ruleCase{evidence: map[string]float64{}}
+	sc := bufio.NewScanner(f)
+	line := 0
+	for sc.Scan() {
+		line++
+		l := strings.TrimSpace(sc.Text())
+		if l == "" {
+			continue
+		}
+		if strings.HasPrefix(l, "#") {
+			k, v, ok := strings.Cut(strings.TrimSpace(l[1:]), ":")
+			if !ok {
+				continue
+			}
+			v = strings.TrimSpace(v)
+			switch k {
+			case "why":
+				c.why = v
+			case "base":
+				c.base = v
+			case "expect":
+				c.expect = v
+			case "remedy":
+				c.remedies = append(c.remedies, v)
+			case "drop":
+				c.drops = append(c.drops, v)
+			case "uptime":
+				d, err := parseDays(v)
+				if err != nil {
+					t.Fatalf("%s:%d: %v", path, line, err)
+				}
+				c.uptime = d
+			case "evidence":
+				n, x, ok := strings.Cut(v, "=")
+				fv, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+				if !ok || err != nil {
+					t.Fatalf("%s:%d: evidence wants name=number", path, line)
+				}
+				c.evidence[strings.TrimSpace(n)] = fv
+			}
+			continue
+		}
+		m, err := parseSeries(l)
+		if err != nil {
+			t.Fatalf("%s:%d: %v", path, line, err)
+		}
+		c.overrides = append(c.overrides, m)
+	}
+	if c.base == "" || c.expect == "" {
+		t.Fatalf("%s: needs # base: and # expect:", path)
+	}
+	return c
+}
+
+func parseDays(v string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.ParseFloat(d, 64)
+		return time.Duration(n * 24 * float64(time.Hour)), err
+	}
+	return time.ParseDuration(v)
+}
+
+// parseSeries reads `name{a="b",c="d"} value`.
+func parseSeries(l string) (sample.Metric, error) {
+	var m sample.Metric
+	rest := l
+	if i := strings.IndexByte(l, '{'); i >= 0 {
+		j := strings.IndexByte(l, '}')
+		if j < i {
+			return m, fmt.Errorf("unclosed labels in %q", l)
+		}
+		m.Name = l[:i]
+		var nv []string
+		for _, p := range strings.Split(l[i+1:j], ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			k, v, ok := strings.Cut(p, "=")
+			if !ok {
+				return m, fmt.Errorf("bad label %q", p)
+			}
+			uq, err := strconv.Unquote(strings.TrimSpace(v))
+			if err != nil {
+				return m, fmt.Errorf("bad label value %q", v)
+			}
+			nv = append(nv, strings.TrimSpace(k), uq)
+		}
+		m.Labels = sample.L(nv...)
+		rest = l[j+1:]
+	} else {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			return m, fmt.Errorf("want `name value`, got %q", l)
+		}
+		m.Name, rest = f[0], f[1]
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+	if err != nil {
+		return m, fmt.Errorf("bad value in %q", l)
+	}
+	m.Value = v
+	return m, nil
+}
+
+var bases = map[string]*sample.Scrape{}
+
+// baseScrape collects a real capture (cached per test binary).
+func baseScrape(t *testing.T, name string) sample.Scrape {
+	t.Helper()
+	if s, ok := bases[name]; ok {
+		return clone(s)
+	}
+	path := filepath.Join("..", "..", "testdata", "captures", name+".txtar")
+	fsys, prov, err := capture.LoadFile(path)
+	if err != nil {
+		t.Fatalf("base %s: %v", name, err)
+	}
+	pfs := procfs.NewFSFrom(fsys, prov.PageSize)
+	pfs.GlibcBanner = prov.Glibc
+	res, err := collect.Collect(pfs, collect.Options{TopProcesses: 5, TopCgroups: 5, ArenaScan: true,
+		Now: func() time.Time { return prov.Time }})
+	if err != nil {
+		t.Fatalf("base %s: %v", name, err)
+	}
+	bases[name] = &res.Scrape
+	return clone(&res.Scrape)
+}
+
+func clone(s *sample.Scrape) sample.Scrape {
+	c := sample.Scrape{Time: s.Time, Instance: s.Instance}
+	c.Metrics = append(c.Metrics, s.Metrics...)
+	return c
+}
+
+func apply(s sample.Scrape, c ruleCase) *sample.Scrape {
+	out := &sample.Scrape{Time: s.Time, Instance: s.Instance}
+	drop := map[string]bool{}
+	for _, d := range c.drops {
+		drop[d] = true
+	}
+	if c.uptime > 0 {
+		drop["node_boot_time_seconds"] = true
+	}
+	over := map[string]sample.Metric{}
+	for _, m := range c.overrides {
+		over[m.Key()] = m
+	}
+	for _, m := range s.Metrics {
+		if drop[m.Name] {
+			continue
+		}
+		if o, ok := over[m.Key()]; ok {
+			m = o
+			delete(over, m.Key())
+		}
+		out.AddMetric(m)
+	}
+	for _, m := range c.overrides {
+		if _, ok := over[m.Key()]; ok {
+			out.AddMetric(m)
+		}
+	}
+	if c.uptime > 0 {
+		out.Add("node_boot_time_seconds", float64(s.Time.Add(-c.uptime).Unix()))
+	}
+	return out
+}
+
+func TestRuleCases(t *testing.T) {
+	for _, r := range diagnose.Rules() {
+		id := r.Meta().ID
+		files, _ := filepath.Glob(filepath.Join("testdata", id, "*.prom"))
+		fires, quiet := 0, 0
+		for _, file := range files {
+			c := parseCase(t, file)
+			if c.expect == "quiet" {
+				quiet++
+			} else {
+				fires++
+			}
+			t.Run(id+"/"+strings.TrimSuffix(filepath.Base(file), ".prom"), func(t *testing.T) {
+				s := apply(baseScrape(t, c.base), c)
+				rep := diagnose.Check(s, "test", nil)
+				var got []diagnose.Finding
+				for _, f := range rep.Findings {
+					if f.ID == id {
+						got = append(got, f)
+					}
+				}
+				if c.expect == "quiet" {
+					for _, f := range got {
+						t.Errorf("%s fired (%s): %s", id, f.Severity, f.Summary)
+					}
+					return
+				}
+				if len(got) == 0 {
+					t.Fatalf("%s did not fire (%s); notes %+v", id, c.why, rep.Notes)
+				}
+				f := got[0]
+				if string(f.Severity) != c.expect {
+					t.Errorf("severity %s, want %s: %s", f.Severity, c.expect, f.Summary)
+				}
+				if f.Subject == "" || f.Summary == "" || len(f.Evidence) == 0 || len(f.Remedies) == 0 {
+					t.Errorf("finding lacks subject, summary, evidence or remedies: %+v", f)
+				}
+				for _, want := range c.remedies {
+					found := false
+					for _, r := range f.Remedies {
+						found = found || strings.Contains(r.Title, want)
+					}
+					if !found {
+						t.Errorf("no remedy mentions %q", want)
+					}
+				}
+				for name, want := range c.evidence {
+					found := false
+					for _, e := range f.Evidence {
+						if e.Name == name {
+							found = true
+							if math.Abs(e.Value-want) > math.Abs(want)*0.01 {
+								t.Errorf("evidence %s = %v, want %v", name, e.Value, want)
+							}
+						}
+					}
+					if !found {
+						t.Errorf("evidence %s missing: %+v", name, f.Evidence)
+					}
+				}
+			})
+		}
+		if fires == 0 || quiet == 0 {
+			t.Errorf("rule %s needs a firing and a quiet case in testdata/%s/ (has %d firing, %d quiet)", id, id, fires, quiet)
+		}
+	}
+}
