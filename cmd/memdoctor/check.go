@@ -46,16 +46,17 @@ be in the top N by PSS.`,
 			if top < 0 {
 				return fmt.Errorf("--top %d: want 0 or more", top)
 			}
-			fsys, source, err := host.open()
+			src, err := host.open()
 			if err != nil {
 				return err
 			}
 			start := time.Now()
-			res, err := collect.Collect(fsys, collect.Options{TopProcesses: top, TopCgroups: top, ArenaScan: true, Live: host.live()})
+			res, err := collect.Collect(src.fs, collect.Options{TopProcesses: top, TopCgroups: top, ArenaScan: true,
+				Live: host.live(), Now: src.now()})
 			if err != nil {
 				return fmt.Errorf("%w (is this a Linux host with /proc mounted? use --root or --capture for saved data)", err)
 			}
-			rep := diagnose.Check(&res.Scrape, source, res.Notes)
+			rep := diagnose.Check(&res.Scrape, src.name, res.Notes)
 			if host.live() {
 				rep.Cost = costOf(res, time.Since(start))
 			}

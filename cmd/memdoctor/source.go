@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/memdoctor/memdoctor/internal/capture"
 	"github.com/memdoctor/memdoctor/internal/procfs"
@@ -22,30 +23,46 @@ func (f *hostFlags) register(cmd *cobra.Command) {
 	cmd.MarkFlagsMutuallyExclusive("root", "capture")
 }
 
+// source is what a read command reads.
+type source struct {
+	fs   procfs.FS
+	name string
+	// taken is when the data was read (zero for the live host: now).
+	taken time.Time
+}
+
+// now returns the sample time to use: the capture's time when replaying.
+func (s source) now() func() time.Time {
+	if s.taken.IsZero() {
+		return time.Now
+	}
+	return func() time.Time { return s.taken }
+}
+
 // open returns the FS to read and a name for the source.
-func (f *hostFlags) open() (procfs.FS, string, error) {
+func (f *hostFlags) open() (source, error) {
 	switch {
 	case f.capture != "":
 		fsys, prov, err := capture.LoadFile(f.capture)
 		if err != nil {
-			return procfs.FS{}, "", fmt.Errorf("reading capture: %w", err)
+			return source{}, fmt.Errorf("reading capture: %w", err)
 		}
 		pfs := procfs.NewFSFrom(fsys, prov.PageSize)
 		pfs.GlibcBanner = prov.Glibc
-		return pfs, "capture " + f.capture, nil
+		return source{pfs, "capture " + f.capture, prov.Time}, nil
 	case f.root != "":
 		if st, err := os.Stat(f.root); err == nil && !st.IsDir() {
-			return procfs.FS{}, "", fmt.Errorf("--root %s is a file; for an archive use --capture", f.root)
+			return source{}, fmt.Errorf("--root %s is a file; for an archive use --capture", f.root)
 		}
 		fsys, prov, err := capture.OpenDir(f.root)
 		if err != nil {
-			return procfs.FS{}, "", fmt.Errorf("--root: %w", err)
+			return source{}, fmt.Errorf("--root: %w", err)
 		}
 		pfs := procfs.NewFSFrom(fsys, prov.PageSize)
 		pfs.GlibcBanner = prov.Glibc
-		return pfs, "root " + f.root, nil
+		return source{pfs, "root " + f.root, prov.Time}, nil
 	}
-	return procfs.NewFS("/"), "live", nil
+	return source{fs: procfs.NewFS("/"), name: "live"}, nil
 }
 
 func (f *hostFlags) live() bool { return f.root == "" && f.capture == "" }

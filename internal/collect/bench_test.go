@@ -1,0 +1,46 @@
+package collect_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/memdoctor/memdoctor/internal/capture"
+	"github.com/memdoctor/memdoctor/internal/collect"
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/procfs"
+)
+
+// BenchmarkCollectLive is one `check` collection of this host.
+func BenchmarkCollectLive(b *testing.B) {
+	if _, err := os.Stat("/proc/meminfo"); err != nil {
+		b.Skip("no /proc")
+	}
+	fsys := procfs.NewFS("/")
+	opt := collect.Options{TopProcesses: 10, TopCgroups: 10, ArenaScan: true, Live: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := collect.Collect(fsys, opt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCheckCapture is collection plus diagnosis of a real capture held
+// in memory: the CPU cost of memdoctor itself, without the kernel's.
+func BenchmarkCheckCapture(b *testing.B) {
+	fsys, prov, err := capture.LoadFile(filepath.Join("..", "..", "testdata", "captures", "malloc-arenas-6.18-x86_64-hybrid.txtar"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pfs := procfs.NewFSFrom(fsys, prov.PageSize)
+	opt := collect.Options{TopProcesses: 10, TopCgroups: 10, ArenaScan: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := collect.Collect(pfs, opt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		diagnose.Check(&res.Scrape, "bench", res.Notes)
+	}
+}
