@@ -112,6 +112,7 @@ func parseKV(s, file string, opt kvOptions) (KV, error) {
 
 type keyError string
 
+// Error returns the reason.
 func (e keyError) Error() string { return string(e) }
 
 // splitKey splits a trimmed, non-empty line into key and trimmed value.

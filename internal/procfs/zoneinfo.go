@@ -97,7 +97,10 @@ type zoneinfoParser struct {
 	statsHint int
 }
 
-// ParseZoneinfo parses proc/zoneinfo.
+// ParseZoneinfo parses proc/zoneinfo. Zones come in file order. A zone
+// without one of "pages free", min, low, high, spanned, present, managed and
+// protection (a truncated file, or a kernel before 3.8) is an error naming
+// the zone's "Node" line.
 func ParseZoneinfo(data []byte) ([]Zone, error) {
 	s := string(data)
 	p := zoneinfoParser{statsHint: 32}
