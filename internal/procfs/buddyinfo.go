@@ -27,7 +27,7 @@ const buddyinfoFile = "proc/buddyinfo"
 // ParseBuddyinfo parses proc/buddyinfo.
 func ParseBuddyinfo(data []byte) ([]Buddy, error) {
 	s := string(data)
-	out := make([]Buddy, 0, strings.Count(s, "\n"))
+	out := make([]Buddy, 0, lineHint(s, 24))
 	line := 0
 	for len(s) > 0 {
 		var t string

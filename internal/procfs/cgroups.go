@@ -15,8 +15,6 @@ package procfs
 // Columns are mapped by the header's names; unknown ones go to
 // CgroupSubsys.Extra.
 
-import "strings"
-
 // Cgroups reads proc/cgroups.
 func (f FS) Cgroups() ([]CgroupSubsys, error) {
 	data, err := f.ReadFile("proc/cgroups")
@@ -34,7 +32,7 @@ const cgroupsDefaultHeader = "#subsys_name hierarchy num_cgroups enabled"
 func ParseCgroups(data []byte) ([]CgroupSubsys, error) {
 	s := string(data)
 	var cols []string
-	out := make([]CgroupSubsys, 0, strings.Count(s, "\n"))
+	out := make([]CgroupSubsys, 0, lineHint(s, 8))
 	line := 0
 	for len(s) > 0 {
 		var t string

@@ -61,7 +61,7 @@ type kvOptions struct {
 }
 
 func parseKV(s, file string, opt kvOptions) (KV, error) {
-	n := strings.Count(s, "\n") + 1
+	n := lineHint(s, 4)
 	kv := KV{Num: make(map[string]int64, n), Keys: make([]string, 0, n)}
 	line := opt.firstLine - 1
 	if line < 0 {

@@ -32,7 +32,7 @@ func (f FS) ProcMaps(pid int) ([]Mapping, error) {
 // ParseMaps parses proc/PID/maps.
 func ParseMaps(data []byte, file string) ([]Mapping, error) {
 	s := string(data)
-	out := make([]Mapping, 0, strings.Count(s, "\n"))
+	out := make([]Mapping, 0, lineHint(s, 32))
 	line := 0
 	for len(s) > 0 {
 		var t string

@@ -30,7 +30,7 @@ const mountinfoFile = "proc/self/mountinfo"
 // ParseMountinfo parses a mountinfo file.
 func ParseMountinfo(data []byte) ([]Mount, error) {
 	s := string(data)
-	out := make([]Mount, 0, strings.Count(s, "\n"))
+	out := make([]Mount, 0, lineHint(s, 32))
 	line := 0
 	for len(s) > 0 {
 		var t string

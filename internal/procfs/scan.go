@@ -19,6 +19,13 @@ func nextLine(s string) (line, rest string) {
 	return s, ""
 }
 
+// lineHint estimates how many records s holds, for pre-sizing results: its
+// line count, but at most one per minLen bytes, so blank-line garbage cannot
+// make a parser allocate far more than its input.
+func lineHint(s string, minLen int) int {
+	return min(strings.Count(s, "\n")+1, len(s)/minLen+1)
+}
+
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }

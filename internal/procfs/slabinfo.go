@@ -133,7 +133,7 @@ func ParseSlabinfo(data []byte) ([]Slab, error) {
 	}
 	line := 1
 	var cols slabColumns
-	slabs := make([]Slab, 0, strings.Count(s, "\n"))
+	slabs := make([]Slab, 0, lineHint(s, 48))
 	for len(s) > 0 {
 		var t string
 		t, s = nextLine(s)

@@ -104,7 +104,7 @@ type zoneinfoParser struct {
 func ParseZoneinfo(data []byte) ([]Zone, error) {
 	s := string(data)
 	p := zoneinfoParser{statsHint: 32}
-	p.zones = make([]Zone, 0, strings.Count(s, "Node "))
+	p.zones = make([]Zone, 0, min(strings.Count(s, "Node "), len(s)/128+1))
 	line := 0
 	for len(s) > 0 {
 		var raw string
