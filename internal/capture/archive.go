@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,6 +100,36 @@ func Write(w io.Writer, prov Provenance, c Contents, opts WriteOptions) error {
 	}
 	a.Files = append(a.Files, txtar.File{Name: endEntry})
 	if _, err := w.Write(txtar.Format(&a)); err != nil {
+		return fmt.Errorf("write capture: %w", err)
+	}
+	return nil
+}
+
+// WriteFile writes the archive to the named file, atomically: it writes a
+// temporary file in the same directory, readable by its owner only (the
+// capture may hold host details), syncs it and renames it over name.
+// Nothing is left behind on error.
+func WriteFile(name string, prov Provenance, c Contents, opts WriteOptions) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write capture: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := Write(f, prov, c, opts); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write capture: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write capture: %w", err)
+	}
+	if err := os.Rename(f.Name(), name); err != nil {
 		return fmt.Errorf("write capture: %w", err)
 	}
 	return nil

@@ -522,6 +522,50 @@ func TestLoadTolerant(t *testing.T) {
 	}
 }
 
+func TestWriteFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	name := filepath.Join(dir, "host.capture")
+	if err := os.WriteFile(name, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := Contents{Files: map[string][]byte{"proc/meminfo": []byte("MemTotal: 1 kB\n")}}
+	if err := WriteFile(name, Provenance{Note: "n"}, c, WriteOptions{}); err != nil {
+		t.Fatalf("WriteFile: %v", err)
+	}
+	info, err := os.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.Mode().Perm(); got != 0o600 {
+		t.Errorf("mode = %v, want 0600", got)
+	}
+	fsys, prov, err := LoadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, fsys, "proc/meminfo", "MemTotal: 1 kB\n")
+	if prov.Note != "n" {
+		t.Errorf("Note = %q, want n", prov.Note)
+	}
+
+	// A failed write leaves the old file and no temporary file.
+	bad := Contents{Files: map[string][]byte{"a": nil, "a/b": nil}}
+	if err := WriteFile(name, Provenance{}, bad, WriteOptions{}); err == nil {
+		t.Fatal("WriteFile of invalid contents succeeded")
+	}
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 {
+		t.Errorf("directory holds %d entries after a failed write, want 1", len(es))
+	}
+	if _, _, err := LoadFile(name); err != nil {
+		t.Errorf("previous capture damaged: %v", err)
+	}
+}
+
 func TestLoadFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

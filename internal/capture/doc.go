@@ -90,6 +90,9 @@
 // written, whether redaction is on or off. proc/cmdline (the kernel's own
 // command line) is kept.
 //
+// [WriteFile] writes an archive atomically (temporary file, then rename),
+// readable by its owner only.
+//
 // # Replay
 //
 // [Load] and [LoadFile] return a read-only in-memory fs.FS holding the
