@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -64,9 +62,10 @@ command lines whole.`,
 			if g := res.Scrape.Select("memdoctor_glibc_info"); len(g) > 0 {
 				prov.Glibc = g[0].Labels.Get("banner")
 			}
-			var buf bytes.Buffer
-			if err := capture.Write(&buf, prov, rec.Contents(), capture.WriteOptions{NoRedact: noRedact}); err != nil {
-				return fmt.Errorf("writing capture: %w", err)
+			contents := rec.Contents()
+			wopt := capture.WriteOptions{NoRedact: noRedact}
+			if out == "-" {
+				return capture.Write(cmd.OutOrStdout(), prov, contents, wopt)
 			}
 			if out == "" {
 				host := "host"
@@ -75,33 +74,20 @@ command lines whole.`,
 				}
 				out = fmt.Sprintf("memdoctor-%s-%s.txtar", sanitize(host), prov.Time.Format("20060102T150405Z"))
 			}
-			if out == "-" {
-				_, err = cmd.OutOrStdout().Write(buf.Bytes())
-				return err
-			}
-			// Write to a temporary file and rename, so an interrupted capture
+			// Written to a temporary file and renamed: an interrupted capture
 			// never leaves a truncated archive under the final name.
-			tmp, err := os.CreateTemp(filepath.Dir(out), ".memdoctor-capture-*")
-			if err != nil {
+			if err := capture.WriteFile(out, prov, contents, wopt); err != nil {
 				return fmt.Errorf("writing capture: %w", err)
 			}
-			defer os.Remove(tmp.Name())
-			if _, err := tmp.Write(buf.Bytes()); err != nil {
-				tmp.Close()
-				return fmt.Errorf("writing capture %s: %w", out, err)
-			}
-			if err := tmp.Close(); err != nil {
-				return fmt.Errorf("writing capture %s: %w", out, err)
-			}
-			if err := os.Rename(tmp.Name(), out); err != nil {
-				return fmt.Errorf("writing capture: %w", err)
+			size := int64(0)
+			if st, err := os.Stat(out); err == nil {
+				size = st.Size()
 			}
 			redacted := "command lines cut to the program name"
 			if noRedact {
 				redacted = "command lines kept whole (--no-redact)"
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d files, %s; %s)\n", out, len(rec.Contents().Files),
-				strings.TrimSpace(humanSize(buf.Len())), redacted)
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d files, %s; %s)\n", out, len(contents.Files), humanSize(size), redacted)
 			for _, n := range res.Notes {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s: %s\n", n.Source, n.Message)
 			}
@@ -124,7 +110,7 @@ func sanitize(s string) string {
 	}, s)
 }
 
-func humanSize(n int) string {
+func humanSize(n int64) string {
 	switch {
 	case n >= 1<<20:
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
