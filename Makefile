@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build test test-deps lint bench fuzz clean
+.PHONY: build test test-deps lint lint-install bench fuzz clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o memdoctor ./cmd/memdoctor
@@ -15,12 +15,18 @@ test: test-deps
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) test -count=1 -timeout 20m ./...
+	@lint=$$(command -v golangci-lint || ls $$($(GO) env GOPATH)/bin/golangci-lint 2>/dev/null); \
+	  if [ -n "$$lint" ]; then echo "$$lint run ./..."; $$lint run ./...; \
+	  else echo "golangci-lint not installed: lint skipped (make lint-install)"; fi
 
 test-deps:
 	@scripts/install-test-deps.sh
 
 lint:
 	golangci-lint run ./...
+
+lint-install:
+	$(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
 bench:
 	bench/run.sh

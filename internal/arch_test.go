@@ -5,6 +5,7 @@ package internal_test
 // procfs <- collect -> sample <- store/source <- diagnose <- report/remedy.
 
 import (
+	"errors"
 	"go/build"
 	"os"
 	"path/filepath"
@@ -34,7 +35,8 @@ func TestPackageDirection(t *testing.T) {
 		}
 		bp, err := build.ImportDir(dir, 0)
 		if err != nil {
-			if _, ok := err.(*build.NoGoError); ok {
+			var noGo *build.NoGoError
+			if errors.As(err, &noGo) {
 				continue
 			}
 			t.Fatalf("%s: %v", pkg, err)

@@ -87,9 +87,9 @@ command lines whole.`,
 			if noRedact {
 				redacted = "command lines kept whole (--no-redact)"
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d files, %s; %s)\n", out, len(contents.Files), humanSize(size), redacted)
+			cmd.PrintErrf("wrote %s (%d files, %s; %s)\n", out, len(contents.Files), humanSize(size), redacted)
 			for _, n := range res.Notes {
-				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s: %s\n", n.Source, n.Message)
+				cmd.PrintErrf("note: %s: %s\n", n.Source, n.Message)
 			}
 			return nil
 		},

@@ -54,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &ee) {
 			return ee.code
 		}
-		fmt.Fprintln(stderr, "memdoctor:", err)
+		_, _ = fmt.Fprintln(stderr, "memdoctor:", err) // nowhere left to report a failed write
 		return 1
 	}
 	return 0

@@ -116,8 +116,8 @@ func WriteFile(name string, prov Provenance, c Contents, opts WriteOptions) (err
 	}
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+			_ = f.Close()          // the write already failed
+			_ = os.Remove(f.Name()) // best effort: leave no partial file
 		}
 	}()
 	if err := Write(f, prov, c, opts); err != nil {

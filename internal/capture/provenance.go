@@ -209,7 +209,8 @@ func validKey(k string) bool {
 	}
 	for i := 0; i < len(k); i++ {
 		c := k[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
 			return false
 		}
 	}

@@ -143,7 +143,7 @@ func unpack(fsys fs.FS, prov Provenance, dir string) error {
 	if err != nil {
 		return err
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }()
 	create := func(name string, data []byte, perm fs.FileMode) error {
 		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
 			return err

@@ -114,7 +114,7 @@ func parseDays(v string) (time.Duration, error) {
 // parseSeries reads `name{a="b",c="d"} value`.
 func parseSeries(l string) (sample.Metric, error) {
 	var m sample.Metric
-	rest := l
+	var rest string
 	if i := strings.IndexByte(l, '{'); i >= 0 {
 		j := strings.IndexByte(l, '}')
 		if j < i {

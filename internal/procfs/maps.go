@@ -69,11 +69,11 @@ func parseMapping(t string) (Mapping, bool) {
 	if !ok1 || !ok2 || !ok3 || !ok4 || m.Start > m.End || len(perms) != 4 {
 		return Mapping{}, false
 	}
-	maj, min, ok := strings.Cut(dev, ":")
+	maj, mnr, ok := strings.Cut(dev, ":")
 	if _, ok1 := hextou64(maj); !ok || !ok1 {
 		return Mapping{}, false
 	}
-	if _, ok2 := hextou64(min); !ok2 {
+	if _, ok2 := hextou64(mnr); !ok2 {
 		return Mapping{}, false
 	}
 	m.Perms = perms

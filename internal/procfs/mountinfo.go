@@ -73,7 +73,7 @@ func parseMount(t string) (Mount, string) {
 	if !ok1 || !ok2 || id > 1<<31 || parent > 1<<31 {
 		return Mount{}, "bad mount or parent id"
 	}
-	if maj, min, ok := strings.Cut(f[2], ":"); !ok || !isDigits(maj) || !isDigits(min) {
+	if maj, mnr, ok := strings.Cut(f[2], ":"); !ok || !isDigits(maj) || !isDigits(mnr) {
 		return Mount{}, "bad major:minor"
 	}
 	m.MountID, m.ParentID, m.Dev = int(id), int(parent), f[2]

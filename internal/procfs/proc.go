@@ -56,9 +56,9 @@ func (f FS) PIDs() ([]int, error) {
 		// Unsorted listing: sorting thousands of names only to sort the
 		// numbers again is wasted work.
 		entries, err = rd.ReadDir(-1)
-		d.Close()
+		_ = d.Close() // a read-only directory: nothing to flush
 	} else {
-		d.Close()
+		_ = d.Close()
 		entries, err = f.ReadDir("proc")
 	}
 	if err != nil {

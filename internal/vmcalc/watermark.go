@@ -171,11 +171,11 @@ func Protection(zones []Zone, ratios []int64) [][]int64 {
 			if i < len(ratios) {
 				ratio = ratios[i]
 			}
-			clear := ratio <= 0 || node[i].Managed == 0
+			cleared := ratio <= 0 || node[i].Managed == 0
 			var acc int64
 			for j := i + 1; j < len(node); j++ {
 				acc += node[j].Managed
-				if !clear {
+				if !cleared {
 					prot[j] = acc / ratio
 				}
 			}
