@@ -116,7 +116,7 @@ func WriteFile(name string, prov Provenance, c Contents, opts WriteOptions) (err
 	}
 	defer func() {
 		if err != nil {
-			_ = f.Close()          // the write already failed
+			_ = f.Close()           // the write already failed
 			_ = os.Remove(f.Name()) // best effort: leave no partial file
 		}
 	}()
