@@ -173,6 +173,14 @@ func collectCgroups(c *ctx) error {
 		n++
 		dir := root + u.path
 		c.add("memdoctor_cgroup_memory_usage_bytes", float64(u.bytes), "cgroup", u.path)
+		limitFile := "/memory.max"
+		if memOn == "v1" {
+			limitFile = "/memory.limit_in_bytes"
+		}
+		// "max" reads as -1; v1 prints "unlimited" as a huge page-aligned number.
+		if lim, err := c.fs.CgroupInt(dir + limitFile); err == nil && lim >= 0 && lim < 1<<62 {
+			c.add("memdoctor_cgroup_memory_limit_bytes", float64(lim), "cgroup", u.path)
+		}
 		st, err := c.fs.CgroupKV(dir + "/memory.stat")
 		if err != nil {
 			continue
