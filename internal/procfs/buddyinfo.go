@@ -28,14 +28,7 @@ const buddyinfoFile = "proc/buddyinfo"
 func ParseBuddyinfo(data []byte) ([]Buddy, error) {
 	s := string(data)
 	out := make([]Buddy, 0, lineHint(s, 24))
-	line := 0
-	for len(s) > 0 {
-		var t string
-		t, s = nextLine(s)
-		line++
-		if trimSpace(t) == "" {
-			continue
-		}
+	for line, t := range lines(s) {
 		word, rest := nextField(t)
 		node, rest := nextField(rest)
 		zword, rest := nextField(rest)

@@ -33,15 +33,8 @@ func ParseCgroups(data []byte) ([]CgroupSubsys, error) {
 	s := string(data)
 	var cols []string
 	out := make([]CgroupSubsys, 0, lineHint(s, 8))
-	line := 0
-	for len(s) > 0 {
-		var t string
-		t, s = nextLine(s)
-		line++
+	for line, t := range lines(s) {
 		t = trimSpace(t)
-		if t == "" {
-			continue
-		}
 		if t[0] == '#' {
 			c, err := parseCgroupsHeader(t, line)
 			if err != nil {

@@ -33,14 +33,7 @@ func (f FS) ProcMaps(pid int) ([]Mapping, error) {
 func ParseMaps(data []byte, file string) ([]Mapping, error) {
 	s := string(data)
 	out := make([]Mapping, 0, lineHint(s, 32))
-	line := 0
-	for len(s) > 0 {
-		var t string
-		t, s = nextLine(s)
-		line++
-		if trimSpace(t) == "" {
-			continue
-		}
+	for line, t := range lines(s) {
 		m, ok := parseMapping(t)
 		if !ok {
 			return nil, perr(file, line, "bad mapping %s", quote(t))

@@ -31,15 +31,8 @@ const mountinfoFile = "proc/self/mountinfo"
 func ParseMountinfo(data []byte) ([]Mount, error) {
 	s := string(data)
 	out := make([]Mount, 0, lineHint(s, 32))
-	line := 0
-	for len(s) > 0 {
-		var t string
-		t, s = nextLine(s)
-		line++
+	for line, t := range lines(s) {
 		t = strings.TrimRight(t, "\r")
-		if trimSpace(t) == "" {
-			continue
-		}
 		m, why := parseMount(t)
 		if why != "" {
 			return nil, perr(mountinfoFile, line, "%s: %s", quote(t), why)

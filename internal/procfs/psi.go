@@ -33,15 +33,8 @@ func ParsePSI(data []byte, file string) (PSI, error) {
 	s := string(data)
 	var psi PSI
 	hasSome := false
-	line := 0
-	for len(s) > 0 {
-		var t string
-		t, s = nextLine(s)
-		line++
+	for line, t := range lines(s) {
 		t = trimSpace(t)
-		if t == "" {
-			continue
-		}
 		kind, rest := nextField(t)
 		var dst *PSILine
 		switch kind {

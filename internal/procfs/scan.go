@@ -7,6 +7,7 @@ package procfs
 // allocation instead of costing one each.
 
 import (
+	"iter"
 	"strconv"
 	"strings"
 )
@@ -101,17 +102,9 @@ func atoi[S ~string | ~[]byte](b S) (int64, bool) {
 			return 0, false
 		}
 	}
-	var n uint64
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if n > (^uint64(0)-d)/10 {
-			return 0, false
-		}
-		n = n*10 + d
+	n, ok := atou64(b)
+	if !ok {
+		return 0, false
 	}
 	if neg {
 		if n > 1<<63 {
@@ -136,7 +129,7 @@ func atou(s string) (int64, bool) {
 }
 
 // atou64 parses an unsigned decimal integer up to MaxUint64.
-func atou64(s string) (uint64, bool) {
+func atou64[S ~string | ~[]byte](s S) (uint64, bool) {
 	if len(s) == 0 {
 		return 0, false
 	}
@@ -185,4 +178,23 @@ func quote(s string) string {
 		s = s[:40] + "..."
 	}
 	return strconv.Quote(s)
+}
+
+// lines yields the 1-based number and the text of every non-blank line of
+// s, untrimmed (maps and mountinfo keep trailing blanks in names).
+func lines(s string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		n := 0
+		for len(s) > 0 {
+			var t string
+			t, s = nextLine(s)
+			n++
+			if trimSpace(t) == "" {
+				continue
+			}
+			if !yield(n, t) {
+				return
+			}
+		}
+	}
 }

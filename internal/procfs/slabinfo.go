@@ -131,17 +131,11 @@ func ParseSlabinfo(data []byte) ([]Slab, error) {
 	if major, _, _ := strings.Cut(version, "."); major != "2" {
 		return nil, perr(slabinfoFile, 1, "unsupported slabinfo version %s (want 2.x)", quote(version))
 	}
-	line := 1
 	var cols slabColumns
 	slabs := make([]Slab, 0, lineHint(s, 48))
-	for len(s) > 0 {
-		var t string
-		t, s = nextLine(s)
-		line++
+	for n, t := range lines(s) {
+		line := n + 1 // the version line was line 1
 		t = trimSpace(t)
-		if t == "" {
-			continue
-		}
 		if t[0] == '#' {
 			c, err := parseSlabHeader(t, line)
 			if err != nil {

@@ -39,16 +39,9 @@ func ParseStat(data []byte) (Stat, error) {
 	ncpu := min(strings.Count(s, "\ncpu"), len(s)/16)
 	st.CPUs = make([]CPUTimes, 0, ncpu)
 	st.CPUIDs = make([]int, 0, ncpu)
-	line := 0
 	sawCPU := false
-	for len(s) > 0 {
-		var t string
-		t, s = nextLine(s)
-		line++
+	for line, t := range lines(s) {
 		key, rest := nextField(t)
-		if key == "" {
-			continue
-		}
 		if id, isCPU := cpuID(key); isCPU {
 			ct, ok := parseCPUTimes(rest)
 			if !ok {
