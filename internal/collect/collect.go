@@ -71,14 +71,11 @@ type Timing struct {
 var ErrRequired = errors.New("required source unreadable")
 
 type ctx struct {
-	fs  procfs.FS
-	opt Options
-	res *Result
-	// kept across collectors
-	meminfo procfs.KV
-	vm      map[string]string
-	live    bool // reading this host's own /proc
-	root    bool // running with euid 0
+	fs   procfs.FS
+	opt  Options
+	res  *Result
+	live bool // reading this host's own /proc
+	root bool // running with euid 0
 }
 
 func (c *ctx) add(name string, v float64, labels ...string) { c.res.Scrape.Add(name, v, labels...) }
@@ -93,7 +90,7 @@ type collector struct {
 	run      func(*ctx) error
 }
 
-// collectors run in this order; later ones may use what earlier ones kept.
+// collectors run in this order (meminfo first: without it nothing else matters).
 var collectors = []collector{
 	{"meminfo", true, collectMeminfo},
 	{"vmstat", false, collectVmstat},

@@ -15,7 +15,6 @@ func collectSysctl(c *ctx) error {
 		return err
 	}
 	_ = unreadable // write-only knobs (drop_caches, compact_memory) are expected
-	c.vm = vm
 	names := make([]string, 0, len(vm))
 	for k := range vm {
 		names = append(names, k)

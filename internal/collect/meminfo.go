@@ -26,7 +26,6 @@ func collectMeminfo(c *ctx) error {
 	if err != nil {
 		return err
 	}
-	c.meminfo = kv
 	for _, k := range kv.Keys {
 		v, ok := kv.Num[k]
 		if !ok {
