@@ -1,0 +1,74 @@
+package sample
+
+import "strings"
+
+// Description is the help text and kind of a series, for exposition.
+type Description struct {
+	Help string
+	Kind Kind
+}
+
+// catalog maps name prefixes to descriptions, longest prefix first wins.
+// node_exporter's own conventions are kept: vmstat counters are untyped
+// (they are not all counters), meminfo values are gauges.
+var catalog = []struct {
+	prefix string
+	d      Description
+}{
+	{"node_memory_", Description{"Memory information field from /proc/meminfo.", Gauge}},
+	{"node_vmstat_", Description{"/proc/vmstat information field.", Untyped}},
+	{"node_zoneinfo_protection_", Description{"Protection array (lowmem_reserve) of the zone, pages.", Gauge}},
+	{"node_zoneinfo_", Description{"Zone information from /proc/zoneinfo, pages.", Gauge}},
+	{"node_slabinfo_", Description{"Slab cache information from /proc/slabinfo.", Gauge}},
+	{"node_cgroups_cgroups", Description{"Current cgroup number of the subsystem (dying ones included on v1).", Gauge}},
+	{"node_cgroups_enabled", Description{"Whether the cgroup subsystem is enabled.", Gauge}},
+	{"node_cpu_seconds_total", Description{"Seconds the CPUs spent in each mode.", Counter}},
+	{"node_context_switches_total", Description{"Total number of context switches.", Counter}},
+	{"node_intr_total", Description{"Total number of interrupts serviced.", Counter}},
+	{"node_forks_total", Description{"Total number of forks.", Counter}},
+	{"node_boot_time_seconds", Description{"Node boot time, in unixtime.", Gauge}},
+	{"node_procs_running", Description{"Number of processes in runnable state.", Gauge}},
+	{"node_procs_blocked", Description{"Number of processes blocked waiting for I/O to complete.", Gauge}},
+	{"node_pressure_memory_waiting_seconds_total", Description{"Total time in seconds that processes have waited for memory.", Counter}},
+	{"node_pressure_memory_stalled_seconds_total", Description{"Total time in seconds no process could make progress due to memory congestion.", Counter}},
+	{"node_sysctl_", Description{"sysctl value from /proc/sys.", Gauge}},
+	{"node_uname_info", Description{"Labeled system information as provided by the uname system call.", Gauge}},
+	{"memdoctor_zoneinfo_", Description{"Zone information node_exporter does not export, pages.", Gauge}},
+	{"memdoctor_softirqs_total", Description{"Total number of softirqs.", Counter}},
+	{"memdoctor_pressure_memory_avg_ratio", Description{"Memory pressure (PSI) averages as a ratio.", Gauge}},
+	{"memdoctor_page_size_bytes", Description{"Page size of the host.", Gauge}},
+	{"memdoctor_glibc_info", Description{"glibc release of the host.", Gauge}},
+	{"memdoctor_slabinfo_size_bytes", Description{"Memory held by the slab cache's slabs.", Gauge}},
+	{"memdoctor_slabinfo_reclaimable", Description{"1 when the slab cache is reclaimable (SLAB_RECLAIM_ACCOUNT).", Gauge}},
+	{"memdoctor_cgroup_info", Description{"cgroup layout of the host.", Gauge}},
+	{"memdoctor_cgroup2_", Description{"Unified cgroup root statistics (cgroup.stat).", Gauge}},
+	{"memdoctor_memcg_live_cgroups", Description{"Live memory cgroups.", Gauge}},
+	{"memdoctor_memcg_dying_cgroups", Description{"Removed memory cgroups still allocated (dying).", Gauge}},
+	{"memdoctor_cgroup_memory_events_total", Description{"cgroup v2 memory.events counters.", Counter}},
+	{"memdoctor_cgroup_memory_", Description{"Memory charged to the cgroup.", Gauge}},
+	{"memdoctor_processes_vanished", Description{"Processes that exited while being read.", Gauge}},
+	{"memdoctor_processes", Description{"Processes with user memory.", Gauge}},
+	{"memdoctor_smaps_rollup_reads", Description{"smaps_rollup reads in the last collection.", Gauge}},
+	{"memdoctor_smaps_rollup_seconds", Description{"Time spent reading smaps_rollup in the last collection.", Gauge}},
+	{"memdoctor_process_", Description{"Per-process memory of the largest processes.", Gauge}},
+	{"memdoctor_collector_duration_seconds", Description{"Duration of the collector's last run.", Gauge}},
+	{"memdoctor_collector_success", Description{"Whether the collector's last run succeeded.", Gauge}},
+}
+
+// Describe returns the help text and kind of a series name. Unknown names
+// are untyped, with a generic help text.
+func Describe(name string) Description {
+	best := -1
+	for i, c := range catalog {
+		if strings.HasPrefix(name, c.prefix) && (best < 0 || len(c.prefix) > len(catalog[best].prefix)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		if strings.HasSuffix(name, "_total") {
+			return Description{"memdoctor series " + name + ".", Counter}
+		}
+		return Description{"memdoctor series " + name + ".", Untyped}
+	}
+	return catalog[best].d
+}
