@@ -25,7 +25,7 @@ func collectSysctl(c *ctx) error {
 		if len(vals) == 0 {
 			continue
 		}
-		name := "node_sysctl_vm_" + k
+		name := "node_sysctl_vm_" + metricSafe(k) // page-cluster → page_cluster
 		if len(vals) == 1 {
 			if v, err := strconv.ParseFloat(vals[0], 64); err == nil {
 				c.add(name, v)
@@ -128,4 +128,15 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// metricSafe replaces every character a metric name cannot hold with '_'.
+func metricSafe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == ':') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
 }

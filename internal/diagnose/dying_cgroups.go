@@ -51,7 +51,11 @@ func KernelAtLeast(release string, major, minor int) bool {
 	return ma > major || (ma == major && mi >= minor)
 }
 
-func (dyingCgroups) Eval(h *Host) []Finding {
+func (dyingCgroups) Eval(in *Input) []Finding {
+	h := in.Host
+	if h == nil {
+		return nil
+	}
 	c := h.Cgroups
 	if c.MemoryDying == nil {
 		return nil

@@ -75,10 +75,18 @@ type Need struct {
 	HowTo  string
 }
 
+// Input is what a rule sees: the host model of the latest instant (nil
+// when the source has no instant data) and, for recordings and ingested
+// history, every series over the time range (nil for a single snapshot).
+type Input struct {
+	Host   *Host
+	Window *sample.Window
+}
+
 // Rule detects one mechanism.
 type Rule interface {
 	Meta() Meta
-	Eval(h *Host) []Finding
+	Eval(in *Input) []Finding
 }
 
 // registry holds every rule; rules register from init in their own file.
@@ -89,9 +97,9 @@ func register(r Rule) { registry = append(registry, r) }
 // Rules returns every registered rule.
 func Rules() []Rule { return append([]Rule(nil), registry...) }
 
-// Run evaluates every rule on the host model. A rule whose needed series are
-// missing is skipped with a note saying what is missing and how to get it.
-func Run(h *Host, rules []Rule) ([]Finding, []sample.Note) {
+// Run evaluates every rule. A rule whose needed series are missing is
+// skipped with a note saying what is missing and how to get it.
+func Run(in *Input, rules []Rule) ([]Finding, []sample.Note) {
 	var out []Finding
 	var notes []sample.Note
 	for _, r := range rules {
@@ -99,7 +107,7 @@ func Run(h *Host, rules []Rule) ([]Finding, []sample.Note) {
 		missing := ""
 		how := ""
 		for _, n := range m.Needs {
-			if !h.S.Has(n.Series) {
+			if !in.has(n.Series) {
 				missing, how = n.Series, n.HowTo
 				break
 			}
@@ -110,8 +118,15 @@ func Run(h *Host, rules []Rule) ([]Finding, []sample.Note) {
 				Hides:   m.Title, Fix: how})
 			continue
 		}
-		out = append(out, r.Eval(h)...)
+		out = append(out, r.Eval(in)...)
 	}
 	sortFindings(out)
 	return out, notes
+}
+
+func (in *Input) has(name string) bool {
+	if in.Host != nil && in.Host.S.Has(name) {
+		return true
+	}
+	return in.Window != nil && in.Window.Has(name)
 }

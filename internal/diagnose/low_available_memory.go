@@ -26,7 +26,11 @@ func (lowAvailableMemory) Meta() Meta {
 		Needs: []Need{{"node_memory_MemTotal_bytes", "read /proc/meminfo"}}}
 }
 
-func (lowAvailableMemory) Eval(h *Host) []Finding {
+func (lowAvailableMemory) Eval(in *Input) []Finding {
+	h := in.Host
+	if h == nil {
+		return nil
+	}
 	a := h.Accounting
 	if a.TotalBytes <= 0 {
 		return nil

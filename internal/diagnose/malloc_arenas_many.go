@@ -36,7 +36,11 @@ const (
 	arenaAnonMin = 256 << 20
 )
 
-func (mallocArenasMany) Eval(h *Host) []Finding {
+func (mallocArenasMany) Eval(in *Input) []Finding {
+	h := in.Host
+	if h == nil {
+		return nil
+	}
 	var out []Finding
 	for _, p := range h.Processes {
 		if p.MallocArenas == nil || *p.MallocArenas < arenasMin || p.AnonBytes < arenaAnonMin {

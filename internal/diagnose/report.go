@@ -28,7 +28,7 @@ type Cost struct {
 // Check analyses one scrape and runs every rule.
 func Check(s *sample.Scrape, source string, notes []sample.Note) *Report {
 	h := Analyze(s, source)
-	findings, ruleNotes := Run(h, Rules())
+	findings, ruleNotes := Run(&Input{Host: h}, Rules())
 	all := append(append([]sample.Note{}, notes...), ruleNotes...)
 	if findings == nil {
 		findings = []Finding{}

@@ -25,7 +25,11 @@ func (slabUnreclaimableHigh) Meta() Meta {
 		Needs: []Need{{"node_memory_SUnreclaim_bytes", "read /proc/meminfo (2.6.19+)"}}}
 }
 
-func (slabUnreclaimableHigh) Eval(h *Host) []Finding {
+func (slabUnreclaimableHigh) Eval(in *Input) []Finding {
+	h := in.Host
+	if h == nil {
+		return nil
+	}
 	s := h.Slab
 	if s.UnreclaimableBytes < 256<<20 {
 		return nil

@@ -94,7 +94,11 @@ func RecommendScaleFactor(h *Host) int64 {
 	return max(best, cur)
 }
 
-func (watermarkGapSmall) Eval(h *Host) []Finding {
+func (watermarkGapSmall) Eval(in *Input) []Finding {
+	h := in.Host
+	if h == nil {
+		return nil
+	}
 	w := &h.Watermarks
 	r := h.Reclaim
 	perDay := func(k string) float64 {
