@@ -17,6 +17,16 @@ package diagnose
 // the live ones (a healthy host has a few dozen at most, from supervisors
 // that run each command in its own cgroup); critical from 10 000.
 //
+// Over time (a recording, cron-saved files, Prometheus): fires when the
+// dying count — or, with /proc/cgroups only, the total memory-cgroup count —
+// grows significantly (Mann–Kendall p < 0.01) by at least 50 a day and 100
+// over the newest boot. The evidence adds the growth per day, its
+// correlation with SUnreclaim, the unreclaimable bytes each new cgroup
+// costs (Theil–Sen slope of SUnreclaim against the count) and so the
+// capacity lost per day. A sawtooth that drops back daily (cache turnover,
+// or 5.3+ reparenting as in incident 1's second rack) has no significant
+// trend and stays quiet.
+//
 // Known false positives: a burst of job completions on a host with plenty of
 // cache and no memory pressure; the count falls again when the cache turns
 // over. A recording (trend) tells the two apart.
@@ -25,6 +35,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/stats"
 )
 
 type dyingCgroups struct{}
@@ -33,7 +45,9 @@ func init() { register(dyingCgroups{}) }
 
 func (dyingCgroups) Meta() Meta {
 	return Meta{ID: "dying_cgroups", Title: "dying memory cgroups pinned by their page cache",
-		Needs: []Need{{"node_cgroups_cgroups", "read /proc/cgroups (v1) or run memdoctor's collector for cgroup v2"}}}
+		Needs: []Need{{"node_cgroups_cgroups", "read /proc/cgroups (v1) or run memdoctor's collector for cgroup v2"}},
+		Reads: []string{"memdoctor_memcg_dying_cgroups", "memdoctor_memcg_live_cgroups", "node_memory_SUnreclaim_bytes",
+			"node_memory_MemTotal_bytes", "node_uname_info", "node_boot_time_seconds"}}
 }
 
 // KernelAtLeast reports whether a release string ("5.3.0-26-generic") is at
@@ -51,7 +65,12 @@ func KernelAtLeast(release string, major, minor int) bool {
 	return ma > major || (ma == major && mi >= minor)
 }
 
-func (dyingCgroups) Eval(in *Input) []Finding {
+func (r dyingCgroups) Eval(in *Input) []Finding {
+	if in.Window != nil {
+		if f := r.trend(in); f != nil {
+			return []Finding{*f}
+		}
+	}
 	h := in.Host
 	if h == nil {
 		return nil
@@ -94,33 +113,114 @@ func (dyingCgroups) Eval(in *Input) []Finding {
 			f.Evidence = append(f.Evidence, evText("kernel_slab_reparenting", "present (5.3+): page cache and shmem are what pin them"))
 		}
 	}
+	f.Remedies = dyingRemedies(c.MemoryHierarchy, slabPins)
+	return []Finding{f}
+}
+
+func dyingRemedies(hierarchy string, slabPins bool) []Remedy {
 	root := "/sys/fs/cgroup"
-	if c.MemoryHierarchy == "v1" {
+	if hierarchy == "v1" {
 		root = "/sys/fs/cgroup/memory"
 	}
-	f.Remedies = []Remedy{
+	rs := []Remedy{
 		{Title: "find who creates and removes cgroups (job runner, systemd transient units, container runtime); reuse a fixed set of cgroups instead of one per job",
 			Commands: []string{"find " + root + " -mindepth 1 -maxdepth 3 -type d -newermt '-10 minutes' | head"},
 			Risk:     "none (read-only)"},
 	}
-	if c.MemoryHierarchy == "v1" {
-		f.Remedies = append(f.Remedies, Remedy{Title: "before removing a job's cgroup, reclaim what it charged so rmdir frees it at once",
+	if hierarchy == "v1" {
+		rs = append(rs, Remedy{Title: "before removing a job's cgroup, reclaim what it charged so rmdir frees it at once",
 			Commands: []string{"echo 0 > " + root + "/JOB/memory.force_empty && rmdir " + root + "/JOB"},
 			Risk:     "reclaims (writes back and drops) the job's page cache; later readers re-read it from disk"})
 	} else {
-		f.Remedies = append(f.Remedies, Remedy{Title: "before removing a job's cgroup, reclaim what it charged (5.19+)",
+		rs = append(rs, Remedy{Title: "before removing a job's cgroup, reclaim what it charged (5.19+)",
 			Commands: []string{"cat " + root + "/JOB/memory.current > " + root + "/JOB/memory.reclaim; rmdir " + root + "/JOB"},
 			Risk:     "drops the job's page cache; later readers re-read it from disk"})
 	}
-	f.Remedies = append(f.Remedies,
+	rs = append(rs,
 		Remedy{Title: "have jobs drop the cache of files they will not read again (delete temporary files, or POSIX_FADV_DONTNEED)",
 			Risk: "none for other workloads; a change in the job"},
 		Remedy{Title: "one-off: drop clean page cache host-wide, which frees the dying cgroups it pinned",
 			Commands: []string{"sync", "echo 1 > /proc/sys/vm/drop_caches"},
 			Risk:     "every workload re-reads its files from disk afterwards (I/O spike, slower requests for minutes); does not help with dirty, mapped or tmpfs pages; the count grows back"})
 	if slabPins {
-		f.Remedies = append(f.Remedies, Remedy{Title: "upgrade to kernel 5.3 or later, which reparents slab of removed cgroups",
+		rs = append(rs, Remedy{Title: "upgrade to kernel 5.3 or later, which reparents slab of removed cgroups",
 			Risk: "a kernel upgrade; incident 1 measured unreclaimable slab ~2 GB after a week on 5.3 vs +4 GB/week on 5.0"})
 	}
-	return []Finding{f}
+	return rs
+}
+
+const (
+	dyingMinPerDay = 50
+	dyingMinGrowth = 100
+)
+
+// trend judges the memory-cgroup count over the window.
+func (dyingCgroups) trend(in *Input) *Finding {
+	w := in.Window
+	seg := lastSegment(w)
+	what := "dying memory cgroups"
+	cnt := w.Get("memdoctor_memcg_dying_cgroups")
+	if cnt == nil {
+		cnt = w.Get("node_cgroups_cgroups", "subsys_name", "memory")
+		what = "memory cgroups (dying included)"
+	}
+	ps := within(cnt, seg)
+	if len(ps) < declineMinPoints {
+		if cnt != nil {
+			in.Note("dying_cgroups", fmt.Sprintf("%d samples of the memory-cgroup count since the last boot: too few for a trend", len(ps)), "record longer")
+		}
+		return nil
+	}
+	f := fitTrend(ps)
+	growth := ps[len(ps)-1].V - ps[0].V
+	if !f.OK || f.P >= 0.01 || f.Slope < dyingMinPerDay || growth < dyingMinGrowth {
+		return nil
+	}
+	last := ps[len(ps)-1].V
+	sev := Warning
+	if last+30*f.Slope >= 10000 {
+		sev = Critical
+	}
+	fd := &Finding{ID: "dying_cgroups", Severity: sev, Subject: subject(w, "host"),
+		Summary: fmt.Sprintf("%s grow by %.0f a day (p=%.1g, %+.0f over %s, now %.0f): removed cgroups stay pinned",
+			what, f.Slope, f.P, growth, spanText(ps), last),
+		Evidence: []Evidence{
+			ev("memory_cgroups_per_day", f.Slope, "per_day"),
+			ev("mann_kendall_p", f.P, ""),
+			ev("memory_cgroups_growth", growth, "count"),
+			ev("memory_cgroups_now", last, "count"),
+			evText("counted", what),
+		},
+	}
+	su := within(w.Get("node_memory_SUnreclaim_bytes"), seg)
+	if a, b := align(ps, su); len(a) >= declineMinPoints {
+		if r, p, ok := stats.Pearson(a, b); ok {
+			fd.Evidence = append(fd.Evidence, ev("correlation_with_slab_unreclaimable", r, "ratio"), ev("correlation_p", p, ""))
+		}
+		if perCg, _, ok := stats.TheilSen(a, b); ok && perCg > 0 {
+			fd.Evidence = append(fd.Evidence,
+				ev("slab_unreclaimable_bytes_per_cgroup", perCg, "bytes"),
+				ev("capacity_lost_bytes_per_day", perCg*f.Slope, "bytes_per_day"))
+			fd.Summary += fmt.Sprintf("; each costs %s of unreclaimable slab, %s a day", HumanBytes(int64(perCg)), HumanBytes(int64(perCg*f.Slope)))
+		}
+	}
+	kernel := ""
+	if u := w.Get("node_uname_info"); u != nil {
+		kernel = u.Labels.Get("release")
+	}
+	slabPins := kernel != "" && !KernelAtLeast(kernel, 5, 3)
+	if kernel != "" {
+		fd.Evidence = append(fd.Evidence, evText("kernel", kernel))
+		if slabPins {
+			fd.Evidence = append(fd.Evidence, evText("kernel_slab_reparenting", "absent before 5.3: every dying cgroup also pins its own slab caches"))
+		} else {
+			fd.Evidence = append(fd.Evidence, evText("kernel_slab_reparenting", "present (5.3+): page cache and shmem are what pin them"))
+		}
+	}
+	hier := "v1"
+	if in.Host != nil {
+		hier = in.Host.Cgroups.MemoryHierarchy
+	}
+	fd.Remedies = dyingRemedies(hier, slabPins)
+	return fd
 }

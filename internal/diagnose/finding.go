@@ -67,6 +67,9 @@ type Meta struct {
 	// Needs lists the series the rule cannot work without, and how to get
 	// each when it is missing.
 	Needs []Need
+	// Reads lists the series names a trend rule reads from a window beyond
+	// Needs (a source loads only what some rule reads).
+	Reads []string
 }
 
 // Need is one required series.
@@ -81,6 +84,13 @@ type Need struct {
 type Input struct {
 	Host   *Host
 	Window *sample.Window
+	notes  []sample.Note
+}
+
+// Note records that a rule could not judge (too little data, a series
+// missing in part of the window): a note, never a guess.
+func (in *Input) Note(rule, message, fix string) {
+	in.notes = append(in.notes, sample.Note{Source: "rule " + rule, Message: message, Fix: fix})
 }
 
 // Rule detects one mechanism.
@@ -120,6 +130,8 @@ func Run(in *Input, rules []Rule) ([]Finding, []sample.Note) {
 		}
 		out = append(out, r.Eval(in)...)
 	}
+	notes = append(notes, in.notes...)
+	in.notes = nil
 	sortFindings(out)
 	return out, notes
 }
@@ -129,4 +141,25 @@ func (in *Input) has(name string) bool {
 		return true
 	}
 	return in.Window != nil && in.Window.Has(name)
+}
+
+// WindowSeries lists every series name the rules need or read, for a source
+// to load.
+func WindowSeries(rules []Rule) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range rules {
+		m := r.Meta()
+		names := append([]string(nil), m.Reads...)
+		for _, n := range m.Needs {
+			names = append(names, n.Series)
+		}
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/record"
+	"github.com/spf13/cobra"
+)
+
+// defaultDB is where recordings go without --db: /var/lib/memdoctor for
+// root, the XDG state directory otherwise.
+func defaultDB() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/memdoctor/memdoctor.db"
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "memdoctor", "memdoctor.db")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "memdoctor", "memdoctor.db")
+	}
+	return "memdoctor.db"
+}
+
+// parseRetention accepts Go durations plus whole days ("30d").
+func parseRetention(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		var n int
+		if _, err := fmt.Sscanf(d, "%d", &n); err != nil || n < 0 {
+			return 0, fmt.Errorf("--retention %q: want a duration such as 30d or 720h", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("--retention %q: want a duration such as 30d or 720h", s)
+	}
+	return v, nil
+}
+
+func newRecordCmd() *cobra.Command {
+	var (
+		db        string
+		interval  time.Duration
+		retention string
+		top       int
+		listen    string
+		instance  string
+	)
+	cmd := &cobra.Command{
+		Use:   "record",
+		Short: "Sample this host every interval into a store, and serve /metrics",
+		Long: `record samples everything check reads (top processes by PSS included) every
+interval into one SQLite file (Gorilla-compressed chunks; see
+docs/store-format.md), and serves the latest sample on /metrics in the
+Prometheus text format (node_exporter names for host series) with /healthz.
+
+It survives vanished processes, unreadable files and a full disk (samples are
+kept in memory and retried), reopens its file on SIGHUP, and flushes and exits
+on SIGTERM. diagnose --from reads the file while record writes it.`,
+		Example: `  sudo memdoctor record                            # /var/lib/memdoctor/memdoctor.db, 15 s
+  memdoctor record --db /tmp/md.db --interval 5s --listen ''
+  memdoctor diagnose --from /var/lib/memdoctor/memdoctor.db`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ret, err := parseRetention(retention)
+			if err != nil {
+				return err
+			}
+			if db == "" {
+				db = defaultDB()
+			}
+			if err := os.MkdirAll(filepath.Dir(db), 0o750); err != nil {
+				return fmt.Errorf("creating the store's directory: %w (choose another with --db)", err)
+			}
+			rec, err := record.New(record.Config{DBPath: db, Interval: interval, Retention: ret, Top: top,
+				Instance: instance, Log: cmd.ErrOrStderr()})
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			go func() {
+				for range hup {
+					_ = rec.Reopen()
+				}
+			}()
+			var srv *http.Server
+			if listen != "" {
+				ln, err := net.Listen("tcp", listen)
+				if err != nil {
+					_ = rec.Close()
+					return fmt.Errorf("--listen %s: %w (another recorder running? pick another address, or --listen '' to serve nothing)", listen, err)
+				}
+				srv = &http.Server{Handler: rec.Handler(), ReadHeaderTimeout: 5 * time.Second}
+				go func() {
+					if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+						cmd.PrintErrf("serving %s: %v\n", listen, err)
+					}
+				}()
+				cmd.PrintErrf("serving /metrics and /healthz on http://%s\n", ln.Addr())
+			}
+			runErr := rec.Run(ctx)
+			if srv != nil {
+				sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_ = srv.Shutdown(sctx)
+				cancel()
+			}
+			if err := rec.Close(); err != nil {
+				return fmt.Errorf("closing the store: %w", err)
+			}
+			return runErr
+		},
+	}
+	cmd.Flags().StringVar(&db, "db", "", "store `FILE` (default /var/lib/memdoctor/memdoctor.db as root, else ~/.local/state/memdoctor/memdoctor.db)")
+	cmd.Flags().DurationVar(&interval, "interval", 15*time.Second, "sampling interval")
+	cmd.Flags().StringVar(&retention, "retention", "30d", "delete samples older than this (0 keeps everything)")
+	cmd.Flags().IntVar(&top, "top", 50, "processes recorded per sample (by PSS)")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9105", "`ADDR` for /metrics and /healthz ('' to serve nothing; loopback by default)")
+	cmd.Flags().StringVar(&instance, "instance", "", "name of this host in the store (default: hostname)")
+	return cmd
+}

@@ -1,0 +1,171 @@
+package diagnose
+
+// available_memory_decline: available memory falls steadily.
+//
+// Mechanism: something accumulates — anon memory of a leaking or hoarding
+// process, unreclaimable slab, shmem/tmpfs files, page tables — and each
+// byte of it is a byte less the kernel can hand out. The capacity of the
+// host shrinks until it swaps, thrashes or OOM-kills (incident 1: games per
+// server fell for months while per-game memory stayed flat).
+//
+// Method: within the newest boot (no fit across reboots), a Theil–Sen slope
+// of MemAvailable (robust to the daily cycle's outliers) and a Mann–Kendall
+// test for a monotonic trend; the categories whose own slopes grew explain
+// the decline.
+//
+// Fires: a significant decline (p < 0.01) of at least 2 % of MemTotal over
+// the window that would exhaust what is available within 90 days; warning
+// within 30 days, critical within 7, info otherwise. Needs 6 hours and 12
+// points of data in the newest boot; less gives a note.
+//
+// Known false positives: a cache-heavy host whose working set legitimately
+// grows (a database warming up); the attribution names anon or page cache
+// and the decline flattens when the working set is reached.
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+type availableMemoryDecline struct{}
+
+func init() { register(availableMemoryDecline{}) }
+
+// memoryCategories are the meminfo series whose growth can explain a
+// decline of MemAvailable, with the names the report uses.
+var memoryCategories = []struct{ name, series string }{
+	{"anon", "node_memory_AnonPages_bytes"},
+	{"shmem", "node_memory_Shmem_bytes"},
+	{"slab_unreclaimable", "node_memory_SUnreclaim_bytes"},
+	{"kernel_stack", "node_memory_KernelStack_bytes"},
+	{"page_tables", "node_memory_PageTables_bytes"},
+	{"percpu", "node_memory_Percpu_bytes"},
+	{"hugepages", "node_memory_Hugetlb_bytes"},
+	{"vmalloc", "node_memory_VmallocUsed_bytes"},
+	{"mlocked", "node_memory_Mlocked_bytes"},
+}
+
+func (availableMemoryDecline) Meta() Meta {
+	reads := []string{"node_memory_MemTotal_bytes", "node_boot_time_seconds"}
+	for _, c := range memoryCategories {
+		reads = append(reads, c.series)
+	}
+	return Meta{ID: "available_memory_decline", Title: "available memory declining over time",
+		Needs: []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time (memdoctor record, or node_exporter's meminfo collector)"}},
+		Reads: reads}
+}
+
+const (
+	declineMinSpan   = 6 * time.Hour
+	declineMinPoints = 12
+	maxFitPoints     = 1000
+)
+
+func (availableMemoryDecline) Eval(in *Input) []Finding {
+	w := in.Window
+	if w == nil {
+		return nil
+	}
+	seg := lastSegment(w)
+	avail := within(w.Get("node_memory_MemAvailable_bytes"), seg)
+	if len(avail) < declineMinPoints || time.Duration(avail[len(avail)-1].T-avail[0].T)*time.Millisecond < declineMinSpan {
+		in.Note("available_memory_decline", fmt.Sprintf("%d samples over %s since the last boot: too little to fit a trend (needs %v and %d samples)",
+			len(avail), spanText(avail), declineMinSpan, declineMinPoints), "record longer")
+		return nil
+	}
+	f := fitTrend(avail)
+	if !f.OK || f.P >= 0.01 || f.Slope >= 0 {
+		return nil
+	}
+	total := lastValue(w.Get("node_memory_MemTotal_bytes"))
+	last := avail[len(avail)-1].V
+	drop := -f.Slope * span{avail[0].T, avail[len(avail)-1].T}.days()
+	if total <= 0 || drop < 0.02*total {
+		return nil
+	}
+	days := last / -f.Slope
+	var sev Severity
+	switch {
+	case days <= 7:
+		sev = Critical
+	case days <= 30:
+		sev = Warning
+	case days <= 90:
+		sev = Info
+	default:
+		return nil
+	}
+	fd := Finding{ID: "available_memory_decline", Severity: sev, Subject: subject(w, "host"),
+		Summary: fmt.Sprintf("available memory falls %s per day (p=%.1g over %s); %s left, exhausted in about %.0f days",
+			HumanBytes(int64(-f.Slope)), f.P, spanText(avail), HumanBytes(int64(last)), days),
+		Evidence: []Evidence{
+			ev("mem_available_slope_bytes_per_day", f.Slope, "bytes_per_day"),
+			ev("mann_kendall_p", f.P, ""),
+			ev("mem_available_bytes", last, "bytes"),
+			ev("mem_total_bytes", total, "bytes"),
+			ev("days_until_exhausted", days, "days"),
+			ev("window_days", span{avail[0].T, avail[len(avail)-1].T}.days(), "days"),
+		},
+	}
+	type growth struct {
+		name  string
+		slope float64
+	}
+	var grew []growth
+	for _, c := range memoryCategories {
+		ps := within(w.Get(c.series), seg)
+		if len(ps) < declineMinPoints {
+			continue
+		}
+		if g := fitTrend(ps); g.OK && g.P < 0.01 && g.Slope > 0.1*-f.Slope {
+			grew = append(grew, growth{c.name, g.Slope})
+		}
+	}
+	sort.Slice(grew, func(i, j int) bool { return grew[i].slope > grew[j].slope })
+	for _, g := range grew {
+		fd.Evidence = append(fd.Evidence, ev(g.name+"_growth_bytes_per_day", g.slope, "bytes_per_day"))
+	}
+	if len(grew) == 0 {
+		fd.Evidence = append(fd.Evidence, evText("cause", "no single meminfo category explains it: look at the unexplained rest (drivers, vmalloc, network buffers)"))
+	} else {
+		fd.Summary += "; growing: " + grew[0].name
+	}
+	fd.Remedies = []Remedy{
+		{Title: "find the growth in the recording: diagnose names the growing processes, slab caches and cgroups",
+			Commands: []string{"memdoctor diagnose --from SRC --json | jq '.findings[] | select(.id != \"available_memory_decline\")'"},
+			Risk:     "none (read-only)"},
+		{Title: "see where the memory is now",
+			Commands: []string{"memdoctor check --top 20"},
+			Risk:     "none (read-only)"},
+	}
+	return []Finding{fd}
+}
+
+func lastValue(s *sample.Series) float64 {
+	if p, ok := s.Last(); s != nil && ok {
+		return p.V
+	}
+	return 0
+}
+
+func spanText(ps []sample.Point) string {
+	if len(ps) < 2 {
+		return "no time"
+	}
+	d := time.Duration(ps[len(ps)-1].T-ps[0].T) * time.Millisecond
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%.1f days", d.Hours()/24)
+	}
+	return d.Round(time.Minute).String()
+}
+
+// subject names the instance when the window has one.
+func subject(w *sample.Window, what string) string {
+	if w != nil && w.Instance != "" {
+		return w.Instance + " " + what
+	}
+	return what
+}

@@ -1,0 +1,138 @@
+package diagnose
+
+// memory_baseline_exceeded: today's peak is above the usual peaks.
+//
+// Mechanism: a leak, a traffic change or a new release raises the daily
+// peak of used memory long before anything runs out. Incident 4's team
+// alerted when a process' private bytes exceeded the median of two weeks of
+// daily maxima; this rule does the same for the host (MemTotal −
+// MemAvailable) and for each recorded process (RSS, by name).
+//
+// Fires: the latest day's peak exceeds the median of the previous 14 daily
+// peaks by more than 10 % (and by 1 % of MemTotal for the host, 64 MiB for
+// a process). Needs 15 days with data; less gives a note.
+//
+// Known false positives: planned growth (more tenants, a bigger cache
+// setting); a step that stays is the new baseline after two weeks.
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/memdoctor/memdoctor/internal/stats"
+)
+
+type memoryBaselineExceeded struct{}
+
+func init() { register(memoryBaselineExceeded{}) }
+
+func (memoryBaselineExceeded) Meta() Meta {
+	return Meta{ID: "memory_baseline_exceeded", Title: "daily memory peak above the two-week baseline",
+		Needs: []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time"}},
+		Reads: []string{"node_memory_MemTotal_bytes", "memdoctor_process_rss_bytes"}}
+}
+
+const (
+	baselineDays   = 14
+	baselineMargin = 1.10
+)
+
+// dailyPeaks returns the maximum per UTC day of f applied to each point
+// (using the step's max/min aggregates when present), in day order.
+func dailyPeaks(ps []sample.Point, vals []float64) (days []int64, peaks []float64) {
+	byDay := map[int64]float64{}
+	for i, p := range ps {
+		d := p.T / (24 * time.Hour).Milliseconds()
+		v := vals[i]
+		if cur, ok := byDay[d]; !ok || v > cur {
+			byDay[d] = v
+		}
+	}
+	for d := range byDay {
+		days = append(days, d)
+	}
+	sort.Slice(days, func(i, j int) bool { return days[i] < days[j] })
+	for _, d := range days {
+		peaks = append(peaks, byDay[d])
+	}
+	return days, peaks
+}
+
+func (memoryBaselineExceeded) Eval(in *Input) []Finding {
+	w := in.Window
+	if w == nil {
+		return nil
+	}
+	avail := w.Get("node_memory_MemAvailable_bytes")
+	total := lastValue(w.Get("node_memory_MemTotal_bytes"))
+	if avail == nil || total <= 0 {
+		return nil
+	}
+	used := make([]float64, len(avail.Points))
+	for i, p := range avail.Points {
+		v := p.V
+		if avail.Min != nil {
+			v = avail.Min[i] // the step's lowest available is its highest use
+		}
+		used[i] = total - v
+	}
+	days, peaks := dailyPeaks(avail.Points, used)
+	if len(days) < baselineDays+1 {
+		in.Note("memory_baseline_exceeded", fmt.Sprintf("%d days with data: the baseline needs %d", len(days), baselineDays+1), "record longer")
+		return nil
+	}
+	var out []Finding
+	if f := baselineFinding(w, "host", "used", peaks, total/100); f != nil {
+		out = append(out, *f)
+	}
+	// Per process: daily RSS peaks by name, all PIDs of the name together.
+	byComm := map[string][]*sample.Series{}
+	for _, s := range w.Select("memdoctor_process_rss_bytes") {
+		byComm[s.Labels.Get("comm")] = append(byComm[s.Labels.Get("comm")], s)
+	}
+	for comm, ss := range byComm {
+		var ps []sample.Point
+		var vals []float64
+		for _, s := range ss {
+			for i, p := range s.Points {
+				ps = append(ps, p)
+				if s.Max != nil {
+					vals = append(vals, s.Max[i])
+				} else {
+					vals = append(vals, p.V)
+				}
+			}
+		}
+		d, pk := dailyPeaks(ps, vals)
+		if len(d) < baselineDays+1 {
+			continue
+		}
+		if f := baselineFinding(w, "process "+comm, comm+" RSS", pk, 64<<20); f != nil {
+			out = append(out, *f)
+		}
+	}
+	return out
+}
+
+func baselineFinding(w *sample.Window, subj, what string, peaks []float64, minExcess float64) *Finding {
+	latest := peaks[len(peaks)-1]
+	base := stats.Median(peaks[len(peaks)-1-baselineDays : len(peaks)-1])
+	if latest <= base*baselineMargin || latest-base < minExcess {
+		return nil
+	}
+	return &Finding{ID: "memory_baseline_exceeded", Severity: Warning, Subject: subject(w, subj),
+		Summary: fmt.Sprintf("%s peaked at %s today, %.0f%% above the median of the previous %d daily peaks (%s)",
+			what, HumanBytes(int64(latest)), 100*(latest/base-1), baselineDays, HumanBytes(int64(base))),
+		Evidence: []Evidence{
+			ev("latest_daily_peak_bytes", latest, "bytes"),
+			ev("baseline_median_bytes", base, "bytes"),
+			ev("excess_percent", 100*(latest/base-1), "percent"),
+		},
+		Remedies: []Remedy{
+			{Title: "find what grew today: diagnose the last day against the two weeks before",
+				Commands: []string{"memdoctor diagnose --from SRC --since -1d"}, Risk: "none (read-only)"},
+		},
+	}
+}

@@ -1,0 +1,168 @@
+package diagnose
+
+// process_memory_growth: a process whose own memory keeps growing.
+//
+// Mechanism: either a leak (the program keeps references to memory it no
+// longer needs: its live heap grows) or retention (the program frees, but
+// the allocator or runtime keeps the pages: glibc arenas in incident 5, a
+// garbage collector that rarely runs in incident 2). From outside, both
+// look like growing USS/anon; what tells them apart is the in-use heap
+// (malloc_info / mallinfo2, the runtime's heap metrics) against RSS.
+//
+// Identity: a process is followed by its name (comm) across restarts and
+// PID changes; each PID is one segment, and no slope is fitted across a
+// restart. Processes running side by side under one name are judged each
+// on its own.
+//
+// Fires: a significant rise (Mann–Kendall p < 0.01) of USS (anon+swap when
+// USS was not recorded) in the running PID's segment of at least 64 MiB
+// and of 32 MiB and 5 % of its size per day, over at least an hour.
+// Warning; critical when it would double within a week.
+//
+// Known false positives: caches that fill up to a configured bound (the
+// curve flattens), JVMs growing their heap to -Xmx; the limit and the
+// in-use heap say so.
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+type processMemoryGrowth struct{}
+
+func init() { register(processMemoryGrowth{}) }
+
+func (processMemoryGrowth) Meta() Meta {
+	return Meta{ID: "process_memory_growth", Title: "processes whose memory keeps growing",
+		Needs: []Need{{"memdoctor_process_rss_bytes", "record processes over time (memdoctor record)"}},
+		Reads: []string{"memdoctor_process_uss_bytes", "memdoctor_process_anon_bytes", "memdoctor_process_swap_bytes",
+			"memdoctor_process_malloc_arenas", "memdoctor_glibc_info"}}
+}
+
+const (
+	procMinSpan      = time.Hour
+	procMinGrowth    = 64 << 20
+	procMinPerDay    = 32 << 20
+	procMinRelPerDay = 0.05
+)
+
+type procSeg struct {
+	comm, pid string
+	points    []sample.Point
+	metric    string
+}
+
+func (processMemoryGrowth) Eval(in *Input) []Finding {
+	w := in.Window
+	if w == nil {
+		return nil
+	}
+	metric := "memdoctor_process_uss_bytes"
+	ss := w.Select(metric)
+	if len(ss) == 0 {
+		metric = "memdoctor_process_anon_bytes"
+		ss = w.Select(metric)
+	}
+	byComm := map[string][]procSeg{}
+	for _, s := range ss {
+		c := s.Labels.Get("comm")
+		byComm[c] = append(byComm[c], procSeg{comm: c, pid: s.Labels.Get("pid"), points: s.Points, metric: metric})
+	}
+	end := w.To.UnixMilli()
+	var out []Finding
+	for comm, segs := range byComm {
+		sort.Slice(segs, func(i, j int) bool { return segs[i].points[0].T < segs[j].points[0].T })
+		for i, sg := range segs {
+			last := sg.points[len(sg.points)-1]
+			if end-last.T > 3*stepOf(w) {
+				continue // exited: judged as the earlier segment of a restart
+			}
+			f := judgeProcess(w, sg, segs[:i])
+			if f != nil {
+				out = append(out, *f)
+			}
+		}
+		_ = comm
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Evidence[0].Value > out[j].Evidence[0].Value })
+	if len(out) > 5 {
+		out = out[:5]
+	}
+	return out
+}
+
+func stepOf(w *sample.Window) int64 {
+	if w.Step > 0 {
+		return w.Step.Milliseconds()
+	}
+	return (5 * time.Minute).Milliseconds()
+}
+
+func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *Finding {
+	ps := sg.points
+	if len(ps) < declineMinPoints || time.Duration(ps[len(ps)-1].T-ps[0].T)*time.Millisecond < procMinSpan {
+		return nil
+	}
+	f := fitTrend(ps)
+	now := ps[len(ps)-1].V
+	growth := f.Slope * span{ps[0].T, ps[len(ps)-1].T}.days()
+	if !f.OK || f.P >= 0.01 || f.Slope < procMinPerDay || f.Slope < procMinRelPerDay*now || growth < procMinGrowth {
+		return nil
+	}
+	sev := Warning
+	if 7*f.Slope >= now {
+		sev = Critical
+	}
+	fd := &Finding{ID: "process_memory_growth", Severity: sev,
+		Subject: subject(w, fmt.Sprintf("process %s (pid %s)", sg.comm, sg.pid)),
+		Summary: fmt.Sprintf("%s grows %s a day (p=%.1g, +%s over %s), now %s",
+			sg.comm, HumanBytes(int64(f.Slope)), f.P, HumanBytes(int64(growth)), spanText(ps), HumanBytes(int64(now))),
+		Evidence: []Evidence{
+			ev("growth_bytes_per_day", f.Slope, "bytes_per_day"),
+			ev("mann_kendall_p", f.P, ""),
+			ev("growth_bytes", growth, "bytes"),
+			ev(trimName(sg.metric), now, "bytes"),
+		},
+	}
+	restarts := 0
+	grewBefore := 0
+	for _, e := range earlier {
+		if e.points[len(e.points)-1].T <= ps[0].T {
+			restarts++
+			if g := fitTrend(e.points); g.OK && g.P < 0.01 && g.Slope > 0 {
+				grewBefore++
+			}
+		}
+	}
+	if restarts > 0 {
+		fd.Evidence = append(fd.Evidence, ev("restarts_in_window", float64(restarts), "count"),
+			ev("earlier_runs_that_grew", float64(grewBefore), "count"))
+	}
+	if a := w.Get("memdoctor_process_malloc_arenas", "pid", sg.pid); a != nil {
+		fd.Evidence = append(fd.Evidence, ev("malloc_arenas_estimated", lastValue(a), "count"))
+	}
+	fd.Evidence = append(fd.Evidence, evText("leak_or_retention",
+		"growth alone cannot tell: a leak grows the in-use heap, retention grows free memory the allocator keeps; compare in-use heap (malloc_info, runtime heap metrics) with RSS"))
+	fd.Remedies = []Remedy{
+		{Title: "compare the in-use heap with RSS (glibc: malloc_info; runtimes: their heap metrics)",
+			Commands: []string{"gdb -p " + sg.pid + " -batch -ex 'call (int) malloc_info(0, stderr)' 2>&1 | grep -E '<total|<system'",
+				"grep -E 'VmRSS|RssAnon' /proc/" + sg.pid + "/status"},
+			Risk: "gdb stops the process for a moment"},
+		{Title: "if free memory is retained (in-use flat, RSS growing): trim it (malloc_trim) or cap arenas; if in-use grows: profile the leak",
+			Risk: "see the malloc_arenas_many remedies for the trade-offs"},
+	}
+	return fd
+}
+
+func trimName(metric string) string {
+	switch metric {
+	case "memdoctor_process_uss_bytes":
+		return "uss_bytes"
+	case "memdoctor_process_anon_bytes":
+		return "anon_bytes"
+	}
+	return metric
+}

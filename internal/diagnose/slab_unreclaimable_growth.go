@@ -1,0 +1,132 @@
+package diagnose
+
+// slab_unreclaimable_growth: unreclaimable slab grows over time.
+//
+// Mechanism: SUnreclaim only shrinks when its owners free objects, so a
+// steady rise means objects accumulate: a kernel-side leak, or objects
+// pinned by something that accumulates itself — dying memory cgroups before
+// 5.3 pinned their own slab caches (incident 1: +4 GB a week to 60 GB).
+//
+// Method: Theil–Sen slope and Mann–Kendall test of SUnreclaim within the
+// newest boot; the slab caches whose size grew most over the same span
+// (node_slabinfo objects × object size, or the slabs' pages when memdoctor
+// recorded them) name where it went.
+//
+// Fires: a significant rise (p < 0.01) of at least 0.1 % of MemTotal per
+// day and 64 MiB over the window; critical once SUnreclaim passes 10 % of
+// MemTotal. Needs 6 hours and 12 points in the newest boot.
+//
+// Known false positives: a host filling network or file caches it keeps
+// for good (large socket buffers, inotify watches); the cache names say so.
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+type slabUnreclaimableGrowth struct{}
+
+func init() { register(slabUnreclaimableGrowth{}) }
+
+func (slabUnreclaimableGrowth) Meta() Meta {
+	return Meta{ID: "slab_unreclaimable_growth", Title: "unreclaimable slab growing over time",
+		Needs: []Need{{"node_memory_SUnreclaim_bytes", "record /proc/meminfo over time"}},
+		Reads: []string{"node_memory_MemTotal_bytes", "node_boot_time_seconds", "memdoctor_slabinfo_size_bytes",
+			"node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable"}}
+}
+
+func (slabUnreclaimableGrowth) Eval(in *Input) []Finding {
+	w := in.Window
+	if w == nil {
+		return nil
+	}
+	seg := lastSegment(w)
+	su := within(w.Get("node_memory_SUnreclaim_bytes"), seg)
+	if len(su) < declineMinPoints || time.Duration(su[len(su)-1].T-su[0].T)*time.Millisecond < declineMinSpan {
+		in.Note("slab_unreclaimable_growth", fmt.Sprintf("%d samples over %s since the last boot: too little to fit a trend", len(su), spanText(su)), "record longer")
+		return nil
+	}
+	f := fitTrend(su)
+	total := lastValue(w.Get("node_memory_MemTotal_bytes"))
+	days := span{su[0].T, su[len(su)-1].T}.days()
+	grown := f.Slope * days
+	if !f.OK || f.P >= 0.01 || f.Slope <= 0 || total <= 0 || f.Slope < 0.001*total || grown < 64<<20 {
+		return nil
+	}
+	last := su[len(su)-1].V
+	sev := Warning
+	if last >= 0.1*total {
+		sev = Critical
+	}
+	fd := Finding{ID: "slab_unreclaimable_growth", Severity: sev, Subject: subject(w, "host"),
+		Summary: fmt.Sprintf("unreclaimable slab grows %s per day (p=%.1g, %s over %s), now %s (%.1f%% of memory)",
+			HumanBytes(int64(f.Slope)), f.P, HumanBytes(int64(grown)), spanText(su), HumanBytes(int64(last)), 100*last/total),
+		Evidence: []Evidence{
+			ev("slab_unreclaimable_slope_bytes_per_day", f.Slope, "bytes_per_day"),
+			ev("mann_kendall_p", f.P, ""),
+			ev("slab_unreclaimable_bytes", last, "bytes"),
+			ev("slab_unreclaimable_growth_bytes", grown, "bytes"),
+			ev("capacity_lost_bytes_per_week", 7*f.Slope, "bytes"),
+		},
+	}
+	for i, c := range growingCaches(in, seg) {
+		if i == 5 {
+			break
+		}
+		fd.Evidence = append(fd.Evidence, evText("cache", fmt.Sprintf("%s +%s (now %s%s)", c.name, HumanBytes(int64(c.growth)), HumanBytes(int64(c.now)), c.kind)))
+	}
+	fd.Remedies = []Remedy{
+		{Title: "check for dying memory cgroups pinning slab (see dying_cgroups), and which caches grow",
+			Commands: []string{"grep memory /proc/cgroups", "sudo slabtop -o -s c | head -20"},
+			Risk:     "none (read-only)"},
+		{Title: "on kernels before 5.3, dying cgroups pin their slab caches: upgrading ends that source",
+			Risk: "a kernel upgrade"},
+	}
+	return []Finding{fd}
+}
+
+type cacheGrowth struct {
+	name        string
+	growth, now float64
+	kind        string
+}
+
+// growingCaches ranks slab caches by their growth over the span.
+func growingCaches(in *Input, sp span) []cacheGrowth {
+	w := in.Window
+	var out []cacheGrowth
+	size := w.Select("memdoctor_slabinfo_size_bytes")
+	if len(size) > 0 {
+		for _, s := range size {
+			ps := within(s, sp)
+			if len(ps) < 2 {
+				continue
+			}
+			c := cacheGrowth{name: s.Labels.Get("slab"), growth: ps[len(ps)-1].V - ps[0].V, now: ps[len(ps)-1].V}
+			if r := w.Get("memdoctor_slabinfo_reclaimable", "slab", c.name); r != nil {
+				if lastValue(r) == 1 {
+					c.kind = ", reclaimable"
+				} else {
+					c.kind = ", unreclaimable"
+				}
+			}
+			out = append(out, c)
+		}
+	} else {
+		for _, s := range w.Select("node_slabinfo_objects") {
+			name := s.Labels.Get("slab")
+			objSize := lastValue(w.Get("node_slabinfo_object_size_bytes", "slab", name))
+			ps := within(s, sp)
+			if len(ps) < 2 || objSize == 0 {
+				continue
+			}
+			out = append(out, cacheGrowth{name: name, growth: (ps[len(ps)-1].V - ps[0].V) * objSize, now: ps[len(ps)-1].V * objSize})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].growth > out[j].growth })
+	for len(out) > 0 && out[len(out)-1].growth <= 0 {
+		out = out[:len(out)-1]
+	}
+	return out
+}

@@ -1,0 +1,167 @@
+package diagnose
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+// span is a time range [From, To] in milliseconds.
+type span struct{ From, To int64 }
+
+func (s span) days() float64 { return float64(s.To-s.From) / float64(24*time.Hour/time.Millisecond) }
+
+// segments splits the window at reboots: wherever node_boot_time_seconds
+// changes by more than a minute (the kernel's boot time drifts by
+// fractions of a second), and at gaps longer than maxGap. No slope is ever
+// fitted across a segment boundary. Without a boot-time series the whole
+// window is one segment.
+func segments(w *sample.Window) []span {
+	all := span{w.From.UnixMilli(), w.To.UnixMilli()}
+	bt := w.Get("node_boot_time_seconds")
+	if bt == nil || len(bt.Points) == 0 {
+		return []span{all}
+	}
+	var out []span
+	cur := span{bt.Points[0].T, bt.Points[0].T}
+	prev := bt.Points[0].V
+	for _, p := range bt.Points[1:] {
+		if math.Abs(p.V-prev) > 60 {
+			out = append(out, cur)
+			cur = span{p.T, p.T}
+		}
+		cur.To = p.T
+		prev = p.V
+	}
+	out = append(out, cur)
+	return out
+}
+
+// lastSegment returns the newest segment.
+func lastSegment(w *sample.Window) span {
+	s := segments(w)
+	return s[len(s)-1]
+}
+
+// within returns the points of s inside sp (nil-safe).
+func within(s *sample.Series, sp span) []sample.Point {
+	if s == nil {
+		return nil
+	}
+	lo := sort.Search(len(s.Points), func(i int) bool { return s.Points[i].T >= sp.From })
+	hi := sort.Search(len(s.Points), func(i int) bool { return s.Points[i].T > sp.To })
+	return s.Points[lo:hi]
+}
+
+// xy turns points into days since the first point and values, thinned to at
+// most maxN evenly spaced points (Theil–Sen is O(n²)).
+func xy(ps []sample.Point, maxN int) (xs, ys []float64) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	step := 1
+	if len(ps) > maxN {
+		step = (len(ps) + maxN - 1) / maxN
+	}
+	t0 := ps[0].T
+	for i := 0; i < len(ps); i += step {
+		xs = append(xs, float64(ps[i].T-t0)/float64(24*time.Hour/time.Millisecond))
+		ys = append(ys, ps[i].V)
+	}
+	return xs, ys
+}
+
+// increase is a counter's increase over the points, counting through
+// resets (a drop means the counter restarted from zero).
+func increase(ps []sample.Point) float64 {
+	var inc float64
+	for i := 1; i < len(ps); i++ {
+		d := ps[i].V - ps[i-1].V
+		if d < 0 {
+			d = ps[i].V
+		}
+		inc += d
+	}
+	return inc
+}
+
+// perDay is a counter's average increase per day over the points.
+func perDay(ps []sample.Point) float64 {
+	if len(ps) < 2 {
+		return 0
+	}
+	d := span{ps[0].T, ps[len(ps)-1].T}.days()
+	if d <= 0 {
+		return 0
+	}
+	return increase(ps) / d
+}
+
+// sumSeries adds series point by point on the timestamps of the first
+// (all series of a window share the sampling times of their source).
+func sumSeries(ss []*sample.Series) *sample.Series {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := &sample.Series{Name: ss[0].Name, Points: append([]sample.Point(nil), ss[0].Points...)}
+	for _, s := range ss[1:] {
+		byT := make(map[int64]float64, len(s.Points))
+		for _, p := range s.Points {
+			byT[p.T] = p.V
+		}
+		for i := range out.Points {
+			out.Points[i].V += byT[out.Points[i].T]
+		}
+	}
+	return out
+}
+
+// rates turns a counter into per-second rates between successive points
+// (resets count from zero), stamped at the later point.
+func rates(ps []sample.Point) []sample.Point {
+	var out []sample.Point
+	for i := 1; i < len(ps); i++ {
+		dt := float64(ps[i].T-ps[i-1].T) / 1000
+		if dt <= 0 {
+			continue
+		}
+		d := ps[i].V - ps[i-1].V
+		if d < 0 {
+			d = ps[i].V
+		}
+		out = append(out, sample.Point{T: ps[i].T, V: d / dt})
+	}
+	return out
+}
+
+// align returns the values of a and b at the timestamps both have.
+func align(a, b []sample.Point) (xa, xb []float64) {
+	byT := make(map[int64]float64, len(b))
+	for _, p := range b {
+		byT[p.T] = p.V
+	}
+	for _, p := range a {
+		if v, ok := byT[p.T]; ok {
+			xa = append(xa, p.V)
+			xb = append(xb, v)
+		}
+	}
+	return xa, xb
+}
+
+// LatestScrape rebuilds the instant state at the end of a window: the last
+// point of every series that has one within maxAge of the window's end.
+func LatestScrape(w *sample.Window, maxAge time.Duration) *sample.Scrape {
+	s := &sample.Scrape{Time: w.To, Instance: w.Instance}
+	end := w.To.UnixMilli()
+	for _, ser := range w.Series {
+		p, ok := ser.Last()
+		if !ok || end-p.T > maxAge.Milliseconds() {
+			continue
+		}
+		s.AddMetric(sample.Metric{Name: ser.Name, Labels: ser.Labels, Value: p.V})
+	}
+	return s
+}

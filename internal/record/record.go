@@ -1,0 +1,311 @@
+// Package record samples a host at a fixed interval into a store and serves
+// what it sees: /metrics (node_exporter names for host series, memdoctor_*
+// for the rest, and the recorder's own cost) and /healthz.
+//
+// It keeps running through vanished processes, unreadable files and a full
+// disk: a failed append keeps the scrape in memory (bounded) and retries at
+// the next interval, so nothing is lost while space returns.
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/collect"
+	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/memdoctor/memdoctor/internal/store"
+)
+
+// Config configures a recorder.
+type Config struct {
+	DBPath    string
+	Interval  time.Duration
+	Retention time.Duration
+	// Top is how many processes get smaps_rollup and are recorded.
+	Top int
+	// Instance names this host in the store (default: hostname).
+	Instance string
+	// FS is what to read (default: the live host).
+	FS *procfs.FS
+	// Log receives one line per event worth an operator's attention.
+	Log io.Writer
+	// MaxPending bounds the scrapes kept in memory while appends fail
+	// (default: one hour of intervals).
+	MaxPending int
+}
+
+// Recorder samples and stores.
+type Recorder struct {
+	cfg  Config
+	fs   procfs.FS
+	live bool
+
+	mu         sync.Mutex
+	st         *store.Store
+	latest     *sample.Scrape
+	pending    []*sample.Scrape
+	lastOK     time.Time
+	lastErr    error
+	appends    int64
+	appendErrs int64
+	collects   int64
+	lastRetain time.Time
+}
+
+// New opens the store and prepares a recorder.
+func New(cfg Config) (*Recorder, error) {
+	if cfg.Interval <= 0 {
+		return nil, fmt.Errorf("--interval %v: want a positive duration", cfg.Interval)
+	}
+	if cfg.MaxPending == 0 {
+		cfg.MaxPending = max(int(time.Hour/cfg.Interval), 4)
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	r := &Recorder{cfg: cfg}
+	if cfg.FS != nil {
+		r.fs = *cfg.FS
+	} else {
+		r.fs = procfs.NewFS("/")
+		r.live = true
+	}
+	if r.cfg.Instance == "" {
+		h, _ := os.Hostname()
+		r.cfg.Instance = orDefault(h, "localhost")
+	}
+	st, err := store.Open(cfg.DBPath, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	r.st = st
+	return r, nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func (r *Recorder) logf(format string, a ...any) {
+	_, _ = fmt.Fprintf(r.cfg.Log, time.Now().UTC().Format(time.RFC3339)+" "+format+"\n", a...)
+}
+
+// Reopen closes and reopens the store file (SIGHUP: after the file was
+// moved, or to pick up a restored copy).
+func (r *Recorder) Reopen() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.st != nil {
+		if err := r.st.Close(); err != nil {
+			r.logf("closing store: %v", err)
+		}
+	}
+	st, err := store.Open(r.cfg.DBPath, store.Options{})
+	if err != nil {
+		r.st = nil
+		r.lastErr = err
+		r.logf("reopening store: %v (samples are kept in memory and retried)", err)
+		return err
+	}
+	r.st = st
+	r.logf("store %s reopened", r.cfg.DBPath)
+	return nil
+}
+
+// Close flushes what is pending and closes the store.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.flushLocked()
+	if len(r.pending) > 0 {
+		r.logf("exiting with %d scrapes not stored: %v", len(r.pending), r.lastErr)
+	}
+	if r.st == nil {
+		return nil
+	}
+	err := r.st.Close()
+	r.st = nil
+	return err
+}
+
+// Run samples every interval until ctx is done.
+func (r *Recorder) Run(ctx context.Context) error {
+	r.logf("recording %s every %v into %s (top %d processes)", r.cfg.Instance, r.cfg.Interval, r.cfg.DBPath, r.cfg.Top)
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	r.Tick()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			r.Tick()
+		}
+	}
+}
+
+// Tick collects once and stores what it can.
+func (r *Recorder) Tick() {
+	start := time.Now()
+	cpu0 := selfCPU()
+	res, err := collect.Collect(r.fs, collect.Options{TopProcesses: r.cfg.Top, TopCgroups: 10, ArenaScan: true, Live: r.live})
+	if err != nil {
+		r.mu.Lock()
+		r.lastErr = err
+		r.mu.Unlock()
+		r.logf("collection failed: %v", err)
+		return
+	}
+	s := &res.Scrape
+	s.Instance = r.cfg.Instance
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.collects++
+	s.Add("memdoctor_record_collect_seconds", time.Since(start).Seconds())
+	s.Add("memdoctor_record_collect_cpu_seconds", selfCPU()-cpu0)
+	if cpu := selfCPU(); cpu >= 0 {
+		s.Add("process_cpu_seconds_total", cpu)
+	}
+	if rss := selfRSS(); rss > 0 {
+		s.Add("process_resident_memory_bytes", float64(rss))
+	}
+	s.Add("memdoctor_record_pending_scrapes", float64(len(r.pending)))
+	r.latest = s
+	if len(r.pending) >= r.cfg.MaxPending {
+		r.pending = r.pending[1:] // oldest first: the newest state matters most
+	}
+	r.pending = append(r.pending, s)
+	r.flushLocked()
+	if r.cfg.Retention > 0 && r.st != nil && time.Since(r.lastRetain) > time.Hour {
+		r.lastRetain = time.Now()
+		if n, err := r.st.DeleteBefore(time.Now().Add(-r.cfg.Retention)); err != nil {
+			r.logf("retention: %v", err)
+		} else if n > 0 {
+			r.logf("retention: removed %d chunks older than %v", n, r.cfg.Retention)
+		}
+	}
+}
+
+func (r *Recorder) flushLocked() {
+	if len(r.pending) == 0 {
+		return
+	}
+	if r.st == nil {
+		return
+	}
+	err := r.st.Append(r.cfg.Instance, r.pending...)
+	if err != nil {
+		r.appendErrs++
+		if r.lastErr == nil || r.lastErr.Error() != err.Error() {
+			r.logf("storing failed, keeping %d scrapes in memory and retrying every %v: %v%s", len(r.pending), r.cfg.Interval, err, hint(err))
+		}
+		r.lastErr = err
+		return
+	}
+	if r.lastErr != nil {
+		r.logf("storing works again: %d scrapes written", len(r.pending))
+	}
+	r.appends += int64(len(r.pending))
+	r.pending = r.pending[:0]
+	r.lastErr = nil
+	r.lastOK = time.Now()
+}
+
+func hint(err error) string {
+	msg := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(msg, "full") || strings.Contains(msg, "no space"):
+		return " (disk full: free space or lower --retention; recording resumes by itself)"
+	case errors.Is(err, store.ErrCorrupt):
+		return " (move the damaged file aside and send SIGHUP to start a new one)"
+	}
+	return ""
+}
+
+// Handler serves /metrics and /healthz.
+func (r *Recorder) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", r.serveMetrics)
+	mux.HandleFunc("/healthz", r.serveHealth)
+	return mux
+}
+
+func (r *Recorder) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+	r.mu.Lock()
+	latest := r.latest
+	self := &sample.Scrape{}
+	self.Add("memdoctor_record_scrapes_stored_total", float64(r.appends))
+	self.Add("memdoctor_record_append_errors_total", float64(r.appendErrs))
+	self.Add("memdoctor_record_collections_total", float64(r.collects))
+	r.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	scrapes := []*sample.Scrape{self}
+	if latest != nil {
+		scrapes = append([]*sample.Scrape{latest}, self)
+	}
+	if err := sample.WriteText(w, scrapes...); err != nil {
+		r.logf("serving /metrics: %v", err)
+	}
+}
+
+func (r *Recorder) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stale := r.latest == nil || time.Since(r.latest.Time) > 3*r.cfg.Interval
+	switch {
+	case stale:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprintf(w, "no collection in the last %v\n", 3*r.cfg.Interval)
+	case r.lastErr != nil:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprintf(w, "collecting, but storing fails (%d scrapes pending): %v\n", len(r.pending), r.lastErr)
+	default:
+		_, _ = fmt.Fprintf(w, "ok: last sample %s, %d stored\n", r.latest.Time.UTC().Format(time.RFC3339), r.appends)
+	}
+}
+
+// selfCPU returns this process' user+system CPU seconds, or -1.
+func selfCPU() float64 {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return -1
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return -1
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100
+}
+
+// selfRSS returns this process' resident memory in bytes.
+func selfRSS() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
