@@ -1,0 +1,177 @@
+package stats
+
+import (
+	"math"
+	"slices"
+)
+
+// TheilSen fits the line y = intercept + slope·x by the Theil–Sen estimator:
+// slope is the median of the pairwise slopes (y_j − y_i)/(x_j − x_i) over all
+// pairs i < j with x_i ≠ x_j, and intercept is the median of the residuals
+// y_i − slope·x_i. The slope has a breakdown point of about 29 %: up to that
+// fraction of arbitrary outliers cannot move it arbitrarily far. The x values
+// need not be sorted or distinct.
+//
+// Points where x or y is not finite (NaN marks a missing sample) are
+// ignored. ok is false, and slope and intercept are NaN, when no pair with
+// distinct x remains. The intercept is the value at x = 0: with x in Unix
+// milliseconds it is far outside the data, so subtract a reference time from
+// xs first when the intercept matters. It panics if len(xs) != len(ys).
+//
+// Complexity: O(n²) time and 8·n(n−1)/2 bytes of scratch memory for the
+// pairwise slopes (4 MB at n = 1000, 64 MB at n = 4000; the median is found
+// by selection, not sorting). That is acceptable up to n ≈ 5000; callers
+// downsample longer series (for example take every k-th point, or per-step
+// aggregates) before fitting.
+func TheilSen(xs, ys []float64) (slope, intercept float64, ok bool) {
+	x, y := finitePairs(xs, ys)
+	slopes := pairSlopes(x, y)
+	if len(slopes) == 0 {
+		return math.NaN(), math.NaN(), false
+	}
+	slope = quantile7(slopes, 0.5)
+	// median(y − s·x) = median(y − s·(x − x₀)) − s·x₀: the shifted form
+	// subtracts numbers of similar size, which loses less precision when x is
+	// far from 0.
+	x0 := x[0]
+	res := make([]float64, len(x))
+	for i := range x {
+		res[i] = y[i] - slope*(x[i]-x0)
+	}
+	intercept = quantile7(dropNaN(res), 0.5) - slope*x0
+	return slope, intercept, true
+}
+
+// TheilSenCI returns the two-sided 1 − alpha confidence interval [lo, hi]
+// for the Theil–Sen slope by Sen's (1968) rank-based method, as described by
+// Gilbert (1987, ch. 16): with N the number of pairwise slopes (pairs with
+// distinct x), Var(S) the null variance of Kendall's S between x and y, and
+// C = Φ⁻¹(1 − alpha/2)·√Var(S), lo is the M₁-th and hi the (M₂+1)-th
+// smallest slope, M₁ = (N − C)/2 and M₂ = (N + C)/2. Fractional ranks
+// interpolate linearly between neighbouring order statistics, and ranks
+// outside [1, N] are clamped (so small samples give the full slope range).
+//
+// Var(S) is Kendall's null variance with ties in both variables,
+//
+//	[n(n−1)(2n+5) − Σu(u−1)(2u+5) − Σv(v−1)(2v+5)]/18
+//	  + Σu(u−1)(u−2)·Σv(v−1)(v−2) / (9n(n−1)(n−2))
+//	  + Σu(u−1)·Σv(v−1) / (2n(n−1)),
+//
+// where u runs over the sizes of groups of tied x and v of tied y; with
+// distinct x it is the Mann–Kendall variance of y (see MannKendall). The
+// interval assumes independent residuals; autocorrelated series (most
+// memory gauges at a short step) make it too narrow.
+//
+// Points are filtered as in TheilSen. lo and hi are NaN when no pair with
+// distinct x remains or alpha is not in (0, 1). It panics if
+// len(xs) != len(ys).
+//
+// Complexity: as TheilSen, O(n²) time and memory.
+func TheilSenCI(xs, ys []float64, alpha float64) (lo, hi float64) {
+	if !(alpha > 0 && alpha < 1) {
+		return math.NaN(), math.NaN()
+	}
+	x, y := finitePairs(xs, ys)
+	slopes := pairSlopes(x, y)
+	if len(slopes) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	c := normalQuantile(1-alpha/2) * math.Sqrt(kendallVarS(x, y))
+	nn := float64(len(slopes))
+	lo = orderStat1(slopes, (nn-c)/2)
+	hi = orderStat1(slopes, (nn+c)/2+1)
+	return lo, hi
+}
+
+// kendallVarS returns the null variance of Kendall's
+// S = Σ_{i<j} sign(x_j − x_i)·sign(y_j − y_i) with ties in both variables
+// (Kendall, Rank Correlation Methods, ch. 4), the formula in TheilSenCI's comment. x and y are
+// NaN-free with len ≥ 2.
+func kendallVarS(x, y []float64) float64 {
+	n := float64(len(x))
+	tx, ty := tieSums(x), tieSums(y)
+	v := (n*(n-1)*(2*n+5)-tx.t2-ty.t2)/18 + tx.t1*ty.t1/(2*n*(n-1))
+	if n > 2 { // Σt(t−1)(t−2) is 0 anyway for n ≤ 2.
+		v += tx.t3 * ty.t3 / (9 * n * (n - 1) * (n - 2))
+	}
+	return math.Max(v, 0)
+}
+
+// orderStat1 returns the r-th smallest value of a for a 1-based, possibly
+// fractional rank r clamped to [1, len(a)], interpolating linearly between
+// neighbours; a must be NaN-free and non-empty and is reordered.
+func orderStat1(a []float64, r float64) float64 {
+	r = math.Min(math.Max(r, 1), float64(len(a)))
+	j := int(math.Floor(r))
+	return orderStat0(a, j-1, r-float64(j))
+}
+
+// finitePairs returns copies of the pairs (xs[i], ys[i]) where both are
+// finite.
+func finitePairs(xs, ys []float64) (x, y []float64) {
+	if len(xs) != len(ys) {
+		panic("stats: xs and ys have different lengths")
+	}
+	x = make([]float64, 0, len(xs))
+	y = make([]float64, 0, len(ys))
+	for i := range xs {
+		if isFinite(xs[i]) && isFinite(ys[i]) {
+			x = append(x, xs[i])
+			y = append(y, ys[i])
+		}
+	}
+	return x, y
+}
+
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// pairSlopes returns (y_j − y_i)/(x_j − x_i) for every pair i < j with
+// x_i ≠ x_j. A slope can overflow to ±Inf but is never NaN for finite input.
+func pairSlopes(x, y []float64) []float64 {
+	n := len(x)
+	slopes := make([]float64, 0, n*(n-1)/2)
+	for i := range n {
+		xi, yi := x[i], y[i]
+		for j := i + 1; j < n; j++ {
+			if dx := x[j] - xi; dx != 0 {
+				slopes = append(slopes, (y[j]-yi)/dx)
+			}
+		}
+	}
+	return slopes
+}
+
+// ties holds the sums over groups of t tied values that the variances of
+// Kendall's S need: t1 = Σt(t−1), t2 = Σt(t−1)(2t+5), t3 = Σt(t−1)(t−2).
+// pairs = Σt(t−1)/2 is the number of tied pairs.
+type ties struct {
+	t1, t2, t3 float64
+	pairs      int64
+}
+
+// tieSums sorts a copy of a (NaN-free) and sums over its groups of equal
+// values.
+func tieSums(a []float64) ties {
+	s := slices.Clone(a)
+	slices.Sort(s)
+	return tieSumsSorted(s)
+}
+
+// tieSumsSorted is tieSums on sorted input.
+func tieSumsSorted(s []float64) ties {
+	var out ties
+	for i := 0; i < len(s); {
+		j := i + 1
+		for j < len(s) && s[j] == s[i] {
+			j++
+		}
+		if t := float64(j - i); t > 1 {
+			out.t1 += t * (t - 1)
+			out.t2 += t * (t - 1) * (2*t + 5)
+			out.t3 += t * (t - 1) * (t - 2)
+			out.pairs += int64(j-i) * int64(j-i-1) / 2
+		}
+		i = j
+	}
+	return out
+}
