@@ -1,6 +1,10 @@
 package diagnose
 
-import "github.com/memdoctor/memdoctor/internal/sample"
+import (
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
 
 // SchemaVersion is the version of the JSON report. Keys are only ever added
 // within a version.
@@ -28,7 +32,25 @@ type Cost struct {
 // Check analyses one scrape and runs every rule.
 func Check(s *sample.Scrape, source string, notes []sample.Note) *Report {
 	h := Analyze(s, source)
-	findings, ruleNotes := Run(&Input{Host: h}, Rules())
+	return run(&Input{Host: h}, notes)
+}
+
+// CheckWindow diagnoses a time range: the instant rules on the state at its
+// end, the trend rules on the whole window.
+func CheckWindow(w *sample.Window, source string, notes []sample.Note) *Report {
+	h := Analyze(LatestScrape(w, latestMaxAge(w)), source)
+	return run(&Input{Host: h, Window: w}, notes)
+}
+
+// CheckRecording diagnoses a recording: the instant rules on its last
+// complete state, the trend rules on the window.
+func CheckRecording(latest *sample.Scrape, w *sample.Window, source string, notes []sample.Note) *Report {
+	return run(&Input{Host: Analyze(latest, source), Window: w}, notes)
+}
+
+func run(in *Input, notes []sample.Note) *Report {
+	h := in.Host
+	findings, ruleNotes := Run(in, Rules())
 	all := append(append([]sample.Note{}, notes...), ruleNotes...)
 	if findings == nil {
 		findings = []Finding{}
@@ -42,4 +64,13 @@ func Check(s *sample.Scrape, source string, notes []sample.Note) *Report {
 			Hides:   "the exactness of the what-if table"})
 	}
 	return &Report{SchemaVersion: SchemaVersion, Host: h, Findings: findings, Notes: all}
+}
+
+// latestMaxAge is how old a series' last point may be and still count as
+// the current state: three steps (a process that exited earlier is gone).
+func latestMaxAge(w *sample.Window) time.Duration {
+	if w.Step > 0 {
+		return 3 * w.Step
+	}
+	return 3 * time.Minute
 }

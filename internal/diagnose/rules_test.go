@@ -1,7 +1,9 @@
 package diagnose_test
 
 // Rule cases: every rule has a folder testdata/<rule_id>/ with at least one
-// case that fires and one that stays quiet. A case is a small text file:
+// case that fires and one that stays quiet. Trend rules use .series files:
+// the # directives below plus series in the seriestest language (a window
+// over time); instant rules use .prom files, a small text file:
 //
 //	# why: what situation this is
 //	# base: healthy-6.18-x86_64-hybrid    a real capture in testdata/captures (required)
@@ -31,10 +33,12 @@ import (
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/memdoctor/memdoctor/internal/seriestest"
 )
 
 type ruleCase struct {
 	why, base, expect string
+	src               string // .series: the whole file
 	uptime            time.Duration
 	drops             []string
 	evidence          map[string]float64
@@ -99,6 +103,43 @@ func parseCase(t *testing.T, path string) ruleCase {
 	}
 	if c.base == "" || c.expect == "" {
 		t.Fatalf("%s: needs # base: and # expect:", path)
+	}
+	return c
+}
+
+// parseSeriesCase reads the # directives of a .series case; the file itself
+// is the window.
+func parseSeriesCase(t *testing.T, path string) ruleCase {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ruleCase{evidence: map[string]float64{}, src: string(b)}
+	for i, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(l), "#"), ":")
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") || !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		switch strings.TrimSpace(k) {
+		case "why":
+			c.why = v
+		case "expect":
+			c.expect = v
+		case "remedy":
+			c.remedies = append(c.remedies, v)
+		case "evidence":
+			n, x, ok := strings.Cut(v, "=")
+			fv, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+			if !ok || err != nil {
+				t.Fatalf("%s:%d: evidence wants name=number", path, i+1)
+			}
+			c.evidence[strings.TrimSpace(n)] = fv
+		}
+	}
+	if c.expect == "" {
+		t.Fatalf("%s: needs # expect:", path)
 	}
 	return c
 }
@@ -221,17 +262,30 @@ func TestRuleCases(t *testing.T) {
 	for _, r := range diagnose.Rules() {
 		id := r.Meta().ID
 		files, _ := filepath.Glob(filepath.Join("testdata", id, "*.prom"))
+		series, _ := filepath.Glob(filepath.Join("testdata", id, "*.series"))
+		files = append(files, series...)
 		fires, quiet := 0, 0
 		for _, file := range files {
-			c := parseCase(t, file)
+			isSeries := strings.HasSuffix(file, ".series")
+			var c ruleCase
+			if isSeries {
+				c = parseSeriesCase(t, file)
+			} else {
+				c = parseCase(t, file)
+			}
 			if c.expect == "quiet" {
 				quiet++
 			} else {
 				fires++
 			}
-			t.Run(id+"/"+strings.TrimSuffix(filepath.Base(file), ".prom"), func(t *testing.T) {
-				s := apply(baseScrape(t, c.base), c)
-				rep := diagnose.Check(s, "test", nil)
+			name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(file), ".prom"), ".series")
+			t.Run(id+"/"+name, func(t *testing.T) {
+				var rep *diagnose.Report
+				if isSeries {
+					rep = diagnose.CheckWindow(seriestest.MustParse(t, c.src), "test", nil)
+				} else {
+					rep = diagnose.Check(apply(baseScrape(t, c.base), c), "test", nil)
+				}
 				var got []diagnose.Finding
 				for _, f := range rep.Findings {
 					if f.ID == id {

@@ -5,6 +5,9 @@ import (
 	"sort"
 )
 
+// SortFindings orders findings most severe first, then by id.
+func SortFindings(fs []Finding) { sortFindings(fs) }
+
 func sortFindings(fs []Finding) {
 	sort.SliceStable(fs, func(i, j int) bool {
 		if a, b := fs[i].Severity.Rank(), fs[j].Severity.Rank(); a != b {
