@@ -1,0 +1,312 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+)
+
+// Query selects series.
+type Query struct {
+	// Instance names the instance; "" means the store's only instance
+	// (Select fails when there are several; the exports take them all).
+	Instance string
+	// Names lists metric names to read; empty means all.
+	Names []string
+	// Match are label name, value pairs every series must have.
+	Match []string
+	// From and To bound the samples, both included. A zero From means
+	// from the first sample, a zero To up to the last.
+	From time.Time
+	To   time.Time
+	// Step > 0 aggregates raw samples into steps aligned on From:
+	// Points[i] is the last raw sample of step i (its own timestamp), Max,
+	// Min, Mean the step's aggregates. 0 returns raw samples. Steps
+	// without samples are left out.
+	Step time.Duration
+}
+
+// bounds returns the query's time range in milliseconds.
+func (q Query) bounds() (from, to int64) {
+	from = q.From.UnixMilli()
+	to = int64(math.MaxInt64)
+	if !q.To.IsZero() {
+		to = q.To.UnixMilli()
+	}
+	return from, to
+}
+
+// Select reads series: every series of the instance with at least one
+// sample in [From, To], sorted by name then labels. Chunks are decoded one
+// at a time, so a stepped read of months holds only its steps in memory.
+func (s *Store) Select(q Query) ([]*sample.Series, error) {
+	sn, err := s.snapshot(q, false)
+	if err != nil {
+		return nil, err
+	}
+	defer sn.close()
+	from, to := q.bounds()
+	var out []*sample.Series
+	for i := range sn.series {
+		sel := &sn.series[i]
+		b := newBuilder(sel, from, q.Step.Milliseconds())
+		if err := sn.samples(sel, from, to, b.add); err != nil {
+			return nil, err
+		}
+		if ser := b.finish(); ser != nil {
+			out = append(out, ser)
+		}
+	}
+	return out, nil
+}
+
+// selected is one series a snapshot reads.
+type selected struct {
+	id       int64
+	instance string
+	name     string
+	labels   sample.Labels
+	text     string // canonical labels text
+	head     []byte // copy of the head chunk, nil when the head has none
+}
+
+// snapshot is a read transaction with the series of one query resolved.
+type snapshot struct {
+	s      *Store
+	tx     *sql.Tx
+	series []selected
+	stmt   *sql.Stmt
+	chunk  chunkenc.XORChunk
+	it     chunkenc.Iterator
+}
+
+// snapshot opens a read transaction, resolves q's series and copies their
+// head data. all: an empty q.Instance means every instance (exports).
+func (s *Store) snapshot(q Query, all bool) (*snapshot, error) {
+	if len(q.Match)%2 != 0 {
+		return nil, fmt.Errorf("store %s: select: match %q: want name, value pairs", s.path, q.Match)
+	}
+	if q.Step < 0 {
+		return nil, fmt.Errorf("store %s: select: negative step %v", s.path, q.Step)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkOpen("select"); err != nil {
+		return nil, err
+	}
+	tx, err := s.rdb.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, s.wrap("select", err)
+	}
+	sn := &snapshot{s: s, tx: tx}
+	if err := sn.resolve(q, all); err != nil {
+		sn.close()
+		return nil, err
+	}
+	return sn, nil
+}
+
+func (sn *snapshot) close() {
+	_ = sn.tx.Rollback() // read-only: nothing to keep
+}
+
+func (sn *snapshot) resolve(q Query, all bool) error {
+	s := sn.s
+	ctx := context.Background()
+	heads, err := s.syncHeads(sn.tx, q.Instance)
+	if err != nil {
+		return s.wrap("select: load head", err)
+	}
+	if q.Instance == "" && !all && len(heads) > 1 {
+		names := make([]string, 0, len(heads))
+		for n := range heads {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return fmt.Errorf("store %s: select: the store holds %d instances (%s): name one", s.path, len(names), strings.Join(names, ", "))
+	}
+	query := "SELECT id, instance, name, labels FROM series"
+	var where []string
+	var args []any
+	if q.Instance != "" {
+		where = append(where, "instance = ?")
+		args = append(args, q.Instance)
+	}
+	if len(q.Names) > 0 {
+		where = append(where, "name IN ("+strings.TrimSuffix(strings.Repeat("?,", len(q.Names)), ",")+")")
+		for _, n := range q.Names {
+			args = append(args, n)
+		}
+	}
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY name, instance, labels"
+	rows, err := sn.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return s.wrap("select", err)
+	}
+	defer rows.Close()
+	from, to := q.bounds()
+	for rows.Next() {
+		var sel selected
+		if err := rows.Scan(&sel.id, &sel.instance, &sel.name, &sel.text); err != nil {
+			return s.wrap("select", err)
+		}
+		if sel.labels, err = parseLabels(sel.text); err != nil {
+			return corruptf(s.path, fmt.Sprintf("series %d has damaged labels %q (%v); %s", sel.id, sel.text, err, recoverHint(s.path)))
+		}
+		if !matches(sel.labels, q.Match) {
+			continue
+		}
+		if h := heads[sel.instance]; h != nil {
+			if hs := h.series[sel.id]; hs != nil && hs.n > 0 && hs.maxT >= from && hs.minT <= to {
+				sel.head = append([]byte(nil), hs.chunk.Bytes()...)
+			}
+		}
+		sn.series = append(sn.series, sel)
+	}
+	if err := rows.Err(); err != nil {
+		return s.wrap("select", err)
+	}
+	return nil
+}
+
+func matches(ls sample.Labels, match []string) bool {
+	for j := 0; j+1 < len(match); j += 2 {
+		if ls.Get(match[j]) != match[j+1] {
+			return false
+		}
+	}
+	return true
+}
+
+// samples calls fn for every sample of sel in [from, to], in time order:
+// the stored chunks, then the head.
+func (sn *snapshot) samples(sel *selected, from, to int64, fn func(t int64, v float64)) error {
+	s := sn.s
+	if sn.stmt == nil {
+		// A chunk spans less than the chunk range, so one that reaches from
+		// starts after from - range: the bound keeps the index seek short.
+		var err error
+		sn.stmt, err = sn.tx.Prepare(`SELECT min_t, num_samples, data FROM chunks
+			WHERE series_id = ? AND min_t <= ? AND min_t > ? AND max_t >= ? ORDER BY min_t`)
+		if err != nil {
+			return s.wrap("select", err)
+		}
+	}
+	lo := from - s.rangeMS
+	if lo > from { // overflow
+		lo = math.MinInt64
+	}
+	rows, err := sn.stmt.Query(sel.id, to, lo, from)
+	if err != nil {
+		return s.wrap("select", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var minT, n int64
+		var data sql.RawBytes
+		if err := rows.Scan(&minT, &n, &data); err != nil {
+			return s.wrap("select", err)
+		}
+		if len(data) < 2 || int64(binary.BigEndian.Uint16(data)) != n {
+			return corruptf(s.path, fmt.Sprintf("chunk of series %d at %d is damaged (sample count); %s", sel.id, minT, recoverHint(s.path)))
+		}
+		if err := sn.decode(data, from, to, fn); err != nil {
+			return corruptf(s.path, fmt.Sprintf("chunk of series %d at %d is damaged (%v); %s", sel.id, minT, err, recoverHint(s.path)))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.wrap("select", err)
+	}
+	if sel.head != nil {
+		if err := sn.decode(sel.head, from, to, fn); err != nil {
+			return fmt.Errorf("store %s: head of series %d: %w", s.path, sel.id, err)
+		}
+	}
+	return nil
+}
+
+// decode calls fn for the samples of an XOR chunk in [from, to].
+func (sn *snapshot) decode(data []byte, from, to int64, fn func(t int64, v float64)) error {
+	sn.chunk.Reset(data)
+	sn.it = sn.chunk.Iterator(sn.it)
+	for sn.it.Next() == chunkenc.ValFloat {
+		t, v := sn.it.At()
+		if t < from {
+			continue
+		}
+		if t > to {
+			return nil
+		}
+		fn(t, v)
+	}
+	return sn.it.Err()
+}
+
+// builder turns a series' samples into a sample.Series, raw or stepped.
+type builder struct {
+	ser        *sample.Series
+	from, step int64
+	// the open step
+	open   bool
+	bucket int64
+	n      int
+	sum    float64
+	mx, mn float64
+	last   sample.Point
+}
+
+func newBuilder(sel *selected, from, step int64) *builder {
+	return &builder{ser: &sample.Series{Name: sel.name, Labels: sel.labels}, from: from, step: step}
+}
+
+func (b *builder) add(t int64, v float64) {
+	if b.step <= 0 {
+		b.ser.Points = append(b.ser.Points, sample.Point{T: t, V: v})
+		return
+	}
+	k := (t - b.from) / b.step
+	if !b.open || k != b.bucket {
+		b.flush()
+		b.open, b.bucket, b.n, b.sum, b.mx, b.mn = true, k, 0, 0, v, v
+	}
+	b.n++
+	b.sum += v
+	if v > b.mx {
+		b.mx = v
+	}
+	if v < b.mn {
+		b.mn = v
+	}
+	b.last = sample.Point{T: t, V: v}
+}
+
+func (b *builder) flush() {
+	if !b.open {
+		return
+	}
+	b.ser.Points = append(b.ser.Points, b.last)
+	b.ser.Max = append(b.ser.Max, b.mx)
+	b.ser.Min = append(b.ser.Min, b.mn)
+	b.ser.Mean = append(b.ser.Mean, b.sum/float64(b.n))
+	b.open = false
+}
+
+// finish returns the series, or nil when it had no sample.
+func (b *builder) finish() *sample.Series {
+	b.flush()
+	if len(b.ser.Points) == 0 {
+		return nil
+	}
+	return b.ser
+}
