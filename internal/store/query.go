@@ -197,7 +197,7 @@ func (sn *snapshot) samples(sel *selected, from, to int64, fn func(t int64, v fl
 		// A chunk spans less than the chunk range, so one that reaches from
 		// starts after from - range: the bound keeps the index seek short.
 		var err error
-		sn.stmt, err = sn.tx.Prepare(`SELECT min_t, num_samples, data FROM chunks
+		sn.stmt, err = sn.tx.Prepare(`SELECT min_t, max_t, num_samples, data FROM chunks
 			WHERE series_id = ? AND min_t <= ? AND min_t > ? AND max_t >= ? ORDER BY min_t`)
 		if err != nil {
 			return s.wrap("select", err)
@@ -213,15 +213,15 @@ func (sn *snapshot) samples(sel *selected, from, to int64, fn func(t int64, v fl
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var minT, n int64
+		var minT, maxT, n int64
 		var data sql.RawBytes
-		if err := rows.Scan(&minT, &n, &data); err != nil {
+		if err := rows.Scan(&minT, &maxT, &n, &data); err != nil {
 			return s.wrap("select", err)
 		}
 		if len(data) < 2 || int64(binary.BigEndian.Uint16(data)) != n {
 			return corruptf(s.path, fmt.Sprintf("chunk of series %d at %d is damaged (sample count); %s", sel.id, minT, recoverHint(s.path)))
 		}
-		if err := sn.decode(data, from, to, fn); err != nil {
+		if err := sn.decodeChecked(data, minT, maxT, from, to, fn); err != nil {
 			return corruptf(s.path, fmt.Sprintf("chunk of series %d at %d is damaged (%v); %s", sel.id, minT, err, recoverHint(s.path)))
 		}
 	}
@@ -253,6 +253,26 @@ func (sn *snapshot) decode(data []byte, from, to int64, fn func(t int64, v float
 	return sn.it.Err()
 }
 
+// decodeChecked is decode for a stored chunk: its samples must lie in
+// [minT, maxT] in increasing time order, since nothing else checksums them.
+func (sn *snapshot) decodeChecked(data []byte, minT, maxT, from, to int64, fn func(t int64, v float64)) error {
+	prev := minT - 1
+	var bad bool
+	err := sn.decode(data, math.MinInt64, to, func(t int64, v float64) {
+		if t <= prev || t > maxT {
+			bad = true
+		}
+		prev = t
+		if t >= from && !bad {
+			fn(t, v)
+		}
+	})
+	if err == nil && bad {
+		err = errRow("samples out of the chunk's time range or order")
+	}
+	return err
+}
+
 // builder turns a series' samples into a sample.Series, raw or stepped.
 type builder struct {
 	ser        *sample.Series
@@ -282,12 +302,7 @@ func (b *builder) add(t int64, v float64) {
 	}
 	b.n++
 	b.sum += v
-	if v > b.mx {
-		b.mx = v
-	}
-	if v < b.mn {
-		b.mn = v
-	}
+	b.mx, b.mn = math.Max(b.mx, v), math.Min(b.mn, v) // NaN wins; -0 < +0
 	b.last = sample.Point{T: t, V: v}
 }
 
