@@ -35,11 +35,11 @@ func captureScrape(tb testing.TB, name string) *sample.Scrape {
 type behaviour uint8
 
 const (
-	constant behaviour = iota
-	counter            // increases by a Poisson count at the capture's average rate
-	slowGauge          // changes now and then by a small step
-	busyGauge          // changes at most scrapes
-	noisy              // a measured duration: new float every scrape
+	constant  behaviour = iota
+	counter             // increases by a Poisson count at the capture's average rate
+	slowGauge           // changes now and then by a small step
+	busyGauge           // changes at most scrapes
+	noisy               // a measured duration: new float every scrape
 )
 
 // simSeries is the evolving state of one series.
