@@ -213,7 +213,9 @@ func TestExportParquet(t *testing.T) {
 			}
 		}
 	}
-	key := func(r parquetRow) string { return r.Name + r.Labels + r.Instance + strconv.FormatInt(r.TimestampMS, 10) }
+	key := func(r parquetRow) string {
+		return r.Name + r.Labels + r.Instance + strconv.FormatInt(r.TimestampMS, 10)
+	}
 	if diff := cmp.Diff(got, want, cmp.Transformer("sort", func(rs []parquetRow) map[string]parquetRow {
 		m := map[string]parquetRow{}
 		for _, r := range rs {
