@@ -1,0 +1,773 @@
+package source
+
+// Prometheus text exposition and OpenMetrics, with timestamps.
+//
+// The reader is a line parser of its own: the text parser of
+// prometheus/common (expfmt) builds whole metric families in memory and
+// knows neither OpenMetrics' "# EOF" nor second timestamps, and
+// prometheus/prometheus' textparse needs github.com/gogo/protobuf, which
+// this module does not depend on.
+//
+// Accepted, line by line (CRLF too):
+//
+//	# HELP / # TYPE / # UNIT / any comment    ignored (types need no checking:
+//	                                           "unknown", "counter" with
+//	                                           _total samples, ...)
+//	# EOF                                      OpenMetrics end; more data may
+//	                                           follow (concatenated dumps), but
+//	                                           a file that has one must end
+//	                                           with one (else: truncated)
+//	name{l="v",...} value [timestamp] [# exemplar]
+//	{"utf8.name",l="v"} value [timestamp]      quoted names (UTF-8)
+//
+// Label values unescape \\, \" and \n, and Go's other escapes (\t, \xHH,
+// \uHHHH: promtool tsdb dump quotes with strconv.Quote). Empty label
+// values mean "no label".
+// The "instance" label names the instance and is removed from the labels;
+// series without it belong to the default instance. A timestamp with a
+// fraction or an exponent, or an integer below 1e11, is in seconds
+// (OpenMetrics); a larger integer is in milliseconds (Prometheus text).
+// Samples without a timestamp are stamped with the file's modification time,
+// and a note says so. The last line must end with a newline: a file that
+// does not was cut short. Samples of one series at one time appearing twice:
+// the last wins, counted as skipped.
+//
+// Memory: series are interned once; a sample costs 12 bytes while buffered.
+// Input in time order per instance (concatenated scrapes) is written out as
+// it goes whenever more than BufferSamples are held; input grouped by series
+// is held whole (as compact samples, never as metric families).
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+// maxLine bounds one line of text exposition.
+const maxLine = 16 << 20
+
+var textExts = []string{".gz", ".prom", ".om", ".openmetrics", ".txt", ".metrics"}
+
+// hasTextExt reports whether a file name says it is a text exposition.
+func hasTextExt(path string) bool {
+	name := strings.TrimSuffix(filepath.Base(path), ".gz")
+	for _, e := range textExts[1:] {
+		if strings.HasSuffix(name, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// bucket holds the samples of one instance at one time: 12 bytes a sample.
+type bucket struct {
+	sids []uint32
+	vals []float64
+}
+
+type textInstance struct {
+	name     string
+	buckets  map[int64]*bucket
+	has      bool
+	maxT     int64
+	monotone bool
+	flushed  bool
+	flushedT int64
+}
+
+type textParser struct {
+	file    string
+	defInst string
+	opt     IngestOptions
+	mtimeMs int64
+	w       *writer // nil: parse only (Detect)
+
+	raw    map[string]uint32 // series text as written -> sid
+	canon  map[string]uint32 // instance + canonical series -> sid
+	tmpl   []sample.Metric   // per sid: name and labels
+	sinst  []uint32          // per sid: instance index
+	insts  []*textInstance
+	instIx map[string]uint32
+
+	lastInst uint32
+	lastT    int64
+	lastB    *bucket
+
+	buffered  int
+	flushAt   int
+	line      int
+	noTS      int
+	dups      int
+	bad       int
+	firstBad  error
+	sawEOF    bool
+	lastIsEOF bool
+
+	gen []uint32 // per sid, for duplicate detection while building a scrape
+	pos []int32
+	cur uint32
+}
+
+func newTextParser(file, defInst string, opt IngestOptions, mtime time.Time, w *writer) *textParser {
+	return &textParser{file: file, defInst: defInst, opt: opt, mtimeMs: mtime.UnixMilli(), w: w,
+		raw: map[string]uint32{}, canon: map[string]uint32{}, instIx: map[string]uint32{},
+		flushAt: opt.BufferSamples}
+}
+
+func readText(path string, opt IngestOptions, w *writer) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	cr := &countingReader{r: f}
+	r, err := maybeGunzip(cr, path)
+	if err != nil {
+		return err
+	}
+	defInst := opt.Instance
+	if defInst == "" {
+		defInst = baseName(path, textExts...)
+	}
+	p := newTextParser(path, defInst, opt, st.ModTime(), w)
+	prog := newProgress(opt.Progress, st.Size())
+	if err := p.parse(r, func() { prog.update(cr.n) }); err != nil {
+		return err
+	}
+	if err := p.finish(); err != nil {
+		return err
+	}
+	prog.finish()
+	return nil
+}
+
+// maybeGunzip returns a reader of the decompressed data when r starts with
+// the gzip magic.
+func maybeGunzip(r io.Reader, file string) (io.Reader, error) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	head, _ := br.Peek(2) // a short or empty file is simply not gzip
+	if len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, &InputError{File: file, Err: fmt.Errorf("%w: gzip: %w", ErrMalformed, err)}
+		}
+		return zr, nil
+	}
+	return br, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// parse reads every line of r.
+func (p *textParser) parse(r io.Reader, tick func()) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), maxLine)
+	unterminated := false
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			return i + 1, dropCR(data[:i]), nil
+		}
+		if atEOF && len(data) > 0 {
+			unterminated = true
+			return len(data), dropCR(data), nil
+		}
+		return 0, nil, nil
+	})
+	for sc.Scan() {
+		p.line++
+		b := sc.Bytes()
+		if p.line == 1 {
+			b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // UTF-8 byte order mark
+		}
+		if unterminated {
+			err := fmt.Errorf("%w: the file ends in the middle of a line (cut short?)", ErrMalformed)
+			if err := p.badLine(err); err != nil {
+				return err
+			}
+			break
+		}
+		if err := p.parseLine(b); err != nil {
+			if err := p.badLine(err); err != nil {
+				return err
+			}
+		}
+		if tick != nil && p.line&4095 == 0 {
+			tick()
+		}
+	}
+	if err := sc.Err(); err != nil {
+		switch {
+		case errors.Is(err, bufio.ErrTooLong):
+			err = fmt.Errorf("%w: line longer than %d bytes", ErrMalformed, maxLine)
+		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader):
+			err = fmt.Errorf("%w: compressed data cut short or damaged: %w", ErrMalformed, err)
+		}
+		return &InputError{File: p.file, Line: p.line + 1, Err: err}
+	}
+	if p.sawEOF && !p.lastIsEOF {
+		return &InputError{File: p.file, Line: p.line,
+			Err: fmt.Errorf("%w: OpenMetrics input does not end with \"# EOF\" after its last sample (cut short?)", ErrMalformed)}
+	}
+	return nil
+}
+
+func dropCR(b []byte) []byte {
+	if len(b) > 0 && b[len(b)-1] == '\r' {
+		return b[:len(b)-1]
+	}
+	return b
+}
+
+// badLine fails, or in lenient mode counts the bad line.
+func (p *textParser) badLine(err error) error {
+	ie := &InputError{File: p.file, Line: p.line, Err: err}
+	if !p.opt.Lenient {
+		return ie
+	}
+	p.bad++
+	if p.firstBad == nil {
+		p.firstBad = ie
+	}
+	return nil
+}
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' }
+
+func trimBlanks(b []byte) []byte {
+	for len(b) > 0 && isBlank(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isBlank(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// parseLine handles one line (without its newline).
+func (p *textParser) parseLine(line []byte) error {
+	line = trimBlanks(line)
+	if len(line) == 0 {
+		return nil
+	}
+	if line[0] == '#' {
+		if string(line) == "# EOF" {
+			p.sawEOF, p.lastIsEOF = true, true
+		}
+		return nil
+	}
+	end, err := seriesEnd(line)
+	if err != nil {
+		return err
+	}
+	raw := line[:end]
+	rest := line[end:]
+	if len(rest) == 0 || !isBlank(rest[0]) {
+		if len(rest) == 0 {
+			return fmt.Errorf("%w: no value after the series", ErrMalformed)
+		}
+		return fmt.Errorf("%w: unexpected %q after the series name", ErrMalformed, rest[0])
+	}
+	valTok, rest := nextToken(rest)
+	tsTok, rest := nextToken(rest)
+	if len(tsTok) > 0 && tsTok[0] == '#' {
+		tsTok, rest = nil, nil // exemplar right after the value
+	}
+	if len(rest) > 0 && rest[0] != '#' {
+		return fmt.Errorf("%w: unexpected %q after the timestamp", ErrMalformed, rest)
+	}
+	v, err := strconv.ParseFloat(string(valTok), 64)
+	if err != nil {
+		return fmt.Errorf("%w: bad value %q", ErrMalformed, valTok)
+	}
+	t := p.mtimeMs
+	if len(tsTok) > 0 {
+		if t, err = parseTimestamp(tsTok); err != nil {
+			return err
+		}
+	} else {
+		p.noTS++
+	}
+	sid, ok := p.raw[string(raw)]
+	if !ok {
+		if sid, err = p.newSeries(raw); err != nil {
+			return err
+		}
+	}
+	p.lastIsEOF = false
+	return p.add(sid, t, v)
+}
+
+// nextToken returns the next blank-separated token and what follows it.
+func nextToken(b []byte) (tok, rest []byte) {
+	for len(b) > 0 && isBlank(b[0]) {
+		b = b[1:]
+	}
+	i := 0
+	for i < len(b) && !isBlank(b[i]) {
+		i++
+	}
+	tok, rest = b[:i], b[i:]
+	for len(rest) > 0 && isBlank(rest[0]) {
+		rest = rest[1:]
+	}
+	return tok, rest
+}
+
+// parseTimestamp reads seconds (a fraction, an exponent, or an integer below
+// 1e11) or milliseconds (a larger integer) into milliseconds.
+func parseTimestamp(tok []byte) (int64, error) {
+	s := string(tok)
+	if !strings.ContainsAny(s, ".eE") {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err == nil {
+			if n > -1e11 && n < 1e11 {
+				return n * 1000, nil
+			}
+			return n, nil
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e15 {
+		return 0, fmt.Errorf("%w: bad timestamp %q", ErrMalformed, tok)
+	}
+	return int64(math.Round(f * 1000)), nil
+}
+
+func isNameStart(c byte) bool {
+	return c == '_' || c == ':' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+}
+
+func isNameChar(c byte) bool { return isNameStart(c) || (c >= '0' && c <= '9') }
+
+// seriesEnd returns the length of the series (name and labels) that starts
+// line.
+func seriesEnd(line []byte) (int, error) {
+	i := 0
+	for i < len(line) && isNameChar(line[i]) {
+		i++
+	}
+	if i == len(line) || line[i] != '{' {
+		if i == 0 {
+			return 0, fmt.Errorf("%w: no metric name", ErrMalformed)
+		}
+		return i, nil
+	}
+	inQuote := false
+	for i++; i < len(line); i++ {
+		switch c := line[i]; {
+		case inQuote && c == '\\':
+			i++
+		case c == '"':
+			inQuote = !inQuote
+		case !inQuote && c == '}':
+			return i + 1, nil
+		}
+	}
+	if inQuote {
+		return 0, fmt.Errorf("%w: unterminated label value", ErrMalformed)
+	}
+	return 0, fmt.Errorf("%w: no closing brace", ErrMalformed)
+}
+
+// newSeries parses a series seen for the first time.
+func (p *textParser) newSeries(raw []byte) (uint32, error) {
+	name, labels, err := parseSeries(raw)
+	if err != nil {
+		return 0, err
+	}
+	inst := p.defInst
+	for i, l := range labels {
+		if l.Name == "instance" {
+			inst = l.Value
+			labels = slices.Delete(labels, i, i+1)
+			break
+		}
+	}
+	if len(labels) == 0 {
+		labels = nil
+	}
+	ix, ok := p.instIx[inst]
+	if !ok {
+		ix = uint32(len(p.insts))
+		p.instIx[inst] = ix
+		p.insts = append(p.insts, &textInstance{name: inst, buckets: map[int64]*bucket{}, monotone: true})
+	}
+	m := sample.Metric{Name: name, Labels: labels}
+	key := inst + "\xff" + m.Key()
+	sid, ok := p.canon[key]
+	if !ok {
+		if len(p.tmpl) >= math.MaxUint32 {
+			return 0, fmt.Errorf("too many series")
+		}
+		sid = uint32(len(p.tmpl))
+		p.canon[key] = sid
+		p.tmpl = append(p.tmpl, m)
+		p.sinst = append(p.sinst, ix)
+	}
+	p.raw[string(raw)] = sid
+	return sid, nil
+}
+
+// parseSeries parses name{labels} or {"name",labels}.
+func parseSeries(raw []byte) (string, sample.Labels, error) {
+	i := 0
+	for i < len(raw) && isNameChar(raw[i]) {
+		i++
+	}
+	name := string(raw[:i])
+	if name != "" && !isNameStart(name[0]) {
+		return "", nil, fmt.Errorf("%w: metric name %q starts with a digit", ErrMalformed, name)
+	}
+	var labels sample.Labels
+	if i < len(raw) {
+		b := raw[i+1 : len(raw)-1] // inside the braces (seriesEnd checked them)
+		for {
+			b = trimBlanks(b)
+			if len(b) == 0 {
+				break
+			}
+			var lname string
+			var err error
+			quoted := b[0] == '"'
+			if quoted {
+				lname, b, err = parseQuoted(b)
+			} else {
+				j := 0
+				for j < len(b) && isNameChar(b[j]) && b[j] != ':' {
+					j++
+				}
+				lname, b = string(b[:j]), b[j:]
+				if lname == "" || (lname[0] >= '0' && lname[0] <= '9') {
+					return "", nil, fmt.Errorf("%w: bad label name near %q", ErrMalformed, truncate(b))
+				}
+			}
+			if err != nil {
+				return "", nil, err
+			}
+			b = trimBlanks(b)
+			if quoted && (len(b) == 0 || b[0] == ',') {
+				// {"name", ...}: a quoted metric name.
+				if name != "" {
+					return "", nil, fmt.Errorf("%w: two metric names", ErrMalformed)
+				}
+				name = lname
+			} else {
+				if len(b) == 0 || b[0] != '=' {
+					return "", nil, fmt.Errorf("%w: label %q: want =\"value\"", ErrMalformed, lname)
+				}
+				b = trimBlanks(b[1:])
+				if len(b) == 0 || b[0] != '"' {
+					return "", nil, fmt.Errorf("%w: label %q: value is not quoted", ErrMalformed, lname)
+				}
+				var val string
+				if val, b, err = parseQuoted(b); err != nil {
+					return "", nil, fmt.Errorf("label %q: %w", lname, err)
+				}
+				for _, l := range labels {
+					if l.Name == lname {
+						return "", nil, fmt.Errorf("%w: label %q given twice", ErrMalformed, lname)
+					}
+				}
+				if lname == "__name__" {
+					if name != "" {
+						return "", nil, fmt.Errorf("%w: two metric names", ErrMalformed)
+					}
+					name = val
+				} else if val != "" {
+					labels = append(labels, sample.Label{Name: lname, Value: val})
+				}
+			}
+			b = trimBlanks(b)
+			if len(b) == 0 {
+				break
+			}
+			if b[0] != ',' {
+				return "", nil, fmt.Errorf("%w: want , or } near %q", ErrMalformed, truncate(b))
+			}
+			b = b[1:]
+		}
+	}
+	if name == "" {
+		return "", nil, fmt.Errorf("%w: no metric name", ErrMalformed)
+	}
+	slices.SortFunc(labels, func(a, b sample.Label) int { return strings.Compare(a.Name, b.Name) })
+	return name, labels, nil
+}
+
+// parseQuoted reads a double-quoted string with \\, \" and \n escapes.
+func parseQuoted(b []byte) (string, []byte, error) {
+	var sb []byte
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '"':
+			s := b[1:i]
+			if sb != nil {
+				s = sb
+			}
+			if !utf8.Valid(s) {
+				return "", nil, fmt.Errorf("%w: invalid UTF-8 in %q", ErrMalformed, s)
+			}
+			return string(s), b[i+1:], nil
+		case '\\':
+			if sb == nil {
+				sb = append([]byte(nil), b[1:i]...)
+			}
+			i++
+			if i == len(b) {
+				break
+			}
+			switch b[i] {
+			case '\\', '"':
+				sb = append(sb, b[i])
+			case 'n':
+				sb = append(sb, '\n')
+			default:
+				// Go escapes (\t, \x41, \u00e9, ...), as promtool's dump
+				// writes them.
+				r, multi, tail, err := strconv.UnquoteChar(string(b[i-1:min(len(b), i+10)]), '"')
+				if err != nil {
+					return "", nil, fmt.Errorf("%w: invalid escape \\%c", ErrMalformed, b[i])
+				}
+				if multi {
+					sb = utf8.AppendRune(sb, r)
+				} else {
+					sb = append(sb, byte(r))
+				}
+				i += min(len(b), i+10) - (i - 1) - len(tail) - 2
+			}
+		default:
+			if sb != nil {
+				sb = append(sb, c)
+			}
+		}
+	}
+	return "", nil, fmt.Errorf("%w: unterminated quoted string", ErrMalformed)
+}
+
+func truncate(b []byte) string {
+	if len(b) > 20 {
+		return string(b[:20]) + "..."
+	}
+	return string(b)
+}
+
+// add buffers one sample.
+func (p *textParser) add(sid uint32, t int64, v float64) error {
+	ix := p.sinst[sid]
+	in := p.insts[ix]
+	if in.flushed && t <= in.flushedT {
+		return fmt.Errorf("sample of %s at %s is not newer than scrapes of %s already written "+
+			"(the input is not in time order and exceeded the buffer: raise BufferSamples or sort the input)",
+			p.tmpl[sid].Key(), time.UnixMilli(t).UTC().Format(time.RFC3339Nano), in.name)
+	}
+	if in.has && t < in.maxT {
+		in.monotone = false
+	}
+	if !in.has || t > in.maxT {
+		in.maxT, in.has = t, true
+	}
+	b := p.lastB
+	if b == nil || p.lastInst != ix || p.lastT != t {
+		b = in.buckets[t]
+		if b == nil {
+			b = &bucket{}
+			in.buckets[t] = b
+		}
+		p.lastB, p.lastInst, p.lastT = b, ix, t
+	}
+	b.sids = append(b.sids, sid)
+	b.vals = append(b.vals, v)
+	p.buffered++
+	if p.w != nil && p.buffered >= p.flushAt {
+		if err := p.flushEarly(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flushEarly writes out the complete scrapes (older than the newest) of
+// every instance whose input has been in time order so far.
+func (p *textParser) flushEarly() error {
+	for _, in := range p.insts {
+		if !in.monotone || !in.has {
+			continue
+		}
+		var ts []int64
+		for t := range in.buckets {
+			if t < in.maxT {
+				ts = append(ts, t)
+			}
+		}
+		if len(ts) == 0 {
+			continue
+		}
+		if err := p.emit(in, ts); err != nil {
+			return err
+		}
+		in.flushed = true
+		in.flushedT = slices.Max(ts)
+	}
+	p.lastB = nil
+	p.flushAt = p.buffered + p.opt.BufferSamples
+	return nil
+}
+
+// emit writes the given buckets of an instance, in time order, and drops
+// them.
+func (p *textParser) emit(in *textInstance, ts []int64) error {
+	slices.Sort(ts)
+	if len(p.gen) < len(p.tmpl) {
+		p.gen = append(p.gen, make([]uint32, len(p.tmpl)-len(p.gen))...)
+		p.pos = append(p.pos, make([]int32, len(p.tmpl)-len(p.pos))...)
+	}
+	var batch []*sample.Scrape
+	n := 0
+	for _, t := range ts {
+		b := in.buckets[t]
+		delete(in.buckets, t)
+		p.buffered -= len(b.sids)
+		p.cur++
+		if p.cur == 0 { // wrapped: reset the generations
+			clear(p.gen)
+			p.cur = 1
+		}
+		s := &sample.Scrape{Time: time.UnixMilli(t).UTC(), Metrics: make([]sample.Metric, 0, len(b.sids))}
+		for j, sid := range b.sids {
+			if p.gen[sid] == p.cur {
+				s.Metrics[p.pos[sid]].Value = b.vals[j]
+				p.dups++
+				continue
+			}
+			p.gen[sid] = p.cur
+			p.pos[sid] = int32(len(s.Metrics))
+			m := p.tmpl[sid]
+			m.Value = b.vals[j]
+			s.Metrics = append(s.Metrics, m)
+		}
+		batch = append(batch, s)
+		n += len(s.Metrics)
+		if n >= p.opt.BatchSamples {
+			if err := p.w.write(in.name, batch); err != nil {
+				return err
+			}
+			batch, n = nil, 0
+		}
+	}
+	return p.w.write(in.name, batch)
+}
+
+// finish writes every buffered scrape and the notes.
+func (p *textParser) finish() error {
+	order := slices.Clone(p.insts)
+	slices.SortFunc(order, func(a, b *textInstance) int { return strings.Compare(a.name, b.name) })
+	for _, in := range order {
+		ts := make([]int64, 0, len(in.buckets))
+		for t := range in.buckets {
+			ts = append(ts, t)
+		}
+		if err := p.emit(in, ts); err != nil {
+			return err
+		}
+	}
+	w := p.w
+	if p.noTS > 0 {
+		w.notes.add(sample.Note{Source: p.file,
+			Message: fmt.Sprintf("%d samples have no timestamp: stamped with the file's modification time %s",
+				p.noTS, time.UnixMilli(p.mtimeMs).UTC().Format(time.RFC3339))})
+	}
+	if p.dups > 0 {
+		w.skipped += p.dups
+		w.notes.add(sample.Note{Source: p.file,
+			Message: fmt.Sprintf("%d samples repeat a series at the same time: the last one was kept", p.dups)})
+	}
+	if p.bad > 0 {
+		w.skipped += p.bad
+		w.notes.add(sample.Note{Source: p.file,
+			Message: fmt.Sprintf("%d malformed lines skipped (first: %v)", p.bad, p.firstBad),
+			Hides:   "the samples on those lines"})
+	}
+	return nil
+}
+
+// sniffText checks that a file starts like a text exposition: its first
+// sample line parses, or it is malformed in a file that says it is text
+// (a HELP, TYPE or EOF line before it, or a text exposition extension);
+// reading then reports the bad line.
+func sniffText(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	r, err := maybeGunzip(f, path)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 64<<10)
+	n, err := io.ReadFull(r, buf)
+	full := err == nil
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	buf = buf[:n]
+	if bytes.IndexByte(buf, 0) >= 0 {
+		return errors.New("binary data")
+	}
+	if full { // the last line may be cut by the buffer
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			buf = buf[:i]
+		}
+	}
+	p := newTextParser(path, "x", IngestOptions{BufferSamples: math.MaxInt}.withDefaults(), time.Time{}, nil)
+	comments := false
+	for i, l := range bytes.Split(buf, []byte("\n")) {
+		l = trimBlanks(dropCR(l))
+		if i == 0 {
+			l = bytes.TrimPrefix(l, []byte("\xef\xbb\xbf"))
+		}
+		if len(l) == 0 {
+			continue
+		}
+		if l[0] == '#' {
+			if bytes.HasPrefix(l, []byte("# HELP ")) || bytes.HasPrefix(l, []byte("# TYPE ")) || string(l) == "# EOF" {
+				comments = true
+			}
+			continue
+		}
+		if err := p.parseLine(l); err != nil && !comments && !hasTextExt(path) {
+			return &InputError{File: path, Line: i + 1, Err: err}
+		}
+		return nil
+	}
+	if comments {
+		return nil
+	}
+	return errors.New("no metric lines")
+}
