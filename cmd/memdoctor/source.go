@@ -23,8 +23,8 @@ func (f *hostFlags) register(cmd *cobra.Command) {
 	cmd.MarkFlagsMutuallyExclusive("root", "capture")
 }
 
-// source is what a read command reads.
-type source struct {
+// hostSource is what a read command reads.
+type hostSource struct {
 	fs   procfs.FS
 	name string
 	// taken is when the data was read (zero for the live host: now).
@@ -32,7 +32,7 @@ type source struct {
 }
 
 // now returns the sample time to use: the capture's time when replaying.
-func (s source) now() func() time.Time {
+func (s hostSource) now() func() time.Time {
 	if s.taken.IsZero() {
 		return time.Now
 	}
@@ -40,29 +40,29 @@ func (s source) now() func() time.Time {
 }
 
 // open returns the FS to read and a name for the source.
-func (f *hostFlags) open() (source, error) {
+func (f *hostFlags) open() (hostSource, error) {
 	switch {
 	case f.capture != "":
 		fsys, prov, err := capture.LoadFile(f.capture)
 		if err != nil {
-			return source{}, fmt.Errorf("reading capture: %w", err)
+			return hostSource{}, fmt.Errorf("reading capture: %w", err)
 		}
 		pfs := procfs.NewFSFrom(fsys, prov.PageSize)
 		pfs.GlibcBanner = prov.Glibc
-		return source{pfs, "capture " + f.capture, prov.Time}, nil
+		return hostSource{pfs, "capture " + f.capture, prov.Time}, nil
 	case f.root != "":
 		if st, err := os.Stat(f.root); err == nil && !st.IsDir() {
-			return source{}, fmt.Errorf("--root %s is a file; for an archive use --capture", f.root)
+			return hostSource{}, fmt.Errorf("--root %s is a file; for an archive use --capture", f.root)
 		}
 		fsys, prov, err := capture.OpenDir(f.root)
 		if err != nil {
-			return source{}, fmt.Errorf("--root: %w", err)
+			return hostSource{}, fmt.Errorf("--root: %w", err)
 		}
 		pfs := procfs.NewFSFrom(fsys, prov.PageSize)
 		pfs.GlibcBanner = prov.Glibc
-		return source{pfs, "root " + f.root, prov.Time}, nil
+		return hostSource{pfs, "root " + f.root, prov.Time}, nil
 	}
-	return source{fs: procfs.NewFS("/"), name: "live"}, nil
+	return hostSource{fs: procfs.NewFS("/"), name: "live"}, nil
 }
 
 func (f *hostFlags) live() bool { return f.root == "" && f.capture == "" }

@@ -156,10 +156,13 @@ func spanText(ps []sample.Point) string {
 		return "no time"
 	}
 	d := time.Duration(ps[len(ps)-1].T-ps[0].T) * time.Millisecond
-	if d >= 48*time.Hour {
+	switch {
+	case d >= 48*time.Hour:
 		return fmt.Sprintf("%.1f days", d.Hours()/24)
+	case d >= time.Hour:
+		return d.Round(time.Minute).String()
 	}
-	return d.Round(time.Minute).String()
+	return d.Round(time.Second).String()
 }
 
 // subject names the instance when the window has one.

@@ -33,7 +33,7 @@ func DiagnoseText(w io.Writer, r *diagnose.Report, ws []WindowSummary, opt TextO
 			res = "steps of " + s.Step.String()
 		}
 		p.f("  %s: %s … %s (%s), %d series read at %s, %d findings\n", s.Instance,
-			s.From.UTC().Format("2006-01-02 15:04"), s.To.UTC().Format("2006-01-02 15:04"), s.To.Sub(s.From).Round(time.Minute),
+			s.From.UTC().Format("2006-01-02 15:04"), s.To.UTC().Format("2006-01-02 15:04"), s.To.Sub(s.From).Round(time.Second),
 			s.Series, res, s.Findings)
 	}
 	if len(ws) == 1 && r.Host != nil && r.Accounting.TotalBytes > 0 {

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/report"
+	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/memdoctor/memdoctor/internal/source"
+	"github.com/memdoctor/memdoctor/internal/store"
+	"github.com/spf13/cobra"
+)
+
+// targetPoints is how many points per series a diagnosis reads at most: the
+// step grows with the range (findings' numbers come from the aggregates of
+// every raw sample, never from dropped ones).
+const targetPoints = 4000
+
+// parseWhen reads --since/--until: RFC 3339, a date, or a duration before
+// the end of the data ("-7d", "-12h").
+func parseWhen(s string, end time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if strings.HasPrefix(s, "-") {
+		d, err := parseRetention(s[1:])
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%q: want RFC 3339, YYYY-MM-DD or -DURATION (-7d, -12h)", s)
+		}
+		return end.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q: want RFC 3339, YYYY-MM-DD or -DURATION (-7d, -12h)", s)
+}
+
+// instanceResult is one instance's diagnosis.
+type instanceResult struct {
+	Instance string    `json:"instance"`
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+	// StepSeconds is the resolution rules saw (0: raw samples).
+	StepSeconds float64 `json:"step_seconds"`
+	Series      int     `json:"series"`
+	report      *diagnose.Report
+}
+
+// diagnoseOutput is the JSON document: the check shape (host, accounting,
+// zones, ... of the single instance's last state) plus every instance's
+// findings and notes, and what data each instance had.
+type diagnoseOutput struct {
+	*diagnose.Report
+	Instances []instanceResult `json:"instances"`
+	Source    string           `json:"source"`
+}
+
+func newDiagnoseCmd() *cobra.Command {
+	var (
+		from, since, until, instance string
+		asJSON, lenient              bool
+	)
+	cmd := &cobra.Command{
+		Use:   "diagnose --from SRC",
+		Short: "Diagnose memory over time: trends, their causes and the state at the end",
+		Long: `diagnose reads history and names what changed: available memory declining,
+unreclaimable slab growing, dying memory cgroups accumulating, reclaim
+thrashing at the watermarks, processes growing, daily peaks above their
+baseline. SRC is any of:
+
+  a recording made by 'memdoctor record' (read while it records),
+  a directory of files a cron job saved (meminfo_2020-01-31.10:05,
+    slabinfo_..., cgroups_..., vmstat_..., zoneinfo_..., stat_...),
+  a directory of capture archives,
+  an OpenMetrics / Prometheus text file with timestamps (node_exporter
+    names; several instances are diagnosed each on its own).
+
+No slope is fitted across a reboot; too little data gives a note, not a guess.`,
+		Example: `  memdoctor diagnose --from /var/lib/memdoctor/memdoctor.db
+  memdoctor diagnose --from ./proc-history/ --since 2020-01-01 --json
+  memdoctor diagnose --from fleet-dump.om --instance db7:9100`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if from == "" {
+				return errors.New("--from is required: a recording, a directory of saved /proc files or captures, or an OpenMetrics file")
+			}
+			bar := newProgress(cmd.ErrOrStderr(), "reading "+from)
+			st, cleanup, ist, err := source.OpenStore(from, source.IngestOptions{Lenient: lenient, Progress: bar.update})
+			bar.done()
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			instances, err := st.Instances()
+			if err != nil {
+				return err
+			}
+			if instance != "" {
+				found := false
+				for _, i := range instances {
+					found = found || i == instance
+				}
+				if !found {
+					return fmt.Errorf("--instance %q: not in %s (it has: %s)", instance, from, strings.Join(instances, ", "))
+				}
+				instances = []string{instance}
+			}
+			if len(instances) == 0 {
+				return fmt.Errorf("%s holds no samples", from)
+			}
+			var results []instanceResult
+			for _, inst := range instances {
+				r, err := diagnoseInstance(st, inst, since, until, ist.Notes)
+				if err != nil {
+					return fmt.Errorf("instance %s: %w", inst, err)
+				}
+				results = append(results, r)
+			}
+			out := merge(results, from)
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			return report.DiagnoseText(cmd.OutOrStdout(), out.Report, toSummaries(results), report.TextOptions{Color: colorOK(cmd.OutOrStdout())})
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "what to diagnose: a recording, a directory of saved files or captures, or an OpenMetrics file")
+	cmd.Flags().StringVar(&since, "since", "", "start of the range: RFC 3339, YYYY-MM-DD or -DURATION before the end of the data")
+	cmd.Flags().StringVar(&until, "until", "", "end of the range (same forms)")
+	cmd.Flags().StringVar(&instance, "instance", "", "diagnose only this instance")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&lenient, "lenient", false, "skip malformed lines and files (counted in a note) instead of failing")
+	return cmd
+}
+
+func diagnoseInstance(st *store.Store, inst, since, until string, ingestNotes []sample.Note) (instanceResult, error) {
+	first, last, err := st.TimeRange(inst)
+	if err != nil {
+		return instanceResult{}, err
+	}
+	f, err := parseWhen(since, last)
+	if err != nil {
+		return instanceResult{}, fmt.Errorf("--since %w", err)
+	}
+	u, err := parseWhen(until, last)
+	if err != nil {
+		return instanceResult{}, fmt.Errorf("--until %w", err)
+	}
+	if f.IsZero() || f.Before(first) {
+		f = first
+	}
+	if u.IsZero() || u.After(last) {
+		u = last
+	}
+	if !u.After(f) && !u.Equal(f) {
+		return instanceResult{}, fmt.Errorf("the range %s … %s holds no data (the data spans %s … %s)", f.Format(time.RFC3339), u.Format(time.RFC3339), first.Format(time.RFC3339), last.Format(time.RFC3339))
+	}
+	step := u.Sub(f) / targetPoints
+	if step < time.Second {
+		step = 0
+	} else {
+		step = step.Round(time.Second)
+	}
+	series, err := st.Select(store.Query{Instance: inst, Names: diagnose.WindowSeries(diagnose.Rules()), From: f, To: u, Step: step})
+	if err != nil {
+		return instanceResult{}, err
+	}
+	w := &sample.Window{Instance: inst, From: f, To: u, Step: step}
+	for _, s := range series {
+		w.Add(s)
+	}
+	latest, err := st.Latest(inst, u, 3*max(step, time.Minute))
+	if err != nil {
+		return instanceResult{}, err
+	}
+	rep := diagnose.CheckRecording(latest, w, "store", ingestNotes)
+	return instanceResult{Instance: inst, From: f, To: u, StepSeconds: step.Seconds(), Series: len(series), report: rep}, nil
+}
+
+// merge combines instances: the check shape of the only (or first)
+// instance, with every instance's findings and notes.
+func merge(rs []instanceResult, src string) diagnoseOutput {
+	out := diagnoseOutput{Report: rs[0].report, Instances: rs, Source: src}
+	if len(rs) == 1 {
+		return out
+	}
+	merged := *rs[0].report
+	merged.Findings = nil
+	merged.Notes = nil
+	for _, r := range rs {
+		merged.Findings = append(merged.Findings, r.report.Findings...)
+		for _, n := range r.report.Notes {
+			n.Source = r.Instance + ": " + n.Source
+			merged.Notes = append(merged.Notes, n)
+		}
+	}
+	diagnose.SortFindings(merged.Findings)
+	out.Report = &merged
+	return out
+}
+
+func toSummaries(rs []instanceResult) []report.WindowSummary {
+	var out []report.WindowSummary
+	for _, r := range rs {
+		out = append(out, report.WindowSummary{Instance: r.Instance, From: r.From, To: r.To, Step: time.Duration(r.StepSeconds * float64(time.Second)), Series: r.Series, Findings: len(r.report.Findings)})
+	}
+	return out
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/source"
+	"github.com/memdoctor/memdoctor/internal/store"
+	"github.com/spf13/cobra"
+)
+
+func newExportCmd() *cobra.Command {
+	var (
+		from, format, out, since, until, instance string
+		lenient                                   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "export --from SRC --format openmetrics|parquet",
+		Short: "Write recorded or ingested samples as OpenMetrics (for Prometheus backfill) or Parquet",
+		Long: `export writes every sample of SRC (anything diagnose --from accepts) with its
+timestamp. OpenMetrics output is accepted by
+'promtool tsdb create-blocks-from openmetrics FILE DIR', which turns it into
+Prometheus blocks; the instance becomes an "instance" label. Parquet output
+has one row per sample: instance, name, labels, timestamp_ms, value.`,
+		Example: `  memdoctor export --from /var/lib/memdoctor/memdoctor.db --format openmetrics -o host.om
+  promtool tsdb create-blocks-from openmetrics host.om ./data
+  memdoctor export --from ./proc-history/ --format parquet -o history.parquet --since -7d`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if from == "" {
+				return fmt.Errorf("--from is required")
+			}
+			if format != "openmetrics" && format != "parquet" {
+				return fmt.Errorf("--format %q: want openmetrics or parquet", format)
+			}
+			if out == "" {
+				return fmt.Errorf("-o FILE is required (\"-\" for standard output)")
+			}
+			bar := newProgress(cmd.ErrOrStderr(), "reading "+from)
+			st, cleanup, _, err := source.OpenStore(from, source.IngestOptions{Lenient: lenient, Progress: bar.update})
+			bar.done()
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			q := store.Query{Instance: instance}
+			if since != "" || until != "" {
+				insts, err := st.Instances()
+				if err != nil {
+					return err
+				}
+				var last time.Time
+				for _, i := range insts {
+					if _, t, err := st.TimeRange(i); err == nil && t.After(last) {
+						last = t
+					}
+				}
+				if q.From, err = parseWhen(since, last); err != nil {
+					return fmt.Errorf("--since %w", err)
+				}
+				if q.To, err = parseWhen(until, last); err != nil {
+					return fmt.Errorf("--until %w", err)
+				}
+			}
+			write := func(w io.Writer) error {
+				if format == "parquet" {
+					return st.ExportParquet(w, q)
+				}
+				return st.ExportOpenMetrics(w, q)
+			}
+			if out == "-" {
+				bw := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<20)
+				if err := write(bw); err != nil {
+					return err
+				}
+				return bw.Flush()
+			}
+			// A temporary file renamed at the end: an interrupted export
+			// never leaves a truncated file under the final name.
+			tmp, err := os.CreateTemp(filepath.Dir(out), ".memdoctor-export-*")
+			if err != nil {
+				return err
+			}
+			defer os.Remove(tmp.Name())
+			bw := bufio.NewWriterSize(tmp, 1<<20)
+			if err := write(bw); err != nil {
+				_ = tmp.Close()
+				return err
+			}
+			if err := bw.Flush(); err != nil {
+				_ = tmp.Close()
+				return fmt.Errorf("writing %s: %w", out, err)
+			}
+			if err := tmp.Close(); err != nil {
+				return fmt.Errorf("writing %s: %w", out, err)
+			}
+			if err := os.Rename(tmp.Name(), out); err != nil {
+				return err
+			}
+			if st, err := os.Stat(out); err == nil {
+				cmd.PrintErrf("wrote %s (%s)\n", out, humanSize(st.Size()))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "what to export (as for diagnose --from)")
+	cmd.Flags().StringVar(&format, "format", "openmetrics", "openmetrics or parquet")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write to `FILE` (\"-\" for standard output)")
+	cmd.Flags().StringVar(&since, "since", "", "start of the range (RFC 3339, YYYY-MM-DD or -DURATION before the end)")
+	cmd.Flags().StringVar(&until, "until", "", "end of the range")
+	cmd.Flags().StringVar(&instance, "instance", "", "export only this instance")
+	cmd.Flags().BoolVar(&lenient, "lenient", false, "skip malformed input (counted) instead of failing")
+	return cmd
+}
