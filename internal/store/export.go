@@ -62,7 +62,7 @@ func (s *Store) ExportOpenMetrics(w io.Writer, q Query) error {
 			bw.Write(line) //nolint:errcheck // the error sticks in bw, checked at Flush
 		}
 		if step > 0 {
-			b := newBuilder(sel, from, step)
+			b := newBuilder(sel, from, to, step)
 			if err := sn.samples(sel, from, to, b.add); err != nil {
 				return err
 			}
@@ -221,7 +221,7 @@ func (s *Store) ExportParquet(w io.Writer, q Query) error {
 			}
 		}
 		if step > 0 {
-			b := newBuilder(sel, from, step)
+			b := newBuilder(sel, from, to, step)
 			if err := sn.samples(sel, from, to, b.add); err != nil {
 				return err
 			}

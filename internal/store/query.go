@@ -57,7 +57,7 @@ func (s *Store) Select(q Query) ([]*sample.Series, error) {
 	var out []*sample.Series
 	for i := range sn.series {
 		sel := &sn.series[i]
-		b := newBuilder(sel, from, q.Step.Milliseconds())
+		b := newBuilder(sel, from, to, q.Step.Milliseconds())
 		if err := sn.samples(sel, from, to, b.add); err != nil {
 			return nil, err
 		}
@@ -256,21 +256,23 @@ func (sn *snapshot) decode(data []byte, from, to int64, fn func(t int64, v float
 // decodeChecked is decode for a stored chunk: its samples must lie in
 // [minT, maxT] in increasing time order, since nothing else checksums them.
 func (sn *snapshot) decodeChecked(data []byte, minT, maxT, from, to int64, fn func(t int64, v float64)) error {
+	sn.chunk.Reset(data)
+	sn.it = sn.chunk.Iterator(sn.it)
 	prev := minT - 1
-	var bad bool
-	err := sn.decode(data, math.MinInt64, to, func(t int64, v float64) {
+	for sn.it.Next() == chunkenc.ValFloat {
+		t, v := sn.it.At()
 		if t <= prev || t > maxT {
-			bad = true
+			return errRow("samples out of the chunk's time range or order")
 		}
 		prev = t
-		if t >= from && !bad {
+		if t > to {
+			return nil
+		}
+		if t >= from {
 			fn(t, v)
 		}
-	})
-	if err == nil && bad {
-		err = errRow("samples out of the chunk's time range or order")
 	}
-	return err
+	return sn.it.Err()
 }
 
 // builder turns a series' samples into a sample.Series, raw or stepped.
@@ -286,8 +288,19 @@ type builder struct {
 	last   sample.Point
 }
 
-func newBuilder(sel *selected, from, step int64) *builder {
-	return &builder{ser: &sample.Series{Name: sel.name, Labels: sel.labels}, from: from, step: step}
+// newBuilder starts a series; with a step and a bounded range it sizes the
+// step slices up front.
+func newBuilder(sel *selected, from, to, step int64) *builder {
+	b := &builder{ser: &sample.Series{Name: sel.name, Labels: sel.labels}, from: from, step: step}
+	if step > 0 && to != math.MaxInt64 && to >= from {
+		if n := (to-from)/step + 1; n <= 1<<16 {
+			b.ser.Points = make([]sample.Point, 0, n)
+			b.ser.Max = make([]float64, 0, n)
+			b.ser.Min = make([]float64, 0, n)
+			b.ser.Mean = make([]float64, 0, n)
+		}
+	}
+	return b
 }
 
 func (b *builder) add(t int64, v float64) {
