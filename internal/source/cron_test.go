@@ -248,6 +248,7 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
+// Names in a local time zone; the kernel release given by an option.
 func TestCronLocation(t *testing.T) {
 	t.Parallel()
 	paris, err := time.LoadLocation("Europe/Paris")
@@ -257,11 +258,14 @@ func TestCronLocation(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "meminfo_2020-07-01.12:00", captureText(t)["meminfo"])
 	ms := newMemSink(t)
-	if _, err := Read(dir, IngestOptions{Instance: "h", Location: paris}, ms.sink); err != nil {
+	if _, err := Read(dir, IngestOptions{Instance: "h", Location: paris, Kernel: "5.0.0-1-amd64"}, ms.sink); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := ms.scrapes["h"][0].Time, time.Date(2020, 7, 1, 10, 0, 0, 0, time.UTC); !got.Equal(want) {
 		t.Errorf("time %s, want %s", got, want)
+	}
+	if u := ms.scrapes["h"][0].Select("node_uname_info"); len(u) != 1 || u[0].Labels.Get("release") != "5.0.0-1-amd64" {
+		t.Errorf("uname %v, want the release given by the Kernel option", u)
 	}
 }
 

@@ -62,8 +62,10 @@ type Incident1Options struct {
 	// SUnreclaimPerWeek is the growth of SUnreclaim in the 5.0 shape, bytes
 	// (default 4 GB).
 	SUnreclaimPerWeek int64
-	// DropHour is the hour of day (in Location) of the daily drop of the 5.3
-	// shape (default 4).
+	// DropHour is when, in hours after the start of each day (days counted
+	// from Start), the 5.3 shape's daily drop comes (default 4, so 04:00
+	// for a Start at midnight; 0 means the default, 24 the start of the
+	// day).
 	DropHour int
 	// Kernel is written as osrelease files (default "5.0.0-1-amd64" or
 	// "5.3.0-1-amd64" by shape).

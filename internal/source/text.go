@@ -3,10 +3,11 @@ package source
 // Prometheus text exposition and OpenMetrics, with timestamps.
 //
 // The reader is a line parser of its own: the text parser of
-// prometheus/common (expfmt) builds whole metric families in memory and
-// knows neither OpenMetrics' "# EOF" nor second timestamps, and
-// prometheus/prometheus' textparse needs github.com/gogo/protobuf, which
-// this module does not depend on.
+// prometheus/common (expfmt) builds whole metric families in memory, reads
+// only integer millisecond timestamps (OpenMetrics has float seconds) and
+// rejects a family that comes back (concatenated scrapes); the pinned
+// prometheus/prometheus' model/textparse needs github.com/gogo/protobuf,
+// which this module does not depend on.
 //
 // Accepted, line by line (CRLF too):
 //
@@ -31,6 +32,12 @@ package source
 // and a note says so. The last line must end with a newline: a file that
 // does not was cut short. Samples of one series at one time appearing twice:
 // the last wins, counted as skipped.
+//
+// Malformed input fails, naming the file and line: a dump that parses only
+// in part is more often cut short or mangled than merely untidy, and a
+// diagnosis from part of the data should not look like one from all of it.
+// IngestOptions.Lenient skips malformed lines instead (and accepts a
+// missing final "# EOF"), counting them in a note.
 //
 // Memory: series are interned once; a sample costs 12 bytes while buffered.
 // Input in time order per instance (concatenated scrapes) is written out as
@@ -115,6 +122,7 @@ type textParser struct {
 	firstBad  error
 	sawEOF    bool
 	lastIsEOF bool
+	cutShort  error // lenient: the missing final # EOF
 
 	gen []uint32 // per sid, for duplicate detection while building a scrape
 	pos []int32
@@ -231,8 +239,12 @@ func (p *textParser) parse(r io.Reader, tick func()) error {
 		return &InputError{File: p.file, Line: p.line + 1, Err: err}
 	}
 	if p.sawEOF && !p.lastIsEOF {
-		return &InputError{File: p.file, Line: p.line,
+		err := &InputError{File: p.file, Line: p.line,
 			Err: fmt.Errorf("%w: OpenMetrics input does not end with \"# EOF\" after its last sample (cut short?)", ErrMalformed)}
+		if !p.opt.Lenient {
+			return err
+		}
+		p.cutShort = err
 	}
 	return nil
 }
@@ -706,6 +718,9 @@ func (p *textParser) finish() error {
 		w.skipped += p.dups
 		w.notes.add(sample.Note{Source: p.file,
 			Message: fmt.Sprintf("%d samples repeat a series at the same time: the last one was kept", p.dups)})
+	}
+	if p.cutShort != nil {
+		w.notes.add(sample.Note{Source: p.file, Message: p.cutShort.Error(), Hides: "whatever followed the last line"})
 	}
 	if p.bad > 0 {
 		w.skipped += p.bad
