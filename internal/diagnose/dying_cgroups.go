@@ -23,9 +23,10 @@ package diagnose
 // over the newest boot. The evidence adds the growth per day, its
 // correlation with SUnreclaim, the unreclaimable bytes each new cgroup
 // costs (Theil–Sen slope of SUnreclaim against the count) and so the
-// capacity lost per day. A sawtooth that drops back daily (cache turnover,
-// or 5.3+ reparenting as in incident 1's second rack) has no significant
-// trend and stays quiet.
+// capacity lost per day. Over several days the trend is fitted to the daily
+// minima: a count that drops back every day (cache turnover, or 5.3+
+// reparenting as in incident 1's second rack) has no rising floor and stays
+// quiet.
 //
 // Known false positives: a burst of job completions on a host with plenty of
 // cache and no memory pressure; the count falls again when the cache turns
@@ -35,7 +36,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
 
@@ -171,8 +174,15 @@ func (dyingCgroups) trend(in *Input) *Finding {
 		}
 		return nil
 	}
-	f := fitTrend(ps)
-	growth := ps[len(ps)-1].V - ps[0].V
+	// Over several days, judge the daily floor: dying cgroups that are never
+	// freed raise even the daily minimum, while a count that is paid back
+	// daily (cache turnover, 5.3+) only moves within the day.
+	judged := ps
+	if floors := dailyMinima(cnt, seg); len(floors) >= 4 {
+		judged = floors
+	}
+	f := fitTrend(judged)
+	growth := judged[len(judged)-1].V - judged[0].V
 	if !f.OK || f.P >= 0.01 || f.Slope < dyingMinPerDay || growth < dyingMinGrowth {
 		return nil
 	}
@@ -223,4 +233,36 @@ func (dyingCgroups) trend(in *Input) *Finding {
 	}
 	fd.Remedies = dyingRemedies(hier, slabPins)
 	return fd
+}
+
+// dailyMinima returns, per UTC day fully inside the span, the lowest value
+// (the step minimum when downsampled), stamped at noon of that day.
+func dailyMinima(s *sample.Series, sp span) []sample.Point {
+	const day = int64(24 * time.Hour / time.Millisecond)
+	mins := map[int64]float64{}
+	var order []int64
+	for i, p := range s.Points {
+		if p.T < sp.From || p.T > sp.To {
+			continue
+		}
+		v := p.V
+		if s.Min != nil {
+			v = s.Min[i]
+		}
+		d := p.T / day
+		if cur, ok := mins[d]; !ok {
+			mins[d] = v
+			order = append(order, d)
+		} else if v < cur {
+			mins[d] = v
+		}
+	}
+	var out []sample.Point
+	for _, d := range order {
+		if d*day < sp.From || (d+1)*day-1 > sp.To {
+			continue // partial days would bias the floor
+		}
+		out = append(out, sample.Point{T: d*day + day/2, V: mins[d]})
+	}
+	return out
 }

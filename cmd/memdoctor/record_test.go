@@ -1,0 +1,414 @@
+package main
+
+// The recorder, run for real as a separate process: what it serves, what it
+// survives (kill -9, a full disk, SIGHUP), and recordings of a healthy host
+// and of one leaking dying cgroups at a steady rate, diagnosed afterwards.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/memdoctor/memdoctor/internal/store"
+)
+
+type recorder struct {
+	cmd  *exec.Cmd
+	addr string
+	log  *os.File
+}
+
+// startRecorder runs `memdoctor record` on db with the given interval.
+func startRecorder(t *testing.T, db string, interval time.Duration, extra ...string) *recorder {
+	t.Helper()
+	bin := binary(t)
+	addr := freeAddr(t)
+	logf, err := os.CreateTemp(t.TempDir(), "record-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"record", "--db", db, "--interval", interval.String(), "--listen", addr, "--top", "10"}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{cmd: cmd, addr: addr, log: logf}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+	})
+	r.waitHealthy(t, 20*time.Second)
+	return r
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	// Port 0 then reuse: the recorder binds right after.
+	l, err := netListen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := l.Addr().String()
+	_ = l.Close()
+	return a
+}
+
+func (r *recorder) get(path string) (int, string) {
+	resp, err := http.Get("http://" + r.addr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (r *recorder) waitHealthy(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if code, _ := r.get("/healthz"); code == 200 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, body := r.get("/healthz")
+	t.Fatalf("recorder not healthy within %v: %s\nlog:\n%s", within, body, r.logText())
+}
+
+func (r *recorder) logText() string {
+	b, _ := os.ReadFile(r.log.Name())
+	return string(b)
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (r *recorder) stop(t *testing.T) {
+	t.Helper()
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- r.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("recorder exited with %v after SIGTERM\n%s", err, r.logText())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("recorder did not exit within 10 s of SIGTERM")
+	}
+}
+
+func storedTimes(t *testing.T, db string) []int64 {
+	t.Helper()
+	st, err := store.Open(db, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ss, err := st.Select(store.Query{Names: []string{"node_memory_MemTotal_bytes"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 1 {
+		t.Fatalf("%d MemTotal series", len(ss))
+	}
+	var ts []int64
+	for _, p := range ss[0].Points {
+		ts = append(ts, p.T)
+	}
+	return ts
+}
+
+func TestRecorderServesAndStops(t *testing.T) {
+	if _, err := os.Stat("/proc/meminfo"); err != nil {
+		t.Skip("no /proc")
+	}
+	db := filepath.Join(t.TempDir(), "md.db")
+	r := startRecorder(t, db, 300*time.Millisecond)
+	time.Sleep(time.Second)
+	code, body := r.get("/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	for _, want := range []string{"# TYPE node_memory_MemAvailable_bytes gauge", "node_zoneinfo_low_pages{", "memdoctor_process_pss_bytes{",
+		"process_cpu_seconds_total ", "process_resident_memory_bytes ", `memdoctor_collector_success{collector="meminfo"} 1`,
+		"memdoctor_collector_duration_seconds{"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = strings.NewReader(body)
+		out, _ := cmd.CombinedOutput()
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if l != "" && !strings.HasPrefix(l, "node_memory_") && !strings.HasPrefix(l, "node_vmstat_") && !strings.HasPrefix(l, "node_sysctl_vm_") {
+				t.Errorf("promtool check metrics: %s", l)
+			}
+		}
+	}
+	// SIGHUP reopens the store; recording goes on.
+	_ = r.cmd.Process.Signal(syscall.SIGHUP)
+	time.Sleep(700 * time.Millisecond)
+	if !strings.Contains(r.logText(), "reopened") {
+		t.Errorf("no reopen after SIGHUP:\n%s", r.logText())
+	}
+	r.waitHealthy(t, 5*time.Second)
+	r.stop(t)
+	ts := storedTimes(t, db)
+	if len(ts) < 4 {
+		t.Errorf("%d samples stored in ~2 s at 300 ms", len(ts))
+	}
+}
+
+// TestRecorderKill9 kills the recorder mid-write: the store opens, passes
+// its integrity check, lost at most the last interval, and a new recorder
+// continues in the same file.
+func TestRecorderKill9(t *testing.T) {
+	if _, err := os.Stat("/proc/meminfo"); err != nil {
+		t.Skip("no /proc")
+	}
+	db := filepath.Join(t.TempDir(), "md.db")
+	for round := 0; round < 3; round++ {
+		r := startRecorder(t, db, 100*time.Millisecond)
+		time.Sleep(time.Duration(700+round*310) * time.Millisecond)
+		_, body := r.get("/metrics")
+		served := metricValue(body, "memdoctor_record_scrapes_stored_total")
+		_ = r.cmd.Process.Kill() // SIGKILL, wherever it is
+		_, _ = r.cmd.Process.Wait()
+		ts := storedTimes(t, db)
+		if float64(len(ts)) < served {
+			t.Errorf("round %d: %d samples in the store, the recorder had reported %v stored before kill -9", round, len(ts), served)
+		}
+		for i := 1; i < len(ts); i++ {
+			if ts[i] <= ts[i-1] {
+				t.Fatalf("round %d: timestamps out of order at %d", round, i)
+			}
+		}
+	}
+	if out, err := exec.Command("sqlite3", db, "PRAGMA integrity_check;").CombinedOutput(); err == nil && strings.TrimSpace(string(out)) != "ok" {
+		t.Errorf("integrity_check after kill -9: %s", out)
+	}
+}
+
+func metricValue(body, name string) float64 {
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 && f[0] == name {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			return v
+		}
+	}
+	return -1
+}
+
+// TestRecorderFullDisk puts the store on a 3 MiB tmpfs, fills it, and
+// checks that the recorder reports it, keeps sampling, and stores what it
+// held once space returns.
+func TestRecorderFullDisk(t *testing.T) {
+	requireLinuxRoot(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	db := filepath.Join(dir, "md.db")
+	r := startRecorder(t, db, 200*time.Millisecond)
+	filler := filepath.Join(dir, "filler")
+	// Fill what is left (dd stops with ENOSPC).
+	_ = exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=64k").Run()
+	deadline := time.Now().Add(30 * time.Second)
+	var body string
+	for time.Now().Before(deadline) {
+		var code int
+		code, body = r.get("/healthz")
+		if code == 503 && strings.Contains(body, "storing fails") {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(body, "storing fails") {
+		t.Fatalf("a full disk was not reported: %s\n%s", body, r.logText())
+	}
+	time.Sleep(time.Second) // samples taken while full stay in memory
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	r.waitHealthy(t, 10*time.Second)
+	r.stop(t)
+	if !strings.Contains(r.logText(), "disk full") || !strings.Contains(r.logText(), "storing works again") {
+		t.Errorf("log does not tell the story:\n%s", r.logText())
+	}
+	ts := storedTimes(t, db)
+	for i := 1; i < len(ts); i++ {
+		if gap := ts[i] - ts[i-1]; gap > 1000 {
+			t.Errorf("a gap of %d ms in the samples: the full-disk interval was lost", gap)
+		}
+	}
+}
+
+// compress copies a recording into a new store with time stretched by
+// factor (1 s of recording = factor seconds), so a minute-long recording
+// made by a test stands for hours of a host's life.
+func compress(t *testing.T, src, dst string, factor int64) {
+	t.Helper()
+	in, err := store.Open(src, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	ss, err := in.Select(store.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts, _ := in.Instances()
+	byT := map[int64]*sample.Scrape{}
+	var times []int64
+	var t0 int64 = -1
+	for _, s := range ss {
+		for _, p := range s.Points {
+			if t0 < 0 || p.T < t0 {
+				t0 = p.T
+			}
+		}
+	}
+	for _, s := range ss {
+		for _, p := range s.Points {
+			nt := t0 + (p.T-t0)*factor
+			sc, ok := byT[nt]
+			if !ok {
+				sc = &sample.Scrape{Time: time.UnixMilli(nt)}
+				byT[nt] = sc
+				times = append(times, nt)
+			}
+			v := p.V
+			if s.Name == "node_boot_time_seconds" {
+				v = float64(t0 / 1000) // one boot, whatever the stretch
+			}
+			sc.AddMetric(sample.Metric{Name: s.Name, Labels: s.Labels, Value: v})
+		}
+	}
+	sortInt64(times)
+	out, err := store.Open(dst, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	var scrapes []*sample.Scrape
+	for _, tm := range times {
+		scrapes = append(scrapes, byT[tm])
+	}
+	if err := out.Append(insts[0], scrapes...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sortInt64(a []int64) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}
+
+func diagnoseJSON(t *testing.T, from string) *diagnose.Report {
+	t.Helper()
+	out, errOut, code := runCLI(t, "diagnose", "--from", from, "--json")
+	if code != 0 {
+		t.Fatalf("diagnose: exit %d: %s", code, errOut)
+	}
+	var r diagnose.Report
+	if err := jsonUnmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+// TestRecordingsDiagnosed records a healthy host, then the same host while
+// memory cgroups are created, charged with page cache and removed at a
+// steady rate, and diagnoses both, time-compressed ×900 (0.5 s = 7.5 min).
+func TestRecordingsDiagnosed(t *testing.T) {
+	requireLinuxRoot(t)
+	root, _ := memoryHierarchy(t)
+	const factor = 900
+	dir := t.TempDir()
+
+	healthy := filepath.Join(dir, "healthy.db")
+	r := startRecorder(t, healthy, 500*time.Millisecond)
+	time.Sleep(40 * time.Second)
+	r.stop(t)
+
+	leaking := filepath.Join(dir, "leaking.db")
+	r = startRecorder(t, leaking, 500*time.Millisecond)
+	data := filepath.Join(dir, "files")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prefix := fmt.Sprintf("memdoctor_rec_%d_", os.Getpid())
+	var made []string
+	t.Cleanup(func() {
+		for _, d := range made {
+			_ = os.Remove(d)
+		}
+	})
+	start := time.Now()
+	for i := 0; time.Since(start) < 40*time.Second; i++ {
+		d := filepath.Join(root, prefix+strconv.Itoa(i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, d)
+		script := fmt.Sprintf("echo $$ > %s/cgroup.procs && exec dd if=/dev/zero of=%s/f%d bs=64k count=2 status=none", d, data, i)
+		if out, err := exec.Command("/bin/sh", "-c", script).CombinedOutput(); err != nil {
+			t.Fatalf("writer: %v %s", err, out)
+		}
+		for try := 0; try < 50 && os.Remove(d) != nil; try++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond) // a steady ~4 per second
+	}
+	r.stop(t)
+	_ = os.RemoveAll(data)
+
+	for _, c := range []struct {
+		db   string
+		fire bool
+	}{{healthy, false}, {leaking, true}} {
+		z := strings.TrimSuffix(c.db, ".db") + "-x900.db"
+		compress(t, c.db, z, factor)
+		rep := diagnoseJSON(t, z)
+		f := finding(rep, "dying_cgroups")
+		switch {
+		case c.fire && f == nil:
+			t.Errorf("%s: dying_cgroups did not fire; findings %+v notes %+v", filepath.Base(c.db), rep.Findings, rep.Notes)
+		case !c.fire && f != nil:
+			t.Errorf("%s: dying_cgroups fired on a healthy recording: %s", filepath.Base(c.db), f.Summary)
+		case f != nil:
+			// ~4 a second for 40 s of recording = ~160 over 10 compressed
+			// hours: ~380 a day.
+			if v, ok := evidence(f, "memory_cgroups_per_day"); !ok || v < 200 || v > 1000 {
+				t.Errorf("memory_cgroups_per_day = %v, want ≈380 (the steady creation rate, compressed)", v)
+			}
+			t.Logf("leaking: %s", f.Summary)
+		}
+		if !c.fire {
+			for _, f := range rep.Findings {
+				if f.Severity != "info" {
+					t.Errorf("healthy recording: %s fired (%s): %s", f.ID, f.Severity, f.Summary)
+				}
+			}
+		}
+	}
+}
