@@ -78,6 +78,7 @@ func (a *appender) run(instance string, scrapes []*sample.Scrape) error {
 			return s.wrap("append", err)
 		}
 		h.known = true
+		s.heads[instance] = h
 	}
 	last := scrapes[len(scrapes)-1]
 	if last == nil {

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -164,11 +163,14 @@ func recordDay(b *testing.B, name string, jitter time.Duration) {
 		b.Fatal(err)
 	}
 	if out != "" {
-		var buf bytes.Buffer
-		if err := st.ExportOpenMetrics(&buf, Query{}); err != nil {
+		f, err := os.Create(filepath.Join(dir, name+".om"))
+		if err != nil {
 			b.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name+".om"), buf.Bytes(), 0o600); err != nil {
+		if err := st.ExportOpenMetrics(f, Query{}); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
 			b.Fatal(err)
 		}
 	}

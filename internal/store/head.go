@@ -428,7 +428,11 @@ func (s *Store) syncHeadOnce(tx querier, name string, st headStatus) (*instHead,
 		}
 	}
 	h.rows, h.first, h.last = st.rows, st.first, st.last
-	s.heads[name] = h
+	if h.known || h.rows > 0 {
+		s.heads[name] = h
+	} else {
+		delete(s.heads, name) // a name only asked about, or an instance deleted
+	}
 	return h, nil
 }
 
