@@ -85,7 +85,7 @@ has one row per sample: instance, name, labels, timestamp_ms, value.`,
 			if err != nil {
 				return err
 			}
-			defer os.Remove(tmp.Name())
+			defer func() { _ = os.Remove(tmp.Name()) }() // gone after the rename
 			bw := bufio.NewWriterSize(tmp, 1<<20)
 			if err := write(bw); err != nil {
 				_ = tmp.Close()
