@@ -239,7 +239,7 @@ func (a *appender) loadKeys() error {
 	if err != nil {
 		return a.s.wrap("append: read series", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err is checked
 	h.keys = map[string]int64{}
 	for rows.Next() {
 		var id int64

@@ -88,7 +88,7 @@ func TestOpenDamaged(t *testing.T) {
 			copyFile(t, filledStore(t), p)
 			sqlExec(t, p, "UPDATE head SET data = x'01ff' WHERE rowid = (SELECT max(rowid) FROM head)")
 		}, false, ErrCorrupt, "head row"},
-		{"missing read-only", func(t *testing.T, p string) {}, true, os.ErrNotExist, "no such file"},
+		{"missing read-only", func(*testing.T, string) {}, true, os.ErrNotExist, "no such file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

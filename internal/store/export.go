@@ -50,7 +50,7 @@ func (s *Store) ExportOpenMetrics(w io.Writer, q Query) error {
 				// The family's header goes with its first sample, so a
 				// family without samples in range leaves no empty header.
 				family = fam
-				fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s %s\n", fam, escapeHelp(sample.Describe(sel.name).Help), fam, typ)
+				_, _ = fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s %s\n", fam, escapeHelp(sample.Describe(sel.name).Help), fam, typ)
 			}
 			wrote = true
 			line = append(line[:0], prefix...)
@@ -99,32 +99,21 @@ func familyOf(name string, names map[string]bool) (family, typ string) {
 
 // seriesPrefix renders name{labels,instance="..."}.
 func seriesPrefix(sel *selected) string {
-	var b strings.Builder
-	b.WriteString(sel.name)
-	b.WriteByte('{')
+	ls := make(sample.Labels, 0, len(sel.labels)+1)
 	for _, l := range sel.labels {
-		name := l.Name
-		if name == "instance" {
-			name = "exported_instance"
+		if l.Name == "instance" {
+			l.Name = "exported_instance"
 		}
-		b.WriteString(name)
-		b.WriteString(`="`)
-		b.WriteString(escapeLabel(l.Value))
-		b.WriteString(`",`)
+		ls = append(ls, l)
 	}
-	b.WriteString(`instance="`)
-	b.WriteString(escapeLabel(sel.instance))
-	b.WriteString(`"}`)
-	return b.String()
+	ls = append(ls, sample.Label{Name: "instance", Value: sel.instance})
+	return sel.name + ls.String()
 }
 
-var (
-	labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	helpEscaper  = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-)
-
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }
-func escapeHelp(s string) string  { return helpEscaper.Replace(s) }
+// escapeHelp escapes a HELP text as OpenMetrics wants.
+func escapeHelp(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}
 
 // checkExportName rejects names OpenMetrics (and promtool) cannot read.
 func checkExportName(name string, ls sample.Labels) error {

@@ -191,25 +191,25 @@ func (h *instHead) encodeRow(dst []byte, rs []rowSample) []byte {
 	return dst
 }
 
-// errRow describes a damaged head row.
-type errRow string
+// errDamaged describes damaged stored data (a head row, a chunk).
+type errDamaged string
 
-func (e errRow) Error() string { return string(e) }
+func (e errDamaged) Error() string { return string(e) }
 
 // decodeRow applies one head row at time t to the head.
 func (h *instHead) decodeRow(t int64, p []byte) error {
 	if len(p) == 0 {
-		return errRow("empty row")
+		return errDamaged("empty row")
 	}
 	flags := p[0]
 	p = p[1:]
 	if flags&^rowExplicitIDs != 0 {
-		return errRow(fmt.Sprintf("unknown flags %#x", flags))
+		return errDamaged(fmt.Sprintf("unknown flags %#x", flags))
 	}
 	if flags&rowExplicitIDs != 0 {
 		n, k := binary.Uvarint(p)
 		if k <= 0 || n > uint64(len(p)) {
-			return errRow("bad series count")
+			return errDamaged("bad series count")
 		}
 		p = p[k:]
 		h.prevIDs = h.prevIDs[:0]
@@ -217,36 +217,36 @@ func (h *instHead) decodeRow(t int64, p []byte) error {
 		for i := range n {
 			d, k := binary.Uvarint(p)
 			if k <= 0 || d > math.MaxInt64/2 || (i > 0 && d == 0) || (i == 0 && d == 0) {
-				return errRow("bad series id")
+				return errDamaged("bad series id")
 			}
 			p = p[k:]
 			id += int64(d)
 			if id <= 0 {
-				return errRow("bad series id")
+				return errDamaged("bad series id")
 			}
 			h.prevIDs = append(h.prevIDs, id)
 		}
 	} else if len(h.prevIDs) == 0 {
-		return errRow("row refers to a previous row the head does not have")
+		return errDamaged("row refers to a previous row the head does not have")
 	}
 	ids := h.prevIDs
 	nmap := (len(ids) + 7) / 8
 	if len(p) < nmap {
-		return errRow("short change map")
+		return errDamaged("short change map")
 	}
 	changed, p := p[:nmap], p[nmap:]
 	if h.scrapes >= maxChunkSamples {
-		return errRow("more rows than a head holds")
+		return errDamaged("more rows than a head holds")
 	}
 	for i, id := range ids {
 		hs := h.get(id)
 		if changed[i/8]&(1<<(i%8)) != 0 {
 			if len(p) == 0 {
-				return errRow("short value")
+				return errDamaged("short value")
 			}
 			lead, trail := int(p[0]>>4), int(p[0]&15)
 			if lead+trail > 7 || len(p) < 1+8-lead-trail {
-				return errRow("bad value header")
+				return errDamaged("bad value header")
 			}
 			var x uint64
 			for _, b := range p[1 : 1+8-lead-trail] {
@@ -255,16 +255,16 @@ func (h *instHead) decodeRow(t int64, p []byte) error {
 			p = p[1+8-lead-trail:]
 			x <<= 8 * trail
 			if x == 0 {
-				return errRow("changed value with no change")
+				return errDamaged("changed value with no change")
 			}
 			hs.last ^= x
 		}
 		if !hs.add(t, math.Float64frombits(hs.last)) {
-			return errRow("sample not after the previous one")
+			return errDamaged("sample not after the previous one")
 		}
 	}
 	if len(p) != 0 {
-		return errRow("trailing bytes")
+		return errDamaged("trailing bytes")
 	}
 	h.scrapes++
 	return nil
@@ -308,7 +308,7 @@ func headStatuses(tx querier, instance string) (map[string]headStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err is checked
 	st := map[string]headStatus{}
 	for rows.Next() {
 		var name string
@@ -354,12 +354,12 @@ func (s *Store) syncHeads(tx querier, instance string) (map[string]*instHead, er
 		for rows.Next() {
 			var n string
 			if err := rows.Scan(&n); err != nil {
-				rows.Close()
+				_ = rows.Close()
 				return nil, err
 			}
 			names[n] = true
 		}
-		rows.Close()
+		_ = rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
@@ -443,7 +443,7 @@ func (s *Store) loadRows(tx querier, h *instHead, after int64) error {
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err is checked
 	for rows.Next() {
 		var t int64
 		var data sql.RawBytes

@@ -24,7 +24,7 @@ func (s *Store) Instances() ([]string, error) {
 	if err != nil {
 		return nil, s.wrap("instances", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err is checked
 	var out []string
 	for rows.Next() {
 		var n string
@@ -113,12 +113,12 @@ func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sam
 		for rows.Next() {
 			var x ser
 			if err := rows.Scan(&x.id, &x.name, &x.text); err != nil {
-				rows.Close()
+				_ = rows.Close()
 				return s.wrap("latest", err)
 			}
 			all = append(all, x)
 		}
-		rows.Close()
+		_ = rows.Close()
 		if err := rows.Err(); err != nil {
 			return s.wrap("latest", err)
 		}
@@ -127,7 +127,7 @@ func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sam
 		if err != nil {
 			return s.wrap("latest", err)
 		}
-		defer stmt.Close()
+		defer func() { _ = stmt.Close() }() // closed with the transaction anyway
 		for _, x := range all {
 			f := found{name: x.name, text: x.text, t: math.MinInt64}
 			take := func(t int64, v float64) { f.t, f.v = t, v }

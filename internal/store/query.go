@@ -154,7 +154,7 @@ func (sn *snapshot) resolve(q Query, all bool) error {
 	if err != nil {
 		return s.wrap("select", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err is checked
 	from, to := q.bounds()
 	for rows.Next() {
 		var sel selected
@@ -211,7 +211,7 @@ func (sn *snapshot) samples(sel *selected, from, to int64, fn func(t int64, v fl
 	if err != nil {
 		return s.wrap("select", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err is checked
 	for rows.Next() {
 		var minT, maxT, n int64
 		var data sql.RawBytes
@@ -262,7 +262,7 @@ func (sn *snapshot) decodeChecked(data []byte, minT, maxT, from, to int64, fn fu
 	for sn.it.Next() == chunkenc.ValFloat {
 		t, v := sn.it.At()
 		if t <= prev || t > maxT {
-			return errRow("samples out of the chunk's time range or order")
+			return errDamaged("samples out of the chunk's time range or order")
 		}
 		prev = t
 		if t > to {

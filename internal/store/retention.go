@@ -69,7 +69,7 @@ func (s *Store) deleteBefore(ctx context.Context, tx *sql.Tx, tms int64) (int, e
 		var id int64
 		var inst string
 		if err := rows.Scan(&id, &inst); err != nil {
-			rows.Close()
+			_ = rows.Close()
 			return 0, s.wrap("delete before", err)
 		}
 		if h := heads[inst]; h != nil {
@@ -79,7 +79,7 @@ func (s *Store) deleteBefore(ctx context.Context, tx *sql.Tx, tms int64) (int, e
 		}
 		orphans = append(orphans, id)
 	}
-	rows.Close()
+	_ = rows.Close()
 	if err := rows.Err(); err != nil {
 		return 0, s.wrap("delete before", err)
 	}
@@ -200,7 +200,7 @@ func (s *Store) Check() error {
 		if err != nil {
 			return s.wrap("check", err)
 		}
-		defer rows.Close()
+		defer func() { _ = rows.Close() }() // rows.Err is checked
 		var msgs []string
 		for rows.Next() {
 			var m string

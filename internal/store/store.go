@@ -96,7 +96,7 @@ func Open(path string, opt Options) (*Store, error) {
 	}
 	s := &Store{path: abs, readOnly: opt.ReadOnly, heads: map[string]*instHead{}}
 	if err := s.open(opt); err != nil {
-		s.closeDBs()
+		_ = s.closeDBs() // the open error is the one to report
 		return nil, err
 	}
 	return s, nil
@@ -128,7 +128,7 @@ func precheck(path string, readOnly bool) error {
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	var hdr [100]byte
 	n, _ := f.ReadAt(hdr[:], 0)
 	if n < len(hdr) || string(hdr[:16]) != "SQLite format 3\x00" {
@@ -273,7 +273,7 @@ func (s *Store) initSchema(opt Options) error {
 	if err != nil {
 		return s.wrap("open", err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // returns it to the pool
 	tables, err := listTables(ctx, conn)
 	if err != nil {
 		return s.wrap("open", err)
@@ -384,7 +384,7 @@ func listTables(ctx context.Context, conn *sql.Conn) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err is checked
 	tables := map[string]bool{}
 	for rows.Next() {
 		var name string
@@ -401,7 +401,7 @@ func readMeta(ctx context.Context, conn *sql.Conn) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err is checked
 	meta := map[string]string{}
 	for rows.Next() {
 		var k, v string

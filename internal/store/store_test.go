@@ -486,7 +486,7 @@ func FuzzHeadRow(f *testing.F) {
 	f.Add(h.encodeRow(nil, []rowSample{{hs, math.Float64bits(42)}}))
 	f.Add([]byte{0})
 	f.Add([]byte{1, 2, 1, 1, 1, 0x34, 0xff})
-	f.Fuzz(func(t *testing.T, row []byte) {
+	f.Fuzz(func(_ *testing.T, row []byte) {
 		h := newInstHead("h")
 		for i := range 3 {
 			if h.decodeRow(int64(i), row) != nil {
