@@ -61,23 +61,31 @@ func (s *Store) ExportOpenMetrics(w io.Writer, q Query) error {
 			line = append(line, '\n')
 			bw.Write(line) //nolint:errcheck // the error sticks in bw, checked at Flush
 		}
-		if step > 0 {
-			b := newBuilder(sel, from, to, step)
-			if err := sn.samples(sel, from, to, b.add); err != nil {
-				return err
-			}
-			if ser := b.finish(); ser != nil {
-				for _, p := range ser.Points {
-					emit(p.T, p.V)
-				}
-			}
-		} else if err := sn.samples(sel, from, to, emit); err != nil {
+		if err := sn.exported(sel, from, to, step, emit); err != nil {
 			return err
 		}
 	}
 	bw.WriteString("# EOF\n") //nolint:errcheck // checked at Flush
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("store %s: export OpenMetrics: %w", s.path, err)
+	}
+	return nil
+}
+
+// exported calls fn for the samples of sel an export writes: every sample
+// in [from, to], or with a step the last sample of each step.
+func (sn *snapshot) exported(sel *selected, from, to, step int64, fn func(t int64, v float64)) error {
+	if step <= 0 {
+		return sn.samples(sel, from, to, fn)
+	}
+	b := newBuilder(sel, from, to, step)
+	if err := sn.samples(sel, from, to, b.add); err != nil {
+		return err
+	}
+	if ser := b.finish(); ser != nil {
+		for _, p := range ser.Points {
+			fn(p.T, p.V)
+		}
 	}
 	return nil
 }
@@ -209,17 +217,7 @@ func (s *Store) ExportParquet(w io.Writer, q Query) error {
 				flush()
 			}
 		}
-		if step > 0 {
-			b := newBuilder(sel, from, to, step)
-			if err := sn.samples(sel, from, to, b.add); err != nil {
-				return err
-			}
-			if ser := b.finish(); ser != nil {
-				for _, p := range ser.Points {
-					emit(p.T, p.V)
-				}
-			}
-		} else if err := sn.samples(sel, from, to, emit); err != nil {
+		if err := sn.exported(sel, from, to, step, emit); err != nil {
 			return err
 		}
 		if werr != nil {

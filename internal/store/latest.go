@@ -123,7 +123,7 @@ func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sam
 			return s.wrap("latest", err)
 		}
 		sn := &snapshot{s: s, tx: tx}
-		stmt, err := tx.Prepare("SELECT min_t, num_samples, data FROM chunks WHERE series_id = ? AND min_t <= ? ORDER BY min_t DESC LIMIT 1")
+		stmt, err := tx.Prepare("SELECT min_t, max_t, num_samples, data FROM chunks WHERE series_id = ? AND min_t <= ? ORDER BY min_t DESC LIMIT 1")
 		if err != nil {
 			return s.wrap("latest", err)
 		}
@@ -136,17 +136,17 @@ func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sam
 					return fmt.Errorf("store %s: head of series %d: %w", s.path, x.id, err)
 				}
 			} else {
-				var minT, n int64
+				var minT, maxT, n int64
 				var data []byte
-				err := stmt.QueryRow(x.id, at).Scan(&minT, &n, &data)
+				err := stmt.QueryRow(x.id, at).Scan(&minT, &maxT, &n, &data)
 				if errors.Is(err, sql.ErrNoRows) {
 					continue
 				}
 				if err != nil {
 					return s.wrap("latest", err)
 				}
-				if err := sn.decode(data, math.MinInt64, at, take); err != nil || len(data) < 2 {
-					return corruptf(s.path, fmt.Sprintf("chunk of series %d at %d is damaged (%v); %s", x.id, minT, err, recoverHint(s.path)))
+				if err := sn.chunkSamples(x.id, minT, maxT, n, data, math.MinInt64, at, take); err != nil {
+					return err
 				}
 			}
 			if f.t != math.MinInt64 {

@@ -218,11 +218,8 @@ func (sn *snapshot) samples(sel *selected, from, to int64, fn func(t int64, v fl
 		if err := rows.Scan(&minT, &maxT, &n, &data); err != nil {
 			return s.wrap("select", err)
 		}
-		if len(data) < 2 || int64(binary.BigEndian.Uint16(data)) != n {
-			return corruptf(s.path, fmt.Sprintf("chunk of series %d at %d is damaged (sample count); %s", sel.id, minT, recoverHint(s.path)))
-		}
-		if err := sn.decodeChecked(data, minT, maxT, from, to, fn); err != nil {
-			return corruptf(s.path, fmt.Sprintf("chunk of series %d at %d is damaged (%v); %s", sel.id, minT, err, recoverHint(s.path)))
+		if err := sn.chunkSamples(sel.id, minT, maxT, n, data, from, to, fn); err != nil {
+			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -253,16 +250,23 @@ func (sn *snapshot) decode(data []byte, from, to int64, fn func(t int64, v float
 	return sn.it.Err()
 }
 
-// decodeChecked is decode for a stored chunk: its samples must lie in
-// [minT, maxT] in increasing time order, since nothing else checksums them.
-func (sn *snapshot) decodeChecked(data []byte, minT, maxT, from, to int64, fn func(t int64, v float64)) error {
+// chunkSamples calls fn for the samples of a stored chunk in [from, to].
+// The chunk must hold n samples, in increasing time order within [minT,
+// maxT]: the chunk data carries no checksum of its own.
+func (sn *snapshot) chunkSamples(id, minT, maxT, n int64, data []byte, from, to int64, fn func(t int64, v float64)) error {
+	damaged := func(why string) error {
+		return corruptf(sn.s.path, fmt.Sprintf("chunk of series %d at %d is damaged (%s); %s", id, minT, why, recoverHint(sn.s.path)))
+	}
+	if len(data) < 2 || int64(binary.BigEndian.Uint16(data)) != n {
+		return damaged("sample count")
+	}
 	sn.chunk.Reset(data)
 	sn.it = sn.chunk.Iterator(sn.it)
 	prev := minT - 1
 	for sn.it.Next() == chunkenc.ValFloat {
 		t, v := sn.it.At()
 		if t <= prev || t > maxT {
-			return errDamaged("samples out of the chunk's time range or order")
+			return damaged("samples out of the chunk's time range or order")
 		}
 		prev = t
 		if t > to {
@@ -272,7 +276,10 @@ func (sn *snapshot) decodeChecked(data []byte, minT, maxT, from, to int64, fn fu
 			fn(t, v)
 		}
 	}
-	return sn.it.Err()
+	if err := sn.it.Err(); err != nil {
+		return damaged(err.Error())
+	}
+	return nil
 }
 
 // builder turns a series' samples into a sample.Series, raw or stepped.

@@ -227,7 +227,7 @@ func (s *Store) open(opt Options) error {
 	return nil
 }
 
-// tables are the tables of a store, as created by format version 1.
+// schema creates the tables of format version 1.
 var schema = []string{
 	`CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
