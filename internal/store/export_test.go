@@ -174,6 +174,15 @@ some_total{instance="h"} 1 1772323320.246
 	if !regexp.MustCompile(`(?m)^# EOF\n\z`).Match(b.Bytes()) {
 		t.Error("export does not end with # EOF")
 	}
+	// In 2-minute steps from t0 the first step's last sample is the
+	// second one: the same text.
+	b.Reset()
+	if err := st.ExportOpenMetrics(&b, Query{From: t0, Step: 2 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(b.String(), want); diff != "" {
+		t.Errorf("stepped export (-got +want):\n%s", diff)
+	}
 }
 
 func TestExportParquet(t *testing.T) {
