@@ -58,7 +58,11 @@ type Recorder struct {
 	appends    int64
 	appendErrs int64
 	collects   int64
+	dropped    int64
 	lastRetain time.Time
+	// lastStored is the newest sample time in the store: a scrape not newer
+	// (the clock stepped back) can never be stored and is dropped.
+	lastStored time.Time
 }
 
 // New opens the store and prepares a recorder.
@@ -88,7 +92,15 @@ func New(cfg Config) (*Recorder, error) {
 		return nil, err
 	}
 	r.st = st
+	r.noteStored()
 	return r, nil
+}
+
+// noteStored reads the newest stored sample time of this instance.
+func (r *Recorder) noteStored() {
+	if _, to, err := r.st.TimeRange(r.cfg.Instance); err == nil && to.After(r.lastStored) {
+		r.lastStored = to
+	}
 }
 
 func orDefault(s, d string) string {
@@ -120,6 +132,7 @@ func (r *Recorder) Reopen() error {
 		return err
 	}
 	r.st = st
+	r.noteStored()
 	r.logf("store %s reopened", r.cfg.DBPath)
 	return nil
 }
@@ -140,27 +153,36 @@ func (r *Recorder) Close() error {
 	return err
 }
 
-// Run samples every interval until ctx is done.
+// Run samples every interval until ctx is done. Samples are stamped with
+// their scheduled time on the interval's grid (as Prometheus does): equal
+// spacing costs the store one bit per timestamp, jitter two bytes.
 func (r *Recorder) Run(ctx context.Context) error {
 	r.logf("recording %s every %v into %s (top %d processes)", r.cfg.Instance, r.cfg.Interval, r.cfg.DBPath, r.cfg.Top)
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	r.Tick()
+	next := time.Now().Truncate(r.cfg.Interval)
+	r.Tick(next)
 	for {
+		next = next.Add(r.cfg.Interval)
+		if late := time.Since(next); late > 0 {
+			// A stalled host or a suspended process: skip the missed slots.
+			next = next.Add(late.Truncate(r.cfg.Interval) + r.cfg.Interval)
+		}
+		timer := time.NewTimer(time.Until(next))
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return nil
-		case <-t.C:
-			r.Tick()
+		case <-timer.C:
+			r.Tick(next)
 		}
 	}
 }
 
-// Tick collects once and stores what it can.
-func (r *Recorder) Tick() {
+// Tick collects once, stamped at, and stores what it can.
+func (r *Recorder) Tick(at time.Time) {
 	start := time.Now()
 	cpu0 := selfCPU()
-	res, err := collect.Collect(r.fs, collect.Options{TopProcesses: r.cfg.Top, TopCgroups: 10, ArenaScan: true, Live: r.live})
+	res, err := collect.Collect(r.fs, collect.Options{TopProcesses: r.cfg.Top, TopCgroups: 10, ArenaScan: true, Live: r.live,
+		Now: func() time.Time { return at }})
 	if err != nil {
 		r.mu.Lock()
 		r.lastErr = err
@@ -205,6 +227,20 @@ func (r *Recorder) flushLocked() {
 	if r.st == nil {
 		return
 	}
+	keep := r.pending[:0]
+	for _, p := range r.pending {
+		if p.Time.After(r.lastStored) {
+			keep = append(keep, p)
+		}
+	}
+	if n := len(r.pending) - len(keep); n > 0 {
+		r.dropped += int64(n)
+		r.logf("the clock went back: dropping %d samples not newer than the store's newest (%s)", n, r.lastStored.UTC().Format(time.RFC3339))
+	}
+	r.pending = keep
+	if len(r.pending) == 0 {
+		return
+	}
 	err := r.st.Append(r.cfg.Instance, r.pending...)
 	if err != nil {
 		r.appendErrs++
@@ -218,6 +254,7 @@ func (r *Recorder) flushLocked() {
 		r.logf("storing works again: %d scrapes written", len(r.pending))
 	}
 	r.appends += int64(len(r.pending))
+	r.lastStored = r.pending[len(r.pending)-1].Time
 	r.pending = r.pending[:0]
 	r.lastErr = nil
 	r.lastOK = time.Now()
@@ -249,6 +286,7 @@ func (r *Recorder) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	self.Add("memdoctor_record_scrapes_stored_total", float64(r.appends))
 	self.Add("memdoctor_record_append_errors_total", float64(r.appendErrs))
 	self.Add("memdoctor_record_collections_total", float64(r.collects))
+	self.Add("memdoctor_record_dropped_total", float64(r.dropped))
 	r.mu.Unlock()
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	scrapes := []*sample.Scrape{self}

@@ -58,6 +58,7 @@ var catalog = []struct {
 	{"memdoctor_record_pending_scrapes", Description{"Scrapes kept in memory because storing failed.", Gauge}},
 	{"memdoctor_record_scrapes_stored_total", Description{"Scrapes the recorder stored.", Counter}},
 	{"memdoctor_record_append_errors_total", Description{"Failed attempts to store scrapes.", Counter}},
+	{"memdoctor_record_dropped_total", Description{"Samples dropped because the clock went back behind the store.", Counter}},
 	{"memdoctor_record_collections_total", Description{"Collections the recorder made.", Counter}},
 	{"memdoctor_collector_duration_seconds", Description{"Duration of the collector's last run.", Gauge}},
 	{"memdoctor_collector_success", Description{"Whether the collector's last run succeeded.", Gauge}},
