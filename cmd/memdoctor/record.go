@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -82,6 +83,15 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 			}
 			if err := os.MkdirAll(filepath.Dir(db), 0o750); err != nil {
 				return fmt.Errorf("creating the store's directory: %w (choose another with --db)", err)
+			}
+			// The recorder must never become the memory problem it looks
+			// for: collect garbage early and keep the heap under a soft limit
+			// (an explicit GOGC or GOMEMLIMIT in the environment wins).
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(25)
+			}
+			if os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(12 << 20)
 			}
 			rec, err := record.New(record.Config{DBPath: db, Interval: interval, Retention: ret, Top: top,
 				Instance: instance, Log: cmd.ErrOrStderr()})

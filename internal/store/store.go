@@ -177,6 +177,10 @@ func dsn(path string, readOnly bool, params ...string) string {
 		}
 	}
 	b.WriteString("?_pragma=busy_timeout(" + strconv.Itoa(busyTimeoutMS) + ")")
+	// A 1 MiB page cache per connection (SQLite's default is 2 MiB): the
+	// store is read in large sequential chunk scans that gain little from
+	// caching, and the recorder lives on a memory budget.
+	b.WriteString("&_pragma=cache_size(-1024)")
 	if readOnly {
 		b.WriteString("&mode=ro")
 	}
