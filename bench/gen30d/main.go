@@ -40,7 +40,7 @@ func counter(name string) bool {
 	return strings.HasSuffix(name, "_total") || (strings.HasPrefix(name, "node_vmstat_") && !strings.HasPrefix(name, "node_vmstat_nr_"))
 }
 
-func run(out string, days int, interval time.Duration, base string) error {
+func run(out string, days int, interval time.Duration, base string) (err error) {
 	fsys, prov, err := capture.LoadFile(base)
 	if err != nil {
 		return err
@@ -56,7 +56,11 @@ func run(out string, days int, interval time.Duration, base string) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() {
+		if cerr := st.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	r := rand.New(rand.NewPCG(1, 2))
 	vals := make([]float64, len(ms))
 	for i, m := range ms {
