@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"io"
 	"time"
 
@@ -33,7 +34,7 @@ func DiagnoseText(w io.Writer, r *diagnose.Report, ws []WindowSummary, opt TextO
 			res = "steps of " + s.Step.String()
 		}
 		p.f("  %s: %s … %s (%s), %d series read at %s, %d findings\n", s.Instance,
-			s.From.UTC().Format("2006-01-02 15:04"), s.To.UTC().Format("2006-01-02 15:04"), s.To.Sub(s.From).Round(time.Second),
+			s.From.UTC().Format("2006-01-02 15:04"), s.To.UTC().Format("2006-01-02 15:04"), humanSpan(s.To.Sub(s.From)),
 			s.Series, res, s.Findings)
 	}
 	if len(ws) == 1 && r.Host != nil && r.Accounting.TotalBytes > 0 {
@@ -56,4 +57,11 @@ func DiagnoseText(w io.Writer, r *diagnose.Report, ws []WindowSummary, opt TextO
 		}
 	}
 	return p.err
+}
+
+func humanSpan(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%.1f days", d.Hours()/24)
+	}
+	return d.Round(time.Second).String()
 }
