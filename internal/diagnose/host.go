@@ -48,6 +48,22 @@ type Process struct {
 	ShmemBytes   int64  `json:"shmem_bytes"`
 	Threads      int64  `json:"threads"`
 	MallocArenas *int64 `json:"malloc_arenas,omitempty"`
+	// Malloc is the allocator's own view, when it was read (memdoctor's
+	// preload library, or check --malloc).
+	Malloc *MallocState `json:"malloc,omitempty"`
+}
+
+// MallocState is a glibc process' heap as its allocator sees it.
+type MallocState struct {
+	SystemBytes int64 `json:"system_bytes"`
+	InUseBytes  int64 `json:"in_use_bytes"`
+	FreeBytes   int64 `json:"free_bytes"`
+	// RetainedBytes is free heap memory still resident: what malloc_trim
+	// could give back.
+	RetainedBytes int64 `json:"retained_bytes"`
+	Arenas        int64 `json:"arena_count"`
+	// TrimSeconds is how long the last trim took, when known.
+	TrimSeconds *float64 `json:"trim_seconds,omitempty"`
 }
 
 // Reclaim are the reclaim counters since boot and their daily rates.
@@ -166,6 +182,12 @@ func processes(s *sample.Scrape) []Process {
 		{"memdoctor_process_shmem_bytes", func(p *Process, v float64) { p.ShmemBytes = int64(v) }},
 		{"memdoctor_process_threads", func(p *Process, v float64) { p.Threads = int64(v) }},
 		{"memdoctor_process_malloc_arenas", func(p *Process, v float64) { p.MallocArenas = ptr(v) }},
+		{"memdoctor_malloc_system_bytes", func(p *Process, v float64) { mallocOf(p).SystemBytes = int64(v) }},
+		{"memdoctor_malloc_in_use_bytes", func(p *Process, v float64) { mallocOf(p).InUseBytes = int64(v) }},
+		{"memdoctor_malloc_free_bytes", func(p *Process, v float64) { mallocOf(p).FreeBytes = int64(v) }},
+		{"memdoctor_malloc_retained_bytes", func(p *Process, v float64) { mallocOf(p).RetainedBytes = int64(v) }},
+		{"memdoctor_malloc_arenas", func(p *Process, v float64) { mallocOf(p).Arenas = int64(v) }},
+		{"memdoctor_malloc_trim_seconds", func(p *Process, v float64) { x := v; mallocOf(p).TrimSeconds = &x }},
 	} {
 		for _, m := range s.Select(f.name) {
 			f.set(get(m), m.Value)
@@ -177,6 +199,13 @@ func processes(s *sample.Scrape) []Process {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return rankOf(out[i]) > rankOf(out[j]) })
 	return out
+}
+
+func mallocOf(p *Process) *MallocState {
+	if p.Malloc == nil {
+		p.Malloc = &MallocState{}
+	}
+	return p.Malloc
 }
 
 func rankOf(p Process) int64 {

@@ -26,6 +26,7 @@ package diagnose
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -39,7 +40,7 @@ func (processMemoryGrowth) Meta() Meta {
 	return Meta{ID: "process_memory_growth", Title: "processes whose memory keeps growing",
 		Needs: []Need{{"memdoctor_process_rss_bytes", "record processes over time (memdoctor record)"}},
 		Reads: []string{"memdoctor_process_uss_bytes", "memdoctor_process_anon_bytes", "memdoctor_process_swap_bytes",
-			"memdoctor_process_malloc_arenas", "memdoctor_glibc_info"}}
+			"memdoctor_process_malloc_arenas", "memdoctor_glibc_info", "memdoctor_malloc_in_use_bytes"}}
 }
 
 const (
@@ -144,8 +145,18 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *Finding {
 	if a := w.Get("memdoctor_process_malloc_arenas", "pid", sg.pid); a != nil {
 		fd.Evidence = append(fd.Evidence, ev("malloc_arenas_estimated", lastValue(a), "count"))
 	}
-	fd.Evidence = append(fd.Evidence, evText("leak_or_retention",
-		"growth alone cannot tell: a leak grows the in-use heap, retention grows free memory the allocator keeps; compare in-use heap (malloc_info, runtime heap metrics) with RSS"))
+	if iu := within(w.Get("memdoctor_malloc_in_use_bytes", "pid", sg.pid), span{ps[0].T, ps[len(ps)-1].T}); len(iu) >= declineMinPoints {
+		g := fitTrend(iu)
+		class := "retention: the in-use heap is flat while memory grows (see allocator_hoarding)"
+		if g.OK && g.P < 0.01 && g.Slope >= 0.5*f.Slope {
+			class = "leak: the in-use heap grows as fast (see process_leak)"
+		}
+		fd.Evidence = append(fd.Evidence, ev("in_use_growth_bytes_per_day", g.Slope, "bytes_per_day"), evText("leak_or_retention", class))
+		fd.Summary += "; " + strings.SplitN(class, ":", 2)[0]
+	} else {
+		fd.Evidence = append(fd.Evidence, evText("leak_or_retention",
+			"growth alone cannot tell: a leak grows the in-use heap, retention grows free memory the allocator keeps; compare in-use heap (malloc_info, runtime heap metrics) with RSS"))
+	}
 	fd.Remedies = []Remedy{
 		{Title: "compare the in-use heap with RSS (glibc: malloc_info; runtimes: their heap metrics)",
 			Commands: []string{"gdb -p " + sg.pid + " -batch -ex 'call (int) malloc_info(0, stderr)' 2>&1 | grep -E '<total|<system'",

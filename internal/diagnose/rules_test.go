@@ -12,6 +12,7 @@ package diagnose_test
 //	# expect: warning                     quiet | info | warning | critical
 //	# evidence: name=value                a number the finding must carry (±1%)
 //	# remedy: text                        a remedy title must contain it
+//	# summary: text                       the summary must contain it (.series)
 //	node_vmstat_allocstall_normal 200     override or add a series (exposition syntax)
 //
 // Bases are real captures, never edited; a case states only what differs
@@ -43,6 +44,7 @@ type ruleCase struct {
 	drops             []string
 	evidence          map[string]float64
 	remedies          []string
+	summaries         []string
 	overrides         []sample.Metric
 }
 
@@ -129,6 +131,8 @@ func parseSeriesCase(t *testing.T, path string) ruleCase {
 			c.expect = v
 		case "remedy":
 			c.remedies = append(c.remedies, v)
+		case "summary":
+			c.summaries = append(c.summaries, v)
 		case "evidence":
 			n, x, ok := strings.Cut(v, "=")
 			fv, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
@@ -307,6 +311,11 @@ func TestRuleCases(t *testing.T) {
 				}
 				if f.Subject == "" || f.Summary == "" || len(f.Evidence) == 0 || len(f.Remedies) == 0 {
 					t.Errorf("finding lacks subject, summary, evidence or remedies: %+v", f)
+				}
+				for _, want := range c.summaries {
+					if !strings.Contains(f.Summary, want) {
+						t.Errorf("summary %q lacks %q", f.Summary, want)
+					}
 				}
 				for _, want := range c.remedies {
 					found := false

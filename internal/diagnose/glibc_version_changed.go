@@ -1,0 +1,68 @@
+package diagnose
+
+// glibc_version_changed: the C library changed during the recording.
+//
+// Mechanism (incident 5): an OS upgrade (Ubuntu 16.04 → 20.04, glibc 2.23 →
+// 2.31) changed malloc's behaviour — tcache (2.26), arena reuse, mmap
+// fallbacks — and a daemon's RSS grew 10x with no change of its own. When
+// memory behaviour changes after an upgrade, the allocator is a suspect.
+//
+// Fires (info) when memdoctor_glibc_info's version differs between the
+// start and the end of the window, naming both and when it changed.
+
+import (
+	"fmt"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+type glibcVersionChanged struct{}
+
+func init() { register(glibcVersionChanged{}) }
+
+func (glibcVersionChanged) Meta() Meta {
+	return Meta{ID: "glibc_version_changed", Title: "C library changed during the recording",
+		Needs: []Need{{"memdoctor_glibc_info", "memdoctor's collector (reads the glibc banner)"}}}
+}
+
+func (glibcVersionChanged) Eval(in *Input) []Finding {
+	w := in.Window
+	if w == nil {
+		return nil
+	}
+	type seen struct {
+		version string
+		first   int64
+	}
+	var vs []seen
+	for _, s := range w.Select("memdoctor_glibc_info") {
+		if len(s.Points) == 0 {
+			continue
+		}
+		vs = append(vs, seen{s.Labels.Get("version"), s.Points[0].T})
+	}
+	if len(vs) < 2 {
+		return nil
+	}
+	first, last := vs[0], vs[0]
+	for _, v := range vs {
+		if v.first < first.first {
+			first = v
+		}
+		if v.first > last.first {
+			last = v
+		}
+	}
+	if first.version == last.version {
+		return nil
+	}
+	when := spanText([]sample.Point{{T: w.From.UnixMilli()}, {T: last.first}})
+	return []Finding{{ID: "glibc_version_changed", Severity: Info, Subject: subject(w, "host"),
+		Summary: fmt.Sprintf("glibc changed from %s to %s (%s into the window): a suspect for any change in processes' memory since",
+			first.version, last.version, when),
+		Evidence: []Evidence{evText("glibc_before", first.version), evText("glibc_after", last.version)},
+		Remedies: []Remedy{{Title: "compare memory before and after the upgrade; check the allocator's view of the processes that grew",
+			Commands: []string{"memdoctor diagnose --from SRC --until <upgrade time>", "memdoctor malloc PID"},
+			Risk:     "none (read-only; malloc pauses the process briefly)"}},
+	}}
+}
