@@ -157,6 +157,7 @@ func collectProcesses(c *ctx) error {
 			if arenas, glibc := EstimateArenas(maps); glibc {
 				c.add("memdoctor_process_malloc_arenas", float64(arenas), l...)
 			}
+			collectAllocator(c, p.pid, maps, l)
 		}
 	}
 	return nil

@@ -51,6 +51,7 @@ var catalog = []struct {
 	{"memdoctor_smaps_rollup_reads", Description{"smaps_rollup reads in the last collection.", Gauge}},
 	{"memdoctor_smaps_rollup_seconds", Description{"Time spent reading smaps_rollup in the last collection.", Gauge}},
 	{"memdoctor_process_", Description{"Per-process memory of the largest processes.", Gauge}},
+	{"memdoctor_malloc_", Description{"The glibc allocator's view of a process (mallinfo2, malloc_info).", Gauge}},
 	{"process_cpu_seconds_total", Description{"Total user and system CPU time spent by the recorder in seconds.", Counter}},
 	{"process_resident_memory_bytes", Description{"Resident memory size of the recorder in bytes.", Gauge}},
 	{"memdoctor_record_collect_seconds", Description{"Wall time of the recorder's last collection.", Gauge}},
