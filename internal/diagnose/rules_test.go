@@ -69,32 +69,7 @@ func parseCase(t *testing.T, path string) ruleCase {
 			if !ok {
 				continue
 			}
-			v = strings.TrimSpace(v)
-			switch k {
-			case "why":
-				c.why = v
-			case "base":
-				c.base = v
-			case "expect":
-				c.expect = v
-			case "remedy":
-				c.remedies = append(c.remedies, v)
-			case "drop":
-				c.drops = append(c.drops, v)
-			case "uptime":
-				d, err := parseDays(v)
-				if err != nil {
-					t.Fatalf("%s:%d: %v", path, line, err)
-				}
-				c.uptime = d
-			case "evidence":
-				n, x, ok := strings.Cut(v, "=")
-				fv, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-				if !ok || err != nil {
-					t.Fatalf("%s:%d: evidence wants name=number", path, line)
-				}
-				c.evidence[strings.TrimSpace(n)] = fv
-			}
+			c.directive(t, strings.TrimSpace(k), strings.TrimSpace(v), path, line)
 			continue
 		}
 		m, err := parseSeries(l)
@@ -123,29 +98,44 @@ func parseSeriesCase(t *testing.T, path string) ruleCase {
 		if !strings.HasPrefix(strings.TrimSpace(l), "#") || !ok {
 			continue
 		}
-		v = strings.TrimSpace(v)
-		switch strings.TrimSpace(k) {
-		case "why":
-			c.why = v
-		case "expect":
-			c.expect = v
-		case "remedy":
-			c.remedies = append(c.remedies, v)
-		case "summary":
-			c.summaries = append(c.summaries, v)
-		case "evidence":
-			n, x, ok := strings.Cut(v, "=")
-			fv, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-			if !ok || err != nil {
-				t.Fatalf("%s:%d: evidence wants name=number", path, i+1)
-			}
-			c.evidence[strings.TrimSpace(n)] = fv
-		}
+		c.directive(t, strings.TrimSpace(k), strings.TrimSpace(v), path, i+1)
 	}
 	if c.expect == "" {
 		t.Fatalf("%s: needs # expect:", path)
 	}
 	return c
+}
+
+// directive applies one "# key: value" line of a case file.
+func (c *ruleCase) directive(t *testing.T, k, v, path string, line int) {
+	t.Helper()
+	switch k {
+	case "why":
+		c.why = v
+	case "base":
+		c.base = v
+	case "expect":
+		c.expect = v
+	case "remedy":
+		c.remedies = append(c.remedies, v)
+	case "summary":
+		c.summaries = append(c.summaries, v)
+	case "drop":
+		c.drops = append(c.drops, v)
+	case "uptime":
+		d, err := parseDays(v)
+		if err != nil {
+			t.Fatalf("%s:%d: %v", path, line, err)
+		}
+		c.uptime = d
+	case "evidence":
+		n, x, ok := strings.Cut(v, "=")
+		fv, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if !ok || err != nil {
+			t.Fatalf("%s:%d: evidence wants name=number", path, line)
+		}
+		c.evidence[strings.TrimSpace(n)] = fv
+	}
 }
 
 func parseDays(v string) (time.Duration, error) {
