@@ -1,0 +1,317 @@
+package malloc
+
+// Integration tests on real processes: the workload, built here, inspected
+// and trimmed through gdb. They skip when gcc or gdb is missing or ptrace
+// is not permitted.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// within reports |got − want| ≤ frac·want + abs.
+func within(got, want int64, frac float64, abs int64) bool {
+	d := got - want
+	if d < 0 {
+		d = -d
+	}
+	return d <= int64(frac*float64(want))+abs
+}
+
+func TestInspectAgreesWithMallinfo2(t *testing.T) {
+	requireGDB(t)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"hoard", []string{"hoard", "8", "64"}},
+		{"leak", []string{"leak", "8", "16", "2"}},
+		{"healthy", []string{"healthy", "8", "2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := startWorkload(t, false, nil, c.args...)
+			own := w.do("info") // the process' own mallinfo2, just before
+			rep, err := Inspect(context.Background(), w.pid, Options{})
+			skipIfPtraceDenied(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRunning(t, w.pid)
+			if rep.Process.VMRSS < own.RSSKB<<10/2 || rep.Process.RssAnon <= 0 {
+				t.Errorf("process memory %+v, the workload says VmRSS %d kB", rep.Process, own.RSSKB)
+			}
+			ownAfter := w.do("info")
+			tot := rep.Totals
+			t.Logf("%s: malloc_info system %d free %d in use %d mmap %d retained %d arenas %d chunks %d",
+				c.name, tot.SystemBytes, tot.FreeBytes, tot.InUseBytes, tot.MmapBytes, tot.RetainedBytes, tot.ArenaCount, tot.FreeChunks)
+			t.Logf("%s: own mallinfo2 arena %d fordblks %d uordblks %d hblkhd %d keepcost %d (after: %d %d %d)",
+				c.name, own.Arena, own.Fordblks, own.Uordblks, own.Hblkhd, own.Keepcost, ownAfter.Arena, ownAfter.Fordblks, ownAfter.Uordblks)
+			if rep.Pause != nil {
+				t.Logf("%s: stopped %.1f ms, attached %.1f ms, calls %.1f ms, %d threads", c.name,
+					rep.Pause.StoppedMs, rep.Pause.AttachedMs, rep.Pause.CallsMs, rep.Pause.Threads)
+			}
+			// Against the workload's own mallinfo2(), read a moment
+			// earlier: the same arenas, a few KiB apart (stdio buffers:
+			// our fmemopen FILE is in use while malloc_info runs, the
+			// workload's stdout buffer was allocated after its first
+			// snapshot).
+			const slack = 64 << 10
+			if !within(tot.SystemBytes, own.Arena, 0.01, slack) {
+				t.Errorf("system_bytes %d, workload's arena %d", tot.SystemBytes, own.Arena)
+			}
+			if !within(tot.FreeBytes, own.Fordblks, 0.01, slack) {
+				t.Errorf("free_bytes %d, workload's fordblks %d", tot.FreeBytes, own.Fordblks)
+			}
+			if !within(tot.InUseBytes, own.Uordblks, 0.01, slack) {
+				t.Errorf("in_use_bytes %d, workload's uordblks %d", tot.InUseBytes, own.Uordblks)
+			}
+			if tot.MmapBytes != own.Hblkhd {
+				t.Errorf("mmap_bytes %d, workload's hblkhd %d", tot.MmapBytes, own.Hblkhd)
+			}
+			if tot.ArenaCount != 9 {
+				t.Errorf("%d arenas, want 9 (main + one per thread)", tot.ArenaCount)
+			}
+			// Against mallinfo2() called by memdoctor right after
+			// malloc_info, in the same stop: exact, up to malloc_info's
+			// one byte per binned chunk (it sums raw size fields).
+			mi := rep.Mallinfo2
+			if mi == nil {
+				t.Fatal("no mallinfo2 (x86-64, glibc 2.36: expected)")
+			}
+			binned := tot.FreeChunks - int64(tot.ArenaCount) // minus one top chunk per arena
+			if int64(mi.Arena) != tot.SystemBytes || int64(mi.Fordblks) != tot.FreeBytes-binned ||
+				int64(mi.Uordblks) != tot.InUseBytes+binned || int64(mi.Hblkhd) != tot.MmapBytes ||
+				int64(mi.Keepcost) != rep.Arenas[0].TopBytes || int64(mi.Ordblks+mi.Smblks) != tot.FreeChunks {
+				t.Errorf("mallinfo2 %+v disagrees with malloc_info totals %+v (main top %d)", *mi, tot, rep.Arenas[0].TopBytes)
+			}
+		})
+	}
+}
+
+func TestTrimGivesBackRetained(t *testing.T) {
+	requireGDB(t)
+	w := startWorkload(t, false, nil, "hoard", "8", "64")
+	rep, err := Inspect(context.Background(), w.pid, Options{})
+	skipIfPtraceDenied(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retained := rep.Totals.RetainedBytes
+	tr, err := Trim(context.Background(), w.pid, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRunning(t, w.pid)
+	t.Logf("retained %d; trim: rss %+v in %.1f ms (stopped %.1f ms); inspect stopped %.1f ms",
+		retained, tr.RSS, tr.ElapsedMs, tr.PausedMs, rep.Pause.StoppedMs)
+	if float64(tr.RSS.Diff) < 0.9*float64(retained) {
+		t.Errorf("trim freed %d bytes, < 90%% of the %d retained", tr.RSS.Diff, retained)
+	}
+	if tr.Released == nil || *tr.Released != 1 || tr.RSS.Diff != tr.RSS.Before-tr.RSS.After || tr.ElapsedMs <= 0 || tr.Source != "gdb" {
+		t.Errorf("result %+v", tr)
+	}
+	// malloc_info cannot see residency: right after the trim the same
+	// free chunks are "retained" again, while a second trim gives little.
+	rep2, err := Inspect(context.Background(), w.pid, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr2, err := Trim(context.Background(), w.pid, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after the trim: retained %d again, a second trim freed %d", rep2.Totals.RetainedBytes, tr2.RSS.Diff)
+	if tr2.RSS.Diff > retained/20 {
+		t.Errorf("second trim freed %d, expected next to nothing", tr2.RSS.Diff)
+	}
+	// The process goes on: it answers and allocates again.
+	info := w.do("info")
+	if info.RSSKB*1024 > tr.RSS.After+(8<<20) {
+		t.Errorf("workload's own RSS %d kB after the trim, memdoctor measured %d bytes", info.RSSKB, tr.RSS.After)
+	}
+	more := w.do("more")
+	if more.Ops <= info.Ops {
+		t.Errorf("ops %d after \"more\", %d before: the threads did not run", more.Ops, info.Ops)
+	}
+	checkRunning(t, w.pid)
+}
+
+// A timeout kills gdb only between calls, and the process is never left
+// stopped: timeouts swept across a whole inspection, so that some expire
+// before gdb attached, some while it attaches, some between calls.
+func TestTimeoutNeverLeavesProcessStopped(t *testing.T) {
+	requireGDB(t)
+	w := startWorkload(t, false, nil, "hoard", "64", "1")
+	start := time.Now()
+	_, err := Inspect(context.Background(), w.pid, Options{})
+	skipIfPtraceDenied(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := time.Since(start)
+	const steps = 30
+	phases := map[string]int{}
+	for i := 0; i < steps; i++ {
+		d := full * time.Duration(i+1) / steps
+		_, err := Inspect(context.Background(), w.pid, Options{Timeout: d})
+		switch {
+		case err == nil:
+			phases["finished"]++
+		case errors.Is(err, ErrTimeout):
+			switch {
+			case strings.Contains(err.Error(), "before attaching"):
+				phases["before attaching"]++
+			case strings.Contains(err.Error(), "while attaching"):
+				phases["attaching"]++
+			case strings.Contains(err.Error(), "between calls"):
+				phases["between calls"]++
+			default:
+				phases["other"]++
+			}
+		default:
+			t.Fatalf("timeout %s: %v", d, err)
+		}
+		checkRunning(t, w.pid)
+		w.do("info")
+	}
+	t.Logf("full inspection %s; outcomes over %d timeouts: %v", full, steps, phases)
+	if phases["attaching"]+phases["between calls"] == 0 {
+		t.Errorf("no timeout fell after gdb attached: the kill path was not exercised (%v)", phases)
+	}
+}
+
+// A call that waits on a lock past the timeout is interrupted, and gdb
+// restores the thread: a self-deadlock built on purpose (a mutex locked
+// twice by the calling thread).
+func TestTimeoutInterruptsCallWaitingOnLock(t *testing.T) {
+	requireGDB(t)
+	w := startWorkload(t, false, nil, "healthy", "2", "1")
+	tg, err := inspectTarget(w.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var second error
+	_, err = withSession(ctx, tg, Options{Timeout: 2 * time.Second, CallGrace: time.Minute}.withDefaults(), func(s *session) error {
+		buf, err := s.call(ctx, "mmap", "(void *) mmap((void *) 0, (unsigned long) 65536, 3, 16418, -1, (long) 0)")
+		if err != nil {
+			return err
+		}
+		lock := fmt.Sprintf("(int) pthread_mutex_lock((void *) %#x)", buf)
+		if _, err := s.call(ctx, "pthread_mutex_lock", lock); err != nil {
+			return err
+		}
+		_, second = s.call(ctx, "pthread_mutex_lock", lock) // never returns by itself
+		s.windDown()
+		_, err = s.call(ctx, "munmap", fmt.Sprintf("(int) munmap((void *) %#x, (unsigned long) 65536)", buf))
+		return err
+	})
+	skipIfPtraceDenied(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(second, ErrTimeout) {
+		t.Fatalf("second lock: %v, want a timeout", second)
+	}
+	t.Logf("second lock: %v", second)
+	checkRunning(t, w.pid)
+	w.do("more")
+}
+
+// A busy call is not interrupted: past Timeout + CallGrace memdoctor stops
+// waiting and gdb finishes the call and detaches on its own.
+func TestBusyCallIsLeftToFinish(t *testing.T) {
+	requireGDB(t)
+	w := startWorkload(t, false, nil, "healthy", "2", "1")
+	tg, err := inspectTarget(w.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err = withSession(ctx, tg, Options{Timeout: 300 * time.Millisecond, CallGrace: 300 * time.Millisecond}.withDefaults(), func(s *session) error {
+		_, err := s.call(ctx, "sleep", "(unsigned int) sleep(2)") // clock_nanosleep: not a lock
+		return err
+	})
+	skipIfPtraceDenied(t, err)
+	if !errors.Is(err, ErrCallStuck) {
+		t.Fatalf("err %v, want ErrCallStuck", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for tracerOf(w.pid, w.pid) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("gdb did not detach after the call returned")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	checkRunning(t, w.pid)
+	w.do("more")
+}
+
+func TestRefusals(t *testing.T) {
+	requireGDB(t)
+	ctx := context.Background()
+	check := func(name string, err, want error, words ...string) {
+		t.Helper()
+		if !errors.Is(err, want) {
+			t.Errorf("%s: err %v, want %v", name, err, want)
+			return
+		}
+		for _, w := range words {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not say %q", name, err, w)
+			}
+		}
+	}
+	_, err := Inspect(ctx, 1, Options{})
+	check("pid 1", err, ErrPID1)
+	_, err = Trim(ctx, 1, Options{})
+	check("trim pid 1", err, ErrPID1)
+
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Inspect(ctx, gone.Process.Pid, Options{})
+	check("exited", err, ErrProcessGone)
+
+	static := startWorkload(t, true, nil, "healthy", "1", "1")
+	_, err = Inspect(ctx, static.pid, Options{})
+	check("static", err, ErrNotGlibc, "libc.so.6", "statically linked")
+	_, err = Trim(ctx, static.pid, Options{})
+	check("trim static", err, ErrNotGlibc)
+
+	w := startWorkload(t, false, nil, "healthy", "1", "1")
+	_, err = Inspect(ctx, w.pid, Options{GDB: "/nonexistent/gdb"})
+	check("no gdb", err, ErrNoGDB, "apt-get install gdb")
+
+	if err := syscall.Kill(w.pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, w.pid, 'T')
+	_, err = Inspect(ctx, w.pid, Options{})
+	check("stopped", err, ErrStopped, "kill -CONT")
+	if st, _ := taskStates(w.pid); st[w.pid] != 'T' {
+		t.Errorf("a refused stopped process must stay stopped, state %c", st[w.pid])
+	}
+	_ = syscall.Kill(w.pid, syscall.SIGCONT)
+	waitState(t, w.pid, 'S')
+	w.do("info")
+}
+
+func waitState(t *testing.T, pid int, want byte) {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		if st, _ := taskStates(pid); st[pid] == want {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("pid %d never reached state %c", pid, want)
+}

@@ -1,0 +1,379 @@
+package malloc
+
+// Inspect: malloc_info of a running process.
+//
+// Through gdb the output never touches the process' file system: the
+// process writes malloc_info into memory it maps for the purpose and
+// memdoctor reads that memory, then unmaps it:
+//
+//	buf = mmap(0, N, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE, -1, 0)
+//	"w" written at buf                       (gdb writes memory: no call)
+//	fp  = fmemopen(buf+4096, N-4096, buf)    (a small malloc for the FILE)
+//	malloc_info(0, fp)
+//	mallinfo2() into buf+64                  (x86-64, glibc 2.33+; see below)
+//	len = ftell(fp); fclose(fp)
+//	read buf+4096 .. +len through /proc/PID/mem (while still stopped)
+//	munmap(buf, N)
+//
+// This avoids every problem of a file: a mount namespace or a private /tmp,
+// a read-only root, a user who cannot write there, files left behind, and a
+// malloc'd output buffer (open_memstream) whose growth and free would move
+// glibc's dynamic mmap threshold. N is sized from the number of heaps in
+// the maps (at most ~10 KiB of XML per arena) and doubled on overflow.
+//
+// mallinfo2 returns an 80-byte struct by value. Without debug information
+// gdb cannot name that type, but on x86-64 (System V ABI) such a function
+// takes the address to fill as a hidden first argument, so calling it as
+// void *(*)(void *) with buf+64 fills buf+64. Other architectures pass that
+// address in another register (x8 on AArch64): there mallinfo2 is not read,
+// and nothing is lost, since malloc_info carries every mallinfo2 figure but
+// keepcost (which it gives as the main arena's top chunk).
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Method selects how the allocator state is read.
+type Method string
+
+// Methods.
+const (
+	// MethodAuto reads the preload library's dump when the process runs
+	// it with MEMDOCTOR_STATS set, gdb otherwise.
+	MethodAuto Method = "auto"
+	// MethodGDB always attaches gdb (pausing the process).
+	MethodGDB Method = "gdb"
+	// MethodPreload only asks the preload library, never pauses.
+	MethodPreload Method = "preload"
+)
+
+// Options tune Inspect, Trim and Estimate.
+type Options struct {
+	// Timeout bounds gdb's work (default 10 s). When it expires between
+	// calls, gdb is killed; during a call, see CallGrace.
+	Timeout time.Duration
+	// CallGrace is how much longer a call that is busy (not waiting on a
+	// lock) may run past Timeout before memdoctor gives up waiting and
+	// leaves gdb to finish it and detach (default 2 min).
+	CallGrace time.Duration
+	// Method selects gdb or the preload library (default auto).
+	Method Method
+	// PreloadWait bounds the wait for the preload library's dump
+	// (default 5 s; the library looks for requests every second).
+	PreloadWait time.Duration
+	// GDB is the gdb binary (default "gdb" in PATH).
+	GDB string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.CallGrace <= 0 {
+		o.CallGrace = 2 * time.Minute
+	}
+	if o.Method == "" {
+		o.Method = MethodAuto
+	}
+	if o.PreloadWait <= 0 {
+		o.PreloadWait = 5 * time.Second
+	}
+	return o
+}
+
+// Mallinfo2 is glibc's struct mallinfo2 (glibc 2.33+).
+type Mallinfo2 struct {
+	Arena    uint64 `json:"arena"`
+	Ordblks  uint64 `json:"ordblks"`
+	Smblks   uint64 `json:"smblks"`
+	Hblks    uint64 `json:"hblks"`
+	Hblkhd   uint64 `json:"hblkhd"`
+	Usmblks  uint64 `json:"usmblks"`
+	Fsmblks  uint64 `json:"fsmblks"`
+	Uordblks uint64 `json:"uordblks"`
+	Fordblks uint64 `json:"fordblks"`
+	Keepcost uint64 `json:"keepcost"`
+}
+
+// Report is the allocator state of one process.
+type Report struct {
+	PID  int    `json:"pid"`
+	Comm string `json:"comm"`
+	// GlibcVersion is the version of the libc.so.6 the process has mapped.
+	GlibcVersion string `json:"glibc_version,omitempty"`
+	// Source is "gdb" or "preload".
+	Source string `json:"source"`
+	// Info holds arenas and totals (flattened into the JSON object).
+	Info
+	// Mallinfo2 is read alongside malloc_info when possible.
+	Mallinfo2 *Mallinfo2 `json:"mallinfo2,omitempty"`
+	// Process is the process' memory right after the inspection.
+	Process processMemory `json:"process"`
+	// Pause says how long gdb held the process (gdb only).
+	Pause *Pause `json:"pause,omitempty"`
+	// PreloadMs is how long the preload library took to answer.
+	PreloadMs float64 `json:"preload_ms,omitempty"`
+	// Notes are facts worth knowing about the process.
+	Notes []string `json:"notes,omitempty"`
+	// XML is the malloc_info document as the process wrote it.
+	XML []byte `json:"-"`
+}
+
+// Inspect reads the malloc state of process pid: from memdoctor's preload
+// library when the process runs it with MEMDOCTOR_STATS set (no pause),
+// else by calling malloc_info in it through gdb (a pause of milliseconds,
+// reported in Report.Pause). The process is never left stopped.
+func Inspect(ctx context.Context, pid int, opt Options) (*Report, error) {
+	opt = opt.withDefaults()
+	t, err := inspectTarget(pid)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{PID: pid, Comm: t.comm, GlibcVersion: t.glibc, Notes: t.notes()}
+	usePreload, note, err := choosePreload(t, opt)
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		rep.Notes = append(rep.Notes, note)
+	}
+	if usePreload {
+		start := time.Now()
+		info, xml, err := readPreload(ctx, t, opt)
+		if err != nil {
+			return nil, err
+		}
+		rep.Source, rep.Info, rep.XML, rep.PreloadMs = "preload", *info, xml, ms(time.Since(start))
+	} else {
+		if err := t.checkAttach(); err != nil {
+			return nil, err
+		}
+		info, xml, mi, pause, err := gdbInspect(ctx, t, opt)
+		rep.Pause = pause
+		if err != nil {
+			return rep, err
+		}
+		rep.Source, rep.Info, rep.XML, rep.Mallinfo2 = "gdb", *info, xml, mi
+	}
+	if m, err := readMemory(pid, true); err == nil {
+		rep.Process = m
+	}
+	return rep, nil
+}
+
+// choosePreload decides between the preload library and gdb.
+func choosePreload(t *target, opt Options) (use bool, note string, err error) {
+	switch opt.Method {
+	case MethodGDB:
+		return false, "", nil
+	case MethodPreload:
+		if !t.preloadLib {
+			return false, "", fmt.Errorf("%w: pid %d does not map %s", ErrPreload, t.pid, preloadName)
+		}
+		if t.statsPath == "" {
+			return false, "", fmt.Errorf("%w: pid %d maps %s but was started without %s=PATH, so it takes no requests", ErrPreload, t.pid, preloadName, statsVar)
+		}
+		return true, "", nil
+	case MethodAuto:
+	default:
+		return false, "", fmt.Errorf("method %q: want auto, gdb or preload", opt.Method)
+	}
+	if t.preloadLib && t.statsPath == "" {
+		return false, fmt.Sprintf("the process maps %s but has no %s=PATH in its environment, so its stats cannot be asked for: read through gdb", preloadName, statsVar), nil
+	}
+	return t.preloadLib, "", nil
+}
+
+// notes lists what the maps said that the reader should know.
+func (t *target) notes() []string {
+	var n []string
+	if t.libcDeleted {
+		n = append(n, fmt.Sprintf("%s was replaced on disk after the process started: the process still runs the old library (a glibc upgrade without restart)", t.libcPath))
+	}
+	if t.glibc == "" {
+		n = append(n, "glibc version unknown: no release banner readable in the mapped libc.so.6")
+	}
+	for _, a := range t.allocators {
+		n = append(n, fmt.Sprintf("the process maps lib%s: memory allocated through it is not in glibc's arenas, and neither malloc_info nor malloc_trim see it", a))
+	}
+	return n
+}
+
+// xmlBufferSize sizes the in-process buffer for malloc_info: ~10.5 KiB of
+// XML per arena at most (137 bin lines of ~70 bytes), for the main arena,
+// every heap in the maps, and slack.
+func xmlBufferSize(t *target) int64 {
+	n := int64(t.heaps+16) * 12 << 10
+	n = max(n, 256<<10)
+	const page = 64 << 10 // a multiple of every page size
+	return (n + 4096 + page - 1) / page * page
+}
+
+// gdbInspect runs malloc_info (and mallinfo2) through gdb.
+func gdbInspect(ctx context.Context, t *target, opt Options) (*Info, []byte, *Mallinfo2, *Pause, error) {
+	var (
+		info *Info
+		xml  []byte
+		mi   *Mallinfo2
+	)
+	wantMI := t.elf64 && t.machine == emX8664 && t.glibcAtLeast(2, 33)
+	pause, err := withSession(ctx, t, opt, func(s *session) error {
+		size := xmlBufferSize(t)
+		for attempt := 0; ; attempt++ {
+			data, m, full, err := s.mallocInfo(ctx, size, wantMI)
+			if err != nil {
+				return err
+			}
+			if full && attempt < 2 {
+				size *= 8
+				continue
+			}
+			info, err = ParseInfo(bytes.NewReader(data))
+			if err != nil {
+				return fmt.Errorf("pid %d: %w", t.pid, err)
+			}
+			xml, mi = data, m
+			return nil
+		}
+	})
+	if err != nil {
+		return nil, nil, nil, pause, err
+	}
+	return info, xml, mi, pause, nil
+}
+
+// mallocInfo makes the calls listed at the top of this file; full is true
+// when the XML filled the buffer.
+func (s *session) mallocInfo(ctx context.Context, size int64, wantMI bool) (data []byte, mi *Mallinfo2, full bool, err error) {
+	const mapFlags = 0x02 | 0x20 | 0x4000 // MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE
+	buf, err := s.call(ctx, "mmap", fmt.Sprintf("(void *) mmap((void *) 0, (unsigned long) %d, 3, %d, -1, (long) 0)", size, mapFlags))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if buf == 0 || buf == ^uint64(0) {
+		return nil, nil, false, fmt.Errorf("%w: mmap of %d bytes failed inside pid %d (out of address space or memory)", ErrGDB, size, s.t.pid)
+	}
+	defer func() {
+		if s.killed || s.left || s.inCall != "" {
+			return
+		}
+		s.windDown()
+		if _, uerr := s.call(ctx, "munmap", fmt.Sprintf("(int) munmap((void *) %#x, (unsigned long) %d)", buf, size)); uerr != nil && err == nil {
+			err = uerr
+		}
+	}()
+	if _, err := s.do(ctx, fmt.Sprintf("-data-write-memory-bytes %#x 7700", buf)); err != nil { // "w\0"
+		return nil, nil, false, err
+	}
+	out := buf + 4096
+	room := size - 4096
+	fp, err := s.call(ctx, "fmemopen", fmt.Sprintf("(void *) fmemopen((void *) %#x, (unsigned long) %d, (char *) %#x)", out, room, buf))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if fp == 0 {
+		return nil, nil, false, fmt.Errorf("%w: fmemopen failed inside pid %d", ErrGDB, s.t.pid)
+	}
+	closed := false
+	defer func() {
+		if !closed && !s.killed && !s.left && s.inCall == "" {
+			s.windDown()
+			_, _ = s.call(ctx, "fclose", fmt.Sprintf("(int) fclose((void *) %#x)", fp))
+		}
+	}()
+	rc, err := s.call(ctx, "malloc_info", fmt.Sprintf("(int) malloc_info(0, (void *) %#x)", fp))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if int32(uint32(rc)) != 0 {
+		return nil, nil, false, fmt.Errorf("%w: malloc_info returned %d inside pid %d", ErrGDB, int32(uint32(rc)), s.t.pid)
+	}
+	const miAt = 64
+	if wantMI {
+		if _, err := s.call(ctx, "mallinfo2", fmt.Sprintf("((void *(*)(void *)) mallinfo2)((void *) %#x)", buf+miAt)); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	pos, err := s.call(ctx, "ftell", fmt.Sprintf("(long) ftell((void *) %#x)", fp))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	closed = true
+	if _, err := s.call(ctx, "fclose", fmt.Sprintf("(int) fclose((void *) %#x)", fp)); err != nil {
+		return nil, nil, false, err
+	}
+	n := int64(pos)
+	if n < 0 || n > room {
+		return nil, nil, false, fmt.Errorf("%w: ftell returned %d inside pid %d", ErrGDB, int64(pos), s.t.pid)
+	}
+	if n >= room-1 {
+		return nil, nil, true, nil
+	}
+	data, err = s.readMemory(ctx, out, n)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if wantMI {
+		raw, err := s.readMemory(ctx, buf+miAt, 80)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		var v [10]uint64
+		for i := range v {
+			v[i] = binary.LittleEndian.Uint64(raw[i*8:])
+		}
+		mi = &Mallinfo2{Arena: v[0], Ordblks: v[1], Smblks: v[2], Hblks: v[3], Hblkhd: v[4],
+			Usmblks: v[5], Fsmblks: v[6], Uordblks: v[7], Fordblks: v[8], Keepcost: v[9]}
+	}
+	return data, mi, false, nil
+}
+
+// readMemory reads the stopped process' memory through /proc/PID/mem, or
+// through gdb when that is not allowed.
+func (s *session) readMemory(ctx context.Context, addr uint64, n int64) ([]byte, error) {
+	out := make([]byte, n)
+	if f, err := os.Open(procPath(s.t.pid, "mem")); err == nil {
+		_, rerr := f.ReadAt(out, int64(addr))
+		_ = f.Close() // read-only
+		if rerr == nil {
+			return out, nil
+		}
+	}
+	rec, err := s.do(ctx, fmt.Sprintf("-data-read-memory-bytes %#x %d", addr, n))
+	if err != nil {
+		return nil, err
+	}
+	l, _ := rec.results["memory"].([]any)
+	out = out[:0]
+	for _, x := range l {
+		m, _ := x.(map[string]any)
+		c, _ := m["contents"].(string)
+		b, err := hex.DecodeString(c)
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading memory: %w", ErrGDB, err)
+		}
+		out = append(out, b...)
+	}
+	if int64(len(out)) != n {
+		return nil, fmt.Errorf("%w: read %d of %d bytes at %#x", ErrGDB, len(out), n, addr)
+	}
+	return out, nil
+}
+
+// WillPause reports whether Inspect would stop the process (gdb) rather
+// than ask its preload library. It is false when Inspect would refuse.
+func WillPause(pid int, opt Options) bool {
+	opt = opt.withDefaults()
+	t, err := inspectTarget(pid)
+	if err != nil {
+		return false
+	}
+	use, _, err := choosePreload(t, opt)
+	return err == nil && !use && t.checkAttach() == nil
+}

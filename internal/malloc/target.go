@@ -1,0 +1,503 @@
+package malloc
+
+// What memdoctor learns about a process from /proc before touching it, and
+// the refusals that follow from it:
+//
+//	/proc/PID/status   State (T = stopped: refused), TracerPid (another
+//	                   debugger: refused), Uid (another user: refused unless
+//	                   root), VMRSS/RssAnon, Threads
+//	/proc/PID/maps     libc.so.6 mapped (else not a glibc process), other
+//	                   allocators (jemalloc, tcmalloc, mimalloc: noted), the
+//	                   preload library, the malloc heaps
+//	/proc/PID/environ  MEMDOCTOR_STATS only, and only when the preload
+//	                   library is mapped; nothing else is kept or printed
+//	/proc/PID/exe      ELF class and machine: the calling convention
+//	                   for mallinfo2 and the syscall numbers
+//	/proc/PID/task/TID/syscall  which thread is blocked outside the allocator
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
+)
+
+// Errors, to be classified with errors.Is. Every returned error wraps one
+// of them and says what to do.
+var (
+	ErrNoGDB        = errors.New("gdb not found")
+	ErrPID1         = errors.New("refusing PID 1")
+	ErrProcessGone  = errors.New("no such process")
+	ErrNotGlibc     = errors.New("not a glibc process")
+	ErrOtherUser    = errors.New("process of another user")
+	ErrPtraceDenied = errors.New("ptrace denied")
+	ErrStopped      = errors.New("process is stopped")
+	ErrTraced       = errors.New("process is already traced")
+	ErrTimeout      = errors.New("timed out")
+	ErrCallStuck    = errors.New("call inside the process did not return")
+	ErrPreload      = errors.New("preload library did not answer")
+	ErrGDB          = errors.New("gdb failed")
+)
+
+// target is what /proc says about a process.
+type target struct {
+	pid     int
+	comm    string
+	uid     [4]int64 // real, effective, saved, fs
+	gid     int      // real gid, -1 if unknown
+	state   byte
+	tracer  int
+	threads int64
+	rss     int64
+	rssAnon int64
+
+	libcPath    string // as mapped in the process
+	libcStart   uint64
+	libcEnd     uint64
+	libcDeleted bool
+	glibc       string // version from the mapped libc's banner, "" if unknown
+	musl        bool
+	allocators  []string // other allocators mapped (jemalloc, tcmalloc, mimalloc)
+	preloadLib  bool
+	statsPath   string // MEMDOCTOR_STATS as seen by the process, expanded
+	heaps       int    // 64 MiB-aligned malloc heaps in maps (upper bound of non-main arenas)
+
+	elf64   bool
+	machine uint16 // ELF e_machine: 62 x86-64, 183 aarch64
+}
+
+// preloadName is the file name of memdoctor's preload library.
+const preloadName = "libmemdoctor_preload.so"
+
+// statsVar is the one environment variable memdoctor reads from another
+// process.
+const statsVar = "MEMDOCTOR_STATS"
+
+func procPath(pid int, name string) string {
+	return filepath.Join("/proc", strconv.Itoa(pid), name)
+}
+
+// inspectTarget reads a process' files and applies the refusals that do
+// not depend on what is done to it.
+func inspectTarget(pid int) (*target, error) {
+	if pid == 1 {
+		return nil, fmt.Errorf("%w: stopping init, even briefly, can stall the whole system (and its malloc state is rarely the problem)", ErrPID1)
+	}
+	if pid <= 0 {
+		return nil, fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+	}
+	if pid == os.Getpid() {
+		return nil, fmt.Errorf("%w: pid %d is memdoctor itself", ErrNotGlibc, pid)
+	}
+	fs := procfs.NewFS("/")
+	st, err := fs.ProcStatus(pid)
+	if err != nil {
+		if procfs.IsNotExist(err) {
+			return nil, fmt.Errorf("%w: pid %d (it exited, or it is in another PID namespace)", ErrProcessGone, pid)
+		}
+		return nil, fmt.Errorf("reading /proc/%d/status: %w", pid, err)
+	}
+	t := &target{pid: pid, comm: st.Text["Name"]}
+	if s := st.Text["State"]; s != "" {
+		t.state = s[0]
+	}
+	t.gid = parseGid(st.Text["Gid"])
+	t.tracer = int(st.Value("TracerPid"))
+	t.threads = st.Value("Threads")
+	t.rss = st.Value("VmRSS")
+	t.rssAnon = st.Value("RssAnon")
+	uids := strings.Fields(st.Text["Uid"])
+	if len(uids) != 4 {
+		return nil, fmt.Errorf("/proc/%d/status: Uid %q", pid, st.Text["Uid"])
+	}
+	for i, u := range uids {
+		if t.uid[i], err = strconv.ParseInt(u, 10, 64); err != nil {
+			return nil, fmt.Errorf("/proc/%d/status: Uid %q", pid, st.Text["Uid"])
+		}
+	}
+	switch t.state {
+	case 'Z', 'X':
+		return nil, fmt.Errorf("%w: pid %d is a zombie (exited, not yet reaped by its parent)", ErrProcessGone, pid)
+	}
+	if euid := int64(os.Geteuid()); euid != 0 {
+		for _, u := range t.uid {
+			if u != euid {
+				return nil, fmt.Errorf("%w: pid %d runs as uid %d, memdoctor as uid %d: run memdoctor as that user or as root", ErrOtherUser, pid, t.uid[1], euid)
+			}
+		}
+	}
+	maps, err := fs.ProcMaps(pid)
+	if err != nil {
+		if procfs.IsNotExist(err) {
+			return nil, fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+		}
+		if procfs.IsPermission(err) {
+			return nil, fmt.Errorf("%w: cannot read /proc/%d/maps: %w", ErrPtraceDenied, pid, err)
+		}
+		return nil, err
+	}
+	if len(maps) == 0 {
+		return nil, fmt.Errorf("%w: pid %d (%s) has no memory mappings (a kernel thread)", ErrNotGlibc, pid, t.comm)
+	}
+	t.readMaps(maps)
+	if t.libcPath == "" {
+		if t.musl {
+			return nil, fmt.Errorf("%w: pid %d (%s) uses musl libc, which has no malloc_info or malloc_trim", ErrNotGlibc, pid, t.comm)
+		}
+		return nil, fmt.Errorf("%w: pid %d (%s) has no libc.so.6 in /proc/%d/maps: it is statically linked or uses another C library, so gdb cannot call glibc's malloc_info in it", ErrNotGlibc, pid, t.comm, pid)
+	}
+	t.readGlibc()
+	t.readELF()
+	if t.preloadLib {
+		t.readStatsVar()
+	}
+	return t, nil
+}
+
+// checkAttach applies the refusals for attaching with ptrace.
+func (t *target) checkAttach() error {
+	if t.state == 'T' || t.state == 't' {
+		if t.tracer != 0 {
+			return fmt.Errorf("%w: pid %d is traced by pid %d (a debugger or strace): detach it first", ErrTraced, t.pid, t.tracer)
+		}
+		return fmt.Errorf("%w: pid %d is stopped (state %c): whoever stopped it expects it to stay stopped, and gdb would resume it; `kill -CONT %d` first", ErrStopped, t.pid, t.state, t.pid)
+	}
+	if t.tracer != 0 {
+		return fmt.Errorf("%w: pid %d is traced by pid %d (a debugger or strace): detach it first", ErrTraced, t.pid, t.tracer)
+	}
+	return nil
+}
+
+func (t *target) readMaps(maps []procfs.Mapping) {
+	seen := map[string]bool{}
+	for i, m := range maps {
+		if m.Path != "" {
+			p := strings.TrimSuffix(m.Path, " (deleted)")
+			b := path.Base(p)
+			switch {
+			case t.libcPath == "" && (b == "libc.so.6" || strings.HasPrefix(b, "libc-2.") && strings.HasSuffix(b, ".so")):
+				t.libcPath, t.libcStart, t.libcEnd = p, m.Start, m.End
+				t.libcDeleted = strings.HasSuffix(m.Path, " (deleted)")
+			case strings.HasPrefix(b, "libc.musl") || strings.HasPrefix(b, "ld-musl"):
+				t.musl = true
+			case b == preloadName:
+				t.preloadLib = true
+			}
+			for _, a := range []string{"libjemalloc", "libtcmalloc", "libmimalloc", "libhoard", "libsnmalloc"} {
+				if strings.HasPrefix(b, a) && !seen[a] {
+					seen[a] = true
+					t.allocators = append(t.allocators, a[3:])
+				}
+			}
+			continue
+		}
+		// A non-main arena heap: a 64 MiB-aligned anonymous reservation
+		// (HEAP_MAX_SIZE), read-write part then PROT_NONE rest.
+		const heapMax = 64 << 20
+		if m.Start%heapMax != 0 || m.Perms != "rw-p" || m.End-m.Start > heapMax {
+			continue
+		}
+		if m.End-m.Start == heapMax || i+1 < len(maps) && maps[i+1].Start == m.End && maps[i+1].Path == "" && maps[i+1].Perms == "---p" {
+			t.heaps++
+		}
+	}
+}
+
+// readGlibc reads the version banner from the libc the process has mapped
+// (through map_files, so a libc replaced on disk since the process started
+// is still the one it runs), else through its root directory.
+func (t *target) readGlibc() {
+	names := []string{
+		procPath(t.pid, fmt.Sprintf("map_files/%x-%x", t.libcStart, t.libcEnd)),
+		procPath(t.pid, "root") + t.libcPath,
+	}
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		if err != nil {
+			continue
+		}
+		if v, _, ok := procfs.ParseGlibcBanner(data); ok {
+			t.glibc = v
+			return
+		}
+	}
+}
+
+// readELF reads the class and machine of the process' executable.
+func (t *target) readELF() {
+	f, err := os.Open(procPath(t.pid, "exe"))
+	if err != nil {
+		return
+	}
+	defer func() { _ = f.Close() }() // read-only
+	var h [20]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil || !bytes.Equal(h[:4], []byte("\x7fELF")) || h[5] != 1 {
+		return
+	}
+	t.elf64 = h[4] == 2
+	t.machine = binary.LittleEndian.Uint16(h[18:])
+}
+
+// readStatsVar finds MEMDOCTOR_STATS in the process' initial environment.
+// Every other variable is skipped unread: environments hold secrets.
+func (t *target) readStatsVar() {
+	buf, err := os.ReadFile(procPath(t.pid, "environ"))
+	if err != nil {
+		return
+	}
+	defer clear(buf) // do not leave the environment in memory longer than needed
+	data := buf
+	prefix := []byte(statsVar + "=")
+	for len(data) > 0 {
+		entry := data
+		if i := bytes.IndexByte(data, 0); i >= 0 {
+			entry, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if bytes.HasPrefix(entry, prefix) {
+			if p, ok := expandStatsPath(string(entry[len(prefix):]), t.pid); ok {
+				t.statsPath = p
+			}
+		}
+	}
+}
+
+// expandStatsPath expands %p (the pid) and %% as the preload library does.
+func expandStatsPath(pattern string, pid int) (string, bool) {
+	if pattern == "" {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+1 >= len(pattern) {
+			return "", false
+		}
+		i++
+		switch pattern[i] {
+		case '%':
+			b.WriteByte('%')
+		case 'p':
+			b.WriteString(strconv.Itoa(pid))
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// glibcAtLeast reports whether the process' glibc is at least major.minor
+// (false when unknown).
+func (t *target) glibcAtLeast(major, minor int) bool {
+	a, b, ok := strings.Cut(t.glibc, ".")
+	if !ok {
+		return false
+	}
+	ma, err1 := strconv.Atoi(a)
+	b, _, _ = strings.Cut(b, ".")
+	mi, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
+}
+
+// ELF machines.
+const (
+	emX8664   = 62
+	emAArch64 = 183
+)
+
+// syscalls are the numbers that matter for choosing the calling thread.
+type syscalls struct {
+	futex  int
+	malloc []int // mmap, munmap, mprotect, madvise, brk, mremap: malloc may hold an arena lock in them
+}
+
+func (t *target) syscalls() (syscalls, bool) {
+	switch {
+	case t.elf64 && t.machine == emX8664:
+		return syscalls{futex: 202, malloc: []int{9, 11, 10, 28, 12, 25}}, true
+	case t.elf64 && t.machine == emAArch64:
+		return syscalls{futex: 98, malloc: []int{222, 215, 226, 233, 214, 216}}, true
+	}
+	return syscalls{}, false
+}
+
+// threadState is what /proc/PID/task/TID/syscall says about a thread.
+type threadState struct {
+	tid     int
+	syscall int // -1: in user mode (not blocked in a syscall)
+	running bool
+}
+
+// readThreads lists the threads and the syscall each is blocked in.
+func readThreads(pid int) ([]threadState, error) {
+	ents, err := os.ReadDir(procPath(pid, "task"))
+	if err != nil {
+		return nil, err
+	}
+	var out []threadState
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		ts := threadState{tid: tid, syscall: -1}
+		data, err := os.ReadFile(filepath.Join(procPath(pid, "task"), e.Name(), "syscall"))
+		if err != nil {
+			continue // exited, or no permission: not a candidate
+		}
+		f := strings.Fields(string(data))
+		switch {
+		case len(f) == 0:
+		case f[0] == "running":
+			ts.running = true
+		default:
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				ts.syscall = n
+			}
+		}
+		out = append(out, ts)
+	}
+	return out, nil
+}
+
+// chooseThread picks the thread gdb calls functions on. A thread stopped
+// inside malloc while it holds an arena lock would deadlock on that lock
+// in malloc_info or malloc_trim, so prefer, in order: a thread blocked in
+// a syscall malloc never makes (read, epoll_wait, nanosleep...), main
+// thread first; a thread waiting on a futex (a condition variable, or a
+// lock it does not hold yet); the main thread. why says which.
+func chooseThread(pid int, ths []threadState, sc syscalls, known bool) (tid int, why string) {
+	if !known {
+		return pid, "main thread (unknown architecture: thread states not read)"
+	}
+	mallocCall := func(n int) bool {
+		for _, m := range sc.malloc {
+			if n == m {
+				return true
+			}
+		}
+		return false
+	}
+	rank := func(t threadState) int {
+		switch {
+		case t.running || t.syscall < 0:
+			return 3
+		case t.syscall == sc.futex:
+			return 2
+		case mallocCall(t.syscall):
+			return 4
+		}
+		return 1
+	}
+	best, bestRank := pid, 5
+	for _, t := range ths {
+		r := rank(t)
+		if r < bestRank || r == bestRank && t.tid == pid {
+			best, bestRank = t.tid, r
+		}
+	}
+	switch bestRank {
+	case 1:
+		return best, "blocked in a system call outside the allocator"
+	case 2:
+		return best, "waiting on a futex"
+	}
+	return pid, "main thread; no thread was blocked outside the allocator, so the call may wait for a lock that thread holds (the timeout then interrupts it safely)"
+}
+
+// taskStates returns the state letter of every thread.
+func taskStates(pid int) (map[int]byte, error) {
+	ents, err := os.ReadDir(procPath(pid, "task"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]byte{}
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(procPath(pid, "task"), e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) S ...: comm may hold blanks and parentheses.
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 || i+2 >= len(data) {
+			continue
+		}
+		out[tid] = data[i+2]
+	}
+	return out, nil
+}
+
+// stopPending reports whether SIGSTOP is pending for the process.
+func stopPending(pid int) bool {
+	st, err := procfs.NewFS("/").ProcStatus(pid)
+	if err != nil {
+		return false
+	}
+	for _, k := range []string{"ShdPnd", "SigPnd"} {
+		if v, err := strconv.ParseUint(st.Text[k], 16, 64); err == nil && v&(1<<(uint(syscall.SIGSTOP)-1)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// tracerOf returns the TracerPid of one thread.
+func tracerOf(pid, tid int) int {
+	data, err := os.ReadFile(filepath.Join(procPath(pid, "task"), strconv.Itoa(tid), "status"))
+	if err != nil {
+		return 0
+	}
+	st, err := procfs.ParseStatus(data, "status")
+	if err != nil {
+		return 0
+	}
+	return int(st.Value("TracerPid"))
+}
+
+// processMemory reads the process' RSS figures (bytes).
+type processMemory struct {
+	VMRSS   int64  `json:"vmrss_bytes"`
+	RssAnon int64  `json:"rss_anon_bytes"`
+	PssAnon *int64 `json:"pss_anon_bytes,omitempty"`
+}
+
+func readMemory(pid int, withPss bool) (processMemory, error) {
+	fs := procfs.NewFS("/")
+	st, err := fs.ProcStatus(pid)
+	if err != nil {
+		if procfs.IsNotExist(err) {
+			return processMemory{}, fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+		}
+		return processMemory{}, err
+	}
+	m := processMemory{VMRSS: st.Value("VmRSS"), RssAnon: st.Value("RssAnon")}
+	if withPss {
+		if r, err := fs.ProcSmapsRollup(pid); err == nil {
+			if v, ok := r.Get("Pss_Anon"); ok {
+				m.PssAnon = &v
+			}
+		}
+	}
+	return m, nil
+}
