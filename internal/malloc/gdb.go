@@ -397,6 +397,9 @@ func (s *session) overdue(ctx context.Context, now time.Time) error {
 			return nil
 		}
 		s.kill()
+		if ctx.Err() != nil && now.Before(s.deadline) {
+			return fmt.Errorf("interrupted (%s): memdoctor killed gdb, which detaches it from the process: %w", s.phase(), ctx.Err())
+		}
 		return fmt.Errorf("%w: gdb did not finish within %s (%s); memdoctor killed gdb, which detaches it from the process", ErrTimeout, s.opt.Timeout, s.phase())
 	}
 	if !s.interrupted && s.callBlockedOnLock() {
