@@ -1,0 +1,92 @@
+/*
+ * Internal interface of libmemdoctor_preload.so, shared by its source files
+ * and by the unit tests (test/unit.c links the sources directly).
+ *
+ * Nothing in here allocates: the library runs inside free() of arbitrary
+ * programs, so every helper formats into caller-provided buffers and reads
+ * /proc with open/read into stack buffers.
+ */
+#ifndef MEMDOCTOR_PRELOAD_H
+#define MEMDOCTOR_PRELOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define MD_PREFIX "memdoctor-preload: "
+
+/* ---- parse.c: environment values ---- */
+
+/*
+ * md_parse_duration parses "500ms", "30s", "5m", "1h" (a decimal number,
+ * optionally with a fraction, and exactly one unit) into milliseconds.
+ * "0" and "off" mean disabled (*ms = 0). Returns 0 on success, -1 when the
+ * value is malformed, has no unit, or is below 1 ms or above 30 days.
+ */
+int md_parse_duration(const char *s, uint64_t *ms);
+
+/*
+ * md_parse_size parses "1GiB", "512MiB", "64KiB", "4096B", "4096", "1G",
+ * "1M", "1K" (case-insensitive; K/M/G/T and KB/MB/GB/TB are binary
+ * multiples, as for KiB/MiB/GiB/TiB) into bytes. "0" and "off" mean
+ * disabled. Returns 0 on success, -1 on a malformed value or overflow.
+ */
+int md_parse_size(const char *s, uint64_t *bytes);
+
+/*
+ * md_expand_path copies pattern to out, replacing "%p" with pid and "%%"
+ * with "%". Returns 0, or -1 if out is too small or another % sequence is
+ * used.
+ */
+int md_expand_path(const char *pattern, long pid, char *out, size_t outlen);
+
+/* ---- format.c: JSON lines without malloc ---- */
+
+/* md_buf is a fixed buffer that remembers overflow instead of writing past it. */
+struct md_buf {
+	char *p;
+	size_t len, cap;
+	int overflow;
+};
+
+void md_buf_init(struct md_buf *b, char *mem, size_t cap);
+void md_puts(struct md_buf *b, const char *s);
+void md_putu(struct md_buf *b, uint64_t v);
+void md_puti(struct md_buf *b, int64_t v);
+/* md_put_ms writes a duration in nanoseconds as milliseconds with 3 decimals. */
+void md_put_ms(struct md_buf *b, uint64_t ns);
+/* md_put_str writes s as a quoted JSON string (escaping quotes, backslashes, control characters). */
+void md_put_str(struct md_buf *b, const char *s);
+/* md_put_time writes ts (CLOCK_REALTIME) as a quoted RFC 3339 UTC time with milliseconds. */
+void md_put_time(struct md_buf *b, const struct timespec *ts);
+
+/*
+ * md_format_time writes ts as "2026-05-01T12:34:56.789Z" (24 characters and a
+ * NUL, so n must be at least 25). Computed from the seconds since the epoch
+ * by hand: gmtime_r may load time zone data (malloc) on its first call.
+ */
+void md_format_time(char *out, size_t n, const struct timespec *ts);
+
+/* md_rss_bytes reads the resident set size from /proc/self/statm; -1 on failure. */
+int64_t md_rss_bytes(void);
+
+/*
+ * md_heap_counter counts "<heap nr=" in a stream fed in pieces (the
+ * malloc_info XML has one such element per arena).
+ */
+struct md_heap_counter {
+	unsigned matched;
+	uint64_t count;
+};
+void md_heap_count(struct md_heap_counter *c, const char *p, size_t n);
+
+/* ---- preload.c: test hooks ---- */
+#ifdef MD_TEST_HOOKS
+/* md_test_dlsym replaces dlsym when resolving the real free (tests only). */
+extern void *(*md_test_dlsym)(void *, const char *);
+/* md_test_reset forgets the resolved free, so the next free() resolves again. */
+void md_test_reset(void);
+uint64_t md_bootstrap_leaks(void);
+#endif
+
+#endif
