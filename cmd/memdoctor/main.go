@@ -38,7 +38,7 @@ that prove it, and the exact commands to fix it. Nothing is changed without
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newCheckCmd(), newCaptureCmd(), newRecordCmd(), newDiagnoseCmd(), newExportCmd(), newMallocCmd(), newTrimCmd())
+	root.AddCommand(newCheckCmd(), newCaptureCmd(), newRecordCmd(), newDiagnoseCmd(), newExportCmd(), newMallocCmd(), newTrimCmd(), newPreloadCmd())
 	return root
 }
 
