@@ -81,6 +81,10 @@ static int request_off;                 /* the request file could not be removed
 /* ---- state ---- */
 
 static _Atomic(free_fn) real_free;
+/* What free() calls: free_bootstrap until the real free is known, then the
+ * real free itself (idle) or free_counting (MEMDOCTOR_TRIM_FREED). */
+static void free_bootstrap(void *p);
+static _Atomic(free_fn) dispatch = free_bootstrap;
 static TLS int in_resolve;
 static _Atomic uint64_t bootstrap_leaks;
 static TLS uint64_t local_freed;
@@ -169,6 +173,10 @@ static free_fn resolve_free(void)
 	if (sym && sym != (void *)free)
 		memcpy(&f, &sym, sizeof f);
 	atomic_store_explicit(&real_free, f, memory_order_relaxed);
+	/* From now on free() jumps straight there, unless the constructor
+	 * already switched it to counting. */
+	free_fn boot = free_bootstrap;
+	atomic_compare_exchange_strong(&dispatch, &boot, f);
 	return f;
 }
 
@@ -487,37 +495,35 @@ __attribute__((noinline)) static void account(uint64_t n, uint64_t threshold)
 	release();
 }
 
-/* free_slow: free() before the real free is known, or with counting on. */
-__attribute__((noinline)) static void free_slow(void *p)
+/* free_bootstrap: free() before the real free is resolved. */
+static void free_bootstrap(void *p)
 {
 	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
-	if (!f) {
-		f = resolve_free();
-		if (!f) {
-			atomic_fetch_add(&bootstrap_leaks, 1);
-			return;
-		}
+	if (!f && !(f = resolve_free())) {
+		atomic_fetch_add(&bootstrap_leaks, 1);
+		return;
 	}
-	uint64_t threshold = atomic_load_explicit(&cfg_freed, memory_order_relaxed);
-	if (threshold == 0 || !p) {
+	f(p);
+}
+
+/* free_counting: free() with MEMDOCTOR_TRIM_FREED set. */
+static void free_counting(void *p)
+{
+	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
+	if (!p) {
 		f(p);
 		return;
 	}
 	/* Measure before: after free the chunk may already belong to someone else. */
 	size_t n = malloc_usable_size(p);
 	f(p);
-	account(n, threshold);
+	account(n, atomic_load_explicit(&cfg_freed, memory_order_relaxed));
 }
 
-/* free: the idle path is two loads and a tail call to the real free. */
+/* free: the idle path is one load and an indirect tail jump to the real free. */
 EXPORT void free(void *p)
 {
-	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
-	if (likely(f != NULL) && likely(atomic_load_explicit(&cfg_freed, memory_order_relaxed) == 0)) {
-		f(p);
-		return;
-	}
-	free_slow(p);
+	atomic_load_explicit(&dispatch, memory_order_relaxed)(p);
 }
 
 /*
@@ -808,6 +814,8 @@ __attribute__((constructor)) static void md_init(void)
 	}
 	cfg_batch = threshold / 16 < MAX_BATCH ? threshold / 16 : MAX_BATCH;
 	atomic_store_explicit(&cfg_freed, threshold, memory_order_release);
+	if (threshold)
+		atomic_store(&dispatch, free_counting); /* real_free was resolved above */
 	if ((v = env("MEMDOCTOR_STATS"))) {
 		const char *si = env("MEMDOCTOR_STATS_INTERVAL");
 		if (si) {
@@ -836,6 +844,7 @@ __attribute__((constructor)) static void md_init(void)
 void md_test_reset(void)
 {
 	atomic_store(&real_free, NULL);
+	atomic_store(&dispatch, free_bootstrap);
 }
 
 uint64_t md_bootstrap_leaks(void)
