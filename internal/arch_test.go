@@ -1,6 +1,6 @@
 package internal_test
 
-// The package direction of ARCHITECTURE.md, checked on every test run (the
+// The package direction of the architecture, checked on every test run (the
 // golangci-lint depguard rules say the same for editors):
 // procfs <- collect -> sample <- store/source <- diagnose <- report/remedy.
 

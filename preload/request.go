@@ -65,7 +65,7 @@ func (r *RSS) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &r.Current)
 }
 
-// Mallinfo2 is glibc's mallinfo2() (KERNEL.md §5.4).
+// Mallinfo2 is glibc's mallinfo2().
 type Mallinfo2 struct {
 	Arena    uint64 `json:"arena"`
 	Ordblks  uint64 `json:"ordblks"`

@@ -55,7 +55,7 @@ func TestKernelReferenceSnapshot(t *testing.T) {
 			t.Errorf("zone %s protection (-recomputed +kernel):\n%s", z.Name, d)
 		}
 	}
-	// totalreserve_pages is exported nowhere; KERNEL.md §1.6 reconstructs it
+	// totalreserve_pages is exported nowhere; the kernel reference reconstructs it
 	// from this zoneinfo as 32 063 pages.
 	if got, want := vmcalc.TotalReserve(vz, marks, prot), int64(32063); got != want {
 		t.Errorf("totalreserve = %d pages, want %d", got, want)

@@ -15,7 +15,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json")
 
-// The reference sample of KERNEL.md §5.5: the numbers checked against the
+// The reference malloc_info sample: the numbers checked against the
 // demo program's own mallinfo2 lines printed around it.
 func TestParseInfoReferenceSample(t *testing.T) {
 	t.Parallel()
