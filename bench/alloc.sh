@@ -1,6 +1,6 @@
 #!/bin/sh
 # Benchmark: the hoarding workload (testdata/programs/alloc_workload.c,
-# incident 5) under glibc, glibc + libmemdoctor_preload.so (periodic trim,
+# the search-daemon incident) under glibc, glibc + libmemdoctor_preload.so (periodic trim,
 # freed-bytes trim), jemalloc and tcmalloc, in one run, with ratios to
 # jemalloc; plus the idle cost of the library's interposed free().
 #
