@@ -39,8 +39,15 @@ that prove it, and the exact commands to fix it. Nothing is changed without
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newCheckCmd(), newCaptureCmd(), newRecordCmd(), newDiagnoseCmd(), newExportCmd(), newMallocCmd(), newTrimCmd(), newPreloadCmd())
+	for _, c := range commands {
+		root.AddCommand(c())
+	}
 	return root
 }
+
+// commands holds the subcommands that register themselves from their own
+// file (func init() { commands = append(commands, newXCmd) }).
+var commands []func() *cobra.Command
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
