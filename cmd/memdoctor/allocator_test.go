@@ -7,6 +7,7 @@ package main
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,39 +16,25 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/diagnose"
 )
 
 func TestCheckClassifiesAllocatorRetention(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not installed")
-	}
+	bin := buildWorkload(t)
 	lib, errOut, code := runCLI(t, "preload", "--print-path")
 	if code != 0 {
 		t.Fatalf("preload --print-path: %s", errOut)
 	}
 	lib = strings.TrimSpace(lib)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "alloc_workload")
-	src := filepath.Join(repoRoot(t), "testdata", "programs", "alloc_workload.c")
-	if out, err := exec.Command("gcc", "-O1", "-o", bin, src, "-lpthread").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
 	for _, c := range []struct {
 		mode, mib string
 		fire      bool
 	}{{"hoard", "64", true}, {"healthy", "2", false}} {
 		stats := filepath.Join(dir, c.mode+".jsonl")
-		cmd := exec.Command(bin, c.mode, "8", c.mib, "4")
-		cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib, "MEMDOCTOR_STATS="+stats, "MEMDOCTOR_STATS_INTERVAL=200ms")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		stdin, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
-			t.Fatalf("%s did not become ready: %v", c.mode, err)
-		}
+		w := startWorkload(t, bin, []string{"LD_PRELOAD=" + lib, "MEMDOCTOR_STATS=" + stats, "MEMDOCTOR_STATS_INTERVAL=200ms"},
+			c.mode, "8", c.mib, "4")
 		// Wait for a summary written after the workload settled.
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
@@ -59,7 +46,7 @@ func TestCheckClassifiesAllocatorRetention(t *testing.T) {
 		r := checkJSON(t, "--top", "20")
 		var hit bool
 		for _, f := range r.Findings {
-			if f.ID == "allocator_hoarding" && strings.Contains(f.Subject, "pid "+itoa(cmd.Process.Pid)) {
+			if f.ID == "allocator_hoarding" && strings.Contains(f.Subject, "pid "+w.pid()) {
 				hit = true
 				if v, ok := evidence(&f, "retained_bytes"); !ok || v < 256<<20 {
 					t.Errorf("%s: retained %v", c.mode, v)
@@ -69,10 +56,221 @@ func TestCheckClassifiesAllocatorRetention(t *testing.T) {
 		if hit != c.fire {
 			t.Errorf("%s: allocator_hoarding fired=%v, want %v; findings %+v", c.mode, hit, c.fire, r.Findings)
 		}
-		_, _ = stdin.Write([]byte("exit\n"))
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
+		_ = w.do(t, "info") // unpaused, still answering
 	}
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// buildWorkload compiles testdata/programs/alloc_workload.c.
+func buildWorkload(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	bin := filepath.Join(t.TempDir(), "alloc_workload")
+	src := filepath.Join(repoRoot(t), "testdata", "programs", "alloc_workload.c")
+	if out, err := exec.Command("gcc", "-O1", "-o", bin, src, "-lpthread").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// workload is a running alloc_workload.
+type workload struct {
+	cmd   *exec.Cmd
+	stdin io.Writer
+	out   *bufio.Reader
+}
+
+func startWorkload(t *testing.T, bin string, env []string, args ...string) *workload {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &workload{cmd: cmd, stdin: stdin, out: bufio.NewReader(out)}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	if _, err := w.out.ReadString('\n'); err != nil {
+		t.Fatalf("%v did not become ready: %v", args, err)
+	}
+	return w
+}
+
+// do sends one command and waits for the workload's report line.
+func (w *workload) do(t *testing.T, command string) string {
+	t.Helper()
+	if _, err := io.WriteString(w.stdin, command+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := w.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s: %v", command, err)
+	}
+	return line
+}
+
+func (w *workload) pid() string { return itoa(w.cmd.Process.Pid) }
+
+// TestCheckMallocPausesToRead: without the preload library, check --malloc
+// reads malloc_info through gdb and classifies the hoarding workload; the
+// healthy one stays quiet, and both are running afterwards.
+func TestCheckMallocPausesToRead(t *testing.T) {
+	requireLinuxRoot(t)
+	if _, err := exec.LookPath("gdb"); err != nil {
+		t.Skip("gdb not installed (apt-get install gdb)")
+	}
+	bin := buildWorkload(t)
+	hoard := startWorkload(t, bin, nil, "hoard", "8", "64", "4")
+	healthy := startWorkload(t, bin, nil, "healthy", "8", "2", "4")
+	out, errOut, code := runCLI(t, "check", "--json", "--top", "30", "--malloc", "4")
+	if code != 0 {
+		t.Fatalf("check --malloc: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "pid "+hoard.pid()) || !strings.Contains(errOut, "paused briefly") {
+		t.Errorf("check --malloc did not say it pauses pid %s: %q", hoard.pid(), errOut)
+	}
+	var r diagnose.Report
+	if err := jsonUnmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	fired := map[string]*diagnose.Finding{}
+	for i, f := range r.Findings {
+		if f.ID == "allocator_hoarding" {
+			for _, w := range []*workload{hoard, healthy} {
+				if strings.Contains(f.Subject, "pid "+w.pid()+")") {
+					fired[w.pid()] = &r.Findings[i]
+				}
+			}
+		}
+	}
+	f := fired[hoard.pid()]
+	if f == nil {
+		t.Fatalf("allocator_hoarding did not fire on the hoarding workload; findings %+v notes %+v", r.Findings, r.Notes)
+	}
+	if fired[healthy.pid()] != nil {
+		t.Errorf("allocator_hoarding fired on the healthy workload: %s", fired[healthy.pid()].Summary)
+	}
+	// The workload's own mallinfo2: free bytes it holds in its arenas.
+	self := parseReady(t, hoard.do(t, "info"))
+	retained, _ := evidence(f, "retained_bytes")
+	if retained < 0.8*self["fordblks"] || retained > 1.05*self["fordblks"] {
+		t.Errorf("retained %.0f, the workload's own fordblks %.0f: want within 80..105%%", retained, self["fordblks"])
+	}
+	_ = healthy.do(t, "info") // still running, still answering
+	t.Logf("hoard: %s", f.Summary)
+}
+
+// parseReady reads the numbers of a workload's "ready {...}" line.
+func parseReady(t *testing.T, line string) map[string]float64 {
+	t.Helper()
+	var m map[string]float64
+	if err := jsonUnmarshal(strings.TrimPrefix(strings.TrimSpace(line), "ready "), &m); err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	return m
+}
+
+// TestAllocatorRecordingsClassified records three real workloads running
+// under the preload library side by side, time-compressed ×900 (40 s = 10
+// h), and diagnoses the recording:
+//   - leak: every 2 s one more round in 4 threads, nothing freed: the
+//     in-use heap grows with RSS → process_leak;
+//   - hoard: every 4 s one more thread (and so arena) reaches its peak and
+//     frees all but 1/32, scattered: RSS grows, in-use hardly →
+//     allocator_hoarding, and process_memory_growth says "retention";
+//   - healthy: rounds that free everything: neither.
+func TestAllocatorRecordingsClassified(t *testing.T) {
+	requireLinuxRoot(t)
+	bin := buildWorkload(t)
+	lib, errOut, code := runCLI(t, "preload", "--print-path")
+	if code != 0 {
+		t.Fatalf("preload --print-path: %s", errOut)
+	}
+	dir := t.TempDir()
+	env := func(name string) []string {
+		return []string{"LD_PRELOAD=" + strings.TrimSpace(lib), "MEMDOCTOR_STATS=" + filepath.Join(dir, name+".jsonl"),
+			"MEMDOCTOR_STATS_INTERVAL=250ms"}
+	}
+	db := filepath.Join(dir, "alloc.db")
+	r := startRecorder(t, db, 500*time.Millisecond, "--top", "40")
+	leak := startWorkload(t, bin, env("leak"), "leak", "4", "4", "1")
+	hoard := startWorkload(t, bin, env("hoard"), "hoard", "1", "32", "1")
+	healthy := startWorkload(t, bin, env("healthy"), "healthy", "4", "2", "1")
+	start := time.Now()
+	for i := 1; time.Since(start) < 40*time.Second; i++ {
+		time.Sleep(time.Second)
+		if i%2 == 0 {
+			leak.do(t, "more")
+			healthy.do(t, "more")
+		}
+		if i%4 == 0 {
+			hoard.do(t, "spawn")
+		}
+	}
+	time.Sleep(time.Second) // the last stats into the recording
+	r.stop(t)
+	self := map[string]map[string]float64{}
+	for name, w := range map[string]*workload{"leak": leak, "hoard": hoard, "healthy": healthy} {
+		self[name] = parseReady(t, w.do(t, "info"))
+	}
+
+	z := strings.TrimSuffix(db, ".db") + "-x900.db"
+	compress(t, db, z, 900)
+	rep := diagnoseJSON(t, z)
+	got := func(id string, w *workload) *diagnose.Finding {
+		for i, f := range rep.Findings {
+			if f.ID == id && strings.Contains(f.Subject, "pid "+w.pid()+")") {
+				return &rep.Findings[i]
+			}
+		}
+		return nil
+	}
+	want := []struct {
+		name string
+		w    *workload
+		ids  map[string]bool
+	}{
+		{"leak", leak, map[string]bool{"process_leak": true, "process_memory_growth": true, "allocator_hoarding": false}},
+		{"hoard", hoard, map[string]bool{"process_leak": false, "process_memory_growth": true, "allocator_hoarding": true}},
+		{"healthy", healthy, map[string]bool{"process_leak": false, "process_memory_growth": false, "allocator_hoarding": false}},
+	}
+	for _, c := range want {
+		for id, fire := range c.ids {
+			f := got(id, c.w)
+			if (f != nil) != fire {
+				t.Errorf("%s: %s fired=%v, want %v (%v)", c.name, id, f != nil, fire, f)
+				continue
+			}
+			if f != nil {
+				t.Logf("%s: %s: %s", c.name, id, f.Summary)
+			}
+		}
+	}
+	if f := got("process_memory_growth", leak); f != nil && !strings.Contains(f.Summary, "leak") {
+		t.Errorf("leak: process_memory_growth does not say leak: %s", f.Summary)
+	}
+	if f := got("process_memory_growth", hoard); f != nil && !strings.Contains(f.Summary, "retention") {
+		t.Errorf("hoard: process_memory_growth does not say retention: %s", f.Summary)
+	}
+	// The leak's in-use growth against what the workload says of itself:
+	// 4 threads × 4 MiB a round, about 20 rounds.
+	if f := got("process_leak", leak); f != nil {
+		g, _ := evidence(f, "in_use_growth_bytes")
+		if inUse := self["leak"]["uordblks"]; g < 0.5*inUse || g > 1.1*inUse {
+			t.Errorf("leak: in-use growth %.0f against the workload's own in-use %.0f", g, inUse)
+		}
+	}
+	if f := got("allocator_hoarding", hoard); f != nil {
+		if v, _ := evidence(f, "retained_bytes"); v < 0.8*self["hoard"]["fordblks"] {
+			t.Errorf("hoard: retained %.0f, the workload's own fordblks %.0f", v, self["hoard"]["fordblks"])
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -13,10 +14,12 @@ import (
 
 func newCheckCmd() *cobra.Command {
 	var (
-		host   hostFlags
-		asJSON bool
-		top    int
-		failOn string
+		host          hostFlags
+		asJSON        bool
+		top           int
+		failOn        string
+		mallocN       int
+		mallocTimeout time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -32,7 +35,8 @@ be in the top N by PSS.`,
   memdoctor check --top 20
   memdoctor check --json | jq '.findings[] | {id, severity, summary}'
   memdoctor check --capture host.txtar
-  memdoctor check --fail-on warning   # exit 2 when a warning or worse is found`,
+  memdoctor check --fail-on warning   # exit 2 when a warning or worse is found
+  memdoctor check --malloc 3          # also read malloc_info of the 3 largest glibc processes (pauses each for ms)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var threshold diagnose.Severity
@@ -55,6 +59,14 @@ be in the top N by PSS.`,
 				Live: host.live(), Now: src.now()})
 			if err != nil {
 				return fmt.Errorf("%w (is this a Linux host with /proc mounted? use --root or --capture for saved data)", err)
+			}
+			if mallocN > 0 {
+				if !host.live() {
+					return fmt.Errorf("--malloc reads running processes: it cannot be used with --root or --capture")
+				}
+				ctx, cancel := context.WithTimeout(cmd.Context(), time.Duration(mallocN+1)*mallocTimeout)
+				res.Notes = append(res.Notes, inspectAllocators(ctx, &res.Scrape, mallocN, mallocTimeout, cmd.ErrOrStderr())...)
+				cancel()
 			}
 			rep := diagnose.Check(&res.Scrape, src.name, res.Notes)
 			if host.live() {
@@ -83,6 +95,8 @@ be in the top N by PSS.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (a stable interface)")
 	cmd.Flags().IntVar(&top, "top", 10, "how many processes, cgroups and slab caches to show")
 	cmd.Flags().StringVar(&failOn, "fail-on", "none", "exit with status 2 when a finding of this `severity` or worse is found (info, warning, critical)")
+	cmd.Flags().IntVar(&mallocN, "malloc", 0, "read the allocator state (malloc_info, through gdb) of the `N` largest glibc processes not running memdoctor's preload library; each is paused for milliseconds")
+	cmd.Flags().DurationVar(&mallocTimeout, "malloc-timeout", 10*time.Second, "give up on one process' malloc_info after this long (it is never left stopped)")
 	return cmd
 }
 

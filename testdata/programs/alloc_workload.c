@@ -15,7 +15,11 @@
 //   ready {"pid":N,"arena":...,"uordblks":...,"fordblks":...,"hblkhd":...,"keepcost":...,"rss_kb":...}
 // with its own mallinfo2() and VmRSS, then waits for commands on stdin:
 //   "info" prints the line again; "more" runs one more round in every
-//   thread (a leak keeps growing); "exit" exits.
+//   thread (a leak keeps growing); "spawn" starts one more thread that
+//   runs ROUNDS rounds and then keeps its survivors until exit (a server
+//   gaining threads, and so arenas, over time: RSS grows by about
+//   MIB_PER_THREAD each time while in-use grows by 1/32 of it in hoard
+//   mode); "exit" exits.
 // With MODE=hoard and ROUNDS=0 the threads keep cycling until "exit",
 // printing nothing more: a throughput workload (ops are counted and
 // printed on "info" as "ops").
@@ -98,6 +102,23 @@ static void *worker(void *arg) {
 	}
 }
 
+// A spawned thread: ROUNDS rounds, then park holding its survivors.
+static pthread_mutex_t spawn_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t spawn_cv = PTHREAD_COND_INITIALIZER;
+static int spawn_done;
+
+static void *spawned(void *arg) {
+	unsigned long long seed = (unsigned long long)(uintptr_t)arg * 2654435761u + 1;
+	struct slot sl = {0};
+	for (int r = 0; r < rounds; r++) one_round(&sl, &seed);
+	pthread_mutex_lock(&spawn_mu);
+	spawn_done++;
+	pthread_cond_broadcast(&spawn_cv);
+	while (!atomic_load(&stop)) pthread_cond_wait(&spawn_cv, &spawn_mu);
+	pthread_mutex_unlock(&spawn_mu);
+	return NULL;
+}
+
 static long rss_kb(void) {
 	FILE *f = fopen("/proc/self/status", "r");
 	char line[256];
@@ -139,9 +160,24 @@ int main(int argc, char **argv) {
 			pthread_mutex_unlock(&go_mu);
 			pthread_barrier_wait(&done_barrier);
 		}
+		if (!strncmp(cmd, "spawn", 5) && rounds > 0) {
+			static int spawned_n;
+			pthread_t st;
+			pthread_mutex_lock(&spawn_mu);
+			int want = ++spawned_n;
+			pthread_mutex_unlock(&spawn_mu);
+			pthread_create(&st, NULL, spawned, (void *)(uintptr_t)(1000 + want));
+			pthread_detach(st);
+			pthread_mutex_lock(&spawn_mu);
+			while (spawn_done < want) pthread_cond_wait(&spawn_cv, &spawn_mu);
+			pthread_mutex_unlock(&spawn_mu);
+		}
 		report();
 	}
 	atomic_store(&stop, 1);
+	pthread_mutex_lock(&spawn_mu);
+	pthread_cond_broadcast(&spawn_cv);
+	pthread_mutex_unlock(&spawn_mu);
 	pthread_mutex_lock(&go_mu);
 	pthread_cond_broadcast(&go_cv);
 	pthread_mutex_unlock(&go_mu);

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/malloc"
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+// mallocCandidate is a glibc process check may inspect.
+type mallocCandidate struct {
+	pid    int
+	comm   string
+	anon   float64
+	labels sample.Labels
+}
+
+// mallocCandidates lists the n glibc processes with the most anonymous
+// memory whose allocator view is not known yet (no preload stats), memdoctor
+// itself excluded.
+func mallocCandidates(s *sample.Scrape, n int) []mallocCandidate {
+	var out []mallocCandidate
+	for _, m := range s.Select("memdoctor_process_malloc_arenas") {
+		pid, err := strconv.Atoi(m.Labels.Get("pid"))
+		if err != nil || pid == os.Getpid() || pid == 1 {
+			continue
+		}
+		if _, ok := s.Get("memdoctor_malloc_in_use_bytes", "pid", m.Labels.Get("pid")); ok {
+			continue
+		}
+		anon, _ := s.Get("memdoctor_process_anon_bytes", "pid", m.Labels.Get("pid"))
+		out = append(out, mallocCandidate{pid: pid, comm: m.Labels.Get("comm"), anon: anon, labels: m.Labels})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].anon > out[j].anon })
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// inspectAllocators reads malloc_info from the n largest glibc processes
+// that do not run memdoctor's preload library (through gdb: each is paused
+// for milliseconds) and adds their allocator view to the scrape, so that
+// allocator_hoarding can judge them. Failures become notes.
+func inspectAllocators(ctx context.Context, s *sample.Scrape, n int, timeout time.Duration, progress io.Writer) []sample.Note {
+	var notes []sample.Note
+	for _, c := range mallocCandidates(s, n) {
+		_, _ = fmt.Fprintf(progress, "memdoctor: reading malloc_info of pid %d (%s) through gdb: it is paused briefly\n", c.pid, c.comm)
+		rep, err := malloc.Inspect(ctx, c.pid, malloc.Options{Timeout: timeout, Method: malloc.MethodGDB})
+		if err != nil {
+			msg := err.Error()
+			fix := ""
+			if errors.Is(err, malloc.ErrNoGDB) {
+				fix = "install gdb (apt-get install gdb, dnf install gdb)"
+			}
+			notes = append(notes, sample.Note{Source: "malloc_info pid " + strconv.Itoa(c.pid),
+				Message: "allocator state not read: " + msg, Hides: "allocator_hoarding for " + c.comm, Fix: fix})
+			continue
+		}
+		l := c.labels
+		t := rep.Totals
+		s.AddMetric(sample.Metric{Name: "memdoctor_malloc_system_bytes", Labels: l, Value: float64(t.SystemBytes + t.MmapBytes)})
+		s.AddMetric(sample.Metric{Name: "memdoctor_malloc_in_use_bytes", Labels: l, Value: float64(t.InUseBytes + t.MmapBytes)})
+		s.AddMetric(sample.Metric{Name: "memdoctor_malloc_free_bytes", Labels: l, Value: float64(t.FreeBytes)})
+		s.AddMetric(sample.Metric{Name: "memdoctor_malloc_retained_bytes", Labels: l, Value: float64(t.RetainedBytes)})
+		s.AddMetric(sample.Metric{Name: "memdoctor_malloc_mmap_bytes", Labels: l, Value: float64(t.MmapBytes)})
+		s.AddMetric(sample.Metric{Name: "memdoctor_malloc_arenas", Labels: l, Value: float64(t.ArenaCount)})
+		if rep.Pause != nil {
+			s.AddMetric(sample.Metric{Name: "memdoctor_malloc_pause_seconds", Labels: l, Value: rep.Pause.StoppedMs / 1000})
+		}
+	}
+	return notes
+}
