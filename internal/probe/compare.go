@@ -66,7 +66,7 @@ func Compare(a, b *Result) Comparison {
 		c.Rows = append(c.Rows, row(l.name, "seconds", l.x, l.y))
 	}
 	c.Rows = append(c.Rows, row("throughput", "per_second", a.RequestsPerSecond, b.RequestsPerSecond))
-	c.Notes = comparable(a, b)
+	c.Notes = comparabilityNotes(a, b)
 	return c
 }
 
@@ -82,7 +82,7 @@ func row(name, unit string, a, b float64) Row {
 	return r
 }
 
-func comparable(a, b *Result) []string {
+func comparabilityNotes(a, b *Result) []string {
 	var n []string
 	sa, sb := a.Settings, b.Settings
 	if sa.URL != sb.URL {

@@ -86,7 +86,7 @@ func TestRunCountsEveryAnswer(t *testing.T) {
 	if m.Samples < 1 || m.Baseline == nil || m.After == nil {
 		t.Fatalf("memory: %+v", m)
 	}
-	if !(m.USS.Median > 0 && m.USS.Median <= m.USS.Worst && m.USS.Worst <= m.RSS.Worst && m.PSS.Median <= m.RSS.Median) {
+	if ordered := m.USS.Median > 0 && m.USS.Median <= m.USS.Worst && m.USS.Worst <= m.RSS.Worst && m.PSS.Median <= m.RSS.Median; !ordered {
 		t.Errorf("memory out of order (want 0 < USS ≤ PSS ≤ RSS): %+v", m)
 	}
 	if res.Target.PID != os.Getpid() || res.Target.Comm == "" {
