@@ -24,6 +24,10 @@ var forbidden = map[string][]string{
 	"report":   {"procfs", "collect", "remedy"},
 	"remedy":   {"procfs", "collect"},
 	"capture":  {"collect", "diagnose", "report", "remedy"},
+	// probe measures a live process; lint reads config files into diagnose's
+	// Finding shape. Neither depends on the collectors or the stores.
+	"probe": {"collect", "diagnose", "report", "remedy", "store", "source", "sample"},
+	"lint":  {"procfs", "collect", "report", "remedy", "store", "source"},
 }
 
 func TestPackageDirection(t *testing.T) {

@@ -1,0 +1,376 @@
+package probe
+
+// The load comes from fortio's HTTP runner (closed-loop workers, optional
+// rate cap); every request's latency and status is taken from its access
+// logger hook, so percentiles are computed exactly from the raw latencies,
+// not from a bucketed histogram. Memory comes from smaps_rollup: it walks
+// the target's page tables under its mmap lock, so sampling much faster than
+// every 100 ms would disturb the very process being measured.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"fortio.org/fortio/fhttp"
+	"fortio.org/fortio/periodic"
+	flog "fortio.org/log"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
+)
+
+// Options configure a run.
+type Options struct {
+	URL         string
+	PID         int
+	Requests    int
+	Concurrency int
+	// Duration, when set, bounds the run by time and Requests is ignored.
+	Duration time.Duration
+	// Rate caps the total request rate per second (0: no cap).
+	Rate    float64
+	Warmup  int
+	Timeout time.Duration
+	// Interval between memory samples (default 250 ms).
+	Interval time.Duration
+	// Headers are extra "Name: value" request headers.
+	Headers []string
+	Label   string
+	// Progress, when set, is called with the requests done and the total
+	// (for a duration run: elapsed and total milliseconds).
+	Progress func(done, total int64)
+}
+
+// ErrTargetGone is returned when the target process does not exist or
+// exits during the run.
+var ErrTargetGone = errors.New("target process is gone")
+
+var quietFortio sync.Once
+
+// Run drives the load and samples the target's memory. The error is
+// non-nil only when no result could be made (bad options, an unreachable
+// URL, a missing or unreadable process); failed requests are counted in
+// the result instead.
+func Run(ctx context.Context, fsys procfs.FS, o Options) (*Result, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	if o.Interval <= 0 {
+		o.Interval = 250 * time.Millisecond
+	}
+	comm, err := fsys.ProcComm(o.PID)
+	if err != nil {
+		return nil, targetError(o.PID, err)
+	}
+	base, err := readMem(fsys, o.PID)
+	if err != nil {
+		return nil, targetError(o.PID, err)
+	}
+	if err := preflight(ctx, o); err != nil {
+		return nil, err
+	}
+	// Failures are counted in the result, not logged.
+	quietFortio.Do(func() { flog.SetLogLevelQuiet(flog.Critical) })
+
+	res := &Result{
+		Kind: Kind, Version: Version, Label: o.Label,
+		Settings: o.settings(),
+		Target:   Target{PID: o.PID, Comm: comm},
+	}
+	base.Phase, base.Seconds = PhaseBaseline, 0
+	res.MemSamples = append(res.MemSamples, base)
+
+	if o.Warmup > 0 {
+		w := o
+		w.Requests, w.Duration, w.Progress = o.Warmup, 0, nil
+		if _, err := drive(ctx, w, nil); err != nil {
+			return nil, err
+		}
+	}
+
+	res.Start = time.Now()
+	sctx, stop := context.WithCancel(ctx)
+	var (
+		wg      sync.WaitGroup
+		samples []MemSample
+		sErr    error
+	)
+	abort := periodic.NewAborter()
+	wg.Go(func() {
+		samples, sErr = sampleLoop(sctx, fsys, o.PID, o.Interval, res.Start)
+		if sErr != nil {
+			abort.Abort(false) // the target died: stop the load
+		}
+	})
+	rec, err := drive(ctx, o, abort)
+	res.End = time.Now()
+	stop()
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	if sErr != nil {
+		return nil, targetError(o.PID, sErr)
+	}
+	res.MemSamples = append(res.MemSamples, samples...)
+	if after, err := readMem(fsys, o.PID); err == nil {
+		after.Phase, after.Seconds = PhaseAfter, res.End.Sub(res.Start).Seconds()
+		res.MemSamples = append(res.MemSamples, after)
+	}
+	res.ElapsedSeconds = rec.elapsed.Seconds()
+	res.LatenciesSeconds = rec.latencies
+	res.Requests = rec.counts()
+	res.Summarize()
+	res.Notes = notes(res)
+	return res, nil
+}
+
+func (o *Options) check() error {
+	switch {
+	case o.PID <= 0:
+		return fmt.Errorf("--pid %d: want the process id of the server behind the URL", o.PID)
+	case o.Concurrency < 1:
+		return fmt.Errorf("-c %d: want 1 or more workers", o.Concurrency)
+	case o.Duration <= 0 && o.Requests < 1:
+		return fmt.Errorf("-n %d: want 1 or more requests (or a --duration)", o.Requests)
+	case o.Duration < 0, o.Rate < 0, o.Warmup < 0, o.Timeout < 0, o.Interval < 0:
+		return errors.New("--duration, --rate, --warmup, --timeout and --interval must not be negative")
+	}
+	u, err := url.Parse(o.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--url %q: want an http:// or https:// URL", redactURL(o.URL))
+	}
+	for _, h := range o.Headers {
+		if k, _, ok := strings.Cut(h, ":"); !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("--header %q: want \"Name: value\"", k)
+		}
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Second
+	}
+	return nil
+}
+
+func (o *Options) settings() Settings {
+	s := Settings{
+		URL: redactURL(o.URL), Method: http.MethodGet, Requests: o.Requests, Concurrency: o.Concurrency,
+		DurationSeconds: o.Duration.Seconds(), RatePerSecond: o.Rate, Warmup: o.Warmup,
+		TimeoutSeconds: o.Timeout.Seconds(), IntervalSeconds: o.Interval.Seconds(),
+	}
+	if o.Duration > 0 {
+		s.Requests = 0
+	}
+	for _, h := range o.Headers {
+		k, _, _ := strings.Cut(h, ":")
+		s.HeaderNames = append(s.HeaderNames, strings.TrimSpace(k))
+	}
+	return s
+}
+
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// preflight makes one request so an unreachable URL is a clear error
+// instead of a run made only of failures.
+func preflight(ctx context.Context, o Options) error {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.URL, nil)
+	if err != nil {
+		return fmt.Errorf("--url %s: %w", redactURL(o.URL), err)
+	}
+	for _, h := range o.Headers {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	// A connection of its own, closed after the answer: an idle keep-alive
+	// connection would hold a one-connection-at-a-time server hostage.
+	req.Close = true
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: http.ProxyFromEnvironment}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach %s: %w (is the server running and listening there?)", redactURL(o.URL), errors.Unwrap(err))
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close() // fully read; nothing to report
+	return nil
+}
+
+// recorder is fortio's access logger: it keeps every request's latency
+// and status. Workers call it concurrently.
+type recorder struct {
+	mu        sync.Mutex
+	latencies []float64
+	status    map[string]int
+	done      atomic.Int64
+	total     int64
+	progress  func(done, total int64)
+	elapsed   time.Duration
+}
+
+func (r *recorder) Start(ctx context.Context, _ periodic.ThreadID, _ int64, _ time.Time) context.Context {
+	return ctx
+}
+
+func (r *recorder) Report(_ context.Context, _ periodic.ThreadID, _ int64, _ time.Time, latency float64, _ bool, details string) {
+	r.mu.Lock()
+	r.latencies = append(r.latencies, latency)
+	key := details
+	if code, err := strconv.Atoi(details); err != nil || code <= 0 {
+		key = "error" // fortio reports -1 for a socket error
+	}
+	r.status[key]++
+	r.mu.Unlock()
+	n := r.done.Add(1)
+	if r.progress != nil && r.total > 0 {
+		r.progress(n, r.total)
+	}
+}
+
+func (r *recorder) Info() string { return "memdoctor" }
+
+func (r *recorder) counts() Requests {
+	q := Requests{Total: len(r.latencies), Status: r.status}
+	for k, n := range r.status {
+		code, err := strconv.Atoi(k)
+		switch {
+		case err != nil:
+			q.Errors += n
+		case code >= 200 && code <= 299:
+			q.OK += n
+		default:
+			q.NotOK += n
+		}
+	}
+	return q
+}
+
+// drive runs fortio's HTTP runner with o and returns what it recorded.
+func drive(ctx context.Context, o Options, abort *periodic.Aborter) (*recorder, error) {
+	rec := &recorder{status: map[string]int{}, progress: o.Progress, total: int64(o.Requests)}
+	ro := periodic.RunnerOptions{
+		NumThreads:   o.Concurrency,
+		QPS:          -1,
+		Out:          io.Discard,
+		AccessLogger: rec,
+		Stop:         abort,
+		Percentiles:  []float64{50, 90, 99},
+	}
+	if o.Rate > 0 {
+		ro.QPS = o.Rate
+	}
+	if o.Duration > 0 {
+		ro.Duration = o.Duration
+		rec.total = 0
+		if o.Progress != nil {
+			start := time.Now()
+			tick := time.NewTicker(200 * time.Millisecond)
+			defer tick.Stop()
+			go func() {
+				for range tick.C {
+					o.Progress(time.Since(start).Milliseconds(), o.Duration.Milliseconds())
+				}
+			}()
+		}
+	} else {
+		ro.Exactly = int64(o.Requests)
+	}
+	if ro.Stop == nil {
+		ro.Stop = periodic.NewAborter()
+	}
+	stopOnCancel := context.AfterFunc(ctx, func() { ro.Stop.Abort(false) })
+	defer stopOnCancel()
+	ho := fhttp.HTTPOptions{
+		URL:               o.URL,
+		DisableFastClient: true, // Go's client: chunked bodies, TLS, redirects as a real client does
+		HTTPReqTimeOut:    o.Timeout,
+		NumConnections:    o.Concurrency,
+	}
+	ho.Init(o.URL)
+	for _, h := range o.Headers {
+		if err := ho.AddAndValidateExtraHeader(h); err != nil {
+			return nil, fmt.Errorf("--header: %w", err)
+		}
+	}
+	start := time.Now()
+	_, err := fhttp.RunHTTPTest(&fhttp.HTTPRunnerOptions{RunnerOptions: ro, HTTPOptions: ho, AllowInitialErrors: true})
+	rec.elapsed = time.Since(start)
+	if err != nil {
+		return nil, fmt.Errorf("load generator: %w", err)
+	}
+	return rec, nil
+}
+
+// readMem reads the target's USS (private clean + private dirty + private
+// hugetlb), PSS and RSS from smaps_rollup.
+func readMem(fsys procfs.FS, pid int) (MemSample, error) {
+	kv, err := fsys.ProcSmapsRollup(pid)
+	if err != nil {
+		return MemSample{}, err
+	}
+	return MemSample{
+		USSBytes: kv.Value("Private_Clean") + kv.Value("Private_Dirty") + kv.Value("Private_Hugetlb"),
+		PSSBytes: kv.Value("Pss"),
+		RSSBytes: kv.Value("Rss"),
+	}, nil
+}
+
+// sampleLoop reads the target's memory every interval until ctx ends. It
+// returns early with an error when the target can no longer be read.
+func sampleLoop(ctx context.Context, fsys procfs.FS, pid int, every time.Duration, start time.Time) ([]MemSample, error) {
+	var out []MemSample
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		s, err := readMem(fsys, pid)
+		if err != nil {
+			return out, err
+		}
+		s.Phase, s.Seconds = PhaseRun, time.Since(start).Seconds()
+		out = append(out, s)
+		select {
+		case <-ctx.Done():
+			return out, nil
+		case <-tick.C:
+		}
+	}
+}
+
+func targetError(pid int, err error) error {
+	switch {
+	case procfs.IsNotExist(err):
+		return fmt.Errorf("process %d: %w (is the server still running? give the pid of the process serving --url)", pid, ErrTargetGone)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("process %d: cannot read its memory (%w): run memdoctor as the process's user or as root", pid, err)
+	}
+	return fmt.Errorf("process %d: %w", pid, err)
+}
+
+func notes(r *Result) []string {
+	var n []string
+	if r.Memory.Samples < 5 {
+		n = append(n, fmt.Sprintf("only %d memory samples during the run: make it longer (-n, --duration) or sample faster (--interval) for a stable median", r.Memory.Samples))
+	}
+	if r.Requests.Errors > 0 {
+		n = append(n, fmt.Sprintf("%d of %d requests got no answer (refused, reset or timed out); their latency is the time until the failure", r.Requests.Errors, r.Requests.Total))
+	}
+	if r.Requests.NotOK > 0 {
+		n = append(n, fmt.Sprintf("%d of %d requests answered with a non-2xx status", r.Requests.NotOK, r.Requests.Total))
+	}
+	return n
+}
