@@ -3,19 +3,21 @@ module github.com/memdoctor/memdoctor
 go 1.26.8
 
 require (
+	fortio.org/fortio v1.75.3
+	fortio.org/log v1.18.3
 	github.com/google/go-cmp v0.7.0
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/prometheus/common v0.72.0
+	github.com/prometheus/prometheus v0.315.0
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/tools v0.52.0
+	modernc.org/sqlite v1.60.1
 )
 
 require (
 	fortio.org/cli v1.12.3 // indirect
 	fortio.org/dflag v1.9.3 // indirect
 	fortio.org/duration v1.0.4 // indirect
-	fortio.org/fortio v1.75.3 // indirect
-	fortio.org/log v1.18.3 // indirect
 	fortio.org/safecast v1.2.0 // indirect
 	fortio.org/scli v1.19.0 // indirect
 	fortio.org/sets v1.3.0 // indirect
@@ -37,7 +39,6 @@ require (
 	github.com/parquet-go/jsonlite v1.0.0 // indirect
 	github.com/pierrec/lz4/v4 v4.1.21 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/prometheus v0.315.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/twpayne/go-geom v1.6.1 // indirect
@@ -49,5 +50,4 @@ require (
 	modernc.org/libc v1.77.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-	modernc.org/sqlite v1.60.1 // indirect
 )
