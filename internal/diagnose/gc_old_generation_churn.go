@@ -17,9 +17,18 @@ package diagnose
 // process started; the large-object heap's growth where the runtime
 // publishes it (.NET LOH, JVM humongous regions).
 //
+// Where the runtime says how many objects each generation freed (CPython),
+// where garbage dies is judged directly: CPython's thresholds (700/10/10)
+// fix the old/young count ratio near 1 %, but in a healthy service the
+// young generations free almost everything, and with churn the old one
+// does.
+//
 // Fires: old/young ≥ 10 % with at least 3 non-induced old collections in
 // the span judged (recent when known, else lifetime); critical at ≥ 50 %.
-// Go's collector is not generational (every cycle is full): not judged.
+// Or, where published, the old generation freeing ≥ 50 % of the objects
+// collected (at least 10,000 of them, and 3 old collections); critical
+// at ≥ 90 %. Go's collector is not generational (every cycle is full): not
+// judged.
 //
 // Known false positives: a heap sized so small that the old generation is
 // always nearly full (then gc_time_high usually fires too, and the fix is
@@ -36,6 +45,10 @@ const (
 	churnWarn   = 0.10
 	churnCrit   = 0.50
 	churnMinOld = 3
+	// Where garbage dies (CPython).
+	diesOldWarn    = 0.50
+	diesOldCrit    = 0.90
+	diesOldMinObjs = 10000
 )
 
 func (gcOldGenerationChurn) Meta() Meta {
@@ -68,20 +81,30 @@ func (gcOldGenerationChurn) Eval(in *Input) []Finding {
 			continue
 		}
 		ratio := old / g.Young
-		if ratio < churnWarn {
+		freed := g.CollectedYoung + g.CollectedOld
+		diesOld := -1.0
+		if freed > 0 && g.CollectedOld >= diesOldMinObjs {
+			diesOld = g.CollectedOld / freed
+		}
+		if ratio < churnWarn && diesOld < diesOldWarn {
 			continue
 		}
 		sev := Warning
-		if ratio >= churnCrit {
+		if ratio >= churnCrit || diesOld >= diesOldCrit {
 			sev = Critical
 		}
 		span := "since it started"
 		if which == "recent" {
 			span = spanWords(g)
 		}
+		summary := fmt.Sprintf("%s ran %.0f old-generation collections for %.0f young ones %s (%.0f%%; healthy is about 1%%): objects live long enough to be promoted, then die",
+			runtimeSubject(r), old, g.Young, span, 100*ratio)
+		if diesOld >= diesOldWarn {
+			summary = fmt.Sprintf("%s freed %.0f%% of its garbage in the old generation %s (%.0f of %.0f objects; healthy services free nearly all of it young): objects live long enough to be promoted, then die",
+				runtimeSubject(r), 100*diesOld, span, g.CollectedOld, freed)
+		}
 		f := Finding{ID: "gc_old_generation_churn", Severity: sev, Subject: runtimeSubject(r),
-			Summary: fmt.Sprintf("%s ran %.0f old-generation collections for %.0f young ones %s (%.0f%%; healthy is about 1%%): objects live long enough to be promoted, then die",
-				runtimeSubject(r), old, g.Young, span, 100*ratio),
+			Summary: summary,
 			Evidence: []Evidence{
 				ev("old_to_young_percent", 100*ratio, "percent"),
 				ev("old_collections", old, "count"),
@@ -89,6 +112,10 @@ func (gcOldGenerationChurn) Eval(in *Input) []Finding {
 				ev("induced_collections", g.InducedTotal(), "count"),
 				evText("span", which),
 			}}
+		if diesOld >= 0 {
+			f.Evidence = append(f.Evidence, ev("collected_old_percent", 100*diesOld, "percent"),
+				ev("collected_old_objects", g.CollectedOld, "count"), ev("collected_young_objects", g.CollectedYoung, "count"))
+		}
 		if g.Seconds > 0 {
 			f.Evidence = append(f.Evidence, ev("old_collections_per_minute", 60*old/g.Seconds, "per_minute"), ev("span_seconds", g.Seconds, "seconds"))
 		}

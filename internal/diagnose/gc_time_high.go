@@ -103,8 +103,8 @@ func (gcTimeHigh) Eval(in *Input) []Finding {
 			evs = append(evs, ev("heap_limit_bytes", *r.HeapLimitBytes, "bytes"))
 		}
 		out = append(out, Finding{ID: "gc_time_high", Severity: sev, Subject: runtimeSubject(r),
-			Summary: fmt.Sprintf("%s spends %s of its time in garbage collection (alert line 5%%): pauses queue requests",
-				runtimeSubject(r), strings.Join(words, ", ")),
+			Summary: fmt.Sprintf("%s spends %.1f%% of its time in garbage collection (%s; alert line 5%%): pauses queue requests",
+				runtimeSubject(r), 100*share, strings.Join(words, ", ")),
 			Evidence: evs, Remedies: gcTimeRemedies(r)})
 	}
 	return out

@@ -39,6 +39,10 @@ type Runtime struct {
 	OldCollections   *float64           `json:"old_collections_total,omitempty"`
 	FullCollections  *float64           `json:"full_collections_total,omitempty"`
 	Induced          map[string]float64 `json:"induced_total,omitempty"`
+	// CollectedYoung and CollectedOld are objects freed per generation
+	// (CPython).
+	CollectedYoung *float64 `json:"collected_young_objects_total,omitempty"`
+	CollectedOld   *float64 `json:"collected_old_objects_total,omitempty"`
 	LastCause        string             `json:"last_cause,omitempty"`
 
 	HeapLiveBytes      *float64 `json:"heap_live_bytes,omitempty"`
@@ -67,6 +71,9 @@ type GCRates struct {
 	Young       float64  `json:"young_collections"`
 	Old         float64  `json:"old_collections"`
 	Full        float64  `json:"full_collections"`
+	// CollectedYoung and CollectedOld are objects freed per generation.
+	CollectedYoung float64 `json:"collected_young_objects,omitempty"`
+	CollectedOld   float64 `json:"collected_old_objects,omitempty"`
 	// Induced collections by cause.
 	Induced map[string]float64 `json:"induced,omitempty"`
 	// LargeObjectGrowthBytes is the change of the large-object heap.
@@ -106,10 +113,11 @@ const (
 	rtLOH       = "memdoctor_runtime_heap_large_object_bytes"
 	rtStart     = "memdoctor_runtime_start_time_seconds"
 	rtLastCause = "memdoctor_runtime_gc_last_cause_info"
+	rtCollected = "memdoctor_runtime_gc_collected_objects_total"
 )
 
 // runtimeSeries lists every normalised series, for rules' Reads.
-var runtimeSeries = []string{rtInfo, rtGCSeconds, rtColl, rtInduced, rtLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause}
+var runtimeSeries = []string{rtInfo, rtGCSeconds, rtColl, rtInduced, rtLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected}
 
 // RuntimesOf builds the runtime models of a scrape, one per target.
 func RuntimesOf(s *sample.Scrape) []Runtime {
@@ -167,6 +175,12 @@ func RuntimesOf(s *sample.Scrape) []Runtime {
 				}
 			case rtLastCause:
 				r.LastCause = m.Labels.Get("cause")
+			case rtCollected:
+				if m.Labels.Get("generation") == "old" {
+					r.CollectedOld = f(m.Value)
+				} else {
+					r.CollectedYoung = f(m.Value)
+				}
 			}
 		}
 	}
@@ -182,6 +196,11 @@ func RuntimesOf(s *sample.Scrape) []Runtime {
 	return out
 }
 
+// hasGC says whether the runtime published any GC counter.
+func (r *Runtime) hasGC() bool {
+	return r.GCSeconds != nil || r.CollectedOld != nil || r.YoungCollections != nil || r.OldCollections != nil || r.FullCollections != nil || r.Induced != nil
+}
+
 func val(p *float64) float64 {
 	if p == nil {
 		return 0
@@ -191,7 +210,8 @@ func val(p *float64) float64 {
 
 func lifetime(r *Runtime) *GCRates {
 	g := &GCRates{Seconds: r.UptimeSeconds, GCSeconds: val(r.GCSeconds), Young: val(r.YoungCollections),
-		Old: val(r.OldCollections), Full: val(r.FullCollections), Induced: r.Induced}
+		Old: val(r.OldCollections), Full: val(r.FullCollections), Induced: r.Induced,
+		CollectedYoung: val(r.CollectedYoung), CollectedOld: val(r.CollectedOld)}
 	if r.GCSeconds != nil {
 		sh := *r.GCSeconds / r.UptimeSeconds
 		g.GCTimeShare = &sh
@@ -213,7 +233,8 @@ func between(a, b *Runtime, seconds float64) *GCRates {
 		return *y - *x
 	}
 	g := &GCRates{Seconds: seconds, GCSeconds: inc(a.GCSeconds, b.GCSeconds), Young: inc(a.YoungCollections, b.YoungCollections),
-		Old: inc(a.OldCollections, b.OldCollections), Full: inc(a.FullCollections, b.FullCollections)}
+		Old: inc(a.OldCollections, b.OldCollections), Full: inc(a.FullCollections, b.FullCollections),
+		CollectedYoung: inc(a.CollectedYoung, b.CollectedYoung), CollectedOld: inc(a.CollectedOld, b.CollectedOld)}
 	if b.GCSeconds != nil && seconds > 0 {
 		sh := g.GCSeconds / seconds
 		g.GCTimeShare = &sh
@@ -245,7 +266,7 @@ func CheckInterval(earlier, later *sample.Scrape, source string, notes []sample.
 	}
 	secs := later.Time.Sub(earlier.Time).Seconds()
 	for i := range h.Runtimes {
-		if a, ok := prev[h.Runtimes[i].Target]; ok && secs > 0 {
+		if a, ok := prev[h.Runtimes[i].Target]; ok && secs > 0 && h.Runtimes[i].hasGC() {
 			h.Runtimes[i].Recent = between(&a, &h.Runtimes[i], secs)
 		}
 	}
@@ -306,6 +327,12 @@ func windowGC(w *sample.Window, target string) *GCRates {
 	}
 	if s := ser(rtColl, "generation", "full"); s != nil {
 		g.Full = increase(s.Points)
+	}
+	if s := ser(rtCollected, "generation", "young"); s != nil {
+		g.CollectedYoung = increase(s.Points)
+	}
+	if s := ser(rtCollected, "generation", "old"); s != nil {
+		g.CollectedOld = increase(s.Points)
 	}
 	for _, s := range w.Select(rtInduced, "target", target) {
 		if g.Induced == nil {

@@ -8,6 +8,7 @@ package runtimes
 //	normalised          Go (client_golang)                        Python (prometheus_client)
 //	gc_seconds          go_gc_duration_seconds_sum (STW pauses)   -
 //	collections         go_gc_duration_seconds_count {full}       python_gc_collections_total gen 0+1 young, 2 old
+//	collected_objects   -                                         python_gc_objects_collected_total gen 0+1 young, 2 old
 //	induced             go_gc_cycles_forced_gc_cycles_total       -
 //	heap_live           go_gc_heap_live_bytes, else next_gc/(1+GOGC/100), else heap_alloc
 //	heap_committed      go_memstats_heap_sys - heap_released      -
@@ -213,6 +214,19 @@ func pythonPage(p page, r *Reading) {
 	if found {
 		r.add(Collections, young, "generation", Young)
 		r.add(Collections, old, "generation", Old)
+	}
+	young, old, found = 0, 0, false
+	p.each("python_gc_objects_collected_total", func(l map[string]string, v float64) {
+		found = true
+		if l["generation"] == "2" {
+			old += v
+		} else {
+			young += v
+		}
+	})
+	if found {
+		r.add(CollectedObjects, young, "generation", Young)
+		r.add(CollectedObjects, old, "generation", Old)
 	}
 }
 

@@ -47,6 +47,9 @@ const (
 	LargeObjects = "memdoctor_runtime_heap_large_object_bytes"
 	// StartTime is the process' start, Unix seconds (for lifetime rates).
 	StartTime = "memdoctor_runtime_start_time_seconds"
+	// CollectedObjects counts objects freed per generation, label
+	// generation = young | old (CPython: where garbage dies).
+	CollectedObjects = "memdoctor_runtime_gc_collected_objects_total"
 	// LastCause is 1 with label cause: the cause of the latest collection
 	// (JVM).
 	LastCause = "memdoctor_runtime_gc_last_cause_info"

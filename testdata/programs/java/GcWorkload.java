@@ -80,12 +80,12 @@ public class GcWorkload {
         ArrayDeque<Object[]> kept = new ArrayDeque<>();
         long lastGc = System.nanoTime();
         while (true) {
-            Object[] batch = new Object[2000];
+            Object[] batch = new Object[1000];
             for (int i = 0; i < batch.length; i++) {
                 batch[i] = new byte[512];
             }
             kept.addLast(batch);
-            if (kept.size() > 400) {
+            if (kept.size() > 150) {
                 kept.removeFirst();
             }
             if (System.nanoTime() - lastGc > 500_000_000L) {
