@@ -141,7 +141,6 @@ func (gcInduced) Eval(in *Input) []Finding {
 	return out
 }
 
-
 func explicitCause(c string) bool {
 	switch c {
 	case "System.gc()", "Diagnostic Command", "Heap Inspection Initiated GC", "Heap Dump Initiated GC", "JvmtiEnv ForceGarbageCollection":
@@ -165,7 +164,7 @@ func inducedRemedies(r *Runtime) []Remedy {
 		return []Remedy{
 			{Title: "remove GC.Collect calls; if the host induces them near its memory limit, raise the limit or lower the heap",
 				Commands: []string{"dotnet-trace collect -p <pid> --profile gc-collect   # GC reasons (Induced, LowMemory)", "DOTNET_GCHeapHardLimitPercent=0x50 <command>   # 80% (hex)"},
-				Risk: "a higher limit lets the process use more memory before it is stopped"},
+				Risk:     "a higher limit lets the process use more memory before it is stopped"},
 		}
 	case "go":
 		return []Remedy{{Title: "remove runtime.GC()/debug.FreeOSMemory() calls from hot paths; bound memory with GOMEMLIMIT instead",

@@ -110,7 +110,6 @@ func (gcTimeHigh) Eval(in *Input) []Finding {
 	return out
 }
 
-
 func gcTimeRemedies(r *Runtime) []Remedy {
 	common := Remedy{Title: "allocate less: find the allocation hot spots (temporary buffers, boxing, string building) with the runtime's allocation profiler",
 		Risk: "code change; measure the allocation rate before and after"}

@@ -43,7 +43,7 @@ type Runtime struct {
 	// (CPython).
 	CollectedYoung *float64 `json:"collected_young_objects_total,omitempty"`
 	CollectedOld   *float64 `json:"collected_old_objects_total,omitempty"`
-	LastCause        string             `json:"last_cause,omitempty"`
+	LastCause      string   `json:"last_cause,omitempty"`
 
 	HeapLiveBytes      *float64 `json:"heap_live_bytes,omitempty"`
 	HeapCommittedBytes *float64 `json:"heap_committed_bytes,omitempty"`
@@ -377,5 +377,5 @@ func runtimeSubject(r *Runtime) string {
 
 // spanWords says what span a rate covers.
 func spanWords(g *GCRates) string {
-	return "over " + (time.Duration(g.Seconds*float64(time.Second))).Round(time.Second).String()
+	return "over " + (time.Duration(g.Seconds * float64(time.Second))).Round(time.Second).String()
 }
