@@ -61,7 +61,7 @@ func (f *runtimeFlags) secondReading(cmd *cobra.Command, fsys procfs.FS, opt col
 	watch := runtimes.NewWatch(fsys, first)
 	bar := newProgress(cmd.ErrOrStderr(), "measuring GC rates")
 	start := time.Now()
-	tick := time.NewTicker(20 * time.Millisecond)
+	tick := time.NewTicker(5 * time.Millisecond)
 	for time.Since(start) < f.interval {
 		<-tick.C
 		if !watch.Empty() {

@@ -27,7 +27,11 @@ package diagnose
 // the span judged (recent when known, else lifetime); critical at ≥ 50 %.
 // Or, where published, the old generation freeing ≥ 50 % of the objects
 // collected (at least 10,000 of them, and 3 old collections); critical
-// at ≥ 90 %. Go's collector is not generational (every cycle is full): not
+// at ≥ 90 %. Or, where promotion is published (Micrometer's
+// jvm_gc_memory_promoted_bytes_total), ≥ 10 % of the bytes allocated
+// promoted (at least 16 MiB) with old collections reclaiming them (at
+// least one, induced ones included: they free what was promoted too).
+// Go's collector is not generational (every cycle is full): not
 // judged.
 //
 // Known false positives: a heap sized so small that the old generation is
@@ -49,6 +53,10 @@ const (
 	diesOldWarn    = 0.50
 	diesOldCrit    = 0.90
 	diesOldMinObjs = 10000
+	// Promotion (JVM).
+	promotedWarn = 0.10
+	promotedCrit = 0.50
+	promotedMin  = 16 << 20
 )
 
 func (gcOldGenerationChurn) Meta() Meta {
@@ -76,8 +84,15 @@ func (gcOldGenerationChurn) Eval(in *Input) []Finding {
 		if g == nil || r.YoungCollections == nil || r.OldCollections == nil {
 			continue
 		}
-		old := g.Old - g.InducedTotal()
-		if old < churnMinOld || g.Young <= 0 {
+		old := max(g.Old-g.InducedTotal(), 0)
+		if g.Young <= 0 {
+			continue
+		}
+		promo := -1.0
+		if g.AllocatedBytes > 0 && g.PromotedBytes >= promotedMin && g.Old > 0 {
+			promo = g.PromotedBytes / g.AllocatedBytes
+		}
+		if old < churnMinOld && promo < promotedWarn {
 			continue
 		}
 		ratio := old / g.Young
@@ -86,11 +101,11 @@ func (gcOldGenerationChurn) Eval(in *Input) []Finding {
 		if freed > 0 && g.CollectedOld >= diesOldMinObjs {
 			diesOld = g.CollectedOld / freed
 		}
-		if ratio < churnWarn && diesOld < diesOldWarn {
+		if (ratio < churnWarn || old < churnMinOld) && diesOld < diesOldWarn && promo < promotedWarn {
 			continue
 		}
 		sev := Warning
-		if ratio >= churnCrit || diesOld >= diesOldCrit {
+		if (ratio >= churnCrit && old >= churnMinOld) || diesOld >= diesOldCrit || promo >= promotedCrit {
 			sev = Critical
 		}
 		span := "since it started"
@@ -99,6 +114,10 @@ func (gcOldGenerationChurn) Eval(in *Input) []Finding {
 		}
 		summary := fmt.Sprintf("%s ran %.0f old-generation collections for %.0f young ones %s (%.0f%%; healthy is about 1%%): objects live long enough to be promoted, then die",
 			runtimeSubject(r), old, g.Young, span, 100*ratio)
+		if promo >= promotedWarn && (ratio < churnWarn || old < churnMinOld) {
+			summary = fmt.Sprintf("%s promoted %.0f%% of what it allocated to the old generation %s (%s of %s), and old collections reclaim it: objects live long enough to be promoted, then die",
+				runtimeSubject(r), 100*promo, span, HumanBytes(int64(g.PromotedBytes)), HumanBytes(int64(g.AllocatedBytes)))
+		}
 		if diesOld >= diesOldWarn {
 			summary = fmt.Sprintf("%s freed %.0f%% of its garbage in the old generation %s (%.0f of %.0f objects; healthy services free nearly all of it young): objects live long enough to be promoted, then die",
 				runtimeSubject(r), 100*diesOld, span, g.CollectedOld, freed)
@@ -115,6 +134,10 @@ func (gcOldGenerationChurn) Eval(in *Input) []Finding {
 		if diesOld >= 0 {
 			f.Evidence = append(f.Evidence, ev("collected_old_percent", 100*diesOld, "percent"),
 				ev("collected_old_objects", g.CollectedOld, "count"), ev("collected_young_objects", g.CollectedYoung, "count"))
+		}
+		if promo >= 0 {
+			f.Evidence = append(f.Evidence, ev("promoted_percent", 100*promo, "percent"),
+				ev("promoted_bytes", g.PromotedBytes, "bytes"), ev("allocated_bytes", g.AllocatedBytes, "bytes"))
 		}
 		if g.Seconds > 0 {
 			f.Evidence = append(f.Evidence, ev("old_collections_per_minute", 60*old/g.Seconds, "per_minute"), ev("span_seconds", g.Seconds, "seconds"))

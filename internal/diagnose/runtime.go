@@ -43,6 +43,10 @@ type Runtime struct {
 	// (CPython).
 	CollectedYoung *float64 `json:"collected_young_objects_total,omitempty"`
 	CollectedOld   *float64 `json:"collected_old_objects_total,omitempty"`
+	// PromotedBytes and AllocatedBytes: promoted to the old generation,
+	// allocated in the young one (JVM via Micrometer).
+	PromotedBytes  *float64 `json:"promoted_bytes_total,omitempty"`
+	AllocatedBytes *float64 `json:"allocated_bytes_total,omitempty"`
 	LastCause      string   `json:"last_cause,omitempty"`
 
 	HeapLiveBytes      *float64 `json:"heap_live_bytes,omitempty"`
@@ -74,6 +78,9 @@ type GCRates struct {
 	// CollectedYoung and CollectedOld are objects freed per generation.
 	CollectedYoung float64 `json:"collected_young_objects,omitempty"`
 	CollectedOld   float64 `json:"collected_old_objects,omitempty"`
+	// PromotedBytes and AllocatedBytes over the span.
+	PromotedBytes  float64 `json:"promoted_bytes,omitempty"`
+	AllocatedBytes float64 `json:"allocated_bytes,omitempty"`
 	// Induced collections by cause.
 	Induced map[string]float64 `json:"induced,omitempty"`
 	// LargeObjectGrowthBytes is the change of the large-object heap.
@@ -114,10 +121,12 @@ const (
 	rtStart     = "memdoctor_runtime_start_time_seconds"
 	rtLastCause = "memdoctor_runtime_gc_last_cause_info"
 	rtCollected = "memdoctor_runtime_gc_collected_objects_total"
+	rtPromoted  = "memdoctor_runtime_gc_promoted_bytes_total"
+	rtAllocated = "memdoctor_runtime_gc_allocated_bytes_total"
 )
 
 // runtimeSeries lists every normalised series, for rules' Reads.
-var runtimeSeries = []string{rtInfo, rtGCSeconds, rtColl, rtInduced, rtLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected}
+var runtimeSeries = []string{rtInfo, rtGCSeconds, rtColl, rtInduced, rtLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated}
 
 // RuntimesOf builds the runtime models of a scrape, one per target.
 func RuntimesOf(s *sample.Scrape) []Runtime {
@@ -175,6 +184,10 @@ func RuntimesOf(s *sample.Scrape) []Runtime {
 				}
 			case rtLastCause:
 				r.LastCause = m.Labels.Get("cause")
+			case rtPromoted:
+				r.PromotedBytes = f(m.Value)
+			case rtAllocated:
+				r.AllocatedBytes = f(m.Value)
 			case rtCollected:
 				if m.Labels.Get("generation") == "old" {
 					r.CollectedOld = f(m.Value)
@@ -211,7 +224,8 @@ func val(p *float64) float64 {
 func lifetime(r *Runtime) *GCRates {
 	g := &GCRates{Seconds: r.UptimeSeconds, GCSeconds: val(r.GCSeconds), Young: val(r.YoungCollections),
 		Old: val(r.OldCollections), Full: val(r.FullCollections), Induced: r.Induced,
-		CollectedYoung: val(r.CollectedYoung), CollectedOld: val(r.CollectedOld)}
+		CollectedYoung: val(r.CollectedYoung), CollectedOld: val(r.CollectedOld),
+		PromotedBytes: val(r.PromotedBytes), AllocatedBytes: val(r.AllocatedBytes)}
 	if r.GCSeconds != nil {
 		sh := *r.GCSeconds / r.UptimeSeconds
 		g.GCTimeShare = &sh
@@ -234,7 +248,8 @@ func between(a, b *Runtime, seconds float64) *GCRates {
 	}
 	g := &GCRates{Seconds: seconds, GCSeconds: inc(a.GCSeconds, b.GCSeconds), Young: inc(a.YoungCollections, b.YoungCollections),
 		Old: inc(a.OldCollections, b.OldCollections), Full: inc(a.FullCollections, b.FullCollections),
-		CollectedYoung: inc(a.CollectedYoung, b.CollectedYoung), CollectedOld: inc(a.CollectedOld, b.CollectedOld)}
+		CollectedYoung: inc(a.CollectedYoung, b.CollectedYoung), CollectedOld: inc(a.CollectedOld, b.CollectedOld),
+		PromotedBytes: inc(a.PromotedBytes, b.PromotedBytes), AllocatedBytes: inc(a.AllocatedBytes, b.AllocatedBytes)}
 	if b.GCSeconds != nil && seconds > 0 {
 		sh := g.GCSeconds / seconds
 		g.GCTimeShare = &sh
@@ -327,6 +342,12 @@ func windowGC(w *sample.Window, target string) *GCRates {
 	}
 	if s := ser(rtColl, "generation", "full"); s != nil {
 		g.Full = increase(s.Points)
+	}
+	if s := ser(rtPromoted); s != nil {
+		g.PromotedBytes = increase(s.Points)
+	}
+	if s := ser(rtAllocated); s != nil {
+		g.AllocatedBytes = increase(s.Points)
 	}
 	if s := ser(rtCollected, "generation", "young"); s != nil {
 		g.CollectedYoung = increase(s.Points)

@@ -19,7 +19,8 @@ package runtimes
 //	                    jvm_gc_collection_seconds{gc} (by collector name);
 //	                    heap: jvm_memory_used|committed|max_bytes{area="heap"} (1.x, Micrometer)
 //	                    or jvm_memory_bytes_used|committed|max{area="heap"} (0.x);
-//	                    live: jvm_gc_live_data_size_bytes when present
+//	                    live: jvm_gc_live_data_size_bytes when present;
+//	                    jvm_gc_memory_promoted|allocated_bytes_total (Micrometer)
 //	.NET                prometheus-net dotnet_collection_count_total{generation 0,1 young; 2 old},
 //	                    dotnet_total_memory_bytes (live), system_runtime_loh_size;
 //	                    OpenTelemetry 6-8 process_runtime_dotnet_gc_*; .NET 9+ dotnet_gc_*
@@ -290,6 +291,12 @@ func jvmPage(p page, r *Reading) {
 	}
 	if pauses && len(induced) == 0 && seen {
 		r.add(Induced, 0, "cause", "System.gc()")
+	}
+	if v, ok := p.sum("jvm_gc_memory_promoted_bytes_total", nil); ok {
+		r.add(Promoted, v)
+	}
+	if v, ok := p.sum("jvm_gc_memory_allocated_bytes_total", nil); ok {
+		r.add(Allocated, v)
 	}
 	used, ok := p.sum("jvm_memory_used_bytes", heapArea)
 	if !ok {

@@ -277,7 +277,8 @@ func (w *Watch) Poll(fsys procfs.FS) {
 			continue
 		}
 		ev := PerfEvents(pd)
-		if prev, ok := w.last[pid]; ok && ev.Invocations > prev.Invocations && ExplicitJVMCause(ev.Cause) {
+		if prev, ok := w.last[pid]; ok && ExplicitJVMCause(ev.Cause) &&
+			(ev.Invocations > prev.Invocations || ev.Cause != prev.Cause) {
 			w.counts[pid][ev.Cause]++
 		}
 		w.last[pid] = ev

@@ -50,6 +50,10 @@ const (
 	// CollectedObjects counts objects freed per generation, label
 	// generation = young | old (CPython: where garbage dies).
 	CollectedObjects = "memdoctor_runtime_gc_collected_objects_total"
+	// Promoted counts bytes promoted to the old generation, Allocated bytes
+	// allocated in the young one (JVM, Micrometer).
+	Promoted  = "memdoctor_runtime_gc_promoted_bytes_total"
+	Allocated = "memdoctor_runtime_gc_allocated_bytes_total"
 	// LastCause is 1 with label cause: the cause of the latest collection
 	// (JVM).
 	LastCause = "memdoctor_runtime_gc_last_cause_info"

@@ -9,7 +9,7 @@
 // jvm_memory_used_bytes{area,id}, ...), taken from the JDK's management beans
 // and GC notifications, and prints one line "gc NAME COUNT MILLIS" per
 // collector on /stats, so a test can compare what memdoctor reads with what
-// the JVM itself says.
+// the JVM itself says. It runs with G1 (its pool names are used).
 import com.sun.management.GarbageCollectionNotificationInfo;
 import com.sun.net.httpserver.HttpServer;
 import java.io.OutputStream;
@@ -29,6 +29,12 @@ public class GcWorkload {
     // key: gc \0 action \0 cause -> {count, nanos}
     static final Map<String, long[]> pauses = new ConcurrentHashMap<>();
     static volatile Object sink;
+    // Micrometer's JvmGcMetrics figures: old-generation growth across young
+    // collections (promoted) and young-generation growth between
+    // collections (allocated).
+    static final java.util.concurrent.atomic.AtomicLong promoted = new java.util.concurrent.atomic.AtomicLong();
+    static final java.util.concurrent.atomic.AtomicLong allocated = new java.util.concurrent.atomic.AtomicLong();
+    static long youngAfterPrev;
 
     public static void main(String[] args) throws Exception {
         String mode = args[0];
@@ -40,6 +46,19 @@ public class GcWorkload {
                 }
                 GarbageCollectionNotificationInfo info = GarbageCollectionNotificationInfo.from((CompositeData) n.getUserData());
                 String k = info.getGcName() + "\0" + info.getGcAction() + "\0" + info.getGcCause();
+                Map<String, java.lang.management.MemoryUsage> pre = info.getGcInfo().getMemoryUsageBeforeGc();
+                Map<String, java.lang.management.MemoryUsage> post = info.getGcInfo().getMemoryUsageAfterGc();
+                synchronized (GcWorkload.class) {
+                    long youngBefore = pre.get("G1 Eden Space").getUsed();
+                    allocated.addAndGet(Math.max(0, youngBefore - youngAfterPrev));
+                    youngAfterPrev = post.get("G1 Eden Space").getUsed();
+                }
+                if (info.getGcAction().contains("minor")) {
+                    long d = post.get("G1 Old Gen").getUsed() - pre.get("G1 Old Gen").getUsed();
+                    if (d > 0) {
+                        promoted.addAndGet(d);
+                    }
+                }
                 long[] v = pauses.computeIfAbsent(k, x -> new long[2]);
                 synchronized (v) {
                     v[0]++;
@@ -127,6 +146,8 @@ public class GcWorkload {
                   .append(p.getName()).append("\"} ").append(v).append('\n');
             }
         }
+        sb.append("# TYPE jvm_gc_memory_promoted_bytes_total counter\njvm_gc_memory_promoted_bytes_total ").append(promoted.get()).append('\n');
+        sb.append("# TYPE jvm_gc_memory_allocated_bytes_total counter\njvm_gc_memory_allocated_bytes_total ").append(allocated.get()).append('\n');
         sb.append("# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds ")
           .append(ManagementFactory.getRuntimeMXBean().getStartTime() / 1000.0).append('\n');
         return sb.toString();
