@@ -24,6 +24,7 @@ var forbidden = map[string][]string{
 	"report":   {"procfs", "collect", "remedy"},
 	"remedy":   {"procfs", "collect"},
 	"capture":  {"collect", "diagnose", "report", "remedy"},
+	"runtimes": {"collect", "diagnose", "report", "remedy", "store", "source"},
 }
 
 func TestPackageDirection(t *testing.T) {
