@@ -133,7 +133,7 @@ func FuzzParseHsperf(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:64])
 	f.Add(good[:1000])
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Fuzz(func(_ *testing.T, b []byte) {
 		p, err := ParseHsperf(b)
 		if err != nil {
 			return
@@ -458,7 +458,7 @@ func FuzzNormalize(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("ruby_gc_stat_count 1\n# EOF\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Fuzz(func(_ *testing.T, b []byte) {
 		fams, err := ParsePage(b)
 		if err != nil {
 			return
