@@ -319,3 +319,53 @@ func TestRuntimeGo(t *testing.T) {
 		t.Errorf("gc_time_percent %v fired at or below the 5%% line", pct)
 	}
 }
+
+// record --scrape keeps the runtime series in the store; diagnose --from
+// judges them over the window.
+func TestRuntimeRecordDiagnose(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records for ~10 s")
+	}
+	bin := filepath.Join(t.TempDir(), "goservice")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/programs/goservice")
+	build.Dir = repoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building goservice: %v\n%s", err, out)
+	}
+	hc, hh := freePort(t), freePort(t)
+	heavyURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", hc)
+	healthyURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", hh)
+	startService(t, heavyURL, bin, "-mode", "gcheavy", "-listen", fmt.Sprintf("127.0.0.1:%d", hc))
+	startService(t, healthyURL, bin, "-mode", "healthy", "-listen", fmt.Sprintf("127.0.0.1:%d", hh))
+	db := filepath.Join(t.TempDir(), "md.db")
+	rec := exec.Command(binary(t), "record", "--db", db, "--interval", "1s", "--listen", "", "--top", "3",
+		"--scrape", heavyURL, "--scrape", healthyURL)
+	rec.Stderr = os.Stderr
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Second)
+	_ = rec.Process.Signal(os.Interrupt)
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	out, err := exec.Command(binary(t), "diagnose", "--from", db, "--json").Output()
+	if err != nil {
+		t.Fatalf("diagnose: %v", err)
+	}
+	var rep diagnose.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	f := findingsAbout(&rep, heavyURL)["gc_time_high"]
+	if f == nil {
+		t.Fatalf("gc_time_high did not fire on the recording: %+v", rep.Findings)
+	}
+	for id, f := range findingsAbout(&rep, healthyURL) {
+		t.Errorf("%s fired for the healthy Go service: %s", id, f.Summary)
+	}
+	r := runtimeOf(t, &rep, heavyURL)
+	if r.Recent == nil || r.Recent.Seconds < 5 || r.Recent.PartsAboveGCThreshold == nil {
+		t.Errorf("rates not taken over the window: %+v", r.Recent)
+	}
+}
