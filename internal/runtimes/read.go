@@ -61,7 +61,7 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 	for _, u := range opt.URLs {
 		fams, err := opt.Scraper.Fetch(ctx, u)
 		if err != nil {
-			res.note("scrape "+u, err.Error(), "the runtime's garbage collector state", "check the URL with curl "+u)
+			res.note("scrape "+u, strings.TrimPrefix(err.Error(), "scrape "+u+": "), "the runtime's garbage collector state", "check the URL with curl "+u)
 			continue
 		}
 		rd, ok := Normalize(fams, u)
