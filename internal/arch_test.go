@@ -28,6 +28,7 @@ var forbidden = map[string][]string{
 	// Finding shape. Neither depends on the collectors or the stores.
 	"probe": {"collect", "diagnose", "report", "remedy", "store", "source", "sample"},
 	"lint":  {"procfs", "collect", "report", "remedy", "store", "source"},
+	"runtimes": {"collect", "diagnose", "report", "remedy", "store", "source"},
 }
 
 func TestPackageDirection(t *testing.T) {

@@ -20,6 +20,7 @@ func newCheckCmd() *cobra.Command {
 		failOn        string
 		mallocN       int
 		mallocTimeout time.Duration
+		rt            runtimeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -36,7 +37,8 @@ be in the top N by PSS.`,
   memdoctor check --json | jq '.findings[] | {id, severity, summary}'
   memdoctor check --capture host.txtar
   memdoctor check --fail-on warning   # exit 2 when a warning or worse is found
-  memdoctor check --malloc 3          # also read malloc_info of the 3 largest glibc processes (pauses each for ms)`,
+  memdoctor check --malloc 3          # also read malloc_info of the 3 largest glibc processes (pauses each for ms)
+  memdoctor check --scrape http://127.0.0.1:8080/metrics --json   # a service's GC too`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var threshold diagnose.Severity
@@ -50,13 +52,17 @@ be in the top N by PSS.`,
 			if top < 0 {
 				return fmt.Errorf("--top %d: want 0 or more", top)
 			}
+			if err := rt.validate(); err != nil {
+				return err
+			}
 			src, err := host.open()
 			if err != nil {
 				return err
 			}
 			start := time.Now()
-			res, err := collect.Collect(src.fs, collect.Options{TopProcesses: top, TopCgroups: top, ArenaScan: true,
-				Live: host.live(), Now: src.now()})
+			opt := collect.Options{TopProcesses: top, TopCgroups: top, ArenaScan: true,
+				Live: host.live(), Now: src.now(), Runtimes: host.live(), Scrape: rt.urls, ScrapeTimeout: rt.timeout}
+			res, err := collect.Collect(src.fs, opt)
 			if err != nil {
 				return fmt.Errorf("%w (is this a Linux host with /proc mounted? use --root or --capture for saved data)", err)
 			}
@@ -68,7 +74,12 @@ be in the top N by PSS.`,
 				res.Notes = append(res.Notes, inspectAllocators(ctx, &res.Scrape, mallocN, mallocTimeout, cmd.ErrOrStderr())...)
 				cancel()
 			}
-			rep := diagnose.Check(&res.Scrape, src.name, res.Notes)
+			var rep *diagnose.Report
+			if earlier := rt.secondReading(cmd, src.fs, opt, res); earlier != nil {
+				rep = diagnose.CheckInterval(earlier, &res.Scrape, src.name, res.Notes)
+			} else {
+				rep = diagnose.Check(&res.Scrape, src.name, res.Notes)
+			}
 			if host.live() {
 				rep.Cost = costOf(res, time.Since(start))
 			}
@@ -92,6 +103,7 @@ be in the top N by PSS.`,
 		},
 	}
 	host.register(cmd)
+	rt.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (a stable interface)")
 	cmd.Flags().IntVar(&top, "top", 10, "how many processes, cgroups and slab caches to show")
 	cmd.Flags().StringVar(&failOn, "fail-on", "none", "exit with status 2 when a finding of this `severity` or worse is found (info, warning, critical)")

@@ -57,6 +57,7 @@ func newRecordCmd() *cobra.Command {
 		top       int
 		listen    string
 		instance  string
+		rt        runtimeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "record",
@@ -71,11 +72,15 @@ kept in memory and retried), reopens its file on SIGHUP, and flushes and exits
 on SIGTERM. diagnose --from reads the file while record writes it.`,
 		Example: `  sudo memdoctor record                            # /var/lib/memdoctor/memdoctor.db, 15 s
   memdoctor record --db /tmp/md.db --interval 5s --listen ''
+  memdoctor record --scrape http://127.0.0.1:8080/metrics   # a service's GC too
   memdoctor diagnose --from /var/lib/memdoctor/memdoctor.db`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ret, err := parseRetention(retention)
 			if err != nil {
+				return err
+			}
+			if err := rt.validate(); err != nil {
 				return err
 			}
 			if db == "" {
@@ -94,6 +99,7 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 				debug.SetMemoryLimit(12 << 20)
 			}
 			rec, err := record.New(record.Config{DBPath: db, Interval: interval, Retention: ret, Top: top,
+				Scrape: rt.urls, ScrapeTimeout: rt.timeout,
 				Instance: instance, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
@@ -140,6 +146,7 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 	cmd.Flags().StringVar(&retention, "retention", "30d", "delete samples older than this (0 keeps everything)")
 	cmd.Flags().IntVar(&top, "top", 50, "processes recorded per sample (by PSS)")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9105", "`ADDR` for /metrics and /healthz ('' to serve nothing; loopback by default)")
+	rt.register(cmd)
 	cmd.Flags().StringVar(&instance, "instance", "", "name of this host in the store (default: hostname)")
 	return cmd
 }

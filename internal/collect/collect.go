@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/runtimes"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -38,6 +39,14 @@ type Options struct {
 	// Live says the FS is this host's own /proc (so notes can speak of
 	// this process' privileges).
 	Live bool
+	// Runtimes detects the language runtime of the reported processes and
+	// reads every JVM's perf-data file (see internal/runtimes).
+	Runtimes bool
+	// Scrape lists applications' Prometheus endpoints whose runtime GC
+	// series to read.
+	Scrape []string
+	// ScrapeTimeout bounds each scrape (default 5 s).
+	ScrapeTimeout time.Duration
 }
 
 func (o *Options) defaults() {
@@ -58,6 +67,8 @@ type Result struct {
 	Notes  []sample.Note
 	// Timings per collector.
 	Timings []Timing
+	// Runtimes is what the runtimes collector read (nil when disabled).
+	Runtimes *runtimes.Result
 }
 
 // Timing is one collector's cost.
@@ -102,6 +113,7 @@ var collectors = []collector{
 	{"slabinfo", false, collectSlabinfo},
 	{"cgroups", false, collectCgroups},
 	{"processes", false, collectProcesses},
+	{"runtimes", false, collectRuntimes},
 }
 
 // Collect reads one snapshot.

@@ -20,6 +20,9 @@ type Host struct {
 	Slab       SlabReport   `json:"slab"`
 	Processes  []Process    `json:"processes"`
 	Reclaim    Reclaim      `json:"reclaim"`
+	// Runtimes are the language runtimes' garbage collectors (scraped,
+	// read from JVM perf-data, or only detected).
+	Runtimes []Runtime `json:"runtimes,omitempty"`
 }
 
 // HostInfo identifies the host.
@@ -92,6 +95,7 @@ func Analyze(s *sample.Scrape, source string) *Host {
 	h.Slab = slab(s)
 	h.Processes = processes(s)
 	h.Reclaim = reclaim(s, h.Info.UptimeSeconds)
+	h.Runtimes = RuntimesOf(s)
 	if rec := RecommendScaleFactor(h); rec > 0 {
 		h.Watermarks.Recommended = h.Watermarks.Evaluate(rec)
 	}

@@ -39,13 +39,16 @@ func Check(s *sample.Scrape, source string, notes []sample.Note) *Report {
 // end, the trend rules on the whole window.
 func CheckWindow(w *sample.Window, source string, notes []sample.Note) *Report {
 	h := Analyze(LatestScrape(w, latestMaxAge(w)), source)
+	windowRates(h, w)
 	return run(&Input{Host: h, Window: w}, notes)
 }
 
 // CheckRecording diagnoses a recording: the instant rules on its last
 // complete state, the trend rules on the window.
 func CheckRecording(latest *sample.Scrape, w *sample.Window, source string, notes []sample.Note) *Report {
-	return run(&Input{Host: Analyze(latest, source), Window: w}, notes)
+	h := Analyze(latest, source)
+	windowRates(h, w)
+	return run(&Input{Host: h, Window: w}, notes)
 }
 
 func run(in *Input, notes []sample.Note) *Report {

@@ -32,6 +32,10 @@ type Config struct {
 	Retention time.Duration
 	// Top is how many processes get smaps_rollup and are recorded.
 	Top int
+	// Scrape lists applications' Prometheus endpoints whose runtime GC
+	// series are recorded with each sample; ScrapeTimeout bounds each.
+	Scrape        []string
+	ScrapeTimeout time.Duration
 	// Instance names this host in the store (default: hostname).
 	Instance string
 	// FS is what to read (default: the live host).
@@ -182,7 +186,7 @@ func (r *Recorder) Tick(at time.Time) {
 	start := time.Now()
 	cpu0 := selfCPU()
 	res, err := collect.Collect(r.fs, collect.Options{TopProcesses: r.cfg.Top, TopCgroups: 10, ArenaScan: true, Live: r.live,
-		Now: func() time.Time { return at }})
+		Now: func() time.Time { return at }, Runtimes: r.live, Scrape: r.cfg.Scrape, ScrapeTimeout: r.cfg.ScrapeTimeout})
 	if err != nil {
 		r.mu.Lock()
 		r.lastErr = err

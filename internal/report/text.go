@@ -85,6 +85,7 @@ func Text(w io.Writer, r *diagnose.Report, opt TextOptions) error {
 	cgroups(p, h, opt.Top)
 	slab(p, h, opt.Top)
 	processes(p, h, opt.Top)
+	runtimes(p, h)
 	if len(r.Notes) > 0 {
 		p.heading("NOTES (what could not be read)")
 		for _, n := range r.Notes {

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/collect"
+	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/runtimes"
+	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/spf13/cobra"
+)
+
+// runtimeFlags select the language runtimes check and record read besides
+// the JVMs they find by themselves.
+type runtimeFlags struct {
+	urls     []string
+	timeout  time.Duration
+	interval time.Duration
+}
+
+func (f *runtimeFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&f.urls, "scrape", nil, "read a service's runtime GC metrics from its Prometheus `URL` (repeatable; Go, Python, JVM, .NET, Ruby and Node client names)")
+	cmd.Flags().DurationVar(&f.timeout, "scrape-timeout", 5*time.Second, "time limit of each scrape")
+	if cmd.Name() == "check" {
+		cmd.Flags().DurationVar(&f.interval, "gc-interval", 3*time.Second, "read runtimes twice this far apart to measure GC rates (0: once, lifetime averages only)")
+	}
+}
+
+func (f *runtimeFlags) validate() error {
+	for _, u := range f.urls {
+		if err := runtimes.ValidateURL(u); err != nil {
+			return err
+		}
+	}
+	if f.timeout <= 0 {
+		return fmt.Errorf("--scrape-timeout %v: want a positive duration", f.timeout)
+	}
+	if f.interval < 0 || f.interval > 5*time.Minute {
+		return fmt.Errorf("--gc-interval %v: want 0 to 5m", f.interval)
+	}
+	return nil
+}
+
+// secondReading reads the runtimes again after the GC interval (watching
+// JVMs' perf data for the cause of each collection meanwhile), replaces the
+// first reading's runtime series in res with the second, and returns a
+// scrape of the first reading. It returns nil when there is nothing to
+// measure twice.
+func (f *runtimeFlags) secondReading(cmd *cobra.Command, fsys procfs.FS, opt collect.Options, res *collect.Result) *sample.Scrape {
+	first := res.Runtimes
+	if f.interval <= 0 || first == nil || !hasGC(first) {
+		return nil
+	}
+	earlier := &sample.Scrape{Time: res.Scrape.Time}
+	for _, m := range first.Metrics() {
+		earlier.AddMetric(m)
+	}
+	watch := runtimes.NewWatch(fsys, first)
+	bar := newProgress(cmd.ErrOrStderr(), "measuring GC rates")
+	start := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	for time.Since(start) < f.interval {
+		<-tick.C
+		if !watch.Empty() {
+			watch.Poll(fsys)
+		}
+		bar.update(int64(time.Since(start)/time.Millisecond), int64(f.interval/time.Millisecond))
+	}
+	tick.Stop()
+	bar.done()
+	ro := collect.RuntimeOptions(opt, &res.Scrape)
+	ro.PIDs = nil
+	ro.NoHostJVMs = true
+	for _, rd := range first.Readings {
+		if rd.Source == "hsperfdata" {
+			ro.PIDs = append(ro.PIDs, rd.PID)
+		}
+	}
+	ro.Watch = watch
+	second := runtimes.Read(context.Background(), fsys, ro)
+	later := sample.Scrape{Time: opt.Now(), Instance: res.Scrape.Instance}
+	for _, m := range res.Scrape.Metrics {
+		if !isRuntimeGC(m.Name) {
+			later.AddMetric(m)
+		}
+	}
+	// Detected-only runtimes (no GC data) keep their first reading.
+	for _, rd := range first.Readings {
+		if rd.Source == "maps" {
+			for _, m := range rd.Metrics() {
+				later.AddMetric(m)
+			}
+		}
+	}
+	for _, m := range second.Metrics() {
+		later.AddMetric(m)
+	}
+	res.Scrape = later
+	res.Notes = append(res.Notes, second.Notes...)
+	return earlier
+}
+
+func hasGC(r *runtimes.Result) bool {
+	for _, rd := range r.Readings {
+		if rd.Source != "maps" {
+			return true
+		}
+	}
+	return false
+}
+
+func isRuntimeGC(name string) bool { return strings.HasPrefix(name, "memdoctor_runtime_") }

@@ -1,0 +1,371 @@
+package main
+
+// End-to-end runtime tests: real JVM, CPython and Go services, each in a
+// pathological and a healthy variant, read by the real memdoctor binary
+// (check --json, through their metrics endpoints and, for the JVM, through
+// hsperfdata with no flag at all). The rules must fire on the pathology
+// and stay quiet on the healthy twin, and the numbers memdoctor reports
+// must lie between what the program itself said just before and just
+// after the check.
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+)
+
+// freePort returns a loopback port nobody listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startService runs a test service until the test ends and waits until url
+// answers.
+func startService(t *testing.T, url string, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return cmd
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s did not answer on %s", name, url)
+	return nil
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// runCheck runs the real binary's check --json.
+func runCheck(t *testing.T, args ...string) *diagnose.Report {
+	t.Helper()
+	cmd := exec.Command(binary(t), append([]string{"check", "--json", "--top", "3"}, args...)...)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("memdoctor check: %v\n%s", err, stderr)
+	}
+	var r diagnose.Report
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("check --json: %v", err)
+	}
+	return &r
+}
+
+// findingsAbout returns the runtime findings whose subject names the
+// target (a URL, or "(pid N)").
+func findingsAbout(r *diagnose.Report, what string) map[string]*diagnose.Finding {
+	out := map[string]*diagnose.Finding{}
+	for i, f := range r.Findings {
+		if strings.HasPrefix(f.ID, "gc_") && strings.Contains(f.Subject, what) {
+			out[f.ID] = &r.Findings[i]
+		}
+	}
+	return out
+}
+
+func runtimeOf(t *testing.T, r *diagnose.Report, target string) *diagnose.Runtime {
+	t.Helper()
+	for i := range r.Runtimes {
+		if r.Runtimes[i].Target == target {
+			return &r.Runtimes[i]
+		}
+	}
+	t.Fatalf("no runtime %s in the report: %+v", target, r.Runtimes)
+	return nil
+}
+
+func between(t *testing.T, what string, got, lo, hi float64) {
+	t.Helper()
+	if got < lo || got > hi {
+		t.Errorf("%s = %v, want within [%v, %v] (what the program reported before and after)", what, got, lo, hi)
+	}
+}
+
+// javaStats reads GcWorkload's /stats: collector name → count, millis.
+func javaStats(t *testing.T, url string) map[string][2]float64 {
+	t.Helper()
+	out := map[string][2]float64{}
+	sc := bufio.NewScanner(strings.NewReader(get(t, url)))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 4 && f[0] == "gc" {
+			c, _ := strconv.ParseFloat(f[2], 64)
+			ms, _ := strconv.ParseFloat(f[3], 64)
+			out[f[1]] = [2]float64{c, ms}
+		}
+	}
+	return out
+}
+
+func TestRuntimeJava(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs JVMs for ~20 s")
+	}
+	if _, err := exec.LookPath("javac"); err != nil {
+		t.Skip("javac missing: apt-get install openjdk-17-jdk-headless (scripts/install-test-deps.sh)")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(repoRoot(t), "testdata", "programs", "java", "GcWorkload.java")
+	if out, err := exec.Command("javac", "-d", dir, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	pc, ph := freePort(t), freePort(t)
+	churnURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", pc)
+	healthyURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ph)
+	churn := startService(t, churnURL, "java", "-XX:+UseG1GC", "-Xmx160m", "-cp", dir, "GcWorkload", "churn", strconv.Itoa(pc))
+	healthy := startService(t, healthyURL, "java", "-XX:+UseG1GC", "-Xmx64m", "-cp", dir, "GcWorkload", "healthy", strconv.Itoa(ph))
+	time.Sleep(5 * time.Second)
+	statsURL := strings.Replace(churnURL, "/metrics", "/stats", 1)
+	before := javaStats(t, statsURL)
+	// No flag for hsperfdata: the JVMs are found by themselves.
+	rep := runCheck(t, "--gc-interval", "4s", "--scrape", churnURL, "--scrape", healthyURL)
+	after := javaStats(t, statsURL)
+
+	churnPID := fmt.Sprintf("(pid %d)", churn.Process.Pid)
+	healthyPID := fmt.Sprintf("(pid %d)", healthy.Process.Pid)
+	for _, who := range []string{churnPID, churnURL} {
+		fs := findingsAbout(rep, who)
+		for _, id := range []string{"gc_old_generation_churn", "gc_induced"} {
+			if fs[id] == nil {
+				t.Errorf("%s did not fire for the churning JVM %s; findings %v", id, who, fs)
+			}
+		}
+	}
+	for _, who := range []string{healthyPID, healthyURL} {
+		for id, f := range findingsAbout(rep, who) {
+			t.Errorf("%s fired for the healthy JVM %s: %s", id, who, f.Summary)
+		}
+	}
+
+	young := "G1_Young_Generation"
+	full := "G1_Old_Generation" // the management bean's name for G1's full collections
+	hs := runtimeOf(t, rep, fmt.Sprintf("pid/%d", churn.Process.Pid))
+	if hs.Source != "hsperfdata" {
+		t.Errorf("JVM read from %q, want hsperfdata", hs.Source)
+	}
+	between(t, "hsperfdata young collections", *hs.YoungCollections, before[young][0], after[young][0])
+	// System.gc() runs twice a second: memdoctor's watch samples causes,
+	// so it may count fewer, never more than the full collections seen.
+	fi := findingsAbout(rep, churnPID)["gc_induced"]
+	if fi != nil {
+		n, _ := evidence(fi, "induced_collections")
+		between(t, "hsperfdata induced collections", n, 1, after[full][0]-before[full][0])
+	}
+	sc := runtimeOf(t, rep, churnURL)
+	between(t, "scraped young collections", *sc.YoungCollections, before[young][0], after[young][0])
+	if f := findingsAbout(rep, churnURL)["gc_induced"]; f != nil {
+		n, _ := evidence(f, "induced_collections")
+		between(t, "scraped System.gc() collections", n, 1, after[full][0]-before[full][0])
+		if !strings.Contains(f.Summary, "System.gc()") {
+			t.Errorf("gc_induced does not name the cause: %s", f.Summary)
+		}
+	}
+	if f := findingsAbout(rep, churnURL)["gc_old_generation_churn"]; f != nil {
+		ratio, _ := evidence(f, "old_to_young_percent")
+		promo, _ := evidence(f, "promoted_percent")
+		if ratio < 10 && promo < 10 {
+			t.Errorf("old/young %v%% and promoted %v%% both below the rule's lines: %s", ratio, promo, f.Summary)
+		}
+	}
+}
+
+type pyStats struct {
+	Stats []struct {
+		Collections float64 `json:"collections"`
+		Collected   float64 `json:"collected"`
+	} `json:"stats"`
+}
+
+func pythonStats(t *testing.T, url string) pyStats {
+	t.Helper()
+	var s pyStats
+	if err := json.Unmarshal([]byte(get(t, url)), &s); err != nil || len(s.Stats) != 3 {
+		t.Fatalf("python /stats: %v", err)
+	}
+	return s
+}
+
+func TestRuntimePython(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Python services for ~10 s")
+	}
+	py := "/usr/bin/python3"
+	if out, err := exec.Command(py, "-c", "import prometheus_client").CombinedOutput(); err != nil {
+		t.Skipf("python3-prometheus-client missing (scripts/install-test-deps.sh): %s", out)
+	}
+	src := filepath.Join(repoRoot(t), "testdata", "programs", "python", "gc_service.py")
+	pc, ph := freePort(t), freePort(t)
+	for ph == pc+1 || pc == ph+1 {
+		ph = freePort(t)
+	}
+	churnURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", pc)
+	healthyURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ph)
+	startService(t, churnURL, py, src, "churn", strconv.Itoa(pc))
+	startService(t, healthyURL, py, src, "healthy", strconv.Itoa(ph))
+	time.Sleep(3 * time.Second)
+	statsURL := fmt.Sprintf("http://127.0.0.1:%d/", pc+1)
+	before := pythonStats(t, statsURL)
+	rep := runCheck(t, "--gc-interval", "3s", "--scrape", churnURL, "--scrape", healthyURL)
+	after := pythonStats(t, statsURL)
+
+	f := findingsAbout(rep, churnURL)["gc_old_generation_churn"]
+	if f == nil {
+		t.Fatalf("gc_old_generation_churn did not fire for the churning Python service: %+v", rep.Findings)
+	}
+	for id, f := range findingsAbout(rep, healthyURL) {
+		t.Errorf("%s fired for the healthy Python service: %s", id, f.Summary)
+	}
+	old, _ := evidence(f, "collected_old_objects")
+	between(t, "objects freed by generation 2", old, 1, after.Stats[2].Collected-before.Stats[2].Collected)
+	r := runtimeOf(t, rep, churnURL)
+	between(t, "generation-2 collections", *r.OldCollections, before.Stats[2].Collections, after.Stats[2].Collections)
+	between(t, "generation 0+1 collections", *r.YoungCollections,
+		before.Stats[0].Collections+before.Stats[1].Collections, after.Stats[0].Collections+after.Stats[1].Collections)
+}
+
+func goStats(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, l := range strings.Split(get(t, url), "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			out[f[0]], _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	return out
+}
+
+func TestRuntimeGo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Go services for ~10 s")
+	}
+	bin := filepath.Join(t.TempDir(), "goservice")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/programs/goservice")
+	build.Dir = repoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building goservice: %v\n%s", err, out)
+	}
+	hc, hh := freePort(t), freePort(t)
+	heavyURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", hc)
+	healthyURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", hh)
+	startService(t, heavyURL, bin, "-mode", "gcheavy", "-listen", fmt.Sprintf("127.0.0.1:%d", hc))
+	startService(t, healthyURL, bin, "-mode", "healthy", "-listen", fmt.Sprintf("127.0.0.1:%d", hh))
+	time.Sleep(3 * time.Second)
+	statsURL := strings.Replace(heavyURL, "/metrics", "/stats", 1)
+	before := goStats(t, statsURL)
+	rep := runCheck(t, "--gc-interval", "3s", "--scrape", heavyURL, "--scrape", healthyURL)
+	after := goStats(t, statsURL)
+
+	f := findingsAbout(rep, heavyURL)["gc_time_high"]
+	if f == nil {
+		t.Fatalf("gc_time_high did not fire for the GC-heavy Go service: %+v", rep.Findings)
+	}
+	for id, f := range findingsAbout(rep, healthyURL) {
+		t.Errorf("%s fired for the healthy Go service: %s", id, f.Summary)
+	}
+	r := runtimeOf(t, rep, heavyURL)
+	between(t, "GC pause seconds", *r.GCSeconds, before["pause_total_seconds"], after["pause_total_seconds"])
+	between(t, "GC cycles", *r.FullCollections, before["num_gc"], after["num_gc"])
+	// The share memdoctor reports is the program's own pause time over
+	// the interval, which lies inside the program's before/after span.
+	pct, _ := evidence(f, "gc_time_percent")
+	secs, _ := evidence(f, "gc_seconds")
+	between(t, "GC seconds in the interval", secs, 0, after["pause_total_seconds"]-before["pause_total_seconds"])
+	if pct <= 5 {
+		t.Errorf("gc_time_percent %v fired at or below the 5%% line", pct)
+	}
+}
+
+// record --scrape keeps the runtime series in the store; diagnose --from
+// judges them over the window.
+func TestRuntimeRecordDiagnose(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records for ~10 s")
+	}
+	bin := filepath.Join(t.TempDir(), "goservice")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/programs/goservice")
+	build.Dir = repoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building goservice: %v\n%s", err, out)
+	}
+	hc, hh := freePort(t), freePort(t)
+	heavyURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", hc)
+	healthyURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", hh)
+	startService(t, heavyURL, bin, "-mode", "gcheavy", "-listen", fmt.Sprintf("127.0.0.1:%d", hc))
+	startService(t, healthyURL, bin, "-mode", "healthy", "-listen", fmt.Sprintf("127.0.0.1:%d", hh))
+	db := filepath.Join(t.TempDir(), "md.db")
+	rec := exec.Command(binary(t), "record", "--db", db, "--interval", "1s", "--listen", "", "--top", "3",
+		"--scrape", heavyURL, "--scrape", healthyURL)
+	rec.Stderr = os.Stderr
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Second)
+	_ = rec.Process.Signal(os.Interrupt)
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	out, err := exec.Command(binary(t), "diagnose", "--from", db, "--json").Output()
+	if err != nil {
+		t.Fatalf("diagnose: %v", err)
+	}
+	var rep diagnose.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	f := findingsAbout(&rep, heavyURL)["gc_time_high"]
+	if f == nil {
+		t.Fatalf("gc_time_high did not fire on the recording: %+v", rep.Findings)
+	}
+	for id, f := range findingsAbout(&rep, healthyURL) {
+		t.Errorf("%s fired for the healthy Go service: %s", id, f.Summary)
+	}
+	r := runtimeOf(t, &rep, heavyURL)
+	if r.Recent == nil || r.Recent.Seconds < 5 || r.Recent.PartsAboveGCThreshold == nil {
+		t.Errorf("rates not taken over the window: %+v", r.Recent)
+	}
+}

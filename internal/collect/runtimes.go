@@ -1,0 +1,49 @@
+package collect
+
+// Language runtimes' garbage collectors: the --scrape targets, every JVM's
+// perf-data file, and the runtime of each reported process (see
+// internal/runtimes for the names and the mapping).
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/memdoctor/memdoctor/internal/runtimes"
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+// RuntimeOptions turns the collection options into what the runtimes reader
+// needs, with the reported processes of a scrape as the ones to inspect.
+func RuntimeOptions(opt Options, s *sample.Scrape) runtimes.Options {
+	ro := runtimes.Options{URLs: opt.Scrape, Scraper: runtimes.Scraper{Timeout: opt.ScrapeTimeout}, Comms: map[int]string{}}
+	if !opt.Runtimes {
+		return ro
+	}
+	for _, m := range s.Select("memdoctor_process_rss_bytes") {
+		pid, err := strconv.Atoi(m.Labels.Get("pid"))
+		if err == nil && pid > 0 {
+			ro.PIDs = append(ro.PIDs, pid)
+			ro.Comms[pid] = m.Labels.Get("comm")
+		}
+	}
+	return ro
+}
+
+func collectRuntimes(c *ctx) error {
+	if !c.opt.Runtimes && len(c.opt.Scrape) == 0 {
+		return nil
+	}
+	ro := RuntimeOptions(c.opt, &c.res.Scrape)
+	var res *runtimes.Result
+	if c.opt.Runtimes {
+		res = runtimes.Read(context.Background(), c.fs, ro)
+	} else {
+		res = runtimes.Read(context.Background(), c.fs, runtimes.Options{URLs: ro.URLs, Scraper: ro.Scraper, NoHostJVMs: true})
+	}
+	c.res.Runtimes = res
+	for _, m := range res.Metrics() {
+		c.res.Scrape.AddMetric(m)
+	}
+	c.res.Notes = append(c.res.Notes, res.Notes...)
+	return nil
+}

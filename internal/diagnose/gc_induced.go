@@ -1,0 +1,175 @@
+package diagnose
+
+// gc_induced: explicit or induced collections are happening.
+//
+// Mechanism (incident 4): a collection asked for by code or by the host
+// (System.gc(), GC.Collect, runtime.GC(), jcmd GC.run, heap dumps, or the
+// hosting runtime nearing a memory limit) is usually a full, blocking one:
+// the most expensive pause there is, at a time no heuristic chose.
+// Incident 4 had 53 induced gen2 collections with no GC.Collect in the
+// code: the host's private-memory limit (60 % of RAM by default) induced
+// them. Alert on any.
+//
+// Evidence: induced collections per cause (the runtime's own counter:
+// Micrometer's cause label, Go's forced cycles; for a JVM read through
+// hsperfdata, check watches the cause of each collection between its two
+// readings), their rate, and the likely source of each cause. A JVM read
+// once has only the cause of its last collection: an explicit last cause
+// with old collections happening fires too.
+//
+// Fires: any induced collection in the span judged; warning at ≥ 1 a
+// minute, info below.
+//
+// Known false positives: tools run on purpose (a heap dump taken for a
+// diagnosis); RMI's distributed GC calls System.gc() hourly by default
+// (info).
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+type gcInduced struct{}
+
+func init() { register(gcInduced{}) }
+
+func (gcInduced) Meta() Meta {
+	return Meta{ID: "gc_induced", Title: "explicit or induced garbage collections",
+		Needs: []Need{{rtInfo, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
+		Reads: runtimeSeries}
+}
+
+// inducedSource names the likely source of an induced collection's cause.
+func inducedSource(runtime, cause string) string {
+	switch cause {
+	case "System.gc()":
+		return "code calling System.gc() or Runtime.gc(), or a library doing so: RMI's distributed GC (hourly), NIO direct buffers reaching -XX:MaxDirectMemorySize"
+	case "Diagnostic Command":
+		return "jcmd <pid> GC.run or a monitoring agent sending it"
+	case "Heap Inspection Initiated GC":
+		return "jmap -histo:live or jcmd GC.class_histogram"
+	case "Heap Dump Initiated GC":
+		return "a heap dump (jmap -dump:live, jcmd GC.heap_dump, HeapDumpOnOutOfMemoryError)"
+	case "JvmtiEnv ForceGarbageCollection":
+		return "a JVMTI agent (profiler, debugger) forcing collections"
+	case "runtime.GC()":
+		return "code calling runtime.GC() or debug.FreeOSMemory()"
+	}
+	if runtime == "dotnet" {
+		return "GC.Collect in code, or the host nearing its memory limit (GCHeapHardLimit, container limit, IIS private-memory limit)"
+	}
+	return "code or tools asking for a collection"
+}
+
+func (gcInduced) Eval(in *Input) []Finding {
+	if in.Host == nil {
+		return nil
+	}
+	var out []Finding
+	for i := range in.Host.Runtimes {
+		r := &in.Host.Runtimes[i]
+		g, which := r.Recent, "recent"
+		if g == nil || len(g.Induced) == 0 {
+			g, which = r.Lifetime, "lifetime"
+		}
+		var causes map[string]float64
+		if g != nil {
+			causes = g.Induced
+		}
+		total := 0.0
+		for _, v := range causes {
+			total += v
+		}
+		inferred := false
+		if total == 0 && r.Source == "hsperfdata" && explicitCause(r.LastCause) && r.Induced == nil {
+			// Only the last cause is known: old collections happening with an
+			// explicit last cause.
+			rg := r.Recent
+			if rg == nil {
+				rg = r.Lifetime
+			}
+			if rg != nil && rg.Old > 0 {
+				g, which, inferred = rg, "recent", rg == r.Recent
+				if !inferred {
+					which = "lifetime"
+				}
+				causes = map[string]float64{r.LastCause: rg.Old}
+				total = rg.Old
+				inferred = true
+			}
+		}
+		if total <= 0 || g == nil {
+			continue
+		}
+		perMin := 0.0
+		if g.Seconds > 0 {
+			perMin = 60 * total / g.Seconds
+		}
+		sev := Info
+		if perMin >= 1 {
+			sev = Warning
+		}
+		names := make([]string, 0, len(causes))
+		for c, v := range causes {
+			if v > 0 {
+				names = append(names, c)
+			}
+		}
+		sort.Strings(names)
+		span := "since it started"
+		if which == "recent" {
+			span = spanWords(g)
+		}
+		var parts []string
+		evs := []Evidence{ev("induced_collections", total, "count"), ev("induced_per_minute", perMin, "per_minute"), evText("span", which)}
+		for _, c := range names {
+			parts = append(parts, fmt.Sprintf("%.0f × %s", causes[c], c))
+			evs = append(evs, Evidence{Name: "cause", Value: causes[c], Unit: "count", Text: c + ": " + inducedSource(r.Runtime, c)})
+		}
+		if g.Old > 0 {
+			evs = append(evs, ev("old_collections", g.Old, "count"))
+		}
+		summary := fmt.Sprintf("%s had %s induced collections %s (%.1f a minute): %s", runtimeSubject(r), strings.Join(parts, ", "), span, perMin,
+			inducedSource(r.Runtime, names[0]))
+		if inferred {
+			summary += " (inferred: the JVM's last collection cause is explicit and old collections are happening)"
+		}
+		out = append(out, Finding{ID: "gc_induced", Severity: sev, Subject: runtimeSubject(r), Summary: summary,
+			Evidence: evs, Remedies: inducedRemedies(r)})
+	}
+	return out
+}
+
+func explicitCause(c string) bool {
+	switch c {
+	case "System.gc()", "Diagnostic Command", "Heap Inspection Initiated GC", "Heap Dump Initiated GC", "JvmtiEnv ForceGarbageCollection":
+		return true
+	}
+	return false
+}
+
+func inducedRemedies(r *Runtime) []Remedy {
+	switch r.Runtime {
+	case "jvm":
+		return []Remedy{
+			{Title: "find the caller", Commands: []string{"java -Xlog:gc*:file=gc.log ...   # causes per collection", "jcmd <pid> Thread.print   # while it happens; or async-profiler -e java.lang.System.gc"},
+				Risk: "logging only"},
+			{Title: "make explicit collections concurrent (G1, ZGC, Shenandoah) instead of full stop-the-world ones",
+				Commands: []string{"java -XX:+ExplicitGCInvokesConcurrent ..."}, Risk: "code that relies on System.gc() freeing direct buffers at once waits for the concurrent cycle"},
+			{Title: "or ignore them", Commands: []string{"java -XX:+DisableExplicitGC ..."},
+				Risk: "NIO direct-buffer allocation relies on System.gc() to free unreachable buffers: OutOfMemoryError: Direct buffer memory becomes possible"},
+		}
+	case "dotnet":
+		return []Remedy{
+			{Title: "remove GC.Collect calls; if the host induces them near its memory limit, raise the limit or lower the heap",
+				Commands: []string{"dotnet-trace collect -p <pid> --profile gc-collect   # GC reasons (Induced, LowMemory)", "DOTNET_GCHeapHardLimitPercent=0x50 <command>   # 80% (hex)"},
+				Risk:     "a higher limit lets the process use more memory before it is stopped"},
+		}
+	case "go":
+		return []Remedy{{Title: "remove runtime.GC()/debug.FreeOSMemory() calls from hot paths; bound memory with GOMEMLIMIT instead",
+			Commands: []string{"grep -rn 'runtime.GC()\\|FreeOSMemory' ."}, Risk: "code change"}}
+	}
+	return []Remedy{{Title: "find and remove the code asking for collections (or run it only when the latency cost is acceptable)",
+		Risk: "code change"}}
+}

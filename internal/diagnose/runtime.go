@@ -1,0 +1,402 @@
+package diagnose
+
+// The language runtimes' garbage collectors, from the normalised
+// memdoctor_runtime_* series (internal/runtimes maps each runtime's own
+// names onto them). Counters give rates three ways, best first:
+//
+//   - over a window (a recording, or history ingested with diagnose
+//     --from): the increase of each counter across the window, resets
+//     (restarts) handled by summing only rises;
+//   - over an interval: check reads every runtime twice, a few seconds
+//     apart (check --gc-interval), and CheckInterval compares the two;
+//   - over the process' life: counters since start divided by the time
+//     since process_start_time_seconds (or the JVM's creation), when known.
+//
+// Rules judge "sustained" by requiring the lifetime average (or most of a
+// window) to agree with the recent rate.
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+// Runtime is one runtime target's garbage-collector state.
+type Runtime struct {
+	Target  string `json:"target"`
+	Runtime string `json:"runtime"`
+	Version string `json:"version,omitempty"`
+	// Source is scrape, hsperfdata or maps (detected only: no GC data).
+	Source string `json:"source,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+	Comm   string `json:"comm,omitempty"`
+
+	GCSeconds        *float64           `json:"gc_seconds_total,omitempty"`
+	YoungCollections *float64           `json:"young_collections_total,omitempty"`
+	OldCollections   *float64           `json:"old_collections_total,omitempty"`
+	FullCollections  *float64           `json:"full_collections_total,omitempty"`
+	Induced          map[string]float64 `json:"induced_total,omitempty"`
+	// CollectedYoung and CollectedOld are objects freed per generation
+	// (CPython).
+	CollectedYoung *float64 `json:"collected_young_objects_total,omitempty"`
+	CollectedOld   *float64 `json:"collected_old_objects_total,omitempty"`
+	// PromotedBytes and AllocatedBytes: promoted to the old generation,
+	// allocated in the young one (JVM via Micrometer).
+	PromotedBytes  *float64 `json:"promoted_bytes_total,omitempty"`
+	AllocatedBytes *float64 `json:"allocated_bytes_total,omitempty"`
+	LastCause      string   `json:"last_cause,omitempty"`
+
+	HeapLiveBytes      *float64 `json:"heap_live_bytes,omitempty"`
+	HeapCommittedBytes *float64 `json:"heap_committed_bytes,omitempty"`
+	HeapLimitBytes     *float64 `json:"heap_limit_bytes,omitempty"`
+	ResidentBytes      *float64 `json:"resident_bytes,omitempty"`
+	LargeObjectBytes   *float64 `json:"large_object_bytes,omitempty"`
+	// UptimeSeconds is the time since the process started, when known.
+	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
+
+	// Recent are the rates over the last interval or window (nil for a
+	// single reading).
+	Recent *GCRates `json:"recent,omitempty"`
+	// Lifetime are the rates since the process started (nil when its start
+	// is unknown).
+	Lifetime *GCRates `json:"lifetime,omitempty"`
+}
+
+// GCRates are a runtime's GC counters over a time span.
+type GCRates struct {
+	Seconds float64 `json:"seconds"`
+	// GCTimeShare is GC time over wall time, 0..1 (nil when the runtime
+	// publishes no GC time).
+	GCTimeShare *float64 `json:"gc_time_share,omitempty"`
+	GCSeconds   float64  `json:"gc_seconds"`
+	Young       float64  `json:"young_collections"`
+	Old         float64  `json:"old_collections"`
+	Full        float64  `json:"full_collections"`
+	// CollectedYoung and CollectedOld are objects freed per generation.
+	CollectedYoung float64 `json:"collected_young_objects,omitempty"`
+	CollectedOld   float64 `json:"collected_old_objects,omitempty"`
+	// PromotedBytes and AllocatedBytes over the span.
+	PromotedBytes  float64 `json:"promoted_bytes,omitempty"`
+	AllocatedBytes float64 `json:"allocated_bytes,omitempty"`
+	// Induced collections by cause.
+	Induced map[string]float64 `json:"induced,omitempty"`
+	// LargeObjectGrowthBytes is the change of the large-object heap.
+	LargeObjectGrowthBytes *float64 `json:"large_object_growth_bytes,omitempty"`
+	// Sustained is, for a window, the share of its parts whose GC time share
+	// was above the threshold of gc_time_high (nil otherwise).
+	PartsAboveGCThreshold *float64 `json:"parts_above_gc_threshold,omitempty"`
+}
+
+// InducedTotal sums the induced collections of all causes.
+func (g *GCRates) InducedTotal() float64 {
+	var s float64
+	for _, v := range g.Induced {
+		s += v
+	}
+	return s
+}
+
+// Per returns n per second over the span.
+func (g *GCRates) Per(n float64) float64 {
+	if g.Seconds <= 0 {
+		return 0
+	}
+	return n / g.Seconds
+}
+
+// Normalised runtime series names (see internal/runtimes).
+const (
+	rtInfo      = "memdoctor_runtime_info"
+	rtGCSeconds = "memdoctor_runtime_gc_seconds_total"
+	rtColl      = "memdoctor_runtime_gc_collections_total"
+	rtInduced   = "memdoctor_runtime_gc_induced_total"
+	rtLive      = "memdoctor_runtime_heap_live_bytes"
+	rtCommitted = "memdoctor_runtime_heap_committed_bytes"
+	rtLimit     = "memdoctor_runtime_heap_limit_bytes"
+	rtResident  = "memdoctor_runtime_resident_bytes"
+	rtLOH       = "memdoctor_runtime_heap_large_object_bytes"
+	rtStart     = "memdoctor_runtime_start_time_seconds"
+	rtLastCause = "memdoctor_runtime_gc_last_cause_info"
+	rtCollected = "memdoctor_runtime_gc_collected_objects_total"
+	rtPromoted  = "memdoctor_runtime_gc_promoted_bytes_total"
+	rtAllocated = "memdoctor_runtime_gc_allocated_bytes_total"
+)
+
+// runtimeSeries lists every normalised series, for rules' Reads.
+var runtimeSeries = []string{rtInfo, rtGCSeconds, rtColl, rtInduced, rtLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated}
+
+// RuntimesOf builds the runtime models of a scrape, one per target.
+func RuntimesOf(s *sample.Scrape) []Runtime {
+	byTarget := map[string]*Runtime{}
+	var order []string
+	get := func(l sample.Labels) *Runtime {
+		t := l.Get("target")
+		r, ok := byTarget[t]
+		if !ok {
+			pid, _ := strconv.Atoi(l.Get("pid"))
+			r = &Runtime{Target: t, Runtime: l.Get("runtime"), PID: pid, Comm: l.Get("comm")}
+			byTarget[t] = r
+			order = append(order, t)
+		}
+		return r
+	}
+	f := func(v float64) *float64 { return &v }
+	for _, m := range s.Select(rtInfo) {
+		r := get(m.Labels)
+		r.Version, r.Source = m.Labels.Get("version"), m.Labels.Get("source")
+	}
+	for _, name := range runtimeSeries[1:] {
+		for _, m := range s.Select(name) {
+			r := get(m.Labels)
+			switch name {
+			case rtGCSeconds:
+				r.GCSeconds = f(m.Value)
+			case rtColl:
+				switch m.Labels.Get("generation") {
+				case "young":
+					r.YoungCollections = f(m.Value)
+				case "old":
+					r.OldCollections = f(m.Value)
+				case "full":
+					r.FullCollections = f(m.Value)
+				}
+			case rtInduced:
+				if r.Induced == nil {
+					r.Induced = map[string]float64{}
+				}
+				r.Induced[m.Labels.Get("cause")] += m.Value
+			case rtLive:
+				r.HeapLiveBytes = f(m.Value)
+			case rtCommitted:
+				r.HeapCommittedBytes = f(m.Value)
+			case rtLimit:
+				r.HeapLimitBytes = f(m.Value)
+			case rtResident:
+				r.ResidentBytes = f(m.Value)
+			case rtLOH:
+				r.LargeObjectBytes = f(m.Value)
+			case rtStart:
+				if !s.Time.IsZero() && m.Value > 0 {
+					r.UptimeSeconds = float64(s.Time.UnixMilli())/1000 - m.Value
+				}
+			case rtLastCause:
+				r.LastCause = m.Labels.Get("cause")
+			case rtPromoted:
+				r.PromotedBytes = f(m.Value)
+			case rtAllocated:
+				r.AllocatedBytes = f(m.Value)
+			case rtCollected:
+				if m.Labels.Get("generation") == "old" {
+					r.CollectedOld = f(m.Value)
+				} else {
+					r.CollectedYoung = f(m.Value)
+				}
+			}
+		}
+	}
+	out := make([]Runtime, 0, len(order))
+	for _, t := range order {
+		r := byTarget[t]
+		if r.UptimeSeconds > 1 {
+			r.Lifetime = lifetime(r)
+		}
+		out = append(out, *r)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Target < out[j].Target })
+	return out
+}
+
+// hasGC says whether the runtime published any GC counter.
+func (r *Runtime) hasGC() bool {
+	return r.GCSeconds != nil || r.CollectedOld != nil || r.YoungCollections != nil || r.OldCollections != nil || r.FullCollections != nil || r.Induced != nil
+}
+
+func val(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func lifetime(r *Runtime) *GCRates {
+	g := &GCRates{Seconds: r.UptimeSeconds, GCSeconds: val(r.GCSeconds), Young: val(r.YoungCollections),
+		Old: val(r.OldCollections), Full: val(r.FullCollections), Induced: r.Induced,
+		CollectedYoung: val(r.CollectedYoung), CollectedOld: val(r.CollectedOld),
+		PromotedBytes: val(r.PromotedBytes), AllocatedBytes: val(r.AllocatedBytes)}
+	if r.GCSeconds != nil {
+		sh := *r.GCSeconds / r.UptimeSeconds
+		g.GCTimeShare = &sh
+	}
+	return g
+}
+
+// between computes the rates from an earlier reading a to a later one b. A
+// counter absent from a (a label set that appeared since) counts from 0;
+// one that fell (a restart) counts from its new value.
+func between(a, b *Runtime, seconds float64) *GCRates {
+	inc := func(x, y *float64) float64 {
+		switch {
+		case y == nil:
+			return 0
+		case x == nil, *y < *x:
+			return *y
+		}
+		return *y - *x
+	}
+	g := &GCRates{Seconds: seconds, GCSeconds: inc(a.GCSeconds, b.GCSeconds), Young: inc(a.YoungCollections, b.YoungCollections),
+		Old: inc(a.OldCollections, b.OldCollections), Full: inc(a.FullCollections, b.FullCollections),
+		CollectedYoung: inc(a.CollectedYoung, b.CollectedYoung), CollectedOld: inc(a.CollectedOld, b.CollectedOld),
+		PromotedBytes: inc(a.PromotedBytes, b.PromotedBytes), AllocatedBytes: inc(a.AllocatedBytes, b.AllocatedBytes)}
+	if b.GCSeconds != nil && seconds > 0 {
+		sh := g.GCSeconds / seconds
+		g.GCTimeShare = &sh
+	}
+	for c, v := range b.Induced {
+		if g.Induced == nil {
+			g.Induced = map[string]float64{}
+		}
+		prev, ok := a.Induced[c]
+		if !ok || v < prev {
+			prev = 0
+		}
+		g.Induced[c] = v - prev
+	}
+	if a.LargeObjectBytes != nil && b.LargeObjectBytes != nil {
+		d := *b.LargeObjectBytes - *a.LargeObjectBytes
+		g.LargeObjectGrowthBytes = &d
+	}
+	return g
+}
+
+// CheckInterval diagnoses the later of two readings of the same host, the
+// runtime rules using the counters' change since the earlier one.
+func CheckInterval(earlier, later *sample.Scrape, source string, notes []sample.Note) *Report {
+	h := Analyze(later, source)
+	prev := map[string]Runtime{}
+	for _, r := range RuntimesOf(earlier) {
+		prev[r.Target] = r
+	}
+	secs := later.Time.Sub(earlier.Time).Seconds()
+	for i := range h.Runtimes {
+		if a, ok := prev[h.Runtimes[i].Target]; ok && secs > 0 && h.Runtimes[i].hasGC() {
+			h.Runtimes[i].Recent = between(&a, &h.Runtimes[i], secs)
+		}
+	}
+	return run(&Input{Host: h}, notes)
+}
+
+// windowRates fills the runtimes' Recent rates from a window.
+func windowRates(h *Host, w *sample.Window) {
+	if w == nil {
+		return
+	}
+	for i := range h.Runtimes {
+		r := &h.Runtimes[i]
+		if g := windowGC(w, r.Target); g != nil {
+			r.Recent = g
+		}
+	}
+}
+
+// gcWindowParts is how many parts a window is cut into to judge whether GC
+// time was high throughout.
+const gcWindowParts = 6
+
+func windowGC(w *sample.Window, target string) *GCRates {
+	ser := func(name string, match ...string) *sample.Series {
+		ss := w.Select(name, append([]string{"target", target}, match...)...)
+		if len(ss) == 0 {
+			return nil
+		}
+		return ss[0]
+	}
+	var from, to int64 = math.MaxInt64, 0
+	for _, s := range w.Series {
+		if s.Labels.Get("target") != target || len(s.Points) < 2 {
+			continue
+		}
+		from = min(from, s.Points[0].T)
+		to = max(to, s.Points[len(s.Points)-1].T)
+	}
+	if to <= from {
+		return nil
+	}
+	g := &GCRates{Seconds: float64(to-from) / 1000}
+	if s := ser(rtGCSeconds); s != nil && len(s.Points) >= 2 {
+		g.GCSeconds = increase(s.Points)
+		span := float64(s.Points[len(s.Points)-1].T-s.Points[0].T) / 1000
+		if span > 0 {
+			sh := g.GCSeconds / span
+			g.GCTimeShare = &sh
+			g.PartsAboveGCThreshold = partsAbove(s.Points, gcTimeWarn)
+		}
+	}
+	if s := ser(rtColl, "generation", "young"); s != nil {
+		g.Young = increase(s.Points)
+	}
+	if s := ser(rtColl, "generation", "old"); s != nil {
+		g.Old = increase(s.Points)
+	}
+	if s := ser(rtColl, "generation", "full"); s != nil {
+		g.Full = increase(s.Points)
+	}
+	if s := ser(rtPromoted); s != nil {
+		g.PromotedBytes = increase(s.Points)
+	}
+	if s := ser(rtAllocated); s != nil {
+		g.AllocatedBytes = increase(s.Points)
+	}
+	if s := ser(rtCollected, "generation", "young"); s != nil {
+		g.CollectedYoung = increase(s.Points)
+	}
+	if s := ser(rtCollected, "generation", "old"); s != nil {
+		g.CollectedOld = increase(s.Points)
+	}
+	for _, s := range w.Select(rtInduced, "target", target) {
+		if g.Induced == nil {
+			g.Induced = map[string]float64{}
+		}
+		g.Induced[s.Labels.Get("cause")] += increase(s.Points)
+	}
+	if s := ser(rtLOH); s != nil && len(s.Points) >= 2 {
+		d := s.Points[len(s.Points)-1].V - s.Points[0].V
+		g.LargeObjectGrowthBytes = &d
+	}
+	return g
+}
+
+// partsAbove cuts a cumulative-seconds series into parts and returns the
+// share of parts whose time share exceeds the threshold.
+func partsAbove(ps []sample.Point, threshold float64) *float64 {
+	n := min(gcWindowParts, len(ps)-1)
+	if n < 1 {
+		return nil
+	}
+	above := 0
+	for k := 0; k < n; k++ {
+		lo := k * (len(ps) - 1) / n
+		hi := (k + 1) * (len(ps) - 1) / n
+		secs := float64(ps[hi].T-ps[lo].T) / 1000
+		if secs > 0 && increase(ps[lo:hi+1])/secs > threshold {
+			above++
+		}
+	}
+	v := float64(above) / float64(n)
+	return &v
+}
+
+// runtimeSubject names a runtime target for a finding.
+func runtimeSubject(r *Runtime) string {
+	if r.PID > 0 && r.Comm != "" {
+		return r.Runtime + " process " + r.Comm + " (pid " + strconv.Itoa(r.PID) + ")"
+	}
+	return r.Runtime + " runtime at " + r.Target
+}
+
+// spanWords says what span a rate covers.
+func spanWords(g *GCRates) string {
+	return "over " + (time.Duration(g.Seconds * float64(time.Second))).Round(time.Second).String()
+}

@@ -1,0 +1,299 @@
+package runtimes
+
+// Reading every runtime memdoctor can see on a host: the --scrape targets,
+// every JVM with a perf-data file (this mount namespace's /tmp, and each
+// listed process' own /tmp through /proc/PID/root), and the runtime of each
+// listed process (the largest ones), with a hint when its GC state is not
+// visible.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+// Options say what to read.
+type Options struct {
+	// URLs are Prometheus endpoints of applications.
+	URLs    []string
+	Scraper Scraper
+	// PIDs are processes whose runtime to detect (the top processes).
+	PIDs []int
+	// Comms names PIDs (optional).
+	Comms map[int]string
+	// Watch, when not nil, adds the explicit collections it counted to the
+	// JVM readings.
+	Watch *Watch
+	// NoHostJVMs skips looking for JVMs in /tmp/hsperfdata_*.
+	NoHostJVMs bool
+}
+
+// Result is every reading plus notes on what could not be read.
+type Result struct {
+	Readings []*Reading
+	Notes    []sample.Note
+}
+
+// Metrics flattens the readings.
+func (r *Result) Metrics() []sample.Metric {
+	var out []sample.Metric
+	for _, rd := range r.Readings {
+		out = append(out, rd.Metrics()...)
+	}
+	return out
+}
+
+func (r *Result) note(source, msg, hides, fix string) {
+	r.Notes = append(r.Notes, sample.Note{Source: source, Message: msg, Hides: hides, Fix: fix})
+}
+
+// Read reads every source.
+func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
+	res := &Result{}
+	for _, u := range opt.URLs {
+		fams, err := opt.Scraper.Fetch(ctx, u)
+		if err != nil {
+			res.note("scrape "+u, strings.TrimPrefix(err.Error(), "scrape "+u+": "), "the runtime's garbage collector state", "check the URL with curl "+u)
+			continue
+		}
+		rd, ok := Normalize(fams, u)
+		if !ok {
+			res.note("scrape "+u, fmt.Sprintf("%d series, none a known runtime's GC metrics (Go, Python, JVM, .NET, Ruby, Node)", len(fams)),
+				"the runtime's garbage collector state", "point --scrape at the application's own /metrics endpoint")
+			continue
+		}
+		res.Readings = append(res.Readings, rd)
+	}
+	pids := map[int]bool{}
+	for _, p := range opt.PIDs {
+		pids[p] = true
+	}
+	if !opt.NoHostJVMs {
+		for _, p := range HostJVMs(fsys) {
+			pids[p] = true
+		}
+	}
+	order := make([]int, 0, len(pids))
+	for p := range pids {
+		order = append(order, p)
+	}
+	sort.Ints(order)
+	hidden := map[string][]string{}
+	for _, pid := range order {
+		maps, err := fsys.ProcMaps(pid)
+		if err != nil {
+			continue // gone, or not ours to read: the process table says so already
+		}
+		var exe io.ReaderAt
+		if f, err := fsys.Sys().Open("proc/" + strconv.Itoa(pid) + "/exe"); err == nil {
+			if ra, ok := f.(io.ReaderAt); ok {
+				exe = ra
+			}
+			defer func() { _ = f.Close() }() // read-only
+		}
+		det, ok := Detect(maps, exe)
+		if !ok {
+			continue
+		}
+		comm := opt.Comms[pid]
+		if comm == "" {
+			comm, _ = fsys.ProcComm(pid)
+		}
+		if det.Runtime == JVM {
+			rd, err := readJVM(fsys, pid, comm)
+			if err == nil {
+				if opt.Watch != nil {
+					opt.Watch.addTo(rd)
+				}
+				res.Readings = append(res.Readings, rd)
+				continue
+			}
+			res.note("hsperfdata pid "+strconv.Itoa(pid), err.Error(), "the JVM's garbage collector state", Hint(JVM))
+			continue
+		}
+		rd := &Reading{Target: "pid/" + strconv.Itoa(pid), Runtime: det.Runtime, Version: det.Version, Source: "maps", PID: pid, Comm: comm}
+		res.Readings = append(res.Readings, rd)
+		hidden[det.Runtime] = append(hidden[det.Runtime], fmt.Sprintf("%s (pid %d)", comm, pid))
+	}
+	kinds := make([]string, 0, len(hidden))
+	for k := range hidden {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		res.note("runtime "+k, fmt.Sprintf("%s runtime without visible GC metrics: %s (unless among the --scrape targets)", k, strings.Join(hidden[k], ", ")),
+			"its garbage collector state (time in GC, collections, live heap)", Hint(k))
+	}
+	return res
+}
+
+// HostJVMs lists the JVMs with a perf-data file in this mount namespace's
+// /tmp (every user's hsperfdata_<user> directory).
+func HostJVMs(fsys procfs.FS) []int {
+	dirs, err := fsys.ReadDir("tmp")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, d := range dirs {
+		if !strings.HasPrefix(d.Name(), "hsperfdata_") {
+			continue
+		}
+		files, err := fsys.ReadDir("tmp/" + d.Name())
+		if err != nil {
+			continue
+		}
+		for _, f := range files {
+			pid, err := strconv.Atoi(f.Name())
+			if err == nil && pid > 0 && fsys.Exists("proc/"+f.Name()) {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// nsPID returns the process' pid in its own pid namespace (NSpid's last
+// field), or pid.
+func nsPID(fsys procfs.FS, pid int) int {
+	b, err := fsys.ReadFile("proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return pid
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "NSpid:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				if n, err := strconv.Atoi(f[len(f)-1]); err == nil {
+					return n
+				}
+			}
+		}
+	}
+	return pid
+}
+
+// HsperfPath finds a JVM's perf-data file: through /proc/PID/root (its own
+// mount namespace, by its namespace pid), else this namespace's /tmp.
+func HsperfPath(fsys procfs.FS, pid int) (string, error) {
+	ns := strconv.Itoa(nsPID(fsys, pid))
+	for _, root := range []string{"proc/" + strconv.Itoa(pid) + "/root/tmp", "tmp"} {
+		dirs, err := fsys.ReadDir(root)
+		if err != nil {
+			continue
+		}
+		for _, d := range dirs {
+			if !strings.HasPrefix(d.Name(), "hsperfdata_") {
+				continue
+			}
+			p := root + "/" + d.Name() + "/" + ns
+			if root == "tmp" {
+				p = root + "/" + d.Name() + "/" + strconv.Itoa(pid)
+			}
+			if fsys.Exists(p) {
+				return p, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("JVM pid %d has no hsperfdata file (run as its user or root; or the JVM runs with -XX:-UsePerfData)", pid)
+}
+
+func readJVM(fsys procfs.FS, pid int, comm string) (*Reading, error) {
+	path, err := HsperfPath(fsys, pid)
+	if err != nil {
+		return nil, err
+	}
+	b, err := fsys.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w (run as the JVM's user or root)", path, err)
+	}
+	pd, err := ParseHsperf(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	rd, err := FromPerfData(pd, pid, comm)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := fsys.ProcStatus(pid); err == nil {
+		if v, ok := st.Get("VmRSS"); ok {
+			rd.add(Resident, float64(v))
+		}
+	}
+	return rd, nil
+}
+
+// Watch polls JVM perf-data files between two readings and attributes each
+// new collection to the cause the JVM recorded for it, counting the
+// explicit ones (System.gc(), jcmd GC.run, heap dumps). A perf-data file
+// keeps only the last cause, so collections closer together than the poll
+// interval share one cause: the count is a sample, exact when collections
+// are rarer than polls.
+type Watch struct {
+	paths  map[int]string
+	last   map[int]GCEvents
+	counts map[int]map[string]float64
+	polls  int
+}
+
+// NewWatch starts watching the JVMs of a reading result.
+func NewWatch(fsys procfs.FS, res *Result) *Watch {
+	w := &Watch{paths: map[int]string{}, last: map[int]GCEvents{}, counts: map[int]map[string]float64{}}
+	for _, rd := range res.Readings {
+		if rd.Runtime != JVM || rd.Source != "hsperfdata" {
+			continue
+		}
+		if p, err := HsperfPath(fsys, rd.PID); err == nil {
+			w.paths[rd.PID] = p
+			w.counts[rd.PID] = map[string]float64{}
+		}
+	}
+	w.Poll(fsys)
+	return w
+}
+
+// Empty says whether there is nothing to watch.
+func (w *Watch) Empty() bool { return len(w.paths) == 0 }
+
+// Poll reads every watched file once.
+func (w *Watch) Poll(fsys procfs.FS) {
+	w.polls++
+	for pid, p := range w.paths {
+		b, err := fsys.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		pd, err := ParseHsperf(b)
+		if err != nil {
+			continue
+		}
+		ev := PerfEvents(pd)
+		if prev, ok := w.last[pid]; ok && ExplicitJVMCause(ev.Cause) &&
+			(ev.Invocations > prev.Invocations || ev.Cause != prev.Cause) {
+			w.counts[pid][ev.Cause]++
+		}
+		w.last[pid] = ev
+	}
+}
+
+func (w *Watch) addTo(rd *Reading) {
+	c, ok := w.counts[rd.PID]
+	if !ok || w.polls < 2 {
+		return
+	}
+	rd.add(Induced, c["System.gc()"], "cause", "System.gc()")
+	for cause, n := range c {
+		if cause != "System.gc()" {
+			rd.add(Induced, n, "cause", cause)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package runtimes
+
+// Scraping an application's Prometheus endpoint: one GET asking for the
+// text format (every client library serves it; OpenMetrics pages parse too,
+// their "# EOF" being a comment to the text parser), a timeout, a size
+// bound, and errors that say what to check.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// maxPage bounds a scraped page (a runtime's page is a few KiB to a few MiB).
+const maxPage = 32 << 20
+
+// Scraper reads Prometheus endpoints.
+type Scraper struct {
+	Client  *http.Client
+	Timeout time.Duration
+}
+
+// ValidateURL checks a --scrape argument before anything is read.
+func ValidateURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--scrape %q: want an http(s) URL such as http://127.0.0.1:8080/metrics", raw)
+	}
+	return nil
+}
+
+// Fetch scrapes one URL and parses the page.
+func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricFamily, error) {
+	if err := ValidateURL(raw); err != nil {
+		return nil, err
+	}
+	to := s.Timeout
+	if to <= 0 {
+		to = 5 * time.Second
+	}
+	cl := s.Client
+	if cl == nil {
+		cl = &http.Client{}
+	}
+	ctx, cancel := context.WithTimeout(ctx, to)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", raw, err)
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1")
+	resp, err := cl.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("scrape %s: no answer within %v (is the service overloaded, or the port wrong?)", raw, to)
+		}
+		return nil, fmt.Errorf("scrape %s: %w (is the service running and listening there?)", raw, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape %s: HTTP %s (check the path: usually /metrics)", raw, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: reading the page: %w", raw, err)
+	}
+	if len(body) > maxPage {
+		return nil, fmt.Errorf("scrape %s: page larger than %d MiB: not a runtime's metrics page?", raw, maxPage>>20)
+	}
+	if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "protobuf") {
+		return nil, fmt.Errorf("scrape %s: the server answered in protobuf (%s) despite asking for text", raw, ct)
+	}
+	fams, err := ParsePage(body)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", raw, err)
+	}
+	return fams, nil
+}
+
+// ParsePage parses a Prometheus text or OpenMetrics page.
+func ParsePage(body []byte) (map[string]*dto.MetricFamily, error) {
+	// OpenMetrics additions the text parser does not know: # UNIT lines,
+	// and counters' _created series (kept, harmless).
+	if bytes.Contains(body, []byte("# UNIT ")) || bytes.Contains(body, []byte("# EOF")) {
+		var b bytes.Buffer
+		for _, l := range bytes.SplitAfter(body, []byte("\n")) {
+			if bytes.HasPrefix(l, []byte("# UNIT ")) || bytes.HasPrefix(l, []byte("# EOF")) {
+				continue
+			}
+			b.Write(l)
+		}
+		body = b.Bytes()
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("not a Prometheus text page: %w", err)
+	}
+	return fams, nil
+}

@@ -1,0 +1,61 @@
+// Command goservice is a Go workload for memdoctor's runtime tests. It
+// serves client_golang's default registry (Go and process collectors) on
+// /metrics and the runtime's own figures on /stats:
+//
+//	goservice -mode gcheavy -listen 127.0.0.1:PORT   collects all the time (GOGC=1, garbage churn)
+//	goservice -mode healthy -listen 127.0.0.1:PORT   little garbage, default GOGC
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+var sink [][]byte
+
+func main() {
+	mode := flag.String("mode", "healthy", "gcheavy or healthy")
+	listen := flag.String("listen", "127.0.0.1:0", "address")
+	flag.Parse()
+	http.Handle("/metrics", promhttp.Handler())
+	http.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Fprintf(w, "num_gc %d\npause_total_seconds %g\nheap_alloc %d\nnow %g\n", ms.NumGC,
+			float64(ms.PauseTotalNs)/1e9, ms.HeapAlloc, float64(time.Now().UnixNano())/1e9)
+	})
+	go func() { log.Fatal(http.ListenAndServe(*listen, nil)) }()
+	switch *mode {
+	case "gcheavy":
+		debug.SetGCPercent(1)
+		for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+			go churn()
+		}
+		select {}
+	default:
+		for {
+			b := make([]byte, 64<<10)
+			sink = append(sink[:0], b)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// churn allocates small objects as fast as it can: with GOGC=1 every few
+// kilobytes start a collection.
+func churn() {
+	var keep [][]byte
+	for i := 0; ; i++ {
+		keep = append(keep, make([]byte, 256))
+		if len(keep) > 64 {
+			keep = keep[:0]
+		}
+	}
+}
