@@ -26,8 +26,8 @@ var forbidden = map[string][]string{
 	"capture":  {"collect", "diagnose", "report", "remedy"},
 	// probe measures a live process; lint reads config files into diagnose's
 	// Finding shape. Neither depends on the collectors or the stores.
-	"probe": {"collect", "diagnose", "report", "remedy", "store", "source", "sample"},
-	"lint":  {"procfs", "collect", "report", "remedy", "store", "source"},
+	"probe":    {"collect", "diagnose", "report", "remedy", "store", "source", "sample"},
+	"lint":     {"procfs", "collect", "report", "remedy", "store", "source"},
 	"runtimes": {"collect", "diagnose", "report", "remedy", "store", "source"},
 }
 
