@@ -369,3 +369,140 @@ func TestRuntimeRecordDiagnose(t *testing.T) {
 		t.Errorf("rates not taken over the window: %+v", r.Recent)
 	}
 }
+
+// javaHeap reads GcWorkload's /heap: committed, used, used_after_gc,
+// total_memory (bytes) and phase.
+func javaHeap(t *testing.T, url string) (map[string]float64, string) {
+	t.Helper()
+	out, phase := map[string]float64{}, ""
+	for _, l := range strings.Split(get(t, url), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) != 2:
+		case f[0] == "phase":
+			phase = f[1]
+		default:
+			out[f[0]], _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	return out, phase
+}
+
+// waitHeap polls /heap until ok holds or a minute has passed.
+func waitHeap(t *testing.T, url string, what string, ok func(map[string]float64, string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		h, phase := javaHeap(t, url)
+		if ok(h, phase) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still %v (phase %s) after a minute", what, h, phase)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// gc_heap_slack on a real JVM: a burst of 320 MiB of buffers grows G1's
+// heap; once the buffers are dropped and a young collection has freed them
+// the live heap is a few MiB, but with G1's defaults nothing gives the
+// committed heap back while the process only works lightly. The same
+// program with the remedy's flags (a periodic concurrent cycle, a lower
+// MaxHeapFreeRatio) shrinks its heap and the rule stays quiet. Both are
+// read through hsperfdata (no flag) and through their /metrics.
+func TestRuntimeJavaHeapSlack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two JVMs of up to 1 GiB for ~15 s")
+	}
+	if _, err := exec.LookPath("javac"); err != nil {
+		t.Skip("javac missing: apt-get install openjdk-17-jdk-headless (scripts/install-test-deps.sh)")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(repoRoot(t), "testdata", "programs", "java", "GcWorkload.java")
+	if out, err := exec.Command("javac", "-d", dir, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	ps, pf := freePort(t), freePort(t)
+	slackURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ps)
+	fixedURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", pf)
+	heap := []string{"-XX:+UseG1GC", "-Xms16m", "-Xmx1g"}
+	slack := startService(t, slackURL, "java", append(heap, "-cp", dir, "GcWorkload", "burst", strconv.Itoa(ps))...)
+	fixed := startService(t, fixedURL, "java", append(heap, "-XX:G1PeriodicGCInterval=1000",
+		"-XX:MaxHeapFreeRatio=30", "-XX:MinHeapFreeRatio=10", "-cp", dir, "GcWorkload", "burst", strconv.Itoa(pf))...)
+	slackHeap := strings.Replace(slackURL, "/metrics", "/heap", 1)
+	fixedHeap := strings.Replace(fixedURL, "/metrics", "/heap", 1)
+	waitHeap(t, slackHeap, "burst JVM after its burst", func(_ map[string]float64, p string) bool { return p == "idle" })
+	waitHeap(t, fixedHeap, "JVM with periodic collections shrinking its heap", func(h map[string]float64, p string) bool {
+		return p == "idle" && h["committed"] < 64<<20
+	})
+	before, _ := javaHeap(t, slackHeap)
+	fixedBefore, _ := javaHeap(t, fixedHeap)
+	rep := runCheck(t, "--gc-interval", "3s", "--scrape", slackURL, "--scrape", fixedURL)
+	after, _ := javaHeap(t, slackHeap)
+	fixedAfter, _ := javaHeap(t, fixedHeap)
+	t.Logf("burst JVM says: committed %.0f→%.0f, used %.0f→%.0f, used after its last collection %.0f",
+		before["committed"], after["committed"], before["used"], after["used"], after["used_after_gc"])
+	t.Logf("fixed JVM says: committed %.0f→%.0f, used %.0f→%.0f",
+		fixedBefore["committed"], fixedAfter["committed"], fixedBefore["used"], fixedAfter["used"])
+
+	// The burst was freed: what the program holds is free heap, not live data.
+	if before["committed"] < 256<<20 || before["used_after_gc"] > 64<<20 {
+		t.Fatalf("the burst did not leave a large, empty heap: %v", before)
+	}
+	slackPID := fmt.Sprintf("(pid %d)", slack.Process.Pid)
+	for _, who := range []string{slackPID, slackURL} {
+		f := findingsAbout(rep, who)["gc_heap_slack"]
+		if f == nil {
+			t.Errorf("gc_heap_slack did not fire for the JVM holding its burst heap %s; findings %v", who, findingsAbout(rep, who))
+			continue
+		}
+		t.Logf("%s: %s", who, f.Summary)
+		committed, _ := evidence(f, "heap_committed_bytes")
+		live, _ := evidence(f, "heap_live_bytes")
+		sl, _ := evidence(f, "slack_bytes")
+		majors, ok := evidence(f, "major_collections_per_minute")
+		// hsperfdata sums the generations' capacities, which can differ
+		// from the management bean's committed heap by a few bytes.
+		between(t, who+" committed heap", committed,
+			min(before["committed"], after["committed"])-1<<20, max(before["committed"], after["committed"])+1<<20)
+		// Live is the heap in use: at least what survived the last
+		// collection, at most what the program had in use at the end.
+		between(t, who+" live heap", live, before["used_after_gc"], max(before["used"], after["used"]))
+		between(t, who+" slack", sl, 64<<20, after["committed"]-after["used_after_gc"]+1<<20)
+		if !ok || majors >= 1 {
+			t.Errorf("%s major collections a minute = %v (published %v), want below one", who, majors, ok)
+		}
+		var cmds strings.Builder
+		for _, r := range f.Remedies {
+			cmds.WriteString(strings.Join(r.Commands, "\n"))
+		}
+		for _, flag := range []string{"G1PeriodicGCInterval", "MaxHeapFreeRatio"} {
+			if !strings.Contains(cmds.String(), flag) {
+				t.Errorf("%s remedies do not name -XX:%s: %s", who, flag, cmds.String())
+			}
+		}
+	}
+
+	fixedPID := fmt.Sprintf("(pid %d)", fixed.Process.Pid)
+	for _, who := range []string{fixedPID, fixedURL} {
+		if f := findingsAbout(rep, who)["gc_heap_slack"]; f != nil {
+			t.Errorf("gc_heap_slack fired for the JVM that gave its heap back %s: %s", who, f.Summary)
+		}
+	}
+	// Quiet because the heap was given back, not because collections are
+	// frequent: the committed heap memdoctor read is the program's own,
+	// and its slack is below the rule's line.
+	for _, target := range []string{fmt.Sprintf("pid/%d", fixed.Process.Pid), fixedURL} {
+		r := runtimeOf(t, rep, target)
+		if r.HeapCommittedBytes == nil || r.HeapLiveBytes == nil {
+			t.Errorf("%s: no committed or live heap read: %+v", target, r)
+			continue
+		}
+		between(t, target+" committed heap", *r.HeapCommittedBytes,
+			min(fixedBefore["committed"], fixedAfter["committed"])-1<<20, max(fixedBefore["committed"], fixedAfter["committed"])+1<<20)
+		if s := *r.HeapCommittedBytes - *r.HeapLiveBytes; s >= 64<<20 {
+			t.Errorf("%s: slack %v bytes after the periodic collections", target, s)
+		}
+	}
+}

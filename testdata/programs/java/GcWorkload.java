@@ -3,12 +3,17 @@
 //   java GcWorkload churn PORT    objects live a few seconds, then die in the
 //                                 old generation; System.gc() twice a second
 //   java GcWorkload healthy PORT  short-lived garbage only
+//   java GcWorkload burst PORT    a burst of 320 MiB of large buffers, live
+//                                 for two seconds then dropped; afterwards
+//                                 light work with a 4 MiB live set
 //
 // It serves its own garbage collectors' figures on http://127.0.0.1:PORT/metrics
 // in Micrometer's Prometheus names (jvm_gc_pause_seconds{gc,action,cause},
 // jvm_memory_used_bytes{area,id}, ...), taken from the JDK's management beans
 // and GC notifications, and prints one line "gc NAME COUNT MILLIS" per
-// collector on /stats, so a test can compare what memdoctor reads with what
+// collector on /stats, and on /heap the heap as the JVM sees it ("committed",
+// "used", "used_after_gc": the heap in use after the latest collection,
+// "phase": burst or idle), so a test can compare what memdoctor reads with what
 // the JVM itself says. It runs with G1 (its pool names are used).
 import com.sun.management.GarbageCollectionNotificationInfo;
 import com.sun.net.httpserver.HttpServer;
@@ -35,6 +40,11 @@ public class GcWorkload {
     static final java.util.concurrent.atomic.AtomicLong promoted = new java.util.concurrent.atomic.AtomicLong();
     static final java.util.concurrent.atomic.AtomicLong allocated = new java.util.concurrent.atomic.AtomicLong();
     static long youngAfterPrev;
+    // Heap in use after the latest collection (all heap pools), and the
+    // number of collections seen.
+    static volatile long usedAfterGc = -1;
+    static final java.util.concurrent.atomic.AtomicLong collections = new java.util.concurrent.atomic.AtomicLong();
+    static volatile String phase = "start";
 
     public static void main(String[] args) throws Exception {
         String mode = args[0];
@@ -59,6 +69,15 @@ public class GcWorkload {
                         promoted.addAndGet(d);
                     }
                 }
+                long after = 0;
+                for (MemoryPoolMXBean p : ManagementFactory.getMemoryPoolMXBeans()) {
+                    java.lang.management.MemoryUsage u = post.get(p.getName());
+                    if (p.getType() == MemoryType.HEAP && u != null) {
+                        after += u.getUsed();
+                    }
+                }
+                usedAfterGc = after;
+                collections.incrementAndGet();
                 long[] v = pauses.computeIfAbsent(k, x -> new long[2]);
                 synchronized (v) {
                     v[0]++;
@@ -83,11 +102,21 @@ public class GcWorkload {
             ex.sendResponseHeaders(200, b.length);
             try (OutputStream o = ex.getResponseBody()) { o.write(b); }
         });
+        srv.createContext("/heap", ex -> {
+            java.lang.management.MemoryUsage h = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
+            String body = "committed " + h.getCommitted() + "\nused " + h.getUsed() + "\nused_after_gc " + usedAfterGc
+                + "\ntotal_memory " + Runtime.getRuntime().totalMemory() + "\nphase " + phase + "\n";
+            byte[] b = body.getBytes(StandardCharsets.UTF_8);
+            ex.sendResponseHeaders(200, b.length);
+            try (OutputStream o = ex.getResponseBody()) { o.write(b); }
+        });
         srv.start();
         System.out.println("ready " + ProcessHandle.current().pid());
         System.out.flush();
         if (mode.equals("churn")) {
             churn();
+        } else if (mode.equals("burst")) {
+            burst();
         } else {
             healthy();
         }
@@ -113,6 +142,49 @@ public class GcWorkload {
             }
             Thread.sleep(5);
         }
+    }
+
+    // burst holds 320 MiB of 768 KiB buffers for two seconds (a large
+    // request or report built in memory), drops them, then works lightly
+    // over a 4 MiB live set. G1 allocates such buffers in whole regions
+    // and frees them at the next young collection once unreachable, so the
+    // live heap falls back to a few MiB; the committed heap stays as large
+    // as the burst made it unless a concurrent cycle or full collection
+    // (periodic, with -XX:G1PeriodicGCInterval) resizes it.
+    static void burst() throws InterruptedException {
+        Object[] live = new Object[4096];
+        for (int i = 0; i < live.length; i++) {
+            live[i] = new byte[1024];
+        }
+        phase = "burst";
+        hold(320 * 4 / 3);
+        // Light work until a collection has freed the burst.
+        long seen = collections.get();
+        while (collections.get() == seen) {
+            for (int i = 0; i < 1000; i++) {
+                sink = new byte[1024];
+            }
+        }
+        phase = "idle";
+        while (true) {
+            for (int i = 0; i < 32; i++) {
+                sink = new byte[1024];
+            }
+            live[(int) (System.nanoTime() % live.length)] = new byte[1024];
+            Thread.sleep(50);
+        }
+    }
+
+    // hold keeps n buffers of 768 KiB reachable from its stack frames for
+    // two seconds. Stack references are roots, not old-generation
+    // references, so nothing but the frames keeps the buffers alive.
+    static long hold(int n) throws InterruptedException {
+        byte[] b = new byte[768 << 10];
+        long size = n > 1 ? hold(n - 1) : 0;
+        if (n == 1) {
+            Thread.sleep(2000);
+        }
+        return size + b.length;
     }
 
     // healthy allocates only garbage that dies at once.
