@@ -25,7 +25,8 @@ package runtimes
 //	                    dotnet_total_memory_bytes (live), system_runtime_loh_size;
 //	                    OpenTelemetry 6-8 process_runtime_dotnet_gc_*; .NET 9+ dotnet_gc_*
 //	Ruby                ruby_gc_stat_minor_gc_count (young), _major_gc_count (old),
-//	                    _time (ms), heap_live_slots × 40 B, heap_allocated_pages × 64 KiB
+//	                    _time (ms), heap_live_slots × 40 B, heap_available_slots × 40 B
+//	                    (else heap_allocated_pages × 16 KiB)
 //	Node                nodejs_gc_duration_seconds{kind minor → young, major → old} (sum: time),
 //	                    nodejs_heap_size_used_bytes (live), nodejs_heap_size_total_bytes
 //	everyone            process_resident_memory_bytes (or process_working_set_bytes),
@@ -397,11 +398,14 @@ func dotnetPage(p page, r *Reading) {
 	}
 }
 
-// Ruby's object slot (RVALUE) is 40 bytes and its heap page 64 KiB on
-// 64-bit builds.
+// Ruby's object slot (RVALUE) is 40 bytes on 64-bit builds. The heap's
+// capacity is taken as its slots (heap_available_slots) in the same unit as
+// the live ones, so the two compare whatever the page size; the page count
+// is the fallback, at 16 KiB a page (409 slots: GC::INTERNAL_CONSTANTS of
+// Ruby 3.1; other versions may use other page sizes).
 const (
 	rubySlotBytes = 40
-	rubyPageBytes = 64 << 10
+	rubyPageBytes = 16 << 10
 )
 
 func rubyPage(p page, r *Reading) {
@@ -419,7 +423,9 @@ func rubyPage(p page, r *Reading) {
 	if v, ok := p.sum("ruby_gc_stat_heap_live_slots", nil); ok {
 		r.add(HeapLive, v*rubySlotBytes)
 	}
-	if v, ok := p.sum("ruby_gc_stat_heap_allocated_pages", nil); ok {
+	if v, ok := p.sum("ruby_gc_stat_heap_available_slots", nil); ok {
+		r.add(HeapCommitted, v*rubySlotBytes)
+	} else if v, ok := p.sum("ruby_gc_stat_heap_allocated_pages", nil); ok {
 		r.add(HeapCommitted, v*rubyPageBytes)
 	}
 }

@@ -248,9 +248,14 @@ ruby_gc_stat_major_gc_count 6
 ruby_gc_stat_time 58
 ruby_gc_stat_heap_live_slots 500000
 ruby_gc_stat_heap_allocated_pages 1700
+ruby_gc_stat_heap_available_slots 695300
 ruby_process_resident_memory_bytes 1.274e8
 `, Ruby, []want{{GCSeconds, nil, 0.058}, {Collections, []string{"generation", "young"}, 54}, {Collections, []string{"generation", "old"}, 6},
-			{HeapLive, nil, 500000 * 40}, {HeapCommitted, nil, 1700 * 65536}, {Resident, nil, 1.274e8}}},
+			{HeapLive, nil, 500000 * 40}, {HeapCommitted, nil, 695300 * 40}, {Resident, nil, 1.274e8}}},
+		{"Ruby GC.stat without available slots", `ruby_gc_stat_major_gc_count 6
+ruby_gc_stat_heap_live_slots 500000
+ruby_gc_stat_heap_allocated_pages 1700
+`, Ruby, []want{{HeapLive, nil, 500000 * 40}, {HeapCommitted, nil, 1700 * 16384}}},
 		{"prom-client", `# TYPE nodejs_gc_duration_seconds histogram
 nodejs_gc_duration_seconds_bucket{kind="minor",le="+Inf"} 300
 nodejs_gc_duration_seconds_sum{kind="minor"} 0.6
