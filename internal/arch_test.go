@@ -24,6 +24,8 @@ var forbidden = map[string][]string{
 	"report":   {"procfs", "collect", "remedy"},
 	"remedy":   {"procfs", "collect"},
 	"capture":  {"collect", "diagnose", "report", "remedy"},
+	// htmlreport renders what diagnose found and the series it was given.
+	"htmlreport": {"procfs", "collect", "remedy", "store", "source", "record"},
 }
 
 func TestPackageDirection(t *testing.T) {
