@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/htmlreport"
@@ -30,9 +34,10 @@ type reportSummary struct {
 
 func newReportCmd() *cobra.Command {
 	var (
-		src    sourceFlags
-		out    string
-		asJSON bool
+		src     sourceFlags
+		out     string
+		asJSON  bool
+		refresh time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "report --from SRC -o report.html",
@@ -67,6 +72,7 @@ phone and prints cleanly.`,
 			if err != nil {
 				return err
 			}
+			page.Refresh = refresh
 			var buf bytes.Buffer
 			if err := htmlreport.Render(&buf, page); err != nil {
 				return fmt.Errorf("rendering the report: %w", err)
@@ -97,6 +103,7 @@ phone and prints cleanly.`,
 	src.register(cmd)
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the HTML report to `FILE` ('-' for standard output)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was written (file, size, findings, charts, instances) as JSON")
+	cmd.Flags().DurationVar(&refresh, "refresh", 0, "make the page reload itself every `DURATION` (0: never; record --listen's page uses its interval)")
 	return cmd
 }
 
@@ -167,23 +174,28 @@ func chartWindow(st *store.Store, inst string, from, to time.Time) (*sample.Wind
 	return w, nil
 }
 
-// livePage renders the report of a recording so far, for record --listen:
-// the store opened read-only for each rendering.
-func livePage(db, instance string, refresh time.Duration) func(w io.Writer) error {
-	return func(w io.Writer) error {
-		st, err := store.Open(db, store.Options{ReadOnly: true})
+// livePage renders the report of a recording so far, for record --listen,
+// in a child process (memdoctor report --from DB): reading a month of
+// samples takes far more memory than recording does, and the child gives
+// it all back when it exits, so the recorder stays small.
+func livePage(db string, refresh time.Duration) func(w io.Writer, instance string) error {
+	return func(w io.Writer, instance string) error {
+		exe, err := os.Executable()
 		if err != nil {
-			return fmt.Errorf("opening %s: %w", db, err)
+			return fmt.Errorf("finding the memdoctor binary to render the page: %w", err)
 		}
-		defer func() { _ = st.Close() }() // read-only
-		if _, _, err := st.TimeRange(instance); err != nil {
-			return fmt.Errorf("no sample of %s recorded yet: %w", instance, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, exe, "report", "--from", db, "--instance", instance, "--refresh", refresh.String(), "-o", "-")
+		var stderr bytes.Buffer
+		c.Stdout, c.Stderr = w, &stderr
+		if err := c.Run(); err != nil {
+			msg := strings.TrimSpace(stderr.String())
+			if msg == "" {
+				msg = err.Error()
+			}
+			return errors.New(msg)
 		}
-		page, _, err := buildPage(st, []string{instance}, "", "", nil, db)
-		if err != nil {
-			return err
-		}
-		page.Refresh = refresh
-		return htmlreport.Render(w, page)
+		return nil
 	}
 }

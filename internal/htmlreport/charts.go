@@ -115,12 +115,15 @@ func ChartsFor(w *sample.Window, f *diagnose.Finding) []Chart {
 	return out
 }
 
-// Overview builds the charts shown for an instance whatever was found.
+// Overview builds the charts shown for an instance whatever was found:
+// memory by category, and the garbage collectors when runtimes were read.
 func Overview(w *sample.Window) []Chart {
 	if w == nil {
 		return nil
 	}
-	return memoryCategories(w, nil)
+	out := memoryCategories(w, nil)
+	out = append(out, gcTimeShare(w, nil)...)
+	return append(out, gcCollections(w, nil)...)
 }
 
 // SeriesNames lists every series name a chart reads, for a source to load.
