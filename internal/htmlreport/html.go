@@ -178,7 +178,7 @@ func Render(w io.Writer, p *Page) error {
 		counts[f.Severity]++
 		fv := findingView{Anchor: "finding-" + strconv.Itoa(k+1), Severity: string(f.Severity), ID: f.ID,
 			Title: titles[f.ID], Subject: f.Subject, Summary: f.Summary, Remedies: f.Remedies}
-		if v.MultiInst {
+		if v.MultiInst && !strings.HasPrefix(f.Subject, fd.inst.Name+" ") {
 			fv.Instance = fd.inst.Name
 		}
 		for _, e := range f.Evidence {
@@ -226,6 +226,12 @@ func evidenceValue(e diagnose.Evidence) string {
 		return strconv.FormatFloat(e.Value, 'f', 1, 64) + "%"
 	case "per_day":
 		return strconv.FormatFloat(e.Value, 'g', 4, 64) + " a day"
+	case "bytes_per_day":
+		return diagnose.HumanBytes(int64(e.Value)) + " a day"
+	case "days":
+		return strconv.FormatFloat(e.Value, 'f', 1, 64) + " days"
+	case "count":
+		return strconv.FormatFloat(e.Value, 'f', -1, 64)
 	case "seconds":
 		return strconv.FormatFloat(e.Value, 'g', 4, 64) + " s"
 	case "pages":

@@ -232,7 +232,7 @@ func si(v float64) string {
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
-func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // coord renders a coordinate with one decimal.
 func coord(b *strings.Builder, x, y float64) {
