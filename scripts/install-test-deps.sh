@@ -13,6 +13,7 @@ have stress-ng || need="$need stress-ng"
 have gdb || need="$need gdb"
 have ruby || need="$need ruby"
 have gcc || need="$need gcc"
+have chromium || have chromium-browser || need="$need chromium"
 [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || [ -e /usr/lib/aarch64-linux-gnu/libjemalloc.so.2 ] || need="$need libjemalloc2"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ] || ! have apt-get; then

@@ -35,7 +35,8 @@ type htmlArticle struct {
 
 var (
 	articleRE = regexp.MustCompile(`(?s)<article class="finding [a-z]+" id="[^"]*" data-rule="([^"]*)" data-severity="([^"]*)">(.*?)</article>`)
-	figureRE  = regexp.MustCompile(`(?s)<figure class="chart" data-chart="([^"]*)"(.*?)</figure>`)
+	figureRE  = regexp.MustCompile(`(?s)<figure class="chart" id="([^"]*)" data-chart="([^"]*)"(.*?)</figure>`)
+	refRE     = regexp.MustCompile(`<p class="chartref muted" data-chart="([^"]*)">Chart: <a href="#([^"]*)">`)
 	pathRE    = regexp.MustCompile(`<path class="(line|area)[^"]*" d="[^"]*" data-series="([^"]*)" data-axis="([^"]*)" data-points="(\d+)" data-min="([^"]*)" data-max="([^"]*)"`)
 )
 
@@ -53,17 +54,26 @@ type htmlPath struct {
 	min, max           float64
 }
 
-// charts returns the charts in a piece of the page: id → drawn series.
-func charts(fragment string) map[string][]htmlPath {
+// charts returns the charts a piece of the page shows (drawn there, or
+// referred to and drawn elsewhere in page): id → drawn series.
+func charts(page, fragment string) map[string][]htmlPath {
 	out := map[string][]htmlPath{}
-	for _, f := range figureRE.FindAllStringSubmatch(fragment, -1) {
-		out[f[1]] = nil
-		for _, p := range pathRE.FindAllStringSubmatch(f[2], -1) {
+	byAnchor := map[string][]htmlPath{}
+	for _, f := range figureRE.FindAllStringSubmatch(page, -1) {
+		var ps []htmlPath
+		for _, p := range pathRE.FindAllStringSubmatch(f[3], -1) {
 			n, _ := strconv.Atoi(p[4])
 			lo, _ := strconv.ParseFloat(html.UnescapeString(p[5]), 64)
 			hi, _ := strconv.ParseFloat(html.UnescapeString(p[6]), 64)
-			out[f[1]] = append(out[f[1]], htmlPath{kind: p[1], series: html.UnescapeString(p[2]), axis: p[3], points: n, min: lo, max: hi})
+			ps = append(ps, htmlPath{kind: p[1], series: html.UnescapeString(p[2]), axis: p[3], points: n, min: lo, max: hi})
 		}
+		byAnchor[f[1]] = ps
+	}
+	for _, f := range figureRE.FindAllStringSubmatch(fragment, -1) {
+		out[f[2]] = byAnchor[f[1]]
+	}
+	for _, r := range refRE.FindAllStringSubmatch(fragment, -1) {
+		out[r[1]] = byAnchor[r[2]]
 	}
 	return out
 }
@@ -165,7 +175,7 @@ func TestReportIncident1(t *testing.T) {
 	if dying == nil {
 		t.Fatal("no dying_cgroups finding in the report")
 	}
-	cs := charts(dying.body)
+	cs := charts(page, dying.body)
 	slab, ok := cs["slab_vs_cgroups"]
 	if !ok {
 		t.Fatalf("dying_cgroups shows %v, not slab_vs_cgroups", cs)
@@ -272,7 +282,10 @@ func TestReportTwoInstances(t *testing.T) {
 			t.Errorf("instance %s not described", inst)
 		}
 	}
-	ov := charts(page[strings.Index(page, `<section id="overview">`):])
+	ov := charts(page, page[strings.Index(page, `<section id="overview">`):])
+	if !strings.Contains(page[strings.Index(page, `<section id="overview">`):], `data-chart="gc_time_share"`) {
+		t.Error("the overview does not show the GC charts")
+	}
 	for _, id := range []string{"memory_categories", "gc_time_share", "gc_collections"} {
 		if _, ok := ov[id]; !ok {
 			t.Errorf("overview lacks %s: %v", id, ov)

@@ -159,11 +159,6 @@ func Render(w io.Writer, p *Page) error {
 				}
 			}
 		}
-		from, to := in.From.UnixMilli(), in.To.UnixMilli()
-		for _, c := range Overview(in.Window) {
-			iv.Overview = append(iv.Overview, render(c, from, to, caption(in)))
-		}
-		iv.NoCharted = len(iv.Overview) == 0
 		v.Instances = append(v.Instances, iv)
 	}
 	sort.SliceStable(all, func(i, j int) bool {
@@ -173,6 +168,7 @@ func Render(w io.Writer, p *Page) error {
 		return all[i].f.ID < all[j].f.ID
 	})
 	counts := map[diagnose.Severity]int{}
+	charts := chartSet{seen: map[string]string{}}
 	for k, fd := range all {
 		f := fd.f
 		counts[f.Severity]++
@@ -184,9 +180,8 @@ func Render(w io.Writer, p *Page) error {
 		for _, e := range f.Evidence {
 			fv.Evidence = append(fv.Evidence, evidenceView{e.Name, evidenceValue(e)})
 		}
-		from, to := fd.inst.From.UnixMilli(), fd.inst.To.UnixMilli()
 		for _, c := range ChartsFor(fd.inst.Window, &f) {
-			fv.Charts = append(fv.Charts, render(c, from, to, caption(fd.inst)))
+			fv.Charts = append(fv.Charts, charts.get(fd.inst, c))
 		}
 		if len(fv.Charts) == 0 {
 			switch {
@@ -199,12 +194,43 @@ func Render(w io.Writer, p *Page) error {
 		}
 		v.Findings = append(v.Findings, fv)
 	}
+	for i := range p.Instances {
+		in := &p.Instances[i]
+		for _, c := range Overview(in.Window) {
+			v.Instances[i].Overview = append(v.Instances[i].Overview, charts.get(in, c))
+		}
+		v.Instances[i].NoCharted = len(v.Instances[i].Overview) == 0
+	}
 	for _, s := range []diagnose.Severity{diagnose.Critical, diagnose.Warning, diagnose.Info} {
 		if counts[s] > 0 {
 			v.Counts = append(v.Counts, sevCount{string(s), counts[s]})
 		}
 	}
 	return tmpl.Execute(w, v)
+}
+
+// chartSet draws each distinct chart once: a chart that several findings
+// (or the overview) share is drawn where it first appears and referred to
+// afterwards.
+type chartSet struct {
+	seen map[string]string
+	n    int
+}
+
+func (cs *chartSet) get(in *Instance, c Chart) chartView {
+	key := in.Name + "\x00" + c.ID + "\x00" + c.Title
+	for _, l := range c.Lines {
+		key += "\x00" + l.Expr
+	}
+	if anchor, ok := cs.seen[key]; ok {
+		return chartView{ID: c.ID, Title: c.Title, Anchor: anchor, Ref: true}
+	}
+	cs.n++
+	anchor := "chart-" + strconv.Itoa(cs.n)
+	cs.seen[key] = anchor
+	v := render(c, in.From.UnixMilli(), in.To.UnixMilli(), caption(in))
+	v.Anchor = anchor
+	return v
 }
 
 func caption(in *Instance) string {

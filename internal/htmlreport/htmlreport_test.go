@@ -153,7 +153,7 @@ func TestChartsShowTheirSeries(t *testing.T) {
 		}
 		lastRank = rank
 		var got []string
-		for _, fig := range a.tagged("figure") {
+		for _, fig := range chartsIn(t, doc, a) {
 			got = append(got, fig.attr["data-chart"])
 			checkChart(t, w, fig)
 		}
@@ -170,7 +170,7 @@ func TestChartsShowTheirSeries(t *testing.T) {
 	// The overview draws memory by category and the GC charts.
 	var overview []string
 	for _, s := range doc.all(func(n *node) bool { return n.attr["id"] == "overview" }) {
-		for _, fig := range s.tagged("figure") {
+		for _, fig := range chartsIn(t, doc, s) {
 			overview = append(overview, fig.attr["data-chart"])
 			checkChart(t, w, fig)
 		}
@@ -180,14 +180,38 @@ func TestChartsShowTheirSeries(t *testing.T) {
 	}
 }
 
-// figure returns the first chart of a kind in a finding.
+// chartsIn returns the charts a part of the page shows, in order: drawn
+// there, or referred to (a chart drawn earlier), resolved to the drawing.
+func chartsIn(t *testing.T, doc, part *node) []*node {
+	t.Helper()
+	var out []*node
+	for _, n := range part.all(func(n *node) bool { return n.attr["data-chart"] != "" }) {
+		if n.tag == "figure" {
+			out = append(out, n)
+			continue
+		}
+		a := n.tagged("a")
+		if len(a) != 1 {
+			t.Fatalf("chart reference %s without a link", n.attr["data-chart"])
+		}
+		id := strings.TrimPrefix(a[0].attr["href"], "#")
+		target := doc.all(func(m *node) bool { return m.tag == "figure" && m.attr["id"] == id })
+		if len(target) != 1 || target[0].attr["data-chart"] != n.attr["data-chart"] {
+			t.Fatalf("chart reference %s points to #%s, which is not that chart", n.attr["data-chart"], id)
+		}
+		out = append(out, target[0])
+	}
+	return out
+}
+
+// figure returns the first chart of a kind a finding shows.
 func figure(t *testing.T, doc *node, rule, chart string) *node {
 	t.Helper()
 	for _, a := range doc.tagged("article") {
 		if a.attr["data-rule"] != rule {
 			continue
 		}
-		for _, f := range a.tagged("figure") {
+		for _, f := range chartsIn(t, doc, a) {
 			if f.attr["data-chart"] == chart {
 				return f
 			}
@@ -195,6 +219,28 @@ func figure(t *testing.T, doc *node, rule, chart string) *node {
 	}
 	t.Fatalf("no %s chart in finding %s", chart, rule)
 	return nil
+}
+
+// Charts shared by several findings are drawn once.
+func TestSharedChartsDrawnOnce(t *testing.T) {
+	t.Parallel()
+	p, _ := fixturePage(t)
+	doc := parseHTML(t, renderPage(t, p))
+	seen := map[string]bool{}
+	for _, f := range doc.tagged("figure") {
+		var key strings.Builder
+		key.WriteString(f.attr["data-chart"] + f.tagged("figcaption")[0].textContent())
+		for _, d := range readDrawn(t, f) {
+			key.WriteString("|" + d.expr)
+		}
+		if seen[key.String()] {
+			t.Errorf("chart %s drawn twice", key.String())
+		}
+		seen[key.String()] = true
+	}
+	if refs := doc.all(func(n *node) bool { return n.hasClass("chartref") }); len(refs) == 0 {
+		t.Error("no chart is shared in the fixture: the test proves nothing")
+	}
 }
 
 func drawnOf(t *testing.T, fig *node, expr string) drawn {
@@ -364,7 +410,7 @@ func TestEmptyPage(t *testing.T) {
 func skeleton(n *node, depth int, b *strings.Builder) {
 	if n.tag != "#root" {
 		var attrs []string
-		for _, k := range []string{"id", "class", "data-rule", "data-severity", "data-chart", "data-series", "data-axis", "data-unit", "data-right-unit", "data-instance", "data-live"} {
+		for _, k := range []string{"id", "href", "class", "data-rule", "data-severity", "data-chart", "data-series", "data-axis", "data-unit", "data-right-unit", "data-instance", "data-live"} {
 			if v, ok := n.attr[k]; ok {
 				attrs = append(attrs, k+"="+strconv.Quote(v))
 			}
@@ -398,13 +444,13 @@ func TestGoldenStructure(t *testing.T) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v (run go test -run Golden -update to create it)", err)
+		t.Fatalf("%v (run go test ./internal/htmlreport -run Golden -update to create it)", err)
 	}
 	if b.String() != string(want) {
 		gl, wl := strings.Split(b.String(), "\n"), strings.Split(string(want), "\n")
 		for i := 0; i < min(len(gl), len(wl)); i++ {
 			if gl[i] != wl[i] {
-				t.Fatalf("structure differs from %s at line %d:\n got: %s\nwant: %s\n(go test -run Golden -update after a deliberate change)", golden, i+1, gl[i], wl[i])
+				t.Fatalf("structure differs from %s at line %d:\n got: %s\nwant: %s\n(go test ./internal/htmlreport -run Golden -update after a deliberate change)", golden, i+1, gl[i], wl[i])
 			}
 		}
 		t.Fatalf("structure differs from %s in length: %d lines, want %d", golden, len(gl), len(wl))

@@ -107,17 +107,16 @@ func parseHTML(t testing.TB, page []byte) *node {
 
 // drawn is one path or area read back from a chart.
 type drawn struct {
-	expr, axis          string
-	points              int
-	min, max            float64
-	first, last         int64
-	vertices            int
-	xs, ys              []float64
-	area                bool
-	subpaths            int
-	chartFrom, chartTo  int64
-	buckets             int
-	plotTop, plotBottom float64
+	expr, axis         string
+	points             int
+	min, max           float64
+	first, last        int64
+	vertices           int
+	xs, ys             []float64
+	area               bool
+	subpaths           int
+	chartFrom, chartTo int64
+	buckets            int
 }
 
 var cmdRE = regexp.MustCompile(`([MLZ])([-0-9.]+),([-0-9.]+)|Z`)

@@ -115,6 +115,10 @@ func medianGap(ps []sample.Point) int64 {
 // chartView is a chart ready for the template.
 type chartView struct {
 	ID, Title string
+	// Anchor is the chart's id in the page; Ref marks a reference to a
+	// chart drawn earlier.
+	Anchor    string
+	Ref       bool
 	W, H      int
 	Plot      rect
 	Stacked   bool
