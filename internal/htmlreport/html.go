@@ -180,11 +180,15 @@ func Render(w io.Writer, p *Page) error {
 		for _, e := range f.Evidence {
 			fv.Evidence = append(fv.Evidence, evidenceView{e.Name, evidenceValue(e)})
 		}
-		for _, c := range ChartsFor(fd.inst.Window, &f) {
-			fv.Charts = append(fv.Charts, charts.get(fd.inst, c))
+		if !snapshot(fd.inst) {
+			for _, c := range ChartsFor(fd.inst.Window, &f) {
+				fv.Charts = append(fv.Charts, charts.get(fd.inst, c))
+			}
 		}
 		if len(fv.Charts) == 0 {
 			switch {
+			case snapshot(fd.inst) && len(ChartIDs(f.ID)) > 0:
+				fv.NoCharts = "The data is a single snapshot: there is no history to chart; the numbers are above."
 			case len(ChartIDs(f.ID)) == 0:
 				fv.NoCharts = "This finding is about a single state; its numbers are above."
 			default:
@@ -196,6 +200,10 @@ func Render(w io.Writer, p *Page) error {
 	}
 	for i := range p.Instances {
 		in := &p.Instances[i]
+		if snapshot(in) {
+			v.Instances[i].NoCharted = true
+			continue
+		}
 		for _, c := range Overview(in.Window) {
 			v.Instances[i].Overview = append(v.Instances[i].Overview, charts.get(in, c))
 		}
@@ -207,6 +215,12 @@ func Render(w io.Writer, p *Page) error {
 		}
 	}
 	return tmpl.Execute(w, v)
+}
+
+// snapshot reports whether an instance's data is one instant (a capture):
+// nothing to draw over time.
+func snapshot(in *Instance) bool {
+	return in.Window == nil || !in.To.After(in.From)
 }
 
 // chartSet draws each distinct chart once: a chart that several findings

@@ -429,6 +429,23 @@ func skeleton(n *node, depth int, b *strings.Builder) {
 	}
 }
 
+// A single snapshot (a capture) has findings but no history: no chart, and
+// the page says why.
+func TestSnapshotHasNoCharts(t *testing.T) {
+	t.Parallel()
+	w := fixture(t)
+	at := w.To
+	p := &Page{Source: "capture.txtar", Instances: []Instance{{Name: "vm", From: at, To: at, Window: w,
+		Report: &diagnose.Report{Findings: fixtureFindings()[:2]}}}}
+	doc := parseHTML(t, renderPage(t, p))
+	if n := len(doc.tagged("figure")); n != 0 {
+		t.Errorf("%d charts of a single instant", n)
+	}
+	if !strings.Contains(doc.textContent(), "single snapshot: there is no history to chart") {
+		t.Error("the page does not say why there is no chart")
+	}
+}
+
 // The structure of the fixture's page is fixed by a golden file (go test
 // -run Golden -update rewrites it after a deliberate change).
 func TestGoldenStructure(t *testing.T) {
