@@ -48,6 +48,8 @@ type Line struct {
 	Right bool
 	// Dashed marks thresholds (watermarks) drawn beside the measured value.
 	Dashed bool
+	// Class overrides the colour class (free memory is drawn pale).
+	Class string
 	// Points, with per-point Min, Max and Mean when the points are step
 	// aggregates (nil for raw points).
 	Points []sample.Point
@@ -185,19 +187,23 @@ func memoryCategories(w *sample.Window, _ *diagnose.Finding) []Chart {
 	c := Chart{ID: "memory_categories", Title: "Memory by category (stacked) with total and available", Unit: UnitBytes, Stacked: true}
 	for _, cat := range categories {
 		if s := w.Get(cat.series); s != nil && len(s.Points) > 0 {
-			c.Lines = append(c.Lines, lineOf(s, cat.label))
+			l := lineOf(s, cat.label)
+			if cat.label == "free" {
+				l.Class = "cfree"
+			}
+			c.Lines = append(c.Lines, l)
 		}
 	}
 	if len(c.Lines) == 0 {
 		return nil
 	}
 	c.Stacked = true
-	for _, extra := range []struct{ series, label string }{
-		{"node_memory_MemTotal_bytes", "total"}, {"node_memory_MemAvailable_bytes", "available"},
+	for _, extra := range []struct{ series, label, class string }{
+		{"node_memory_MemTotal_bytes", "total", "ctotal"}, {"node_memory_MemAvailable_bytes", "available", "cavail"},
 	} {
 		if s := w.Get(extra.series); s != nil && len(s.Points) > 0 {
 			l := lineOf(s, extra.label)
-			l.Dashed = true
+			l.Dashed, l.Class = true, extra.class
 			c.Lines = append(c.Lines, l)
 		}
 	}

@@ -297,13 +297,16 @@ func render(c Chart, from, to int64, caption string) chartView {
 		line Line
 		bs   []bucket
 		gap  int64
-		k    int // colour index
+		cls  string // colour class
 	}
 	var left, rightL, stack []prepared
 	loL, hiL := math.Inf(1), math.Inf(-1)
 	loR, hiR := math.Inf(1), math.Inf(-1)
 	for i, l := range c.Lines {
-		p := prepared{line: l, bs: bucketize(&c.Lines[i], from, to, n), gap: medianGap(l.Points), k: i % 10}
+		p := prepared{line: l, bs: bucketize(&c.Lines[i], from, to, n), gap: medianGap(l.Points), cls: fmt.Sprintf("c%d", i%10)}
+		if l.Class != "" {
+			p.cls = l.Class
+		}
 		switch {
 		case l.Right:
 			rightL = append(rightL, p)
@@ -382,7 +385,7 @@ func render(c Chart, from, to int64, caption string) chartView {
 	}
 	for _, ly := range layers {
 		if len(ly.idx) == 0 {
-			legend(ly.p, fmt.Sprintf("c%d", ly.p.k))
+			legend(ly.p, ly.p.cls)
 			continue
 		}
 		var b strings.Builder
@@ -399,13 +402,13 @@ func render(c Chart, from, to int64, caption string) chartView {
 			coord(&b, xOf(ly.idx[j]), ls.y(ly.bottom[j]))
 		}
 		b.WriteByte('Z')
-		cls := fmt.Sprintf("c%d", ly.p.k)
+		cls := ly.p.cls
 		v.Areas = append(v.Areas, shape{D: b.String(), Class: cls, Expr: ly.p.line.Expr, Label: ly.p.line.Label, Axis: "left",
 			Points: len(ly.p.bs), Min: num(ly.min), Max: num(ly.max), First: ly.p.bs[0].first, Last: ly.p.bs[len(ly.p.bs)-1].last})
 		legend(ly.p, cls)
 	}
 	draw := func(p prepared, sc axisScale, axis string) {
-		cls := fmt.Sprintf("c%d", p.k)
+		cls := p.cls
 		if len(p.bs) == 0 {
 			legend(p, cls)
 			return
