@@ -29,6 +29,8 @@ var forbidden = map[string][]string{
 	"probe":    {"collect", "diagnose", "report", "remedy", "store", "source", "sample"},
 	"lint":     {"procfs", "collect", "report", "remedy", "store", "source"},
 	"runtimes": {"collect", "diagnose", "report", "remedy", "store", "source"},
+	// htmlreport renders what diagnose found and the series it was given.
+	"htmlreport": {"procfs", "collect", "remedy", "store", "source", "record"},
 }
 
 func TestPackageDirection(t *testing.T) {

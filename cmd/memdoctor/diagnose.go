@@ -63,8 +63,8 @@ type diagnoseOutput struct {
 
 func newDiagnoseCmd() *cobra.Command {
 	var (
-		from, since, until, instance string
-		asJSON, lenient              bool
+		src    sourceFlags
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "diagnose --from SRC",
@@ -87,42 +87,20 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
   memdoctor diagnose --from fleet-dump.om --instance db7:9100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if from == "" {
-				return errors.New("--from is required: a recording, a directory of saved /proc files or captures, or an OpenMetrics file")
-			}
-			bar := newProgress(cmd.ErrOrStderr(), "reading "+from)
-			st, cleanup, ist, err := source.OpenStore(from, source.IngestOptions{Lenient: lenient, Progress: bar.update})
-			bar.done()
+			st, cleanup, instances, notes, err := src.open(cmd)
 			if err != nil {
 				return err
 			}
 			defer cleanup()
-			instances, err := st.Instances()
-			if err != nil {
-				return err
-			}
-			if instance != "" {
-				found := false
-				for _, i := range instances {
-					found = found || i == instance
-				}
-				if !found {
-					return fmt.Errorf("--instance %q: not in %s (it has: %s)", instance, from, strings.Join(instances, ", "))
-				}
-				instances = []string{instance}
-			}
-			if len(instances) == 0 {
-				return fmt.Errorf("%s holds no samples", from)
-			}
 			var results []instanceResult
 			for _, inst := range instances {
-				r, err := diagnoseInstance(st, inst, since, until, ist.Notes)
+				r, err := diagnoseInstance(st, inst, src.since, src.until, notes)
 				if err != nil {
 					return fmt.Errorf("instance %s: %w", inst, err)
 				}
 				results = append(results, r)
 			}
-			out := merge(results, from)
+			out := merge(results, src.from)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -131,13 +109,59 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 			return report.DiagnoseText(cmd.OutOrStdout(), out.Report, toSummaries(results), report.TextOptions{Color: colorOK(cmd.OutOrStdout())})
 		},
 	}
-	cmd.Flags().StringVar(&from, "from", "", "what to diagnose: a recording, a directory of saved files or captures, or an OpenMetrics file")
-	cmd.Flags().StringVar(&since, "since", "", "start of the range: RFC 3339, YYYY-MM-DD or -DURATION before the end of the data")
-	cmd.Flags().StringVar(&until, "until", "", "end of the range (same forms)")
-	cmd.Flags().StringVar(&instance, "instance", "", "diagnose only this instance")
+	src.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
-	cmd.Flags().BoolVar(&lenient, "lenient", false, "skip malformed lines and files (counted in a note) instead of failing")
 	return cmd
+}
+
+// sourceFlags select the history a command reads (diagnose, report): a
+// source and the range and instance within it.
+type sourceFlags struct {
+	from, since, until, instance string
+	lenient                      bool
+}
+
+func (f *sourceFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.from, "from", "", "what to read: a recording, a directory of saved files or captures, or an OpenMetrics file")
+	cmd.Flags().StringVar(&f.since, "since", "", "start of the range: RFC 3339, YYYY-MM-DD or -DURATION before the end of the data")
+	cmd.Flags().StringVar(&f.until, "until", "", "end of the range (same forms)")
+	cmd.Flags().StringVar(&f.instance, "instance", "", "read only this instance")
+	cmd.Flags().BoolVar(&f.lenient, "lenient", false, "skip malformed lines and files (counted in a note) instead of failing")
+}
+
+// open opens the source as a store and lists the instances to read, with
+// the notes reading it gave.
+func (f *sourceFlags) open(cmd *cobra.Command) (st *store.Store, cleanup func(), instances []string, notes []sample.Note, err error) {
+	if f.from == "" {
+		return nil, nil, nil, nil, errors.New("--from is required: a recording, a directory of saved /proc files or captures, or an OpenMetrics file")
+	}
+	bar := newProgress(cmd.ErrOrStderr(), "reading "+f.from)
+	st, cleanup, ist, err := source.OpenStore(f.from, source.IngestOptions{Lenient: f.lenient, Progress: bar.update})
+	bar.done()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	instances, err = st.Instances()
+	if err != nil {
+		cleanup()
+		return nil, nil, nil, nil, err
+	}
+	if f.instance != "" {
+		found := false
+		for _, i := range instances {
+			found = found || i == f.instance
+		}
+		if !found {
+			cleanup()
+			return nil, nil, nil, nil, fmt.Errorf("--instance %q: not in %s (it has: %s)", f.instance, f.from, strings.Join(instances, ", "))
+		}
+		instances = []string{f.instance}
+	}
+	if len(instances) == 0 {
+		cleanup()
+		return nil, nil, nil, nil, fmt.Errorf("%s holds no samples", f.from)
+	}
+	return st, cleanup, instances, ist.Notes, nil
 }
 
 func diagnoseInstance(st *store.Store, inst, since, until string, ingestNotes []sample.Note) (instanceResult, error) {

@@ -65,7 +65,10 @@ func newRecordCmd() *cobra.Command {
 		Long: `record samples everything check reads (top processes by PSS included) every
 interval into one SQLite file (Gorilla-compressed chunks; see
 docs/store-format.md), and serves the latest sample on /metrics in the
-Prometheus text format (node_exporter names for host series) with /healthz.
+Prometheus text format (node_exporter names for host series) with /healthz,
+and at / the report of the recording so far (as 'memdoctor report' writes
+it; rendered on demand at most once per interval, at least 30 s apart, and
+reloading itself; read-only).
 
 It survives vanished processes, unreadable files and a full disk (samples are
 kept in memory and retried), reopens its file on SIGHUP, and flushes and exits
@@ -98,9 +101,14 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 			if os.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(12 << 20)
 			}
-			rec, err := record.New(record.Config{DBPath: db, Interval: interval, Retention: ret, Top: top,
+			cfg := record.Config{DBPath: db, Interval: interval, Retention: ret, Top: top,
 				Scrape: rt.urls, ScrapeTimeout: rt.timeout,
-				Instance: instance, Log: cmd.ErrOrStderr()})
+				Instance: instance, Log: cmd.ErrOrStderr()}
+			if listen != "" {
+				cfg.PageEvery = max(interval, 30*time.Second)
+				cfg.Page = livePage(db, cfg.PageEvery)
+			}
+			rec, err := record.New(cfg)
 			if err != nil {
 				return err
 			}
@@ -127,7 +135,7 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 						cmd.PrintErrf("serving %s: %v\n", listen, err)
 					}
 				}()
-				cmd.PrintErrf("serving /metrics and /healthz on http://%s\n", ln.Addr())
+				cmd.PrintErrf("serving the live report at http://%s/ and /metrics, /healthz\n", ln.Addr())
 			}
 			runErr := rec.Run(ctx)
 			if srv != nil {
@@ -145,7 +153,7 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 	cmd.Flags().DurationVar(&interval, "interval", 15*time.Second, "sampling interval")
 	cmd.Flags().StringVar(&retention, "retention", "30d", "delete samples older than this (0 keeps everything)")
 	cmd.Flags().IntVar(&top, "top", 50, "processes recorded per sample (by PSS)")
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9105", "`ADDR` for /metrics and /healthz ('' to serve nothing; loopback by default)")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9105", "`ADDR` for the live report at /, /metrics and /healthz ('' to serve nothing; loopback by default)")
 	rt.register(cmd)
 	cmd.Flags().StringVar(&instance, "instance", "", "name of this host in the store (default: hostname)")
 	return cmd

@@ -145,7 +145,10 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 }
 
 func lastValue(s *sample.Series) float64 {
-	if p, ok := s.Last(); s != nil && ok {
+	if s == nil {
+		return 0
+	}
+	if p, ok := s.Last(); ok {
 		return p.V
 	}
 	return 0

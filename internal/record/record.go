@@ -1,6 +1,7 @@
 // Package record samples a host at a fixed interval into a store and serves
 // what it sees: /metrics (node_exporter names for host series, memdoctor_*
-// for the rest, and the recorder's own cost) and /healthz.
+// for the rest, and the recorder's own cost), /healthz, and optionally a
+// live page at / rendered on demand and cached.
 //
 // It keeps running through vanished processes, unreadable files and a full
 // disk: a failed append keeps the scrape in memory (bounded) and retries at
@@ -8,6 +9,7 @@
 package record
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/collect"
@@ -45,6 +48,13 @@ type Config struct {
 	// MaxPending bounds the scrapes kept in memory while appends fail
 	// (default: one hour of intervals).
 	MaxPending int
+	// Page, when set, renders the page served at / (the report of the
+	// recording so far). It runs only when someone asks, at most once per
+	// PageEvery (default: the interval, at least 30 s); requests in between,
+	// and concurrent ones, share the last rendering.
+	// Page gets the recorder's instance name.
+	Page      func(w io.Writer, instance string) error
+	PageEvery time.Duration
 }
 
 // Recorder samples and stores.
@@ -67,6 +77,19 @@ type Recorder struct {
 	// lastStored is the newest sample time in the store: a scrape not newer
 	// (the clock stepped back) can never be stored and is dropped.
 	lastStored time.Time
+
+	page pageCache
+}
+
+// pageCache holds the last rendering of the live page. Its own lock (not
+// the recorder's) is held while rendering, so collection never waits for
+// a page and concurrent requests share one rendering.
+type pageCache struct {
+	mu      sync.Mutex
+	at      time.Time
+	body    []byte
+	err     error
+	renders atomic.Int64
 }
 
 // New opens the store and prepares a recorder.
@@ -79,6 +102,9 @@ func New(cfg Config) (*Recorder, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
+	}
+	if cfg.PageEvery <= 0 {
+		cfg.PageEvery = max(cfg.Interval, 30*time.Second)
 	}
 	r := &Recorder{cfg: cfg}
 	if cfg.FS != nil {
@@ -275,12 +301,50 @@ func hint(err error) string {
 	return ""
 }
 
-// Handler serves /metrics and /healthz.
+// Handler serves /metrics and /healthz, and the live page at / when
+// Config.Page is set.
 func (r *Recorder) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", r.serveMetrics)
 	mux.HandleFunc("/healthz", r.serveHealth)
+	if r.cfg.Page != nil {
+		mux.HandleFunc("GET /{$}", r.servePage)
+	}
 	return mux
+}
+
+// servePage serves the live page, rendering it again only when the last
+// rendering is older than PageEvery.
+func (r *Recorder) servePage(w http.ResponseWriter, _ *http.Request) {
+	pc := &r.page
+	pc.mu.Lock()
+	if pc.at.IsZero() || time.Since(pc.at) >= r.cfg.PageEvery {
+		var buf bytes.Buffer
+		err := r.cfg.Page(&buf, r.cfg.Instance)
+		pc.at, pc.err, pc.body = time.Now(), err, nil
+		if err == nil {
+			pc.body = buf.Bytes()
+		} else {
+			r.logf("rendering the live page: %v", err)
+		}
+		pc.renders.Add(1)
+	}
+	body, err, at := pc.body, pc.err, pc.at
+	pc.mu.Unlock()
+	h := w.Header()
+	h.Set("Cache-Control", "max-age="+strconv.Itoa(int(r.cfg.PageEvery.Seconds())))
+	h.Set("X-Content-Type-Options", "nosniff")
+	if err != nil {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprintf(w, "the report of the recording could not be made: %v\n(it is tried again in %v; /metrics and /healthz say whether recording works)\n",
+			err, r.cfg.PageEvery)
+		return
+	}
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
+	h.Set("Last-Modified", at.UTC().Format(http.TimeFormat))
+	_, _ = w.Write(body) // a client gone away: nothing to do
 }
 
 func (r *Recorder) serveMetrics(w http.ResponseWriter, _ *http.Request) {
@@ -292,6 +356,9 @@ func (r *Recorder) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	self.Add("memdoctor_record_collections_total", float64(r.collects))
 	self.Add("memdoctor_record_dropped_total", float64(r.dropped))
 	r.mu.Unlock()
+	if r.cfg.Page != nil {
+		self.Add("memdoctor_record_page_renders_total", float64(r.page.renders.Load()))
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	scrapes := []*sample.Scrape{self}
 	if latest != nil {

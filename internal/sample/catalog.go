@@ -65,6 +65,7 @@ var catalog = []struct {
 	{"memdoctor_record_append_errors_total", Description{"Failed attempts to store scrapes.", Counter}},
 	{"memdoctor_record_dropped_total", Description{"Samples dropped because the clock went back behind the store.", Counter}},
 	{"memdoctor_record_collections_total", Description{"Collections the recorder made.", Counter}},
+	{"memdoctor_record_page_renders_total", Description{"Renderings of the live report page the recorder serves at /.", Counter}},
 	{"memdoctor_collector_duration_seconds", Description{"Duration of the collector's last run.", Gauge}},
 	{"memdoctor_collector_success", Description{"Whether the collector's last run succeeded.", Gauge}},
 }

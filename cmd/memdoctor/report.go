@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/htmlreport"
+	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/memdoctor/memdoctor/internal/store"
+	"github.com/spf13/cobra"
+)
+
+func init() { commands = append(commands, newReportCmd) }
+
+// reportSummary is what report --json prints about the file it wrote.
+type reportSummary struct {
+	Output    string           `json:"output"`
+	Bytes     int              `json:"bytes"`
+	Findings  int              `json:"findings"`
+	Charts    int              `json:"charts"`
+	Instances []instanceResult `json:"instances"`
+	Source    string           `json:"source"`
+	Seconds   float64          `json:"seconds"`
+}
+
+func newReportCmd() *cobra.Command {
+	var (
+		src     sourceFlags
+		out     string
+		asJSON  bool
+		refresh time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "report --from SRC -o report.html",
+		Short: "Write the diagnosis as one self-contained HTML file, with the charts that prove each finding",
+		Long: `report diagnoses SRC exactly as 'memdoctor diagnose' does (same sources, same
+--since, --until and --instance) and writes one HTML file that opens offline:
+the findings first, by severity, each with the charts that prove it (memory
+categories stacked over time, unreclaimable slab against memory cgroups, free
+pages against the zone watermarks with reclaim and CPU, process USS/PSS, the
+allocator's retained and in-use heap, GC time and collections), its remedies
+and commands, then the notes on the data.
+
+Charts are inline SVG drawn from display buckets (the minimum and maximum of
+each are kept, so short spikes stay visible); the findings' numbers come from
+the full data. The file has no script and fetches nothing; it reads on a
+phone and prints cleanly.`,
+		Example: `  memdoctor report --from /var/lib/memdoctor/memdoctor.db -o report.html
+  memdoctor report --from ./proc-history/ --since -7d -o week.html
+  memdoctor report --from fleet-dump.om --instance db7:9100 -o db7.html --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return fmt.Errorf("-o FILE is required: where to write the HTML report ('-' for standard output)")
+			}
+			start := time.Now()
+			st, cleanup, instances, notes, err := src.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			page, results, err := buildPage(st, instances, src.since, src.until, notes, src.from)
+			if err != nil {
+				return err
+			}
+			page.Refresh = refresh
+			var buf bytes.Buffer
+			if err := htmlreport.Render(&buf, page); err != nil {
+				return fmt.Errorf("rendering the report: %w", err)
+			}
+			if out == "-" {
+				_, err := cmd.OutOrStdout().Write(buf.Bytes())
+				return err
+			}
+			if err := writeFileAtomic(out, buf.Bytes()); err != nil {
+				return err
+			}
+			sum := reportSummary{Output: out, Bytes: buf.Len(), Instances: results, Source: src.from,
+				Seconds: time.Since(start).Seconds()}
+			for _, r := range results {
+				sum.Findings += len(r.report.Findings)
+			}
+			sum.Charts = bytes.Count(buf.Bytes(), []byte(`<figure class="chart"`))
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(sum)
+			}
+			cmd.Printf("wrote %s: %d findings, %d charts, %.1f KiB in %.1f s\n", out, sum.Findings, sum.Charts,
+				float64(sum.Bytes)/1024, sum.Seconds)
+			return nil
+		},
+	}
+	src.register(cmd)
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the HTML report to `FILE` ('-' for standard output)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was written (file, size, findings, charts, instances) as JSON")
+	cmd.Flags().DurationVar(&refresh, "refresh", 0, "make the page reload itself every `DURATION` (0: never; record --listen's page uses its interval)")
+	return cmd
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory, so a reader never sees half a report.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".memdoctor-report-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w (choose another place with -o)", path, err)
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(f.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		_ = os.Remove(f.Name()) // best effort: the write error is the one to report
+		return fmt.Errorf("writing %s: %w", path, werr)
+	}
+	return nil
+}
+
+// buildPage diagnoses each instance (as diagnose does) and loads the
+// charted series at display resolution.
+func buildPage(st *store.Store, instances []string, since, until string, notes []sample.Note, src string) (*htmlreport.Page, []instanceResult, error) {
+	page := &htmlreport.Page{Source: src, Generated: time.Now()}
+	var results []instanceResult
+	for _, inst := range instances {
+		r, err := diagnoseInstance(st, inst, since, until, notes)
+		if err != nil {
+			return nil, nil, fmt.Errorf("instance %s: %w", inst, err)
+		}
+		results = append(results, r)
+		w, err := chartWindow(st, inst, r.From, r.To)
+		if err != nil {
+			return nil, nil, fmt.Errorf("instance %s: reading the charted series: %w", inst, err)
+		}
+		page.Instances = append(page.Instances, htmlreport.Instance{Name: inst, From: r.From, To: r.To,
+			Step: time.Duration(r.StepSeconds * float64(time.Second)), Series: r.Series, Report: r.report, Window: w})
+	}
+	return page, results, nil
+}
+
+// chartWindow reads the series charts draw, in steps of half a display
+// bucket (each step keeps its minimum, maximum and mean).
+func chartWindow(st *store.Store, inst string, from, to time.Time) (*sample.Window, error) {
+	step := to.Sub(from) / time.Duration(2*htmlreport.Buckets(false))
+	if step < time.Second {
+		step = 0
+	} else {
+		step = step.Truncate(time.Second)
+	}
+	series, err := st.Select(store.Query{Instance: inst, Names: htmlreport.SeriesNames(), From: from, To: to, Step: step})
+	if err != nil {
+		return nil, err
+	}
+	w := &sample.Window{Instance: inst, From: from, To: to, Step: step}
+	for _, s := range series {
+		w.Add(s)
+	}
+	return w, nil
+}
+
+// livePage renders the report of a recording so far, for record --listen,
+// in a child process (memdoctor report --from DB): reading a month of
+// samples takes far more memory than recording does, and the child gives
+// it all back when it exits, so the recorder stays small.
+func livePage(db string, refresh time.Duration) func(w io.Writer, instance string) error {
+	return func(w io.Writer, instance string) error {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding the memdoctor binary to render the page: %w", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, exe, "report", "--from", db, "--instance", instance, "--refresh", refresh.String(), "-o", "-")
+		var stderr bytes.Buffer
+		c.Stdout, c.Stderr = w, &stderr
+		if err := c.Run(); err != nil {
+			msg := strings.TrimSpace(stderr.String())
+			if msg == "" {
+				msg = err.Error()
+			}
+			return errors.New(msg)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,290 @@
+// Package htmlreport renders a diagnosis as one self-contained HTML file:
+// findings first, by severity, each with the charts that prove it (inline
+// SVG drawn here, no script, nothing fetched), its remedies and the notes
+// on the data. The same page serves a recording live.
+package htmlreport
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+// Page is what a report shows.
+type Page struct {
+	// Source names where the data came from.
+	Source    string
+	Generated time.Time
+	// Refresh > 0 makes the page reload itself every Refresh (the live
+	// page of a recording).
+	Refresh   time.Duration
+	Instances []Instance
+}
+
+// Instance is one instance's diagnosis and the data its charts draw.
+type Instance struct {
+	Name     string
+	From, To time.Time
+	// Step is the resolution the rules read (0: raw samples).
+	Step   time.Duration
+	Series int
+	Report *diagnose.Report
+	// Window holds the charted series at display resolution (the
+	// findings' numbers never come from it).
+	Window *sample.Window
+}
+
+//go:embed report.html.tmpl style.css
+var files embed.FS
+
+var tmpl = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
+	"fmtTime": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"fmtMs": func(ms int64) string {
+		return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04 UTC")
+	},
+	"span":  humanSpan,
+	"plus":  func(a, b int) int { return b + a },
+	"minus": func(a, b int) int { return b - a },
+	"css":   func() template.CSS { return template.CSS(style) },
+}).ParseFS(files, "report.html.tmpl"))
+
+var style = mustRead("style.css")
+
+func mustRead(name string) string {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+type pageView struct {
+	Source       string
+	Generated    time.Time
+	RefreshSecs  int
+	Counts       []sevCount
+	Findings     []findingView
+	Instances    []instanceView
+	Notes        []noteView
+	Rules        int
+	MultiInst    bool
+	ShowInstance bool
+}
+
+type sevCount struct {
+	Severity string
+	N        int
+}
+
+type findingView struct {
+	Anchor   string
+	Instance string
+	Severity string
+	ID       string
+	Title    string
+	Subject  string
+	Summary  string
+	Evidence []evidenceView
+	Remedies []diagnose.Remedy
+	Charts   []chartView
+	NoCharts string
+}
+
+type evidenceView struct{ Name, Value string }
+
+type instanceView struct {
+	Name      string
+	From, To  time.Time
+	Span      string
+	Step      string
+	Series    int
+	Findings  int
+	Overview  []chartView
+	AtTheEnd  string
+	NoCharted bool
+}
+
+type noteView struct {
+	Source, Message, Hides, Fix string
+}
+
+// Render writes the page.
+func Render(w io.Writer, p *Page) error {
+	v := pageView{Source: p.Source, Generated: p.Generated, RefreshSecs: int(p.Refresh.Seconds()),
+		Rules: len(diagnose.Rules()), MultiInst: len(p.Instances) > 1}
+	titles := map[string]string{}
+	for _, r := range diagnose.Rules() {
+		m := r.Meta()
+		titles[m.ID] = m.Title
+	}
+	type found struct {
+		inst *Instance
+		f    diagnose.Finding
+	}
+	var all []found
+	for i := range p.Instances {
+		in := &p.Instances[i]
+		iv := instanceView{Name: in.Name, From: in.From, To: in.To, Span: humanSpan(in.To.Sub(in.From)), Series: in.Series,
+			Step: "raw samples"}
+		if in.Step > 0 {
+			iv.Step = "steps of " + in.Step.String()
+		}
+		if in.Report != nil {
+			iv.Findings = len(in.Report.Findings)
+			for _, f := range in.Report.Findings {
+				all = append(all, found{in, f})
+			}
+			for _, n := range in.Report.Notes {
+				src := n.Source
+				if v.MultiInst {
+					src = in.Name + ": " + src
+				}
+				v.Notes = append(v.Notes, noteView{Source: src, Message: n.Message, Hides: n.Hides, Fix: n.Fix})
+			}
+			if h := in.Report.Host; h != nil && h.Accounting.TotalBytes > 0 {
+				a := h.Accounting
+				iv.AtTheEnd = fmt.Sprintf("total %s, available %s, used %.1f%%, unreclaimable slab %s",
+					diagnose.HumanBytes(a.TotalBytes), diagnose.HumanBytes(a.AvailableBytes), a.UsedPercent,
+					diagnose.HumanBytes(h.Slab.UnreclaimableBytes))
+				if d := h.Cgroups.MemoryDying; d != nil {
+					iv.AtTheEnd += fmt.Sprintf(", dying memory cgroups %d", *d)
+				}
+			}
+		}
+		v.Instances = append(v.Instances, iv)
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if a, b := all[i].f.Severity.Rank(), all[j].f.Severity.Rank(); a != b {
+			return a > b
+		}
+		return all[i].f.ID < all[j].f.ID
+	})
+	counts := map[diagnose.Severity]int{}
+	charts := chartSet{seen: map[string]string{}}
+	for k, fd := range all {
+		f := fd.f
+		counts[f.Severity]++
+		fv := findingView{Anchor: "finding-" + strconv.Itoa(k+1), Severity: string(f.Severity), ID: f.ID,
+			Title: titles[f.ID], Subject: f.Subject, Summary: f.Summary, Remedies: f.Remedies}
+		if v.MultiInst && !strings.HasPrefix(f.Subject, fd.inst.Name+" ") {
+			fv.Instance = fd.inst.Name
+		}
+		for _, e := range f.Evidence {
+			fv.Evidence = append(fv.Evidence, evidenceView{e.Name, evidenceValue(e)})
+		}
+		if !snapshot(fd.inst) {
+			for _, c := range ChartsFor(fd.inst.Window, &f) {
+				fv.Charts = append(fv.Charts, charts.get(fd.inst, c))
+			}
+		}
+		if len(fv.Charts) == 0 {
+			switch {
+			case snapshot(fd.inst) && len(ChartIDs(f.ID)) > 0:
+				fv.NoCharts = "The data is a single snapshot: there is no history to chart; the numbers are above."
+			case len(ChartIDs(f.ID)) == 0:
+				fv.NoCharts = "This finding is about a single state; its numbers are above."
+			default:
+				fv.NoCharts = "No chart: the data holds none of the series that would show this over time (" +
+					strings.Join(ChartIDs(f.ID), ", ") + ")."
+			}
+		}
+		v.Findings = append(v.Findings, fv)
+	}
+	for i := range p.Instances {
+		in := &p.Instances[i]
+		if snapshot(in) {
+			v.Instances[i].NoCharted = true
+			continue
+		}
+		for _, c := range Overview(in.Window) {
+			v.Instances[i].Overview = append(v.Instances[i].Overview, charts.get(in, c))
+		}
+		v.Instances[i].NoCharted = len(v.Instances[i].Overview) == 0
+	}
+	for _, s := range []diagnose.Severity{diagnose.Critical, diagnose.Warning, diagnose.Info} {
+		if counts[s] > 0 {
+			v.Counts = append(v.Counts, sevCount{string(s), counts[s]})
+		}
+	}
+	return tmpl.Execute(w, v)
+}
+
+// snapshot reports whether an instance's data is one instant (a capture):
+// nothing to draw over time.
+func snapshot(in *Instance) bool {
+	return in.Window == nil || !in.To.After(in.From)
+}
+
+// chartSet draws each distinct chart once: a chart that several findings
+// (or the overview) share is drawn where it first appears and referred to
+// afterwards.
+type chartSet struct {
+	seen map[string]string
+	n    int
+}
+
+func (cs *chartSet) get(in *Instance, c Chart) chartView {
+	key := in.Name + "\x00" + c.ID + "\x00" + c.Title
+	for _, l := range c.Lines {
+		key += "\x00" + l.Expr
+	}
+	if anchor, ok := cs.seen[key]; ok {
+		return chartView{ID: c.ID, Title: c.Title, Anchor: anchor, Ref: true}
+	}
+	cs.n++
+	anchor := "chart-" + strconv.Itoa(cs.n)
+	cs.seen[key] = anchor
+	v := render(c, in.From.UnixMilli(), in.To.UnixMilli(), caption(in))
+	v.Anchor = anchor
+	return v
+}
+
+func caption(in *Instance) string {
+	c := in.Name + ", " + in.From.UTC().Format("2006-01-02 15:04") + " … " + in.To.UTC().Format("2006-01-02 15:04") + " UTC"
+	if in.Window != nil && in.Window.Step > 0 {
+		c += "; drawn from steps of " + in.Window.Step.String() + " (min and max of each kept)"
+	}
+	return c
+}
+
+func evidenceValue(e diagnose.Evidence) string {
+	if e.Text != "" {
+		return e.Text
+	}
+	switch e.Unit {
+	case "bytes":
+		return diagnose.HumanBytes(int64(e.Value))
+	case "percent":
+		return strconv.FormatFloat(e.Value, 'f', 1, 64) + "%"
+	case "per_day":
+		return strconv.FormatFloat(e.Value, 'g', 4, 64) + " a day"
+	case "bytes_per_day":
+		return diagnose.HumanBytes(int64(e.Value)) + " a day"
+	case "days":
+		return strconv.FormatFloat(e.Value, 'f', 1, 64) + " days"
+	case "count":
+		return strconv.FormatFloat(e.Value, 'f', -1, 64)
+	case "seconds":
+		return strconv.FormatFloat(e.Value, 'g', 4, 64) + " s"
+	case "pages":
+		return strconv.FormatFloat(e.Value, 'f', 0, 64) + " pages"
+	case "ratio":
+		return strconv.FormatFloat(e.Value, 'g', 3, 64)
+	}
+	return strconv.FormatFloat(e.Value, 'g', 6, 64)
+}
+
+func humanSpan(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return strconv.FormatFloat(d.Hours()/24, 'f', 1, 64) + " days"
+	}
+	return d.Round(time.Second).String()
+}
