@@ -54,6 +54,11 @@ type Runtime struct {
 	HeapLimitBytes     *float64 `json:"heap_limit_bytes,omitempty"`
 	ResidentBytes      *float64 `json:"resident_bytes,omitempty"`
 	LargeObjectBytes   *float64 `json:"large_object_bytes,omitempty"`
+	// GCPendingBytes is the memory allocated since the last major
+	// collection and not freed since; GCPendingLimitBytes the amount that
+	// starts the next major collection (Ruby's oldmalloc figures).
+	GCPendingBytes      *float64 `json:"gc_pending_bytes,omitempty"`
+	GCPendingLimitBytes *float64 `json:"gc_pending_limit_bytes,omitempty"`
 	// UptimeSeconds is the time since the process started, when known.
 	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
 
@@ -83,6 +88,10 @@ type GCRates struct {
 	AllocatedBytes float64 `json:"allocated_bytes,omitempty"`
 	// Induced collections by cause.
 	Induced map[string]float64 `json:"induced,omitempty"`
+	// PendingMaxBytes is the largest GC-pending figure seen over the span
+	// (it falls to zero at each major collection, so one reading may land
+	// just after one).
+	PendingMaxBytes *float64 `json:"pending_max_bytes,omitempty"`
 	// LargeObjectGrowthBytes is the change of the large-object heap.
 	LargeObjectGrowthBytes *float64 `json:"large_object_growth_bytes,omitempty"`
 	// Sustained is, for a window, the share of its parts whose GC time share
@@ -123,10 +132,12 @@ const (
 	rtCollected = "memdoctor_runtime_gc_collected_objects_total"
 	rtPromoted  = "memdoctor_runtime_gc_promoted_bytes_total"
 	rtAllocated = "memdoctor_runtime_gc_allocated_bytes_total"
+	rtPending   = "memdoctor_runtime_gc_pending_bytes"
+	rtPendLimit = "memdoctor_runtime_gc_pending_limit_bytes"
 )
 
 // runtimeSeries lists every normalised series, for rules' Reads.
-var runtimeSeries = []string{rtInfo, rtGCSeconds, rtColl, rtInduced, rtLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated}
+var runtimeSeries = []string{rtInfo, rtGCSeconds, rtColl, rtInduced, rtLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated, rtPending, rtPendLimit}
 
 // RuntimesOf builds the runtime models of a scrape, one per target.
 func RuntimesOf(s *sample.Scrape) []Runtime {
@@ -188,6 +199,10 @@ func RuntimesOf(s *sample.Scrape) []Runtime {
 				r.PromotedBytes = f(m.Value)
 			case rtAllocated:
 				r.AllocatedBytes = f(m.Value)
+			case rtPending:
+				r.GCPendingBytes = f(m.Value)
+			case rtPendLimit:
+				r.GCPendingLimitBytes = f(m.Value)
 			case rtCollected:
 				if m.Labels.Get("generation") == "old" {
 					r.CollectedOld = f(m.Value)
@@ -267,6 +282,10 @@ func between(a, b *Runtime, seconds float64) *GCRates {
 	if a.LargeObjectBytes != nil && b.LargeObjectBytes != nil {
 		d := *b.LargeObjectBytes - *a.LargeObjectBytes
 		g.LargeObjectGrowthBytes = &d
+	}
+	if b.GCPendingBytes != nil {
+		m := max(val(a.GCPendingBytes), *b.GCPendingBytes)
+		g.PendingMaxBytes = &m
 	}
 	return g
 }
@@ -360,6 +379,13 @@ func windowGC(w *sample.Window, target string) *GCRates {
 			g.Induced = map[string]float64{}
 		}
 		g.Induced[s.Labels.Get("cause")] += increase(s.Points)
+	}
+	if s := ser(rtPending); s != nil && len(s.Points) > 0 {
+		m := s.Points[0].V
+		for _, p := range s.Points {
+			m = max(m, p.V)
+		}
+		g.PendingMaxBytes = &m
 	}
 	if s := ser(rtLOH); s != nil && len(s.Points) >= 2 {
 		d := s.Points[len(s.Points)-1].V - s.Points[0].V

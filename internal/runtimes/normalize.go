@@ -26,7 +26,8 @@ package runtimes
 //	                    OpenTelemetry 6-8 process_runtime_dotnet_gc_*; .NET 9+ dotnet_gc_*
 //	Ruby                ruby_gc_stat_minor_gc_count (young), _major_gc_count (old),
 //	                    _time (ms), heap_live_slots × 40 B, heap_available_slots × 40 B
-//	                    (else heap_allocated_pages × 16 KiB)
+//	                    (else heap_allocated_pages × 16 KiB); gc_pending:
+//	                    oldmalloc_increase_bytes, its _limit
 //	Node                nodejs_gc_duration_seconds{kind minor → young, major → old} (sum: time),
 //	                    nodejs_heap_size_used_bytes (live), nodejs_heap_size_total_bytes
 //	everyone            process_resident_memory_bytes (or process_working_set_bytes),
@@ -427,6 +428,18 @@ func rubyPage(p page, r *Reading) {
 		r.add(HeapCommitted, v*rubySlotBytes)
 	} else if v, ok := p.sum("ruby_gc_stat_heap_allocated_pages", nil); ok {
 		r.add(HeapCommitted, v*rubyPageBytes)
+	}
+	// The object slots miss most of a Ruby heap's garbage: string and array
+	// bodies are malloc'd outside them, and dead objects count as live
+	// until swept. oldmalloc_increase_bytes counts the bytes malloc'd less
+	// those freed since the last major GC (minor GCs subtract what they
+	// free; only a major GC resets it), and a minor GC that finds it above
+	// oldmalloc_increase_bytes_limit makes the next GC a major one.
+	if v, ok := p.sum("ruby_gc_stat_oldmalloc_increase_bytes", nil); ok {
+		r.add(GCPending, v)
+	}
+	if v, ok := p.sum("ruby_gc_stat_oldmalloc_increase_bytes_limit", nil); ok {
+		r.add(GCPendingLimit, v)
 	}
 }
 

@@ -249,9 +249,13 @@ ruby_gc_stat_time 58
 ruby_gc_stat_heap_live_slots 500000
 ruby_gc_stat_heap_allocated_pages 1700
 ruby_gc_stat_heap_available_slots 695300
+ruby_gc_stat_oldmalloc_increase_bytes 68891096
+ruby_gc_stat_oldmalloc_increase_bytes_limit 103880088
+ruby_gc_stat_malloc_increase_bytes 8232736
 ruby_process_resident_memory_bytes 1.274e8
 `, Ruby, []want{{GCSeconds, nil, 0.058}, {Collections, []string{"generation", "young"}, 54}, {Collections, []string{"generation", "old"}, 6},
-			{HeapLive, nil, 500000 * 40}, {HeapCommitted, nil, 695300 * 40}, {Resident, nil, 1.274e8}}},
+			{HeapLive, nil, 500000 * 40}, {HeapCommitted, nil, 695300 * 40}, {Resident, nil, 1.274e8},
+			{GCPending, nil, 68891096}, {GCPendingLimit, nil, 103880088}}},
 		{"Ruby GC.stat without available slots", `ruby_gc_stat_major_gc_count 6
 ruby_gc_stat_heap_live_slots 500000
 ruby_gc_stat_heap_allocated_pages 1700

@@ -54,6 +54,13 @@ const (
 	// allocated in the young one (JVM, Micrometer).
 	Promoted  = "memdoctor_runtime_gc_promoted_bytes_total"
 	Allocated = "memdoctor_runtime_gc_allocated_bytes_total"
+	// GCPending is the memory allocated since the last major collection and
+	// not freed since: the garbage a major collection would free (plus any
+	// growth of the live set). Ruby: GC.stat oldmalloc_increase_bytes.
+	GCPending = "memdoctor_runtime_gc_pending_bytes"
+	// GCPendingLimit is the GCPending at which the runtime starts its next
+	// major collection. Ruby: GC.stat oldmalloc_increase_bytes_limit.
+	GCPendingLimit = "memdoctor_runtime_gc_pending_limit_bytes"
 	// LastCause is 1 with label cause: the cause of the latest collection
 	// (JVM).
 	LastCause = "memdoctor_runtime_gc_last_cause_info"

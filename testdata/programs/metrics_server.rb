@@ -11,8 +11,10 @@
 # each /metrics response is written, trading latency for memory.
 #
 # On start it prints "ready PORT PID" on stdout. GET /metrics also exposes the
-# VM's own GC.stat as ruby_gc_stat_<key> gauges (the names GitLab's exporters
-# use), GET /healthz answers "ok". It listens on 127.0.0.1 only.
+# VM's own GC.stat as ruby_gc_stat_<key> gauges and the process' resident
+# memory and start time (the names GitLab's exporters use), GET /healthz
+# answers "ok". It listens on 127.0.0.1 only.
+require 'etc'
 require 'socket'
 
 port = 0
@@ -64,6 +66,10 @@ def render(series, requests)
     out << "# TYPE ruby_gc_stat_#{k} gauge"
     out << "ruby_gc_stat_#{k} #{v}"
   end
+  out << '# TYPE ruby_process_resident_memory_bytes gauge'
+  out << "ruby_process_resident_memory_bytes #{File.read('/proc/self/statm').split[1].to_i * PAGE_SIZE}"
+  out << '# TYPE ruby_process_start_time_seconds gauge'
+  out << "ruby_process_start_time_seconds #{STARTED}"
   out << '# TYPE metrics_server_requests_total counter'
   out << "metrics_server_requests_total #{requests}"
   series.chunk_while { |a, b| a[0] == b[0] }.each do |family|
@@ -79,6 +85,8 @@ def render(series, requests)
   out.join("\n")
 end
 
+PAGE_SIZE = Etc.sysconf(Etc::SC_PAGESIZE)
+STARTED = Process.clock_gettime(Process::CLOCK_REALTIME)
 series = registry(families)
 server = TCPServer.new('127.0.0.1', port)
 $stdout.puts "ready #{server.addr[1]} #{Process.pid}"
