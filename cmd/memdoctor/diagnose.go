@@ -65,6 +65,7 @@ func newDiagnoseCmd() *cobra.Command {
 	var (
 		from, since, until, instance string
 		asJSON, lenient              bool
+		fleetOpts                    fleetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "diagnose --from SRC",
@@ -81,14 +82,27 @@ baseline. SRC is any of:
   an OpenMetrics / Prometheus text file with timestamps (node_exporter
     names; several instances are diagnosed each on its own).
 
+With --prometheus URL instead of --from, a whole fleet is diagnosed
+through its Prometheus: a handful of aggregated queries score every
+instance, only the suspects' full ranges are fetched and judged by the
+same rules, and findings are correlated with the kernel release and the
+--by labels.
+
 No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 		Example: `  memdoctor diagnose --from /var/lib/memdoctor/memdoctor.db
   memdoctor diagnose --from ./proc-history/ --since 2020-01-01 --json
-  memdoctor diagnose --from fleet-dump.om --instance db7:9100`,
+  memdoctor diagnose --from fleet-dump.om --instance db7:9100
+  memdoctor diagnose --prometheus http://prometheus:9090 --match '{job="node"}' --range 14d --by rack`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if fleetOpts.prom.url != "" {
+				if from != "" {
+					return errors.New("give --from or --prometheus, not both")
+				}
+				return runFleet(cmd, &fleetOpts, until, asJSON)
+			}
 			if from == "" {
-				return errors.New("--from is required: a recording, a directory of saved /proc files or captures, or an OpenMetrics file")
+				return errors.New("--from is required: a recording, a directory of saved /proc files or captures, or an OpenMetrics file (or --prometheus URL for a fleet)")
 			}
 			bar := newProgress(cmd.ErrOrStderr(), "reading "+from)
 			st, cleanup, ist, err := source.OpenStore(from, source.IngestOptions{Lenient: lenient, Progress: bar.update})
@@ -137,6 +151,7 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 	cmd.Flags().StringVar(&instance, "instance", "", "diagnose only this instance")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	cmd.Flags().BoolVar(&lenient, "lenient", false, "skip malformed lines and files (counted in a note) instead of failing")
+	fleetOpts.register(cmd)
 	return cmd
 }
 
