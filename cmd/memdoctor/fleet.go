@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
-	
+
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/fleet"
 	"github.com/spf13/cobra"
@@ -28,6 +30,9 @@ func (f *fleetFlags) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.top, "top", 20, "with --prometheus: show this many instances")
 }
 
+// fleetMemoryLimit is the soft heap limit of a fleet scan.
+const fleetMemoryLimit = 128 << 20
+
 // runFleet is `diagnose --prometheus`.
 func runFleet(cmd *cobra.Command, f *fleetFlags, until string, asJSON bool) error {
 	end, r, step, err := f.prom.window(until)
@@ -37,6 +42,11 @@ func runFleet(cmd *cobra.Command, f *fleetFlags, until string, asJSON bool) erro
 	c, err := f.prom.client()
 	if err != nil {
 		return err
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// Suspects' windows come and go: collect more often rather than
+		// let the heap grow with a large fleet.
+		debug.SetMemoryLimit(fleetMemoryLimit)
 	}
 	bar := newProgress(cmd.ErrOrStderr(), "fetching suspects from "+c.URL())
 	res, err := fleet.Scan(promContext(cmd), c, fleet.Options{Match: f.prom.match, End: end, Range: r, Step: step, By: f.by, All: f.all, Progress: bar.update})

@@ -42,3 +42,7 @@ var Thresholds = struct {
 	BaselineDays: baselineDays, BaselineMargin: baselineMargin,
 	TrendMinSpan: declineMinSpan,
 }
+
+// AllocstallSeries are the direct-reclaim stall counters watermark_thrash
+// sums (per zone on newer kernels, one counter on older ones).
+func AllocstallSeries() []string { return append([]string(nil), allocstallSeries...) }

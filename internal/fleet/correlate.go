@@ -1,8 +1,8 @@
 package fleet
 
 import (
-	"math"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -28,7 +28,7 @@ type Correlation struct {
 	// P is the chance that the affected instances would all fall on that
 	// value by luck (one-sided Fisher exact test); set when they do.
 	P       float64 `json:"p,omitempty"`
-	Summary      string `json:"summary"`
+	Summary string  `json:"summary"`
 }
 
 // ReleaseSeries turns a kernel release into its series: "5.0.0-37-generic"

@@ -12,11 +12,13 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/alerts"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -40,7 +42,7 @@ type Options struct {
 	// All skips the pre-filter: every instance's full range is fetched and
 	// diagnosed (slow; for checking the pre-filter).
 	All bool
-	// Workers fetch suspects in parallel (default 4).
+	// Workers fetch suspects in parallel (default 2).
 	Workers int
 	// Progress is told how many suspects of how many are done.
 	Progress func(done, total int64)
@@ -134,18 +136,19 @@ func scanQueries(match string, r time.Duration) []query {
 		{"total", by("last_over_time(" + sel("node_memory_MemTotal_bytes", match) + "[" + R + "])")},
 		{"avail_last", by("last_over_time(" + av + "[" + R + "])")},
 		{"avail_slope", by("deriv(" + av + "[" + R + "]) * 86400")},
+		// The newer half alone, for a host rebooted in the older one.
+		{"avail_slope_half", by("deriv(" + av + "[" + promDur(r/2) + "]) * 86400")},
 		{"su_slope", by("deriv(" + su + "[" + R + "]) * 86400")},
 		{"cg_slope", by("deriv(" + cg + "[" + R + "]) * 86400 or deriv(" + dying + "[" + R + "]) * 86400")},
 		{"hits", by("increase(" + sel("node_vmstat_kswapd_low_wmark_hit_quickly", match) + "[" + R + "])")},
 		{"hits_1d", by("increase(" + sel("node_vmstat_kswapd_low_wmark_hit_quickly", match) + "[1d])")},
-		{"stalls", "sum by (instance) (increase(" + sel("", match, `__name__=~"node_vmstat_allocstall(_.*)?"`) + "[" + R + "]))"},
-		{"stalls_1d", "sum by (instance) (increase(" + sel("", match, `__name__=~"node_vmstat_allocstall(_.*)?"`) + "[1d]))"},
+		{"stalls", "sum by (instance) (" + alerts.SumIncrease(diagnose.AllocstallSeries(), match, R) + ")"},
+		{"stalls_1d", "sum by (instance) (" + alerts.SumIncrease(diagnose.AllocstallSeries(), match, "1d") + ")"},
 	}
 	if r >= 4*24*time.Hour {
 		qs = append(qs,
 			query{"cg_floor", by(floor(cg) + " or " + floor(dying))},
-			query{"su_floor", by(floor(su))},
-			query{"avail_floor", by(floor(av))})
+			query{"su_floor", by(floor(su))})
 	}
 	return qs
 }
@@ -163,7 +166,7 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 		o.Step = max(time.Minute, (o.Range / 4000).Round(time.Second))
 	}
 	if o.Workers <= 0 {
-		o.Workers = 4
+		o.Workers = 2
 	}
 	from := o.End.Add(-o.Range)
 	res := &Result{Source: c.URL(), Match: o.Match, From: from, To: o.End, StepSeconds: o.Step.Seconds()}
@@ -181,7 +184,7 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 		}
 		vals[q.key] = m
 	}
-	peaks, err := dailyPeaks(ctx, c, o.Match, o.End, o.Range)
+	peaks, err := DailyPeaks(ctx, c, o.Match, o.End, o.Range)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +218,7 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 		sig("slab_unreclaimable_growth", su/(th.SlabGrowthShareOfTotalPerDay*total))
 		// available_memory_decline: fall per day, drop over the range and
 		// days until exhausted.
-		fall := -math.Min(vals["avail_slope"][inst], vals["avail_floor"][inst])
+		fall := -math.Min(vals["avail_slope"][inst], vals["avail_slope_half"][inst])
 		if fall > 0 {
 			left := vals["avail_last"][inst] / fall
 			r := math.Min(fall*days/(th.DeclineMinDropShare*total), th.DeclineMaxDays/math.Max(left, 1e-9))
@@ -276,10 +279,10 @@ func baselineRatio(total float64, minAvail []float64) float64 {
 	return (last/med - 1) / (diagnose.Thresholds.BaselineMargin - 1)
 }
 
-// dailyPeaks returns, per instance, the lowest available memory of each
+// DailyPeaks returns, per instance, the lowest available memory of each
 // UTC day in the range (the day's peak of use), the current partial day
 // last: one range query at midnights plus one instant query.
-func dailyPeaks(ctx context.Context, c *prom.Client, match string, end time.Time, r time.Duration) (map[string][]float64, error) {
+func DailyPeaks(ctx context.Context, c *prom.Client, match string, end time.Time, r time.Duration) (map[string][]float64, error) {
 	av := sel("node_memory_MemAvailable_bytes", match)
 	mid := end.UTC().Truncate(24 * time.Hour)
 	out := map[string][]float64{}
@@ -346,7 +349,11 @@ func instanceLabels(ctx context.Context, c *prom.Client, match string, end time.
 	return out, nil
 }
 
-// diagnoseSuspects fetches each suspect's full range and runs the rules.
+// batchSize is how many suspects one range query fetches.
+const batchSize = 8
+
+// diagnoseSuspects fetches the suspects' full ranges, a batch of
+// instances per query, and runs the rules on each.
 func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Result) error {
 	var sus []*Instance
 	for _, in := range res.Instances {
@@ -358,34 +365,41 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 	names := diagnose.WindowSeries(diagnose.Rules())
 	sort.Strings(names)
 	re := strings.Join(names, "|")
-	jobs := make(chan *Instance)
+	jobs := make(chan []*Instance)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var done int64
 	var firstErr error
-	for range min(o.Workers, max(1, len(sus))) {
+	for range min(o.Workers, max(1, (len(sus)+batchSize-1)/batchSize)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for in := range jobs {
-				w, err := FetchWindow(ctx, c, in.Instance, o.Match, re, res.From, res.To, o.Step)
-				mu.Lock()
-				if err != nil {
-					if firstErr == nil && ctx.Err() != nil {
-						firstErr = err
-					}
-					in.Error = err.Error()
-				} else {
-					in.Series = len(w.Series)
+			for batch := range jobs {
+				var insts []string
+				for _, in := range batch {
+					insts = append(insts, in.Instance)
 				}
-				mu.Unlock()
-				if err == nil {
+				ws, err := FetchWindows(ctx, c, insts, o.Match, re, res.From, res.To, o.Step)
+				for _, in := range batch {
+					if err != nil {
+						in.Error = err.Error()
+						continue
+					}
+					w := ws[in.Instance]
+					if w == nil {
+						w = &sample.Window{Instance: in.Instance, From: res.From, To: res.To, Step: o.Step}
+					}
+					in.Series = len(w.Series)
 					rep := diagnose.CheckWindow(w, "prometheus", nil)
 					in.Findings = rep.Findings
 					in.Notes = rep.Notes
+					delete(ws, in.Instance) // let the window go
 				}
 				mu.Lock()
-				done++
+				if err != nil && firstErr == nil && ctx.Err() != nil {
+					firstErr = err
+				}
+				done += int64(len(batch))
 				if o.Progress != nil {
 					o.Progress(done, int64(len(sus)))
 				}
@@ -393,8 +407,8 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 			}
 		}()
 	}
-	for _, in := range sus {
-		jobs <- in
+	for i := 0; i < len(sus); i += batchSize {
+		jobs <- sus[i:min(len(sus), i+batchSize)]
 	}
 	close(jobs)
 	wg.Wait()
@@ -404,16 +418,27 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 // dropLabels are target labels that name the instance, not the series.
 var dropLabels = map[model.LabelName]bool{"instance": true, "job": true, model.MetricNameLabel: true}
 
-// FetchWindow reads one instance's series the rules read (re: a regexp of
-// their names), over [from, to] every step, as a window.
-func FetchWindow(ctx context.Context, c *prom.Client, instance, match, re string, from, to time.Time, step time.Duration) (*sample.Window, error) {
-	expr := sel("", match, `__name__=~"`+re+`"`, `instance="`+escape(instance)+`"`)
+// FetchWindows reads the instances' series the rules read (re: a regexp
+// of their names), over [from, to] every step, one window per instance,
+// in one range query.
+func FetchWindows(ctx context.Context, c *prom.Client, instances []string, match, re string, from, to time.Time, step time.Duration) (map[string]*sample.Window, error) {
+	var alts []string
+	for _, i := range instances {
+		alts = append(alts, regexp.QuoteMeta(i))
+	}
+	expr := sel("", match, `__name__=~"`+re+`"`, `instance=~"`+escape(strings.Join(alts, "|"))+`"`)
 	ss, err := c.QueryRange(ctx, expr, from, to, step)
 	if err != nil {
 		return nil, err
 	}
-	w := &sample.Window{Instance: instance, From: from, To: to, Step: step}
+	out := map[string]*sample.Window{}
 	for _, s := range ss {
+		inst := string(s.Labels["instance"])
+		w := out[inst]
+		if w == nil {
+			w = &sample.Window{Instance: inst, From: from, To: to, Step: step}
+			out[inst] = w
+		}
 		var nv []string
 		for k, v := range s.Labels {
 			if !dropLabels[k] {
@@ -426,7 +451,7 @@ func FetchWindow(ctx context.Context, c *prom.Client, instance, match, re string
 		}
 		w.Add(ser)
 	}
-	return w, nil
+	return out, nil
 }
 
 func escape(s string) string {

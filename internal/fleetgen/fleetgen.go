@@ -344,7 +344,7 @@ func (s *state) step(k int, t float64, start float64, end float64, interval floa
 	age := (t - since) / day // days the current boot has run inside the window
 	hour := math.Mod(t, day) / 3600
 	cycle := math.Sin(2 * math.Pi * (hour - 8) / 24) // peak at 14:00 UTC
-	s.ar = 0.97*s.ar + 0.0025*s.rng.NormFloat64()  // stationary sd ≈ 1 %
+	s.ar = 0.97*s.ar + 0.0025*s.rng.NormFloat64()    // stationary sd ≈ 1 %
 	use := h.usage + 0.04*cycle + s.ar + 0.002*s.rng.NormFloat64()
 	sunr := 300e6 + 5e6*s.rng.NormFloat64()
 	switch {
