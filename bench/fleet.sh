@@ -34,13 +34,13 @@ until curl -sf "http://127.0.0.1:$port/-/ready" >/dev/null; do sleep 1; done
 echo "prometheus $(prometheus --version 2>&1 | head -1 | cut -d' ' -f3) on $(ls "$dir/tsdb" | grep -c '^01') blocks; $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 i=0
 while [ $i -lt "$runs" ]; do
-  /usr/bin/time -f "%e s wall, %M KiB peak RSS" -o "$dir/time.txt" \
+  /usr/bin/time -f "%e s wall, %U s user CPU, %M KiB peak RSS" -o "$dir/time.txt" \
     ./memdoctor diagnose --prometheus "http://127.0.0.1:$port" --until "$end" --range 14d --json >"$dir/result.json"
   python3 -c '
 import json,sys
 r=json.load(open(sys.argv[1])); c=r["cost"]
-print("scan of %d instances: %d suspects; %d queries (%d aggregated); %.1f MB on the wire, %.1f MB decoded; %d samples; %.1f s in memdoctor" % (
-  len(r["instances"]), r["suspects"], c["queries"], c["scan_queries"], c["wire_bytes"]/1e6, c["body_bytes"]/1e6, c["samples"], c["duration_seconds"]))
+print("%d instances: aggregated scan %d queries in %.1f s; %d suspects fetched and judged; %d queries in all, %.1f MB on the wire (%.1f MB decoded), %d samples; %.1f s" % (
+  len(r["instances"]), c["scan_queries"], c["scan_seconds"], r["suspects"], c["queries"], c["wire_bytes"]/1e6, c["body_bytes"]/1e6, c["samples"], c["duration_seconds"]))
 ' "$dir/result.json"
   cat "$dir/time.txt"
   i=$((i + 1))

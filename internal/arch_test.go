@@ -24,6 +24,12 @@ var forbidden = map[string][]string{
 	"report":   {"procfs", "collect", "remedy"},
 	"remedy":   {"procfs", "collect"},
 	"capture":  {"collect", "diagnose", "report", "remedy"},
+	// Fleet work reads Prometheus, never this host.
+	"prom":     {"procfs", "collect", "sample", "diagnose", "report", "store", "source"},
+	"fleet":    {"procfs", "collect", "report", "store", "source"},
+	"compare":  {"procfs", "collect", "diagnose", "report"},
+	"alerts":   {"procfs", "collect", "report", "prom", "store", "source"},
+	"fleetgen": {"procfs", "collect", "diagnose", "report", "store", "source"},
 }
 
 func TestPackageDirection(t *testing.T) {

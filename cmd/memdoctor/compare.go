@@ -198,19 +198,20 @@ func compareSources(cmd *cobra.Command, pa, wa, pb, wb string) (*compare.Result,
 
 func compareText(out io.Writer, r *compare.Result) error {
 	w := bufio.NewWriter(out)
-	fmt.Fprintf(w, "memdoctor compare: A = %s\n                   B = %s\n", r.A, r.B)
-	fmt.Fprintf(w, "values are %ss; difference of medians with a bootstrap 95%% interval\n\n", r.Unit)
+	pf := func(format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) } // bufio keeps the first error for Flush
+	pf("memdoctor compare: A = %s\n                   B = %s\n", r.A, r.B)
+	pf("values are %ss; difference of medians with a bootstrap 95%% interval\n\n", r.Unit)
 	for _, row := range r.Rows {
-		fmt.Fprintf(w, "%s\n", row.Title)
-		fmt.Fprintf(w, "  A: median %-14s (%d %ss)\n", compare.Format(row.MedianA, row.Unit), len(row.A), r.Unit)
-		fmt.Fprintf(w, "  B: median %-14s (%d %ss)\n", compare.Format(row.MedianB, row.Unit), len(row.B), r.Unit)
-		fmt.Fprintf(w, "  → %s\n\n", row.Verdict)
+		pf("%s\n", row.Title)
+		pf("  A: median %-14s (%d %ss)\n", compare.Format(row.MedianA, row.Unit), len(row.A), r.Unit)
+		pf("  B: median %-14s (%d %ss)\n", compare.Format(row.MedianB, row.Unit), len(row.B), r.Unit)
+		pf("  → %s\n\n", row.Verdict)
 	}
 	if len(r.Rows) == 0 {
-		fmt.Fprintf(w, "no metric is present in both groups\n")
+		pf("no metric is present in both groups\n")
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		pf("note: %s\n", n)
 	}
 	return w.Flush()
 }

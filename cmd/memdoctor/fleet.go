@@ -65,9 +65,10 @@ func runFleet(cmd *cobra.Command, f *fleetFlags, until string, asJSON bool) erro
 
 func fleetText(out io.Writer, res *fleet.Result, top int) error {
 	w := bufio.NewWriter(out)
-	fmt.Fprintf(w, "memdoctor diagnose: %d instances at %s, %s … %s\n", len(res.Instances), res.Source,
+	pf := func(format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) } // bufio keeps the first error for Flush
+	pf("memdoctor diagnose: %d instances at %s, %s … %s\n", len(res.Instances), res.Source,
 		res.From.UTC().Format("2006-01-02 15:04"), res.To.UTC().Format("2006-01-02 15:04"))
-	fmt.Fprintf(w, "scan: %d aggregated queries; %d suspects fetched in full (step %gs); %d queries, %s received in %.1fs\n",
+	pf("scan: %d aggregated queries; %d suspects fetched in full (step %gs); %d queries, %s received in %.1fs\n",
 		res.Cost.ScanQueries, res.Suspects, res.StepSeconds, res.Cost.Queries, diagnose.HumanBytes(res.Cost.WireBytes), res.Cost.DurationSeconds)
 	affected := 0
 	for _, in := range res.Instances {
@@ -75,7 +76,7 @@ func fleetText(out io.Writer, res *fleet.Result, top int) error {
 			affected++
 		}
 	}
-	fmt.Fprintf(w, "\nFINDINGS (%d instances)\n", affected)
+	pf("\nFINDINGS (%d instances)\n", affected)
 	shown := 0
 	for _, in := range res.Instances {
 		if len(in.Findings) == 0 || shown >= top {
@@ -86,13 +87,13 @@ func fleetText(out io.Writer, res *fleet.Result, top int) error {
 		for _, f := range in.Findings {
 			ids = append(ids, f.ID)
 		}
-		fmt.Fprintf(w, "  %-8s %s  %s  %s\n", in.Severity, in.Instance, in.Labels["release"], strings.Join(ids, ", "))
+		pf("  %-8s %s  %s  %s\n", in.Severity, in.Instance, in.Labels["release"], strings.Join(ids, ", "))
 		for _, f := range in.Findings {
-			fmt.Fprintf(w, "           %s\n", f.Summary)
+			pf("           %s\n", f.Summary)
 		}
 	}
 	if affected > shown {
-		fmt.Fprintf(w, "  … %d more (--top, or --json)\n", affected-shown)
+		pf("  … %d more (--top, or --json)\n", affected-shown)
 	}
 	var errs []string
 	for _, in := range res.Instances {
@@ -101,9 +102,9 @@ func fleetText(out io.Writer, res *fleet.Result, top int) error {
 		}
 	}
 	if len(res.Correlation) > 0 {
-		fmt.Fprintf(w, "\nCORRELATIONS\n")
+		pf("\nCORRELATIONS\n")
 		for _, c := range res.Correlation {
-			fmt.Fprintf(w, "  %s\n", c.Summary)
+			pf("  %s\n", c.Summary)
 		}
 	}
 	var quiet []string
@@ -114,13 +115,13 @@ func fleetText(out io.Writer, res *fleet.Result, top int) error {
 	}
 	if len(quiet) > 0 {
 		sort.Strings(quiet)
-		fmt.Fprintf(w, "\nsuspects the rules cleared: %d (%s)\n", len(quiet), listN(quiet, 8))
+		pf("\nsuspects the rules cleared: %d (%s)\n", len(quiet), listN(quiet, 8))
 	}
 	if len(errs) > 0 {
-		fmt.Fprintf(w, "\nERRORS\n  %s\n", strings.Join(errs, "\n  "))
+		pf("\nERRORS\n  %s\n", strings.Join(errs, "\n  "))
 	}
 	if len(res.Warnings) > 0 {
-		fmt.Fprintf(w, "\nWARNINGS (partial data)\n  %s\n", strings.Join(res.Warnings, "\n  "))
+		pf("\nWARNINGS (partial data)\n  %s\n", strings.Join(res.Warnings, "\n  "))
 	}
 	return w.Flush()
 }

@@ -82,7 +82,10 @@ type Result struct {
 // Cost is what the scan took.
 type Cost struct {
 	prom.Stats
-	ScanQueries     int64   `json:"scan_queries"`
+	ScanQueries int64 `json:"scan_queries"`
+	// ScanSeconds is the aggregated scan's time, DurationSeconds all of
+	// it (suspects fetched and judged included).
+	ScanSeconds     float64 `json:"scan_seconds"`
 	DurationSeconds float64 `json:"duration_seconds"`
 }
 
@@ -193,6 +196,7 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.Cost.ScanQueries = c.Stats().Queries
+	res.Cost.ScanSeconds = time.Since(t0).Seconds()
 	if len(vals["total"]) == 0 {
 		return nil, fmt.Errorf("no instance has node_memory_MemTotal_bytes%s between %s and %s: check --match, --until and that node_exporter (or memdoctor record) is scraped",
 			matchText(o.Match), from.UTC().Format(time.RFC3339), o.End.UTC().Format(time.RFC3339))

@@ -298,7 +298,6 @@ type state struct {
 	cg             float64
 	hits, stalls   float64
 	scans          float64
-	nextReboot     int
 	labels, uname  []byte
 	subsysMemLabel []byte
 }
@@ -465,7 +464,7 @@ func writeChunk(path string, states []*state, vals [][][nMetrics]float64, n int,
 	var buf []byte
 	for m := range nMetrics {
 		name := metricNames[m]
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, metricHelp[m], name, metricTypes[m])
+		_, _ = fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, metricHelp[m], name, metricTypes[m]) // bufio keeps the error for Flush
 		for i, s := range states {
 			lbl := s.labels
 			switch m {

@@ -239,13 +239,15 @@ type Series struct {
 	Points []model.SamplePair
 }
 
+// apiResponse is the API's envelope; Data holds a pointer to decode the
+// data field into, in the same pass (no copy of a large answer).
 type apiResponse struct {
-	Status    string          `json:"status"`
-	Data      json.RawMessage `json:"data"`
-	ErrorType string          `json:"errorType"`
-	Error     string          `json:"error"`
-	Warnings  []string        `json:"warnings"`
-	Infos     []string        `json:"infos"`
+	Status    string   `json:"status"`
+	Data      any      `json:"data"`
+	ErrorType string   `json:"errorType"`
+	Error     string   `json:"error"`
+	Warnings  []string `json:"warnings"`
+	Infos     []string `json:"infos"`
 }
 
 type queryData struct {
@@ -330,17 +332,17 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 func (c *Client) queryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) (model.Matrix, error) {
 	form := url.Values{"query": {expr}, "start": {formatTime(start)}, "end": {formatTime(end)},
 		"step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)}}
-	var d queryData
+	var d struct {
+		ResultType string       `json:"resultType"`
+		Result     model.Matrix `json:"result"`
+	}
 	if err := c.call(ctx, "/api/v1/query_range", form, expr, &d); err != nil {
 		return nil, err
 	}
 	if d.ResultType != "matrix" {
 		return nil, fmt.Errorf("prometheus answered the range query %q with a %s, want a matrix", expr, d.ResultType)
 	}
-	var m model.Matrix
-	if err := json.Unmarshal(d.Result, &m); err != nil {
-		return nil, fmt.Errorf("prometheus answer to %q: %w", expr, err)
-	}
+	m := d.Result
 	var n int64
 	for _, s := range m {
 		n += int64(len(s.Values))
@@ -433,12 +435,16 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 	case http.StatusNotFound:
 		return false, fmt.Errorf("prometheus at %s: %s has no %s: is the URL the server's base (add the path prefix for Thanos/Mimir)?", c.URL(), u.Path, path)
 	}
-	var r apiResponse
-	if jerr := json.Unmarshal(data, &r); jerr != nil || r.Status == "" {
+	r := apiResponse{Data: out}
+	jerr := json.Unmarshal(data, &r)
+	if jerr != nil || r.Status == "" {
 		if retryable(resp.StatusCode) {
 			return true, fmt.Errorf("prometheus at %s: %s", c.URL(), resp.Status)
 		}
-		snippet := strings.TrimSpace(string(data))
+		snippet := "no status field"
+		if jerr != nil {
+			snippet = jerr.Error()
+		}
 		if len(snippet) > 120 {
 			snippet = snippet[:120] + "…"
 		}
@@ -450,9 +456,6 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 			return true, fmt.Errorf("prometheus at %s: %s: %s", c.URL(), resp.Status, r.Error)
 		}
 		return false, &APIError{Status: resp.StatusCode, ErrorType: r.ErrorType, Message: r.Error, Query: expr}
-	}
-	if err := json.Unmarshal(r.Data, out); err != nil {
-		return false, fmt.Errorf("prometheus at %s: unexpected answer: %w", c.URL(), err)
 	}
 	return false, nil
 }
