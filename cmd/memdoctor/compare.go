@@ -40,7 +40,8 @@ func newCompareCmd() *cobra.Command {
     reads them;
   two time windows of one source (compare SRC --a-window FROM/TO
     --b-window FROM/TO);
-  two probe results (compare before.json after.json).
+  two probe results (compare before.json after.json), recognised by the
+    "kind" of the JSON document.
 
 For unreclaimable slab growth per day, memory-cgroup growth per day,
 available memory and the recorded processes' USS it shows the values,
@@ -216,8 +217,9 @@ func compareText(out io.Writer, r *compare.Result) error {
 	return w.Flush()
 }
 
-// probeKind is the "kind" a probe result file declares.
-const probeKind = "memdoctor.probe"
+// probeKind is the "kind" a probe result file declares (the probe
+// package's Kind).
+const probeKind = "memdoctor-probe"
 
 // isProbeResult reports whether path is a JSON document whose "kind" names
 // a probe result.
@@ -233,11 +235,13 @@ func isProbeResult(path string) bool {
 	if err := json.NewDecoder(io.LimitReader(f, 64<<20)).Decode(&head); err != nil {
 		return false
 	}
-	return strings.HasPrefix(head.Kind, probeKind)
+	return head.Kind == probeKind
 }
 
 // compareProbes compares two probe results (memory and latency
 // percentiles side by side): the one place probe results are dispatched.
+// With the probe package it is: load both (probe.Load), c :=
+// probe.Compare(a, b), then c.WriteJSON or c.WriteText to stdout.
 func compareProbes(_ *cobra.Command, a, b string, _ bool) error {
 	return fmt.Errorf("comparing probe results (%s, %s) is not supported by this build yet: it needs the probe package", a, b)
 }

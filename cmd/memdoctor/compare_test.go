@@ -150,7 +150,7 @@ func TestCompareProbeResults(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "before.json"), filepath.Join(dir, "after.json")
 	for _, f := range []string{a, b} {
-		if err := os.WriteFile(f, []byte(`{"kind": "memdoctor.probe.result", "runs": []}`), 0o644); err != nil {
+		if err := os.WriteFile(f, []byte(`{"kind": "memdoctor-probe", "version": 1, "runs": []}`), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -104,4 +104,15 @@ scrape_configs:
 	if res.Cost.Queries == 0 || res.Cost.WireBytes == 0 {
 		t.Errorf("cost %+v", res.Cost)
 	}
+	// The two scrapes of the same host, compared: one host per group has a
+	// difference but no interval, and the recorder's process USS has no
+	// counterpart.
+	c := compareJSON(t, "--prometheus", srv.url, "--range", "10m", "--a", `{job="node"}`, "--b", `{job="memdoctor"}`)
+	av := row(t, c, "available_memory")
+	if av.Interval || av.Real || len(av.A) != 1 || len(av.B) != 1 {
+		t.Errorf("available memory of one host each: %+v", av)
+	}
+	if !strings.Contains(strings.Join(c.Notes, "\n"), "only group B") {
+		t.Errorf("notes %v: want process USS in the recorder's group only", c.Notes)
+	}
 }

@@ -47,6 +47,9 @@ type Row struct {
 	Diff float64 `json:"diff"`
 	Lo   float64 `json:"ci95_lo"`
 	Hi   float64 `json:"ci95_hi"`
+	// Interval is false when a group has a single value (Lo and Hi are
+	// then 0 and meaningless).
+	Interval bool `json:"interval"`
 	// Real is true when the interval excludes zero.
 	Real    bool   `json:"real"`
 	Verdict string `json:"verdict"`
@@ -84,7 +87,12 @@ func Compare(nameA, nameB, unit string, a, b Values) *Result {
 		xa, xb := flat(va), flat(vb)
 		row := Row{Metric: m, A: va, B: vb, MedianA: stats.Median(xa), MedianB: stats.Median(xb)}
 		row.Diff, row.Lo, row.Hi = stats.BootstrapDiff(xb, xa, stats.Median, BootstrapIterations, 0.05, Seed)
-		row.Real = !math.IsNaN(row.Lo) && (row.Lo > 0 || row.Hi < 0)
+		// One value in a group resamples to itself: no interval.
+		row.Interval = len(xa) >= 2 && len(xb) >= 2 && !math.IsNaN(row.Lo) && !math.IsNaN(row.Hi)
+		if !row.Interval {
+			row.Lo, row.Hi = 0, 0
+		}
+		row.Real = row.Interval && (row.Lo > 0 || row.Hi < 0)
 		row.Verdict = verdict(row, len(xa), len(xb), unit)
 		r.Rows = append(r.Rows, row)
 	}
@@ -137,8 +145,9 @@ func humanBytes(v float64) string {
 
 func verdict(r Row, na, nb int, unit string) string {
 	ci := fmt.Sprintf("95%% CI %s … %s", Format(r.Lo, r.Unit), Format(r.Hi, r.Unit))
-	if math.IsNaN(r.Lo) {
-		return "too few values for an interval"
+	if !r.Interval {
+		return fmt.Sprintf("B − A = %s, but with %d and %d %ss there is no interval: compare more hosts, or a host's days (two sources of one host each)",
+			Format(r.Diff, r.Unit), na, nb, unit)
 	}
 	small := ""
 	if na < 5 || nb < 5 {
