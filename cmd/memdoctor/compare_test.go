@@ -137,6 +137,20 @@ func TestCompareRecordings(t *testing.T) {
 	if len(row(t, w, "slab_unreclaimable_growth_per_day").A) != 4 {
 		t.Errorf("window A: %d days, want 4", len(row(t, w, "slab_unreclaimable_growth_per_day").A))
 	}
+	// Alerts with the recording's baseline: the median of its daily peaks.
+	if pt, err := exec.LookPath("promtool"); err == nil {
+		f := filepath.Join(dir, "rules.yml")
+		if _, errOut, code := runBin(t, "alerts", "--baseline-from", d50, "-o", f); code != 0 {
+			t.Fatalf("alerts --baseline-from: %s", errOut)
+		}
+		b, _ := os.ReadFile(f)
+		if !strings.Contains(string(b), "record: memdoctor:memory_used_baseline_bytes") || !strings.Contains(string(b), `memdoctor_baseline_days: "7"`) {
+			t.Errorf("no 7-day baseline in:\n%s", b)
+		}
+		if out, err := exec.Command(pt, "check", "rules", f).CombinedOutput(); err != nil {
+			t.Errorf("promtool check rules: %v\n%s", err, out)
+		}
+	}
 	// Same data, same interval (the bootstrap is seeded).
 	again := compareJSON(t, d53, d50)
 	if a, b := row(t, r, "slab_unreclaimable_growth_per_day"), row(t, again, "slab_unreclaimable_growth_per_day"); a.Lo != b.Lo || a.Hi != b.Hi {

@@ -99,6 +99,9 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 				if from != "" {
 					return errors.New("give --from or --prometheus, not both")
 				}
+				if since != "" || instance != "" {
+					return errors.New("with --prometheus the range is --range (ending at --until) and one host is --match '{instance=\"HOST\"}'")
+				}
 				return runFleet(cmd, &fleetOpts, until, asJSON)
 			}
 			if from == "" {

@@ -122,16 +122,17 @@ func YAML(o Options) string {
 	b.WriteString("# Prometheus alerting rules written by memdoctor alerts.\n")
 	b.WriteString("# Thresholds are memdoctor's rules' own; an alert means: run memdoctor diagnose on the host.\n")
 	b.WriteString("groups:\n")
+	b.WriteString("  - name: memdoctor\n    rules:\n")
 	if len(o.Baselines) > 0 {
+		// In the alerts' group, first: rules of a group run in order, so
+		// the alert always sees the baselines of the same evaluation.
 		bs := append([]Baseline(nil), o.Baselines...)
 		sort.Slice(bs, func(i, j int) bool { return bs[i].Instance < bs[j].Instance })
-		b.WriteString("  - name: memdoctor-baselines\n    rules:\n")
 		for _, x := range bs {
 			fmt.Fprintf(&b, "      - record: memdoctor:memory_used_baseline_bytes\n        expr: vector(%s)\n        labels:\n          instance: %s\n          memdoctor_baseline_days: %q\n",
 				num(x.Bytes), quote(x.Instance), strconv.Itoa(x.Days))
 		}
 	}
-	b.WriteString("  - name: memdoctor\n    rules:\n")
 	for _, a := range Alerts(o) {
 		fmt.Fprintf(&b, "      - alert: %s\n        expr: |\n", a.Name)
 		for _, l := range strings.Split(a.Expr, "\n") {
