@@ -329,12 +329,12 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 	return out, nil
 }
 
-func (c *Client) queryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) (model.Matrix, error) {
+func (c *Client) queryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]rangeSeries, error) {
 	form := url.Values{"query": {expr}, "start": {formatTime(start)}, "end": {formatTime(end)},
 		"step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)}}
 	var d struct {
 		ResultType string       `json:"resultType"`
-		Result     model.Matrix `json:"result"`
+		Result     []rangeSeries `json:"result"`
 	}
 	if err := c.call(ctx, "/api/v1/query_range", form, expr, &d); err != nil {
 		return nil, err
