@@ -31,6 +31,12 @@ var forbidden = map[string][]string{
 	"runtimes": {"collect", "diagnose", "report", "remedy", "store", "source"},
 	// htmlreport renders what diagnose found and the series it was given.
 	"htmlreport": {"procfs", "collect", "remedy", "store", "source", "record"},
+	// Fleet work reads Prometheus, never this host.
+	"prom":     {"procfs", "collect", "sample", "diagnose", "report", "store", "source"},
+	"fleet":    {"procfs", "collect", "report", "store", "source"},
+	"compare":  {"procfs", "collect", "diagnose", "report"},
+	"alerts":   {"procfs", "collect", "report", "prom", "store", "source"},
+	"fleetgen": {"procfs", "collect", "diagnose", "report", "store", "source"},
 }
 
 func TestPackageDirection(t *testing.T) {

@@ -8,7 +8,7 @@ need=""
 have() { command -v "$1" >/dev/null 2>&1; }
 have smem || need="$need smem"
 have prometheus-node-exporter || need="$need prometheus-node-exporter"
-have promtool || need="$need prometheus"
+have promtool && have prometheus || need="$need prometheus"
 have stress-ng || need="$need stress-ng"
 have gdb || need="$need gdb"
 have ruby || need="$need ruby"

@@ -63,8 +63,9 @@ type diagnoseOutput struct {
 
 func newDiagnoseCmd() *cobra.Command {
 	var (
-		src    sourceFlags
-		asJSON bool
+		src       sourceFlags
+		asJSON    bool
+		fleetOpts fleetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "diagnose --from SRC",
@@ -81,12 +82,28 @@ baseline. SRC is any of:
   an OpenMetrics / Prometheus text file with timestamps (node_exporter
     names; several instances are diagnosed each on its own).
 
+With --prometheus URL instead of --from, a whole fleet is diagnosed
+through its Prometheus: a handful of aggregated queries score every
+instance, only the suspects' full ranges are fetched and judged by the
+same rules, and findings are correlated with the kernel release and the
+--by labels.
+
 No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 		Example: `  memdoctor diagnose --from /var/lib/memdoctor/memdoctor.db
   memdoctor diagnose --from ./proc-history/ --since 2020-01-01 --json
-  memdoctor diagnose --from fleet-dump.om --instance db7:9100`,
+  memdoctor diagnose --from fleet-dump.om --instance db7:9100
+  memdoctor diagnose --prometheus http://prometheus:9090 --match '{job="node"}' --range 14d --by rack`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if fleetOpts.prom.url != "" {
+				if src.from != "" {
+					return errors.New("give --from or --prometheus, not both")
+				}
+				if src.since != "" || src.instance != "" {
+					return errors.New("with --prometheus the range is --range (ending at --until) and one host is --match '{instance=\"HOST\"}'")
+				}
+				return runFleet(cmd, &fleetOpts, src.until, asJSON)
+			}
 			st, cleanup, instances, notes, err := src.open(cmd)
 			if err != nil {
 				return err
@@ -111,6 +128,7 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 	}
 	src.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fleetOpts.register(cmd)
 	return cmd
 }
 

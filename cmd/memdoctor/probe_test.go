@@ -133,6 +133,14 @@ func TestProbeRubyGCAfterRequest(t *testing.T) {
 			t.Errorf("comparison row %+v disagrees with the results", r)
 		}
 	}
+	// `memdoctor compare` dispatches two probe results to the same table.
+	out2, errOut, code := runCLI(t, "compare", "--json", filepath.Join(dir, "as-is.json"), filepath.Join(dir, "gc-after-request.json"))
+	if code != 0 {
+		t.Fatalf("compare of two probe results: exit %d: %s", code, errOut)
+	}
+	if out2 != out {
+		t.Errorf("compare and probe --compare disagree:\n%s\n%s", out2, out)
+	}
 }
 
 // TestProbeRubyExposesGCStat: the server publishes its GC.stat under the

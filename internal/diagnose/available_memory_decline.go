@@ -83,7 +83,7 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 	total := lastValue(w.Get("node_memory_MemTotal_bytes"))
 	last := avail[len(avail)-1].V
 	drop := -f.Slope * span{avail[0].T, avail[len(avail)-1].T}.days()
-	if total <= 0 || drop < 0.02*total {
+	if total <= 0 || drop < declineMinDropShare*total {
 		return nil
 	}
 	days := last / -f.Slope
@@ -93,7 +93,7 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 		sev = Critical
 	case days <= 30:
 		sev = Warning
-	case days <= 90:
+	case days <= declineMaxDays:
 		sev = Info
 	default:
 		return nil

@@ -204,6 +204,7 @@ func (dyingCgroups) trend(in *Input) *Finding {
 	}
 	su := within(w.Get("node_memory_SUnreclaim_bytes"), seg)
 	if a, b := align(ps, su); len(a) >= declineMinPoints {
+		a, b = thinPairs(a, b, maxFitPoints) // Theil–Sen is O(n²) in time and memory
 		if r, p, ok := stats.Pearson(a, b); ok {
 			fd.Evidence = append(fd.Evidence, ev("correlation_with_slab_unreclaimable", r, "ratio"), ev("correlation_p", p, ""))
 		}

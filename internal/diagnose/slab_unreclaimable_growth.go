@@ -51,7 +51,7 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []Finding {
 	total := lastValue(w.Get("node_memory_MemTotal_bytes"))
 	days := span{su[0].T, su[len(su)-1].T}.days()
 	grown := f.Slope * days
-	if !f.OK || f.P >= 0.01 || f.Slope <= 0 || total <= 0 || f.Slope < 0.001*total || grown < 64<<20 {
+	if !f.OK || f.P >= 0.01 || f.Slope <= 0 || total <= 0 || f.Slope < slabMinShareOfTotalPerDay*total || grown < slabMinGrowth {
 		return nil
 	}
 	last := su[len(su)-1].V

@@ -136,6 +136,19 @@ func rates(ps []sample.Point) []sample.Point {
 	return out
 }
 
+// thinPairs keeps at most maxN evenly spaced pairs of xa, xb.
+func thinPairs(xa, xb []float64, maxN int) (ya, yb []float64) {
+	if len(xa) <= maxN {
+		return xa, xb
+	}
+	step := (len(xa) + maxN - 1) / maxN
+	for i := 0; i < len(xa); i += step {
+		ya = append(ya, xa[i])
+		yb = append(yb, xb[i])
+	}
+	return ya, yb
+}
+
 // align returns the values of a and b at the timestamps both have.
 func align(a, b []sample.Point) (xa, xb []float64) {
 	byT := make(map[int64]float64, len(b))

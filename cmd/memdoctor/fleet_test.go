@@ -1,0 +1,268 @@
+package main
+
+// A synthetic fleet with known pathologies on known hosts, backfilled into
+// a real Prometheus (Debian's package) with promtool and served on
+// loopback; the real memdoctor binary diagnoses and compares it.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/fleet"
+	"github.com/memdoctor/memdoctor/internal/fleetgen"
+)
+
+// promServer is a Prometheus started on a TSDB directory.
+type promServer struct {
+	url string
+	cmd *exec.Cmd
+}
+
+// startPrometheus runs Debian's prometheus on dir (blocks already there),
+// with config (may be "") on a free loopback port.
+func startPrometheus(t *testing.T, dir, config string, extra ...string) *promServer {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Skip("prometheus not installed (apt-get install prometheus)")
+	}
+	if config == "" {
+		config = filepath.Join(dir, "empty.yml")
+		if err := os.WriteFile(config, []byte("global:\n  scrape_interval: 15s\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := freeAddr(t)
+	logf, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"--config.file=" + config, "--storage.tsdb.path=" + filepath.Join(dir, "tsdb"),
+		"--storage.tsdb.retention.time=10y", "--web.listen-address=" + addr,
+		// Backfilled blocks stay as they are: no compaction during tests.
+		"--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h"}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		_ = logf.Close()
+	})
+	url := "http://" + addr
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url + "/-/ready")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
+			t.Fatalf("prometheus not ready after 60 s:\n%s", b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return &promServer{url: url, cmd: cmd}
+}
+
+// backfilledFleet generates a fleet into dir and backfills it with promtool.
+func backfilledFleet(t *testing.T, dir string, o fleetgen.Options) *fleetgen.Manifest {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (apt-get install prometheus)")
+	}
+	m, err := fleetgen.Plan(o).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range m.Files {
+		out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", filepath.Join(dir, f), filepath.Join(dir, "tsdb")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("promtool backfill of %s: %v\n%s", f, err, out)
+		}
+		_ = os.Remove(filepath.Join(dir, f))
+	}
+	return m
+}
+
+func runBin(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	var o, e strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok { //nolint:errorlint // the concrete type is what exec returns
+			return o.String(), e.String(), ee.ExitCode()
+		}
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), 0
+}
+
+// fired returns, per judged rule, the instances it fired on.
+func fired(res *fleet.Result) map[string][]string {
+	judged := map[string]bool{}
+	for _, r := range fleetgen.JudgedRules {
+		judged[r] = true
+	}
+	out := map[string][]string{}
+	for _, in := range res.Instances {
+		for _, f := range in.Findings {
+			if judged[f.ID] && !slices.Contains(out[f.ID], in.Instance) {
+				out[f.ID] = append(out[f.ID], in.Instance)
+			}
+		}
+	}
+	for _, v := range out {
+		sort.Strings(v)
+	}
+	return out
+}
+
+func TestFleetPrometheus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("backfills a fleet into Prometheus (about a minute)")
+	}
+	dir := t.TempDir()
+	end := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Hour)
+	m := backfilledFleet(t, dir, fleetgen.Options{Hosts: 60, Days: 15, Interval: 10 * time.Minute, End: end, Seed: 11})
+	srv := startPrometheus(t, dir, "")
+	until := m.End.Format(time.RFC3339)
+
+	diag := func(t *testing.T, extra ...string) *fleet.Result {
+		t.Helper()
+		args := append([]string{"diagnose", "--prometheus", srv.url, "--until", until, "--range", "14d", "--json"}, extra...)
+		out, errOut, code := runBin(t, args...)
+		if code != 0 {
+			t.Fatalf("diagnose exited %d: %s", code, errOut)
+		}
+		var res fleet.Result
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return &res
+	}
+
+	var scanned *fleet.Result
+	t.Run("finds exactly the injected hosts", func(t *testing.T) {
+		res := diag(t, "--by", "rack")
+		scanned = res
+		if len(res.Instances) != len(m.Hosts) {
+			t.Fatalf("%d instances scanned, the fleet has %d", len(res.Instances), len(m.Hosts))
+		}
+		got := fired(res)
+		for _, rule := range fleetgen.JudgedRules {
+			want := m.Expecting(rule)
+			sort.Strings(want)
+			if !slices.Equal(got[rule], want) {
+				t.Errorf("%s fired on %v\nthe fleet has it injected on %v", rule, got[rule], want)
+			}
+		}
+		// A handful of queries scan the fleet; only suspects are fetched.
+		if res.Cost.ScanQueries > 20 {
+			t.Errorf("the scan took %d queries; want a handful", res.Cost.ScanQueries)
+		}
+		if res.Suspects >= len(m.Hosts) || res.Suspects < len(fired(res)["dying_cgroups"]) {
+			t.Errorf("%d suspects of %d hosts", res.Suspects, len(m.Hosts))
+		}
+		// Ranking: the worst first.
+		if res.Instances[0].Severity != "critical" || len(res.Instances[len(res.Instances)-1].Findings) != 0 {
+			t.Errorf("ranking: first %s (%s), last with %d findings", res.Instances[0].Instance, res.Instances[0].Severity, len(res.Instances[len(res.Instances)-1].Findings))
+		}
+		t.Logf("%d instances, %d suspects, %d queries (%d for the scan), %d bytes on the wire, %.1fs",
+			len(res.Instances), res.Suspects, res.Cost.Queries, res.Cost.ScanQueries, res.Cost.WireBytes, res.Cost.DurationSeconds)
+	})
+
+	t.Run("correlates the leak with the kernel", func(t *testing.T) {
+		if scanned == nil {
+			t.Skip("scan failed")
+		}
+		var c *fleet.Correlation
+		for i := range scanned.Correlation {
+			if x := &scanned.Correlation[i]; x.Rule == "dying_cgroups" && x.Label == "release" {
+				c = x
+			}
+		}
+		if c == nil {
+			t.Fatalf("no dying_cgroups × release correlation: %+v", scanned.Correlation)
+		}
+		leak := len(m.WithPathology(fleetgen.DyingCgroupsLeak))
+		on53 := 0
+		for _, h := range m.Hosts {
+			if h.Release == fleetgen.Kernel53 {
+				on53++
+			}
+		}
+		want := fmt.Sprintf("dying_cgroups: %d of %d hosts; all on kernel 5.0.x", leak, len(m.Hosts))
+		if !c.Concentrated || !strings.HasPrefix(c.Summary, want) || !strings.Contains(c.Summary, fmt.Sprintf("none of %d on kernel 5.3.x", on53)) {
+			t.Errorf("correlation: %q; want it to start %q and name none of %d on 5.3.x", c.Summary, want, on53)
+		}
+		for _, x := range scanned.Correlation {
+			if x.Label == "rack" && x.Concentrated && x.Rule == "dying_cgroups" {
+				t.Errorf("the leak spans several racks, yet: %s", x.Summary)
+			}
+		}
+	})
+
+	t.Run("the pre-filter loses nothing", func(t *testing.T) {
+		all := diag(t, "--all")
+		if all.Suspects != len(m.Hosts) {
+			t.Fatalf("--all fetched %d of %d", all.Suspects, len(m.Hosts))
+		}
+		a, b := fired(all), fired(scanned)
+		for _, rule := range fleetgen.JudgedRules {
+			if !slices.Equal(a[rule], b[rule]) {
+				t.Errorf("%s: every host judged in full: %v; pre-filtered: %v", rule, a[rule], b[rule])
+			}
+		}
+	})
+
+	t.Run("text report", func(t *testing.T) {
+		out, errOut, code := runBin(t, "diagnose", "--prometheus", srv.url, "--until", until, "--top", "3")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		for _, want := range []string{"60 instances", "aggregated queries", "CORRELATIONS", "all on kernel 5.0.x", "more (--top"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("text report lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("bad input", func(t *testing.T) {
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--prometheus", "http://127.0.0.1:1", "--prometheus-retries", "-1"}, "cannot reach prometheus"},
+			{[]string{"--prometheus", srv.url, "--match", `{job="nosuch"}`, "--until", until}, "no instance has node_memory_MemTotal_bytes{job=\"nosuch\"}"},
+			{[]string{"--prometheus", srv.url, "--match", `{job=~"(("}`, "--until", until}, "prometheus rejected the query"},
+			{[]string{"--prometheus", "ftp://x"}, "want http(s)://"},
+			{[]string{"--prometheus", srv.url, "--range", "soon"}, "--range"},
+		} {
+			_, errOut, code := runBin(t, append([]string{"diagnose"}, c.args...)...)
+			if code == 0 || !strings.Contains(errOut, c.want) {
+				t.Errorf("diagnose %v: exit %d, stderr %q; want an error containing %q", c.args, code, errOut, c.want)
+			}
+		}
+	})
+
+	t.Run("compare", func(t *testing.T) { testCompareFleet(t, srv.url, m) })
+	t.Run("alerts baseline", func(t *testing.T) { testAlertsBaseline(t, srv.url, m) })
+}

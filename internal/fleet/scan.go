@@ -1,0 +1,489 @@
+// Package fleet diagnoses many hosts through the Prometheus that already
+// scrapes them. A scan asks Prometheus a handful of aggregated queries
+// (deriv, increase, min_over_time over the range) that cover every
+// instance at once, keeps as suspects the instances whose aggregates come
+// anywhere near a rule's threshold, fetches the full range of only those,
+// and runs memdoctor's rules on them exactly as on a recording: the
+// aggregates only choose what to fetch, the rules decide. Findings are
+// then correlated with labels (kernel release, rack, ...).
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/alerts"
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/prom"
+	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/prometheus/common/model"
+)
+
+// Options shape a scan.
+type Options struct {
+	// Match is a label selector every queried series must match, as
+	// `{job="node",dc="ams"}` or `job="node"` (may be empty).
+	Match string
+	// End of the range (default now) and its length (default 14 days).
+	End   time.Time
+	Range time.Duration
+	// Step is the resolution of suspects' full ranges (default: the range
+	// over 4000 points, at least 1 minute).
+	Step time.Duration
+	// By lists labels to correlate findings with, besides the kernel
+	// release.
+	By []string
+	// All skips the pre-filter: every instance's full range is fetched and
+	// diagnosed (slow; for checking the pre-filter).
+	All bool
+	// Workers fetch suspects in parallel (default 2).
+	Workers int
+	// Progress is told how many suspects of how many are done.
+	Progress func(done, total int64)
+}
+
+// Instance is one scanned host.
+type Instance struct {
+	Instance string            `json:"instance"`
+	Labels   map[string]string `json:"labels"`
+	// Score is the pre-filter's: the largest ratio of an aggregate to its
+	// rule's threshold (1 = at the threshold); Signals name them.
+	Score   float64            `json:"score"`
+	Signals map[string]float64 `json:"signals,omitempty"`
+	Suspect bool               `json:"suspect"`
+	// Findings are the rules' (suspects only).
+	Findings []diagnose.Finding `json:"findings"`
+	Notes    []sample.Note      `json:"notes,omitempty"`
+	Series   int                `json:"series_fetched,omitempty"`
+	Severity diagnose.Severity  `json:"severity,omitempty"`
+	Error    string             `json:"error,omitempty"`
+}
+
+// Result is a scan's outcome.
+type Result struct {
+	Source      string        `json:"source"`
+	Match       string        `json:"match,omitempty"`
+	From        time.Time     `json:"from"`
+	To          time.Time     `json:"to"`
+	StepSeconds float64       `json:"step_seconds"`
+	Instances   []*Instance   `json:"instances"`
+	Suspects    int           `json:"suspects"`
+	Correlation []Correlation `json:"correlations"`
+	Warnings    []string      `json:"warnings,omitempty"`
+	Cost        Cost          `json:"cost"`
+}
+
+// Cost is what the scan took.
+type Cost struct {
+	prom.Stats
+	ScanQueries int64 `json:"scan_queries"`
+	// ScanSeconds is the aggregated scan's time, DurationSeconds all of
+	// it (suspects fetched and judged included).
+	ScanSeconds     float64 `json:"scan_seconds"`
+	DurationSeconds float64 `json:"duration_seconds"`
+}
+
+// Thresholds of the pre-filter: half of each rule's (a suspect is
+// anything within a factor of two), so that the rules, not the
+// approximations of PromQL, decide.
+const prefilterFactor = 0.5
+
+// matchers returns the selector's inner matchers ("" when none).
+func matchers(m string) string {
+	m = strings.TrimSpace(m)
+	m = strings.TrimPrefix(m, "{")
+	m = strings.TrimSuffix(m, "}")
+	return strings.TrimSpace(m)
+}
+
+// sel builds name{extra,match}.
+func sel(name, match string, extra ...string) string {
+	parts := append([]string(nil), extra...)
+	if m := matchers(match); m != "" {
+		parts = append(parts, m)
+	}
+	return name + "{" + strings.Join(parts, ",") + "}"
+}
+
+func promDur(d time.Duration) string {
+	return fmt.Sprintf("%ds", int64(d/time.Second))
+}
+
+// query is one aggregated scan query.
+type query struct {
+	key  string
+	expr string
+}
+
+// scanQueries are the aggregates the pre-filter reads, per instance.
+func scanQueries(match string, r time.Duration) []query {
+	R := promDur(r)
+	cg := sel("node_cgroups_cgroups", match, `subsys_name="memory"`)
+	dying := sel("memdoctor_memcg_dying_cgroups", match)
+	su := sel("node_memory_SUnreclaim_bytes", match)
+	av := sel("node_memory_MemAvailable_bytes", match)
+	// The daily floor three days ago against today's: what the trend
+	// rules judge (a count that drops back every night has no rising
+	// floor), and unaffected by a reboot before the last three days.
+	floor := func(s string) string {
+		return fmt.Sprintf("(min_over_time(%s[1d]) - min_over_time(%s[1d] offset 3d)) / 3", s, s)
+	}
+	by := func(e string) string { return "max by (instance) (" + e + ")" }
+	qs := []query{
+		{"total", by("last_over_time(" + sel("node_memory_MemTotal_bytes", match) + "[" + R + "])")},
+		{"avail_last", by("last_over_time(" + av + "[" + R + "])")},
+		{"avail_slope", by("deriv(" + av + "[" + R + "]) * 86400")},
+		// The newer half alone, for a host rebooted in the older one.
+		{"avail_slope_half", by("deriv(" + av + "[" + promDur(r/2) + "]) * 86400")},
+		{"su_slope", by("deriv(" + su + "[" + R + "]) * 86400")},
+		{"cg_slope", by("deriv(" + cg + "[" + R + "]) * 86400 or deriv(" + dying + "[" + R + "]) * 86400")},
+		{"hits", by("increase(" + sel("node_vmstat_kswapd_low_wmark_hit_quickly", match) + "[" + R + "])")},
+		{"hits_1d", by("increase(" + sel("node_vmstat_kswapd_low_wmark_hit_quickly", match) + "[1d])")},
+		{"stalls", "sum by (instance) (" + alerts.SumIncrease(diagnose.AllocstallSeries(), match, R) + ")"},
+		{"stalls_1d", "sum by (instance) (" + alerts.SumIncrease(diagnose.AllocstallSeries(), match, "1d") + ")"},
+	}
+	if r >= 4*24*time.Hour {
+		qs = append(qs,
+			query{"cg_floor", by(floor(cg) + " or " + floor(dying))},
+			query{"su_floor", by(floor(su))})
+	}
+	return qs
+}
+
+// Scan diagnoses the fleet behind c.
+func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
+	t0 := time.Now()
+	if o.Range <= 0 {
+		o.Range = 14 * 24 * time.Hour
+	}
+	if o.End.IsZero() {
+		o.End = time.Now()
+	}
+	if o.Step <= 0 {
+		o.Step = max(time.Minute, (o.Range / 4000).Round(time.Second))
+	}
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	from := o.End.Add(-o.Range)
+	res := &Result{Source: c.URL(), Match: o.Match, From: from, To: o.End, StepSeconds: o.Step.Seconds()}
+	vals := map[string]map[string]float64{}
+	for _, q := range scanQueries(o.Match, o.Range) {
+		v, err := c.Query(ctx, q.expr, o.End)
+		if err != nil {
+			return nil, err
+		}
+		m := map[string]float64{}
+		for _, s := range v {
+			if inst := string(s.Labels["instance"]); inst != "" {
+				m[inst] = s.Value
+			}
+		}
+		vals[q.key] = m
+	}
+	peaks, err := DailyPeaks(ctx, c, o.Match, o.End, o.Range)
+	if err != nil {
+		return nil, err
+	}
+	labels, err := instanceLabels(ctx, c, o.Match, o.End, o.Range, o.By)
+	if err != nil {
+		return nil, err
+	}
+	res.Cost.ScanQueries = c.Stats().Queries
+	res.Cost.ScanSeconds = time.Since(t0).Seconds()
+	if len(vals["total"]) == 0 {
+		return nil, fmt.Errorf("no instance has node_memory_MemTotal_bytes%s between %s and %s: check --match, --until and that node_exporter (or memdoctor record) is scraped",
+			matchText(o.Match), from.UTC().Format(time.RFC3339), o.End.UTC().Format(time.RFC3339))
+	}
+	days := o.Range.Hours() / 24
+	for inst, total := range vals["total"] {
+		in := &Instance{Instance: inst, Labels: labels[inst], Signals: map[string]float64{}}
+		if in.Labels == nil {
+			in.Labels = map[string]string{}
+		}
+		sig := func(name string, ratio float64) {
+			if ratio > 0 && !math.IsNaN(ratio) && !math.IsInf(ratio, 0) {
+				in.Signals[name] = ratio
+				in.Score = math.Max(in.Score, ratio)
+			}
+		}
+		th := diagnose.Thresholds
+		// dying_cgroups: the count's growth per day.
+		cg := math.Max(vals["cg_slope"][inst], vals["cg_floor"][inst])
+		sig("dying_cgroups", cg/th.DyingCgroupsPerDay)
+		// slab_unreclaimable_growth: per day against MemTotal.
+		su := math.Max(vals["su_slope"][inst], vals["su_floor"][inst])
+		sig("slab_unreclaimable_growth", su/(th.SlabGrowthShareOfTotalPerDay*total))
+		// available_memory_decline: fall per day, drop over the range and
+		// days until exhausted.
+		fall := -math.Min(vals["avail_slope"][inst], vals["avail_slope_half"][inst])
+		if fall > 0 {
+			left := vals["avail_last"][inst] / fall
+			r := math.Min(fall*days/(th.DeclineMinDropShare*total), th.DeclineMaxDays/math.Max(left, 1e-9))
+			sig("available_memory_decline", r)
+		}
+		// watermark_thrash: quick wake-ups or stalls per day.
+		sig("watermark_thrash", math.Max(
+			math.Max(vals["hits"][inst]/days, vals["hits_1d"][inst])/th.ThrashHitsPerDay,
+			math.Max(vals["stalls"][inst]/days, vals["stalls_1d"][inst])/th.ThrashStallsPerDay))
+		// memory_baseline_exceeded: the latest daily peak of use against
+		// the median of the days before.
+		if p := peaks[inst]; len(p) >= 3 {
+			sig("memory_baseline_exceeded", baselineRatio(total, p))
+		}
+		in.Suspect = o.All || in.Score >= prefilterFactor
+		res.Instances = append(res.Instances, in)
+	}
+	sort.Slice(res.Instances, func(i, j int) bool { return res.Instances[i].Instance < res.Instances[j].Instance })
+	if err := diagnoseSuspects(ctx, c, o, res); err != nil {
+		return nil, err
+	}
+	rank(res.Instances)
+	res.Correlation = Correlate(res.Instances, append([]string{"release"}, o.By...))
+	res.Warnings = c.Warnings()
+	res.Cost.Stats = c.Stats()
+	res.Cost.DurationSeconds = time.Since(t0).Seconds()
+	return res, nil
+}
+
+func matchText(m string) string {
+	if matchers(m) == "" {
+		return ""
+	}
+	return "{" + matchers(m) + "}"
+}
+
+// baselineRatio compares the last daily minimum of available memory (the
+// day's peak of use) with the median of the days before, scaled so that 1
+// is the rule's margin.
+func baselineRatio(total float64, minAvail []float64) float64 {
+	used := make([]float64, len(minAvail))
+	for i, a := range minAvail {
+		used[i] = total - a
+	}
+	last := used[len(used)-1]
+	prev := append([]float64(nil), used[:len(used)-1]...)
+	if len(prev) > diagnose.Thresholds.BaselineDays {
+		prev = prev[len(prev)-diagnose.Thresholds.BaselineDays:]
+	}
+	sort.Float64s(prev)
+	med := prev[len(prev)/2]
+	if len(prev)%2 == 0 {
+		med = (prev[len(prev)/2-1] + prev[len(prev)/2]) / 2
+	}
+	if med <= 0 {
+		return 0
+	}
+	return (last/med - 1) / (diagnose.Thresholds.BaselineMargin - 1)
+}
+
+// DailyPeaks returns, per instance, the lowest available memory of each
+// UTC day in the range (the day's peak of use), the current partial day
+// last: one range query at midnights plus one instant query.
+func DailyPeaks(ctx context.Context, c *prom.Client, match string, end time.Time, r time.Duration) (map[string][]float64, error) {
+	av := sel("node_memory_MemAvailable_bytes", match)
+	mid := end.UTC().Truncate(24 * time.Hour)
+	out := map[string][]float64{}
+	start := mid.Add(-r).Truncate(24 * time.Hour).Add(24 * time.Hour)
+	if !start.After(mid) {
+		ss, err := c.QueryRange(ctx, "max by (instance) (-min_over_time("+av+"[1d]))", start, mid, 24*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range ss {
+			inst := string(s.Labels["instance"])
+			for _, p := range s.Points {
+				out[inst] = append(out[inst], -float64(p.Value))
+			}
+		}
+	}
+	if today := end.Sub(mid); today >= time.Minute {
+		v, err := c.Query(ctx, "max by (instance) (-min_over_time("+av+"["+promDur(today)+"]))", end)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range v {
+			inst := string(s.Labels["instance"])
+			out[inst] = append(out[inst], -s.Value)
+		}
+	}
+	return out, nil
+}
+
+// instanceLabels reads each instance's kernel release (node_uname_info)
+// and the --by labels (from any of its memory series).
+func instanceLabels(ctx context.Context, c *prom.Client, match string, end time.Time, r time.Duration, by []string) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	set := func(inst, k, v string) {
+		if inst == "" || v == "" {
+			return
+		}
+		if out[inst] == nil {
+			out[inst] = map[string]string{}
+		}
+		out[inst][k] = v
+	}
+	v, err := c.Query(ctx, "last_over_time("+sel("node_uname_info", match)+"["+promDur(r)+"])", end)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range v {
+		set(string(s.Labels["instance"]), "release", string(s.Labels["release"]))
+		for _, b := range by {
+			set(string(s.Labels["instance"]), b, string(s.Labels[model.LabelName(b)]))
+		}
+	}
+	if len(by) > 0 {
+		v, err := c.Query(ctx, "group by (instance, "+strings.Join(by, ", ")+") (last_over_time("+sel("node_memory_MemTotal_bytes", match)+"["+promDur(r)+"]))", end)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range v {
+			for _, b := range by {
+				set(string(s.Labels["instance"]), b, string(s.Labels[model.LabelName(b)]))
+			}
+		}
+	}
+	return out, nil
+}
+
+// batchSize is how many suspects one range query fetches.
+const batchSize = 8
+
+// diagnoseSuspects fetches the suspects' full ranges, a batch of
+// instances per query, and runs the rules on each.
+func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Result) error {
+	var sus []*Instance
+	for _, in := range res.Instances {
+		if in.Suspect {
+			sus = append(sus, in)
+		}
+	}
+	res.Suspects = len(sus)
+	names := diagnose.WindowSeries(diagnose.Rules())
+	sort.Strings(names)
+	re := strings.Join(names, "|")
+	jobs := make(chan []*Instance)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var done int64
+	var firstErr error
+	for range min(o.Workers, max(1, (len(sus)+batchSize-1)/batchSize)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for batch := range jobs {
+				var insts []string
+				for _, in := range batch {
+					insts = append(insts, in.Instance)
+				}
+				ws, err := FetchWindows(ctx, c, insts, o.Match, re, res.From, res.To, o.Step)
+				for _, in := range batch {
+					if err != nil {
+						in.Error = err.Error()
+						continue
+					}
+					w := ws[in.Instance]
+					if w == nil {
+						w = &sample.Window{Instance: in.Instance, From: res.From, To: res.To, Step: o.Step}
+					}
+					in.Series = len(w.Series)
+					rep := diagnose.CheckWindow(w, "prometheus", nil)
+					in.Findings = rep.Findings
+					in.Notes = rep.Notes
+					delete(ws, in.Instance) // let the window go
+				}
+				mu.Lock()
+				if err != nil && firstErr == nil && ctx.Err() != nil {
+					firstErr = err
+				}
+				done += int64(len(batch))
+				if o.Progress != nil {
+					o.Progress(done, int64(len(sus)))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := 0; i < len(sus); i += batchSize {
+		jobs <- sus[i:min(len(sus), i+batchSize)]
+	}
+	close(jobs)
+	wg.Wait()
+	return firstErr
+}
+
+// dropLabels are target labels that name the instance, not the series.
+var dropLabels = map[model.LabelName]bool{"instance": true, "job": true, model.MetricNameLabel: true}
+
+// FetchWindows reads the instances' series the rules read (re: a regexp
+// of their names), over [from, to] every step, one window per instance,
+// in one range query.
+func FetchWindows(ctx context.Context, c *prom.Client, instances []string, match, re string, from, to time.Time, step time.Duration) (map[string]*sample.Window, error) {
+	var alts []string
+	for _, i := range instances {
+		alts = append(alts, regexp.QuoteMeta(i))
+	}
+	expr := sel("", match, `__name__=~"`+re+`"`, `instance=~"`+escape(strings.Join(alts, "|"))+`"`)
+	ss, err := c.QueryRange(ctx, expr, from, to, step)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*sample.Window{}
+	for _, s := range ss {
+		inst := string(s.Labels["instance"])
+		w := out[inst]
+		if w == nil {
+			w = &sample.Window{Instance: inst, From: from, To: to, Step: step}
+			out[inst] = w
+		}
+		var nv []string
+		for k, v := range s.Labels {
+			if !dropLabels[k] {
+				nv = append(nv, string(k), string(v))
+			}
+		}
+		ser := &sample.Series{Name: string(s.Labels[model.MetricNameLabel]), Labels: sample.L(nv...), Points: make([]sample.Point, len(s.Points))}
+		for i, p := range s.Points {
+			ser.Points[i] = sample.Point{T: int64(p.Timestamp), V: float64(p.Value)}
+		}
+		w.Add(ser)
+	}
+	return out, nil
+}
+
+func escape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
+}
+
+// rank orders instances: worst finding first, then more findings, then the
+// pre-filter's score.
+func rank(ins []*Instance) {
+	for _, in := range ins {
+		in.Severity = ""
+		for _, f := range in.Findings {
+			if f.Severity.Rank() > in.Severity.Rank() {
+				in.Severity = f.Severity
+			}
+		}
+	}
+	sort.SliceStable(ins, func(i, j int) bool {
+		a, b := ins[i], ins[j]
+		if a.Severity.Rank() != b.Severity.Rank() {
+			return a.Severity.Rank() > b.Severity.Rank()
+		}
+		if len(a.Findings) != len(b.Findings) {
+			return len(a.Findings) > len(b.Findings)
+		}
+		if a.Score != b.Score {
+			return a.Score > b.Score
+		}
+		return a.Instance < b.Instance
+	})
+}

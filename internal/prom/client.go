@@ -1,0 +1,472 @@
+// Package prom is a small client of the Prometheus HTTP API (instant and
+// range queries), which Thanos, Mimir, Cortex and VictoriaMetrics serve
+// too. It retries what is worth retrying with exponential backoff, sends a
+// bearer token or basic-auth credentials read from files, trusts an extra
+// CA, surfaces the server's partial-data warnings, and counts what it
+// costs: queries sent and bytes received.
+package prom
+
+import (
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// Options configure a Client. Secrets are read from files so they never
+// appear in a command line.
+type Options struct {
+	// URL is the server's base URL (https://prom.example:9090, or a path
+	// prefix such as https://mimir.example/prometheus).
+	URL string
+	// BearerTokenFile holds a bearer token (surrounding space trimmed).
+	BearerTokenFile string
+	// Username and PasswordFile give basic auth.
+	Username     string
+	PasswordFile string
+	// CAFile is a PEM bundle trusted in addition to the system's.
+	CAFile string
+	// InsecureSkipVerify turns certificate checks off (test setups only).
+	InsecureSkipVerify bool
+	// Timeout bounds each HTTP request (default 60 s); Retries is how many
+	// times a failed request is sent again (default 3; negative: none).
+	Timeout time.Duration
+	Retries int
+	// Backoff is the first retry delay, doubled each time with jitter
+	// (default 500 ms).
+	Backoff time.Duration
+	// Transport replaces the HTTP transport (tests); auth and TLS options
+	// still apply to requests.
+	Transport http.RoundTripper
+}
+
+// Stats is what a client has cost so far.
+type Stats struct {
+	// Queries is the number of API requests that got an answer (retries
+	// included); Retries the number of requests sent again.
+	Queries int64 `json:"queries"`
+	Retries int64 `json:"retries"`
+	// WireBytes were received on the connection (compressed), BodyBytes
+	// decoded.
+	WireBytes int64 `json:"wire_bytes"`
+	BodyBytes int64 `json:"body_bytes"`
+	// Samples returned by range queries, and series.
+	Samples int64 `json:"samples"`
+	Series  int64 `json:"series"`
+	// Duration is the time spent waiting for answers, summed over requests.
+	Duration time.Duration `json:"-"`
+}
+
+// Client talks to one Prometheus-compatible server. It is safe for
+// concurrent use.
+type Client struct {
+	base     *url.URL
+	hc       *http.Client
+	auth     func(*http.Request)
+	retries  int
+	backoff  time.Duration
+	queries  atomic.Int64
+	retried  atomic.Int64
+	wire     atomic.Int64
+	body     atomic.Int64
+	samples  atomic.Int64
+	series   atomic.Int64
+	waitedNs atomic.Int64
+
+	mu       sync.Mutex
+	warnings []string
+	seenWarn map[string]bool
+}
+
+// New checks the options and builds a client (it sends nothing yet).
+func New(o Options) (*Client, error) {
+	if o.URL == "" {
+		return nil, errors.New("no Prometheus URL given")
+	}
+	u, err := url.Parse(o.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("prometheus URL %q: want http(s)://HOST[:PORT][/PREFIX]", o.URL)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	if o.Retries == 0 {
+		o.Retries = 3
+	} else if o.Retries < 0 {
+		o.Retries = 0
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 500 * time.Millisecond
+	}
+	c := &Client{base: u, retries: o.Retries, backoff: o.Backoff, auth: func(*http.Request) {}, seenWarn: map[string]bool{}}
+	tr := o.Transport
+	if tr == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DisableCompression = true // we ask for gzip ourselves, to count wire bytes
+		t.MaxIdleConnsPerHost = 8
+		if o.CAFile != "" || o.InsecureSkipVerify {
+			cfg := &tls.Config{InsecureSkipVerify: o.InsecureSkipVerify} //nolint:gosec // asked for explicitly
+			if o.CAFile != "" {
+				pem, err := os.ReadFile(o.CAFile)
+				if err != nil {
+					return nil, fmt.Errorf("--prometheus-ca: %w", err)
+				}
+				pool, err := x509.SystemCertPool()
+				if err != nil || pool == nil {
+					pool = x509.NewCertPool()
+				}
+				if !pool.AppendCertsFromPEM(pem) {
+					return nil, fmt.Errorf("--prometheus-ca %s: no PEM certificate in it", o.CAFile)
+				}
+				cfg.RootCAs = pool
+			}
+			t.TLSClientConfig = cfg
+		}
+		tr = t
+	}
+	c.hc = &http.Client{Transport: tr, Timeout: o.Timeout}
+	switch {
+	case o.BearerTokenFile != "" && (o.Username != "" || o.PasswordFile != ""):
+		return nil, errors.New("give either a bearer token file or basic auth, not both")
+	case o.BearerTokenFile != "":
+		b, err := os.ReadFile(o.BearerTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("bearer token file: %w", err)
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return nil, fmt.Errorf("bearer token file %s is empty", o.BearerTokenFile)
+		}
+		c.auth = func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+	case o.Username != "" || o.PasswordFile != "":
+		if o.Username == "" {
+			return nil, errors.New("a password file needs a user name (--prometheus-user)")
+		}
+		pw := ""
+		if o.PasswordFile != "" {
+			b, err := os.ReadFile(o.PasswordFile)
+			if err != nil {
+				return nil, fmt.Errorf("password file: %w", err)
+			}
+			pw = strings.TrimRight(string(b), "\r\n")
+		}
+		user := o.Username
+		c.auth = func(r *http.Request) { r.SetBasicAuth(user, pw) }
+	}
+	return c, nil
+}
+
+// URL is the server's base URL, without credentials.
+func (c *Client) URL() string {
+	u := *c.base
+	u.User = nil
+	return u.String()
+}
+
+// Stats returns what the client has cost so far.
+func (c *Client) Stats() Stats {
+	return Stats{Queries: c.queries.Load(), Retries: c.retried.Load(), WireBytes: c.wire.Load(), BodyBytes: c.body.Load(),
+		Samples: c.samples.Load(), Series: c.series.Load(), Duration: time.Duration(c.waitedNs.Load())}
+}
+
+// Warnings returns the distinct warnings servers sent with their answers
+// (partial data from a store that did not answer, a query limit hit), in
+// the order first seen.
+func (c *Client) Warnings() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.warnings...)
+}
+
+func (c *Client) warn(ws []string) {
+	if len(ws) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range ws {
+		if !c.seenWarn[w] {
+			c.seenWarn[w] = true
+			c.warnings = append(c.warnings, w)
+		}
+	}
+}
+
+// APIError is an answer the server gave with status "error": a bad query
+// or one it could not run. It is not retried.
+type APIError struct {
+	Status    int
+	ErrorType string
+	Message   string
+	Query     string
+}
+
+func (e *APIError) Error() string {
+	q := e.Query
+	if len(q) > 200 {
+		q = q[:200] + "…"
+	}
+	return fmt.Sprintf("prometheus rejected the query (%d %s: %s); query: %s", e.Status, e.ErrorType, e.Message, q)
+}
+
+// Sample is one value of an instant query.
+type Sample struct {
+	Labels model.Metric
+	Value  float64
+}
+
+// Series is one series of a range query.
+type Series struct {
+	Labels model.Metric
+	Points []model.SamplePair
+}
+
+// apiResponse is the API's envelope; Data holds a pointer to decode the
+// data field into, in the same pass (no copy of a large answer).
+type apiResponse struct {
+	Status    string   `json:"status"`
+	Data      any      `json:"data"`
+	ErrorType string   `json:"errorType"`
+	Error     string   `json:"error"`
+	Warnings  []string `json:"warnings"`
+	Infos     []string `json:"infos"`
+}
+
+type queryData struct {
+	ResultType string          `json:"resultType"`
+	Result     json.RawMessage `json:"result"`
+}
+
+// Query runs an instant query at t.
+func (c *Client) Query(ctx context.Context, expr string, t time.Time) ([]Sample, error) {
+	form := url.Values{"query": {expr}, "time": {formatTime(t)}}
+	var d queryData
+	if err := c.call(ctx, "/api/v1/query", form, expr, &d); err != nil {
+		return nil, err
+	}
+	switch d.ResultType {
+	case "vector":
+		var v model.Vector
+		if err := json.Unmarshal(d.Result, &v); err != nil {
+			return nil, fmt.Errorf("prometheus answer to %q: %w", expr, err)
+		}
+		out := make([]Sample, len(v))
+		for i, s := range v {
+			out[i] = Sample{Labels: s.Metric, Value: float64(s.Value)}
+		}
+		c.series.Add(int64(len(out)))
+		return out, nil
+	case "scalar":
+		var s model.Scalar
+		if err := json.Unmarshal(d.Result, &s); err != nil {
+			return nil, fmt.Errorf("prometheus answer to %q: %w", expr, err)
+		}
+		return []Sample{{Labels: model.Metric{}, Value: float64(s.Value)}}, nil
+	}
+	return nil, fmt.Errorf("prometheus answered %q with a %s, want a vector", expr, d.ResultType)
+}
+
+// MaxPointsPerSeries is Prometheus' limit on the points of one range query
+// series; longer ranges are split into several requests.
+const MaxPointsPerSeries = 11000
+
+// QueryRange runs a range query from start to end every step, split into
+// requests of at most MaxPointsPerSeries-1 steps each; the series of the
+// parts are joined.
+func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]Series, error) {
+	if step <= 0 {
+		return nil, errors.New("range query: step must be positive")
+	}
+	if end.Before(start) {
+		return nil, fmt.Errorf("range query: end %s before start %s", end.Format(time.RFC3339), start.Format(time.RFC3339))
+	}
+	chunk := time.Duration(MaxPointsPerSeries-1) * step
+	byKey := map[model.Fingerprint]*Series{}
+	var order []model.Fingerprint
+	for from := start; !from.After(end); from = from.Add(chunk + step) {
+		to := from.Add(chunk)
+		if to.After(end) {
+			to = end
+		}
+		part, err := c.queryRange(ctx, expr, from, to, step)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range part {
+			fp := s.Metric.Fingerprint()
+			cur, ok := byKey[fp]
+			if !ok {
+				cur = &Series{Labels: s.Metric}
+				byKey[fp] = cur
+				order = append(order, fp)
+			}
+			cur.Points = append(cur.Points, s.Values...)
+		}
+	}
+	out := make([]Series, 0, len(order))
+	for _, fp := range order {
+		out = append(out, *byKey[fp])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Labels.String() < out[j].Labels.String() })
+	return out, nil
+}
+
+func (c *Client) queryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]rangeSeries, error) {
+	form := url.Values{"query": {expr}, "start": {formatTime(start)}, "end": {formatTime(end)},
+		"step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)}}
+	var d struct {
+		ResultType string       `json:"resultType"`
+		Result     []rangeSeries `json:"result"`
+	}
+	if err := c.call(ctx, "/api/v1/query_range", form, expr, &d); err != nil {
+		return nil, err
+	}
+	if d.ResultType != "matrix" {
+		return nil, fmt.Errorf("prometheus answered the range query %q with a %s, want a matrix", expr, d.ResultType)
+	}
+	m := d.Result
+	var n int64
+	for _, s := range m {
+		n += int64(len(s.Values))
+	}
+	c.samples.Add(n)
+	c.series.Add(int64(len(m)))
+	return m, nil
+}
+
+func formatTime(t time.Time) string {
+	return strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', -1, 64)
+}
+
+// retryable reports whether a status is worth sending again.
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusBadGateway ||
+		status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout || status == http.StatusInternalServerError
+}
+
+// call posts a form to an API path and decodes the data field into out,
+// retrying network errors and retryable statuses.
+func (c *Client) call(ctx context.Context, path string, form url.Values, expr string, out any) error {
+	var last error
+	for attempt := 0; attempt <= c.retries; attempt++ {
+		if attempt > 0 {
+			c.retried.Add(1)
+			d := c.backoff << (attempt - 1)
+			d += time.Duration(rand.Int64N(int64(d)/2 + 1)) //nolint:gosec // jitter, not security
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w (after: %w)", ctx.Err(), last)
+			case <-time.After(d):
+			}
+		}
+		retry, err := c.once(ctx, path, form, expr, out)
+		if err == nil {
+			return nil
+		}
+		last = err
+		if !retry || ctx.Err() != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w (gave up after %d retries)", last, c.retries)
+}
+
+func (c *Client) once(ctx context.Context, path string, form url.Values, expr string, out any) (retry bool, err error) {
+	u := *c.base
+	u.Path += path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("User-Agent", "memdoctor")
+	c.auth(req)
+	t0 := time.Now()
+	resp, err := c.hc.Do(req)
+	defer func() { c.waitedNs.Add(int64(time.Since(t0))) }()
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return true, fmt.Errorf("prometheus at %s did not answer in time: %w (raise --prometheus-timeout, or narrow --match/--range)", c.URL(), err)
+		}
+		return true, fmt.Errorf("cannot reach prometheus at %s: %w (check the URL and that the server runs)", c.URL(), err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	c.queries.Add(1)
+	wire := &countReader{r: resp.Body}
+	var body io.Reader = wire
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(wire)
+		if err != nil {
+			return true, fmt.Errorf("prometheus at %s: bad gzip answer: %w", c.URL(), err)
+		}
+		body = zr
+	}
+	dec := &countReader{r: body}
+	data, err := io.ReadAll(dec)
+	c.wire.Add(wire.n)
+	c.body.Add(dec.n)
+	if err != nil {
+		return true, fmt.Errorf("prometheus at %s: reading the answer: %w", c.URL(), err)
+	}
+	switch resp.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return false, fmt.Errorf("prometheus at %s refused access (%s): check --prometheus-token-file or --prometheus-user/--prometheus-password-file", c.URL(), resp.Status)
+	case http.StatusNotFound:
+		return false, fmt.Errorf("prometheus at %s: %s has no %s: is the URL the server's base (add the path prefix for Thanos/Mimir)?", c.URL(), u.Path, path)
+	}
+	r := apiResponse{Data: out}
+	jerr := json.Unmarshal(data, &r)
+	if jerr != nil || r.Status == "" {
+		if retryable(resp.StatusCode) {
+			return true, fmt.Errorf("prometheus at %s: %s", c.URL(), resp.Status)
+		}
+		snippet := "no status field"
+		if jerr != nil {
+			snippet = jerr.Error()
+		}
+		if len(snippet) > 120 {
+			snippet = snippet[:120] + "…"
+		}
+		return false, fmt.Errorf("%s does not answer like the Prometheus API (%s: %q)", c.URL(), resp.Status, snippet)
+	}
+	c.warn(r.Warnings)
+	if r.Status != "success" {
+		if retryable(resp.StatusCode) && r.ErrorType != "bad_data" && r.ErrorType != "execution" {
+			return true, fmt.Errorf("prometheus at %s: %s: %s", c.URL(), resp.Status, r.Error)
+		}
+		return false, &APIError{Status: resp.StatusCode, ErrorType: r.ErrorType, Message: r.Error, Query: expr}
+	}
+	return false, nil
+}
+
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,53 @@
+package prom
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// answer is a transport that answers every request with one body.
+type answer struct {
+	status int
+	body   []byte
+}
+
+func (a answer) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: a.status, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(bytes.NewReader(a.body))}, nil
+}
+
+// FuzzAnswer feeds arbitrary server answers to both query kinds: an error
+// or a result, never a panic, and a result only from a success.
+func FuzzAnswer(f *testing.F) {
+	for _, s := range []string{
+		`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"instance":"a"},"value":[1.5,"2"]}]}}`,
+		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"x"},"values":[[1,"1"],[2,"NaN"]]}]},"warnings":["partial"]}`,
+		`{"status":"success","data":{"resultType":"scalar","result":[1,"3"]}}`,
+		`{"status":"error","errorType":"bad_data","error":"parse error"}`,
+		`{"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,"x"]]}]}}`,
+		`<html>`, ``, `{}`, `{"status":"success"}`,
+	} {
+		f.Add(200, []byte(s))
+		f.Add(503, []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		if status < 100 || status > 599 {
+			return
+		}
+		c, err := New(Options{URL: "http://fuzz.invalid", Transport: answer{status, body}, Retries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if v, err := c.Query(ctx, "up", time.Unix(1, 0)); err == nil && v == nil {
+			t.Fatal("no error and no result")
+		}
+		if _, err := c.QueryRange(ctx, "up", time.Unix(0, 0), time.Unix(10, 0), time.Second); err == nil && !bytes.Contains(body, []byte("success")) {
+			t.Fatalf("a result from %q", body)
+		}
+	})
+}
