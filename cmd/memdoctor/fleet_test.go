@@ -245,6 +245,58 @@ func TestFleetPrometheus(t *testing.T) {
 		}
 	})
 
+	t.Run("html report", func(t *testing.T) {
+		if scanned == nil {
+			t.Skip("scan failed")
+		}
+		html := filepath.Join(t.TempDir(), "fleet.html")
+		out, errOut, code := runBin(t, "report", "--prometheus", srv.url, "--until", until, "--range", "14d", "--top", "4", "-o", html, "--json")
+		if code != 0 {
+			t.Fatalf("report exit %d: %s", code, errOut)
+		}
+		var sum struct {
+			Findings  int `json:"findings"`
+			Charts    int `json:"charts"`
+			Instances []struct {
+				Instance string `json:"instance"`
+			} `json:"instances"`
+		}
+		if err := json.Unmarshal([]byte(out), &sum); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		b, err := os.ReadFile(html)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := string(b)
+		// The four worst instances of the scan, with its findings, charts
+		// drawn from the series Prometheus holds for them, and the fleet's
+		// correlation at the top.
+		var want []string
+		findings := 0
+		for _, in := range scanned.Instances {
+			if len(in.Findings) > 0 && len(want) < 4 {
+				want = append(want, in.Instance)
+				findings += len(in.Findings)
+			}
+		}
+		var got []string
+		for _, in := range sum.Instances {
+			got = append(got, in.Instance)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("report instances %v, the scan's worst %v", got, want)
+		}
+		if sum.Findings != findings || sum.Charts == 0 {
+			t.Errorf("report: %d findings (scan: %d), %d charts", sum.Findings, findings, sum.Charts)
+		}
+		for _, w := range []string{"60 instances scanned", "all on kernel 5.0.x", `data-series="node_memory_SUnreclaim_bytes`, `data-rule="dying_cgroups"`} {
+			if !strings.Contains(page, w) {
+				t.Errorf("report lacks %q", w)
+			}
+		}
+	})
+
 	t.Run("bad input", func(t *testing.T) {
 		for _, c := range []struct {
 			args []string

@@ -35,6 +35,7 @@ type reportSummary struct {
 func newReportCmd() *cobra.Command {
 	var (
 		src     sourceFlags
+		fleetF  fleetFlags
 		out     string
 		asJSON  bool
 		refresh time.Duration
@@ -56,21 +57,35 @@ the full data. The file has no script and fetches nothing; it reads on a
 phone and prints cleanly.`,
 		Example: `  memdoctor report --from /var/lib/memdoctor/memdoctor.db -o report.html
   memdoctor report --from ./proc-history/ --since -7d -o week.html
-  memdoctor report --from fleet-dump.om --instance db7:9100 -o db7.html --json`,
+  memdoctor report --from fleet-dump.om --instance db7:9100 -o db7.html --json
+  memdoctor report --prometheus http://prometheus:9090 --match '{job="node"}' --range 14d -o fleet.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return fmt.Errorf("-o FILE is required: where to write the HTML report ('-' for standard output)")
 			}
 			start := time.Now()
-			st, cleanup, instances, notes, err := src.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			page, results, err := buildPage(st, instances, src.since, src.until, notes, src.from)
-			if err != nil {
-				return err
+			var page *htmlreport.Page
+			var results []instanceResult
+			source := src.from
+			if fleetF.prom.url != "" {
+				if src.from != "" || src.since != "" || src.instance != "" {
+					return errors.New("with --prometheus the range is --range (ending at --until) and one host is --match '{instance=\"HOST\"}'; give no --from, --since or --instance")
+				}
+				var err error
+				if page, results, err = buildFleetPage(cmd, &fleetF, src.until); err != nil {
+					return err
+				}
+				source = fleetF.prom.url
+			} else {
+				st, cleanup, instances, notes, err := src.open(cmd)
+				if err != nil {
+					return err
+				}
+				defer cleanup()
+				if page, results, err = buildPage(st, instances, src.since, src.until, notes, src.from); err != nil {
+					return err
+				}
 			}
 			page.Refresh = refresh
 			var buf bytes.Buffer
@@ -84,7 +99,7 @@ phone and prints cleanly.`,
 			if err := writeFileAtomic(out, buf.Bytes()); err != nil {
 				return err
 			}
-			sum := reportSummary{Output: out, Bytes: buf.Len(), Instances: results, Source: src.from,
+			sum := reportSummary{Output: out, Bytes: buf.Len(), Instances: results, Source: source,
 				Seconds: time.Since(start).Seconds()}
 			for _, r := range results {
 				sum.Findings += len(r.report.Findings)
@@ -101,6 +116,7 @@ phone and prints cleanly.`,
 		},
 	}
 	src.register(cmd)
+	fleetF.register(cmd)
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the HTML report to `FILE` ('-' for standard output)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was written (file, size, findings, charts, instances) as JSON")
 	cmd.Flags().DurationVar(&refresh, "refresh", 0, "make the page reload itself every `DURATION` (0: never; record --listen's page uses its interval)")

@@ -25,7 +25,10 @@ type Page struct {
 	Generated time.Time
 	// Refresh > 0 makes the page reload itself every Refresh (the live
 	// page of a recording).
-	Refresh   time.Duration
+	Refresh time.Duration
+	// Summary lines head the page (a fleet's: how many instances were
+	// scanned, which label the affected ones share).
+	Summary   []string
 	Instances []Instance
 }
 
@@ -70,6 +73,7 @@ type pageView struct {
 	Source       string
 	Generated    time.Time
 	RefreshSecs  int
+	Summary      []string
 	Counts       []sevCount
 	Findings     []findingView
 	Instances    []instanceView
@@ -118,7 +122,7 @@ type noteView struct {
 
 // Render writes the page.
 func Render(w io.Writer, p *Page) error {
-	v := pageView{Source: p.Source, Generated: p.Generated, RefreshSecs: int(p.Refresh.Seconds()),
+	v := pageView{Source: p.Source, Generated: p.Generated, RefreshSecs: int(p.Refresh.Seconds()), Summary: p.Summary,
 		Rules: len(diagnose.Rules()), MultiInst: len(p.Instances) > 1}
 	titles := map[string]string{}
 	for _, r := range diagnose.Rules() {

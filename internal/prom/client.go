@@ -333,7 +333,7 @@ func (c *Client) queryRange(ctx context.Context, expr string, start, end time.Ti
 	form := url.Values{"query": {expr}, "start": {formatTime(start)}, "end": {formatTime(end)},
 		"step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)}}
 	var d struct {
-		ResultType string       `json:"resultType"`
+		ResultType string        `json:"resultType"`
 		Result     []rangeSeries `json:"result"`
 	}
 	if err := c.call(ctx, "/api/v1/query_range", form, expr, &d); err != nil {
