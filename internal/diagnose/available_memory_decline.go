@@ -20,7 +20,9 @@ package diagnose
 //
 // Known false positives: a cache-heavy host whose working set legitimately
 // grows (a database warming up); the attribution names anon or page cache
-// and the decline flattens when the working set is reached.
+// and the decline flattens when the working set is reached. In the first 3
+// days after a boot (the segment starts at node_boot_time_seconds) nothing
+// is judged: that fill-up is the rule, not the exception.
 
 import (
 	"fmt"
@@ -78,6 +80,11 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 	}
 	f := fitTrend(avail)
 	if !f.OK || f.P >= 0.01 || f.Slope >= 0 {
+		return nil
+	}
+	if since, ok := bootedAt(w, seg); ok && since < warmUp {
+		in.Note("available_memory_decline", fmt.Sprintf("available memory falls %s a day, but the host booted %s ago: caches and pools fill after a boot, so this is judged once %v have passed",
+			HumanBytes(int64(-f.Slope)), spanText(avail), warmUp), "wait, or record longer")
 		return nil
 	}
 	total := lastValue(w.Get("node_memory_MemTotal_bytes"))

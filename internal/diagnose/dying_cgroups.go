@@ -180,6 +180,12 @@ func (dyingCgroups) trend(in *Input) *Finding {
 	judged := ps
 	if floors := dailyMinima(cnt, seg); len(floors) >= 4 {
 		judged = floors
+	} else if paidBack(ps) {
+		// Too few days for floors, but the count falls back: removed
+		// cgroups are being freed. Raw points would read a day's rise
+		// (or a host filling up after a boot) as a leak.
+		in.Note("dying_cgroups", fmt.Sprintf("the memory-cgroup count rises and falls back over %s since the last boot: freed, not leaking so far (four full days give daily floors to judge)", spanText(ps)), "record longer")
+		return nil
 	}
 	f := fitTrend(judged)
 	growth := judged[len(judged)-1].V - judged[0].V

@@ -178,3 +178,41 @@ func LatestScrape(w *sample.Window, maxAge time.Duration) *sample.Scrape {
 	}
 	return s
 }
+
+// warmUp is how long after a boot a host's memory may still be filling
+// (page cache, database pools, the cgroups of a day's jobs): a decline or
+// growth in that time is not yet judged.
+const warmUp = 3 * 24 * time.Hour
+
+// bootedAt says whether segment sp starts at a boot (within an hour of
+// node_boot_time_seconds) and how long it has run since.
+func bootedAt(w *sample.Window, sp span) (since time.Duration, ok bool) {
+	bt := within(w.Get("node_boot_time_seconds"), sp)
+	if len(bt) == 0 {
+		return 0, false
+	}
+	after := sp.From - int64(bt[0].V*1000)
+	if after < 0 || after > time.Hour.Milliseconds() {
+		return 0, false
+	}
+	return time.Duration(sp.To-int64(bt[0].V*1000)) * time.Millisecond, true
+}
+
+// paidBack says whether a count falls back by at least a quarter of its
+// range after some peak: what a working kernel does with cgroups it frees
+// (a leak only ever grows, up to noise).
+func paidBack(ps []sample.Point) bool {
+	if len(ps) == 0 {
+		return false
+	}
+	lo, hi := ps[0].V, ps[0].V
+	for _, p := range ps {
+		lo, hi = min(lo, p.V), max(hi, p.V)
+	}
+	peak, fall := ps[0].V, 0.0
+	for _, p := range ps {
+		peak = max(peak, p.V)
+		fall = max(fall, peak-p.V)
+	}
+	return hi > lo && fall >= 0.25*(hi-lo)
+}
