@@ -269,6 +269,9 @@ func Decode(rd io.Reader) (*Result, error) {
 			return nil, fmt.Errorf("%w: latency %v is not a duration", ErrNotProbe, x)
 		}
 	}
+	if len(r.LatenciesSeconds) == 0 && len(r.MemSamples) == 0 {
+		return nil, fmt.Errorf("%w: it holds no requests and no memory samples (an empty or truncated result)", ErrNotProbe)
+	}
 	r.Summarize()
 	return &r, nil
 }

@@ -28,7 +28,7 @@ func main() {
 	http.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		fmt.Fprintf(w, "num_gc %d\npause_total_seconds %g\nheap_alloc %d\nnow %g\n", ms.NumGC,
+		_, _ = fmt.Fprintf(w, "num_gc %d\npause_total_seconds %g\nheap_alloc %d\nnow %g\n", ms.NumGC,
 			float64(ms.PauseTotalNs)/1e9, ms.HeapAlloc, float64(time.Now().UnixNano())/1e9)
 	})
 	go func() { log.Fatal(http.ListenAndServe(*listen, nil)) }()
