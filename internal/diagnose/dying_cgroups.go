@@ -174,6 +174,12 @@ func (dyingCgroups) trend(in *Input) *Finding {
 		}
 		return nil
 	}
+	if since, ok := bootedAt(w, seg); ok && since < warmUp && len(dailyMinima(cnt, seg)) < 4 {
+		// A host that just booted creates the cgroups of its jobs until
+		// the first nights free them: judged once daily floors exist.
+		in.Note("dying_cgroups", fmt.Sprintf("the host booted %s ago: its memory-cgroup count is judged on daily floors once it has run %v", spanText(ps), warmUp), "wait, or record longer")
+		return nil
+	}
 	// Over several days, judge the daily floor: dying cgroups that are never
 	// freed raise even the daily minimum, while a count that is paid back
 	// daily (cache turnover, 5.3+) only moves within the day.
