@@ -1,7 +1,10 @@
 package probe
 
-// The load comes from fortio's HTTP runner (closed-loop workers, optional
-// rate cap); every request's latency and status is taken from its access
+// The load comes from fortio's load engine (periodic: closed-loop workers,
+// exact request counts or a duration, an optional rate cap) driving Go's
+// own HTTP client (chunked bodies, TLS, redirects as a real client does);
+// fortio's HTTP layer is not linked, which keeps memdoctor's startup
+// small. Every request's latency and status is taken from its access
 // logger hook, so percentiles are computed exactly from the raw latencies,
 // not from a bucketed histogram. Memory comes from smaps_rollup: it walks
 // the target's page tables under its mmap lock, so sampling much faster than
@@ -21,7 +24,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"fortio.org/fortio/fhttp"
 	"fortio.org/fortio/periodic"
 	flog "fortio.org/log"
 
@@ -295,25 +297,61 @@ func drive(ctx context.Context, o Options, abort *periodic.Aborter) (*recorder, 
 	}
 	stopOnCancel := context.AfterFunc(ctx, func() { ro.Stop.Abort(false) })
 	defer stopOnCancel()
-	ho := fhttp.HTTPOptions{
-		URL:               o.URL,
-		DisableFastClient: true, // Go's client: chunked bodies, TLS, redirects as a real client does
-		HTTPReqTimeOut:    o.Timeout,
-		NumConnections:    o.Concurrency,
-	}
-	ho.Init(o.URL)
-	for _, h := range o.Headers {
-		if err := ho.AddAndValidateExtraHeader(h); err != nil {
-			return nil, fmt.Errorf("--header: %w", err)
-		}
-	}
-	start := time.Now()
-	_, err := fhttp.RunHTTPTest(&fhttp.HTTPRunnerOptions{RunnerOptions: ro, HTTPOptions: ho, AllowInitialErrors: true})
-	rec.elapsed = time.Since(start)
+	hr, err := newHTTPRunner(o)
 	if err != nil {
-		return nil, fmt.Errorf("load generator: %w", err)
+		return nil, err
 	}
+	pr := periodic.NewPeriodicRunner(&ro) // normalizes the options (threads, counts)
+	pr.Options().MakeRunners(hr)
+	start := time.Now()
+	pr.Run()
+	rec.elapsed = time.Since(start)
+	hr.client.CloseIdleConnections()
 	return rec, nil
+}
+
+// httpRunner is one GET of the probed URL: what every worker runs.
+type httpRunner struct {
+	client  *http.Client
+	url     string
+	headers http.Header
+}
+
+func newHTTPRunner(o Options) (*httpRunner, error) {
+	h := http.Header{}
+	for _, kv := range o.Headers {
+		name, value, ok := strings.Cut(kv, ":")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") || strings.ContainsAny(value, "\r\n") {
+			return nil, fmt.Errorf("--header %q: want \"Name: value\"", kv)
+		}
+		h.Add(name, value)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = max(o.Concurrency, 2)
+	return &httpRunner{client: &http.Client{Transport: tr, Timeout: o.Timeout}, url: o.URL, headers: h}, nil
+}
+
+// Run sends one request and reads the whole answer; details is the status
+// code, or -1 when no answer came.
+func (h *httpRunner) Run(ctx context.Context, _ periodic.ThreadID) (bool, string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.url, nil)
+	if err != nil {
+		return false, "-1"
+	}
+	for k, v := range h.headers {
+		req.Header[k] = v
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return false, "-1"
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close() // read to the end (or failed): nothing more to learn
+	if err != nil {
+		return false, "-1"
+	}
+	return resp.StatusCode >= 200 && resp.StatusCode < 300, strconv.Itoa(resp.StatusCode)
 }
 
 // readMem reads the target's USS (private clean + private dirty + private
