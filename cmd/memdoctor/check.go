@@ -41,13 +41,9 @@ be in the top N by PSS.`,
   memdoctor check --scrape http://127.0.0.1:8080/metrics --json   # a service's GC too`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var threshold diagnose.Severity
-			switch failOn {
-			case "", "none":
-			case "info", "warning", "critical":
-				threshold = diagnose.Severity(failOn)
-			default:
-				return fmt.Errorf("--fail-on %q: want none, info, warning or critical", failOn)
+			threshold, err := parseFailOn(failOn)
+			if err != nil {
+				return err
 			}
 			if top < 0 {
 				return fmt.Errorf("--top %d: want 0 or more", top)
@@ -110,6 +106,18 @@ be in the top N by PSS.`,
 	cmd.Flags().IntVar(&mallocN, "malloc", 0, "read the allocator state (malloc_info, through gdb) of the `N` largest glibc processes not running memdoctor's preload library; each is paused for milliseconds")
 	cmd.Flags().DurationVar(&mallocTimeout, "malloc-timeout", 10*time.Second, "give up on one process' malloc_info after this long (it is never left stopped)")
 	return cmd
+}
+
+// parseFailOn reads --fail-on: "" for none, else the lowest severity that
+// makes the command exit with status 2.
+func parseFailOn(s string) (diagnose.Severity, error) {
+	switch s {
+	case "", "none":
+		return "", nil
+	case "info", "warning", "critical":
+		return diagnose.Severity(s), nil
+	}
+	return "", fmt.Errorf("--fail-on %q: want none, info, warning or critical", s)
 }
 
 func costOf(res *collect.Result, d time.Duration) *diagnose.Cost {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/lint"
 	"github.com/spf13/cobra"
 )
@@ -40,13 +39,9 @@ extension and the keys; --format forces one.`,
   memdoctor lint --fail-on warning conf/*.properties   # exit 2 in CI`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var threshold diagnose.Severity
-			switch failOn {
-			case "", "none":
-			case "info", "warning", "critical":
-				threshold = diagnose.Severity(failOn)
-			default:
-				return fmt.Errorf("--fail-on %q: want none, info, warning or critical", failOn)
+			threshold, err := parseFailOn(failOn)
+			if err != nil {
+				return err
 			}
 			if msgBytes < 0 {
 				return fmt.Errorf("--message-bytes %d: want a record size in bytes", msgBytes)
@@ -60,7 +55,6 @@ extension and the keys; --format forces one.`,
 				rep.Add(f, lint.Options{MessageBytes: msgBytes})
 			}
 			out := cmd.OutOrStdout()
-			var err error
 			if asJSON {
 				err = rep.WriteJSON(out)
 			} else {

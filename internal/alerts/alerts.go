@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/promql"
 )
 
 // Runtime thresholds (the normalized runtime series).
@@ -46,24 +47,6 @@ type Options struct {
 	Baselines []Baseline
 }
 
-func matchers(m string) string {
-	m = strings.TrimSpace(m)
-	m = strings.TrimPrefix(m, "{")
-	m = strings.TrimSuffix(m, "}")
-	return strings.TrimSpace(m)
-}
-
-func sel(name, match string, extra ...string) string {
-	parts := append([]string(nil), extra...)
-	if m := matchers(match); m != "" {
-		parts = append(parts, m)
-	}
-	if len(parts) == 0 {
-		return name
-	}
-	return name + "{" + strings.Join(parts, ",") + "}"
-}
-
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // floorGrowth is the growth per day of a series' daily floor over the last
@@ -76,11 +59,11 @@ func floorGrowth(s string) string {
 func Alerts(o Options) []Alert {
 	th := diagnose.Thresholds
 	m := o.Match
-	cg := sel("node_cgroups_cgroups", m, `subsys_name="memory"`)
-	dying := sel("memdoctor_memcg_dying_cgroups", m)
-	su := sel("node_memory_SUnreclaim_bytes", m)
-	total := sel("node_memory_MemTotal_bytes", m)
-	avail := sel("node_memory_MemAvailable_bytes", m)
+	cg := promql.Selector("node_cgroups_cgroups", m, `subsys_name="memory"`)
+	dying := promql.Selector("memdoctor_memcg_dying_cgroups", m)
+	su := promql.Selector("node_memory_SUnreclaim_bytes", m)
+	total := promql.Selector("node_memory_MemTotal_bytes", m)
+	avail := promql.Selector("node_memory_MemAvailable_bytes", m)
 	used := fmt.Sprintf("(%s - %s)", total, avail)
 	as := []Alert{
 		{Name: "MemdoctorDyingCgroupsGrowing", Rule: "dying_cgroups", For: "1h", Severity: "warning",
@@ -91,15 +74,15 @@ func Alerts(o Options) []Alert {
 			Summary: fmt.Sprintf("unreclaimable slab on {{ $labels.instance }} grows by more than %s%% of its memory a day", num(100*th.SlabGrowthShareOfTotalPerDay))},
 		{Name: "MemdoctorWatermarkThrash", Rule: "watermark_thrash", For: "30m", Severity: "warning",
 			Expr: fmt.Sprintf("increase(%s[1d]) >= %s\nor\nsum without (memdoctor_counter) (\n%s\n) >= %s",
-				sel("node_vmstat_kswapd_low_wmark_hit_quickly", m), num(th.ThrashHitsPerDay),
+				promql.Selector("node_vmstat_kswapd_low_wmark_hit_quickly", m), num(th.ThrashHitsPerDay),
 				SumIncrease(diagnose.AllocstallSeries(), m, "1d"), num(th.ThrashStallsPerDay)),
 			Summary: fmt.Sprintf("reclaim on {{ $labels.instance }} crosses the watermarks: %s or more quick kswapd wake-ups, or %s or more direct-reclaim stalls, in a day",
 				num(th.ThrashHitsPerDay), num(th.ThrashStallsPerDay))},
 		{Name: "MemdoctorGCTimeHigh", Rule: "gc_time_high", For: "15m", Severity: "warning",
-			Expr:    fmt.Sprintf("rate(%s[5m]) > %s", sel("memdoctor_runtime_gc_seconds_total", m), num(GCTimeShare)),
+			Expr:    fmt.Sprintf("rate(%s[5m]) > %s", promql.Selector("memdoctor_runtime_gc_seconds_total", m), num(GCTimeShare)),
 			Summary: fmt.Sprintf("{{ $labels.runtime }} process {{ $labels.target }} spends more than %s%% of its time in garbage collection", num(100*GCTimeShare))},
 		{Name: "MemdoctorInducedGC", Rule: "gc_induced", For: "0m", Severity: "info",
-			Expr:    fmt.Sprintf("increase(%s[1h]) > 0", sel("memdoctor_runtime_gc_induced_total", m)),
+			Expr:    fmt.Sprintf("increase(%s[1h]) > 0", promql.Selector("memdoctor_runtime_gc_induced_total", m)),
 			Summary: "{{ $labels.runtime }} process {{ $labels.target }} runs explicitly induced collections ({{ $labels.cause }})"},
 	}
 	margin := num(th.BaselineMargin)
@@ -162,7 +145,7 @@ func quote(s string) string { return strconv.Quote(s) }
 func SumIncrease(names []string, match, window string) string {
 	var parts []string
 	for _, n := range names {
-		parts = append(parts, fmt.Sprintf(`  label_replace(increase(%s[%s]), "memdoctor_counter", %q, "", "")`, sel(n, match), window, n))
+		parts = append(parts, fmt.Sprintf(`  label_replace(increase(%s[%s]), "memdoctor_counter", %q, "", "")`, promql.Selector(n, match), window, n))
 	}
 	return strings.Join(parts, "\nor\n")
 }

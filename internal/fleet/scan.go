@@ -21,6 +21,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/alerts"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/prom"
+	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/prometheus/common/model"
 )
@@ -94,23 +95,6 @@ type Cost struct {
 // approximations of PromQL, decide.
 const prefilterFactor = 0.5
 
-// matchers returns the selector's inner matchers ("" when none).
-func matchers(m string) string {
-	m = strings.TrimSpace(m)
-	m = strings.TrimPrefix(m, "{")
-	m = strings.TrimSuffix(m, "}")
-	return strings.TrimSpace(m)
-}
-
-// sel builds name{extra,match}.
-func sel(name, match string, extra ...string) string {
-	parts := append([]string(nil), extra...)
-	if m := matchers(match); m != "" {
-		parts = append(parts, m)
-	}
-	return name + "{" + strings.Join(parts, ",") + "}"
-}
-
 func promDur(d time.Duration) string {
 	return fmt.Sprintf("%ds", int64(d/time.Second))
 }
@@ -124,10 +108,10 @@ type query struct {
 // scanQueries are the aggregates the pre-filter reads, per instance.
 func scanQueries(match string, r time.Duration) []query {
 	R := promDur(r)
-	cg := sel("node_cgroups_cgroups", match, `subsys_name="memory"`)
-	dying := sel("memdoctor_memcg_dying_cgroups", match)
-	su := sel("node_memory_SUnreclaim_bytes", match)
-	av := sel("node_memory_MemAvailable_bytes", match)
+	cg := promql.Selector("node_cgroups_cgroups", match, `subsys_name="memory"`)
+	dying := promql.Selector("memdoctor_memcg_dying_cgroups", match)
+	su := promql.Selector("node_memory_SUnreclaim_bytes", match)
+	av := promql.Selector("node_memory_MemAvailable_bytes", match)
 	// The daily floor three days ago against today's: what the trend
 	// rules judge (a count that drops back every night has no rising
 	// floor), and unaffected by a reboot before the last three days.
@@ -136,15 +120,15 @@ func scanQueries(match string, r time.Duration) []query {
 	}
 	by := func(e string) string { return "max by (instance) (" + e + ")" }
 	qs := []query{
-		{"total", by("last_over_time(" + sel("node_memory_MemTotal_bytes", match) + "[" + R + "])")},
+		{"total", by("last_over_time(" + promql.Selector("node_memory_MemTotal_bytes", match) + "[" + R + "])")},
 		{"avail_last", by("last_over_time(" + av + "[" + R + "])")},
 		{"avail_slope", by("deriv(" + av + "[" + R + "]) * 86400")},
 		// The newer half alone, for a host rebooted in the older one.
 		{"avail_slope_half", by("deriv(" + av + "[" + promDur(r/2) + "]) * 86400")},
 		{"su_slope", by("deriv(" + su + "[" + R + "]) * 86400")},
 		{"cg_slope", by("deriv(" + cg + "[" + R + "]) * 86400 or deriv(" + dying + "[" + R + "]) * 86400")},
-		{"hits", by("increase(" + sel("node_vmstat_kswapd_low_wmark_hit_quickly", match) + "[" + R + "])")},
-		{"hits_1d", by("increase(" + sel("node_vmstat_kswapd_low_wmark_hit_quickly", match) + "[1d])")},
+		{"hits", by("increase(" + promql.Selector("node_vmstat_kswapd_low_wmark_hit_quickly", match) + "[" + R + "])")},
+		{"hits_1d", by("increase(" + promql.Selector("node_vmstat_kswapd_low_wmark_hit_quickly", match) + "[1d])")},
 		{"stalls", "sum by (instance) (" + alerts.SumIncrease(diagnose.AllocstallSeries(), match, R) + ")"},
 		{"stalls_1d", "sum by (instance) (" + alerts.SumIncrease(diagnose.AllocstallSeries(), match, "1d") + ")"},
 	}
@@ -253,10 +237,10 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 }
 
 func matchText(m string) string {
-	if matchers(m) == "" {
+	if promql.Matchers(m) == "" {
 		return ""
 	}
-	return "{" + matchers(m) + "}"
+	return "{" + promql.Matchers(m) + "}"
 }
 
 // baselineRatio compares the last daily minimum of available memory (the
@@ -287,7 +271,7 @@ func baselineRatio(total float64, minAvail []float64) float64 {
 // UTC day in the range (the day's peak of use), the current partial day
 // last: one range query at midnights plus one instant query.
 func DailyPeaks(ctx context.Context, c *prom.Client, match string, end time.Time, r time.Duration) (map[string][]float64, error) {
-	av := sel("node_memory_MemAvailable_bytes", match)
+	av := promql.Selector("node_memory_MemAvailable_bytes", match)
 	mid := end.UTC().Truncate(24 * time.Hour)
 	out := map[string][]float64{}
 	start := mid.Add(-r).Truncate(24 * time.Hour).Add(24 * time.Hour)
@@ -329,7 +313,7 @@ func instanceLabels(ctx context.Context, c *prom.Client, match string, end time.
 		}
 		out[inst][k] = v
 	}
-	v, err := c.Query(ctx, "last_over_time("+sel("node_uname_info", match)+"["+promDur(r)+"])", end)
+	v, err := c.Query(ctx, "last_over_time("+promql.Selector("node_uname_info", match)+"["+promDur(r)+"])", end)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +324,7 @@ func instanceLabels(ctx context.Context, c *prom.Client, match string, end time.
 		}
 	}
 	if len(by) > 0 {
-		v, err := c.Query(ctx, "group by (instance, "+strings.Join(by, ", ")+") (last_over_time("+sel("node_memory_MemTotal_bytes", match)+"["+promDur(r)+"]))", end)
+		v, err := c.Query(ctx, "group by (instance, "+strings.Join(by, ", ")+") (last_over_time("+promql.Selector("node_memory_MemTotal_bytes", match)+"["+promDur(r)+"]))", end)
 		if err != nil {
 			return nil, err
 		}
@@ -430,7 +414,7 @@ func FetchWindows(ctx context.Context, c *prom.Client, instances []string, match
 	for _, i := range instances {
 		alts = append(alts, regexp.QuoteMeta(i))
 	}
-	expr := sel("", match, `__name__=~"`+re+`"`, `instance=~"`+escape(strings.Join(alts, "|"))+`"`)
+	expr := promql.Selector("", match, `__name__=~"`+re+`"`, `instance=~"`+escape(strings.Join(alts, "|"))+`"`)
 	ss, err := c.QueryRange(ctx, expr, from, to, step)
 	if err != nil {
 		return nil, err
