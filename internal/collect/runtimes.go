@@ -6,6 +6,7 @@ package collect
 
 import (
 	"context"
+	"os"
 	"strconv"
 
 	"github.com/memdoctor/memdoctor/internal/runtimes"
@@ -21,6 +22,9 @@ func RuntimeOptions(opt Options, s *sample.Scrape) runtimes.Options {
 	}
 	for _, m := range s.Select("memdoctor_process_rss_bytes") {
 		pid, err := strconv.Atoi(m.Labels.Get("pid"))
+		if opt.Live && pid == os.Getpid() {
+			continue // memdoctor itself (a Go program) is not a finding
+		}
 		if err == nil && pid > 0 {
 			ro.PIDs = append(ro.PIDs, pid)
 			ro.Comms[pid] = m.Labels.Get("comm")

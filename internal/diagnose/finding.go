@@ -4,7 +4,11 @@
 // capture, a recording or a Prometheus query alike.
 package diagnose
 
-import "github.com/memdoctor/memdoctor/internal/sample"
+import (
+	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
 
 // Severity of a finding.
 type Severity string
@@ -109,6 +113,27 @@ func Rules() []Rule { return append([]Rule(nil), registry...) }
 
 // Run evaluates every rule. A rule whose needed series are missing is
 // skipped with a note saying what is missing and how to get it.
+// addMissing notes a rule not evaluated for want of a series. Rules that
+// lack their data for the same reason (the same fix) share one note, so a
+// host without, say, language runtimes gets one line about it, not one per
+// GC rule.
+func addMissing(notes []sample.Note, m Meta, series, how string) []sample.Note {
+	for i := range notes {
+		n := &notes[i]
+		if n.Fix == how && strings.HasPrefix(n.Source, "rule") && strings.HasPrefix(n.Message, "not evaluated: ") {
+			n.Source = strings.Replace(n.Source, "rule ", "rules ", 1) + ", " + m.ID
+			if !strings.Contains(n.Message, series) {
+				n.Message = strings.TrimSuffix(strings.TrimSuffix(n.Message, " is missing"), " are missing") + ", " + series + " are missing"
+			}
+			n.Hides += "; " + m.Title
+			return notes
+		}
+	}
+	return append(notes, sample.Note{Source: "rule " + m.ID,
+		Message: "not evaluated: series " + series + " is missing",
+		Hides:   m.Title, Fix: how})
+}
+
 func Run(in *Input, rules []Rule) ([]Finding, []sample.Note) {
 	var out []Finding
 	var notes []sample.Note
@@ -123,9 +148,7 @@ func Run(in *Input, rules []Rule) ([]Finding, []sample.Note) {
 			}
 		}
 		if missing != "" {
-			notes = append(notes, sample.Note{Source: "rule " + m.ID,
-				Message: "not evaluated: series " + missing + " is missing",
-				Hides:   m.Title, Fix: how})
+			notes = addMissing(notes, m, missing, how)
 			continue
 		}
 		out = append(out, r.Eval(in)...)
