@@ -111,8 +111,6 @@ func register(r Rule) { registry = append(registry, r) }
 // Rules returns every registered rule.
 func Rules() []Rule { return append([]Rule(nil), registry...) }
 
-// Run evaluates every rule. A rule whose needed series are missing is
-// skipped with a note saying what is missing and how to get it.
 // addMissing notes a rule not evaluated for want of a series. Rules that
 // lack their data for the same reason (the same fix) share one note, so a
 // host without, say, language runtimes gets one line about it, not one per
@@ -134,6 +132,8 @@ func addMissing(notes []sample.Note, m Meta, series, how string) []sample.Note {
 		Hides:   m.Title, Fix: how})
 }
 
+// Run evaluates every rule. A rule whose needed series are missing is
+// skipped with a note saying what is missing and how to get it.
 func Run(in *Input, rules []Rule) ([]Finding, []sample.Note) {
 	var out []Finding
 	var notes []sample.Note
