@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -348,8 +349,8 @@ func TestRecorderSymlinks(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	makeTree(t, root, map[string]string{
-		"sys/devices/node0/meminfo": "Node 0 MemTotal: 1 kB\n",
-		"proc/1/root/":              "",
+		"sys/devices/node0/meminfo":          "Node 0 MemTotal: 1 kB\n",
+		path.Join("proc", "1", "root") + "/": "",
 	})
 	for _, l := range []struct{ target, link string }{
 		{"../devices/node0", "sys/class/node0"},

@@ -87,6 +87,9 @@ type ctx struct {
 	res  *Result
 	live bool // reading this host's own /proc
 	root bool // running with euid 0
+	// maps keeps the mappings the process collector read, for the
+	// runtimes collector (each /proc/PID/maps is read once per scrape).
+	maps map[int][]procfs.Mapping
 }
 
 func (c *ctx) add(name string, v float64, labels ...string) { c.res.Scrape.Add(name, v, labels...) }

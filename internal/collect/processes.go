@@ -153,6 +153,10 @@ func collectProcesses(c *ctx) error {
 			if err != nil {
 				continue
 			}
+			if c.maps == nil {
+				c.maps = map[int][]procfs.Mapping{}
+			}
+			c.maps[p.pid] = maps
 			c.add("memdoctor_process_mappings", float64(len(maps)), l...)
 			if arenas, glibc := EstimateArenas(maps); glibc {
 				c.add("memdoctor_process_malloc_arenas", float64(arenas), l...)

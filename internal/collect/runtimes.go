@@ -38,6 +38,7 @@ func collectRuntimes(c *ctx) error {
 		return nil
 	}
 	ro := RuntimeOptions(c.opt, &c.res.Scrape)
+	ro.Maps = c.maps
 	var res *runtimes.Result
 	if c.opt.Runtimes {
 		res = runtimes.Read(context.Background(), c.fs, ro)

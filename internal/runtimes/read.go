@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +28,9 @@ type Options struct {
 	Scraper Scraper
 	// PIDs are processes whose runtime to detect (the top processes).
 	PIDs []int
+	// Maps holds mappings already read this scrape (optional), so that
+	// no /proc/PID/maps is read twice.
+	Maps map[int][]procfs.Mapping
 	// Comms names PIDs (optional).
 	Comms map[int]string
 	// Watch, when not nil, adds the explicit collections it counted to the
@@ -88,18 +92,14 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 	sort.Ints(order)
 	hidden := map[string][]string{}
 	for _, pid := range order {
-		maps, err := fsys.ProcMaps(pid)
-		if err != nil {
-			continue // gone, or not ours to read: the process table says so already
-		}
-		var exe io.ReaderAt
-		if f, err := fsys.Sys().Open("proc/" + strconv.Itoa(pid) + "/exe"); err == nil {
-			if ra, ok := f.(io.ReaderAt); ok {
-				exe = ra
+		maps, ok := opt.Maps[pid]
+		if !ok {
+			var err error
+			if maps, err = fsys.ProcMaps(pid); err != nil {
+				continue // gone, or not ours to read: the process table says so already
 			}
-			defer func() { _ = f.Close() }() // read-only
 		}
-		det, ok := Detect(maps, exe)
+		det, ok := detectPID(fsys, pid, maps)
 		if !ok {
 			continue
 		}
@@ -182,11 +182,24 @@ func nsPID(fsys procfs.FS, pid int) int {
 	return pid
 }
 
+// detectPID detects the runtime of pid from its mappings and, for Go, its
+// executable's build information.
+func detectPID(fsys procfs.FS, pid int, maps []procfs.Mapping) (Detection, bool) {
+	var exe io.ReaderAt
+	if f, err := fsys.Sys().Open(path.Join("proc", strconv.Itoa(pid), "exe")); err == nil {
+		defer func() { _ = f.Close() }() // read-only
+		if ra, ok := f.(io.ReaderAt); ok {
+			exe = ra
+		}
+	}
+	return Detect(maps, exe)
+}
+
 // HsperfPath finds a JVM's perf-data file: through /proc/PID/root (its own
 // mount namespace, by its namespace pid), else this namespace's /tmp.
 func HsperfPath(fsys procfs.FS, pid int) (string, error) {
 	ns := strconv.Itoa(nsPID(fsys, pid))
-	for _, root := range []string{"proc/" + strconv.Itoa(pid) + "/root/tmp", "tmp"} {
+	for _, root := range []string{path.Join("proc", strconv.Itoa(pid), "root", "tmp"), "tmp"} {
 		dirs, err := fsys.ReadDir(root)
 		if err != nil {
 			continue
