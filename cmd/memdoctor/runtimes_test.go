@@ -142,10 +142,10 @@ func javaStats(t *testing.T, url string) map[string][2]float64 {
 	return out
 }
 
-func TestRuntimeJava(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs JVMs for ~20 s")
-	}
+// compileGcWorkload compiles testdata/programs/java/GcWorkload.java and
+// returns its class directory.
+func compileGcWorkload(t *testing.T) string {
+	t.Helper()
 	if _, err := exec.LookPath("javac"); err != nil {
 		t.Skip("javac missing: apt-get install openjdk-17-jdk-headless (scripts/install-test-deps.sh)")
 	}
@@ -154,6 +154,14 @@ func TestRuntimeJava(t *testing.T) {
 	if out, err := exec.Command("javac", "-d", dir, src).CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
+	return dir
+}
+
+func TestRuntimeJava(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs JVMs for ~20 s")
+	}
+	dir := compileGcWorkload(t)
 	pc, ph := freePort(t), freePort(t)
 	churnURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", pc)
 	healthyURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ph)
@@ -415,14 +423,7 @@ func TestRuntimeJavaHeapSlack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two JVMs of up to 1 GiB for ~15 s")
 	}
-	if _, err := exec.LookPath("javac"); err != nil {
-		t.Skip("javac missing: apt-get install openjdk-17-jdk-headless (scripts/install-test-deps.sh)")
-	}
-	dir := t.TempDir()
-	src := filepath.Join(repoRoot(t), "testdata", "programs", "java", "GcWorkload.java")
-	if out, err := exec.Command("javac", "-d", dir, src).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
+	dir := compileGcWorkload(t)
 	ps, pf := freePort(t), freePort(t)
 	slackURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ps)
 	fixedURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", pf)
