@@ -160,19 +160,19 @@ func (watermarkThrash) Eval(in *Input) []Finding {
 		}
 	}
 	if stall := sumSeries(st); stall != nil {
-		sr := rates(within(stall, cur))
+		sr := sample.Rates(within(stall, cur))
 		var cpu []*sample.Series
 		cpu = append(cpu, w.Select("node_cpu_seconds_total", "mode", "system")...)
 		cpu = append(cpu, w.Select("node_cpu_seconds_total", "mode", "softirq")...)
 		if c := sumSeries(cpu); c != nil {
-			if a, b := align(sr, rates(within(c, cur))); len(a) >= 8 {
+			if a, b := align(sr, sample.Rates(within(c, cur))); len(a) >= 8 {
 				if r, p, ok := stats.Pearson(a, b); ok && !math.IsNaN(r) {
 					f.Evidence = append(f.Evidence, ev("stall_vs_sys_softirq_cpu_correlation", r, "ratio"), ev("stall_vs_cpu_p", p, ""))
 				}
 			}
 		}
 		if cs := w.Get("node_context_switches_total"); cs != nil {
-			if a, b := align(sr, rates(within(cs, cur))); len(a) >= 8 {
+			if a, b := align(sr, sample.Rates(within(cs, cur))); len(a) >= 8 {
 				if r, _, ok := stats.Pearson(a, b); ok && !math.IsNaN(r) {
 					f.Evidence = append(f.Evidence, ev("stall_vs_context_switches_correlation", r, "ratio"))
 				}

@@ -118,24 +118,6 @@ func sumSeries(ss []*sample.Series) *sample.Series {
 	return out
 }
 
-// rates turns a counter into per-second rates between successive points
-// (resets count from zero), stamped at the later point.
-func rates(ps []sample.Point) []sample.Point {
-	var out []sample.Point
-	for i := 1; i < len(ps); i++ {
-		dt := float64(ps[i].T-ps[i-1].T) / 1000
-		if dt <= 0 {
-			continue
-		}
-		d := ps[i].V - ps[i-1].V
-		if d < 0 {
-			d = ps[i].V
-		}
-		out = append(out, sample.Point{T: ps[i].T, V: d / dt})
-	}
-	return out
-}
-
 // thinPairs keeps at most maxN evenly spaced pairs of xa, xb.
 func thinPairs(xa, xb []float64, maxN int) (ya, yb []float64) {
 	if len(xa) <= maxN {

@@ -501,23 +501,7 @@ func largest(ss []*sample.Series, n int) []*sample.Series {
 // rateLine turns a counter into per-second rates between successive points
 // (a drop counts from zero: the counter restarted).
 func rateLine(s *sample.Series, label string) Line {
-	return Line{Expr: "rate(" + s.Key() + ")", Label: label, Points: rates(s.Points)}
-}
-
-func rates(ps []sample.Point) []sample.Point {
-	out := make([]sample.Point, 0, len(ps))
-	for i := 1; i < len(ps); i++ {
-		dt := float64(ps[i].T-ps[i-1].T) / 1000
-		if dt <= 0 {
-			continue
-		}
-		d := ps[i].V - ps[i-1].V
-		if d < 0 {
-			d = ps[i].V
-		}
-		out = append(out, sample.Point{T: ps[i].T, V: d / dt})
-	}
-	return out
+	return Line{Expr: "rate(" + s.Key() + ")", Label: label, Points: sample.Rates(s.Points)}
 }
 
 // sumRate adds the rates of several counters on the timestamps of the
@@ -526,13 +510,13 @@ func sumRate(ss []*sample.Series, expr, label string) (Line, bool) {
 	if len(ss) == 0 {
 		return Line{}, false
 	}
-	sum := rates(ss[0].Points)
+	sum := sample.Rates(ss[0].Points)
 	idx := make(map[int64]int, len(sum))
 	for i, p := range sum {
 		idx[p.T] = i
 	}
 	for _, s := range ss[1:] {
-		for _, p := range rates(s.Points) {
+		for _, p := range sample.Rates(s.Points) {
 			if i, ok := idx[p.T]; ok {
 				sum[i].V += p.V
 			}

@@ -97,3 +97,22 @@ func (w *Window) Has(name string) bool {
 	w.build()
 	return len(w.index[name]) > 0
 }
+
+// Rates turns a counter's points into per-second rates between successive
+// points, stamped at the later one; a drop counts from zero (the counter
+// restarted).
+func Rates(ps []Point) []Point {
+	out := make([]Point, 0, len(ps))
+	for i := 1; i < len(ps); i++ {
+		dt := float64(ps[i].T-ps[i-1].T) / 1000
+		if dt <= 0 {
+			continue
+		}
+		d := ps[i].V - ps[i-1].V
+		if d < 0 {
+			d = ps[i].V
+		}
+		out = append(out, Point{T: ps[i].T, V: d / dt})
+	}
+	return out
+}
