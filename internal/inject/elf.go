@@ -1,0 +1,198 @@
+package inject
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
+)
+
+// maxLibSize bounds the library file memdoctor parses (libc.so.6 is about
+// 2 MB): the file comes from the target and is not trusted.
+const maxLibSize = 256 << 20
+
+// IsLibc reports whether a mapped file is glibc's C library.
+func IsLibc(p string) bool {
+	b := path.Base(strings.TrimSuffix(p, " (deleted)"))
+	return b == "libc.so.6" || strings.HasPrefix(b, "libc-2.") && strings.HasSuffix(b, ".so")
+}
+
+// Resolve finds functions in the C library process pid has mapped and
+// returns their addresses in that process. It reads the library the
+// process really runs: through /proc/PID/map_files (the mapped file itself,
+// even if replaced on disk or in another mount namespace), else through
+// /proc/PID/root, checked against the mapping's device and inode. Only
+// default-version (name@@VERSION) function symbols are taken, and every
+// address must fall in an executable mapping of that library.
+func Resolve(pid int, maps []procfs.Mapping, names ...string) (map[string]uint64, error) {
+	var libc []procfs.Mapping
+	for _, m := range maps {
+		if m.Path == "" || !IsLibc(m.Path) {
+			continue
+		}
+		if len(libc) > 0 && (m.Inode != libc[0].Inode || m.Dev != libc[0].Dev) {
+			continue // a second libc (dlmopen): the first one is the process' own
+		}
+		libc = append(libc, m)
+	}
+	if len(libc) == 0 {
+		return nil, fmt.Errorf("%w: pid %d has no libc.so.6 mapped", ErrNoSymbol, pid)
+	}
+	first := libc[0]
+	for _, m := range libc {
+		if m.Offset < first.Offset {
+			first = m
+		}
+	}
+	f, err := openMapped(pid, first)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	syms, progs, err := readDynsyms(f, first.Path)
+	if err != nil {
+		return nil, err
+	}
+	page := uint64(os.Getpagesize())
+	var bias uint64
+	found := false
+	for _, p := range progs {
+		if p.Type == elf.PT_LOAD && p.Off&^(page-1) == first.Offset {
+			bias = first.Start - p.Vaddr&^(page-1)
+			found = true
+			break
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: no loadable segment of %s matches its mapping at offset %#x in pid %d", ErrNoSymbol, first.Path, first.Offset, pid)
+	}
+	out := make(map[string]uint64, len(names))
+	for _, name := range names {
+		s, ok := syms[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s is not exported by %s in pid %d", ErrNoSymbol, name, first.Path, pid)
+		}
+		addr := bias + s.Value
+		exec := false
+		for _, m := range libc {
+			if addr >= m.Start && addr < m.End && strings.Contains(m.Perms, "x") {
+				exec = true
+			}
+		}
+		if !exec {
+			return nil, fmt.Errorf("%w: %s would be at %#x in pid %d, outside %s's code", ErrNoSymbol, name, addr, pid, first.Path)
+		}
+		out[name] = addr
+	}
+	return out, nil
+}
+
+// openMapped opens the file behind a mapping.
+func openMapped(pid int, m procfs.Mapping) (*os.File, error) {
+	proc := filepath.Join("/proc", strconv.Itoa(pid))
+	mf := filepath.Join(proc, "map_files", fmt.Sprintf("%x-%x", m.Start, m.End))
+	if f, err := os.Open(mf); err == nil {
+		if err := checkRegular(f, m, -1); err == nil {
+			return f, nil
+		}
+		_ = f.Close() // read-only
+	}
+	// map_files needs CAP_SYS_ADMIN; the process' root is the next best.
+	p := strings.TrimSuffix(m.Path, " (deleted)")
+	if !filepath.IsAbs(p) {
+		return nil, fmt.Errorf("%w: mapping path %q of pid %d is not absolute", ErrNoSymbol, p, pid)
+	}
+	f, err := os.OpenFile(filepath.Join(proc, "root")+p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if strings.HasSuffix(m.Path, " (deleted)") {
+			return nil, fmt.Errorf("%w: pid %d runs %s, which was replaced on disk, and its mapped copy is not readable here (needs CAP_SYS_ADMIN): restart the process, or run memdoctor as root", ErrNoSymbol, pid, p)
+		}
+		return nil, fmt.Errorf("%w: opening pid %d's %s: %v", ErrNoSymbol, pid, p, err)
+	}
+	if err := checkRegular(f, m, int64(m.Inode)); err != nil {
+		_ = f.Close() // read-only
+		return nil, fmt.Errorf("%w: pid %d's %s: %v", ErrNoSymbol, pid, p, err)
+	}
+	return f, nil
+}
+
+// checkRegular checks that f is a regular file of sane size and, when
+// inode >= 0, the very file the process mapped (device and inode).
+func checkRegular(f *os.File, m procfs.Mapping, inode int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	if fi.Size() > maxLibSize {
+		return fmt.Errorf("%d bytes, more than a C library has", fi.Size())
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if inode >= 0 && ok {
+		if int64(st.Ino) != inode {
+			return fmt.Errorf("inode %d, the process mapped inode %d: the file was replaced since", st.Ino, inode)
+		}
+		if maj, mnr, ok := strings.Cut(m.Dev, ":"); ok {
+			a, err1 := strconv.ParseUint(maj, 16, 32)
+			b, err2 := strconv.ParseUint(mnr, 16, 32)
+			dev := uint64(st.Dev)
+			if err1 == nil && err2 == nil && (a != devMajor(dev) || b != devMinor(dev)) {
+				return fmt.Errorf("device %d:%d, the process mapped %s", devMajor(dev), devMinor(dev), m.Dev)
+			}
+		}
+	}
+	return nil
+}
+
+func devMajor(d uint64) uint64 { return (d>>8)&0xfff | (d>>32)&^0xfff }
+func devMinor(d uint64) uint64 { return d&0xff | (d>>12)&^0xff }
+
+// readDynsyms parses the library: its default-version function symbols by
+// name and its program headers. A malformed file is an error, never a
+// panic.
+func readDynsyms(f *os.File, name string) (syms map[string]elf.Symbol, progs []elf.ProgHeader, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s: malformed ELF (%v)", ErrNoSymbol, name, r)
+		}
+	}()
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrNoSymbol, name, err)
+	}
+	if ef.Class != elf.ELFCLASS64 || ef.Machine != nativeMachine {
+		return nil, nil, fmt.Errorf("%w: %s is %s %s, memdoctor calls into %s only", ErrUnsupported, name, ef.Class, ef.Machine, nativeMachine)
+	}
+	return parseDynsyms(ef)
+}
+
+// parseDynsyms keeps the defined function symbols of default version.
+func parseDynsyms(ef *elf.File) (map[string]elf.Symbol, []elf.ProgHeader, error) {
+	ds, err := ef.DynamicSymbols()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrNoSymbol, err)
+	}
+	syms := make(map[string]elf.Symbol, 64)
+	for _, s := range ds {
+		if s.Section == elf.SHN_UNDEF || elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
+			continue
+		}
+		if s.HasVersion && s.VersionIndex.IsHidden() {
+			continue // name@VERSION: an old version kept for old binaries
+		}
+		syms[s.Name] = s
+	}
+	progs := make([]elf.ProgHeader, 0, len(ef.Progs))
+	for _, p := range ef.Progs {
+		progs = append(progs, p.ProgHeader)
+	}
+	return syms, progs, nil
+}

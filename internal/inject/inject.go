@@ -1,0 +1,214 @@
+package inject
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Errors, to be classified with errors.Is.
+var (
+	ErrUnsupported  = errors.New("unsupported")
+	ErrProcessGone  = errors.New("no such process")
+	ErrPtraceDenied = errors.New("ptrace denied")
+	ErrStopped      = errors.New("process is stopped")
+	ErrTraced       = errors.New("thread is already traced")
+	ErrTimeout      = errors.New("timed out")
+	ErrCallFaulted  = errors.New("call faulted")
+	ErrCanary       = errors.New("canary failed")
+	ErrNoSymbol     = errors.New("symbol not found")
+)
+
+// Options bound a session.
+type Options struct {
+	// Timeout bounds the whole session from Attach (default 10 s). After
+	// it no call starts; a running call waiting on a lock is interrupted
+	// and undone; a busy call is waited for (see CallGrace).
+	Timeout time.Duration
+	// CallGrace: a busy call still running this long past Timeout makes
+	// OnStuck be called once; the call is still waited for (default 2 min).
+	CallGrace time.Duration
+	// OnStuck receives a sentence for the operator (may be nil).
+	OnStuck func(msg string)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.CallGrace <= 0 {
+		o.CallGrace = 2 * time.Minute
+	}
+	return o
+}
+
+// Call records one call made in the target.
+type Call struct {
+	Addr     uint64        `json:"-"`
+	Name     string        `json:"function"`
+	Duration time.Duration `json:"-"`
+}
+
+// executor runs functions on one locked OS thread: the kernel accepts
+// ptrace requests for a tracee only from the thread that attached.
+type executor struct {
+	reqs chan func()
+	done chan struct{}
+	// lose, set before close(reqs), ends the OS thread instead of
+	// returning it to the scheduler: the kernel then detaches every
+	// tracee of that thread.
+	lose bool
+}
+
+func newExecutor() *executor {
+	e := &executor{reqs: make(chan func()), done: make(chan struct{})}
+	go func() {
+		runtime.LockOSThread()
+		for f := range e.reqs {
+			f()
+		}
+		close(e.done)
+		if !e.lose {
+			runtime.UnlockOSThread()
+		}
+		// Returning with the thread still locked terminates it.
+	}()
+	return e
+}
+
+func (e *executor) run(f func()) {
+	ch := make(chan struct{})
+	e.reqs <- func() { f(); close(ch) }
+	<-ch
+}
+
+// stop ends the executor; lose kills its OS thread (see executor.lose).
+func (e *executor) stop(lose bool) {
+	e.lose = lose
+	close(e.reqs)
+	<-e.done
+}
+
+// stopKind is what a wait4 status means for a seized thread.
+type stopKind int
+
+const (
+	stopNone      stopKind = iota
+	stopInterrupt          // PTRACE_EVENT_STOP with SIGTRAP: our PTRACE_INTERRUPT
+	stopGroup              // PTRACE_EVENT_STOP with a stop signal: job control
+	stopSignal             // signal-delivery-stop
+	stopOther              // another ptrace event
+	stopExited             // the thread exited or was killed
+)
+
+const ptraceEventStop = 128
+
+func classify(ws unix.WaitStatus) (stopKind, syscall.Signal) {
+	switch {
+	case ws.Exited(), ws.Signaled():
+		return stopExited, ws.Signal()
+	case !ws.Stopped():
+		return stopNone, 0
+	}
+	sig := ws.StopSignal()
+	event := int(ws) >> 16
+	switch {
+	case event == ptraceEventStop && sig == syscall.SIGTRAP:
+		return stopInterrupt, sig
+	case event == ptraceEventStop:
+		return stopGroup, sig
+	case event != 0:
+		return stopOther, sig
+	}
+	return stopSignal, sig
+}
+
+// waitFor waits for a state change of tid until give() returns true
+// (checked between polls); ok is false when it gave up. Polling keeps the
+// wait bounded (wait4 cannot time out) while staying within tens of
+// microseconds of the stop: first yields, then sleeps growing to 1 ms.
+func waitFor(tid int, give func() bool) (ws unix.WaitStatus, ok bool, err error) {
+	sleep := 20 * time.Microsecond
+	for i := 0; ; i++ {
+		pid, err := unix.Wait4(tid, &ws, unix.WALL|unix.WNOHANG, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return ws, false, err
+		case pid == tid:
+			return ws, true, nil
+		}
+		if give() {
+			return ws, false, nil
+		}
+		if i < 64 {
+			_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			continue
+		}
+		time.Sleep(sleep)
+		sleep = min(sleep*2, time.Millisecond)
+	}
+}
+
+// memFile opens /proc/PID/mem for reading and writing the stopped thread's
+// memory (allowed to the tracer).
+func memFile(pid int) (*os.File, error) {
+	return os.OpenFile(filepath.Join("/proc", strconv.Itoa(pid), "mem"), os.O_RDWR|syscall.O_CLOEXEC, 0)
+}
+
+// ThreadSyscall reads /proc/PID/task/TID/syscall: the system call number a
+// blocked thread is in, -1 when it runs in user mode ("running" or no
+// call), and whether the file could be read.
+func ThreadSyscall(pid, tid int) (nr int, ok bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid), "syscall"))
+	if err != nil {
+		return -1, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 || f[0] == "running" {
+		return -1, true
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return -1, true
+	}
+	return n, true
+}
+
+// errnoError turns a ptrace errno into an error that says what to do.
+func ptraceError(op string, pid, tid int, err error) error {
+	switch {
+	case errors.Is(err, unix.ESRCH):
+		return fmt.Errorf("%w: thread %d of pid %d (%s: it exited)", ErrProcessGone, tid, pid, op)
+	case errors.Is(err, unix.EPERM):
+		return fmt.Errorf("%w: %s thread %d of pid %d: %s", ErrPtraceDenied, op, tid, pid, PtraceHint())
+	}
+	return fmt.Errorf("%s thread %d of pid %d: %w", op, tid, pid, err)
+}
+
+// PtraceHint says why ptrace may be refused on this host.
+func PtraceHint() string {
+	hints := []string{}
+	if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
+		switch v := strings.TrimSpace(string(b)); v {
+		case "1":
+			hints = append(hints, "kernel.yama.ptrace_scope=1 lets a process trace only its descendants: run memdoctor as root (CAP_SYS_PTRACE)")
+		case "2":
+			hints = append(hints, "kernel.yama.ptrace_scope=2: only root (CAP_SYS_PTRACE) may attach")
+		case "3":
+			hints = append(hints, "kernel.yama.ptrace_scope=3: attaching is disabled until reboot")
+		}
+	}
+	hints = append(hints, "in a container memdoctor needs CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE) and a seccomp profile that allows ptrace",
+		"a process that made itself undumpable (prctl PR_SET_DUMPABLE 0) can only be traced by root")
+	return strings.Join(hints, "; ")
+}

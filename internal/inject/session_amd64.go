@@ -1,0 +1,529 @@
+//go:build linux && amd64
+
+package inject
+
+import (
+	"bytes"
+	"debug/elf"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Supported reports whether this build can call into processes.
+const Supported = true
+
+// testBreak makes Detach skip part of the restore, so the tests can show
+// that the canary sees it: "xstate" (the extended state is not written
+// back) or "restart" (orig_rax is lost). Never set outside tests.
+var testBreak string
+
+// Register-set notes (include/uapi/linux/elf.h).
+const (
+	ntPRFPREG   = 2     // user_fpregs_struct: x87 and SSE, 512 bytes
+	ntX86XSTATE = 0x202 // the XSAVE area, standard format
+)
+
+// redZone is the area below rsp a leaf function may use without moving
+// rsp (System V AMD64 ABI); the frame goes below it, with some spare.
+const redZone = 128 + 128
+
+// user64CS is the code segment selector of 64-bit user mode.
+const user64CS = 0x33
+
+// faultSignals are left unblocked during a call (see the package notes).
+var faultSignals = []syscall.Signal{syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGILL, syscall.SIGFPE, syscall.SIGTRAP, syscall.SIGSYS}
+
+func callMask() uint64 {
+	m := ^uint64(0)
+	for _, s := range faultSignals {
+		m &^= 1 << (uint(s) - 1)
+	}
+	return m
+}
+
+// Stop describes where the thread was stopped.
+type Stop struct {
+	PC, SP uint64
+	// Syscall is the system call the thread was in (or had just made),
+	// -1 in user mode.
+	Syscall int
+	// Restart is true when the call was interrupted and the kernel will
+	// restart it (rax holds -ERESTART*).
+	Restart bool
+}
+
+// Session is one thread of a process, seized and stopped.
+type Session struct {
+	pid, tid int
+	opt      Options
+	ex       *executor
+	mem      *os.File
+	deadline time.Time
+
+	saved   unix.PtraceRegs
+	xstate  []byte
+	xnote   int
+	mask    uint64
+	maskSet bool // the call mask is in place
+	dirty   bool // registers changed: restore before detaching
+	gone    bool // the thread exited
+	closed  bool
+
+	deferred []syscall.Signal
+	stopped  time.Time
+
+	// Calls lists the calls made, with their durations.
+	Calls []Call
+	// Held is how long the thread was stopped or in calls, attach to
+	// detach (set by Detach).
+	Held time.Duration
+}
+
+// Attach seizes thread tid of process pid and stops it. Only that thread
+// stops. It is refused when the thread is traced already, when the
+// process is in a job-control stop, or when the thread's state could not
+// be restored exactly (checked before anything is changed).
+func Attach(pid, tid int, opt Options) (*Session, error) {
+	opt = opt.withDefaults()
+	if err := preflight(pid, tid); err != nil {
+		return nil, err
+	}
+	mem, err := memFile(pid)
+	if err != nil {
+		if os.IsNotExist(err) || errors.Is(err, syscall.ESRCH) {
+			return nil, fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+		}
+		if os.IsPermission(err) {
+			return nil, fmt.Errorf("%w: opening /proc/%d/mem: %s", ErrPtraceDenied, pid, PtraceHint())
+		}
+		return nil, err
+	}
+	s := &Session{pid: pid, tid: tid, opt: opt, ex: newExecutor(), mem: mem, deadline: time.Now().Add(opt.Timeout)}
+	var lose bool
+	s.ex.run(func() { lose, err = s.attach() })
+	if err != nil {
+		s.ex.stop(lose)
+		_ = mem.Close() // read-write, nothing buffered
+		return nil, err
+	}
+	return s, nil
+}
+
+// preflight refuses what /proc already tells.
+func preflight(pid, tid int) error {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid))
+	st, err := os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return fmt.Errorf("%w: thread %d of pid %d", ErrProcessGone, tid, pid)
+	}
+	for _, l := range strings.Split(string(st), "\n") {
+		k, v, _ := strings.Cut(l, ":")
+		v = strings.TrimSpace(v)
+		switch k {
+		case "TracerPid":
+			if v != "0" {
+				return fmt.Errorf("%w: thread %d of pid %d is traced by pid %s (a debugger or strace): detach it first", ErrTraced, tid, pid, v)
+			}
+		case "x86_Thread_features":
+			if strings.Contains(v, "shstk") {
+				return fmt.Errorf("%w: thread %d of pid %d runs with a shadow stack (CET), which a call made from outside would break", ErrUnsupported, tid, pid)
+			}
+		}
+	}
+	// The return address is 0: page 0 must not be mapped.
+	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "maps"))
+	if err != nil {
+		return fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+	}
+	defer func() { _ = f.Close() }() // read-only
+	var first [64]byte
+	n, _ := f.Read(first[:])
+	if lo, _, ok := bytes.Cut(first[:n], []byte("-")); ok {
+		if v, err := strconv.ParseUint(string(lo), 16, 64); err == nil && v == 0 {
+			return fmt.Errorf("%w: pid %d maps page 0, where calls return", ErrUnsupported, pid)
+		}
+	}
+	return nil
+}
+
+func ptrace(req, tid int, addr, data uintptr) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// attach runs on the executor. lose is true when the thread was seized
+// but could not be stopped or detached: the executor's OS thread must end.
+func (s *Session) attach() (lose bool, err error) {
+	if err := unix.PtraceSeize(s.tid); err != nil {
+		return false, ptraceError("attaching to", s.pid, s.tid, err)
+	}
+	if err := unix.PtraceInterrupt(s.tid); err != nil {
+		return true, ptraceError("interrupting", s.pid, s.tid, err)
+	}
+	for {
+		ws, ok, err := waitFor(s.tid, func() bool { return time.Now().After(s.deadline) })
+		if err != nil {
+			return true, fmt.Errorf("waiting for thread %d of pid %d: %w", s.tid, s.pid, err)
+		}
+		if !ok {
+			return true, fmt.Errorf("%w: thread %d of pid %d did not stop within %s (uninterruptible sleep?); it was left running", ErrTimeout, s.tid, s.pid, s.opt.Timeout)
+		}
+		kind, sig := classify(ws)
+		switch kind {
+		case stopInterrupt:
+			s.stopped = time.Now()
+			if err := s.save(); err != nil {
+				_ = ptrace(unix.PTRACE_DETACH, s.tid, 0, 0)
+				return false, err
+			}
+			return false, nil
+		case stopGroup:
+			// Job control is stopping the process: leave it stopped.
+			_ = ptrace(unix.PTRACE_DETACH, s.tid, 0, 0)
+			return false, fmt.Errorf("%w: pid %d is being stopped (%s): whoever stopped it expects it to stay stopped; `kill -CONT %d` first", ErrStopped, s.pid, sig, s.pid)
+		case stopSignal:
+			// A signal that was on its way: deliver it as it would have
+			// been, then wait for the interrupt.
+			if err := unix.PtraceCont(s.tid, int(sig)); err != nil {
+				return true, ptraceError("resuming", s.pid, s.tid, err)
+			}
+		case stopExited:
+			s.gone = true
+			return false, fmt.Errorf("%w: thread %d of pid %d exited while being attached", ErrProcessGone, s.tid, s.pid)
+		default:
+			if err := unix.PtraceCont(s.tid, 0); err != nil {
+				return true, ptraceError("resuming", s.pid, s.tid, err)
+			}
+		}
+	}
+}
+
+// save reads the thread's registers, extended state and signal mask, and
+// proves the extended state can be written back before anything changes.
+func (s *Session) save() error {
+	if err := unix.PtraceGetRegs(s.tid, &s.saved); err != nil {
+		return ptraceError("reading registers of", s.pid, s.tid, err)
+	}
+	if s.saved.Cs != user64CS {
+		return fmt.Errorf("%w: thread %d of pid %d runs 32-bit code (cs %#x)", ErrUnsupported, s.tid, s.pid, s.saved.Cs)
+	}
+	buf := make([]byte, 64<<10)
+	s.xnote = ntX86XSTATE
+	n, err := getRegset(s.tid, s.xnote, buf)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENODEV) {
+		s.xnote = ntPRFPREG // no XSAVE on this CPU
+		n, err = getRegset(s.tid, s.xnote, buf)
+	}
+	if err != nil {
+		return ptraceError("reading the extended state of", s.pid, s.tid, err)
+	}
+	s.xstate = append([]byte(nil), buf[:n]...)
+	if err := setRegset(s.tid, s.xnote, s.xstate); err != nil {
+		return fmt.Errorf("%w: the kernel refuses to take back the extended register state of thread %d of pid %d (%d bytes): %v; nothing was changed", ErrUnsupported, s.tid, s.pid, len(s.xstate), err)
+	}
+	if err := ptrace(unix.PTRACE_GETSIGMASK, s.tid, 8, uintptr(unsafe.Pointer(&s.mask))); err != nil {
+		return ptraceError("reading the signal mask of", s.pid, s.tid, err)
+	}
+	return nil
+}
+
+func getRegset(tid, note int, buf []byte) (int, error) {
+	iov := unix.Iovec{Base: &buf[0]}
+	iov.SetLen(len(buf))
+	err := ptrace(unix.PTRACE_GETREGSET, tid, uintptr(note), uintptr(unsafe.Pointer(&iov)))
+	runtime.KeepAlive(buf)
+	return int(iov.Len), err
+}
+
+func setRegset(tid, note int, buf []byte) error {
+	iov := unix.Iovec{Base: &buf[0]}
+	iov.SetLen(len(buf))
+	err := ptrace(unix.PTRACE_SETREGSET, tid, uintptr(note), uintptr(unsafe.Pointer(&iov)))
+	runtime.KeepAlive(buf)
+	return err
+}
+
+// Stop says where the thread was stopped (its saved state).
+func (s *Session) Stop() Stop {
+	st := Stop{PC: s.saved.Rip, SP: s.saved.Rsp, Syscall: -1}
+	if int64(s.saved.Orig_rax) >= 0 {
+		st.Syscall = int(s.saved.Orig_rax)
+		e := -int64(s.saved.Rax)
+		st.Restart = e >= 512 && e <= 516
+	}
+	return st
+}
+
+// Reposition lets the thread run for d and stops it again, for a caller
+// that does not like where it stopped (inside the allocator). Refused
+// after a call.
+func (s *Session) Reposition(d time.Duration) error {
+	if s.dirty || s.gone || s.closed {
+		return fmt.Errorf("reposition after a call")
+	}
+	var err error
+	s.ex.run(func() {
+		if err = unix.PtraceCont(s.tid, 0); err != nil {
+			err = ptraceError("resuming", s.pid, s.tid, err)
+			return
+		}
+		time.Sleep(d)
+		if err = unix.PtraceInterrupt(s.tid); err != nil {
+			err = ptraceError("interrupting", s.pid, s.tid, err)
+			return
+		}
+		for {
+			ws, ok, werr := waitFor(s.tid, func() bool { return time.Now().After(s.deadline) })
+			if werr != nil || !ok {
+				err = fmt.Errorf("%w: thread %d of pid %d did not stop again", ErrTimeout, s.tid, s.pid)
+				return
+			}
+			kind, sig := classify(ws)
+			switch kind {
+			case stopInterrupt:
+				s.stopped = time.Now()
+				err = s.save()
+				return
+			case stopExited:
+				s.gone = true
+				err = fmt.Errorf("%w: thread %d of pid %d exited", ErrProcessGone, s.tid, s.pid)
+				return
+			case stopSignal:
+				_ = unix.PtraceCont(s.tid, int(sig))
+			default:
+				_ = unix.PtraceCont(s.tid, 0)
+			}
+		}
+	})
+	return err
+}
+
+// Read reads the target's memory.
+func (s *Session) Read(addr uint64, p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
+	n, err := s.mem.ReadAt(p, int64(addr))
+	if err != nil || n != len(p) {
+		return fmt.Errorf("reading %d bytes at %#x in pid %d: %v", len(p), addr, s.pid, err)
+	}
+	return nil
+}
+
+// Write writes the target's memory.
+func (s *Session) Write(addr uint64, p []byte) error {
+	n, err := s.mem.WriteAt(p, int64(addr))
+	if err != nil || n != len(p) {
+		return fmt.Errorf("writing %d bytes at %#x in pid %d: %v", len(p), addr, s.pid, err)
+	}
+	return nil
+}
+
+// Call calls the function at fn with up to six integer or pointer
+// arguments (System V AMD64) on the stopped thread and returns rax. name
+// is for messages and Calls.
+func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint64) (uint64, error) {
+	if len(args) > 6 {
+		return 0, fmt.Errorf("%s: %d arguments, at most 6", name, len(args))
+	}
+	if s.gone || s.closed {
+		return 0, fmt.Errorf("%w: %s not called: the session is over", ErrProcessGone, name)
+	}
+	if ctx.Err() != nil || time.Now().After(s.deadline) {
+		return 0, fmt.Errorf("%w: %s not called: the %s timeout expired", ErrTimeout, name, s.opt.Timeout)
+	}
+	var (
+		ret uint64
+		err error
+	)
+	start := time.Now()
+	s.ex.run(func() { ret, err = s.call(ctx, name, fn, args) })
+	s.Calls = append(s.Calls, Call{Addr: fn, Name: name, Duration: time.Since(start)})
+	return ret, err
+}
+
+func (s *Session) call(ctx context.Context, name string, fn uint64, args []uint64) (uint64, error) {
+	regs := s.saved
+	sp := (regs.Rsp-redZone)&^15 - 8 // at entry rsp+8 is 16-byte aligned
+	var zero [8]byte
+	if err := s.Write(sp, zero[:]); err != nil {
+		return 0, err
+	}
+	regs.Rsp = sp
+	regs.Rip = fn
+	regs.Rax = 0
+	regs.Orig_rax = ^uint64(0) // not in a system call: nothing to restart
+	regs.Eflags &^= 1<<10 | 1<<8 // DF (the ABI wants it clear), TF
+	for i, a := range args {
+		*[]*uint64{&regs.Rdi, &regs.Rsi, &regs.Rdx, &regs.Rcx, &regs.R8, &regs.R9}[i] = a
+	}
+	if err := unix.PtraceSetRegs(s.tid, &regs); err != nil {
+		return 0, ptraceError("setting registers of", s.pid, s.tid, err)
+	}
+	s.dirty = true
+	if !s.maskSet {
+		m := callMask()
+		if err := ptrace(unix.PTRACE_SETSIGMASK, s.tid, 8, uintptr(unsafe.Pointer(&m))); err != nil {
+			return 0, ptraceError("setting the signal mask of", s.pid, s.tid, err)
+		}
+		s.maskSet = true
+	}
+	if err := unix.PtraceCont(s.tid, 0); err != nil {
+		return 0, ptraceError("resuming", s.pid, s.tid, err)
+	}
+	var (
+		interrupted bool
+		told        bool
+		next        time.Time
+	)
+	hard := s.deadline.Add(s.opt.CallGrace)
+	give := func() bool {
+		now := time.Now()
+		return (now.After(s.deadline) || ctx.Err() != nil) && now.After(next)
+	}
+	for {
+		ws, ok, err := waitFor(s.tid, give)
+		if err != nil {
+			s.gone = errors.Is(err, unix.ECHILD)
+			return 0, fmt.Errorf("%w: waiting for %s in thread %d of pid %d: %v", ErrProcessGone, name, s.tid, s.pid, err)
+		}
+		if !ok {
+			// Past the deadline, or cancelled: undo a call that waits on
+			// a lock; wait for a busy one.
+			next = time.Now().Add(10 * time.Millisecond)
+			if nr, _ := ThreadSyscall(s.pid, s.tid); nr == unix.SYS_FUTEX && !interrupted {
+				if err := unix.PtraceInterrupt(s.tid); err == nil {
+					interrupted = true
+				}
+			}
+			if !told && time.Now().After(hard) && s.opt.OnStuck != nil {
+				told = true
+				s.opt.OnStuck(fmt.Sprintf("%s has run for more than %s in thread %d of pid %d and is busy, not waiting on a lock: stopping it could leave an allocator lock held, so memdoctor waits for it to return", name, s.opt.Timeout+s.opt.CallGrace, s.tid, s.pid))
+			}
+			continue
+		}
+		kind, sig := classify(ws)
+		switch kind {
+		case stopSignal:
+			var r unix.PtraceRegs
+			if err := unix.PtraceGetRegs(s.tid, &r); err != nil {
+				return 0, ptraceError("reading registers of", s.pid, s.tid, err)
+			}
+			if sig == syscall.SIGSEGV && r.Rip == 0 {
+				return r.Rax, nil // returned
+			}
+			if isFault(sig) {
+				return 0, fmt.Errorf("%w: %s in pid %d got %s at %#x; the signal was discarded and the thread will be put back where it was", ErrCallFaulted, name, s.pid, sig, r.Rip)
+			}
+			// Only SIGSTOP gets here (the rest is blocked): keep it for
+			// after the detach.
+			s.deferred = append(s.deferred, sig)
+			if err := unix.PtraceCont(s.tid, 0); err != nil {
+				return 0, ptraceError("resuming", s.pid, s.tid, err)
+			}
+		case stopInterrupt:
+			if interrupted {
+				return 0, fmt.Errorf("%w: %s did not return within %s; its thread was waiting on a lock, so memdoctor interrupted it and will put it back where it was (nothing changed)", ErrTimeout, name, s.opt.Timeout)
+			}
+			if err := unix.PtraceCont(s.tid, 0); err != nil {
+				return 0, ptraceError("resuming", s.pid, s.tid, err)
+			}
+		case stopExited:
+			s.gone = true
+			return 0, fmt.Errorf("%w: pid %d exited during %s", ErrProcessGone, s.pid, name)
+		default:
+			// A group stop (the process is being stopped: it re-stops
+			// after the detach) or another event: carry on with the call.
+			if err := unix.PtraceCont(s.tid, 0); err != nil {
+				return 0, ptraceError("resuming", s.pid, s.tid, err)
+			}
+		}
+	}
+}
+
+func isFault(sig syscall.Signal) bool {
+	for _, f := range faultSignals {
+		if sig == f {
+			return true
+		}
+	}
+	return false
+}
+
+// Detach puts the thread back exactly where it was (registers, extended
+// state, signal mask) and lets it go; stop signals taken during a call are
+// sent again. It is safe to call more than once.
+func (s *Session) Detach() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var (
+		err  error
+		lose bool
+	)
+	s.ex.run(func() { lose, err = s.detach() })
+	s.Held = time.Since(s.stopped)
+	s.ex.stop(lose)
+	_ = s.mem.Close() // nothing buffered
+	for _, sig := range s.deferred {
+		_ = syscall.Kill(s.pid, sig)
+	}
+	return err
+}
+
+func (s *Session) detach() (lose bool, err error) {
+	var mismatch error
+	if s.gone {
+		return false, nil
+	}
+	if s.dirty {
+		restore := s.saved
+		if testBreak == "restart" {
+			restore.Orig_rax = ^uint64(0) // as when the syscall state is lost
+		}
+		if err := unix.PtraceSetRegs(s.tid, &restore); err != nil {
+			if errors.Is(err, unix.ESRCH) {
+				return false, nil // killed meanwhile
+			}
+			return true, ptraceError("restoring registers of", s.pid, s.tid, err)
+		}
+		if testBreak != "xstate" {
+			if err := setRegset(s.tid, s.xnote, s.xstate); err != nil {
+				return true, ptraceError("restoring the extended state of", s.pid, s.tid, err)
+			}
+		}
+		var check unix.PtraceRegs
+		if err := unix.PtraceGetRegs(s.tid, &check); err == nil && check != restore {
+			mismatch = fmt.Errorf("registers of thread %d of pid %d read back different after the restore: %+v, saved %+v", s.tid, s.pid, check, s.saved)
+		}
+	}
+	if s.maskSet {
+		if err := ptrace(unix.PTRACE_SETSIGMASK, s.tid, 8, uintptr(unsafe.Pointer(&s.mask))); err != nil {
+			return true, ptraceError("restoring the signal mask of", s.pid, s.tid, err)
+		}
+	}
+	if err := ptrace(unix.PTRACE_DETACH, s.tid, 0, 0); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return false, nil
+		}
+		return true, ptraceError("detaching from", s.pid, s.tid, err)
+	}
+	return false, mismatch
+}
+
+const nativeMachine = elf.EM_X86_64

@@ -1,0 +1,62 @@
+//go:build linux && !amd64
+
+package inject
+
+import (
+	"context"
+	"debug/elf"
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// Supported reports whether this build can call into processes.
+const Supported = false
+
+const nativeMachine = elf.EM_NONE
+
+// Stop describes where the thread was stopped.
+type Stop struct {
+	PC, SP  uint64
+	Syscall int
+	Restart bool
+}
+
+// Session is not available on this architecture.
+type Session struct {
+	Calls []Call
+	Held  time.Duration
+}
+
+func unsupported() error {
+	return fmt.Errorf("%w: calling into a process is implemented for x86-64 only (this is %s)", ErrUnsupported, runtime.GOARCH)
+}
+
+// Attach is refused on this architecture.
+func Attach(pid, tid int, opt Options) (*Session, error) { return nil, unsupported() }
+
+// Stop is the zero Stop.
+func (s *Session) Stop() Stop { return Stop{Syscall: -1} }
+
+// Reposition is refused.
+func (s *Session) Reposition(d time.Duration) error { return unsupported() }
+
+// Read is refused.
+func (s *Session) Read(addr uint64, p []byte) error { return unsupported() }
+
+// Write is refused.
+func (s *Session) Write(addr uint64, p []byte) error { return unsupported() }
+
+// Call is refused.
+func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint64) (uint64, error) {
+	return 0, unsupported()
+}
+
+// Detach does nothing.
+func (s *Session) Detach() error { return nil }
+
+// Canary is refused.
+func Canary() error { return unsupported() }
+
+// CanaryReport is empty.
+func CanaryReport() string { return "" }
