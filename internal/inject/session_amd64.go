@@ -4,8 +4,8 @@ package inject
 
 import (
 	"bytes"
-	"debug/elf"
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -79,6 +79,7 @@ type Session struct {
 	dirty   bool // registers changed: restore before detaching
 	gone    bool // the thread exited
 	closed  bool
+	winding bool // WindDown: cleanup calls may run a little past the deadline
 
 	deferred []syscall.Signal
 	stopped  time.Time
@@ -333,6 +334,15 @@ func (s *Session) Write(addr uint64, p []byte) error {
 	return nil
 }
 
+// cleanupGrace is how long past the timeout the calls that undo a
+// session's work (fclose, munmap) may still start: they are quick, and
+// leaving a mapping behind in the process is worse than a late answer.
+const cleanupGrace = 2 * time.Second
+
+// WindDown marks the calls that follow as cleanup: they may start after
+// the timeout (up to cleanupGrace) or a cancelled context.
+func (s *Session) WindDown() { s.winding = true }
+
 // Call calls the function at fn with up to six integer or pointer
 // arguments (System V AMD64) on the stopped thread and returns rax. name
 // is for messages and Calls.
@@ -343,7 +353,7 @@ func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint
 	if s.gone || s.closed {
 		return 0, fmt.Errorf("%w: %s not called: the session is over", ErrProcessGone, name)
 	}
-	if ctx.Err() != nil || time.Now().After(s.deadline) {
+	if !s.winding && (ctx.Err() != nil || time.Now().After(s.deadline)) || time.Now().After(s.deadline.Add(cleanupGrace)) {
 		return 0, fmt.Errorf("%w: %s not called: the %s timeout expired", ErrTimeout, name, s.opt.Timeout)
 	}
 	var (
@@ -366,7 +376,7 @@ func (s *Session) call(ctx context.Context, name string, fn uint64, args []uint6
 	regs.Rsp = sp
 	regs.Rip = fn
 	regs.Rax = 0
-	regs.Orig_rax = ^uint64(0) // not in a system call: nothing to restart
+	regs.Orig_rax = ^uint64(0)   // not in a system call: nothing to restart
 	regs.Eflags &^= 1<<10 | 1<<8 // DF (the ABI wants it clear), TF
 	for i, a := range args {
 		*[]*uint64{&regs.Rdi, &regs.Rsi, &regs.Rdx, &regs.Rcx, &regs.R8, &regs.R9}[i] = a
@@ -390,10 +400,14 @@ func (s *Session) call(ctx context.Context, name string, fn uint64, args []uint6
 		told        bool
 		next        time.Time
 	)
-	hard := s.deadline.Add(s.opt.CallGrace)
+	deadline := s.deadline
+	if s.winding {
+		deadline = deadline.Add(cleanupGrace)
+	}
+	hard := deadline.Add(s.opt.CallGrace)
 	give := func() bool {
 		now := time.Now()
-		return (now.After(s.deadline) || ctx.Err() != nil) && now.After(next)
+		return (now.After(deadline) || ctx.Err() != nil && !s.winding) && now.After(next)
 	}
 	for {
 		ws, ok, err := waitFor(s.tid, give)
