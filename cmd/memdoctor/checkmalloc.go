@@ -46,19 +46,27 @@ func mallocCandidates(s *sample.Scrape, n int) []mallocCandidate {
 }
 
 // inspectAllocators reads malloc_info from the n largest glibc processes
-// that do not run memdoctor's preload library (through gdb: each is paused
-// for milliseconds) and adds their allocator view to the scrape, so that
-// allocator_hoarding can judge them. Failures become notes.
+// that do not run memdoctor's preload library (by calling into each: one
+// thread held for about a millisecond) and adds their allocator view to
+// the scrape, so that allocator_hoarding can judge them. Failures become
+// notes.
 func inspectAllocators(ctx context.Context, s *sample.Scrape, n int, timeout time.Duration, progress io.Writer) []sample.Note {
 	var notes []sample.Note
 	for _, c := range mallocCandidates(s, n) {
-		_, _ = fmt.Fprintf(progress, "memdoctor: reading malloc_info of pid %d (%s) through gdb: it is paused briefly\n", c.pid, c.comm)
-		rep, err := malloc.Inspect(ctx, c.pid, malloc.Options{Timeout: timeout, Method: malloc.MethodGDB})
+		_, _ = fmt.Fprintf(progress, "memdoctor: reading malloc_info of pid %d (%s): one of its threads is held briefly\n", c.pid, c.comm)
+		rep, err := malloc.Inspect(ctx, c.pid, malloc.Options{Timeout: timeout, Method: malloc.MethodPtrace,
+			OnStuck: func(msg string) { _, _ = fmt.Fprintf(progress, "memdoctor: %s\n", msg) }})
 		if err != nil {
 			msg := err.Error()
 			fix := ""
-			if errors.Is(err, malloc.ErrNoGDB) {
-				fix = "install gdb (apt-get install gdb, dnf install gdb)"
+			switch {
+			case errors.Is(err, malloc.ErrCanary):
+				fix = "read it without calling into the process: run it under the preload library (memdoctor preload)"
+				notes = append(notes, sample.Note{Source: "malloc_info pid " + strconv.Itoa(c.pid),
+					Message: "allocator state not read: " + msg, Hides: "allocator_hoarding for " + c.comm, Fix: fix})
+				return notes // nothing else is touched
+			case errors.Is(err, malloc.ErrPtraceDenied):
+				fix = "run memdoctor as root (CAP_SYS_PTRACE)"
 			}
 			notes = append(notes, sample.Note{Source: "malloc_info pid " + strconv.Itoa(c.pid),
 				Message: "allocator state not read: " + msg, Hides: "allocator_hoarding for " + c.comm, Fix: fix})

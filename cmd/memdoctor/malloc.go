@@ -26,21 +26,24 @@ type mallocFlags struct {
 
 func (f *mallocFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print JSON (a stable interface)")
-	cmd.Flags().DurationVar(&f.timeout, "timeout", 10*time.Second, "give gdb this long; it is killed between calls after it, never during one")
-	cmd.Flags().StringVar(&f.method, "method", "auto", "how to reach the allocator: auto (the preload library if the process runs it, else gdb), gdb, or preload (never pauses)")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 10*time.Second, "bound on the work in the process: no call starts after it, a call waiting on a lock is undone")
+	cmd.Flags().StringVar(&f.method, "method", "auto", "how to reach the allocator: auto (the preload library if the process runs it, else ptrace), ptrace (call into the process), or preload (never pauses)")
 }
 
-func (f *mallocFlags) options() (malloc.Options, error) {
+func (f *mallocFlags) options(stderr io.Writer) (malloc.Options, error) {
 	m := malloc.Method(f.method)
 	switch m {
-	case malloc.MethodAuto, malloc.MethodGDB, malloc.MethodPreload:
+	case malloc.MethodAuto, malloc.MethodPtrace, malloc.MethodPreload:
+	case "gdb":
+		mallocWarn(stderr, "memdoctor: --method gdb is now --method ptrace: memdoctor calls into the process itself, gdb is not used\n")
+		m = malloc.MethodPtrace
 	default:
-		return malloc.Options{}, fmt.Errorf("--method %q: want auto, gdb or preload", f.method)
+		return malloc.Options{}, fmt.Errorf("--method %q: want auto, ptrace or preload", f.method)
 	}
 	if f.timeout <= 0 {
 		return malloc.Options{}, fmt.Errorf("--timeout %s: want more than 0", f.timeout)
 	}
-	return malloc.Options{Timeout: f.timeout, Method: m}, nil
+	return malloc.Options{Timeout: f.timeout, Method: m, OnStuck: func(msg string) { mallocWarn(stderr, "memdoctor: %s\n", msg) }}, nil
 }
 
 // mallocPID reads the PID argument.
@@ -52,8 +55,9 @@ func mallocPID(s string) (int, error) {
 	return pid, nil
 }
 
-// mallocContext returns a context that Ctrl-C and SIGTERM cancel: gdb then
-// stops at the next safe point instead of memdoctor dying in the middle.
+// mallocContext returns a context that Ctrl-C and SIGTERM cancel: the work
+// in the process then stops at the next safe point (between calls) instead
+// of memdoctor dying in the middle of one.
 func mallocContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
@@ -71,10 +75,14 @@ memory from the kernel, its free chunks, the largest one, what is in use,
 and "retained": the free memory in whole pages that malloc_trim(0) can hand
 back to the kernel.
 
-It calls malloc_info(0) in the process through gdb, which stops the process
-for milliseconds (the pause is measured and printed; the process is never
-left stopped). A process running memdoctor's preload library with
-MEMDOCTOR_STATS=PATH is asked through the library instead, without a pause.
+It calls malloc_info(0) inside the process itself (ptrace; no gdb, no debug
+symbols): one thread, blocked in a system call the allocator never makes, is
+held for about a millisecond while the other threads keep running (the hold
+is measured and printed; the process is never left stopped). Before the
+first call memdoctor tries the same on a throwaway child of its own and
+refuses to go on if that child does not come out intact. A process running
+memdoctor's preload library with MEMDOCTOR_STATS=PATH is asked through the
+library instead, without any hold.
 
 Only root may inspect another user's process; PID 1 is refused.`,
 		Example: `  memdoctor malloc 4242
@@ -87,13 +95,13 @@ Only root may inspect another user's process; PID 1 is refused.`,
 			if err != nil {
 				return err
 			}
-			opt, err := f.options()
+			stderr := cmd.ErrOrStderr()
+			opt, err := f.options(stderr)
 			if err != nil {
 				return err
 			}
-			stderr := cmd.ErrOrStderr()
 			if malloc.WillPause(pid, opt) {
-				mallocWarn(stderr, "memdoctor: stopping pid %d briefly (gdb calls malloc_info in it; usually tens of milliseconds)\n", pid)
+				mallocWarn(stderr, "memdoctor: holding one thread of pid %d briefly to call malloc_info in it (about a millisecond)\n", pid)
 			}
 			ctx, stop := mallocContext()
 			defer stop()
@@ -129,14 +137,10 @@ func mallocWarn(w io.Writer, format string, a ...any) {
 	_, _ = fmt.Fprintf(w, format, a...)
 }
 
-// pauseLine says how long gdb held the process.
+// pauseLine says how long memdoctor held a thread of the process.
 func pauseLine(pid int, p *malloc.Pause) string {
-	s := fmt.Sprintf("pid %d was stopped %.1f ms (attached %.1f ms; its threads ran during the %.1f ms of %d calls on thread %d, %s)",
-		pid, p.StoppedMs, p.AttachedMs, p.CallsMs, len(p.Calls), p.Thread, p.Why)
-	if p.Resumed {
-		s += "; it was found stopped afterwards and sent SIGCONT"
-	}
-	return s
+	return fmt.Sprintf("thread %d of pid %d was held %.1f ms (%.1f ms of it in %d calls; %s); its other %d threads ran throughout",
+		p.Thread, pid, p.AttachedMs, p.CallsMs, len(p.Calls), p.Why, max(p.Threads-1, 0))
 }
 
 func mallocText(w io.Writer, r *malloc.Report) error {
@@ -175,7 +179,7 @@ func mallocText(w io.Writer, r *malloc.Report) error {
 		p.f("mallinfo2: arena %d, uordblks %d, fordblks %d, hblkhd %d, keepcost %d\n", m.Arena, m.Uordblks, m.Fordblks, m.Hblkhd, m.Keepcost)
 	}
 	if pp := r.Pause; pp != nil {
-		p.f("pause: stopped %.1f ms (attached %.1f ms, calls %.1f ms, %d threads)\n", pp.StoppedMs, pp.AttachedMs, pp.CallsMs, pp.Threads)
+		p.f("hold: thread %d held %.1f ms (calls %.1f ms); %d threads in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, pp.Threads)
 	}
 	if r.PreloadMs > 0 {
 		p.f("asked the preload library: answered in %.0f ms, no pause\n", r.PreloadMs)

@@ -24,18 +24,20 @@ func newTrimCmd() *cobra.Command {
 and returns the whole pages inside its free chunks to the kernel, which is
 what calling it from gdb did in incident 5 (RSS fell at once, no leak).
 
-Without --apply nothing is changed: trim shows the expected gain and the exact
-gdb commands --apply would run. The estimate needs malloc_info, which pauses
-the process for milliseconds through gdb, unless the process runs memdoctor's
-preload library (then it is asked, no pause). --no-pause reads /proc only:
-without the allocator's state it can give only an upper bound, the resident
-memory of the malloc heaps.
+Without --apply nothing is changed: trim shows the expected gain and the steps
+--apply takes. The estimate needs malloc_info, which memdoctor calls inside
+the process (one thread held for about a millisecond, the others running),
+unless the process runs memdoctor's preload library (then it is asked, no
+hold). --no-pause reads /proc only: without the allocator's state it can give
+only an upper bound, the resident memory of the malloc heaps.
 
-With --apply the RSS is measured before and after, and the process is paused
-for the attach plus the trim itself (its other threads run during the trim;
-malloc_trim takes about 1 s per 30 GB it gives back). A process running the
-preload library trims itself, without a pause. PID 1 and other users'
-processes (unless root) are refused; gdb always detaches and the process is
+With --apply the RSS is measured before and after. One thread is held for the
+trim itself plus about a millisecond (malloc_trim takes about 1 s per 30 GB it
+gives back); the other threads keep running. No gdb is needed: memdoctor
+saves the thread's registers, its whole vector state and its signal mask,
+calls malloc_trim(0) from the process' own libc, and restores them exactly.
+A process running the preload library trims itself, without a hold. PID 1
+and other users' processes (unless root) are refused, and the process is
 never left stopped.`,
 		Example: `  memdoctor trim 4242                 # expected gain, and what --apply runs
   memdoctor trim 4242 --no-pause      # upper bound from /proc only
@@ -47,20 +49,20 @@ never left stopped.`,
 			if err != nil {
 				return err
 			}
-			opt, err := f.options()
+			stderr, out := cmd.ErrOrStderr(), cmd.OutOrStdout()
+			opt, err := f.options(stderr)
 			if err != nil {
 				return err
 			}
 			if apply && noPause {
-				return fmt.Errorf("--no-pause is for the dry run: --apply through gdb pauses the process (a process running the preload library is never paused)")
+				return fmt.Errorf("--no-pause is for the dry run: --apply holds one thread of the process for the trim (a process running the preload library is never held)")
 			}
-			stderr, out := cmd.ErrOrStderr(), cmd.OutOrStdout()
 			ctx, stop := mallocContext()
 			defer stop()
 			paused := malloc.WillPause(pid, opt)
 			if !apply {
 				if paused && !noPause {
-					mallocWarn(stderr, "memdoctor: stopping pid %d briefly to read malloc_info through gdb for the estimate (--no-pause to read /proc only)\n", pid)
+					mallocWarn(stderr, "memdoctor: holding one thread of pid %d briefly to read malloc_info for the estimate (--no-pause to read /proc only)\n", pid)
 				}
 				est, err := malloc.Estimate(ctx, pid, opt, noPause)
 				if est != nil && est.Report != nil && est.Report.Pause != nil {
@@ -75,7 +77,7 @@ never left stopped.`,
 				return estimateText(out, est)
 			}
 			if paused {
-				mallocWarn(stderr, "memdoctor: stopping pid %d to call malloc_trim(0) in it through gdb\n", pid)
+				mallocWarn(stderr, "memdoctor: holding one thread of pid %d to call malloc_trim(0) in it\n", pid)
 			}
 			res, err := malloc.Trim(ctx, pid, opt)
 			if res != nil && res.Pause != nil {
@@ -108,7 +110,7 @@ func estimateText(w io.Writer, e *malloc.TrimEstimate) error {
 	p.f("dry run, nothing changed: pid %d (%s)\n", e.PID, e.Comm)
 	switch {
 	case e.ExpectedGainBytes != nil:
-		how := "read through gdb, which paused the process"
+		how := "called in the process, one thread held briefly"
 		if e.Source == "preload" {
 			how = "asked the preload library, no pause"
 		}
@@ -118,18 +120,13 @@ func estimateText(w io.Writer, e *malloc.TrimEstimate) error {
 		p.f("gain at most %s: the resident memory of its malloc heaps (RssAnon %s)\n", hb(*e.UpperBoundBytes), hb(e.Process.RssAnon))
 		p.f("  without pausing the process its free and used heap memory cannot be told apart; run without --no-pause for the estimate\n")
 	}
-	if e.Command != nil {
-		p.f("\n--apply runs gdb:\n  %s\n", mallocShellJoin(e.Command))
-		p.f("and gives it, one at a time (gdb/MI):\n")
-	} else {
+	if e.Source == "preload" {
 		p.f("\n--apply asks the preload library:\n")
+	} else {
+		p.f("\n--apply calls malloc_trim(0) inside the process:\n")
 	}
-	for _, s := range e.Steps {
-		p.f("  %s\n", s)
-	}
-	if e.Command != nil {
-		p.f("by hand, the same call is: %s\n", e.Equivalent)
-		p.f("  (memdoctor also picks a thread blocked outside the allocator, restores errno, and never leaves the process stopped)\n")
+	for i, s := range e.Steps {
+		p.f("  %d. %s\n", i+1, s)
 	}
 	for _, n := range e.Notes {
 		p.f("note: %s\n", n)
@@ -141,7 +138,10 @@ func estimateText(w io.Writer, e *malloc.TrimEstimate) error {
 func trimText(w io.Writer, r *malloc.TrimResult) error {
 	hb := diagnose.HumanBytes
 	p := &mallocWriter{w: w}
-	how := fmt.Sprintf("through gdb, process stopped %.1f ms", r.PausedMs)
+	how := "called in the process"
+	if r.Pause != nil {
+		how = fmt.Sprintf("called in the process, thread %d held %.1f ms", r.Pause.Thread, r.Pause.AttachedMs)
+	}
 	if r.Source == "preload" {
 		how = "by its preload library, no pause"
 	}

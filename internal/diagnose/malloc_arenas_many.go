@@ -65,12 +65,12 @@ func (mallocArenasMany) Eval(in *Input) []Finding {
 		}
 		pid := fmt.Sprint(p.PID)
 		f.Remedies = []Remedy{
-			{Title: "prove it: ask the allocator how much of the heap is free (pauses the process for a moment)",
-				Commands: []string{"gdb -p " + pid + " -batch -ex 'call (int) malloc_info(0, stderr)' 2>&1 | grep -E '<total|<system'"},
-				Risk:     "stops the process while gdb is attached (milliseconds to seconds for huge heaps)"},
-			{Title: "give freed memory back now (measure RSS before and after)",
-				Commands: []string{"grep VmRSS /proc/" + pid + "/status", "gdb -p " + pid + " -batch -ex 'call (int) malloc_trim(0)'", "grep VmRSS /proc/" + pid + "/status"},
-				Risk:     "stops the process during the trim (proportional to memory freed: 0.2 s for 4 GB in incident 5)"},
+			{Title: "prove it: ask the allocator how much of the heap is free",
+				Commands: []string{"memdoctor malloc " + pid},
+				Risk:     "holds one thread of the process for about a millisecond (more for huge heaps); the other threads run"},
+			{Title: "give freed memory back now: see the expected gain, then trim (RSS is measured before and after)",
+				Commands: []string{"memdoctor trim " + pid, "memdoctor trim " + pid + " --apply"},
+				Risk:     "holds one thread during the trim (proportional to memory freed: 0.2 s for 4 GB in incident 5); the other threads run"},
 			{Title: "cap the arenas at the next restart",
 				Commands: []string{"GLIBC_TUNABLES=glibc.malloc.arena_max=4 <command>   # or MALLOC_ARENA_MAX=4"},
 				Risk:     "more lock contention between threads in malloc; measure throughput; did not help in incident 5"},

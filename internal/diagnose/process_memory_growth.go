@@ -159,9 +159,9 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *Finding {
 	}
 	fd.Remedies = []Remedy{
 		{Title: "compare the in-use heap with RSS (glibc: malloc_info; runtimes: their heap metrics)",
-			Commands: []string{"gdb -p " + sg.pid + " -batch -ex 'call (int) malloc_info(0, stderr)' 2>&1 | grep -E '<total|<system'",
+			Commands: []string{"memdoctor malloc " + sg.pid,
 				"grep -E 'VmRSS|RssAnon' /proc/" + sg.pid + "/status"},
-			Risk: "gdb stops the process for a moment"},
+			Risk: "memdoctor malloc holds one thread of the process for about a millisecond (none if it runs the preload library)"},
 		{Title: "if free memory is retained (in-use flat, RSS growing): trim it (malloc_trim) or cap arenas; if in-use grows: profile the leak",
 			Risk: "see the malloc_arenas_many remedies for the trade-offs"},
 	}

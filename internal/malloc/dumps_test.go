@@ -20,7 +20,7 @@ func TestSaveDumps(t *testing.T) {
 	if !*saveDumps {
 		t.Skip("only with -save-dumps")
 	}
-	requireGDB(t)
+	requirePtrace(t)
 	for _, c := range []struct {
 		name string
 		env  []string
@@ -32,7 +32,7 @@ func TestSaveDumps(t *testing.T) {
 		{"hoard-64x1", nil, []string{"hoard", "64", "1"}},
 	} {
 		w := startWorkload(t, false, c.env, c.args...)
-		rep, err := Inspect(context.Background(), w.pid, Options{Method: MethodGDB})
+		rep, err := Inspect(context.Background(), w.pid, Options{Method: MethodPtrace})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,7 @@
 // Package malloc reads the state of glibc's malloc (ptmalloc2) inside a
 // running process: its arenas, their free chunks, and how much of that free
 // memory malloc_trim(0) could give back to the kernel. It calls malloc_info
-// and malloc_trim in the process through gdb (pausing it briefly), or reads
+// and malloc_trim in the process (holding one thread briefly), or reads
 // the dumps of memdoctor's preload library without pausing it.
 package malloc
 

@@ -2,40 +2,34 @@ package malloc
 
 // Inspect: malloc_info of a running process.
 //
-// Through gdb the output never touches the process' file system: the
-// process writes malloc_info into memory it maps for the purpose and
-// memdoctor reads that memory, then unmaps it:
+// The output never touches the process' file system: the process writes
+// malloc_info into memory mapped for the purpose, memdoctor reads that
+// memory, then unmaps it:
 //
 //	buf = mmap(0, N, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE, -1, 0)
-//	"w" written at buf                       (gdb writes memory: no call)
+//	"w" written at buf                       (through /proc/PID/mem: no call)
 //	fp  = fmemopen(buf+4096, N-4096, buf)    (a small malloc for the FILE)
 //	malloc_info(0, fp)
-//	mallinfo2() into buf+64                  (x86-64, glibc 2.33+; see below)
+//	mallinfo2() into buf+64                  (glibc 2.33+; see below)
 //	len = ftell(fp); fclose(fp)
-//	read buf+4096 .. +len through /proc/PID/mem (while still stopped)
+//	read buf+4096 .. +len through /proc/PID/mem (the thread still held)
 //	munmap(buf, N)
 //
 // This avoids every problem of a file: a mount namespace or a private /tmp,
 // a read-only root, a user who cannot write there, files left behind, and a
 // malloc'd output buffer (open_memstream) whose growth and free would move
 // glibc's dynamic mmap threshold. N is sized from the number of heaps in
-// the maps (at most ~10 KiB of XML per arena) and doubled on overflow.
+// the maps (at most ~10 KiB of XML per arena) and grown on overflow.
 //
-// mallinfo2 returns an 80-byte struct by value. Without debug information
-// gdb cannot name that type, but on x86-64 (System V ABI) such a function
-// takes the address to fill as a hidden first argument, so calling it as
-// void *(*)(void *) with buf+64 fills buf+64. Other architectures pass that
-// address in another register (x8 on AArch64): there mallinfo2 is not read,
-// and nothing is lost, since malloc_info carries every mallinfo2 figure but
-// keepcost (which it gives as the main arena's top chunk).
+// mallinfo2 returns an 80-byte struct by value: on x86-64 (System V ABI)
+// the caller passes the address to fill as a hidden first argument (rdi),
+// so calling it with buf+64 fills buf+64.
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"time"
 )
 
@@ -45,30 +39,31 @@ type Method string
 // Methods.
 const (
 	// MethodAuto reads the preload library's dump when the process runs
-	// it with MEMDOCTOR_STATS set, gdb otherwise.
+	// it with MEMDOCTOR_STATS set, calls into the process otherwise.
 	MethodAuto Method = "auto"
-	// MethodGDB always attaches gdb (pausing the process).
-	MethodGDB Method = "gdb"
+	// MethodPtrace always calls into the process (holding one thread for
+	// milliseconds).
+	MethodPtrace Method = "ptrace"
 	// MethodPreload only asks the preload library, never pauses.
 	MethodPreload Method = "preload"
 )
 
 // Options tune Inspect, Trim and Estimate.
 type Options struct {
-	// Timeout bounds gdb's work (default 10 s). When it expires between
-	// calls, gdb is killed; during a call, see CallGrace.
+	// Timeout bounds the work in the process (default 10 s): no call
+	// starts after it; a call waiting on a lock is undone.
 	Timeout time.Duration
-	// CallGrace is how much longer a call that is busy (not waiting on a
-	// lock) may run past Timeout before memdoctor gives up waiting and
-	// leaves gdb to finish it and detach (default 2 min).
+	// CallGrace: a call that is busy (not waiting on a lock) and still
+	// runs this long past Timeout makes OnStuck be told; it is still
+	// waited for (default 2 min).
 	CallGrace time.Duration
-	// Method selects gdb or the preload library (default auto).
+	// OnStuck receives a sentence for the operator (may be nil).
+	OnStuck func(string)
+	// Method selects the preload library or a call (default auto).
 	Method Method
 	// PreloadWait bounds the wait for the preload library's dump
 	// (default 5 s; the library looks for requests every second).
 	PreloadWait time.Duration
-	// GDB is the gdb binary (default "gdb" in PATH).
-	GDB string
 }
 
 func (o Options) withDefaults() Options {
@@ -107,7 +102,8 @@ type Report struct {
 	Comm string `json:"comm"`
 	// GlibcVersion is the version of the libc.so.6 the process has mapped.
 	GlibcVersion string `json:"glibc_version,omitempty"`
-	// Source is "gdb" or "preload".
+	// Source is "ptrace" (memdoctor called into the process) or
+	// "preload".
 	Source string `json:"source"`
 	// Info holds arenas and totals (flattened into the JSON object).
 	Info
@@ -115,7 +111,7 @@ type Report struct {
 	Mallinfo2 *Mallinfo2 `json:"mallinfo2,omitempty"`
 	// Process is the process' memory right after the inspection.
 	Process processMemory `json:"process"`
-	// Pause says how long gdb held the process (gdb only).
+	// Pause says how long memdoctor held one thread (ptrace only).
 	Pause *Pause `json:"pause,omitempty"`
 	// PreloadMs is how long the preload library took to answer.
 	PreloadMs float64 `json:"preload_ms,omitempty"`
@@ -127,7 +123,7 @@ type Report struct {
 
 // Inspect reads the malloc state of process pid: from memdoctor's preload
 // library when the process runs it with MEMDOCTOR_STATS set (no pause),
-// else by calling malloc_info in it through gdb (a pause of milliseconds,
+// else by calling malloc_info in it (one thread held for milliseconds,
 // reported in Report.Pause). The process is never left stopped.
 func Inspect(ctx context.Context, pid int, opt Options) (*Report, error) {
 	opt = opt.withDefaults()
@@ -154,12 +150,12 @@ func Inspect(ctx context.Context, pid int, opt Options) (*Report, error) {
 		if err := t.checkAttach(); err != nil {
 			return nil, err
 		}
-		info, xml, mi, pause, err := gdbInspect(ctx, t, opt)
+		info, xml, mi, pause, err := nativeInspect(ctx, t, opt)
 		rep.Pause = pause
 		if err != nil {
 			return rep, err
 		}
-		rep.Source, rep.Info, rep.XML, rep.Mallinfo2 = "gdb", *info, xml, mi
+		rep.Source, rep.Info, rep.XML, rep.Mallinfo2 = "ptrace", *info, xml, mi
 	}
 	if m, err := readMemory(pid, true); err == nil {
 		rep.Process = m
@@ -167,10 +163,10 @@ func Inspect(ctx context.Context, pid int, opt Options) (*Report, error) {
 	return rep, nil
 }
 
-// choosePreload decides between the preload library and gdb.
+// choosePreload decides between the preload library and a call.
 func choosePreload(t *target, opt Options) (use bool, note string, err error) {
 	switch opt.Method {
-	case MethodGDB:
+	case MethodPtrace:
 		return false, "", nil
 	case MethodPreload:
 		if !t.preloadLib {
@@ -182,10 +178,10 @@ func choosePreload(t *target, opt Options) (use bool, note string, err error) {
 		return true, "", nil
 	case MethodAuto:
 	default:
-		return false, "", fmt.Errorf("method %q: want auto, gdb or preload", opt.Method)
+		return false, "", fmt.Errorf("method %q: want auto, ptrace or preload", opt.Method)
 	}
 	if t.preloadLib && t.statsPath == "" {
-		return false, fmt.Sprintf("the process maps %s but has no %s=PATH in its environment, so its stats cannot be asked for: read through gdb", preloadName, statsVar), nil
+		return false, fmt.Sprintf("the process maps %s but has no %s=PATH in its environment, so its stats cannot be asked for: read by calling into it", preloadName, statsVar), nil
 	}
 	return t.preloadLib, "", nil
 }
@@ -215,15 +211,15 @@ func xmlBufferSize(t *target) int64 {
 	return (n + 4096 + page - 1) / page * page
 }
 
-// gdbInspect runs malloc_info (and mallinfo2) through gdb.
-func gdbInspect(ctx context.Context, t *target, opt Options) (*Info, []byte, *Mallinfo2, *Pause, error) {
+// nativeInspect runs malloc_info (and mallinfo2) in the process.
+func nativeInspect(ctx context.Context, t *target, opt Options) (*Info, []byte, *Mallinfo2, *Pause, error) {
 	var (
 		info *Info
 		xml  []byte
 		mi   *Mallinfo2
 	)
-	wantMI := t.elf64 && t.machine == emX8664 && t.glibcAtLeast(2, 33)
 	pause, err := withSession(ctx, t, opt, func(s *session) error {
+		_, wantMI := s.fn["mallinfo2"]
 		size := xmlBufferSize(t)
 		for attempt := 0; ; attempt++ {
 			data, m, full, err := s.mallocInfo(ctx, size, wantMI)
@@ -248,80 +244,85 @@ func gdbInspect(ctx context.Context, t *target, opt Options) (*Info, []byte, *Ma
 	return info, xml, mi, pause, nil
 }
 
+// errCall is a call that ran but failed inside the process.
+func errCall(pid int, format string, a ...any) error {
+	return fmt.Errorf("inside pid %d: "+format, append([]any{pid}, a...)...)
+}
+
 // mallocInfo makes the calls listed at the top of this file; full is true
 // when the XML filled the buffer.
 func (s *session) mallocInfo(ctx context.Context, size int64, wantMI bool) (data []byte, mi *Mallinfo2, full bool, err error) {
-	const mapFlags = 0x02 | 0x20 | 0x4000 // MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE
-	buf, err := s.call(ctx, "mmap", fmt.Sprintf("(void *) mmap((void *) 0, (unsigned long) %d, 3, %d, -1, (long) 0)", size, mapFlags))
+	const (
+		protRW   = 0x1 | 0x2
+		mapFlags = 0x02 | 0x20 | 0x4000 // MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE
+	)
+	buf, err := s.call(ctx, "mmap", 0, uint64(size), protRW, mapFlags, ^uint64(0), 0)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if buf == 0 || buf == ^uint64(0) {
-		return nil, nil, false, fmt.Errorf("%w: mmap of %d bytes failed inside pid %d (out of address space or memory)", ErrGDB, size, s.t.pid)
+	if buf == 0 || int64(buf) < 0 && int64(buf) > -4096 {
+		return nil, nil, false, errCall(s.t.pid, "mmap of %d bytes failed (out of address space or memory)", size)
 	}
 	defer func() {
-		if s.killed || s.left || s.inCall != "" {
-			return
-		}
-		s.windDown()
-		if _, uerr := s.call(ctx, "munmap", fmt.Sprintf("(int) munmap((void *) %#x, (unsigned long) %d)", buf, size)); uerr != nil && err == nil {
+		s.in.WindDown()
+		if _, uerr := s.call(ctx, "munmap", buf, uint64(size)); uerr != nil && err == nil {
 			err = uerr
 		}
 	}()
-	if _, err := s.do(ctx, fmt.Sprintf("-data-write-memory-bytes %#x 7700", buf)); err != nil { // "w\0"
+	if err := s.in.Write(buf, []byte("w\x00")); err != nil {
 		return nil, nil, false, err
 	}
 	out := buf + 4096
 	room := size - 4096
-	fp, err := s.call(ctx, "fmemopen", fmt.Sprintf("(void *) fmemopen((void *) %#x, (unsigned long) %d, (char *) %#x)", out, room, buf))
+	fp, err := s.call(ctx, "fmemopen", out, uint64(room), buf)
 	if err != nil {
 		return nil, nil, false, err
 	}
 	if fp == 0 {
-		return nil, nil, false, fmt.Errorf("%w: fmemopen failed inside pid %d", ErrGDB, s.t.pid)
+		return nil, nil, false, errCall(s.t.pid, "fmemopen failed")
 	}
 	closed := false
 	defer func() {
-		if !closed && !s.killed && !s.left && s.inCall == "" {
-			s.windDown()
-			_, _ = s.call(ctx, "fclose", fmt.Sprintf("(int) fclose((void *) %#x)", fp))
+		if !closed {
+			s.in.WindDown()
+			_, _ = s.call(ctx, "fclose", fp)
 		}
 	}()
-	rc, err := s.call(ctx, "malloc_info", fmt.Sprintf("(int) malloc_info(0, (void *) %#x)", fp))
+	rc, err := s.call(ctx, "malloc_info", 0, fp)
 	if err != nil {
 		return nil, nil, false, err
 	}
 	if int32(uint32(rc)) != 0 {
-		return nil, nil, false, fmt.Errorf("%w: malloc_info returned %d inside pid %d", ErrGDB, int32(uint32(rc)), s.t.pid)
+		return nil, nil, false, errCall(s.t.pid, "malloc_info returned %d", int32(uint32(rc)))
 	}
 	const miAt = 64
 	if wantMI {
-		if _, err := s.call(ctx, "mallinfo2", fmt.Sprintf("((void *(*)(void *)) mallinfo2)((void *) %#x)", buf+miAt)); err != nil {
+		if _, err := s.call(ctx, "mallinfo2", buf+miAt); err != nil {
 			return nil, nil, false, err
 		}
 	}
-	pos, err := s.call(ctx, "ftell", fmt.Sprintf("(long) ftell((void *) %#x)", fp))
+	pos, err := s.call(ctx, "ftell", fp)
 	if err != nil {
 		return nil, nil, false, err
 	}
 	closed = true
-	if _, err := s.call(ctx, "fclose", fmt.Sprintf("(int) fclose((void *) %#x)", fp)); err != nil {
+	if _, err := s.call(ctx, "fclose", fp); err != nil {
 		return nil, nil, false, err
 	}
 	n := int64(pos)
 	if n < 0 || n > room {
-		return nil, nil, false, fmt.Errorf("%w: ftell returned %d inside pid %d", ErrGDB, int64(pos), s.t.pid)
+		return nil, nil, false, errCall(s.t.pid, "ftell returned %d", int64(pos))
 	}
 	if n >= room-1 {
 		return nil, nil, true, nil
 	}
-	data, err = s.readMemory(ctx, out, n)
-	if err != nil {
+	data = make([]byte, n)
+	if err := s.in.Read(out, data); err != nil {
 		return nil, nil, false, err
 	}
 	if wantMI {
-		raw, err := s.readMemory(ctx, buf+miAt, 80)
-		if err != nil {
+		var raw [80]byte
+		if err := s.in.Read(buf+miAt, raw[:]); err != nil {
 			return nil, nil, false, err
 		}
 		var v [10]uint64
@@ -334,39 +335,7 @@ func (s *session) mallocInfo(ctx context.Context, size int64, wantMI bool) (data
 	return data, mi, false, nil
 }
 
-// readMemory reads the stopped process' memory through /proc/PID/mem, or
-// through gdb when that is not allowed.
-func (s *session) readMemory(ctx context.Context, addr uint64, n int64) ([]byte, error) {
-	out := make([]byte, n)
-	if f, err := os.Open(procPath(s.t.pid, "mem")); err == nil {
-		_, rerr := f.ReadAt(out, int64(addr))
-		_ = f.Close() // read-only
-		if rerr == nil {
-			return out, nil
-		}
-	}
-	rec, err := s.do(ctx, fmt.Sprintf("-data-read-memory-bytes %#x %d", addr, n))
-	if err != nil {
-		return nil, err
-	}
-	l, _ := rec.results["memory"].([]any)
-	out = out[:0]
-	for _, x := range l {
-		m, _ := x.(map[string]any)
-		c, _ := m["contents"].(string)
-		b, err := hex.DecodeString(c)
-		if err != nil {
-			return nil, fmt.Errorf("%w: reading memory: %w", ErrGDB, err)
-		}
-		out = append(out, b...)
-	}
-	if int64(len(out)) != n {
-		return nil, fmt.Errorf("%w: read %d of %d bytes at %#x", ErrGDB, len(out), n, addr)
-	}
-	return out, nil
-}
-
-// WillPause reports whether Inspect would stop the process (gdb) rather
+// WillPause reports whether Inspect would hold a thread of the process rather
 // than ask its preload library. It is false when Inspect would refuse.
 func WillPause(pid int, opt Options) bool {
 	opt = opt.withDefaults()

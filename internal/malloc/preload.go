@@ -61,7 +61,7 @@ func askPreload(ctx context.Context, t *target, opt Options, action string) (*pr
 	stats := t.hostPath(t.statsPath)
 	req := stats + ".request"
 	if _, err := os.Lstat(req); err == nil {
-		return nil, fmt.Errorf("%w: %s exists: another request is pending (or the library stopped taking requests); retry, or use --method gdb", ErrPreload, req)
+		return nil, fmt.Errorf("%w: %s exists: another request is pending (or the library stopped taking requests); retry, or use --method ptrace", ErrPreload, req)
 	}
 	id := fmt.Sprintf("md%d-%d", os.Getpid(), time.Now().UnixNano())
 	tmp := req + ".tmp-" + id
@@ -94,7 +94,7 @@ func askPreload(ctx context.Context, t *target, opt Options, action string) (*pr
 			if b, err := os.ReadFile(req); err == nil && bytes.Contains(b, []byte(id)) {
 				_ = os.Remove(req)
 			}
-			return nil, fmt.Errorf("%w within %s (the library looks for requests every second, and stops after an error it prints on the process' stderr as \"memdoctor-preload: ...\"); use --method gdb to go through gdb, which pauses the process",
+			return nil, fmt.Errorf("%w within %s (the library looks for requests every second, and stops after an error it prints on the process' stderr as \"memdoctor-preload: ...\"); use --method ptrace to call into the process instead (one thread held briefly)",
 				ErrPreload, opt.PreloadWait)
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -90,14 +90,14 @@ func TestPreloadNoPause(t *testing.T) {
 	}
 	checkRunning(t, w.pid)
 	w.do("more")
-	// Through gdb the same process gives the same picture.
-	requireGDB(t)
-	g, err := Inspect(ctx, w.pid, Options{Method: MethodGDB})
+	// Called into, the same process gives the same picture.
+	requirePtrace(t)
+	g, err := Inspect(ctx, w.pid, Options{Method: MethodPtrace})
 	skipIfPtraceDenied(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Source != "gdb" || g.Totals.ArenaCount != rep.Totals.ArenaCount {
-		t.Errorf("gdb: source %s, %d arenas", g.Source, g.Totals.ArenaCount)
+	if g.Source != "ptrace" || g.Totals.ArenaCount != rep.Totals.ArenaCount {
+		t.Errorf("ptrace: source %s, %d arenas", g.Source, g.Totals.ArenaCount)
 	}
 }

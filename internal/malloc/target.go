@@ -11,8 +11,7 @@ package malloc
 //	                   preload library, the malloc heaps
 //	/proc/PID/environ  MEMDOCTOR_STATS only, and only when the preload
 //	                   library is mapped; nothing else is kept or printed
-//	/proc/PID/exe      ELF class and machine: the calling convention
-//	                   for mallinfo2 and the syscall numbers
+//	/proc/PID/exe      ELF class and machine: only x86-64 is called into
 //	/proc/PID/task/TID/syscall  which thread is blocked outside the allocator
 
 import (
@@ -28,24 +27,25 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/memdoctor/memdoctor/internal/inject"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // Errors, to be classified with errors.Is. Every returned error wraps one
 // of them and says what to do.
 var (
-	ErrNoGDB        = errors.New("gdb not found")
 	ErrPID1         = errors.New("refusing PID 1")
-	ErrProcessGone  = errors.New("no such process")
+	ErrProcessGone  = inject.ErrProcessGone
 	ErrNotGlibc     = errors.New("not a glibc process")
 	ErrOtherUser    = errors.New("process of another user")
-	ErrPtraceDenied = errors.New("ptrace denied")
-	ErrStopped      = errors.New("process is stopped")
-	ErrTraced       = errors.New("process is already traced")
-	ErrTimeout      = errors.New("timed out")
-	ErrCallStuck    = errors.New("call inside the process did not return")
+	ErrPtraceDenied = inject.ErrPtraceDenied
+	ErrStopped      = inject.ErrStopped
+	ErrTraced       = inject.ErrTraced
+	ErrTimeout      = inject.ErrTimeout
+	ErrCallFaulted  = inject.ErrCallFaulted
+	ErrCanary       = inject.ErrCanary
+	ErrUnsupported  = inject.ErrUnsupported
 	ErrPreload      = errors.New("preload library did not answer")
-	ErrGDB          = errors.New("gdb failed")
 )
 
 // target is what /proc says about a process.
@@ -73,6 +73,8 @@ type target struct {
 
 	elf64   bool
 	machine uint16 // ELF e_machine: 62 x86-64, 183 aarch64
+
+	maps []procfs.Mapping
 }
 
 // preloadName is the file name of memdoctor's preload library.
@@ -148,12 +150,13 @@ func inspectTarget(pid int) (*target, error) {
 	if len(maps) == 0 {
 		return nil, fmt.Errorf("%w: pid %d (%s) has no memory mappings (a kernel thread)", ErrNotGlibc, pid, t.comm)
 	}
+	t.maps = maps
 	t.readMaps(maps)
 	if t.libcPath == "" {
 		if t.musl {
 			return nil, fmt.Errorf("%w: pid %d (%s) uses musl libc, which has no malloc_info or malloc_trim", ErrNotGlibc, pid, t.comm)
 		}
-		return nil, fmt.Errorf("%w: pid %d (%s) has no libc.so.6 in /proc/%d/maps: it is statically linked or uses another C library, so gdb cannot call glibc's malloc_info in it", ErrNotGlibc, pid, t.comm, pid)
+		return nil, fmt.Errorf("%w: pid %d (%s) has no libc.so.6 in /proc/%d/maps: it is statically linked or uses another C library, so it has no glibc malloc_info to call", ErrNotGlibc, pid, t.comm, pid)
 	}
 	t.readGlibc()
 	t.readELF()
@@ -169,7 +172,7 @@ func (t *target) checkAttach() error {
 		if t.tracer != 0 {
 			return fmt.Errorf("%w: pid %d is traced by pid %d (a debugger or strace): detach it first", ErrTraced, t.pid, t.tracer)
 		}
-		return fmt.Errorf("%w: pid %d is stopped (state %c): whoever stopped it expects it to stay stopped, and gdb would resume it; `kill -CONT %d` first", ErrStopped, t.pid, t.state, t.pid)
+		return fmt.Errorf("%w: pid %d is stopped (state %c): whoever stopped it expects it to stay stopped; `kill -CONT %d` first", ErrStopped, t.pid, t.state, t.pid)
 	}
 	if t.tracer != 0 {
 		return fmt.Errorf("%w: pid %d is traced by pid %d (a debugger or strace): detach it first", ErrTraced, t.pid, t.tracer)
@@ -377,7 +380,7 @@ func readThreads(pid int) ([]threadState, error) {
 	return out, nil
 }
 
-// chooseThread picks the thread gdb calls functions on. A thread stopped
+// chooseThread picks the thread the calls are made on. A thread stopped
 // inside malloc while it holds an arena lock would deadlock on that lock
 // in malloc_info or malloc_trim, so prefer, in order: a thread blocked in
 // a syscall malloc never makes (read, epoll_wait, nanosleep...), main

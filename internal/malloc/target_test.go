@@ -88,12 +88,3 @@ func TestGlibcAtLeast(t *testing.T) {
 		}
 	}
 }
-
-func TestLwpOf(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]int{"Thread 0x7f6b673b1740 (LWP 17911)": 17911, "LWP 5": 5, "process 12": 0} {
-		if got := lwpOf(in); got != want {
-			t.Errorf("lwpOf(%q) = %d", in, got)
-		}
-	}
-}

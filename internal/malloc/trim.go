@@ -11,7 +11,8 @@ package malloc
 // The estimate for a dry run, by what the user allows:
 //
 //	preload  the library's malloc_info dump: retained_bytes, no pause
-//	gdb      malloc_info through gdb: retained_bytes, a pause of milliseconds
+//	ptrace   malloc_info called in the process: retained_bytes, one thread
+//	         held for milliseconds
 //	smaps    --no-pause without the library: no allocator state at all, only
 //	         an upper bound, the resident anonymous memory of the malloc heaps
 //	         ([heap] and the 64 MiB-aligned arena heaps) in /proc/PID/smaps;
@@ -58,16 +59,16 @@ type TrimResult struct {
 	// read before attaching and after detaching.
 	PssAnon *Change `json:"pssAnon,omitempty"`
 	// Released is malloc_trim's return value: 1 when memory was released
-	// (gdb only).
+	// (ptrace only).
 	Released *int `json:"released,omitempty"`
 	PID      int  `json:"pid"`
-	// Source is "gdb" or "preload" (the library trimmed: no pause).
+	// Source is "ptrace" or "preload" (the library trimmed: no pause).
 	Source string `json:"source"`
 	// GlibcVersion is the version of the process' libc.so.6.
 	GlibcVersion string `json:"glibcVersion,omitempty"`
-	// PausedMs is how long the process' threads were held stopped.
+	// PausedMs is how long the calling thread was held outside calls.
 	PausedMs float64 `json:"pausedMs"`
-	// Pause details gdb's work.
+	// Pause details the hold.
 	Pause *Pause `json:"pause,omitempty"`
 	// Notes are facts worth knowing about the process.
 	Notes []string `json:"notes,omitempty"`
@@ -75,9 +76,9 @@ type TrimResult struct {
 
 // Trim calls malloc_trim(0) in process pid and measures RSS before and
 // after: through memdoctor's preload library when the process runs it with
-// MEMDOCTOR_STATS (no pause; Method auto or preload), else through gdb (a
-// pause of milliseconds plus the trim itself). The process is never left
-// stopped.
+// MEMDOCTOR_STATS (no pause; Method auto or preload), else by calling it in
+// one thread of the process (held for the trim plus about a millisecond;
+// the other threads run). The process is never left stopped.
 func Trim(ctx context.Context, pid int, opt Options) (*TrimResult, error) {
 	opt = opt.withDefaults()
 	t, err := inspectTarget(pid)
@@ -98,10 +99,10 @@ func Trim(ctx context.Context, pid int, opt Options) (*TrimResult, error) {
 	if err := t.checkAttach(); err != nil {
 		return nil, err
 	}
-	res.Source = "gdb"
+	res.Source = "ptrace"
 	// Pss_Anon walks the page tables (milliseconds per GB): read it
-	// before attaching and after detaching, not while the process is
-	// stopped. VMRSS and RssAnon are counters, read around the call.
+	// before attaching and after detaching, not while the thread is
+	// held. VMRSS and RssAnon are counters, read around the call.
 	pssBefore, _ := readMemory(pid, true)
 	var before, after processMemory
 	var rc uint64
@@ -110,7 +111,7 @@ func Trim(ctx context.Context, pid int, opt Options) (*TrimResult, error) {
 		if before, err = readMemory(pid, false); err != nil {
 			return err
 		}
-		rc, err = s.call(ctx, "malloc_trim", TrimExpr)
+		rc, err = s.call(ctx, "malloc_trim", 0)
 		if err != nil {
 			return err
 		}
@@ -175,33 +176,27 @@ func trimPreload(ctx context.Context, t *target, opt Options, res *TrimResult) e
 	return nil
 }
 
-// TrimExpr is the expression gdb evaluates in the process.
-const TrimExpr = "(int) malloc_trim((unsigned long) 0)"
-
 // TrimEstimate is a dry run of Trim.
 type TrimEstimate struct {
 	PID  int    `json:"pid"`
 	Comm string `json:"comm"`
-	// Source is "preload", "gdb" or "smaps" (see the package notes).
+	// Source is "preload", "ptrace" or "smaps" (see the package notes).
 	Source string `json:"source"`
-	// RetainedBytes is Totals.RetainedBytes of malloc_info (preload, gdb).
+	// RetainedBytes is Totals.RetainedBytes of malloc_info (preload,
+	// ptrace).
 	RetainedBytes *int64 `json:"retained_bytes,omitempty"`
-	// ExpectedGainBytes is min(RetainedBytes, RssAnon) (preload, gdb).
+	// ExpectedGainBytes is min(RetainedBytes, RssAnon) (preload, ptrace).
 	ExpectedGainBytes *int64 `json:"expected_gain_bytes,omitempty"`
 	// UpperBoundBytes is the resident memory of the malloc heaps (smaps):
 	// the gain is at most this.
 	UpperBoundBytes *int64 `json:"upper_bound_bytes,omitempty"`
 	// Process is the process' memory now.
 	Process processMemory `json:"process"`
-	// Report is the inspection the estimate came from (preload, gdb).
+	// Report is the inspection the estimate came from (preload, ptrace).
 	Report *Report `json:"report,omitempty"`
-	// Command is what --apply runs: gdb's command line and the commands
-	// it is given, in order.
-	Command []string `json:"command"`
-	Steps   []string `json:"steps"`
-	// Equivalent is the same by hand, for a person at a shell.
-	Equivalent string   `json:"equivalent"`
-	Notes      []string `json:"notes,omitempty"`
+	// Steps is what --apply does, in order.
+	Steps []string `json:"steps"`
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Estimate says what Trim would do and give, without trimming. With
@@ -212,18 +207,7 @@ func Estimate(ctx context.Context, pid int, opt Options, noPause bool) (*TrimEst
 	if err != nil {
 		return nil, err
 	}
-	gdb, gerr := gdbPath(opt)
-	if gerr != nil {
-		gdb = "gdb"
-	}
-	est := &TrimEstimate{PID: pid, Comm: t.comm, Notes: t.notes(),
-		Command:    gdbArgv(gdb, "$TMPDIR/memdoctor-gdb-XXXX"),
-		Steps:      TrimSteps(pid),
-		Equivalent: fmt.Sprintf("gdb -p %d -batch -ex 'call %s' -ex detach", pid, TrimExpr),
-	}
-	if gerr != nil {
-		est.Notes = append(est.Notes, gerr.Error())
-	}
+	est := &TrimEstimate{PID: pid, Comm: t.comm, Notes: t.notes(), Steps: TrimSteps(pid)}
 	if err := t.checkAttach(); err != nil {
 		est.Notes = append(est.Notes, "--apply will refuse: "+err.Error())
 	}
@@ -231,7 +215,6 @@ func Estimate(ctx context.Context, pid int, opt Options, noPause bool) (*TrimEst
 	switch {
 	case perr == nil && usePreload:
 		opt.Method = MethodPreload
-		est.Command = nil
 		est.Steps = []string{
 			fmt.Sprintf("write \"trim ID\" to %s.request (a temporary file renamed into place)", t.statsPath),
 			fmt.Sprintf("wait for the library's answer line in %s (it looks every second); it calls malloc_trim(0) itself: no pause", t.statsPath),
@@ -246,7 +229,7 @@ func Estimate(ctx context.Context, pid int, opt Options, noPause bool) (*TrimEst
 		est.Notes = append(est.Notes, "--no-pause: without pausing the process (or its preload library) malloc's free and used memory cannot be told apart; this is the resident memory of its malloc heaps, an upper bound of the gain")
 		return est, nil
 	default:
-		opt.Method = MethodGDB
+		opt.Method = MethodPtrace
 	}
 	rep, err := Inspect(ctx, pid, opt)
 	if err != nil {
@@ -259,18 +242,15 @@ func Estimate(ctx context.Context, pid int, opt Options, noPause bool) (*TrimEst
 	return est, nil
 }
 
-// TrimSteps are the gdb/MI commands Trim gives gdb, in order.
+// TrimSteps says what Trim does in the process, in order.
 func TrimSteps(pid int) []string {
 	return []string{
-		"-target-attach " + strconv.Itoa(pid),
-		`-interpreter-exec console "thread find LWP TID"     (TID: a thread blocked in a system call malloc never makes, if any)`,
-		"-thread-select N",
-		`-data-evaluate-expression "(int *) __errno_location()"`,
-		`-data-evaluate-expression "*(int *) ERRNO"     (saved)`,
-		`-data-evaluate-expression "` + TrimExpr + `"`,
-		`-data-evaluate-expression "*(int *) ERRNO = SAVED"`,
-		"-target-detach",
-		"-gdb-exit",
+		"once per run: try the same steps on a throwaway child of memdoctor's own, and stop if it does not come out intact",
+		fmt.Sprintf("find malloc_trim and __errno_location in pid %d's own libc.so.6 (its dynamic symbols)", pid),
+		fmt.Sprintf("choose one thread of pid %d blocked in a system call the allocator never makes; seize and stop only that thread (PTRACE_SEIZE, PTRACE_INTERRUPT): the others keep running", pid),
+		"save its registers, its whole extended (vector) state and its signal mask; hold signals pending during the calls",
+		"save errno; call malloc_trim(0) on that thread; write errno back",
+		"restore registers, extended state and signal mask exactly; detach: an interrupted system call is restarted by the kernel",
 	}
 }
 

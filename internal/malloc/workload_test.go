@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/inject"
 )
 
 var (
@@ -178,11 +180,11 @@ func checkRunning(t *testing.T, pid int) {
 	}
 }
 
-// requireGDB skips when gdb is missing or cannot attach here.
-func requireGDB(t *testing.T) {
+// requirePtrace skips where calling into processes cannot work here.
+func requirePtrace(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("gdb"); err != nil {
-		t.Skip("gdb not installed (apt-get install gdb)")
+	if !inject.Supported {
+		t.Skip("calling into processes is implemented for x86-64 only")
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
 		v := strings.TrimSpace(string(b))

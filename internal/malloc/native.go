@@ -1,0 +1,247 @@
+package malloc
+
+// Calling glibc's allocator functions inside a running process, natively
+// (internal/inject): no gdb, no debug symbols.
+//
+// One session:
+//
+//	canary     once per memdoctor process, the mechanism is tried on a child
+//	           of memdoctor's own; after a failure nothing else is touched
+//	resolve    malloc_info, malloc_trim, mallinfo2, mmap, munmap, fmemopen,
+//	           ftell, fclose and __errno_location from the process' own
+//	           libc.so.6 (dynamic symbols, default versions)
+//	thread     one thread is chosen (chooseThread: blocked in a system call
+//	           the allocator never makes, main thread first) and only it is
+//	           stopped; the other threads keep running, so a lock one of
+//	           them holds is released and the process goes on serving
+//	position   if the thread stopped inside the allocator (in user mode
+//	           inside libc, or in a system call malloc makes), it is let run
+//	           a little and stopped again, a few times
+//	errno      saved through __errno_location and written back: every call
+//	           may change it
+//	calls      the work (Inspect, Trim)
+//	restore    registers, extended state and signal mask as they were; the
+//	           interrupted system call is restarted by the kernel
+//
+// A call that outlives the timeout while waiting on a lock is interrupted
+// and undone (malloc_info, mallinfo2 and malloc_trim hold at most one arena
+// lock, and never while waiting for the next); a busy one (madvise in a big
+// trim) is waited for: interrupting it could leave a lock held.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/inject"
+)
+
+// Call is one function call made inside the process.
+type Call struct {
+	// Function is the function called.
+	Function string `json:"function"`
+	// Ms is the wall time of the call as memdoctor saw it.
+	Ms float64 `json:"ms"`
+}
+
+// Pause says how long memdoctor held one thread of the process.
+type Pause struct {
+	// StoppedMs is how long the thread was held stopped outside calls:
+	// attaching, between calls, restoring.
+	StoppedMs float64 `json:"stopped_ms"`
+	// AttachedMs is the wall time from the stop to the detach: how long
+	// the thread was not running its own code.
+	AttachedMs float64 `json:"attached_ms"`
+	// CallsMs is the time spent in calls.
+	CallsMs float64 `json:"calls_ms"`
+	// Calls lists every call.
+	Calls []Call `json:"calls"`
+	// Threads is the number of threads of the process; only Thread was
+	// stopped, the others ran throughout.
+	Threads int `json:"threads"`
+	// Thread is the thread (TID) the calls ran on, and Why says why it
+	// was chosen.
+	Thread int    `json:"thread"`
+	Why    string `json:"thread_choice"`
+}
+
+// session is one thread of one target, held through inject.
+type session struct {
+	t   *target
+	opt Options
+	in  *inject.Session
+	fn  map[string]uint64
+
+	errnoAddr  uint64
+	errnoVal   [4]byte
+	errnoSaved bool
+	pause      Pause
+	lastInside string
+}
+
+// sessionFuncs are the functions a session may call.
+var sessionFuncs = []string{"__errno_location", "mmap", "munmap", "fmemopen", "ftell", "fclose", "malloc_info", "malloc_trim"}
+
+// withSession holds one thread of the target, runs fn, and always puts the
+// thread back; it returns the pause (nil when no thread was stopped).
+func withSession(ctx context.Context, t *target, opt Options, fn func(*session) error) (*Pause, error) {
+	if !inject.Supported {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupported, "calling into a process is implemented for x86-64 only: use the preload library (memdoctor preload)")
+	}
+	if !t.elf64 || t.machine != emX8664 {
+		return nil, fmt.Errorf("%w: pid %d (%s) is not an x86-64 program", ErrUnsupported, t.pid, t.comm)
+	}
+	deadline := time.Now().Add(opt.Timeout)
+	if err := inject.Canary(); err != nil {
+		return nil, err
+	}
+	names := sessionFuncs
+	if t.glibcAtLeast(2, 33) {
+		names = append(names[:len(names):len(names)], "mallinfo2")
+	}
+	syms, err := inject.Resolve(t.pid, t.maps, names...)
+	if err != nil {
+		return nil, fmt.Errorf("pid %d (%s): %w", t.pid, t.comm, err)
+	}
+	if time.Now().After(deadline) || ctx.Err() != nil {
+		return nil, fmt.Errorf("%w: the %s timeout expired before attaching", ErrTimeout, opt.Timeout)
+	}
+	sc, known := t.syscalls()
+	ths, err := readThreads(t.pid)
+	if err != nil {
+		known = false
+	}
+	s := &session{t: t, opt: opt, fn: syms}
+	s.pause.Threads = len(ths)
+	tid, why := chooseThread(t.pid, ths, sc, known)
+	s.pause.Thread, s.pause.Why = tid, why
+	in, err := inject.Attach(t.pid, tid, inject.Options{Timeout: time.Until(deadline), CallGrace: opt.CallGrace, OnStuck: opt.OnStuck})
+	if err != nil {
+		if errors.Is(err, inject.ErrTimeout) {
+			err = fmt.Errorf("%w (while attaching)", err)
+		}
+		return nil, err
+	}
+	s.in = in
+	s.position()
+	err = s.saveErrno(ctx)
+	if err == nil {
+		err = fn(s)
+	}
+	s.in.WindDown()
+	if s.errnoSaved {
+		if werr := s.in.Write(s.errnoAddr, s.errnoVal[:]); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if derr := s.in.Detach(); derr != nil && err == nil {
+		err = derr
+	}
+	s.finishPause()
+	p := s.pause
+	if err != nil && errors.Is(err, inject.ErrTimeout) && strings.Contains(err.Error(), "not called") {
+		err = fmt.Errorf("%w (between calls)", err)
+	}
+	return &p, err
+}
+
+// position moves the thread out of the allocator when it stopped inside
+// it: in user mode within an allocator's code, or in a system call malloc
+// makes. A few short runs; after that the timeout guards the calls.
+func (s *session) position() {
+	sc, _ := s.t.syscalls()
+	for try := 0; try < 8; try++ {
+		st := s.in.Stop()
+		inside := ""
+		switch {
+		case st.Syscall >= 0 && contains(sc.malloc, st.Syscall):
+			inside = fmt.Sprintf("in system call %d, which malloc makes", st.Syscall)
+		case st.Syscall < 0 && s.t.inAllocator(st.PC):
+			inside = "in user mode inside the allocator's code"
+		}
+		if inside == "" {
+			if try > 0 {
+				s.pause.Why += fmt.Sprintf(" (stopped again %d times: it was %s)", try, s.lastInside)
+			}
+			return
+		}
+		s.lastInside = inside
+		if err := s.in.Reposition(time.Duration(1+try) * time.Millisecond); err != nil {
+			return
+		}
+	}
+	s.pause.Why += "; it stayed inside the allocator, so a call may wait for a lock that thread holds (the timeout then undoes it)"
+}
+
+func contains(l []int, n int) bool {
+	for _, x := range l {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+// saveErrno saves the thread's errno, which every call may change.
+func (s *session) saveErrno(ctx context.Context) error {
+	addr, err := s.call(ctx, "__errno_location")
+	if err != nil {
+		return err
+	}
+	if err := s.in.Read(addr, s.errnoVal[:]); err != nil {
+		return err
+	}
+	s.errnoAddr, s.errnoSaved = addr, true
+	return nil
+}
+
+// call calls one of the resolved functions.
+func (s *session) call(ctx context.Context, name string, args ...uint64) (uint64, error) {
+	addr, ok := s.fn[name]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s was not resolved in pid %d", inject.ErrNoSymbol, name, s.t.pid)
+	}
+	n := len(s.in.Calls)
+	v, err := s.in.Call(ctx, name, addr, args...)
+	if len(s.in.Calls) > n { // not when refused before it ran
+		c := s.in.Calls[n]
+		s.pause.Calls = append(s.pause.Calls, Call{Function: name, Ms: ms(c.Duration)})
+	}
+	return v, err
+}
+
+// finishPause computes the pause figures once the thread was let go.
+func (s *session) finishPause() {
+	s.pause.AttachedMs = ms(s.in.Held)
+	for _, c := range s.pause.Calls {
+		s.pause.CallsMs += c.Ms
+	}
+	s.pause.StoppedMs = max(0, s.pause.AttachedMs-s.pause.CallsMs)
+}
+
+// inAllocator reports whether pc lies in the code of libc or of another
+// allocator the process maps.
+func (t *target) inAllocator(pc uint64) bool {
+	for _, m := range t.maps {
+		if pc < m.Start || pc >= m.End || !strings.Contains(m.Perms, "x") {
+			continue
+		}
+		if inject.IsLibc(m.Path) {
+			return true
+		}
+		b := m.Path[strings.LastIndexByte(m.Path, '/')+1:]
+		for _, a := range []string{"libjemalloc", "libtcmalloc", "libmimalloc", preloadName} {
+			if strings.HasPrefix(b, a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// ptraceHint says why ptrace may be refused on this host.
+func ptraceHint() string { return inject.PtraceHint() }
