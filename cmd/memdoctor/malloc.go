@@ -64,8 +64,9 @@ func mallocContext() (context.Context, context.CancelFunc) {
 
 func newMallocCmd() *cobra.Command {
 	var (
-		f      mallocFlags
-		rawXML bool
+		f         mallocFlags
+		rawXML    bool
+		mallinfo2 bool
 	)
 	cmd := &cobra.Command{
 		Use:   "malloc PID",
@@ -100,6 +101,7 @@ Only root may inspect another user's process; PID 1 is refused.`,
 			if err != nil {
 				return err
 			}
+			opt.Mallinfo2 = mallinfo2
 			if malloc.WillPause(pid, opt) {
 				mallocWarn(stderr, "memdoctor: holding one thread of pid %d briefly to call malloc_info in it (about a millisecond)\n", pid)
 			}
@@ -127,6 +129,7 @@ Only root may inspect another user's process; PID 1 is refused.`,
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&rawXML, "xml", false, "print the malloc_info XML as the process wrote it")
+	cmd.Flags().BoolVar(&mallinfo2, "mallinfo2", false, "also call mallinfo2 (glibc 2.33+) as a cross-check; it walks the same free chunks, so the hold about doubles")
 	cmd.MarkFlagsMutuallyExclusive("json", "xml")
 	return cmd
 }

@@ -177,7 +177,7 @@ func TestMallocCommand(t *testing.T) {
 	w := startAllocWorkload(t, false, "hoard", "8", "64")
 	pid := fmt.Sprint(w.pid)
 
-	out, errOut, code := runMallocCLI(t, "malloc", pid)
+	out, errOut, code := runMallocCLI(t, "malloc", pid, "--mallinfo2")
 	skipDenied(t, errOut)
 	if code != 0 {
 		t.Fatalf("malloc exited %d: %s", code, errOut)

@@ -133,10 +133,14 @@ func classify(ws unix.WaitStatus) (stopKind, syscall.Signal) {
 
 // waitFor waits for a state change of tid until give() returns true
 // (checked between polls); ok is false when it gave up. Polling keeps the
-// wait bounded (wait4 cannot time out) while staying within tens of
-// microseconds of the stop: first yields, then sleeps growing to 1 ms.
+// wait bounded (wait4 cannot time out) and close to the stop: for the
+// first 2 ms it yields the CPU between polls (most calls end by then, and
+// Go's sleeps are far coarser than a call), then it sleeps, growing to
+// 1 ms.
 func waitFor(tid int, give func() bool) (ws unix.WaitStatus, ok bool, err error) {
-	sleep := 20 * time.Microsecond
+	const spin = 2 * time.Millisecond
+	start := time.Now()
+	sleep := 50 * time.Microsecond
 	for i := 0; ; i++ {
 		pid, err := unix.Wait4(tid, &ws, unix.WALL|unix.WNOHANG, nil)
 		switch {
@@ -150,7 +154,7 @@ func waitFor(tid int, give func() bool) (ws unix.WaitStatus, ok bool, err error)
 		if give() {
 			return ws, false, nil
 		}
-		if i < 64 {
+		if i < 64 || time.Since(start) < spin {
 			_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			continue
 		}

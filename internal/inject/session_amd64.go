@@ -71,15 +71,16 @@ type Session struct {
 	mem      *os.File
 	deadline time.Time
 
-	saved   unix.PtraceRegs
-	xstate  []byte
-	xnote   int
-	mask    uint64
-	maskSet bool // the call mask is in place
-	dirty   bool // registers changed: restore before detaching
-	gone    bool // the thread exited
-	closed  bool
-	winding bool // WindDown: cleanup calls may run a little past the deadline
+	saved    unix.PtraceRegs
+	xstate   []byte
+	xnote    int
+	mask     uint64
+	maskSet  bool // the call mask is in place
+	dirty    bool // registers changed: restore before detaching
+	gone     bool // the thread exited
+	closed   bool
+	winding  bool // WindDown: cleanup calls may run a little past the deadline
+	onTracer bool // inside Run: already on the tracer thread
 
 	deferred []syscall.Signal
 	stopped  time.Time
@@ -91,6 +92,65 @@ type Session struct {
 	Held time.Duration
 }
 
+// With attaches to thread tid of process pid, runs fn with the thread
+// stopped, and puts the thread back, all on the tracer thread: no hop
+// between threads while the thread is held. The returned Session (nil when
+// the attach failed) carries Calls and Held.
+func With(pid, tid int, opt Options, fn func(*Session) error) (*Session, error) {
+	opt = opt.withDefaults()
+	if err := preflight(pid, tid); err != nil {
+		return nil, err
+	}
+	mem, err := openMem(pid)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{pid: pid, tid: tid, opt: opt, ex: newExecutor(), mem: mem, deadline: time.Now().Add(opt.Timeout)}
+	var (
+		lose       bool
+		ferr, derr error
+		attached   bool
+	)
+	s.ex.run(func() {
+		if lose, err = s.attach(); err != nil {
+			return
+		}
+		attached = true
+		s.onTracer = true
+		ferr = fn(s)
+		s.onTracer = false
+		s.closed = true
+		lose, derr = s.detach()
+		s.Held = time.Since(s.stopped)
+	})
+	s.ex.stop(lose)
+	_ = mem.Close() // nothing buffered
+	if !attached {
+		return nil, err
+	}
+	for _, sig := range s.deferred {
+		_ = syscall.Kill(s.pid, sig)
+	}
+	if ferr != nil {
+		return s, ferr
+	}
+	return s, derr
+}
+
+func openMem(pid int) (*os.File, error) {
+	mem, err := memFile(pid)
+	if err != nil {
+		if os.IsNotExist(err) || errors.Is(err, syscall.ESRCH) {
+			return nil, fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+		}
+		if os.IsPermission(err) {
+			return nil, fmt.Errorf("%w: opening /proc/%d/mem: %s", ErrPtraceDenied, pid, PtraceHint())
+		}
+		return nil, err
+	}
+	return mem, nil
+}
+
 // Attach seizes thread tid of process pid and stops it. Only that thread
 // stops. It is refused when the thread is traced already, when the
 // process is in a job-control stop, or when the thread's state could not
@@ -100,14 +160,8 @@ func Attach(pid, tid int, opt Options) (*Session, error) {
 	if err := preflight(pid, tid); err != nil {
 		return nil, err
 	}
-	mem, err := memFile(pid)
+	mem, err := openMem(pid)
 	if err != nil {
-		if os.IsNotExist(err) || errors.Is(err, syscall.ESRCH) {
-			return nil, fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
-		}
-		if os.IsPermission(err) {
-			return nil, fmt.Errorf("%w: opening /proc/%d/mem: %s", ErrPtraceDenied, pid, PtraceHint())
-		}
 		return nil, err
 	}
 	s := &Session{pid: pid, tid: tid, opt: opt, ex: newExecutor(), mem: mem, deadline: time.Now().Add(opt.Timeout)}
@@ -258,6 +312,26 @@ func setRegset(tid, note int, buf []byte) error {
 	return err
 }
 
+// Run runs fn on the tracer thread, so that the calls fn makes skip the
+// hop between threads (tens of microseconds each, while the thread is
+// held). fn must not call Detach; a Session is used by one goroutine.
+func (s *Session) Run(fn func()) {
+	s.exec(func() {
+		s.onTracer = true
+		defer func() { s.onTracer = false }()
+		fn()
+	})
+}
+
+// exec runs f on the tracer thread.
+func (s *Session) exec(f func()) {
+	if s.onTracer {
+		f()
+		return
+	}
+	s.ex.run(f)
+}
+
 // Stop says where the thread was stopped (its saved state).
 func (s *Session) Stop() Stop {
 	st := Stop{PC: s.saved.Rip, SP: s.saved.Rsp, Syscall: -1}
@@ -277,7 +351,7 @@ func (s *Session) Reposition(d time.Duration) error {
 		return fmt.Errorf("reposition after a call")
 	}
 	var err error
-	s.ex.run(func() {
+	s.exec(func() {
 		if err = unix.PtraceCont(s.tid, 0); err != nil {
 			err = ptraceError("resuming", s.pid, s.tid, err)
 			return
@@ -361,7 +435,7 @@ func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint
 		err error
 	)
 	start := time.Now()
-	s.ex.run(func() { ret, err = s.call(ctx, name, fn, args) })
+	s.exec(func() { ret, err = s.call(ctx, name, fn, args) })
 	s.Calls = append(s.Calls, Call{Addr: fn, Name: name, Duration: time.Since(start)})
 	return ret, err
 }

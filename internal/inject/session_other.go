@@ -32,8 +32,16 @@ func unsupported() error {
 	return fmt.Errorf("%w: calling into a process is implemented for x86-64 only (this is %s)", ErrUnsupported, runtime.GOARCH)
 }
 
+// With is refused on this architecture.
+func With(pid, tid int, opt Options, fn func(*Session) error) (*Session, error) {
+	return nil, unsupported()
+}
+
 // Attach is refused on this architecture.
 func Attach(pid, tid int, opt Options) (*Session, error) { return nil, unsupported() }
+
+// Run runs fn.
+func (s *Session) Run(fn func()) { fn() }
 
 // Stop is the zero Stop.
 func (s *Session) Stop() Stop { return Stop{Syscall: -1} }

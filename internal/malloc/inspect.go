@@ -59,6 +59,10 @@ type Options struct {
 	CallGrace time.Duration
 	// OnStuck receives a sentence for the operator (may be nil).
 	OnStuck func(string)
+	// Mallinfo2 also calls mallinfo2 (glibc 2.33+) as a cross-check of
+	// malloc_info: it walks the same free chunks, and about doubles the
+	// hold.
+	Mallinfo2 bool
 	// Method selects the preload library or a call (default auto).
 	Method Method
 	// PreloadWait bounds the wait for the preload library's dump
@@ -107,7 +111,7 @@ type Report struct {
 	Source string `json:"source"`
 	// Info holds arenas and totals (flattened into the JSON object).
 	Info
-	// Mallinfo2 is read alongside malloc_info when possible.
+	// Mallinfo2 is read alongside malloc_info when asked (Options).
 	Mallinfo2 *Mallinfo2 `json:"mallinfo2,omitempty"`
 	// Process is the process' memory right after the inspection.
 	Process processMemory `json:"process"`
@@ -211,15 +215,16 @@ func xmlBufferSize(t *target) int64 {
 	return (n + 4096 + page - 1) / page * page
 }
 
-// nativeInspect runs malloc_info (and mallinfo2) in the process.
+// nativeInspect runs malloc_info (and, when asked, mallinfo2) in the
+// process. The XML is parsed after the thread is let go.
 func nativeInspect(ctx context.Context, t *target, opt Options) (*Info, []byte, *Mallinfo2, *Pause, error) {
 	var (
-		info *Info
-		xml  []byte
-		mi   *Mallinfo2
+		xml []byte
+		mi  *Mallinfo2
 	)
 	pause, err := withSession(ctx, t, opt, func(s *session) error {
 		_, wantMI := s.fn["mallinfo2"]
+		wantMI = wantMI && opt.Mallinfo2
 		size := xmlBufferSize(t)
 		for attempt := 0; ; attempt++ {
 			data, m, full, err := s.mallocInfo(ctx, size, wantMI)
@@ -230,16 +235,16 @@ func nativeInspect(ctx context.Context, t *target, opt Options) (*Info, []byte, 
 				size *= 8
 				continue
 			}
-			info, err = ParseInfo(bytes.NewReader(data))
-			if err != nil {
-				return fmt.Errorf("pid %d: %w", t.pid, err)
-			}
 			xml, mi = data, m
 			return nil
 		}
 	})
 	if err != nil {
 		return nil, nil, nil, pause, err
+	}
+	info, err := ParseInfo(bytes.NewReader(xml))
+	if err != nil {
+		return nil, nil, nil, pause, fmt.Errorf("pid %d: %w", t.pid, err)
 	}
 	return info, xml, mi, pause, nil
 }

@@ -117,28 +117,28 @@ func withSession(ctx context.Context, t *target, opt Options, fn func(*session) 
 	s.pause.Threads = len(ths)
 	tid, why := chooseThread(t.pid, ths, sc, known)
 	s.pause.Thread, s.pause.Why = tid, why
-	in, err := inject.Attach(t.pid, tid, inject.Options{Timeout: time.Until(deadline), CallGrace: opt.CallGrace, OnStuck: opt.OnStuck})
-	if err != nil {
+	in, err := inject.With(t.pid, tid, inject.Options{Timeout: time.Until(deadline), CallGrace: opt.CallGrace, OnStuck: opt.OnStuck}, func(in *inject.Session) error {
+		s.in = in
+		s.position()
+		err := s.saveErrno(ctx)
+		if err == nil {
+			err = fn(s)
+		}
+		s.in.WindDown()
+		if s.errnoSaved {
+			if werr := s.in.Write(s.errnoAddr, s.errnoVal[:]); werr != nil && err == nil {
+				err = werr
+			}
+		}
+		return err
+	})
+	if in == nil {
 		if errors.Is(err, inject.ErrTimeout) {
 			err = fmt.Errorf("%w (while attaching)", err)
 		}
 		return nil, err
 	}
 	s.in = in
-	s.position()
-	err = s.saveErrno(ctx)
-	if err == nil {
-		err = fn(s)
-	}
-	s.in.WindDown()
-	if s.errnoSaved {
-		if werr := s.in.Write(s.errnoAddr, s.errnoVal[:]); werr != nil && err == nil {
-			err = werr
-		}
-	}
-	if derr := s.in.Detach(); derr != nil && err == nil {
-		err = derr
-	}
 	s.finishPause()
 	p := s.pause
 	if err != nil && errors.Is(err, inject.ErrTimeout) && strings.Contains(err.Error(), "not called") {

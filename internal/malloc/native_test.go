@@ -38,7 +38,7 @@ func TestInspectAgreesWithMallinfo2(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w := startWorkload(t, false, nil, c.args...)
 			own := w.do("info") // the process' own mallinfo2, just before
-			rep, err := Inspect(context.Background(), w.pid, Options{})
+			rep, err := Inspect(context.Background(), w.pid, Options{Mallinfo2: true})
 			skipIfPtraceDenied(t, err)
 			if err != nil {
 				t.Fatal(err)

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 }
 
 // build compiles testdata/programs/alloc_workload.c once per variant.
-func build(t *testing.T, static bool) string {
+func build(t testing.TB, static bool) string {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("needs Linux")
@@ -85,7 +85,7 @@ type wstats struct {
 }
 
 type workload struct {
-	t     *testing.T
+	t     testing.TB
 	pid   int
 	in    io.WriteCloser
 	lines chan string
@@ -93,7 +93,7 @@ type workload struct {
 }
 
 // startWorkload starts alloc_workload ARGS... and waits for "ready".
-func startWorkload(t *testing.T, static bool, env []string, args ...string) *workload {
+func startWorkload(t testing.TB, static bool, env []string, args ...string) *workload {
 	t.Helper()
 	bin := build(t, static)
 	cmd := exec.Command(bin, args...)

@@ -1,0 +1,72 @@
+package malloc
+
+import (
+	"context"
+	"sort"
+	"testing"
+)
+
+// The hold of `memdoctor malloc PID` and `trim --apply` on the hoard
+// workload (8 threads × 64 MiB, 9 arenas): how long the calling thread was
+// held, attach to detach, over b.N inspections. Run with -benchtime=100x
+// for the figures of the README:
+//
+//	go test ./internal/malloc -run '^$' -bench Hold -benchtime=100x
+func BenchmarkHoldInspect(b *testing.B) {
+	w := startWorkload(b, false, nil, "hoard", "8", "64")
+	ctx := context.Background()
+	if _, err := Inspect(ctx, w.pid, Options{Method: MethodPtrace}); err != nil { // the canary runs once
+		b.Fatal(err)
+	}
+	var held, calls, malloc []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rep, err := Inspect(ctx, w.pid, Options{Method: MethodPtrace})
+		if err != nil {
+			b.Fatal(err)
+		}
+		held = append(held, rep.Pause.AttachedMs)
+		calls = append(calls, rep.Pause.CallsMs)
+		for _, c := range rep.Pause.Calls {
+			if c.Function == "malloc_info" {
+				malloc = append(malloc, c.Ms)
+			}
+		}
+	}
+	b.StopTimer()
+	report(b, "held", held)
+	report(b, "calls", calls)
+	report(b, "malloc_info", malloc)
+}
+
+// BenchmarkHoldTrim: the hold of trim --apply beyond malloc_trim itself.
+func BenchmarkHoldTrim(b *testing.B) {
+	w := startWorkload(b, false, nil, "hoard", "8", "64")
+	ctx := context.Background()
+	var extra, trim []float64
+	for i := 0; i < b.N; i++ {
+		if i%10 == 0 {
+			b.StopTimer()
+			w.do("more") // hoard again, so that some trims have work to do
+			b.StartTimer()
+		}
+		res, err := Trim(ctx, w.pid, Options{Method: MethodPtrace})
+		if err != nil {
+			b.Fatal(err)
+		}
+		extra = append(extra, res.Pause.AttachedMs-res.ElapsedMs)
+		trim = append(trim, res.ElapsedMs)
+	}
+	report(b, "held-minus-trim", extra)
+	report(b, "malloc_trim", trim)
+}
+
+func report(b *testing.B, name string, v []float64) {
+	if len(v) == 0 {
+		return
+	}
+	sort.Float64s(v)
+	b.ReportMetric(v[len(v)/2], name+"-median-ms")
+	b.ReportMetric(v[(len(v)*99)/100], name+"-p99-ms")
+	b.ReportMetric(v[len(v)-1], name+"-max-ms")
+}
