@@ -82,6 +82,9 @@ type wstats struct {
 	Keepcost int64 `json:"keepcost"`
 	RSSKB    int64 `json:"rss_kb"`
 	Ops      int64 `json:"ops"`
+	// Java's MallocTarget knows what it freed and kept.
+	Freed int64 `json:"freed"`
+	Kept  int64 `json:"kept"`
 }
 
 type workload struct {
@@ -98,6 +101,13 @@ func startWorkload(t testing.TB, static bool, env []string, args ...string) *wor
 	bin := build(t, static)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
+	return startCmd(t, cmd)
+}
+
+// startCmd starts a program that speaks the workload's line protocol
+// ("ready {JSON}" on stdout, commands on stdin) and waits for "ready".
+func startCmd(t testing.TB, cmd *exec.Cmd) *workload {
+	t.Helper()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := cmd.StdinPipe()
 	if err != nil {
