@@ -188,11 +188,35 @@ func ThreadSyscall(pid, tid int) (nr int, ok bool) {
 	return n, true
 }
 
-// errnoError turns a ptrace errno into an error that says what to do.
+// Exited reports whether thread tid of pid has exited or is exiting. An
+// exiting thread (the kernel refuses to trace it, EPERM) becomes a zombie
+// or vanishes within moments, so it is watched for up to wait.
+func Exited(pid, tid int, wait time.Duration) bool {
+	stat := filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid), "stat")
+	deadline := time.Now().Add(wait)
+	for {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+		}
+		// pid (comm) S ...: comm may hold blanks and parentheses.
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X') {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// ptraceError turns a ptrace errno into an error that says what to do.
 func ptraceError(op string, pid, tid int, err error) error {
 	switch {
 	case errors.Is(err, unix.ESRCH):
 		return fmt.Errorf("%w: thread %d of pid %d (%s: it exited)", ErrProcessGone, tid, pid, op)
+	case errors.Is(err, unix.EPERM) && Exited(pid, tid, 50*time.Millisecond):
+		return fmt.Errorf("%w: thread %d of pid %d (%s: it was exiting)", ErrProcessGone, tid, pid, op)
 	case errors.Is(err, unix.EPERM):
 		return fmt.Errorf("%w: %s thread %d of pid %d: %s", ErrPtraceDenied, op, tid, pid, PtraceHint())
 	}

@@ -85,8 +85,18 @@ type session struct {
 var sessionFuncs = []string{"__errno_location", "mmap", "munmap", "fmemopen", "ftell", "fclose", "malloc_info", "malloc_trim"}
 
 // withSession holds one thread of the target, runs fn, and always puts the
-// thread back; it returns the pause (nil when no thread was stopped).
+// thread back; it returns the pause (nil when no thread was stopped). A
+// failure of a process that exited meanwhile is reported as ErrProcessGone,
+// whatever step noticed it first.
 func withSession(ctx context.Context, t *target, opt Options, fn func(*session) error) (*Pause, error) {
+	p, err := holdAndCall(ctx, t, opt, fn)
+	if err != nil && !errors.Is(err, ErrProcessGone) && inject.Exited(t.pid, t.pid, 20*time.Millisecond) {
+		err = fmt.Errorf("%w: pid %d (%s) exited during the work (%v)", ErrProcessGone, t.pid, t.comm, err)
+	}
+	return p, err
+}
+
+func holdAndCall(ctx context.Context, t *target, opt Options, fn func(*session) error) (*Pause, error) {
 	if !inject.Supported {
 		return nil, fmt.Errorf("%w: %s", ErrUnsupported, "calling into a process is implemented for x86-64 only: use the preload library (memdoctor preload)")
 	}

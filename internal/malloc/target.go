@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/memdoctor/memdoctor/internal/inject"
 	"github.com/memdoctor/memdoctor/internal/procfs"
@@ -160,6 +161,9 @@ func inspectTarget(pid int) (*target, error) {
 	}
 	t.readGlibc()
 	t.readELF()
+	if !t.elf64 && inject.Exited(pid, pid, 20*time.Millisecond) {
+		return nil, fmt.Errorf("%w: pid %d (%s) exited", ErrProcessGone, pid, t.comm)
+	}
 	if t.preloadLib {
 		t.readStatsVar()
 	}
