@@ -81,7 +81,7 @@ func inspectAllocators(ctx context.Context, s *sample.Scrape, n int, timeout tim
 		s.AddMetric(sample.Metric{Name: "memdoctor_malloc_mmap_bytes", Labels: l, Value: float64(t.MmapBytes)})
 		s.AddMetric(sample.Metric{Name: "memdoctor_malloc_arenas", Labels: l, Value: float64(t.ArenaCount)})
 		if rep.Pause != nil {
-			s.AddMetric(sample.Metric{Name: "memdoctor_malloc_pause_seconds", Labels: l, Value: rep.Pause.StoppedMs / 1000})
+			s.AddMetric(sample.Metric{Name: "memdoctor_malloc_pause_seconds", Labels: l, Value: rep.Pause.AttachedMs / 1000})
 		}
 	}
 	return notes

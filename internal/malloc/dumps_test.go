@@ -4,7 +4,7 @@ package malloc
 //
 //	go test ./internal/malloc -run TestSaveDumps -save-dumps
 //
-// (root, gcc and gdb needed), then parsed by TestWorkloadDumps.
+// (root and gcc needed), then parsed by TestWorkloadDumps.
 
 import (
 	"context"

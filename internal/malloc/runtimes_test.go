@@ -123,4 +123,3 @@ func checkOwnMallinfo(t *testing.T, w *workload) {
 	}
 	checkRunning(t, w.pid)
 }
-
