@@ -63,6 +63,8 @@ type Options struct {
 	// malloc_info: it walks the same free chunks, and about doubles the
 	// hold.
 	Mallinfo2 bool
+	// thread forces the calling thread (tests: every kind of thread).
+	thread int
 	// Method selects the preload library or a call (default auto).
 	Method Method
 	// PreloadWait bounds the wait for the preload library's dump

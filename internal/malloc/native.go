@@ -126,10 +126,15 @@ func holdAndCall(ctx context.Context, t *target, opt Options, fn func(*session) 
 	s := &session{t: t, opt: opt, fn: syms}
 	s.pause.Threads = len(ths)
 	tid, why := chooseThread(t.pid, ths, sc, known)
+	if opt.thread != 0 {
+		tid, why = opt.thread, "chosen by the caller"
+	}
 	s.pause.Thread, s.pause.Why = tid, why
 	in, err := inject.With(t.pid, tid, inject.Options{Timeout: time.Until(deadline), CallGrace: opt.CallGrace, OnStuck: opt.OnStuck}, func(in *inject.Session) error {
 		s.in = in
-		s.position()
+		if opt.thread == 0 {
+			s.position()
+		}
 		err := s.saveErrno(ctx)
 		if err == nil {
 			err = fn(s)
