@@ -13,6 +13,7 @@ package collect
 //     num_cgroups counts the whole unified tree, dying included.
 
 import (
+	"fmt"
 	"path"
 	"sort"
 	"strings"
@@ -28,9 +29,13 @@ type cgroupMounts struct {
 
 func findCgroupMounts(c *ctx) (cgroupMounts, error) {
 	var m cgroupMounts
-	mounts, err := c.fs.Mountinfo()
+	mounts, skipped, err := c.fs.Mountinfo()
 	if err != nil {
 		return m, err
+	}
+	if len(skipped) > 0 {
+		c.note("proc/self/mountinfo", fmt.Sprintf("%d malformed line(s) skipped, the first: %v", len(skipped), skipped[0]),
+			"a cgroup hierarchy mounted on a skipped line", "")
 	}
 	for _, mt := range mounts {
 		rel := strings.TrimPrefix(path.Clean(mt.MountPoint), "/")

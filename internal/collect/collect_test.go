@@ -179,3 +179,55 @@ func TestCaptureRoundTrip(t *testing.T) {
 		t.Errorf("replayed capture differs from the live collection (-live +replay):\n%s", d)
 	}
 }
+
+// One malformed mountinfo line (an empty mount point, seen on real
+// kernels) must not drop the cgroup view: the same cgroup series as from the
+// clean file, and a note naming the skipped line.
+func TestMountinfoBadLineKeepsCgroups(t *testing.T) {
+	t.Parallel()
+	clean, err := collectDir(t, copyTree(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := copyTree(t)
+	p := filepath.Join(dir, "proc", "self", "mountinfo")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, append([]byte("36 35 98:0 /  rw,noatime - ext4 /dev/root rw\n"), b...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := collectDir(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range clean.Scrape.Metrics {
+		if !strings.HasPrefix(m.Name, "memdoctor_cgroup") && !strings.HasPrefix(m.Name, "node_cgroups") {
+			continue
+		}
+		n++
+		if v, ok := res.Scrape.Get(m.Name, labelPairs(m.Labels)...); !ok || v != m.Value {
+			t.Errorf("%s%v: %v, %v with the bad line; %v without", m.Name, m.Labels, v, ok, m.Value)
+		}
+	}
+	if n == 0 {
+		t.Fatal("the clean capture has no cgroup series: the test tests nothing")
+	}
+	found := false
+	for _, note := range res.Notes {
+		found = found || note.Source == "proc/self/mountinfo" && strings.Contains(note.Message, "1 malformed line(s) skipped") && strings.Contains(note.Message, "line 1")
+	}
+	if !found {
+		t.Errorf("no note about the skipped line: %+v", res.Notes)
+	}
+}
+
+func labelPairs(ls sample.Labels) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Name, l.Value)
+	}
+	return out
+}

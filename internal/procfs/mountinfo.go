@@ -16,30 +16,37 @@ package procfs
 
 import "strings"
 
-// Mountinfo reads proc/self/mountinfo.
-func (f FS) Mountinfo() ([]Mount, error) {
+// Mountinfo reads proc/self/mountinfo; see ParseMountinfo.
+func (f FS) Mountinfo() (mounts []Mount, skipped []*ParseError, err error) {
 	data, err := f.ReadFile("proc/self/mountinfo")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return ParseMountinfo(data)
 }
 
 const mountinfoFile = "proc/self/mountinfo"
 
-// ParseMountinfo parses a mountinfo file.
-func ParseMountinfo(data []byte) ([]Mount, error) {
+// ParseMountinfo parses a mountinfo file. A malformed line (seen on real
+// kernels: an empty mount point) is skipped and returned in skipped, one
+// *ParseError each, so one bad mount does not hide all the others; err is
+// set only when lines were there and none of them could be read.
+func ParseMountinfo(data []byte) (mounts []Mount, skipped []*ParseError, err error) {
 	s := string(data)
 	out := make([]Mount, 0, lineHint(s, 32))
 	for line, t := range lines(s) {
 		t = strings.TrimRight(t, "\r")
 		m, why := parseMount(t)
 		if why != "" {
-			return nil, perr(mountinfoFile, line, "%s: %s", quote(t), why)
+			skipped = append(skipped, perr(mountinfoFile, line, "%s: %s", quote(t), why).(*ParseError))
+			continue
 		}
 		out = append(out, m)
 	}
-	return out, nil
+	if len(out) == 0 && len(skipped) > 0 {
+		return nil, skipped, skipped[0]
+	}
+	return out, skipped, nil
 }
 
 func parseMount(t string) (Mount, string) {
