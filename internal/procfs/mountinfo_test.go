@@ -58,8 +58,8 @@ func TestParseMountinfoErrors(t *testing.T) {
 	const ok = "22 27 0:21 / /proc rw,relatime - proc proc rw\n"
 	for _, bad := range []string{
 		"36 35 98:0 /  rw,noatime - ext4 /dev/root rw", // empty mount point (seen on real kernels)
-		"22 27 0:21 / /proc rw,relatime proc proc rw",   // no separator
-		"22 27 0:21 / /proc - proc proc rw",             // no options
+		"22 27 0:21 / /proc rw,relatime proc proc rw",  // no separator
+		"22 27 0:21 / /proc - proc proc rw",            // no options
 		"x 27 0:21 / /proc rw - proc proc rw",
 		"22 27 021 / /proc rw - proc proc rw",
 		"22 27 0:21 / /proc rw - proc",
