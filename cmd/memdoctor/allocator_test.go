@@ -35,10 +35,16 @@ func TestCheckClassifiesAllocatorRetention(t *testing.T) {
 		stats := filepath.Join(dir, c.mode+".jsonl")
 		w := startWorkload(t, bin, []string{"LD_PRELOAD=" + lib, "MEMDOCTOR_STATS=" + stats, "MEMDOCTOR_STATS_INTERVAL=200ms"},
 			c.mode, "8", c.mib, "4")
-		// Wait for a summary written after the workload settled.
+		// Wait for two summaries written after the workload settled (it
+		// said "ready"): under load its rounds outlast several summary
+		// periods, and a summary from before the frees shows no hoard.
+		settled := 0
+		if b, err := os.ReadFile(stats); err == nil {
+			settled = strings.Count(string(b), `"summary"`)
+		}
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
-			if b, err := os.ReadFile(stats); err == nil && strings.Count(string(b), `"summary"`) >= 2 {
+			if b, err := os.ReadFile(stats); err == nil && strings.Count(string(b), `"summary"`) >= settled+2 {
 				break
 			}
 			time.Sleep(100 * time.Millisecond)

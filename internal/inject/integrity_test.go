@@ -10,19 +10,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
-// The integrity target (testdata/programs/inject_integrity.c, also used by
-// internal/malloc's thousand-session test) is not blind either: a session
-// that does not write the extended state back, after a call that uses the
-// vector registers (explicit_bzero: glibc's memset), is reported by the
-// target itself; the same calls with the restore intact are not.
-func TestBrokenRestoreIsSeenByTheTarget(t *testing.T) {
-	requirePtrace(t)
+// buildIntegrity compiles testdata/programs/inject_integrity.c.
+func buildIntegrity(t *testing.T) string {
+	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not installed")
 	}
@@ -31,6 +28,91 @@ func TestBrokenRestoreIsSeenByTheTarget(t *testing.T) {
 	if out, err := exec.Command("gcc", "-O2", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// A signal that reaches the thread while memdoctor waits for its interrupt
+// stop clears the pending interrupt (any ptrace stop does): the interrupt
+// must be asked for again, or a thread running in user mode never stops.
+// Here a thread in a user-mode loop gets a queued signal every ~50 µs
+// while it is attached to 300 times; every attach must stop it promptly,
+// and every signal must reach it.
+func TestAttachUnderSignalFlood(t *testing.T) {
+	requirePtrace(t)
+	bin := buildIntegrity(t)
+	cmd := exec.Command(bin)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		t.Fatal("no ready line")
+	}
+	var ready struct {
+		TIDs map[string]int `json:"tids"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(sc.Text(), "ready ")), &ready); err != nil {
+		t.Fatal(err)
+	}
+	pid, tid := cmd.Process.Pid, ready.TIDs["vector"]
+	stop := make(chan struct{})
+	sent := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				sent <- n
+				return
+			default:
+			}
+			if syscall.Tgkill(pid, tid, syscall.Signal(35)) == nil {
+				n++
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	var slowest time.Duration
+	for i := 0; i < 300; i++ {
+		start := time.Now()
+		_, err := With(pid, tid, Options{Timeout: 500 * time.Millisecond}, func(*Session) error { return nil })
+		if err != nil {
+			close(stop)
+			<-sent
+			t.Fatalf("attach %d: %v", i, err)
+		}
+		slowest = max(slowest, time.Since(start))
+	}
+	close(stop)
+	n := <-sent
+	time.Sleep(50 * time.Millisecond)
+	fmt.Fprintln(in, "exit")
+	var st struct {
+		Errors  int `json:"errors"`
+		Signals struct {
+			RT1 map[string]int `json:"rt1"`
+		} `json:"signals"`
+	}
+	if !sc.Scan() || json.Unmarshal([]byte(strings.TrimPrefix(sc.Text(), "status ")), &st) != nil {
+		t.Fatalf("final status %q", sc.Text())
+	}
+	t.Logf("300 attaches under %d signals: slowest %s; the thread received %d", n, slowest, st.Signals.RT1["vector"])
+	if st.Signals.RT1["vector"] != n || st.Errors != 0 {
+		t.Errorf("sent %d signals, the thread received %d; errors %d", n, st.Signals.RT1["vector"], st.Errors)
+	}
+}
+
+// The integrity target (testdata/programs/inject_integrity.c, also used by
+// internal/malloc's thousand-session test) is not blind either: a session
+// that does not write the extended state back, after a call that uses the
+// vector registers (explicit_bzero: glibc's memset), is reported by the
+// target itself; the same calls with the restore intact are not.
+func TestBrokenRestoreIsSeenByTheTarget(t *testing.T) {
+	requirePtrace(t)
+	bin := buildIntegrity(t)
 	for _, c := range []struct {
 		brk    string
 		errors bool

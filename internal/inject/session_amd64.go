@@ -252,16 +252,17 @@ func (s *Session) attach() (lose bool, err error) {
 			return false, fmt.Errorf("%w: pid %d is being stopped (%s): whoever stopped it expects it to stay stopped; `kill -CONT %d` first", ErrStopped, s.pid, sig, s.pid)
 		case stopSignal:
 			// A signal that was on its way: deliver it as it would have
-			// been, then wait for the interrupt.
-			if err := unix.PtraceCont(s.tid, int(sig)); err != nil {
-				return true, ptraceError("resuming", s.pid, s.tid, err)
+			// been, then interrupt again (any ptrace stop clears a
+			// pending interrupt: kernel/signal.c, ptrace_stop).
+			if err := s.resumeAndInterrupt(int(sig)); err != nil {
+				return true, err
 			}
 		case stopExited:
 			s.gone = true
 			return false, fmt.Errorf("%w: thread %d of pid %d exited while being attached", ErrProcessGone, s.tid, s.pid)
 		default:
-			if err := unix.PtraceCont(s.tid, 0); err != nil {
-				return true, ptraceError("resuming", s.pid, s.tid, err)
+			if err := s.resumeAndInterrupt(0); err != nil {
+				return true, err
 			}
 		}
 	}
@@ -292,6 +293,18 @@ func (s *Session) save() error {
 	}
 	if err := ptrace(unix.PTRACE_GETSIGMASK, s.tid, 8, uintptr(unsafe.Pointer(&s.mask))); err != nil {
 		return ptraceError("reading the signal mask of", s.pid, s.tid, err)
+	}
+	return nil
+}
+
+// resumeAndInterrupt resumes the thread from a stop that was not ours
+// (delivering sig, 0 for none) and asks for the interrupt stop again.
+func (s *Session) resumeAndInterrupt(sig int) error {
+	if err := unix.PtraceCont(s.tid, sig); err != nil {
+		return ptraceError("resuming", s.pid, s.tid, err)
+	}
+	if err := unix.PtraceInterrupt(s.tid); err != nil {
+		return ptraceError("interrupting", s.pid, s.tid, err)
 	}
 	return nil
 }
@@ -378,9 +391,13 @@ func (s *Session) Reposition(d time.Duration) error {
 				err = fmt.Errorf("%w: thread %d of pid %d exited", ErrProcessGone, s.tid, s.pid)
 				return
 			case stopSignal:
-				_ = unix.PtraceCont(s.tid, int(sig))
+				if err = s.resumeAndInterrupt(int(sig)); err != nil {
+					return
+				}
 			default:
-				_ = unix.PtraceCont(s.tid, 0)
+				if err = s.resumeAndInterrupt(0); err != nil {
+					return
+				}
 			}
 		}
 	})
@@ -520,8 +537,8 @@ func (s *Session) call(ctx context.Context, name string, fn uint64, args []uint6
 			// Only SIGSTOP gets here (the rest is blocked): keep it for
 			// after the detach.
 			s.deferred = append(s.deferred, sig)
-			if err := unix.PtraceCont(s.tid, 0); err != nil {
-				return 0, ptraceError("resuming", s.pid, s.tid, err)
+			if err := s.carryOn(interrupted); err != nil {
+				return 0, err
 			}
 		case stopInterrupt:
 			if interrupted {
@@ -536,11 +553,24 @@ func (s *Session) call(ctx context.Context, name string, fn uint64, args []uint6
 		default:
 			// A group stop (the process is being stopped: it re-stops
 			// after the detach) or another event: carry on with the call.
-			if err := unix.PtraceCont(s.tid, 0); err != nil {
-				return 0, ptraceError("resuming", s.pid, s.tid, err)
+			if err := s.carryOn(interrupted); err != nil {
+				return 0, err
 			}
 		}
 	}
+}
+
+// carryOn resumes the call after a stop that was not its end; an
+// interrupt asked for before that stop was cleared by it, so it is asked
+// for again.
+func (s *Session) carryOn(interrupted bool) error {
+	if interrupted {
+		return s.resumeAndInterrupt(0)
+	}
+	if err := unix.PtraceCont(s.tid, 0); err != nil {
+		return ptraceError("resuming", s.pid, s.tid, err)
+	}
+	return nil
 }
 
 func isFault(sig syscall.Signal) bool {
