@@ -178,3 +178,19 @@ func TestProcessInItsOwnNamespaces(t *testing.T) {
 	checkRunning(t, pid)
 	w.do("info")
 }
+
+// A kernel thread has no address space: it is refused as not glibc, never
+// mistaken for a process that exited.
+func TestKernelThreadRefused(t *testing.T) {
+	flags, ok := procFlags(2)
+	if !ok || flags&pfKthread == 0 {
+		t.Skip("pid 2 is not kthreadd here (own pid namespace?)")
+	}
+	_, err := Inspect(context.Background(), 2, Options{})
+	if !errors.Is(err, ErrNotGlibc) || !strings.Contains(err.Error(), "kernel thread") {
+		t.Errorf("pid 2: %v", err)
+	}
+	if self, ok := procFlags(os.Getpid()); !ok || self&pfKthread != 0 {
+		t.Errorf("own flags %#x, %v: not read, or read as a kernel thread", self, ok)
+	}
+}

@@ -149,7 +149,12 @@ func inspectTarget(pid int) (*target, error) {
 		return nil, err
 	}
 	if len(maps) == 0 {
-		return nil, fmt.Errorf("%w: pid %d (%s) has no memory mappings (a kernel thread)", ErrNotGlibc, pid, t.comm)
+		// No address space: a kernel thread, or a process that is exiting
+		// (its memory is released before it becomes a zombie).
+		if flags, ok := procFlags(pid); ok && flags&pfKthread != 0 {
+			return nil, fmt.Errorf("%w: pid %d (%s) is a kernel thread: it has no user memory", ErrNotGlibc, pid, t.comm)
+		}
+		return nil, fmt.Errorf("%w: pid %d (%s) is exiting (its memory is already released)", ErrProcessGone, pid, t.comm)
 	}
 	t.maps = maps
 	t.readMaps(maps)
@@ -507,4 +512,28 @@ func readMemory(pid int, withPss bool) (processMemory, error) {
 		}
 	}
 	return m, nil
+}
+
+// Task flags from include/linux/sched.h, as /proc/PID/stat shows them.
+const pfKthread = 0x00200000
+
+// procFlags reads the task flags (field 9) of /proc/PID/stat. ok is false
+// when the file is gone or does not parse.
+func procFlags(pid int) (flags uint64, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name may hold spaces and parentheses: the fields
+	// start after its last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 7 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(f[6], 10, 64)
+	return v, err == nil
 }
