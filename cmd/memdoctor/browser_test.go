@@ -9,6 +9,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base64"
@@ -24,7 +25,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -72,12 +75,25 @@ func startBrowser(t *testing.T) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Chromium's helpers (zygote, renderer, GPU) write into the profile
+	// directory after the browser itself is gone: start it in a process
+	// group of its own and end the whole group before the directory is
+	// removed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		pgid := cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		_ = cmd.Wait()
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if !groupAlive(pgid) {
+				return
+			}
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+		t.Errorf("chromium's process group %d outlived 10 s after SIGKILL", pgid)
 	})
 	found := make(chan string, 1)
 	var log strings.Builder
@@ -456,4 +472,35 @@ func TestBrowserReportsPageErrors(t *testing.T) {
 			t.Errorf("the browser check missed %q; it saw:\n%s", want, joined)
 		}
 	}
+}
+
+// groupAlive tells whether any process of group pgid is still running
+// (zombies write no files and may wait for a reaper that is not ours).
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+		return false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" && pid > 0 {
+			return true
+		}
+	}
+	return false
 }
