@@ -16,6 +16,7 @@ have javac || need="$need openjdk-17-jdk-headless"
 have node || need="$need nodejs"
 /usr/bin/python3 -c 'import prometheus_client' 2>/dev/null || need="$need python3-prometheus-client"
 have chromium || have chromium-browser || need="$need chromium"
+[ -e /usr/include/librdkafka/rdkafka.h ] || need="$need librdkafka-dev"
 [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || [ -e /usr/lib/aarch64-linux-gnu/libjemalloc.so.2 ] || need="$need libjemalloc2"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ] || ! have apt-get; then

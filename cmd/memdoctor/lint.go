@@ -24,7 +24,11 @@ producer settings that make every record its own request (rule
 kafka_producer_batching): a batch.size (bytes!) smaller than a record, a
 librdkafka batch.num.messages of 1, linger.ms 0. Each finding names the
 file and line, explains the units and the CPU/memory effect, and gives the
-corrected lines.
+corrected lines, each valid in the file's own syntax: a comment line of its
+own says which line it replaces (or "add") and the old value, then the
+setting (no trailing comment: Java properties and librdkafka would read it
+as part of the value). Python lines are keyword arguments or, where the
+file uses a dict, dict entries.
 
 Recognised: Java client .properties files (comments, escapes, continuation
 lines), librdkafka key=value files (linger.ms or queue.buffering.max.ms,

@@ -36,6 +36,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 )
@@ -169,6 +170,14 @@ func clientKey(f Format, name string) string {
 // (64 KiB, or 16 records when records are larger; librdkafka's own
 // default of 1000000 when its batch.size is set lower), and a linger that
 // lets a batch fill (20 ms; 100-500 ms where latency does not matter).
+//
+// Every line is valid in the file's own syntax, so it can be pasted as it
+// is: where it goes (file, line, old value) is a comment line of its own
+// above the setting, because neither java.util.Properties nor librdkafka
+// knows trailing comments (a "# ..." after a value is part of the value:
+// "For input string" when the producer parses it). Python lines are a
+// keyword argument (batch_size=65536,) or, when the file sets it in a dict,
+// a dict entry ("batch_size": 65536,), with the same trailing comma.
 func remedy(f *File, o Options, got map[string]setting, fixBatch bool) diagnose.Remedy {
 	want := int64(65536)
 	if m := 16 * o.MessageBytes; m > want {
@@ -177,33 +186,46 @@ func remedy(f *File, o Options, got map[string]setting, fixBatch bool) diagnose.
 	if f.Format == Librdkafka {
 		want = max(want, 1000000)
 	}
-	line := func(name string, v int64) string {
+	// Python: settings added are written as the file writes its others.
+	dictQuote := ""
+	for _, name := range []string{"batch.size", "linger.ms"} {
+		if s, ok := got[name]; ok && dictQuote == "" {
+			dictQuote = s.DictQuote
+		}
+	}
+	lines := func(name string, v int64) []string {
 		k := clientKey(f.Format, name)
 		where := "add"
+		q := dictQuote
 		if s, ok := got[name]; ok {
 			k = s.Key // as written (librdkafka's queue.buffering.max.ms stays)
-			where = fmt.Sprintf("line %d, was %s", s.Line, s.Value)
+			where = fmt.Sprintf("line %d, was %s", s.Line, shownValue(s.Value))
+			q = s.DictQuote
 		}
-		if f.Format == Python {
-			return fmt.Sprintf("%s=%d,   # %s: %s (keyword argument of KafkaProducer)", k, v, f.Path, where)
+		comment := fmt.Sprintf("# %s: %s", oneLine(f.Path), where)
+		if f.Format != Python {
+			return []string{comment, fmt.Sprintf("%s=%d", k, v)}
 		}
-		return fmt.Sprintf("%s=%d   # %s: %s", k, v, f.Path, where)
+		if q != "" {
+			return []string{comment + " (entry of the producer's settings dict)", fmt.Sprintf("%s%s%s: %d,", q, k, q, v)}
+		}
+		return []string{comment + " (keyword argument of KafkaProducer)", fmt.Sprintf("%s=%d,", k, v)}
 	}
 	var cmds, undo []string
 	if _, ok := got["batch.size"]; ok && fixBatch {
-		cmds = append(cmds, line("batch.size", want))
+		cmds = append(cmds, lines("batch.size", want)...)
 	}
 	if s, ok := got["batch.num.messages"]; ok && s.value <= 1 {
-		cmds = append(cmds, line("batch.num.messages", 10000))
+		cmds = append(cmds, lines("batch.num.messages", 10000)...)
 	}
-	cmds = append(cmds, line("linger.ms", 20))
+	cmds = append(cmds, lines("linger.ms", 20)...)
 	for _, name := range []string{"batch.size", "batch.num.messages", "linger.ms"} {
 		if s, ok := got[name]; ok {
-			undo = append(undo, fmt.Sprintf("%s=%s", s.Key, s.Value))
+			undo = append(undo, fmt.Sprintf("%s=%s", s.Key, shownValue(s.Value)))
 		}
 	}
 	r := diagnose.Remedy{
-		Title:    "Batch by size and by time: set these lines in " + f.Path + " (sizes in bytes, linger in milliseconds; 100-500 ms for logs where latency does not matter)",
+		Title:    "Batch by size and by time: set these lines in " + oneLine(f.Path) + ": each replaces the line its comment above it names, or is added where the comment says add (sizes in bytes, linger in milliseconds; 100-500 ms for logs where latency does not matter)",
 		Commands: cmds,
 		Risk: fmt.Sprintf("each record may wait up to the linger time before it is sent; each partition being written holds an open batch of up to %d bytes "+
 			"(Java: bounded by buffer.memory, 32 MiB by default; librdkafka: queue.buffering.max.kbytes). Measure latency before and after.", want),
@@ -214,4 +236,23 @@ func remedy(f *File, o Options, got map[string]setting, fixBatch bool) diagnose.
 		r.Undo = "remove the added lines"
 	}
 	return r
+}
+
+// shownValue is a value as a comment can hold it: trimmed, and quoted when
+// it holds a control character (a "\n" escape would end the comment line).
+func shownValue(v string) string {
+	v = strings.TrimSpace(v)
+	if strings.IndexFunc(v, unicode.IsControl) >= 0 {
+		return strconv.Quote(v)
+	}
+	return v
+}
+
+// oneLine keeps a path on one line (a comment ends at a line break).
+func oneLine(s string) string {
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }

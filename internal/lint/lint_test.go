@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,8 +139,8 @@ func TestIncidentFinding(t *testing.T) {
 	}
 	// Bigger records raise the recommended batch: 16 records of 8 KiB.
 	fd = Lint(f, Options{MessageBytes: 8192})[0]
-	if !strings.Contains(fd.Remedies[0].Commands[0], "batch_size=131072,") {
-		t.Errorf("8 KiB records: %s", fd.Remedies[0].Commands[0])
+	if cmds := fd.Remedies[0].Commands; !slices.Contains(cmds, "batch_size=131072,") {
+		t.Errorf("8 KiB records: %q", cmds)
 	}
 }
 
@@ -185,9 +186,9 @@ q = f(x, batch_size = size)
 		{Key: "batch_size", Value: "16384", Line: 2, Literal: true},
 		{Key: "linger_ms", Value: "0.5", Line: 2, Literal: true},
 		{Key: "acks", Value: "all", Line: 3, Literal: true},
-		{Key: "batch_size", Value: "65536", Line: 5, Literal: true},
-		{Key: "linger_ms", Value: "510", Line: 5, Literal: true},
-		{Key: "buffer_memory", Value: "BUF", Line: 5, Literal: false},
+		{Key: "batch_size", Value: "65536", Line: 5, Literal: true, DictQuote: "'"},
+		{Key: "linger_ms", Value: "510", Line: 5, Literal: true, DictQuote: `"`},
+		{Key: "buffer_memory", Value: "BUF", Line: 5, Literal: false, DictQuote: "'"},
 		{Key: "batch_size", Value: "size", Line: 6, Literal: false},
 	}
 	if diff := cmp.Diff(got, want); diff != "" {

@@ -29,6 +29,10 @@ type Setting struct {
 	// Literal is false when the value is an expression this parser cannot
 	// evaluate (a Python variable): Value then holds the source text.
 	Literal bool
+	// DictQuote is, for a Python dict entry ('batch_size': 20), the quote
+	// its key was written with; empty for a keyword argument and for
+	// properties.
+	DictQuote string
 }
 
 // ParseError is malformed input, with the file and line.

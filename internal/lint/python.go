@@ -105,13 +105,14 @@ func ParsePython(data []byte) []Setting {
 	var out []Setting
 	for i := 0; i+2 < len(toks); i++ {
 		t := toks[i]
-		var key string
+		var key, quote string
 		switch {
 		case t.kind == 'n' && pythonKeys[t.text] && toks[i+1].text == "=" && (i == 0 || toks[i-1].text == "(" || toks[i-1].text == ","):
 			key = t.text // keyword argument
 		case t.kind == 's' && toks[i+1].text == ":":
 			if k := stringLiteral(t.text); pythonKeys[k] {
 				key = k // dict entry
+				quote = strings.TrimLeft(t.text, "rRbBuU")[:1]
 			}
 		}
 		if key == "" {
@@ -123,7 +124,7 @@ func ParsePython(data []byte) []Setting {
 		}
 		expr := toks[i+2 : j]
 		val, lit := evalPython(expr)
-		out = append(out, Setting{Key: key, Value: val, Line: t.line, Literal: lit})
+		out = append(out, Setting{Key: key, Value: val, Line: t.line, Literal: lit, DictQuote: quote})
 		i = j - 1
 	}
 	return out
