@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestCaptureAndReplay captures this host, checks the archive keeps no
@@ -49,6 +51,48 @@ func TestCaptureAndReplay(t *testing.T) {
 		r := checkJSON(t, "--capture", out)
 		if r.Accounting.TotalBytes == 0 || len(r.Zones) == 0 || !strings.HasPrefix(r.Info.Source, "capture ") {
 			t.Errorf("replay of the capture is incomplete: %+v", r.Info)
+		}
+	}
+}
+
+// Every command that writes a file leaves a device node a device: copies of
+// /dev/full and /dev/null made in the test's own directory (the host's are
+// never touched). Before, `capture -o /dev/full` replaced the node with a
+// regular file and said "wrote /dev/full".
+func TestOutputNeverReplacesDevices(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mknod needs root")
+	}
+	dir := t.TempDir()
+	if _, errOut, code := runCLI(t, "capture", "-o", filepath.Join(dir, "c.txtar")); code != 0 {
+		t.Fatalf("capture: %s", errOut)
+	}
+	for _, c := range []struct {
+		args []string
+	}{
+		{[]string{"capture", "-o"}},
+		{[]string{"report", "--from", filepath.Join(dir, "c.txtar"), "-o"}},
+	} {
+		full, null := filepath.Join(dir, "full"), filepath.Join(dir, "null")
+		_ = os.Remove(full)
+		_ = os.Remove(null)
+		if err := unix.Mknod(full, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 7))); err != nil {
+			t.Skipf("mknod: %v", err)
+		}
+		if err := unix.Mknod(null, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+			t.Skipf("mknod: %v", err)
+		}
+		_, errOut, code := runCLI(t, append(c.args, full)...)
+		if code == 0 || !strings.Contains(errOut, "no space left on device") {
+			t.Errorf("%v full: exit %d, %q", c.args, code, errOut)
+		}
+		if _, errOut, code := runCLI(t, append(c.args, null)...); code != 0 {
+			t.Errorf("%v null: exit %d, %q", c.args, code, errOut)
+		}
+		for _, p := range []string{full, null} {
+			if fi, err := os.Lstat(p); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+				t.Errorf("%v: %s is no longer a character device: %v %v", c.args, p, fi.Mode(), err)
+			}
 		}
 	}
 }

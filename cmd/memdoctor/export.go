@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/outfile"
 
 	"github.com/memdoctor/memdoctor/internal/source"
 	"github.com/memdoctor/memdoctor/internal/store"
@@ -79,29 +80,13 @@ has one row per sample: instance, name, labels, timestamp_ms, value.`,
 				}
 				return bw.Flush()
 			}
-			// A temporary file renamed at the end: an interrupted export
-			// never leaves a truncated file under the final name.
-			tmp, err := os.CreateTemp(filepath.Dir(out), ".memdoctor-export-*")
-			if err != nil {
+			// A new or regular file is replaced atomically (an interrupted
+			// export never leaves a truncated file under the final name); a
+			// FIFO or terminal is written through, a device never replaced.
+			if err := outfile.Write(out, 0o644, write); err != nil {
 				return err
 			}
-			defer func() { _ = os.Remove(tmp.Name()) }() // gone after the rename
-			bw := bufio.NewWriterSize(tmp, 1<<20)
-			if err := write(bw); err != nil {
-				_ = tmp.Close()
-				return err
-			}
-			if err := bw.Flush(); err != nil {
-				_ = tmp.Close()
-				return fmt.Errorf("writing %s: %w", out, err)
-			}
-			if err := tmp.Close(); err != nil {
-				return fmt.Errorf("writing %s: %w", out, err)
-			}
-			if err := os.Rename(tmp.Name(), out); err != nil {
-				return err
-			}
-			if st, err := os.Stat(out); err == nil {
+			if st, err := os.Stat(out); err == nil && st.Mode().IsRegular() {
 				cmd.PrintErrf("wrote %s (%s)\n", out, humanSize(st.Size()))
 			}
 			return nil

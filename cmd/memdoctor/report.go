@@ -9,9 +9,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/outfile"
 
 	"github.com/memdoctor/memdoctor/internal/htmlreport"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -123,30 +124,11 @@ phone and prints cleanly.`,
 	return cmd
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory, so a reader never sees half a report.
+// writeFileAtomic writes data to path through outfile: a new or regular
+// file is replaced atomically, so a reader never sees half a report; a
+// terminal, /dev/null or a FIFO is written through, never replaced.
 func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".memdoctor-report-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w (choose another place with -o)", path, err)
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(f.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(f.Name()) // best effort: the write error is the one to report
-		return fmt.Errorf("writing %s: %w", path, werr)
-	}
-	return nil
+	return outfile.WriteBytes(path, 0o644, data)
 }
 
 // buildPage diagnoses each instance (as diagnose does) and loads the

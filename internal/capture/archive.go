@@ -7,11 +7,12 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/memdoctor/memdoctor/internal/outfile"
 
 	"golang.org/x/tools/txtar"
 )
@@ -105,34 +106,15 @@ func Write(w io.Writer, prov Provenance, c Contents, opts WriteOptions) error {
 	return nil
 }
 
-// WriteFile writes the archive to the named file, atomically: it writes a
-// temporary file in the same directory, readable by its owner only (the
-// capture may hold host details), syncs it and renames it over name.
-// Nothing is left behind on error.
-func WriteFile(name string, prov Provenance, c Contents, opts WriteOptions) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write capture: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()           // the write already failed
-			_ = os.Remove(f.Name()) // best effort: leave no partial file
-		}
-	}()
-	if err := Write(f, prov, c, opts); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write capture: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write capture: %w", err)
-	}
-	if err := os.Rename(f.Name(), name); err != nil {
-		return fmt.Errorf("write capture: %w", err)
-	}
-	return nil
+// WriteFile writes the archive to the named file through outfile: a new or
+// regular file is replaced atomically by a file readable by its owner only
+// (the capture may hold host details), synced first; a FIFO, terminal or
+// /dev/null is written through; any other device is refused, never
+// replaced. Nothing is left behind on error.
+func WriteFile(name string, prov Provenance, c Contents, opts WriteOptions) error {
+	return outfile.Write(name, 0o600, func(w io.Writer) error {
+		return Write(w, prov, c, opts)
+	})
 }
 
 // encodeFile returns the txtar entry holding data exactly: verbatim when

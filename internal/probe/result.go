@@ -16,9 +16,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/outfile"
 
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -212,21 +213,7 @@ func Save(path string, r *Result) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".probe-*.json")
-	if err != nil {
-		return fmt.Errorf("save probe result: %w", err)
-	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("save probe result: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("save probe result: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := outfile.WriteBytes(path, 0o644, append(data, '\n')); err != nil {
 		return fmt.Errorf("save probe result: %w", err)
 	}
 	return nil
