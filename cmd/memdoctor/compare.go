@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/safeio"
 
 	"github.com/memdoctor/memdoctor/internal/compare"
 	"github.com/memdoctor/memdoctor/internal/probe"
@@ -221,7 +222,7 @@ func compareText(out io.Writer, r *compare.Result) error {
 // isProbeResult reports whether path is a JSON document whose "kind" names
 // a probe result.
 func isProbeResult(path string) bool {
-	f, err := os.Open(path)
+	f, err := safeio.Open(path)
 	if err != nil {
 		return false
 	}

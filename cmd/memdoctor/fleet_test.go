@@ -300,7 +300,7 @@ func TestFleetPrometheus(t *testing.T) {
 			args []string
 			want string
 		}{
-			{[]string{"--prometheus", "http://127.0.0.1:1", "--prometheus-retries", "-1"}, "cannot reach prometheus"},
+			{[]string{"--prometheus", "http://127.0.0.1:1", "--prometheus-retries", "0"}, "cannot reach prometheus"},
 			{[]string{"--prometheus", srv.url, "--match", `{job="nosuch"}`, "--until", until}, "no instance has node_memory_MemTotal_bytes{job=\"nosuch\"}"},
 			{[]string{"--prometheus", srv.url, "--match", `{job=~"(("}`, "--until", until}, "prometheus rejected the query"},
 			{[]string{"--prometheus", "ftp://x"}, "want http(s)://"},

@@ -30,7 +30,7 @@ func (f *promFlags) register(cmd *cobra.Command, withRange bool) {
 	fl.StringVar(&f.ca, "prometheus-ca", "", "trust the CA certificates in PEM `FILE`")
 	fl.BoolVar(&f.insecure, "prometheus-insecure", false, "do not verify the server's certificate (test setups only)")
 	fl.DurationVar(&f.timeout, "prometheus-timeout", 60*time.Second, "timeout of each request")
-	fl.IntVar(&f.retries, "prometheus-retries", 3, "retries of a failed request (network errors, 429, 5xx), with exponential backoff")
+	fl.IntVar(&f.retries, "prometheus-retries", 3, "retries of a failed request (network errors, 429, 5xx), with exponential backoff (0: none)")
 	fl.StringVar(&f.match, "match", "", "label `SELECTOR` every series must match, e.g. '{job=\"node\",dc=\"ams\"}'")
 	if withRange {
 		fl.StringVar(&f.rangeS, "range", "14d", "length of the range read, ending at --until (now by default)")
@@ -39,8 +39,15 @@ func (f *promFlags) register(cmd *cobra.Command, withRange bool) {
 }
 
 func (f *promFlags) client() (*prom.Client, error) {
+	if f.retries < 0 {
+		return nil, fmt.Errorf("--prometheus-retries %d: give 0 (no retry) or more", f.retries)
+	}
+	retries := f.retries
+	if retries == 0 {
+		retries = -1 // prom.Options: 0 is the default (3), negative is none
+	}
 	return prom.New(prom.Options{URL: f.url, BearerTokenFile: f.tokenFile, Username: f.user, PasswordFile: f.passwordFile,
-		CAFile: f.ca, InsecureSkipVerify: f.insecure, Timeout: f.timeout, Retries: f.retries})
+		CAFile: f.ca, InsecureSkipVerify: f.insecure, Timeout: f.timeout, Retries: retries})
 }
 
 // window returns the range's end and length: --until (RFC 3339, a date, or

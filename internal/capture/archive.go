@@ -6,11 +6,12 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/memdoctor/memdoctor/internal/safeio"
 
 	"github.com/memdoctor/memdoctor/internal/outfile"
 
@@ -349,7 +350,7 @@ func (c Contents) tree(redact bool) (*tree, error) {
 // documentation. A malformed or truncated archive yields an error naming
 // the line, matching ErrCorrupt (or ErrNotCapture for a bad first line).
 func Load(r io.Reader) (fs.FS, Provenance, error) {
-	data, err := io.ReadAll(r)
+	data, err := safeio.ReadAll(r, safeio.Archive)
 	if err != nil {
 		return nil, Provenance{}, fmt.Errorf("load capture: %w", err)
 	}
@@ -362,7 +363,7 @@ func Load(r io.Reader) (fs.FS, Provenance, error) {
 
 // LoadFile is Load on the named file.
 func LoadFile(name string) (fs.FS, Provenance, error) {
-	data, err := os.ReadFile(name)
+	data, err := safeio.ReadFile(name, safeio.Archive)
 	if err != nil {
 		return nil, Provenance{}, fmt.Errorf("load capture: %w", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/safeio"
 )
 
 // Paths of the metadata in an unpacked directory.
@@ -191,7 +193,7 @@ func unpack(fsys fs.FS, prov Provenance, dir string) error {
 // missing file yields the zero Provenance and no error.
 func ReadProvenanceDir(dir string) (Provenance, error) {
 	name := filepath.Join(dir, filepath.FromSlash(provenanceFile))
-	data, err := os.ReadFile(name)
+	data, err := safeio.ReadFile(name, safeio.Config)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Provenance{}, nil
 	}
@@ -222,12 +224,12 @@ func OpenDir(dir string) (fs.FS, Provenance, error) {
 	if err != nil {
 		return nil, Provenance{}, err
 	}
-	f := &failFS{fsys: os.DirFS(dir), fails: map[string]item{}}
+	f := &failFS{fsys: safeio.NewDirFS(dir, safeio.ProcFile), fails: map[string]item{}}
 	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(provenanceFile))); err == nil {
 		f.hide = true
 	}
 	name := filepath.Join(dir, filepath.FromSlash(errorsFile))
-	data, err := os.ReadFile(name)
+	data, err := safeio.ReadFile(name, safeio.Config)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:

@@ -10,9 +10,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/safeio"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 )
@@ -78,7 +79,7 @@ func Parse(path string, data []byte, format Format) (*File, error) {
 
 // Load reads and parses a file.
 func Load(path string, format Format) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := safeio.ReadFile(path, safeio.Config)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,8 @@ import (
 	"os"
 	"path"
 	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/safeio"
 )
 
 // FS reads kernel files below a root. Names are slash-separated and
@@ -33,7 +35,7 @@ type FS struct {
 
 // NewFS returns an FS over the directory root ("/" for the live host).
 func NewFS(root string) FS {
-	return FS{fsys: os.DirFS(root), PageSize: os.Getpagesize()}
+	return FS{fsys: safeio.NewDirFS(root, safeio.ProcFile), PageSize: os.Getpagesize()}
 }
 
 // NewFSFrom returns an FS over any fs.FS, such as an unpacked capture held in

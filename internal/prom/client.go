@@ -19,7 +19,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,8 +26,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/safeio"
+
 	"github.com/prometheus/common/model"
 )
+
+// maxAnswer bounds one decoded answer: a fleet scan of 1,000 hosts over 15
+// days decodes to about 256 MB over 55 queries (none over 40 MB), so one answer past this is
+// a server gone wrong (or hostile), not data to hold.
+const maxAnswer = 128 << 20
 
 // Options configure a Client. Secrets are read from files so they never
 // appear in a command line.
@@ -125,7 +131,7 @@ func New(o Options) (*Client, error) {
 		if o.CAFile != "" || o.InsecureSkipVerify {
 			cfg := &tls.Config{InsecureSkipVerify: o.InsecureSkipVerify} //nolint:gosec // asked for explicitly
 			if o.CAFile != "" {
-				pem, err := os.ReadFile(o.CAFile)
+				pem, err := safeio.ReadFile(o.CAFile, safeio.Config)
 				if err != nil {
 					return nil, fmt.Errorf("--prometheus-ca: %w", err)
 				}
@@ -147,7 +153,7 @@ func New(o Options) (*Client, error) {
 	case o.BearerTokenFile != "" && (o.Username != "" || o.PasswordFile != ""):
 		return nil, errors.New("give either a bearer token file or basic auth, not both")
 	case o.BearerTokenFile != "":
-		b, err := os.ReadFile(o.BearerTokenFile)
+		b, err := safeio.ReadFile(o.BearerTokenFile, safeio.Config)
 		if err != nil {
 			return nil, fmt.Errorf("bearer token file: %w", err)
 		}
@@ -162,7 +168,7 @@ func New(o Options) (*Client, error) {
 		}
 		pw := ""
 		if o.PasswordFile != "" {
-			b, err := os.ReadFile(o.PasswordFile)
+			b, err := safeio.ReadFile(o.PasswordFile, safeio.Config)
 			if err != nil {
 				return nil, fmt.Errorf("password file: %w", err)
 			}
@@ -423,9 +429,12 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 		body = zr
 	}
 	dec := &countReader{r: body}
-	data, err := io.ReadAll(dec)
+	data, err := safeio.ReadAll(dec, maxAnswer)
 	c.wire.Add(wire.n)
 	c.body.Add(dec.n)
+	if errors.Is(err, safeio.ErrTooLarge) {
+		return false, fmt.Errorf("prometheus at %s: the answer to %s decodes to more than %d MiB: narrow --match or --range, or raise --step", c.URL(), path, maxAnswer>>20)
+	}
 	if err != nil {
 		return true, fmt.Errorf("prometheus at %s: reading the answer: %w", c.URL(), err)
 	}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/safeio"
+
 	"github.com/memdoctor/memdoctor/internal/capture"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/procfs"
@@ -27,7 +29,7 @@ const captureMagicPrefix = "memdoctor capture "
 // isCaptureFile reports whether a file starts with the capture magic line
 // (after decompression for gzip).
 func isCaptureFile(path string) bool {
-	f, err := os.Open(path)
+	f, err := safeio.Open(path)
 	if err != nil {
 		return false
 	}
@@ -208,7 +210,7 @@ func (r *captureRef) readProvenance() error {
 		}
 		r.prov = prov
 	} else {
-		f, err := os.Open(r.file)
+		f, err := safeio.Open(r.file)
 		if err != nil {
 			return err
 		}
@@ -249,7 +251,7 @@ func (r *captureRef) load() (fs.FS, error) {
 		fsys, _, err := capture.OpenDir(r.file)
 		return fsys, err
 	}
-	f, err := os.Open(r.file)
+	f, err := safeio.Open(r.file)
 	if err != nil {
 		return nil, err
 	}

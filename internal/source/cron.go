@@ -10,7 +10,6 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing/fstest"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/safeio"
 
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/procfs"
@@ -366,7 +367,7 @@ func checkComplete(file string, data []byte) error {
 }
 
 func readMaybeGz(file string, gz bool) ([]byte, error) {
-	data, err := os.ReadFile(file)
+	data, err := safeio.ReadFile(file, safeio.Archive)
 	if err != nil || !gz {
 		return data, err
 	}
@@ -374,7 +375,10 @@ func readMaybeGz(file string, gz bool) ([]byte, error) {
 	if err != nil {
 		return nil, &InputError{File: file, Err: fmt.Errorf("%w: gzip: %w", ErrMalformed, err)}
 	}
-	out, err := io.ReadAll(zr)
+	out, err := safeio.ReadAll(zr, safeio.Archive)
+	if errors.Is(err, safeio.ErrTooLarge) {
+		return nil, &InputError{File: file, Err: fmt.Errorf("%w: gzip data expands beyond %d MiB (not a cron snapshot)", ErrMalformed, safeio.Archive>>20)}
+	}
 	if err != nil {
 		return nil, &InputError{File: file, Err: fmt.Errorf("%w: gzip data cut short or damaged: %w", ErrMalformed, err)}
 	}

@@ -28,6 +28,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/safeio"
+
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
@@ -480,7 +482,7 @@ func (p *progress) finish() {
 
 // readHead reads up to n bytes from the start of a file.
 func readHead(path string, n int) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := safeio.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -52,13 +52,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/memdoctor/memdoctor/internal/safeio"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
@@ -136,7 +137,7 @@ func newTextParser(file, defInst string, opt IngestOptions, mtime time.Time, w *
 }
 
 func readText(path string, opt IngestOptions, w *writer) error {
-	f, err := os.Open(path)
+	f, err := safeio.Open(path)
 	if err != nil {
 		return err
 	}
@@ -736,7 +737,7 @@ func (p *textParser) finish() error {
 // (a HELP, TYPE or EOF line before it, or a text exposition extension);
 // reading then reports the bad line.
 func sniffText(path string) error {
-	f, err := os.Open(path)
+	f, err := safeio.Open(path)
 	if err != nil {
 		return err
 	}

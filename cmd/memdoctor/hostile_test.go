@@ -1,0 +1,109 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Inputs that never end or never start: a FIFO nobody writes to and a copy
+// of /dev/zero (made in the test's own directory), given as a capture, a
+// recording, a lint file, or linked into a --root tree. Each is refused at
+// once with the path named; before, each blocked forever or read until
+// memory ran out.
+func TestEndlessInputsRefused(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := ""
+	if os.Geteuid() == 0 {
+		z := filepath.Join(dir, "zero")
+		if err := unix.Mknod(z, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 5))); err == nil {
+			zero = z
+		}
+	}
+	cases := [][]string{
+		{"check", "--capture", fifo},
+		{"diagnose", "--from", fifo},
+		{"lint", fifo},
+	}
+	if zero != "" {
+		root := filepath.Join(dir, "root")
+		if err := os.MkdirAll(filepath.Join(root, "proc"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(zero, filepath.Join(root, "proc", "meminfo")); err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases,
+			[]string{"check", "--capture", zero},
+			[]string{"lint", zero},
+			[]string{"check", "--root", root},
+		)
+	} else {
+		t.Log("not root: the /dev/zero copy cases are not run")
+	}
+	for _, args := range cases {
+		start := time.Now()
+		_, errOut, code := runCLI(t, args...)
+		took := time.Since(start)
+		if code == 0 {
+			t.Errorf("%v: exit 0", args)
+		}
+		if !strings.Contains(errOut, "FIFO") && !strings.Contains(errOut, "character device") {
+			t.Errorf("%v: message does not say what the input is: %q", args, errOut)
+		}
+		if took > 10*time.Second {
+			t.Errorf("%v: took %s", args, took)
+		}
+	}
+}
+
+// --prometheus-retries 0 sends each query once (it meant the default, 3,
+// before); a negative count is refused.
+func TestPrometheusRetriesZero(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		mu.Lock()
+		seen[r.URL.Path+"?"+r.Form.Encode()]++
+		mu.Unlock()
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		retries string
+		sends   int
+	}{{"0", 1}, {"2", 3}} {
+		mu.Lock()
+		clear(seen)
+		mu.Unlock()
+		_, errOut, code := runCLI(t, "diagnose", "--prometheus", srv.URL, "--prometheus-retries", c.retries)
+		if code == 0 {
+			t.Errorf("retries %s: exit 0 against a server answering 503", c.retries)
+		}
+		mu.Lock()
+		if len(seen) == 0 {
+			t.Errorf("retries %s: no request reached the server: %s", c.retries, errOut)
+		}
+		for q, n := range seen {
+			if n != c.sends {
+				t.Errorf("retries %s: %q sent %d times, want %d", c.retries, q, n, c.sends)
+			}
+		}
+		mu.Unlock()
+	}
+	if _, errOut, code := runCLI(t, "diagnose", "--prometheus", srv.URL, "--prometheus-retries", "-1"); code == 0 || !strings.Contains(errOut, "give 0 (no retry) or more") {
+		t.Errorf("retries -1: exit %d, %q", code, errOut)
+	}
+}
