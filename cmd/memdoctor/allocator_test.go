@@ -277,3 +277,79 @@ func TestAllocatorRecordingsClassified(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckReadsStatsPathWithPid: the stats path `memdoctor preload`
+// recommends holds %p, which the library expands to the pid; check reads
+// the expanded file and reports the hoarding workload, with remedies that
+// do not ask it to load the library it runs. A workload whose path the
+// library refuses is named in a note, and the advice to run the library is
+// not addressed to it.
+func TestCheckReadsStatsPathWithPid(t *testing.T) {
+	bin := buildWorkload(t)
+	lib, errOut, code := runCLI(t, "preload", "--print-path")
+	if code != 0 {
+		t.Fatalf("preload --print-path: %s", errOut)
+	}
+	lib = strings.TrimSpace(lib)
+	dir := t.TempDir()
+
+	bad := startWorkload(t, bin, []string{"LD_PRELOAD=" + lib, "MEMDOCTOR_STATS=" + filepath.Join(dir, "trim.%d.jsonl")}, "hoard", "2", "16", "1")
+	r := checkJSON(t, "--top", "40")
+	tag := "(pid " + bad.pid() + ")"
+	var perProcess bool
+	for _, n := range r.Notes {
+		if strings.Contains(n.Message, tag+" runs memdoctor's preload library with a MEMDOCTOR_STATS it refuses") {
+			perProcess = true
+		}
+		if strings.Contains(n.Source, "allocator_hoarding") && strings.Contains(n.Message, "not evaluated") {
+			// named among the processes that already run it (others' may be too)
+			named, already := strings.Index(n.Fix, tag), strings.Index(n.Fix, " already run")
+			if named < 0 || already < named || !strings.Contains(n.Fix, "memdoctor's preload library, but") {
+				t.Errorf("the advice to run the preload library does not say pid %s already runs it: %q", bad.pid(), n.Fix)
+			}
+		}
+	}
+	if !perProcess {
+		t.Errorf("no note on pid %s's refused stats path: %+v", bad.pid(), r.Notes)
+	}
+
+	stats := filepath.Join(dir, "trim.%p.jsonl")
+	w := startWorkload(t, bin, []string{"LD_PRELOAD=" + lib, "MEMDOCTOR_STATS=" + stats, "MEMDOCTOR_STATS_INTERVAL=200ms"},
+		"hoard", "8", "64", "4")
+	own := filepath.Join(dir, "trim."+w.pid()+".jsonl")
+	// two summaries written after it said "ready"
+	settled := 0
+	if b, err := os.ReadFile(own); err == nil {
+		settled = strings.Count(string(b), `"summary"`)
+	} else {
+		t.Fatalf("the library did not write %s: %v", own, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(own); err == nil && strings.Count(string(b), `"summary"`) >= settled+2 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r = checkJSON(t, "--top", "40")
+	var f *diagnose.Finding
+	for i := range r.Findings {
+		if r.Findings[i].ID == "allocator_hoarding" && strings.Contains(r.Findings[i].Subject, "(pid "+w.pid()+")") {
+			f = &r.Findings[i]
+		}
+	}
+	if f == nil {
+		t.Fatalf("allocator_hoarding did not fire on pid %s with MEMDOCTOR_STATS=%s; findings %+v notes %+v", w.pid(), stats, r.Findings, r.Notes)
+	}
+	self := parseReady(t, w.do(t, "info"))
+	if v, _ := evidence(f, "retained_bytes"); v < 0.8*self["fordblks"] {
+		t.Errorf("retained %.0f, the workload's own fordblks %.0f", v, self["fordblks"])
+	}
+	for _, rem := range f.Remedies {
+		for _, c := range rem.Commands {
+			if strings.Contains(c, "LD_PRELOAD=$(memdoctor preload") {
+				t.Errorf("remedy %q asks pid %s to load the library it runs: %s", rem.Title, w.pid(), c)
+			}
+		}
+	}
+}

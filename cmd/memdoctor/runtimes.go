@@ -75,7 +75,9 @@ func (f *runtimeFlags) secondReading(cmd *cobra.Command, fsys procfs.FS, opt col
 	ro.PIDs = nil
 	ro.NoHostJVMs = true
 	for _, rd := range first.Readings {
-		if rd.Source == "hsperfdata" {
+		// JVMs read from hsperfdata, and the processes behind scrape
+		// targets (so that the second reading matches them again)
+		if rd.Source == "hsperfdata" || rd.Source == "scrape" && rd.PID > 0 {
 			ro.PIDs = append(ro.PIDs, rd.PID)
 		}
 	}
@@ -99,7 +101,16 @@ func (f *runtimeFlags) secondReading(cmd *cobra.Command, fsys procfs.FS, opt col
 		later.AddMetric(m)
 	}
 	res.Scrape = later
-	res.Notes = append(res.Notes, second.Notes...)
+	// A source that failed both times (a scrape target down) is noted once.
+	noted := map[string]bool{}
+	for _, n := range res.Notes {
+		noted[n.Source] = true
+	}
+	for _, n := range second.Notes {
+		if !noted[n.Source] {
+			res.Notes = append(res.Notes, n)
+		}
+	}
 	return earlier
 }
 

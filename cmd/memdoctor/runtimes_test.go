@@ -192,19 +192,30 @@ func TestRuntimeJava(t *testing.T) {
 
 	young := "G1_Young_Generation"
 	full := "G1_Old_Generation" // the management bean's name for G1's full collections
-	hs := runtimeOf(t, rep, fmt.Sprintf("pid/%d", churn.Process.Pid))
+	// Read through both its endpoint and its hsperfdata, each JVM is one
+	// runtime (the richer source: here the endpoint's), naming the other.
+	sc := runtimeOf(t, rep, churnURL)
+	if sc.PID != churn.Process.Pid || sc.Also != fmt.Sprintf("pid/%d", churn.Process.Pid) {
+		t.Errorf("the scraped JVM is pid %d also %q, want pid %d also pid/%d", sc.PID, sc.Also, churn.Process.Pid, churn.Process.Pid)
+	}
+	// Without --scrape, the JVMs are read from hsperfdata.
+	hsBefore := javaStats(t, statsURL)
+	hsRep := runCheck(t, "--gc-interval", "4s")
+	hsAfter := javaStats(t, statsURL)
+	hs := runtimeOf(t, hsRep, fmt.Sprintf("pid/%d", churn.Process.Pid))
 	if hs.Source != "hsperfdata" {
 		t.Errorf("JVM read from %q, want hsperfdata", hs.Source)
 	}
-	between(t, "hsperfdata young collections", *hs.YoungCollections, before[young][0], after[young][0])
+	between(t, "hsperfdata young collections", *hs.YoungCollections, hsBefore[young][0], hsAfter[young][0])
 	// System.gc() runs twice a second: memdoctor's watch samples causes,
 	// so it may count fewer, never more than the full collections seen.
-	fi := findingsAbout(rep, churnPID)["gc_induced"]
-	if fi != nil {
+	fi := findingsAbout(hsRep, churnPID)["gc_induced"]
+	if fi == nil {
+		t.Errorf("gc_induced did not fire for the churning JVM read from hsperfdata")
+	} else {
 		n, _ := evidence(fi, "induced_collections")
-		between(t, "hsperfdata induced collections", n, 1, after[full][0]-before[full][0])
+		between(t, "hsperfdata induced collections", n, 1, hsAfter[full][0]-hsBefore[full][0])
 	}
-	sc := runtimeOf(t, rep, churnURL)
 	between(t, "scraped young collections", *sc.YoungCollections, before[young][0], after[young][0])
 	if f := findingsAbout(rep, churnURL)["gc_induced"]; f != nil {
 		n, _ := evidence(f, "induced_collections")
@@ -440,6 +451,10 @@ func TestRuntimeJavaHeapSlack(t *testing.T) {
 	before, _ := javaHeap(t, slackHeap)
 	fixedBefore, _ := javaHeap(t, fixedHeap)
 	rep := runCheck(t, "--gc-interval", "3s", "--scrape", slackURL, "--scrape", fixedURL)
+	// Read through its endpoint, each JVM is one runtime (the endpoint's
+	// reading is the richer); without --scrape the same JVMs are read from
+	// hsperfdata.
+	hsRep := runCheck(t, "--gc-interval", "3s")
 	after, _ := javaHeap(t, slackHeap)
 	fixedAfter, _ := javaHeap(t, fixedHeap)
 	t.Logf("burst JVM says: committed %.0f→%.0f, used %.0f→%.0f, used after its last collection %.0f",
@@ -452,8 +467,11 @@ func TestRuntimeJavaHeapSlack(t *testing.T) {
 		t.Fatalf("the burst did not leave a large, empty heap: %v", before)
 	}
 	slackPID := fmt.Sprintf("(pid %d)", slack.Process.Pid)
+	fixedPID := fmt.Sprintf("(pid %d)", fixed.Process.Pid)
+	reports := map[string]*diagnose.Report{slackPID: hsRep, slackURL: rep, fixedPID: hsRep, fixedURL: rep,
+		fmt.Sprintf("pid/%d", fixed.Process.Pid): hsRep}
 	for _, who := range []string{slackPID, slackURL} {
-		f := findingsAbout(rep, who)["gc_heap_slack"]
+		f := findingsAbout(reports[who], who)["gc_heap_slack"]
 		if f == nil {
 			t.Errorf("gc_heap_slack did not fire for the JVM holding its burst heap %s; findings %v", who, findingsAbout(rep, who))
 			continue
@@ -485,9 +503,8 @@ func TestRuntimeJavaHeapSlack(t *testing.T) {
 		}
 	}
 
-	fixedPID := fmt.Sprintf("(pid %d)", fixed.Process.Pid)
 	for _, who := range []string{fixedPID, fixedURL} {
-		if f := findingsAbout(rep, who)["gc_heap_slack"]; f != nil {
+		if f := findingsAbout(reports[who], who)["gc_heap_slack"]; f != nil {
 			t.Errorf("gc_heap_slack fired for the JVM that gave its heap back %s: %s", who, f.Summary)
 		}
 	}
@@ -495,7 +512,7 @@ func TestRuntimeJavaHeapSlack(t *testing.T) {
 	// frequent: the committed heap memdoctor read is the program's own,
 	// and its slack is below the rule's line.
 	for _, target := range []string{fmt.Sprintf("pid/%d", fixed.Process.Pid), fixedURL} {
-		r := runtimeOf(t, rep, target)
+		r := runtimeOf(t, reports[target], target)
 		if r.HeapCommittedBytes == nil || r.HeapLiveBytes == nil {
 			t.Errorf("%s: no committed or live heap read: %+v", target, r)
 			continue

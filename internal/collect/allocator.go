@@ -6,6 +6,12 @@ package collect
 // PATH; the newest line gives the in-use heap, the free heap and the
 // arenas, and the newest trim line how long a trim takes.
 //
+// PATH is expanded as the library expands it (preload.ExpandStatsPath: %p
+// is the pid the process sees as its own, %% a percent sign), through
+// /proc/PID/root (or /proc/PID/cwd when relative). A process mapping the
+// library is counted (memdoctor_process_preload) and, when its stats
+// cannot be read, noted with the reason.
+//
 // Privacy: of the process' environment only MEMDOCTOR_STATS is looked for;
 // nothing else of it is kept or shown.
 
@@ -17,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/preload"
 )
 
 const preloadLib = "libmemdoctor_preload.so"
@@ -33,6 +40,7 @@ type mallinfo2 struct {
 
 type statsLine struct {
 	Event     string     `json:"event"`
+	PID       *int       `json:"pid"`
 	ElapsedMs *float64   `json:"elapsedMs"`
 	Mallinfo2 *mallinfo2 `json:"mallinfo2"`
 	Arenas    *float64   `json:"arenas"`
@@ -47,18 +55,21 @@ func hasPreload(maps []procfs.Mapping) bool {
 	return false
 }
 
-// statsPath finds MEMDOCTOR_STATS in a process' environment.
-func statsPath(c *ctx, pid int) string {
+// statsVar finds MEMDOCTOR_STATS in a process' initial environment: the
+// first entry, as getenv finds it; an empty value is unset, as for the
+// library.
+func statsVar(c *ctx, pid int) (string, bool) {
 	b, err := c.fs.ReadFile("proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
-		return ""
+		return "", false
 	}
+	defer clear(b) // the rest of the environment is not kept
 	for _, kv := range bytes.Split(b, []byte{0}) {
 		if v, ok := bytes.CutPrefix(kv, []byte("MEMDOCTOR_STATS=")); ok {
-			return string(v)
+			return string(v), len(v) > 0
 		}
 	}
-	return ""
+	return "", false
 }
 
 // tail reads at most n bytes from the end of a file.
@@ -79,21 +90,55 @@ func tail(c *ctx, name string, n int64) ([]byte, error) {
 }
 
 // collectAllocator emits memdoctor_malloc_* for one process from its
-// preload stats file, when it has one.
+// preload stats file, when it has one. A process that maps the library but
+// whose stats cannot be read gets a note saying why: it already runs the
+// library, so advice to run it would be wrong.
 func collectAllocator(c *ctx, pid int, maps []procfs.Mapping, labels []string) {
 	if !hasPreload(maps) {
 		return
 	}
-	path := statsPath(c, pid)
-	if path == "" || !strings.HasPrefix(path, "/") {
+	c.add("memdoctor_process_preload", 1, labels...)
+	spid := strconv.Itoa(pid)
+	who := "pid " + spid
+	if len(labels) >= 4 && labels[2] == "comm" {
+		who = labels[3] + " (pid " + spid + ")"
+	}
+	hides := "the allocator's view of " + who
+	orMalloc := "read it once with `memdoctor malloc " + spid + "` or `memdoctor check --malloc` (either holds one thread briefly)"
+	pattern, ok := statsVar(c, pid)
+	if !ok {
+		c.note("proc/"+spid+"/environ", who+" runs memdoctor's preload library without MEMDOCTOR_STATS (or it is unreadable): it writes no allocator stats",
+			hides, "restart it with MEMDOCTOR_STATS=PATH added (%p in PATH is its pid), or "+orMalloc)
 		return
 	}
-	name := "proc/" + strconv.Itoa(pid) + "/root" + path
+	st, err := c.fs.ProcStatus(pid)
+	if err != nil {
+		return // gone (or unreadable, which the process collector noted)
+	}
+	own := procfs.OwnPID(st, pid)
+	path, ok := preload.ExpandStatsPath(pattern, own)
+	if !ok {
+		c.note("proc/"+spid+"/environ", who+" runs memdoctor's preload library with a MEMDOCTOR_STATS it refuses (a % other than %p and %%, or longer than PATH_MAX): it writes no allocator stats",
+			hides, "restart it with a valid MEMDOCTOR_STATS, or "+orMalloc)
+		return
+	}
+	name := "proc/" + spid + "/root" + path
+	if !strings.HasPrefix(path, "/") {
+		// relative to the directory it started in; its current one is the
+		// best guess
+		name = "proc/" + spid + "/cwd/" + path
+	}
 	data, err := tail(c, name, statsTail)
 	if err != nil {
-		if !isGone(err) {
-			c.note(name, "preload stats unreadable: "+err.Error(), "the allocator's view of pid "+strconv.Itoa(pid), "")
+		if _, serr := c.fs.ProcStatus(pid); serr != nil && isGone(serr) {
+			return // it exited meanwhile
 		}
+		why := err.Error()
+		if isGone(err) {
+			why = path + " does not exist (the library could not create it: it says why on the process' stderr; or the file was removed)"
+		}
+		c.note(name, who+" runs memdoctor's preload library, but its stats are unreadable: "+why,
+			hides, orMalloc)
 		return
 	}
 	var last, lastTrim *statsLine
@@ -105,12 +150,17 @@ func collectAllocator(c *ctx, pid int, maps []procfs.Mapping, labels []string) {
 		if json.Unmarshal(l, &s) != nil || s.Mallinfo2 == nil {
 			continue
 		}
+		if s.PID != nil && *s.PID != own {
+			continue // a file shared with its forked children (no %p in PATH)
+		}
 		last = &s
 		if s.Event == "trim" && s.ElapsedMs != nil {
 			lastTrim = &s
 		}
 	}
 	if last == nil {
+		c.note(name, who+" runs memdoctor's preload library, but its stats hold no allocator summary yet",
+			hides, "wait for a summary (every MEMDOCTOR_STATS_INTERVAL, 60s by default; none with 0), or "+orMalloc)
 		return
 	}
 	m := last.Mallinfo2

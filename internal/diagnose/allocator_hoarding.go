@@ -104,16 +104,24 @@ func (allocatorHoarding) Eval(in *Input) []Finding {
 			f.Evidence = append(f.Evidence, evText("glibc", h.Info.Glibc))
 		}
 		f.Evidence = append(f.Evidence, ev("trim_cost_seconds", cost, "seconds"))
+		// A process that runs the preload library (it wrote these stats)
+		// needs only its settings, not the library again.
+		preload := "LD_PRELOAD=$(memdoctor preload --print-path) "
+		restart := "a restart is needed to load the library"
+		if p.Preload {
+			preload = ""
+			restart = "it already runs the library: add the variable to the environment it starts with; a restart is needed to read it"
+		}
 		f.Remedies = []Remedy{
 			{Title: "give it back now (the process pauses for the trim)",
 				Commands: []string{"memdoctor trim " + pid + "            # dry run: the expected gain", "memdoctor trim " + pid + " --apply"},
 				Risk:     fmt.Sprintf("the process stops for about %.2f s while glibc walks its arenas", cost)},
 			{Title: fmt.Sprintf("keep it given back: the preload trimmer every %v (trim cost %.2f s, under 0.1%% of the time)", iv, cost),
-				Commands: []string{fmt.Sprintf("LD_PRELOAD=$(memdoctor preload --print-path) MEMDOCTOR_TRIM_INTERVAL=%s MEMDOCTOR_STATS=/var/log/memdoctor-%s.jsonl <command>", iv, p.Comm)},
-				Risk:     "each trim pauses allocations in the process for its duration; a restart is needed to load the library"},
+				Commands: []string{fmt.Sprintf("%sMEMDOCTOR_TRIM_INTERVAL=%s MEMDOCTOR_STATS=/var/log/memdoctor-%s.%%p.jsonl <command>", preload, iv, p.Comm)},
+				Risk:     "each trim pauses allocations in the process for its duration; " + restart},
 			{Title: "or trim after every GiB freed (bursty services)",
-				Commands: []string{"LD_PRELOAD=$(memdoctor preload --print-path) MEMDOCTOR_TRIM_FREED=1GiB <command>"},
-				Risk:     "trims land inside free() calls of the thread that crosses the threshold: a latency spike there"},
+				Commands: []string{preload + "MEMDOCTOR_TRIM_FREED=1GiB <command>"},
+				Risk:     "trims land inside free() calls of the thread that crosses the threshold: a latency spike there; " + restart},
 			{Title: "fewer arenas share freed memory better (did not help in incident 5; measure)",
 				Commands: []string{"GLIBC_TUNABLES=glibc.malloc.arena_max=4 <command>   # or MALLOC_ARENA_MAX=4"},
 				Risk:     "more lock contention between threads in malloc"},
@@ -126,3 +134,6 @@ func (allocatorHoarding) Eval(in *Input) []Finding {
 	}
 	return out
 }
+
+// Advise does not advise the preload library to a process that runs it.
+func (allocatorHoarding) Advise(in *Input, how string) string { return preloadGiven(in, how) }

@@ -82,6 +82,12 @@ type Need struct {
 	HowTo  string
 }
 
+// advisor is a rule that tailors the HowTo of a missing series to the data
+// at hand (e.g. not to advise a process what it already does).
+type advisor interface {
+	Advise(in *Input, howTo string) string
+}
+
 // Input is what a rule sees: the host model of the latest instant (nil
 // when the source has no instant data) and, for recordings and ingested
 // history, every series over the time range (nil for a single snapshot).
@@ -144,6 +150,9 @@ func Run(in *Input, rules []Rule) ([]Finding, []sample.Note) {
 		for _, n := range m.Needs {
 			if !in.has(n.Series) {
 				missing, how = n.Series, n.HowTo
+				if a, ok := r.(advisor); ok {
+					how = a.Advise(in, how)
+				}
 				break
 			}
 		}

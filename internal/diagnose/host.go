@@ -51,6 +51,8 @@ type Process struct {
 	ShmemBytes   int64  `json:"shmem_bytes"`
 	Threads      int64  `json:"threads"`
 	MallocArenas *int64 `json:"malloc_arenas,omitempty"`
+	// Preload is set when the process maps memdoctor's preload library.
+	Preload bool `json:"preload,omitempty"`
 	// Malloc is the allocator's own view, when it was read (memdoctor's
 	// preload library, or check --malloc).
 	Malloc *MallocState `json:"malloc,omitempty"`
@@ -186,6 +188,7 @@ func processes(s *sample.Scrape) []Process {
 		{"memdoctor_process_shmem_bytes", func(p *Process, v float64) { p.ShmemBytes = int64(v) }},
 		{"memdoctor_process_threads", func(p *Process, v float64) { p.Threads = int64(v) }},
 		{"memdoctor_process_malloc_arenas", func(p *Process, v float64) { p.MallocArenas = ptr(v) }},
+		{"memdoctor_process_preload", func(p *Process, v float64) { p.Preload = v > 0 }},
 		{"memdoctor_malloc_system_bytes", func(p *Process, v float64) { mallocOf(p).SystemBytes = int64(v) }},
 		{"memdoctor_malloc_in_use_bytes", func(p *Process, v float64) { mallocOf(p).InUseBytes = int64(v) }},
 		{"memdoctor_malloc_free_bytes", func(p *Process, v float64) { mallocOf(p).FreeBytes = int64(v) }},

@@ -17,10 +17,22 @@ package diagnose
 // warning. It is a suspicion, not a proof: `malloc_info` (free bytes per
 // arena) proves it.
 //
+// Runtimes with heaps of their own: a JVM's committed Java heap, a .NET or
+// Node (V8) managed heap is anonymous memory too, but not malloc's. Their
+// committed heap (memdoctor_runtime_heap_committed_bytes of the process) is
+// subtracted before the 256 MiB line; when it is unknown the process is not
+// judged (a note says so). A Go program's heap is Go's own (its 64 MiB
+// arenas look like glibc heaps in the maps): not judged at all.
+//
 // Known false positives: a service whose threads legitimately keep large
-// live heaps per arena; the proof is the free bytes per arena.
+// live heaps per arena; the proof is the free bytes per arena. The estimate
+// of a runtime process may count some of the runtime heap's 64 MiB-aligned
+// pieces as arenas.
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 type mallocArenasMany struct{}
 
@@ -46,16 +58,42 @@ func (mallocArenasMany) Eval(in *Input) []Finding {
 		if p.MallocArenas == nil || *p.MallocArenas < arenasMin || p.AnonBytes < arenaAnonMin {
 			continue
 		}
+		rt := ownHeapRuntime(h, p.PID)
+		outside, heap := p.AnonBytes, int64(0)
+		if rt != nil {
+			if rt.Runtime == "go" {
+				continue // Go's heap, not malloc's
+			}
+			if rt.HeapCommittedBytes == nil {
+				in.Note("malloc_arenas_many", fmt.Sprintf("%s (pid %d) is a %s process whose committed heap is unknown: its %s of anonymous memory cannot be told from malloc's, so its arenas were not judged",
+					p.Comm, p.PID, rt.Runtime, HumanBytes(p.AnonBytes)), "make its heap visible: "+runtimeHeapHint(rt.Runtime))
+				continue
+			}
+			heap = int64(*rt.HeapCommittedBytes)
+			outside = max(p.AnonBytes-heap, 0)
+			if outside < arenaAnonMin {
+				continue
+			}
+		}
 		a := *p.MallocArenas
+		mem := HumanBytes(p.AnonBytes) + " anonymous memory"
+		if rt != nil {
+			mem = fmt.Sprintf("%s anonymous memory outside its %s heap (%s of %s)", HumanBytes(outside), rt.Runtime, HumanBytes(heap), HumanBytes(p.AnonBytes))
+		}
 		f := Finding{ID: "malloc_arenas_many", Severity: Warning, Subject: fmt.Sprintf("process %s (pid %d)", p.Comm, p.PID),
-			Summary: fmt.Sprintf("%s has ~%d malloc arenas across %d threads and %s anonymous memory: freed memory may be held per arena instead of returned",
-				p.Comm, a, p.Threads, HumanBytes(p.AnonBytes)),
+			Summary: fmt.Sprintf("%s has ~%d malloc arenas across %d threads and %s: freed memory may be held per arena instead of returned",
+				p.Comm, a, p.Threads, mem),
 			Evidence: []Evidence{
 				ev("malloc_arenas_estimated", float64(a), "count"),
 				ev("threads", float64(p.Threads), "count"),
 				ev("anon_bytes", float64(p.AnonBytes), "bytes"),
 				ev("rss_bytes", float64(p.RSSBytes), "bytes"),
 			},
+		}
+		if rt != nil {
+			f.Evidence = append(f.Evidence, evText("runtime", rt.Runtime),
+				ev("runtime_heap_committed_bytes", float64(heap), "bytes"),
+				ev("anon_outside_runtime_heap_bytes", float64(outside), "bytes"))
 		}
 		if h.Info.CPUs > 0 {
 			f.Evidence = append(f.Evidence, ev("glibc_default_arena_limit", float64(8*h.Info.CPUs), "count"))
@@ -81,4 +119,38 @@ func (mallocArenasMany) Eval(in *Input) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// ownHeapRuntime returns the runtime of pid when it keeps a heap of its own
+// (JVM, .NET, Node, Go), preferring a reading with the committed heap.
+func ownHeapRuntime(h *Host, pid int) *Runtime {
+	var found *Runtime
+	for i := range h.Runtimes {
+		r := &h.Runtimes[i]
+		if r.PID != pid || pid <= 0 {
+			continue
+		}
+		switch r.Runtime {
+		case "jvm", "dotnet", "node", "go":
+		default:
+			continue
+		}
+		if found == nil || found.HeapCommittedBytes == nil && r.HeapCommittedBytes != nil {
+			found = r
+		}
+	}
+	return found
+}
+
+// runtimeHeapHint says how a runtime's committed heap becomes visible.
+func runtimeHeapHint(runtime string) string {
+	switch runtime {
+	case "jvm":
+		return strings.Join([]string{"memdoctor reads it from the JVM's hsperfdata file (it is missing with -XX:-UsePerfData or -XX:+PerfDisableSharedMem)",
+			"or pass its Micrometer / jmx_exporter endpoint with --scrape"}, ", ")
+	case "dotnet":
+		return "pass its metrics endpoint (OpenTelemetry process_runtime_dotnet_gc_committed_memory_size_bytes, or prometheus-net dotnet_gc_last_collection_memory_committed_size_bytes) with --scrape"
+	default:
+		return "pass its prom-client endpoint (nodejs_heap_size_total_bytes) with --scrape"
+	}
 }

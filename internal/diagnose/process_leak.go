@@ -79,3 +79,6 @@ func (processLeak) Eval(in *Input) []Finding {
 	sort.Slice(out, func(i, j int) bool { return out[i].Evidence[0].Value > out[j].Evidence[0].Value })
 	return out
 }
+
+// Advise does not advise the preload library to a process that runs it.
+func (processLeak) Advise(in *Input, how string) string { return preloadGiven(in, how) }

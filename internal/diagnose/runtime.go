@@ -19,6 +19,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -33,6 +34,10 @@ type Runtime struct {
 	Source string `json:"source,omitempty"`
 	PID    int    `json:"pid,omitempty"`
 	Comm   string `json:"comm,omitempty"`
+	// Also is the other target the same process was read through (its
+	// scrape URL, or pid/N): one process, one runtime, from the richer
+	// source.
+	Also string `json:"also,omitempty"`
 
 	GCSeconds        *float64           `json:"gc_seconds_total,omitempty"`
 	YoungCollections *float64           `json:"young_collections_total,omitempty"`
@@ -157,7 +162,7 @@ func RuntimesOf(s *sample.Scrape) []Runtime {
 	f := func(v float64) *float64 { return &v }
 	for _, m := range s.Select(rtInfo) {
 		r := get(m.Labels)
-		r.Version, r.Source = m.Labels.Get("version"), m.Labels.Get("source")
+		r.Version, r.Source, r.Also = m.Labels.Get("version"), m.Labels.Get("source"), m.Labels.Get("also")
 	}
 	for _, name := range runtimeSeries[1:] {
 		for _, m := range s.Select(name) {
@@ -417,9 +422,23 @@ func partsAbove(ps []sample.Point, threshold float64) *float64 {
 // runtimeSubject names a runtime target for a finding.
 func runtimeSubject(r *Runtime) string {
 	if r.PID > 0 && r.Comm != "" {
-		return r.Runtime + " process " + r.Comm + " (pid " + strconv.Itoa(r.PID) + ")"
+		s := r.Runtime + " process " + r.Comm + " (pid " + strconv.Itoa(r.PID) + ")"
+		if u := r.url(); u != "" {
+			s += " at " + u
+		}
+		return s
 	}
 	return r.Runtime + " runtime at " + r.Target
+}
+
+// url is the scrape URL the runtime was read or is also served at.
+func (r *Runtime) url() string {
+	for _, t := range []string{r.Target, r.Also} {
+		if strings.Contains(t, "://") {
+			return t
+		}
+	}
+	return ""
 }
 
 // spanWords says what span a rate covers.

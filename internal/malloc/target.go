@@ -30,6 +30,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/inject"
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/preload"
 )
 
 // Errors, to be classified with errors.Is. Every returned error wraps one
@@ -52,6 +53,7 @@ var (
 // target is what /proc says about a process.
 type target struct {
 	pid     int
+	ownPID  int // getpid() in the process' own pid namespace
 	comm    string
 	uid     [4]int64 // real, effective, saved, fs
 	gid     int      // real gid, -1 if unknown
@@ -109,7 +111,7 @@ func inspectTarget(pid int) (*target, error) {
 		}
 		return nil, fmt.Errorf("reading /proc/%d/status: %w", pid, err)
 	}
-	t := &target{pid: pid, comm: st.Text["Name"]}
+	t := &target{pid: pid, comm: st.Text["Name"], ownPID: procfs.OwnPID(st, pid)}
 	if s := st.Text["State"]; s != "" {
 		t.state = s[0]
 	}
@@ -277,39 +279,14 @@ func (t *target) readStatsVar() {
 			data = nil
 		}
 		if bytes.HasPrefix(entry, prefix) {
-			if p, ok := expandStatsPath(string(entry[len(prefix):]), t.pid); ok {
+			// the first one, as getenv finds it, expanded with the pid
+			// the process sees as its own
+			if p, ok := preload.ExpandStatsPath(string(entry[len(prefix):]), t.ownPID); ok {
 				t.statsPath = p
 			}
+			return
 		}
 	}
-}
-
-// expandStatsPath expands %p (the pid) and %% as the preload library does.
-func expandStatsPath(pattern string, pid int) (string, bool) {
-	if pattern == "" {
-		return "", false
-	}
-	var b strings.Builder
-	for i := 0; i < len(pattern); i++ {
-		c := pattern[i]
-		if c != '%' {
-			b.WriteByte(c)
-			continue
-		}
-		if i+1 >= len(pattern) {
-			return "", false
-		}
-		i++
-		switch pattern[i] {
-		case '%':
-			b.WriteByte('%')
-		case 'p':
-			b.WriteString(strconv.Itoa(pid))
-		default:
-			return "", false
-		}
-	}
-	return b.String(), true
 }
 
 // glibcAtLeast reports whether the process' glibc is at least major.minor

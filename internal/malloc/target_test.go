@@ -32,26 +32,6 @@ func TestChooseThread(t *testing.T) {
 	}
 }
 
-func TestExpandStatsPath(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"/tmp/stats.%p":     "/tmp/stats.42",
-		"/var/%%p/s":        "/var/%p/s",
-		"rel/%p-%p":         "rel/42-42",
-		"/tmp/plain":        "/tmp/plain",
-		"/tmp/bad%x":        "",
-		"/tmp/trailing%":    "",
-		"":                  "",
-		"/a%%%p":            "/a%42",
-		"/tmp/stats.%p.log": "/tmp/stats.42.log",
-	} {
-		got, ok := expandStatsPath(in, 42)
-		if got != want || ok != (want != "") {
-			t.Errorf("expandStatsPath(%q) = %q, %v; want %q", in, got, ok, want)
-		}
-	}
-}
-
 func TestReadMaps(t *testing.T) {
 	t.Parallel()
 	maps, err := procfs.ParseMaps([]byte(`55d2cb0c0000-55d2cb0c1000 r--p 00000000 fe:00 1 /usr/bin/daemon

@@ -112,3 +112,8 @@ func IsNotExist(err error) bool {
 func IsPermission(err error) bool {
 	return errors.Is(err, fs.ErrPermission)
 }
+
+// ReadLink reads a symbolic link (a /proc/PID/fd entry: "socket:[123]").
+func (f FS) ReadLink(name string) (string, error) {
+	return fs.ReadLink(f.fsys, clean(name))
+}

@@ -187,3 +187,18 @@ func splitCmdline(s string) []string {
 	}
 	return strings.Split(s, "\x00")
 }
+
+// OwnPID returns the pid a process sees as its own (getpid() inside its pid
+// namespace): the last field of NSpid in its status, or pid when the kernel
+// has no NSpid (before 4.1) or the field is unreadable.
+func OwnPID(st KV, pid int) int {
+	if n, ok := st.Num["NSpid"]; ok {
+		return int(n)
+	}
+	if f := strings.Fields(st.Text["NSpid"]); len(f) > 0 {
+		if n, err := strconv.Atoi(f[len(f)-1]); err == nil {
+			return n
+		}
+	}
+	return pid
+}

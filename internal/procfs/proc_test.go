@@ -2,10 +2,16 @@ package procfs
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -229,4 +235,55 @@ func FuzzParseStatm(f *testing.F) {
 			t.Fatalf("negative page count %+v", m)
 		}
 	})
+}
+
+// TestOwnPID: a process in its own pid namespace sees itself as pid 1
+// (NSpid's last field); one in the host's namespace as its pid.
+func TestOwnPID(t *testing.T) {
+	t.Parallel()
+	st, err := ParseStatus([]byte("Name:\tsleep\nPid:\t4242\nNSpid:\t4242\t17\t1\n"), "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := OwnPID(st, 4242); got != 1 {
+		t.Errorf("nested NSpid: %d, want 1", got)
+	}
+	if got := OwnPID(KV{}, 4242); got != 4242 {
+		t.Errorf("no NSpid (kernel < 4.1): %d, want 4242", got)
+	}
+	self, err := NewFS("/").ProcStatus(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := OwnPID(self, os.Getpid()); got != os.Getpid() {
+		t.Errorf("this process: %d, want %d", got, os.Getpid())
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		return
+	}
+	cmd := exec.Command("unshare", "--pid", "--fork", "--kill-child", "sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// the forked sleep is the child of unshare
+	var child int
+	for i := 0; i < 100 && child == 0; i++ {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		time.Sleep(10 * time.Millisecond)
+	}
+	if child == 0 {
+		t.Fatal("unshare started no child")
+	}
+	st, err = NewFS("/").ProcStatus(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := OwnPID(st, child); got != 1 {
+		t.Errorf("pid %d in its own pid namespace: OwnPID %d, want 1", child, got)
+	}
 }

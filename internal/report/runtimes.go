@@ -37,8 +37,13 @@ func runtimes(p *printer, h *diagnose.Host) {
 			ind = fmt.Sprintf("%.0f", g.InducedTotal())
 		}
 		target := r.Target
-		if r.Comm != "" {
+		switch {
+		case r.Comm != "" && r.Also != "":
+			target += " (" + r.Comm + "; also " + r.Also + ")"
+		case r.Comm != "":
 			target += " (" + r.Comm + ")"
+		case r.Also != "":
+			target += " (also " + r.Also + ")"
 		}
 		fmt.Fprintf(tw, "  \t%s\t%s\t%s\t%s\t%s\t%s\t%s\t %s\n", r.Runtime, gc, young, old, ind,
 			num(r.HeapLiveBytes), num(r.HeapCommittedBytes), target)

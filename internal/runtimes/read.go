@@ -90,7 +90,7 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 		order = append(order, p)
 	}
 	sort.Ints(order)
-	hidden := map[string][]string{}
+	byPID := map[int]*Reading{}
 	for _, pid := range order {
 		maps, ok := opt.Maps[pid]
 		if !ok {
@@ -114,6 +114,7 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 					opt.Watch.addTo(rd)
 				}
 				res.Readings = append(res.Readings, rd)
+				byPID[pid] = rd
 				continue
 			}
 			res.note("hsperfdata pid "+strconv.Itoa(pid), err.Error(), "the JVM's garbage collector state", Hint(JVM))
@@ -121,7 +122,14 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 		}
 		rd := &Reading{Target: "pid/" + strconv.Itoa(pid), Runtime: det.Runtime, Version: det.Version, Source: "maps", PID: pid, Comm: comm}
 		res.Readings = append(res.Readings, rd)
-		hidden[det.Runtime] = append(hidden[det.Runtime], fmt.Sprintf("%s (pid %d)", comm, pid))
+		byPID[pid] = rd
+	}
+	unmatched := res.oneEach(fsys, order, byPID)
+	hidden := map[string][]string{}
+	for _, rd := range res.Readings {
+		if rd.Source == "maps" {
+			hidden[rd.Runtime] = append(hidden[rd.Runtime], fmt.Sprintf("%s (pid %d)", rd.Comm, rd.PID))
+		}
 	}
 	kinds := make([]string, 0, len(hidden))
 	for k := range hidden {
@@ -129,10 +137,78 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 	}
 	sort.Strings(kinds)
 	for _, k := range kinds {
-		res.note("runtime "+k, fmt.Sprintf("%s runtime without visible GC metrics: %s (unless among the --scrape targets)", k, strings.Join(hidden[k], ", ")),
+		unless := ""
+		if unmatched > 0 {
+			unless = " (unless among the --scrape targets memdoctor could not match to a process)"
+		}
+		res.note("runtime "+k, fmt.Sprintf("%s runtime without visible GC metrics: %s%s", k, strings.Join(hidden[k], ", "), unless),
 			"its garbage collector state (time in GC, collections, live heap)", Hint(k))
 	}
 	return res
+}
+
+// oneEach makes one reading of each process: a scrape target served by a
+// process that was also read directly (hsperfdata, or detected from its
+// mappings) is matched to it by the owner of its listening socket, and of
+// the two readings the richer one stays, naming the other in Also. It
+// returns how many scrape readings matched no process.
+func (r *Result) oneEach(fsys procfs.FS, pids []int, byPID map[int]*Reading) (unmatched int) {
+	drop := map[*Reading]bool{}
+	for _, sr := range r.Readings {
+		if sr.Source != "scrape" {
+			continue
+		}
+		ip, port, ok := targetAddr(sr.Target)
+		if !ok {
+			unmatched++
+			continue
+		}
+		inodes := listeners(fsys, ip, port)
+		var owners []int
+		if len(inodes) > 0 {
+			owners = socketOwners(fsys, pids, inodes)
+		}
+		owner := 0
+		for _, p := range owners {
+			if byPID[p] != nil && !drop[byPID[p]] {
+				owner = p
+				break
+			}
+		}
+		if owner == 0 && len(owners) > 0 {
+			owner = owners[0]
+		}
+		if owner == 0 {
+			unmatched++
+			continue
+		}
+		other := byPID[owner]
+		sr.PID = owner
+		if other == nil || drop[other] {
+			if c, err := fsys.ProcComm(owner); err == nil {
+				sr.Comm = c
+			}
+			continue
+		}
+		sr.Comm = other.Comm
+		if other.Runtime == sr.Runtime && other.richness() > sr.richness() {
+			drop[sr] = true
+			other.Also = sr.Target
+		} else {
+			drop[other] = true
+			sr.Also = other.Target
+		}
+	}
+	if len(drop) > 0 {
+		kept := r.Readings[:0]
+		for _, rd := range r.Readings {
+			if !drop[rd] {
+				kept = append(kept, rd)
+			}
+		}
+		r.Readings = kept
+	}
+	return unmatched
 }
 
 // HostJVMs lists the JVMs with a perf-data file in this mount namespace's

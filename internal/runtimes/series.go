@@ -88,6 +88,9 @@ type Reading struct {
 	Target, Runtime, Version, Source string
 	PID                              int
 	Comm                             string
+	// Also is the other target the same process was read through (its
+	// scrape URL, or pid/N), when this reading was kept for being richer.
+	Also string
 	// Values are the normalised series without the common labels: name
 	// plus extra labels (generation, cause).
 	Values []sample.Metric
@@ -106,7 +109,11 @@ func (r *Reading) Metrics() []sample.Metric {
 	if r.Comm != "" {
 		common = append(common, "comm", r.Comm)
 	}
-	out := []sample.Metric{{Name: Info, Labels: sample.L(append(common, "version", r.Version, "source", r.Source)...), Value: 1}}
+	info := append(common, "version", r.Version, "source", r.Source)
+	if r.Also != "" {
+		info = append(info, "also", r.Also)
+	}
+	out := []sample.Metric{{Name: Info, Labels: sample.L(info...), Value: 1}}
 	for _, v := range r.Values {
 		nv := append([]string(nil), common...)
 		for _, l := range v.Labels {
@@ -116,6 +123,16 @@ func (r *Reading) Metrics() []sample.Metric {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// richness is how many normalised series a reading has: of two readings
+// of one process, the one kept.
+func (r *Reading) richness() int {
+	seen := map[string]bool{}
+	for _, v := range r.Values {
+		seen[v.Name] = true
+	}
+	return len(seen)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
