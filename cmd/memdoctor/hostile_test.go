@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -105,5 +106,70 @@ func TestPrometheusRetriesZero(t *testing.T) {
 	}
 	if _, errOut, code := runCLI(t, "diagnose", "--prometheus", srv.URL, "--prometheus-retries", "-1"); code == 0 || !strings.Contains(errOut, "give 0 (no retry) or more") {
 		t.Errorf("retries -1: exit %d, %q", code, errOut)
+	}
+}
+
+// A --scrape URL's password and token are used to read the service and
+// never stored or shown: not in check's text or JSON, not in the
+// recorder's /metrics, its store, its export or its report.
+func TestScrapeCredentialsRedacted(t *testing.T) {
+	const secret = "hunter2"
+	page, err := os.ReadFile("../../internal/runtimes/testdata/pages/go-client_golang-1.25.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var authed sync.Map
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if !ok || u != "ops" || p != secret || r.URL.Query().Get("token") != secret {
+			http.Error(w, "who are you", http.StatusUnauthorized)
+			return
+		}
+		authed.Store("yes", true)
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = w.Write(page)
+	}))
+	defer srv.Close()
+	scrape := strings.Replace(srv.URL, "http://", "http://ops:"+secret+"@", 1) + "/metrics?token=" + secret
+	for _, args := range [][]string{
+		{"check", "--gc-interval", "0", "--scrape", scrape},
+		{"check", "--json", "--gc-interval", "0", "--scrape", scrape},
+	} {
+		out, errOut, code := runCLI(t, args...)
+		if code != 0 && code != 1 && code != 2 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		if strings.Contains(out+errOut, secret) {
+			t.Errorf("%v shows the secret", args[:2])
+		}
+		if !strings.Contains(out, "xxxxx") {
+			t.Errorf("%v does not name the redacted target", args[:2])
+		}
+	}
+	if _, ok := authed.Load("yes"); !ok {
+		t.Fatal("the service was never read with its credentials")
+	}
+	// A refused scrape is named without its secrets too.
+	bad := strings.Replace(scrape, secret+"@", "wrong@", 1)
+	out, errOut, _ := runCLI(t, "check", "--gc-interval", "0", "--scrape", bad)
+	if strings.Contains(out+errOut, secret) || !strings.Contains(out, "401") {
+		t.Errorf("failed scrape: secret shown or failure not noted:\n%s", out)
+	}
+
+	db := filepath.Join(t.TempDir(), "md.db")
+	r := startRecorder(t, db, time.Second, "--scrape", scrape)
+	time.Sleep(2500 * time.Millisecond)
+	_, metrics := r.get("/metrics")
+	r.stop(t)
+	if strings.Contains(metrics, secret) || !strings.Contains(metrics, "xxxxx") {
+		t.Errorf("/metrics: secret shown or the scrape target missing")
+	}
+	exp, errOut, code := runCLI(t, "export", "--from", db, "-o", "-")
+	if code != 0 {
+		t.Fatalf("export: %s", errOut)
+	}
+	raw, _ := os.ReadFile(db)
+	if strings.Contains(exp, secret) || bytes.Contains(raw, []byte(secret)) {
+		t.Errorf("the store or its export holds the secret")
 	}
 }

@@ -24,6 +24,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/redact"
+
 	"fortio.org/fortio/periodic"
 	flog "fortio.org/log"
 
@@ -178,13 +180,8 @@ func (o *Options) settings() Settings {
 	return s
 }
 
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
-}
+// redactURL is the URL as saved and shown: no password, no token.
+func redactURL(s string) string { return redact.URL(s) }
 
 // preflight makes one request so an unreachable URL is a clear error
 // instead of a run made only of failures.

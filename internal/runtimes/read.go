@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/redact"
+
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
@@ -62,8 +64,10 @@ func (r *Result) note(source, msg, hides, fix string) {
 // Read reads every source.
 func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 	res := &Result{}
-	for _, u := range opt.URLs {
-		fams, err := opt.Scraper.Fetch(ctx, u)
+	for _, raw := range opt.URLs {
+		// The URL as stored and shown: no password, no token.
+		u := redact.URL(raw)
+		fams, err := opt.Scraper.Fetch(ctx, raw)
 		if err != nil {
 			res.note("scrape "+u, strings.TrimPrefix(err.Error(), "scrape "+u+": "), "the runtime's garbage collector state", "check the URL with curl "+u)
 			continue

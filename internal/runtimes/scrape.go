@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/redact"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -34,7 +36,10 @@ type Scraper struct {
 func ValidateURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--scrape %q: want an http(s) URL such as http://127.0.0.1:8080/metrics", raw)
+		if !strings.Contains(raw, "://") {
+			return fmt.Errorf("--scrape %q: no scheme: write http://%s", redact.URL(raw), redact.URL(raw))
+		}
+		return fmt.Errorf("--scrape %q: want an http(s) URL such as http://127.0.0.1:8080/metrics", redact.URL(raw))
 	}
 	return nil
 }
@@ -44,6 +49,7 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 	if err := ValidateURL(raw); err != nil {
 		return nil, err
 	}
+	shown := redact.URL(raw) // errors name the URL without its secrets
 	to := s.Timeout
 	if to <= 0 {
 		to = 5 * time.Second
@@ -56,33 +62,33 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", raw, err)
+		return nil, fmt.Errorf("scrape %s: %w", shown, err)
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1")
 	resp, err := cl.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("scrape %s: no answer within %v (is the service overloaded, or the port wrong?)", raw, to)
+			return nil, fmt.Errorf("scrape %s: no answer within %v (is the service overloaded, or the port wrong?)", shown, to)
 		}
-		return nil, fmt.Errorf("scrape %s: %w (is the service running and listening there?)", raw, err)
+		return nil, fmt.Errorf("scrape %s: %w (is the service running and listening there?)", shown, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape %s: HTTP %s (check the path: usually /metrics)", raw, resp.Status)
+		return nil, fmt.Errorf("scrape %s: HTTP %s (check the path: usually /metrics)", shown, resp.Status)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: reading the page: %w", raw, err)
+		return nil, fmt.Errorf("scrape %s: reading the page: %w", shown, err)
 	}
 	if len(body) > maxPage {
-		return nil, fmt.Errorf("scrape %s: page larger than %d MiB: not a runtime's metrics page?", raw, maxPage>>20)
+		return nil, fmt.Errorf("scrape %s: page larger than %d MiB: not a runtime's metrics page?", shown, maxPage>>20)
 	}
 	if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "protobuf") {
-		return nil, fmt.Errorf("scrape %s: the server answered in protobuf (%s) despite asking for text", raw, ct)
+		return nil, fmt.Errorf("scrape %s: the server answered in protobuf (%s) despite asking for text", shown, ct)
 	}
 	fams, err := ParsePage(body)
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", raw, err)
+		return nil, fmt.Errorf("scrape %s: %w", shown, err)
 	}
 	return fams, nil
 }
