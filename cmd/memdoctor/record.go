@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/record"
+	"github.com/memdoctor/memdoctor/internal/store"
 	"github.com/spf13/cobra"
 )
 
@@ -109,6 +110,9 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 				cfg.Page = livePage(db, cfg.PageEvery)
 			}
 			rec, err := record.New(cfg)
+			if errors.Is(err, store.ErrLocked) {
+				return fmt.Errorf("%w: one recorder per store; stop that one first, or record into another file with --db", err)
+			}
 			if err != nil {
 				return err
 			}

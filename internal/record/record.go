@@ -64,6 +64,7 @@ type Recorder struct {
 	live bool
 
 	mu         sync.Mutex
+	lock       *store.Lock // the store's writer lock, held from New to Close, across reopens
 	st         *store.Store
 	latest     *sample.Scrape
 	pending    []*sample.Scrape
@@ -117,11 +118,16 @@ func New(cfg Config) (*Recorder, error) {
 		h, _ := os.Hostname()
 		r.cfg.Instance = orDefault(h, "localhost")
 	}
-	st, err := store.Open(cfg.DBPath, store.Options{})
+	lock, err := store.AcquireLock(cfg.DBPath)
 	if err != nil {
 		return nil, err
 	}
-	r.st = st
+	st, err := store.Open(cfg.DBPath, store.Options{Lock: lock})
+	if err != nil {
+		_ = lock.Release()
+		return nil, err
+	}
+	r.lock, r.st = lock, st
 	r.noteStored()
 	return r, nil
 }
@@ -154,7 +160,7 @@ func (r *Recorder) Reopen() error {
 			r.logf("closing store: %v", err)
 		}
 	}
-	st, err := store.Open(r.cfg.DBPath, store.Options{})
+	st, err := store.Open(r.cfg.DBPath, store.Options{Lock: r.lock})
 	if err != nil {
 		r.st = nil
 		r.lastErr = err
@@ -175,12 +181,12 @@ func (r *Recorder) Close() error {
 	if len(r.pending) > 0 {
 		r.logf("exiting with %d scrapes not stored: %v", len(r.pending), r.lastErr)
 	}
-	if r.st == nil {
-		return nil
+	var err error
+	if r.st != nil {
+		err = r.st.Close()
+		r.st = nil
 	}
-	err := r.st.Close()
-	r.st = nil
-	return err
+	return errors.Join(err, r.lock.Release())
 }
 
 // Run samples every interval until ctx is done. Samples are stamped with
