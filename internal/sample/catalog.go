@@ -67,6 +67,11 @@ var catalog = []struct {
 	{"memdoctor_record_dropped_total", Description{"Samples dropped because the clock went back behind the store.", Counter}},
 	{"memdoctor_record_collections_total", Description{"Collections the recorder made.", Counter}},
 	{"memdoctor_record_page_renders_total", Description{"Renderings of the live report page the recorder serves at /.", Counter}},
+	{"memdoctor_finding", Description{"A current finding of memdoctor's diagnosis of the recording (value 1).", Gauge}},
+	{"memdoctor_finding_evidence", Description{"A number proving a current finding (name, in unit).", Gauge}},
+	{"memdoctor_findings_evaluated_timestamp_seconds", Description{"When the served findings were evaluated, in unixtime.", Gauge}},
+	{"memdoctor_findings_evaluation_seconds", Description{"Wall time of the last evaluation of the findings.", Gauge}},
+	{"memdoctor_findings_evaluation_success", Description{"Whether the last evaluation of the findings succeeded.", Gauge}},
 	{"memdoctor_collector_duration_seconds", Description{"Duration of the collector's last run.", Gauge}},
 	{"memdoctor_collector_success", Description{"Whether the collector's last run succeeded.", Gauge}},
 }
