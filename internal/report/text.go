@@ -178,10 +178,14 @@ func memory(p *printer, h *diagnose.Host) {
 			mark = " (reclaimable)"
 		}
 		fmt.Fprintf(tw, "  \t%s%s\t%s\t%.1f%%\t\n", c.Name, mark, hb(c.Bytes), c.Percent)
+		for _, part := range c.Parts {
+			fmt.Fprintf(tw, "  \tof which %s\t%s\t%.1f%%\t\n", part.Name, hb(part.Bytes), part.Percent)
+		}
 	}
 	if err := tw.Flush(); err != nil && p.err == nil {
 		p.err = err
 	}
+	p.f("  unexplained: %s\n", wrap(strings.TrimPrefix(diagnose.UnexplainedSource, "MemTotal minus every other row: "), 96, "  "))
 }
 
 func zones(p *printer, h *diagnose.Host) {
