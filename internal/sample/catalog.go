@@ -48,6 +48,8 @@ var catalog = []struct {
 	{"memdoctor_cgroup_memory_", Description{"Memory charged to the cgroup.", Gauge}},
 	{"memdoctor_processes_vanished", Description{"Processes that exited while being read.", Gauge}},
 	{"memdoctor_processes", Description{"Processes with user memory.", Gauge}},
+	{"memdoctor_processes_focused", Description{"Processes selected by check's --pid, --cgroup and --user.", Gauge}},
+	{"memdoctor_user_", Description{"Per-user totals over the user's processes (check --users).", Gauge}},
 	{"memdoctor_smaps_rollup_reads", Description{"smaps_rollup reads in the last collection.", Gauge}},
 	{"memdoctor_smaps_rollup_seconds", Description{"Time spent reading smaps_rollup in the last collection.", Gauge}},
 	{"memdoctor_process_", Description{"Per-process memory of the largest processes.", Gauge}},
