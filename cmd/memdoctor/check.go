@@ -21,6 +21,7 @@ func newCheckCmd() *cobra.Command {
 		mallocN       int
 		mallocTimeout time.Duration
 		rt            runtimeFlags
+		focus         focusFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -37,6 +38,10 @@ be in the top N by PSS.`,
   memdoctor check --json | jq '.findings[] | {id, severity, summary}'
   memdoctor check --capture host.txtar
   memdoctor check --fail-on warning   # exit 2 when a warning or worse is found
+  memdoctor check --user postgres --sort uss   # one user's processes, by what exiting would free
+  memdoctor check --users --top 0              # per-user totals (smem -u), no process table
+  memdoctor check --pid 4242,4243 --json
+  memdoctor check --cgroup /system.slice/nginx.service --sort swap
   memdoctor check --malloc 3          # also read malloc_info of the 3 largest glibc processes (pauses each for ms)
   memdoctor check --scrape http://127.0.0.1:8080/metrics --json   # a service's GC too`,
 		Args: cobra.NoArgs,
@@ -51,13 +56,21 @@ be in the top N by PSS.`,
 			if err := rt.validate(); err != nil {
 				return err
 			}
+			pf, err := focus.parse(top)
+			if err != nil {
+				return err
+			}
 			src, err := host.open()
 			if err != nil {
 				return err
 			}
 			start := time.Now()
 			opt := collect.Options{TopProcesses: top, TopCgroups: top, ArenaScan: true,
-				Live: host.live(), Now: src.now(), Runtimes: host.live(), Scrape: rt.urls, ScrapeTimeout: rt.timeout}
+				Live: host.live(), Now: src.now(), Runtimes: host.live(), Scrape: rt.urls, ScrapeTimeout: rt.timeout,
+				Focus: pf, SortBy: focus.sort, UserTotals: focus.users}
+			if err := focus.check(src.fs, host.live()); err != nil {
+				return err
+			}
 			res, err := collect.Collect(src.fs, opt)
 			if err != nil {
 				return fmt.Errorf("%w (is this a Linux host with /proc mounted? use --root or --capture for saved data)", err)
@@ -79,11 +92,12 @@ be in the top N by PSS.`,
 			if host.live() {
 				rep.Cost = costOf(res, time.Since(start))
 			}
+			focus.apply(rep, res)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				err = report.JSON(out, rep)
 			} else {
-				err = report.Text(out, rep, report.TextOptions{Color: colorOK(out), Top: top})
+				err = report.Text(out, rep, report.TextOptions{Color: colorOK(out), Top: top, Sort: focus.sort})
 			}
 			if err != nil {
 				return err
@@ -100,6 +114,7 @@ be in the top N by PSS.`,
 	}
 	host.register(cmd)
 	rt.register(cmd)
+	focus.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (a stable interface)")
 	cmd.Flags().IntVar(&top, "top", 10, "how many processes, cgroups and slab caches to show")
 	cmd.Flags().StringVar(&failOn, "fail-on", "none", "exit with status 2 when a finding of this `severity` or worse is found (info, warning, critical)")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/record"
+	"github.com/memdoctor/memdoctor/internal/store"
 	"github.com/spf13/cobra"
 )
 
@@ -57,6 +58,7 @@ func newRecordCmd() *cobra.Command {
 		top       int
 		listen    string
 		instance  string
+		findEvery time.Duration
 		rt        runtimeFlags
 	)
 	cmd := &cobra.Command{
@@ -68,7 +70,11 @@ docs/store-format.md), and serves the latest sample on /metrics in the
 Prometheus text format (node_exporter names for host series) with /healthz,
 and at / the report of the recording so far (as 'memdoctor report' writes
 it; rendered on demand at most once per interval, at least 30 s apart, and
-reloading itself; read-only).
+reloading itself; read-only). /metrics also carries the verdicts of that
+diagnosis (memdoctor_finding, memdoctor_finding_evidence), evaluated in a
+separate process every --findings-every, and never more often than 20 times
+its own last duration, so that a Prometheus scraping the recorder can alert
+on memdoctor's conclusions.
 
 It survives vanished processes, unreadable files and a full disk (samples are
 kept in memory and retried), reopens its file on SIGHUP, and flushes and exits
@@ -107,8 +113,14 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 			if listen != "" {
 				cfg.PageEvery = max(interval, 30*time.Second)
 				cfg.Page = livePage(db, cfg.PageEvery)
+				if findEvery > 0 {
+					cfg.Findings, cfg.FindingsEvery = liveFindings(db), findEvery
+				}
 			}
 			rec, err := record.New(cfg)
+			if errors.Is(err, store.ErrLocked) {
+				return fmt.Errorf("%w: one recorder per store; stop that one first, or record into another file with --db", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -154,6 +166,7 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 	cmd.Flags().StringVar(&retention, "retention", "30d", "delete samples older than this (0 keeps everything)")
 	cmd.Flags().IntVar(&top, "top", 50, "processes recorded per sample (by PSS)")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9105", "`ADDR` for the live report at /, /metrics and /healthz ('' to serve nothing; loopback by default)")
+	cmd.Flags().DurationVar(&findEvery, "findings-every", 5*time.Minute, "how often the recording is diagnosed for the findings on /metrics (0: never)")
 	rt.register(cmd)
 	cmd.Flags().StringVar(&instance, "instance", "", "name of this host in the store (default: hostname)")
 	return cmd

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/outfile"
-
+	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/htmlreport"
+	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 	"github.com/spf13/cobra"
@@ -195,5 +195,34 @@ func livePage(db string, refresh time.Duration) func(w io.Writer, instance strin
 			return errors.New(msg)
 		}
 		return nil
+	}
+}
+
+// liveFindings diagnoses the recording in db as `memdoctor diagnose --json`
+// does, in a child process (the recorder's own heap stays small whatever
+// the recording's length), and returns the findings.
+func liveFindings(db string) func(ctx context.Context, instance string) ([]diagnose.Finding, error) {
+	return func(ctx context.Context, instance string) ([]diagnose.Finding, error) {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("finding the memdoctor binary: %w", err)
+		}
+		c := exec.CommandContext(ctx, exe, "diagnose", "--from", db, "--instance", instance, "--json")
+		var stdout, stderr bytes.Buffer
+		c.Stdout, c.Stderr = &stdout, &stderr
+		if err := c.Run(); err != nil {
+			msg := strings.TrimSpace(stderr.String())
+			if msg == "" {
+				msg = err.Error()
+			}
+			return nil, errors.New(msg)
+		}
+		var out struct {
+			Findings []diagnose.Finding `json:"findings"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+			return nil, fmt.Errorf("reading the diagnosis: %w", err)
+		}
+		return out.Findings, nil
 	}
 }

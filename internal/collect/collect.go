@@ -47,7 +47,30 @@ type Options struct {
 	Scrape []string
 	// ScrapeTimeout bounds each scrape (default 5 s).
 	ScrapeTimeout time.Duration
+	// Focus restricts per-process collection to some processes (check
+	// --pid, --cgroup, --user); the zero value reads them all.
+	Focus ProcessFocus
+	// SortBy ranks processes: "pss" (default), "uss", "rss" or "swap". The
+	// top N by that key are reported.
+	SortBy string
+	// UserTotals reads smaps_rollup of every (focused) process and adds
+	// per-user totals (memdoctor_user_*), as smem -u does.
+	UserTotals bool
 }
+
+// ProcessFocus selects processes; a process must match every set field.
+type ProcessFocus struct {
+	// PIDs, when not empty, are the only processes read.
+	PIDs []int
+	// Cgroup is a cgroup path as in /proc/PID/cgroup ("/system.slice/x"),
+	// or under /sys/fs/cgroup: processes in it or below it.
+	Cgroup string
+	// UID, when set, keeps the processes whose real uid it is.
+	UID *int
+}
+
+// Active says whether the focus selects anything less than every process.
+func (f ProcessFocus) Active() bool { return len(f.PIDs) > 0 || f.Cgroup != "" || f.UID != nil }
 
 func (o *Options) defaults() {
 	if o.MaxSmapsReads == 0 {

@@ -48,12 +48,16 @@ func TestMetricsDocumented(t *testing.T) {
 		}
 		pfs := procfs.NewFSFrom(fsys, prov.PageSize)
 		pfs.GlibcBanner = prov.Glibc
-		res, err := collect.Collect(pfs, collect.Options{TopProcesses: 5, TopCgroups: 5, ArenaScan: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range res.Scrape.Metrics {
-			seen[m.Name] = true
+		root := 0
+		for _, opt := range []collect.Options{{TopProcesses: 5, TopCgroups: 5, ArenaScan: true},
+			{TopProcesses: 5, UserTotals: true, Focus: collect.ProcessFocus{UID: &root}}} {
+			res, err := collect.Collect(pfs, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range res.Scrape.Metrics {
+				seen[m.Name] = true
+			}
 		}
 	}
 	for name := range seen {

@@ -27,15 +27,144 @@ type proc struct {
 	smaps                        bool
 }
 
-func (p *proc) rank() int64 {
-	if p.smaps {
-		return p.pss
+// sortKey returns the ranking of --sort: a process without smaps_rollup
+// (unreadable) ranks by RSS for PSS and USS.
+func sortKey(by string) func(p *proc) int64 {
+	switch by {
+	case "rss":
+		return func(p *proc) int64 { return p.rss }
+	case "swap":
+		return func(p *proc) int64 { return p.swap }
+	case "uss":
+		return func(p *proc) int64 {
+			if p.smaps {
+				return p.uss
+			}
+			return p.rss
+		}
 	}
-	return p.rss
+	return func(p *proc) int64 {
+		if p.smaps {
+			return p.pss
+		}
+		return p.rss
+	}
+}
+
+// SortKeys are the values Options.SortBy takes.
+var SortKeys = []string{"pss", "uss", "rss", "swap"}
+
+// cgroupCandidates turns a cgroup given as a path in /proc/PID/cgroup or
+// under /sys/fs/cgroup into the paths to match ("" selects nothing).
+func cgroupCandidates(cg string) []string {
+	if cg == "" {
+		return nil
+	}
+	cg = "/" + strings.Trim(cg, "/")
+	rest, ok := strings.CutPrefix(cg, "/sys/fs/cgroup")
+	if !ok {
+		return []string{cg}
+	}
+	rest = "/" + strings.Trim(rest, "/")
+	out := []string{rest}
+	// cgroup v1: /sys/fs/cgroup/CONTROLLER/path.
+	first, path, _ := strings.Cut(rest[1:], "/")
+	if v1Controllers[first] {
+		out = append(out, "/"+path)
+	}
+	return out
+}
+
+// v1Controllers are the directories of cgroup v1 hierarchies under
+// /sys/fs/cgroup.
+var v1Controllers = map[string]bool{"memory": true, "cpu": true, "cpuacct": true, "cpu,cpuacct": true, "cpuset": true,
+	"pids": true, "blkio": true, "io": true, "devices": true, "freezer": true, "net_cls": true, "net_prio": true,
+	"net_cls,net_prio": true, "perf_event": true, "hugetlb": true, "rdma": true, "misc": true, "systemd": true, "unified": true}
+
+// inCgroup says whether pid is in one of the cgroups or below.
+func (c *ctx) inCgroup(pid int, cgs []string) bool {
+	b, err := c.fs.ReadFile("proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(l, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, cg := range cgs {
+			if cg == "/" || parts[2] == cg || strings.HasPrefix(parts[2], cg+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// userTotals adds per-user sums over procs: processes, RSS, and for those
+// whose smaps_rollup was read PSS, USS and swap (as smem -u: its swap is the
+// smaps Swap sum).
+func userTotals(c *ctx, procs []*proc) {
+	type tot struct{ n, unread, rss, pss, uss, swap int64 }
+	by := map[int]*tot{}
+	for _, p := range procs {
+		if p.rss < 0 {
+			continue // vanished
+		}
+		t := by[p.uid]
+		if t == nil {
+			t = &tot{}
+			by[p.uid] = t
+		}
+		t.n++
+		t.rss += p.rss
+		t.swap += p.swap
+		if p.smaps {
+			t.pss += p.pss
+			t.uss += p.uss
+		} else {
+			t.unread++
+		}
+	}
+	names := userNames(c)
+	for uid, t := range by {
+		name := names[uid]
+		if name == "" {
+			name = strconv.Itoa(uid)
+		}
+		l := []string{"uid", strconv.Itoa(uid), "user", name}
+		c.add("memdoctor_user_processes", float64(t.n), l...)
+		c.add("memdoctor_user_processes_unread", float64(t.unread), l...)
+		c.add("memdoctor_user_rss_bytes", float64(t.rss), l...)
+		c.add("memdoctor_user_pss_bytes", float64(t.pss), l...)
+		c.add("memdoctor_user_uss_bytes", float64(t.uss), l...)
+		c.add("memdoctor_user_swap_bytes", float64(t.swap), l...)
+	}
+}
+
+// userNames reads uid → name from the host's etc/passwd (empty when absent).
+func userNames(c *ctx) map[int]string {
+	out := map[int]string{}
+	b, err := c.fs.ReadFile("etc/passwd")
+	if err != nil {
+		return out
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(l, ":")
+		if len(f) < 3 {
+			continue
+		}
+		if uid, err := strconv.Atoi(f[2]); err == nil {
+			if _, dup := out[uid]; !dup {
+				out[uid] = f[0]
+			}
+		}
+	}
+	return out
 }
 
 func collectProcesses(c *ctx) error {
-	if c.opt.TopProcesses <= 0 {
+	if c.opt.TopProcesses <= 0 && !c.opt.UserTotals {
 		return nil
 	}
 	pids, err := c.fs.PIDs()
@@ -44,7 +173,16 @@ func collectProcesses(c *ctx) error {
 	}
 	var procs []*proc
 	vanished := 0
+	focus := c.opt.Focus
+	pidSet := map[int]bool{}
+	for _, p := range focus.PIDs {
+		pidSet[p] = true
+	}
+	cgroups := cgroupCandidates(focus.Cgroup)
 	for _, pid := range pids {
+		if len(pidSet) > 0 && !pidSet[pid] {
+			continue
+		}
 		st, err := c.fs.ProcStatus(pid)
 		if err != nil {
 			if isGone(err) {
@@ -67,19 +205,35 @@ func collectProcesses(c *ctx) error {
 		if uid := strings.Fields(st.Text["Uid"]); len(uid) > 0 {
 			p.uid, _ = strconv.Atoi(uid[0])
 		}
+		if focus.UID != nil && p.uid != *focus.UID {
+			continue
+		}
+		if len(cgroups) > 0 && !c.inCgroup(pid, cgroups) {
+			continue
+		}
 		procs = append(procs, p)
 	}
-	sort.Slice(procs, func(i, j int) bool { return procs[i].rss > procs[j].rss })
+	key := sortKey(c.opt.SortBy)
+	// bound is an upper bound of the key known before smaps_rollup:
+	// USS ≤ PSS ≤ RSS, and the swap status line is the key itself.
+	bound := func(p *proc) int64 {
+		if c.opt.SortBy == "swap" {
+			return p.swap
+		}
+		return p.rss
+	}
+	sort.Slice(procs, func(i, j int) bool { return bound(procs[i]) > bound(procs[j]) })
 
 	n := c.opt.TopProcesses
-	var topPss []int64 // descending, at most n
+	all := c.opt.UserTotals // totals need every process' PSS
+	var topKey []int64      // descending, at most n
 	reads, denied := 0, 0
 	var smapsTime time.Duration
 	for _, p := range procs {
-		if reads >= c.opt.MaxSmapsReads {
+		if !all && reads >= c.opt.MaxSmapsReads {
 			break
 		}
-		if len(topPss) >= n && p.rss < topPss[n-1] {
+		if !all && len(topKey) >= n && bound(p) < topKey[n-1] {
 			break // cannot enter the top n any more
 		}
 		start := time.Now()
@@ -105,10 +259,10 @@ func collectProcesses(c *ctx) error {
 		if s, ok := r.Get("Swap"); ok {
 			p.swap = s
 		}
-		topPss = append(topPss, p.pss)
-		sort.Slice(topPss, func(i, j int) bool { return topPss[i] > topPss[j] })
-		if len(topPss) > n {
-			topPss = topPss[:n]
+		topKey = append(topKey, key(p))
+		sort.Slice(topKey, func(i, j int) bool { return topKey[i] > topKey[j] })
+		if len(topKey) > n {
+			topKey = topKey[:n]
 		}
 	}
 	if denied > 0 {
@@ -118,6 +272,12 @@ func collectProcesses(c *ctx) error {
 		}
 		c.note("proc/PID/smaps_rollup", strconv.Itoa(denied)+" processes could not be read: permission denied (PSS/USS unknown; ranked by RSS)",
 			"PSS and USS of those processes", fix)
+	}
+	if focus.Active() {
+		c.add("memdoctor_processes_focused", float64(len(procs)))
+	}
+	if c.opt.UserTotals {
+		userTotals(c, procs)
 	}
 	c.add("memdoctor_processes", float64(len(procs)))
 	c.add("memdoctor_processes_vanished", float64(vanished))
@@ -130,7 +290,7 @@ func collectProcesses(c *ctx) error {
 			live = append(live, p)
 		}
 	}
-	sort.SliceStable(live, func(i, j int) bool { return live[i].rank() > live[j].rank() })
+	sort.SliceStable(live, func(i, j int) bool { return key(live[i]) > key(live[j]) })
 	if len(live) > n {
 		live = live[:n]
 	}

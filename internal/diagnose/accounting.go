@@ -28,7 +28,20 @@ type Category struct {
 	// available.
 	Reclaimable bool   `json:"reclaimable"`
 	Source      string `json:"source"`
+	// Parts are what meminfo attributes within the unexplained row (each a
+	// bound: see UnexplainedSource); the rest of it no field counts.
+	Parts []Category `json:"parts,omitempty"`
 }
+
+// UnexplainedSource says what the unexplained row holds: the memory in
+// MemTotal that no meminfo field of the other rows counts.
+const UnexplainedSource = "MemTotal minus every other row: kernel memory that no meminfo category counts. " +
+	"In part attributed by meminfo: vmalloc (VmallocUsed, 5.3+; it includes vmapped kernel stacks, already in kernel_stack, so it is an upper bound), " +
+	"other reclaimable kernel memory (KReclaimable - SReclaimable, 4.20+), the zswap pool (Zswap), " +
+	"and in /proc/vmstat struct pages allocated after boot (nr_memmap_pages) and IOMMU page tables (nr_iommu_pages). " +
+	"The rest no field counts: pages drivers take with alloc_pages (GPU and DMA buffers, network page pools and socket data), " +
+	"pages a balloon driver took without lowering MemTotal, the per-CPU lists of free pages, page cache that is mlocked or on ramfs (Unevictable, not in the file LRU), " +
+	"and pages in transit (isolated for migration or compaction)."
 
 func mi(s *sample.Scrape, key string) int64 { return int64(s.Value("node_memory_" + key + "_bytes")) }
 
@@ -74,11 +87,13 @@ func accounting(s *sample.Scrape) Accounting {
 	if other < 0 {
 		other = 0
 	}
-	cats = append(cats, Category{Name: "unexplained", Bytes: other,
-		Source: "MemTotal minus the rest: drivers, vmalloc, network buffers, unaccounted kernel memory"})
+	cats = append(cats, Category{Name: "unexplained", Bytes: other, Source: UnexplainedSource, Parts: unexplainedParts(s, other)})
 	for i := range cats {
 		if a.TotalBytes > 0 {
 			cats[i].Percent = 100 * float64(cats[i].Bytes) / float64(a.TotalBytes)
+			for j := range cats[i].Parts {
+				cats[i].Parts[j].Percent = 100 * float64(cats[i].Parts[j].Bytes) / float64(a.TotalBytes)
+			}
 		}
 	}
 	a.Categories = cats
@@ -86,6 +101,37 @@ func accounting(s *sample.Scrape) Accounting {
 		"idle memory is lent to the page cache and given back on demand, which MemAvailable counts " +
 		"(free above the reserves, about half of the file cache and of reclaimable slab)."
 	return a
+}
+
+// unexplainedParts attributes what meminfo can within the unexplained
+// bytes, each part at most what is left.
+func unexplainedParts(s *sample.Scrape, other int64) []Category {
+	var parts []Category
+	left := other
+	add := func(name string, b int64, src string) {
+		b = min(b, left)
+		if b <= 0 {
+			return
+		}
+		left -= b
+		parts = append(parts, Category{Name: name, Bytes: b, Source: src})
+	}
+	add("vmalloc", mi(s, "VmallocUsed"), "VmallocUsed (an upper bound: it includes vmapped kernel stacks)")
+	if s.Has("node_memory_KReclaimable_bytes") {
+		add("kernel_reclaimable_other", mi(s, "KReclaimable")-mi(s, "SReclaimable"), "KReclaimable - SReclaimable")
+	}
+	add("zswap_pool", mi(s, "Zswap"), "Zswap")
+	ps := int64(s.Value("memdoctor_page_size_bytes"))
+	if ps <= 0 {
+		ps = 4096
+	}
+	add("memmap_runtime", int64(s.Value("node_vmstat_nr_memmap_pages"))*ps, "vmstat nr_memmap_pages: struct pages allocated after boot (memory hotplug), 6.7+")
+	add("iommu_page_tables", int64(s.Value("node_vmstat_nr_iommu_pages"))*ps, "vmstat nr_iommu_pages: IOMMU page tables, 6.9+")
+	if len(parts) > 0 {
+		parts = append(parts, Category{Name: "not_in_meminfo", Bytes: left,
+			Source: "driver pages (alloc_pages), balloon, per-CPU free lists, mlocked or ramfs page cache, pages in transit"})
+	}
+	return parts
 }
 
 // Category returns the named category's bytes.

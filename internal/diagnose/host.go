@@ -23,6 +23,22 @@ type Host struct {
 	// Runtimes are the language runtimes' garbage collectors (scraped,
 	// read from JVM perf-data, or only detected).
 	Runtimes []Runtime `json:"runtimes,omitempty"`
+	// Users are per-user totals (check --users), largest PSS first.
+	Users []UserTotal `json:"users,omitempty"`
+}
+
+// UserTotal sums one user's processes, as smem -u does.
+type UserTotal struct {
+	UID       int    `json:"uid"`
+	User      string `json:"user"`
+	Processes int64  `json:"processes"`
+	// Unread counts processes whose smaps_rollup could not be read: their
+	// PSS and USS are missing from the sums (RSS and swap are not).
+	Unread    int64 `json:"processes_unread"`
+	RSSBytes  int64 `json:"rss_bytes"`
+	PSSBytes  int64 `json:"pss_bytes"`
+	USSBytes  int64 `json:"uss_bytes"`
+	SwapBytes int64 `json:"swap_bytes"`
 }
 
 // HostInfo identifies the host.
@@ -98,6 +114,7 @@ func Analyze(s *sample.Scrape, source string) *Host {
 	h.Processes = processes(s)
 	h.Reclaim = reclaim(s, h.Info.UptimeSeconds)
 	h.Runtimes = RuntimesOf(s)
+	h.Users = users(s)
 	if rec := RecommendScaleFactor(h); rec > 0 {
 		h.Watermarks.Recommended = h.Watermarks.Evaluate(rec)
 	}
@@ -220,4 +237,38 @@ func rankOf(p Process) int64 {
 		return *p.PSSBytes
 	}
 	return p.RSSBytes
+}
+
+func users(s *sample.Scrape) []UserTotal {
+	by := map[string]*UserTotal{}
+	var order []string
+	for _, f := range []struct {
+		name string
+		set  func(*UserTotal, float64)
+	}{
+		{"memdoctor_user_processes", func(u *UserTotal, v float64) { u.Processes = int64(v) }},
+		{"memdoctor_user_processes_unread", func(u *UserTotal, v float64) { u.Unread = int64(v) }},
+		{"memdoctor_user_rss_bytes", func(u *UserTotal, v float64) { u.RSSBytes = int64(v) }},
+		{"memdoctor_user_pss_bytes", func(u *UserTotal, v float64) { u.PSSBytes = int64(v) }},
+		{"memdoctor_user_uss_bytes", func(u *UserTotal, v float64) { u.USSBytes = int64(v) }},
+		{"memdoctor_user_swap_bytes", func(u *UserTotal, v float64) { u.SwapBytes = int64(v) }},
+	} {
+		for _, m := range s.Select(f.name) {
+			k := m.Labels.Get("uid")
+			u, ok := by[k]
+			if !ok {
+				uid, _ := strconv.Atoi(k)
+				u = &UserTotal{UID: uid, User: m.Labels.Get("user")}
+				by[k] = u
+				order = append(order, k)
+			}
+			f.set(u, m.Value)
+		}
+	}
+	out := make([]UserTotal, 0, len(order))
+	for _, k := range order {
+		out = append(out, *by[k])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].PSSBytes > out[j].PSSBytes })
+	return out
 }

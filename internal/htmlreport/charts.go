@@ -71,6 +71,7 @@ var ruleCharts = []struct {
 }{
 	{"available_memory_decline", []string{"memory_categories"}},
 	{"low_available_memory", []string{"memory_categories"}},
+	{"kernel_memory_unexplained", []string{"memory_categories"}},
 	{"memory_baseline_exceeded", []string{"memory_categories"}},
 	{"dying_cgroups", []string{"slab_vs_cgroups"}},
 	{"slab_unreclaimable_", []string{"slab_vs_cgroups", "memory_categories"}},

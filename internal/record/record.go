@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/collect"
+	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
@@ -55,7 +57,19 @@ type Config struct {
 	// Page gets the recorder's instance name.
 	Page      func(w io.Writer, instance string) error
 	PageEvery time.Duration
+	// Findings, when set, diagnoses the recording so far and returns its
+	// findings, served on /metrics as memdoctor_finding and
+	// memdoctor_finding_evidence. It runs in the background, never two at
+	// once: first once a sample is stored, then every FindingsEvery
+	// (default 5 min) but never sooner than 20 times its own last duration
+	// after it, so that it costs at most 5 % of one CPU on a long recording.
+	Findings      func(ctx context.Context, instance string) ([]diagnose.Finding, error)
+	FindingsEvery time.Duration
 }
+
+// findingsCost is how many times its own duration an evaluation of the
+// findings waits before the next one.
+const findingsCost = 20
 
 // Recorder samples and stores.
 type Recorder struct {
@@ -64,6 +78,7 @@ type Recorder struct {
 	live bool
 
 	mu         sync.Mutex
+	lock       *store.Lock // the store's writer lock, held from New to Close, across reopens
 	st         *store.Store
 	latest     *sample.Scrape
 	pending    []*sample.Scrape
@@ -79,6 +94,21 @@ type Recorder struct {
 	lastStored time.Time
 
 	page pageCache
+	fnd  findingsState
+}
+
+// findingsState holds the last evaluation of the findings.
+type findingsState struct {
+	mu      sync.Mutex
+	list    []diagnose.Finding
+	okAt    time.Time // when the served list was evaluated
+	took    time.Duration
+	ok      bool // the last evaluation succeeded
+	evals   int64
+	next    time.Time
+	running bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // pageCache holds the last rendering of the live page. Its own lock (not
@@ -106,6 +136,9 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.PageEvery <= 0 {
 		cfg.PageEvery = max(cfg.Interval, 30*time.Second)
 	}
+	if cfg.FindingsEvery <= 0 {
+		cfg.FindingsEvery = 5 * time.Minute
+	}
 	r := &Recorder{cfg: cfg}
 	if cfg.FS != nil {
 		r.fs = *cfg.FS
@@ -117,11 +150,16 @@ func New(cfg Config) (*Recorder, error) {
 		h, _ := os.Hostname()
 		r.cfg.Instance = orDefault(h, "localhost")
 	}
-	st, err := store.Open(cfg.DBPath, store.Options{})
+	lock, err := store.AcquireLock(cfg.DBPath)
 	if err != nil {
 		return nil, err
 	}
-	r.st = st
+	st, err := store.Open(cfg.DBPath, store.Options{Lock: lock})
+	if err != nil {
+		_ = lock.Release()
+		return nil, err
+	}
+	r.lock, r.st = lock, st
 	r.noteStored()
 	return r, nil
 }
@@ -154,7 +192,7 @@ func (r *Recorder) Reopen() error {
 			r.logf("closing store: %v", err)
 		}
 	}
-	st, err := store.Open(r.cfg.DBPath, store.Options{})
+	st, err := store.Open(r.cfg.DBPath, store.Options{Lock: r.lock})
 	if err != nil {
 		r.st = nil
 		r.lastErr = err
@@ -167,20 +205,28 @@ func (r *Recorder) Reopen() error {
 	return nil
 }
 
-// Close flushes what is pending and closes the store.
+// Close stops an evaluation of the findings, flushes what is pending and
+// closes the store.
 func (r *Recorder) Close() error {
+	r.fnd.mu.Lock()
+	if r.fnd.cancel != nil {
+		r.fnd.cancel()
+	}
+	r.fnd.next = time.Now().Add(100 * 365 * 24 * time.Hour) // no more
+	r.fnd.mu.Unlock()
+	r.fnd.wg.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.flushLocked()
 	if len(r.pending) > 0 {
 		r.logf("exiting with %d scrapes not stored: %v", len(r.pending), r.lastErr)
 	}
-	if r.st == nil {
-		return nil
+	var err error
+	if r.st != nil {
+		err = r.st.Close()
+		r.st = nil
 	}
-	err := r.st.Close()
-	r.st = nil
-	return err
+	return errors.Join(err, r.lock.Release())
 }
 
 // Run samples every interval until ctx is done. Samples are stamped with
@@ -240,6 +286,9 @@ func (r *Recorder) Tick(at time.Time) {
 	}
 	r.pending = append(r.pending, s)
 	r.flushLocked()
+	if !r.lastStored.IsZero() {
+		r.maybeEvaluate()
+	}
 	if r.cfg.Retention > 0 && r.st != nil && time.Since(r.lastRetain) > time.Hour {
 		r.lastRetain = time.Now()
 		if n, err := r.st.DeleteBefore(time.Now().Add(-r.cfg.Retention)); err != nil {
@@ -288,6 +337,89 @@ func (r *Recorder) flushLocked() {
 	r.pending = r.pending[:0]
 	r.lastErr = nil
 	r.lastOK = time.Now()
+}
+
+// maybeEvaluate starts an evaluation of the findings in the background when
+// one is due and none runs.
+func (r *Recorder) maybeEvaluate() {
+	if r.cfg.Findings == nil {
+		return
+	}
+	f := &r.fnd
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.running || time.Now().Before(f.next) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	f.running, f.cancel = true, cancel
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		defer cancel()
+		start := time.Now()
+		list, err := r.cfg.Findings(ctx, r.cfg.Instance)
+		took := time.Since(start)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.running, f.cancel = false, nil
+		f.took, f.ok = took, err == nil
+		f.evals++
+		if n := time.Now().Add(max(r.cfg.FindingsEvery, findingsCost*took)); n.After(f.next) {
+			f.next = n
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				r.logf("diagnosing the recording for /metrics: %v (the last findings are served until it works)", err)
+			}
+			return
+		}
+		f.list, f.okAt = list, time.Now()
+	}()
+}
+
+// findingMetrics are the current findings as series: one
+// memdoctor_finding per finding (value 1) and one
+// memdoctor_finding_evidence per numeric evidence, with the evaluation's
+// own time, duration and outcome.
+func (r *Recorder) findingMetrics() *sample.Scrape {
+	out := &sample.Scrape{}
+	if r.cfg.Findings == nil {
+		return out
+	}
+	f := &r.fnd
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.evals == 0 {
+		return out // not evaluated yet: no verdict, not "no findings"
+	}
+	seen := map[string]bool{}
+	for _, fd := range f.list {
+		key := fd.ID + "\x00" + fd.Subject
+		if seen[key] {
+			continue // sorted most severe first: keep that one
+		}
+		seen[key] = true
+		out.Add("memdoctor_finding", 1, "id", fd.ID, "severity", string(fd.Severity), "subject", fd.Subject)
+		names := map[string]bool{}
+		for _, e := range fd.Evidence {
+			if e.Text != "" || names[e.Name] || math.IsNaN(e.Value) {
+				continue
+			}
+			names[e.Name] = true
+			out.Add("memdoctor_finding_evidence", e.Value, "id", fd.ID, "subject", fd.Subject, "name", e.Name, "unit", e.Unit)
+		}
+	}
+	if !f.okAt.IsZero() {
+		out.Add("memdoctor_findings_evaluated_timestamp_seconds", float64(f.okAt.UnixMilli())/1000)
+	}
+	out.Add("memdoctor_findings_evaluation_seconds", f.took.Seconds())
+	ok := 0.0
+	if f.ok {
+		ok = 1
+	}
+	out.Add("memdoctor_findings_evaluation_success", ok)
+	return out
 }
 
 func hint(err error) string {
@@ -360,9 +492,9 @@ func (r *Recorder) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 		self.Add("memdoctor_record_page_renders_total", float64(r.page.renders.Load()))
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	scrapes := []*sample.Scrape{self}
+	scrapes := []*sample.Scrape{self, r.findingMetrics()}
 	if latest != nil {
-		scrapes = append([]*sample.Scrape{latest}, self)
+		scrapes = append([]*sample.Scrape{latest}, scrapes...)
 	}
 	if err := sample.WriteText(w, scrapes...); err != nil {
 		r.logf("serving /metrics: %v", err)

@@ -26,6 +26,8 @@ type TextOptions struct {
 	Color bool
 	// Top limits the table rows per section.
 	Top int
+	// Sort is the process ranking (pss when empty).
+	Sort string
 }
 
 type printer struct {
@@ -84,7 +86,8 @@ func Text(w io.Writer, r *diagnose.Report, opt TextOptions) error {
 	zones(p, h)
 	cgroups(p, h, opt.Top)
 	slab(p, h, opt.Top)
-	processes(p, h, opt.Top)
+	processes(p, h, opt.Top, opt.Sort)
+	users(p, h, opt.Top)
 	runtimes(p, h)
 	if len(r.Notes) > 0 {
 		p.heading("NOTES (what could not be read)")
@@ -178,10 +181,14 @@ func memory(p *printer, h *diagnose.Host) {
 			mark = " (reclaimable)"
 		}
 		fmt.Fprintf(tw, "  \t%s%s\t%s\t%.1f%%\t\n", c.Name, mark, hb(c.Bytes), c.Percent)
+		for _, part := range c.Parts {
+			fmt.Fprintf(tw, "  \tof which %s\t%s\t%.1f%%\t\n", part.Name, hb(part.Bytes), part.Percent)
+		}
 	}
 	if err := tw.Flush(); err != nil && p.err == nil {
 		p.err = err
 	}
+	p.f("  unexplained: %s\n", wrap(strings.TrimPrefix(diagnose.UnexplainedSource, "MemTotal minus every other row: "), 96, "  "))
 }
 
 func zones(p *printer, h *diagnose.Host) {
@@ -298,11 +305,14 @@ func slab(p *printer, h *diagnose.Host, top int) {
 	_ = tw.Flush()
 }
 
-func processes(p *printer, h *diagnose.Host, top int) {
+func processes(p *printer, h *diagnose.Host, top int, by string) {
 	if len(h.Processes) == 0 {
 		return
 	}
-	p.heading("PROCESSES (by PSS; USS is what exiting would free)")
+	if by == "" {
+		by = "pss"
+	}
+	p.heading("PROCESSES (by " + strings.ToUpper(by) + "; USS is what exiting would free)")
 	tw := tab(p)
 	fmt.Fprintf(tw, "  \tpid\tpss\tuss\trss\tswap\tanon\tfile\tthreads\tarenas\t comm\n")
 	opt := func(v *int64) string {
@@ -323,6 +333,27 @@ func processes(p *printer, h *diagnose.Host, top int) {
 			hb(pr.RSSBytes), hb(pr.SwapBytes), hb(pr.AnonBytes), hb(pr.FileBytes), pr.Threads, ar, pr.Comm)
 	}
 	_ = tw.Flush()
+}
+
+func users(p *printer, h *diagnose.Host, top int) {
+	if len(h.Users) == 0 {
+		return
+	}
+	p.heading("USERS (totals over each user's processes, by PSS)")
+	tw := tab(p)
+	fmt.Fprintf(tw, "  \tuser\tprocesses\tswap\tuss\tpss\trss\t\n")
+	unread := int64(0)
+	for i, u := range h.Users {
+		if top > 0 && i == top {
+			break
+		}
+		fmt.Fprintf(tw, "  \t%s\t%d\t%s\t%s\t%s\t%s\t\n", u.User, u.Processes, hb(u.SwapBytes), hb(u.USSBytes), hb(u.PSSBytes), hb(u.RSSBytes))
+		unread += u.Unread
+	}
+	_ = tw.Flush()
+	if unread > 0 {
+		p.f("  %d processes could not be read (smaps_rollup): their PSS and USS are missing from these sums\n", unread)
+	}
 }
 
 func wrap(s string, width int, indent string) string {

@@ -28,6 +28,10 @@ type Options struct {
 	// ChunkRange is the time span of a chunk (default 2 h). It is fixed
 	// when the store is created; an existing store keeps its own.
 	ChunkRange time.Duration
+	// Lock is the writer's lock of this store when the caller holds it
+	// (AcquireLock) to keep it across reopens; it stays the caller's. A
+	// read-write Open without it takes its own, released by Close.
+	Lock *Lock
 }
 
 // DefaultChunkRange is the chunk span of a new store when Options leave it
@@ -67,6 +71,8 @@ type Store struct {
 	readOnly bool
 	rangeMS  int64 // chunk range in milliseconds
 
+	ownLock *Lock // the writer's lock Open took itself, released by Close
+
 	wdb *sql.DB // the one writing connection (BEGIN IMMEDIATE); nil when read-only
 	rdb *sql.DB // reading connections
 
@@ -95,6 +101,13 @@ func Open(path string, opt Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{path: abs, readOnly: opt.ReadOnly, heads: map[string]*instHead{}}
+	if !opt.ReadOnly && opt.Lock == nil {
+		// One writer at a time, refused before the file is touched: a
+		// second recorder would otherwise interleave its samples.
+		if s.ownLock, err = AcquireLock(abs); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.open(opt); err != nil {
 		_ = s.closeDBs() // the open error is the one to report
 		return nil, err
@@ -441,6 +454,7 @@ func (s *Store) closeDBs() error {
 	if s.wdb != nil {
 		errs = append(errs, s.wdb.Close())
 	}
+	errs = append(errs, s.ownLock.Release()) // after the last write
 	return errors.Join(errs...)
 }
 
