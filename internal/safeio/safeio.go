@@ -174,3 +174,25 @@ func (d DirFS) Stat(name string) (fs.FileInfo, error) {
 	fi, err := os.Stat(p)
 	return fi, rename(err, name)
 }
+
+// ReadLink implements fs.ReadLinkFS.
+func (d DirFS) ReadLink(name string) (string, error) {
+	p, err := d.join("readlink", name)
+	if err != nil {
+		return "", err
+	}
+	s, err := os.Readlink(p)
+	return s, rename(err, name)
+}
+
+// Lstat implements fs.ReadLinkFS.
+func (d DirFS) Lstat(name string) (fs.FileInfo, error) {
+	p, err := d.join("lstat", name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Lstat(p)
+	return fi, rename(err, name)
+}
+
+var _ fs.ReadLinkFS = DirFS{}

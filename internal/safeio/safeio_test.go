@@ -85,3 +85,17 @@ func TestBounded(t *testing.T) {
 		t.Errorf("/proc/self/status: %v", err)
 	}
 }
+
+func TestDirFSLinks(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink("socket:[123]", filepath.Join(dir, "3")); err != nil {
+		t.Fatal(err)
+	}
+	fsys := NewDirFS(dir, Config)
+	if l, err := fs.ReadLink(fsys, "3"); err != nil || l != "socket:[123]" {
+		t.Errorf("ReadLink: %q %v", l, err)
+	}
+	if fi, err := fs.Lstat(fsys, "3"); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("Lstat: %v %v", fi, err)
+	}
+}
