@@ -55,7 +55,7 @@ func (availableMemoryDecline) Meta() Meta {
 	for _, c := range memoryCategories {
 		reads = append(reads, c.series)
 	}
-	return Meta{ID: "available_memory_decline", Title: "available memory declining over time",
+	return Meta{ID: "available_memory_decline", Trend: true, Title: "available memory declining over time",
 		Needs: []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time (memdoctor record, or node_exporter's meminfo collector)"}},
 		Reads: reads}
 }

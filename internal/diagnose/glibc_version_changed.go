@@ -21,7 +21,7 @@ type glibcVersionChanged struct{}
 func init() { register(glibcVersionChanged{}) }
 
 func (glibcVersionChanged) Meta() Meta {
-	return Meta{ID: "glibc_version_changed", Title: "C library changed during the recording",
+	return Meta{ID: "glibc_version_changed", Trend: true, Title: "C library changed during the recording",
 		Needs: []Need{{"memdoctor_glibc_info", "memdoctor's collector (reads the glibc banner)"}}}
 }
 

@@ -30,7 +30,7 @@ type slabUnreclaimableGrowth struct{}
 func init() { register(slabUnreclaimableGrowth{}) }
 
 func (slabUnreclaimableGrowth) Meta() Meta {
-	return Meta{ID: "slab_unreclaimable_growth", Title: "unreclaimable slab growing over time",
+	return Meta{ID: "slab_unreclaimable_growth", Trend: true, Title: "unreclaimable slab growing over time",
 		Needs: []Need{{"node_memory_SUnreclaim_bytes", "record /proc/meminfo over time"}},
 		Reads: []string{"node_memory_MemTotal_bytes", "node_boot_time_seconds", "memdoctor_slabinfo_size_bytes",
 			"node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable"}}
