@@ -41,6 +41,23 @@ func parseWhen(s string, end time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q: want RFC 3339, YYYY-MM-DD or -DURATION (-7d, -12h)", s)
 }
 
+// parseRange reads --since and --until against the end of the data. A
+// start after the end is an inverted range, said as such (not as a range
+// that "holds no data").
+func parseRange(since, until string, end time.Time) (f, u time.Time, err error) {
+	if f, err = parseWhen(since, end); err != nil {
+		return f, u, fmt.Errorf("--since %w", err)
+	}
+	if u, err = parseWhen(until, end); err != nil {
+		return f, u, fmt.Errorf("--until %w", err)
+	}
+	if !f.IsZero() && !u.IsZero() && f.After(u) {
+		return f, u, fmt.Errorf("inverted range: --since %s (%s) is after --until %s (%s); swap them",
+			since, f.UTC().Format(time.RFC3339), until, u.UTC().Format(time.RFC3339))
+	}
+	return f, u, nil
+}
+
 // instanceResult is one instance's diagnosis.
 type instanceResult struct {
 	Instance string    `json:"instance"`
@@ -187,13 +204,9 @@ func diagnoseInstance(st *store.Store, inst, since, until string, ingestNotes []
 	if err != nil {
 		return instanceResult{}, err
 	}
-	f, err := parseWhen(since, last)
+	f, u, err := parseRange(since, until, last)
 	if err != nil {
-		return instanceResult{}, fmt.Errorf("--since %w", err)
-	}
-	u, err := parseWhen(until, last)
-	if err != nil {
-		return instanceResult{}, fmt.Errorf("--until %w", err)
+		return instanceResult{}, err
 	}
 	if f.IsZero() || f.Before(first) {
 		f = first

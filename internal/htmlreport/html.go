@@ -278,32 +278,7 @@ func caption(in *Instance) string {
 	return c
 }
 
-func evidenceValue(e diagnose.Evidence) string {
-	if e.Text != "" {
-		return e.Text
-	}
-	switch e.Unit {
-	case "bytes":
-		return diagnose.HumanBytes(int64(e.Value))
-	case "percent":
-		return strconv.FormatFloat(e.Value, 'f', 1, 64) + "%"
-	case "per_day":
-		return strconv.FormatFloat(e.Value, 'g', 4, 64) + " a day"
-	case "bytes_per_day":
-		return diagnose.HumanBytes(int64(e.Value)) + " a day"
-	case "days":
-		return strconv.FormatFloat(e.Value, 'f', 1, 64) + " days"
-	case "count":
-		return strconv.FormatFloat(e.Value, 'f', -1, 64)
-	case "seconds":
-		return strconv.FormatFloat(e.Value, 'g', 4, 64) + " s"
-	case "pages":
-		return strconv.FormatFloat(e.Value, 'f', 0, 64) + " pages"
-	case "ratio":
-		return strconv.FormatFloat(e.Value, 'g', 3, 64)
-	}
-	return strconv.FormatFloat(e.Value, 'g', 6, 64)
-}
+func evidenceValue(e diagnose.Evidence) string { return diagnose.FormatValue(e) }
 
 func humanSpan(d time.Duration) string {
 	if d >= 48*time.Hour {

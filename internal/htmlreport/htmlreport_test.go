@@ -510,3 +510,20 @@ func TestPageSaysCoverage(t *testing.T) {
 		t.Error("page claims every rule found nothing")
 	}
 }
+
+// Evidence on the page is in its units, never Go's raw float text.
+func TestPageEvidenceFormatted(t *testing.T) {
+	t.Parallel()
+	f := diagnose.Finding{ID: "available_memory_decline", Severity: diagnose.Warning, Subject: "host", Summary: "s",
+		Evidence: []diagnose.Evidence{{Name: "days_until_exhausted", Value: 71.80891927083333, Unit: "days"}, {Name: "heap_live", Value: 1.00663296e+08}}}
+	p := &Page{Source: "x", Instances: []Instance{{Name: "vm", Report: &diagnose.Report{Findings: []diagnose.Finding{f}}}}}
+	txt := parseHTML(t, renderPage(t, p)).textContent()
+	for _, want := range []string{"71.8 days", "100663296"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(txt, "71.808") || strings.Contains(txt, "e+08") {
+		t.Error("page shows raw numbers")
+	}
+}

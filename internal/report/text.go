@@ -204,20 +204,7 @@ func findings(p *printer, r *diagnose.Report) {
 }
 
 func evidenceString(e diagnose.Evidence) string {
-	if e.Text != "" {
-		return e.Name + " " + e.Text
-	}
-	switch e.Unit {
-	case "bytes":
-		return e.Name + " " + hb(int64(e.Value))
-	case "percent":
-		return fmt.Sprintf("%s %.1f%%", e.Name, e.Value)
-	case "per_day":
-		return fmt.Sprintf("%s %.1f", e.Name, e.Value)
-	case "kB":
-		return fmt.Sprintf("%s %.0f kB", e.Name, e.Value)
-	}
-	return fmt.Sprintf("%s %g", e.Name, e.Value)
+	return e.Name + " " + diagnose.FormatValue(e)
 }
 
 func tab(p *printer) *tabwriter.Writer {
