@@ -128,7 +128,7 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 			defer cleanup()
 			var results []instanceResult
 			for _, inst := range instances {
-				r, err := diagnoseInstance(st, inst, src.since, src.until, notes)
+				r, err := diagnoseInstance(st, inst, src.since, src.until, notes, src.from, len(instances) > 1)
 				if err != nil {
 					return fmt.Errorf("instance %s: %w", inst, err)
 				}
@@ -199,7 +199,9 @@ func (f *sourceFlags) open(cmd *cobra.Command) (st *store.Store, cleanup func(),
 	return st, cleanup, instances, ist.Notes, nil
 }
 
-func diagnoseInstance(st *store.Store, inst, since, until string, ingestNotes []sample.Note) (instanceResult, error) {
+// from is the --from argument and multi says whether the data holds several
+// instances: the findings' follow-up commands name both, to paste as they are.
+func diagnoseInstance(st *store.Store, inst, since, until string, ingestNotes []sample.Note, from string, multi bool) (instanceResult, error) {
 	first, last, err := st.TimeRange(inst)
 	if err != nil {
 		return instanceResult{}, err
@@ -236,6 +238,11 @@ func diagnoseInstance(st *store.Store, inst, since, until string, ingestNotes []
 		return instanceResult{}, err
 	}
 	rep := diagnose.CheckRecording(latest, w, "store", ingestNotes)
+	if multi {
+		rep.FitSource(from, inst)
+	} else {
+		rep.FitSource(from, "")
+	}
 	return instanceResult{Instance: inst, From: f, To: u, StepSeconds: step.Seconds(), Series: len(series), report: rep}, nil
 }
 

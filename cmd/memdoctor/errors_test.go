@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"golang.org/x/tools/txtar"
 )
 
 // A flag that takes a value, followed by another flag, is a clear error
@@ -119,5 +121,104 @@ func TestProbeURLWithoutScheme(t *testing.T) {
 		if code != 1 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "unparsable") || strings.Contains(errOut, "secret") {
 			t.Errorf("--url %s: exit %d, %q; want %q", c.url, code, errOut, c.want)
 		}
+	}
+}
+
+// cronDir writes a cron job's directory from a real capture's files at
+// three times; cgroups replaces its /proc/cgroups when not empty.
+func cronDir(t *testing.T, cgroups string) string {
+	t.Helper()
+	a, err := txtar.ParseFile(capturePath(t, "dying-cgroups-6.18-x86_64-hybrid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range a.Files {
+		kind := map[string]string{"proc/meminfo": "meminfo", "proc/vmstat": "vmstat", "proc/cgroups": "cgroups", "proc/zoneinfo": "zoneinfo",
+			"proc/sys/kernel/osrelease": "osrelease"}[f.Name]
+		if kind == "" {
+			continue
+		}
+		data := f.Data
+		if kind == "cgroups" && cgroups != "" {
+			data = []byte(cgroups)
+		}
+		for _, at := range []string{"10:00", "10:05", "10:10"} {
+			if err := os.WriteFile(filepath.Join(dir, kind+"_2026-11-20."+at), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+// Cron data has no mountinfo: the memory controller's hierarchy column of
+// /proc/cgroups still says v1 or v2, so remedies name that layout's files.
+func TestCronDataKnowsCgroupLayout(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ cgroups, want string }{
+		{"", "v1"}, // the capture's own: memory on a v1 hierarchy
+		{"#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t0\t80\t1\nmemory\t0\t80\t1\n", "v2"},
+	} {
+		out, errOut, code := runCLI(t, "diagnose", "--from", cronDir(t, c.cgroups), "--json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var doc struct {
+			Cgroups struct {
+				MemoryHierarchy string `json:"memory_hierarchy"`
+			} `json:"cgroups"`
+		}
+		if err := jsonUnmarshal(out, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Cgroups.MemoryHierarchy != c.want {
+			t.Errorf("memory hierarchy %q, want %q", doc.Cgroups.MemoryHierarchy, c.want)
+		}
+	}
+}
+
+// diagnose's follow-up commands name the data diagnosed (quoted), never a
+// literal SRC; so does the HTML report.
+func TestDiagnoseCommandsNameTheSource(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "my data")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	om := filepath.Join(dir, "host.om")
+	var b strings.Builder
+	b.WriteString("# TYPE node_memory_MemAvailable_bytes gauge\n# TYPE node_memory_MemTotal_bytes gauge\n# TYPE node_boot_time_seconds gauge\n")
+	const start = 1700000000
+	for h := int64(0); h <= 240; h++ { // 10 days, hourly: 1 GB a day less available
+		ts := start + h*3600
+		fmt.Fprintf(&b, "node_memory_MemAvailable_bytes{instance=\"a\"} %d %d\n", 12_000_000_000-h*41_666_666+(h%3)*10_000_000, ts)
+		fmt.Fprintf(&b, "node_memory_MemTotal_bytes{instance=\"a\"} 16000000000 %d\n", ts)
+		fmt.Fprintf(&b, "node_boot_time_seconds{instance=\"a\"} %d %d\n", start-30*86400, ts)
+	}
+	b.WriteString("# EOF\n")
+	if err := os.WriteFile(om, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "diagnose", "--from", om)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "available_memory_decline") {
+		t.Fatalf("the decline did not fire:\n%s", out)
+	}
+	if strings.Contains(out, "SRC") || !strings.Contains(out, "memdoctor diagnose --from '"+om+"'") {
+		t.Errorf("follow-up commands do not name the data:\n%s", out)
+	}
+	html := filepath.Join(t.TempDir(), "r.html")
+	if _, errOut, code := runCLI(t, "report", "--from", om, "-o", html); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, errOut)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(page), "--from SRC") {
+		t.Error("the page shows --from SRC")
 	}
 }

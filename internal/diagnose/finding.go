@@ -48,6 +48,10 @@ type Remedy struct {
 	Title string `json:"title"`
 	// Commands are exact shell commands, in order.
 	Commands []string `json:"commands,omitempty"`
+	// Code is source to put in the program (Language names its language),
+	// not a shell command: reports show it apart, without a prompt.
+	Code     []string `json:"code,omitempty"`
+	Language string   `json:"language,omitempty"`
 	// Risk says what can go wrong and what it costs.
 	Risk string `json:"risk"`
 	// Undo says how to revert.
@@ -200,6 +204,7 @@ func RunCovered(in *Input, rules []Rule) ([]Finding, []sample.Note, Coverage) {
 			}
 		}
 		if missing != "" {
+			how = fitHowTo(how, in)
 			notes = addMissing(notes, m, missing, how)
 			cov.NotEvaluated = append(cov.NotEvaluated, RuleSkip{ID: m.ID, Reason: SkipMissingData,
 				Detail: "series " + missing + " is missing", Fix: how})

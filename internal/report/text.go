@@ -195,6 +195,12 @@ func findings(p *printer, r *diagnose.Report) {
 			for _, c := range rem.Commands {
 				p.f("          $ %s\n", c)
 			}
+			if len(rem.Code) > 0 {
+				p.f("          in the program's code (%s, not a shell command):\n", orDash(rem.Language))
+				for _, c := range rem.Code {
+					p.f("          | %s\n", c)
+				}
+			}
 			p.f("          risk: %s\n", rem.Risk)
 			if rem.Undo != "" {
 				p.f("          undo: %s\n", rem.Undo)
