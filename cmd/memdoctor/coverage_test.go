@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -183,5 +184,50 @@ func TestCheckWithoutRootSaysPartial(t *testing.T) {
 	}
 	if !r.Coverage.Partial || !slab {
 		t.Errorf("JSON coverage of a run without root: %+v", r.Coverage)
+	}
+}
+
+// diagnose says up front too which rules judged the range, per instance
+// merged: a rule counts as evaluated only if it was on every instance.
+func TestDiagnoseSaysCoverageUpFront(t *testing.T) {
+	t.Parallel()
+	om := filepath.Join(t.TempDir(), "two.om")
+	var b strings.Builder
+	b.WriteString("# TYPE node_memory_MemAvailable_bytes gauge\n# TYPE node_memory_MemTotal_bytes gauge\n")
+	for d := int64(0); d <= 2; d++ {
+		ts := 1700000000 + d*86400
+		fmt.Fprintf(&b, "node_memory_MemAvailable_bytes{instance=\"a\"} 4e9 %d\nnode_memory_MemTotal_bytes{instance=\"a\"} 8e9 %d\n", ts, ts)
+		fmt.Fprintf(&b, "node_memory_MemAvailable_bytes{instance=\"b\"} 4e9 %d\n", ts)
+	}
+	b.WriteString("# EOF\n")
+	if err := os.WriteFile(om, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "diagnose", "--from", om)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	h := head(out)
+	for _, want := range []string{"rules: ", "lack their data", "had too little data: available_memory_decline"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("head lacks %q:\n%s", want, h)
+		}
+	}
+	out, _, _ = runCLI(t, "diagnose", "--from", om, "--json")
+	var r diagnose.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	c := r.Coverage
+	if len(c.Evaluated)+len(c.NotEvaluated) != c.Rules || c.Rules != len(diagnose.Rules()) {
+		t.Errorf("merged coverage does not add up: %+v", c)
+	}
+	// low_available_memory has MemTotal on a, not on b: not evaluated, named b.
+	found := false
+	for _, s := range c.NotEvaluated {
+		found = found || s.ID == "low_available_memory" && strings.HasPrefix(s.Detail, "b: ")
+	}
+	if !found || slices.Contains(c.Evaluated, "low_available_memory") {
+		t.Errorf("a rule skipped on one instance is not listed with it: %+v", c)
 	}
 }

@@ -264,6 +264,13 @@ func merge(rs []instanceResult, src string) diagnoseOutput {
 		}
 	}
 	diagnose.SortFindings(merged.Findings)
+	var names []string
+	var covs []diagnose.Coverage
+	for _, r := range rs {
+		names = append(names, r.Instance)
+		covs = append(covs, r.report.Coverage)
+	}
+	merged.Coverage = diagnose.MergeCoverage(names, covs)
 	out.Report = &merged
 	return out
 }

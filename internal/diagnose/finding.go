@@ -253,3 +253,36 @@ func WindowSeries(rules []Rule) []string {
 	}
 	return out
 }
+
+// MergeCoverage combines the coverage of several instances' reports: a
+// rule counts as evaluated only if it was on every instance; a rule not
+// evaluated somewhere is listed once, naming the instance, and unread data
+// names its instance too.
+func MergeCoverage(names []string, cs []Coverage) Coverage {
+	out := Coverage{Evaluated: []string{}, NotEvaluated: []RuleSkip{}}
+	skipped := map[string]bool{}
+	for i, c := range cs {
+		out.Rules = max(out.Rules, c.Rules)
+		out.Partial = out.Partial || c.Partial
+		for _, u := range c.Unread {
+			out.Unread = append(out.Unread, names[i]+": "+u)
+		}
+		for _, s := range c.NotEvaluated {
+			if !skipped[s.ID] {
+				skipped[s.ID] = true
+				s.Detail = names[i] + ": " + s.Detail
+				out.NotEvaluated = append(out.NotEvaluated, s)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range cs {
+		for _, id := range c.Evaluated {
+			if !skipped[id] && !seen[id] {
+				seen[id] = true
+				out.Evaluated = append(out.Evaluated, id)
+			}
+		}
+	}
+	return out
+}
