@@ -106,8 +106,8 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 		return nil
 	}
 	fd := Finding{ID: "available_memory_decline", Severity: sev, Subject: subject(w, "host"),
-		Summary: fmt.Sprintf("available memory falls %s per day (p=%.1g over %s); %s left, exhausted in about %.0f days",
-			HumanBytes(int64(-f.Slope)), f.P, spanText(avail), HumanBytes(int64(last)), days),
+		Summary: fmt.Sprintf("available memory falls %s per day (p=%s over %s); %s left, exhausted in about %.0f days",
+			HumanBytes(int64(-f.Slope)), Number(f.P), spanText(avail), HumanBytes(int64(last)), days),
 		Evidence: []Evidence{
 			ev("mem_available_slope_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),

@@ -226,8 +226,8 @@ func (dyingCgroups) trend(in *Input) *Finding {
 		sev = Critical
 	}
 	fd := &Finding{ID: "dying_cgroups", Severity: sev, Subject: subject(w, "host"),
-		Summary: fmt.Sprintf("%s grow by %.0f a day (p=%.1g, %+.0f over %s, now %.0f): removed cgroups stay pinned",
-			what, f.Slope, f.P, growth, spanText(ps), last),
+		Summary: fmt.Sprintf("%s grow by %.0f a day (p=%s, %+.0f over %s, now %.0f): removed cgroups stay pinned",
+			what, f.Slope, Number(f.P), growth, spanText(ps), last),
 		Evidence: []Evidence{
 			ev("memory_cgroups_per_day", f.Slope, "per_day"),
 			ev("mann_kendall_p", f.P, ""),

@@ -119,8 +119,8 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *Finding {
 	}
 	fd := &Finding{ID: "process_memory_growth", Severity: sev,
 		Subject: subject(w, fmt.Sprintf("process %s (pid %s)", sg.comm, sg.pid)),
-		Summary: fmt.Sprintf("%s grows %s a day (p=%.1g, +%s over %s), now %s",
-			sg.comm, HumanBytes(int64(f.Slope)), f.P, HumanBytes(int64(growth)), spanText(ps), HumanBytes(int64(now))),
+		Summary: fmt.Sprintf("%s grows %s a day (p=%s, +%s over %s), now %s",
+			sg.comm, HumanBytes(int64(f.Slope)), Number(f.P), HumanBytes(int64(growth)), spanText(ps), HumanBytes(int64(now))),
 		Evidence: []Evidence{
 			ev("growth_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),

@@ -321,6 +321,9 @@ func TestRuleCases(t *testing.T) {
 						t.Errorf("no remedy mentions %q", want)
 					}
 				}
+				if rawNumber.MatchString(f.Summary) {
+					t.Errorf("summary shows a raw number: %s", f.Summary)
+				}
 				for _, e := range f.Evidence {
 					if s := diagnose.FormatValue(e); e.Text == "" && rawNumber.MatchString(s) {
 						t.Errorf("evidence %s prints as %q: raw number (value %v, unit %q)", e.Name, s, e.Value, e.Unit)
