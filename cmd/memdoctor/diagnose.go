@@ -41,6 +41,23 @@ func parseWhen(s string, end time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q: want RFC 3339, YYYY-MM-DD or -DURATION (-7d, -12h)", s)
 }
 
+// parseRange reads --since and --until against the end of the data. A
+// start after the end is an inverted range, said as such (not as a range
+// that "holds no data").
+func parseRange(since, until string, end time.Time) (f, u time.Time, err error) {
+	if f, err = parseWhen(since, end); err != nil {
+		return f, u, fmt.Errorf("--since %w", err)
+	}
+	if u, err = parseWhen(until, end); err != nil {
+		return f, u, fmt.Errorf("--until %w", err)
+	}
+	if !f.IsZero() && !u.IsZero() && f.After(u) {
+		return f, u, fmt.Errorf("inverted range: --since %s (%s) is after --until %s (%s); swap them",
+			since, f.UTC().Format(time.RFC3339), until, u.UTC().Format(time.RFC3339))
+	}
+	return f, u, nil
+}
+
 // instanceResult is one instance's diagnosis.
 type instanceResult struct {
 	Instance string    `json:"instance"`
@@ -111,7 +128,7 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 			defer cleanup()
 			var results []instanceResult
 			for _, inst := range instances {
-				r, err := diagnoseInstance(st, inst, src.since, src.until, notes)
+				r, err := diagnoseInstance(st, inst, src.since, src.until, notes, src.from, len(instances) > 1)
 				if err != nil {
 					return fmt.Errorf("instance %s: %w", inst, err)
 				}
@@ -182,18 +199,16 @@ func (f *sourceFlags) open(cmd *cobra.Command) (st *store.Store, cleanup func(),
 	return st, cleanup, instances, ist.Notes, nil
 }
 
-func diagnoseInstance(st *store.Store, inst, since, until string, ingestNotes []sample.Note) (instanceResult, error) {
+// from is the --from argument and multi says whether the data holds several
+// instances: the findings' follow-up commands name both, to paste as they are.
+func diagnoseInstance(st *store.Store, inst, since, until string, ingestNotes []sample.Note, from string, multi bool) (instanceResult, error) {
 	first, last, err := st.TimeRange(inst)
 	if err != nil {
 		return instanceResult{}, err
 	}
-	f, err := parseWhen(since, last)
+	f, u, err := parseRange(since, until, last)
 	if err != nil {
-		return instanceResult{}, fmt.Errorf("--since %w", err)
-	}
-	u, err := parseWhen(until, last)
-	if err != nil {
-		return instanceResult{}, fmt.Errorf("--until %w", err)
+		return instanceResult{}, err
 	}
 	if f.IsZero() || f.Before(first) {
 		f = first
@@ -223,6 +238,11 @@ func diagnoseInstance(st *store.Store, inst, since, until string, ingestNotes []
 		return instanceResult{}, err
 	}
 	rep := diagnose.CheckRecording(latest, w, "store", ingestNotes)
+	if multi {
+		rep.FitSource(from, inst)
+	} else {
+		rep.FitSource(from, "")
+	}
 	return instanceResult{Instance: inst, From: f, To: u, StepSeconds: step.Seconds(), Series: len(series), report: rep}, nil
 }
 
@@ -244,6 +264,13 @@ func merge(rs []instanceResult, src string) diagnoseOutput {
 		}
 	}
 	diagnose.SortFindings(merged.Findings)
+	var names []string
+	var covs []diagnose.Coverage
+	for _, r := range rs {
+		names = append(names, r.Instance)
+		covs = append(covs, r.report.Coverage)
+	}
+	merged.Coverage = diagnose.MergeCoverage(names, covs)
 	out.Report = &merged
 	return out
 }

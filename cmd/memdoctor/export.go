@@ -60,11 +60,8 @@ has one row per sample: instance, name, labels, timestamp_ms, value.`,
 						last = t
 					}
 				}
-				if q.From, err = parseWhen(since, last); err != nil {
-					return fmt.Errorf("--since %w", err)
-				}
-				if q.To, err = parseWhen(until, last); err != nil {
-					return fmt.Errorf("--until %w", err)
+				if q.From, q.To, err = parseRange(since, until, last); err != nil {
+					return err
 				}
 			}
 			write := func(w io.Writer) error {

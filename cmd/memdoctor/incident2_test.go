@@ -173,7 +173,7 @@ func TestCheckRubyHeapSlackIncident2(t *testing.T) {
 	}
 	var remedies strings.Builder
 	for _, rm := range f.Remedies {
-		remedies.WriteString(rm.Title + " " + strings.Join(rm.Commands, " ") + " " + rm.Risk + "\n")
+		remedies.WriteString(rm.Title + " " + strings.Join(rm.Commands, " ") + " " + strings.Join(rm.Code, " ") + " " + rm.Risk + "\n")
 	}
 	for _, want := range []string{"GC.start", "memdoctor probe", "RUBY_GC_OLDMALLOC_LIMIT_MAX", "RUBY_GC_MALLOC_LIMIT", "RUBY_GC_HEAP_", "latency"} {
 		if !strings.Contains(remedies.String(), want) {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -56,7 +58,11 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
+	err := flagValues(root, args)
+	if err == nil {
+		err = root.Execute()
+	}
+	if err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
 			return ee.code
@@ -65,4 +71,57 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// flagValues rejects a flag that takes a value followed by another flag
+// (`--pid --url X`): the parser would take "--url" as the value and fail
+// far from the mistake, or worse, succeed. A value that starts with a dash
+// and a letter is taken for a flag; negative numbers and durations ("-2h")
+// and "-" (standard output) are values. --name=VALUE passes anything.
+func flagValues(root *cobra.Command, args []string) error {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil {
+		return nil // cobra reports unknown commands itself
+	}
+	lookup := func(a string) *pflag.Flag {
+		if name, ok := strings.CutPrefix(a, "--"); ok {
+			if f := cmd.Flags().Lookup(name); f != nil {
+				return f
+			}
+			return cmd.InheritedFlags().Lookup(name)
+		}
+		if len(a) == 2 && a[0] == '-' {
+			if f := cmd.Flags().ShorthandLookup(a[1:]); f != nil {
+				return f
+			}
+			return cmd.InheritedFlags().ShorthandLookup(a[1:])
+		}
+		return nil
+	}
+	for i := 0; i+1 < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return nil
+		}
+		if strings.Contains(a, "=") || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		f := lookup(a)
+		if f == nil || f.NoOptDefVal != "" {
+			continue // unknown (cobra says so) or needs no value
+		}
+		next := args[i+1]
+		if looksLikeFlag(next) {
+			return fmt.Errorf("%s needs a value, but is followed by the flag %s (give %s a value, or write %s=VALUE for a value that starts with a dash)", a, next, a, a)
+		}
+		i++ // skip the value
+	}
+	return nil
+}
+
+func looksLikeFlag(s string) bool {
+	if strings.HasPrefix(s, "--") {
+		return len(s) > 2
+	}
+	return len(s) >= 2 && s[0] == '-' && (s[1] >= 'a' && s[1] <= 'z' || s[1] >= 'A' && s[1] <= 'Z')
 }

@@ -3,9 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/probe"
@@ -41,7 +44,8 @@ before/after table: memory median/worst and latency p50/p90/p99/max with the
 change and the ratio B/A.
 
 Requests that fail (refused, reset, timed out) or answer non-2xx are counted
-and reported, not hidden. The first request is a preflight: an unreachable
+and reported, not hidden; a run in which every request failed prints its
+result and exits 1 (its numbers describe error answers). The first request is a preflight: an unreachable
 URL stops the probe before it starts. Header values given with --header are
 sent but never saved; a user:password in the URL is redacted.`,
 		Example: `  # the exporter as it is, then with the fix, then side by side
@@ -102,9 +106,14 @@ sent but never saved; a user:password in the URL is redacted.`,
 				_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "saved %s (compare two runs with: memdoctor probe --compare A.json B.json)\n", path)
 			}
 			if asJSON {
-				return res.WriteJSON(w)
+				err = res.WriteJSON(w)
+			} else {
+				err = res.WriteText(w)
 			}
-			return res.WriteText(w)
+			if err != nil {
+				return err
+			}
+			return allFailed(res)
 		},
 	}
 	f := cmd.Flags()
@@ -132,4 +141,23 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 func defaultProbePath(r *probe.Result) string {
 	comm := unsafeName.ReplaceAllString(r.Target.Comm, "_")
 	return fmt.Sprintf("probe-%s-%d-%s.json", comm, r.Target.PID, r.Start.Format("20060102-150405"))
+}
+
+// allFailed makes a run in which no request succeeded an error: its
+// latencies and memory describe error answers, not the server's work.
+func allFailed(res *probe.Result) error {
+	r := res.Requests
+	if r.Total == 0 || r.OK > 0 {
+		return nil
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(r.Status)) {
+		what := "answered " + k
+		if k == "error" {
+			what = "got no answer"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", r.Status[k], what))
+	}
+	return fmt.Errorf("every request failed (%s of %d): check --url %s (the measurements describe error answers, not the server's work)",
+		strings.Join(parts, ", "), r.Total, res.Settings.URL)
 }

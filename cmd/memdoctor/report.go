@@ -137,7 +137,7 @@ func buildPage(st *store.Store, instances []string, since, until string, notes [
 	page := &htmlreport.Page{Source: src, Generated: time.Now()}
 	var results []instanceResult
 	for _, inst := range instances {
-		r, err := diagnoseInstance(st, inst, since, until, notes)
+		r, err := diagnoseInstance(st, inst, since, until, notes, src, len(instances) > 1)
 		if err != nil {
 			return nil, nil, fmt.Errorf("instance %s: %w", inst, err)
 		}

@@ -71,6 +71,7 @@ type cgUsage struct {
 func collectCgroups(c *ctx) error {
 	subs, err := c.fs.Cgroups()
 	var memNum int64 = -1
+	memHier := -1
 	if err == nil {
 		for _, s := range subs {
 			c.add("node_cgroups_cgroups", float64(s.NumCgroups), "subsys_name", s.Name)
@@ -81,6 +82,9 @@ func collectCgroups(c *ctx) error {
 			c.add("node_cgroups_enabled", en, "subsys_name", s.Name)
 			if s.Name == "memory" {
 				memNum = s.NumCgroups
+				if s.Enabled {
+					memHier = s.Hierarchy
+				}
 			}
 		}
 	} else if !isGone(err) {
@@ -88,6 +92,16 @@ func collectCgroups(c *ctx) error {
 	}
 	m, err := findCgroupMounts(c)
 	if err != nil {
+		// Without mountinfo (cron data keeps /proc/cgroups only), the
+		// memory controller's hierarchy id still tells the layout: a v1
+		// hierarchy has an id, the unified one has 0. Remedies need it to
+		// name the right files.
+		switch {
+		case memHier > 0:
+			c.add("memdoctor_cgroup_info", 1, "mode", "unknown", "memory", "v1")
+		case memHier == 0:
+			c.add("memdoctor_cgroup_info", 1, "mode", "unknown", "memory", "v2")
+		}
 		return err
 	}
 	mode := "none"

@@ -55,7 +55,7 @@ func (availableMemoryDecline) Meta() Meta {
 	for _, c := range memoryCategories {
 		reads = append(reads, c.series)
 	}
-	return Meta{ID: "available_memory_decline", Title: "available memory declining over time",
+	return Meta{ID: "available_memory_decline", Trend: true, Title: "available memory declining over time",
 		Needs: []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time (memdoctor record, or node_exporter's meminfo collector)"}},
 		Reads: reads}
 }
@@ -106,8 +106,8 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 		return nil
 	}
 	fd := Finding{ID: "available_memory_decline", Severity: sev, Subject: subject(w, "host"),
-		Summary: fmt.Sprintf("available memory falls %s per day (p=%.1g over %s); %s left, exhausted in about %.0f days",
-			HumanBytes(int64(-f.Slope)), f.P, spanText(avail), HumanBytes(int64(last)), days),
+		Summary: fmt.Sprintf("available memory falls %s per day (p=%s over %s); %s left, exhausted in about %.0f days",
+			HumanBytes(int64(-f.Slope)), Number(f.P), spanText(avail), HumanBytes(int64(last)), days),
 		Evidence: []Evidence{
 			ev("mem_available_slope_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),

@@ -116,11 +116,15 @@ func (r dyingCgroups) Eval(in *Input) []Finding {
 			f.Evidence = append(f.Evidence, evText("kernel_slab_reparenting", "present (5.3+): page cache and shmem are what pin them"))
 		}
 	}
-	f.Remedies = dyingRemedies(c.MemoryHierarchy, slabPins)
+	f.Remedies = dyingRemedies(c.MemoryHierarchy, k, slabPins)
 	return []Finding{f}
 }
 
-func dyingRemedies(hierarchy string, slabPins bool) []Remedy {
+// dyingRemedies fit the host: the memory controller's hierarchy names the
+// files (v1 memory.force_empty, v2 memory.reclaim), and memory.reclaim is
+// offered only where the kernel has it (5.19+). A layout the data does not
+// say gets both, each named.
+func dyingRemedies(hierarchy, kernel string, slabPins bool) []Remedy {
 	root := "/sys/fs/cgroup"
 	if hierarchy == "v1" {
 		root = "/sys/fs/cgroup/memory"
@@ -130,14 +134,32 @@ func dyingRemedies(hierarchy string, slabPins bool) []Remedy {
 			Commands: []string{"find " + root + " -mindepth 1 -maxdepth 3 -type d -newermt '-10 minutes' | head"},
 			Risk:     "none (read-only)"},
 	}
-	if hierarchy == "v1" {
-		rs = append(rs, Remedy{Title: "before removing a job's cgroup, reclaim what it charged so rmdir frees it at once",
-			Commands: []string{"echo 0 > " + root + "/JOB/memory.force_empty && rmdir " + root + "/JOB"},
+	v1 := "echo 0 > /sys/fs/cgroup/memory/JOB/memory.force_empty && rmdir /sys/fs/cgroup/memory/JOB"
+	v2 := "cat /sys/fs/cgroup/JOB/memory.current > /sys/fs/cgroup/JOB/memory.reclaim; rmdir /sys/fs/cgroup/JOB"
+	hasReclaim := kernel == "" || KernelAtLeast(kernel, 5, 19)
+	switch {
+	case hierarchy == "v1":
+		rs = append(rs, Remedy{Title: "before removing a job's cgroup (JOB: its path under the hierarchy), reclaim what it charged so rmdir frees it at once",
+			Commands: []string{v1},
 			Risk:     "reclaims (writes back and drops) the job's page cache; later readers re-read it from disk"})
-	} else {
-		rs = append(rs, Remedy{Title: "before removing a job's cgroup, reclaim what it charged (5.19+)",
-			Commands: []string{"cat " + root + "/JOB/memory.current > " + root + "/JOB/memory.reclaim; rmdir " + root + "/JOB"},
-			Risk:     "drops the job's page cache; later readers re-read it from disk"})
+	case hierarchy == "v2" && hasReclaim:
+		title := "before removing a job's cgroup (JOB: its path under the hierarchy), reclaim what it charged"
+		if kernel == "" {
+			title += " (memory.reclaim needs kernel 5.19+)"
+		}
+		rs = append(rs, Remedy{Title: title, Commands: []string{v2},
+			Risk: "drops the job's page cache; later readers re-read it from disk"})
+	case hierarchy == "v2":
+		// No memory.reclaim before 5.19 and no force_empty in v2: the
+		// job's own cache is what it can drop.
+	default:
+		cmds := []string{v1 + "   # cgroup v1"}
+		if hasReclaim {
+			cmds = append(cmds, v2+"   # cgroup v2, kernel 5.19+")
+		}
+		rs = append(rs, Remedy{Title: "before removing a job's cgroup (JOB: its path under the hierarchy), reclaim what it charged (the data does not say the cgroup layout: the v1 line, or the v2 one)",
+			Commands: cmds,
+			Risk:     "reclaims (writes back and drops) the job's page cache; later readers re-read it from disk"})
 	}
 	rs = append(rs,
 		Remedy{Title: "have jobs drop the cache of files they will not read again (delete temporary files, or POSIX_FADV_DONTNEED)",
@@ -204,8 +226,8 @@ func (dyingCgroups) trend(in *Input) *Finding {
 		sev = Critical
 	}
 	fd := &Finding{ID: "dying_cgroups", Severity: sev, Subject: subject(w, "host"),
-		Summary: fmt.Sprintf("%s grow by %.0f a day (p=%.1g, %+.0f over %s, now %.0f): removed cgroups stay pinned",
-			what, f.Slope, f.P, growth, spanText(ps), last),
+		Summary: fmt.Sprintf("%s grow by %.0f a day (p=%s, %+.0f over %s, now %.0f): removed cgroups stay pinned",
+			what, f.Slope, Number(f.P), growth, spanText(ps), last),
 		Evidence: []Evidence{
 			ev("memory_cgroups_per_day", f.Slope, "per_day"),
 			ev("mann_kendall_p", f.P, ""),
@@ -240,11 +262,11 @@ func (dyingCgroups) trend(in *Input) *Finding {
 			fd.Evidence = append(fd.Evidence, evText("kernel_slab_reparenting", "present (5.3+): page cache and shmem are what pin them"))
 		}
 	}
-	hier := "v1"
+	hier := "unknown"
 	if in.Host != nil {
 		hier = in.Host.Cgroups.MemoryHierarchy
 	}
-	fd.Remedies = dyingRemedies(hier, slabPins)
+	fd.Remedies = dyingRemedies(hier, kernel, slabPins)
 	return fd
 }
 

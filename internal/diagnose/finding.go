@@ -48,6 +48,10 @@ type Remedy struct {
 	Title string `json:"title"`
 	// Commands are exact shell commands, in order.
 	Commands []string `json:"commands,omitempty"`
+	// Code is source to put in the program (Language names its language),
+	// not a shell command: reports show it apart, without a prompt.
+	Code     []string `json:"code,omitempty"`
+	Language string   `json:"language,omitempty"`
 	// Risk says what can go wrong and what it costs.
 	Risk string `json:"risk"`
 	// Undo says how to revert.
@@ -74,6 +78,9 @@ type Meta struct {
 	// Reads lists the series names a trend rule reads from a window beyond
 	// Needs (a source loads only what some rule reads).
 	Reads []string
+	// Trend marks a rule that judges a time range only: it is not
+	// evaluated on a single snapshot (check), and the report says so.
+	Trend bool
 }
 
 // Need is one required series.
@@ -138,13 +145,62 @@ func addMissing(notes []sample.Note, m Meta, series, how string) []sample.Note {
 		Hides:   m.Title, Fix: how})
 }
 
+// Coverage says how much of the diagnosis was done: which rules were
+// evaluated, which could not be and why, and whether the data itself is a
+// partial view (something could not be read). A report that finds nothing
+// means "ok" only as far as its coverage goes.
+type Coverage struct {
+	// Rules is how many rules memdoctor has.
+	Rules int `json:"rules"`
+	// Evaluated lists the rules that judged the data.
+	Evaluated []string `json:"evaluated"`
+	// NotEvaluated lists the rules that could not judge, each with why.
+	NotEvaluated []RuleSkip `json:"not_evaluated"`
+	// Partial is true when some of the host's data could not be read
+	// (permissions, a missing kernel interface, a malformed file).
+	Partial bool `json:"partial"`
+	// Unread lists what could not be read, one line each.
+	Unread []string `json:"unread,omitempty"`
+}
+
+// RuleSkip is one rule that was not evaluated.
+type RuleSkip struct {
+	ID string `json:"id"`
+	// Reason is "needs a time range", "missing data" or "too little data".
+	Reason string `json:"reason"`
+	// Detail says what exactly was missing.
+	Detail string `json:"detail,omitempty"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// Reasons a rule was not evaluated.
+const (
+	SkipNeedsRange  = "needs a time range"
+	SkipMissingData = "missing data"
+	SkipTooLittle   = "too little data"
+)
+
 // Run evaluates every rule. A rule whose needed series are missing is
 // skipped with a note saying what is missing and how to get it.
 func Run(in *Input, rules []Rule) ([]Finding, []sample.Note) {
+	out, notes, _ := RunCovered(in, rules)
+	return out, notes
+}
+
+// RunCovered is Run that also says which rules were evaluated and which
+// were not (a trend rule on a snapshot, a rule without its series, a rule
+// that noted it had too little data to judge).
+func RunCovered(in *Input, rules []Rule) ([]Finding, []sample.Note, Coverage) {
 	var out []Finding
 	var notes []sample.Note
+	cov := Coverage{Rules: len(rules), Evaluated: []string{}, NotEvaluated: []RuleSkip{}}
 	for _, r := range rules {
 		m := r.Meta()
+		if m.Trend && in.Window == nil {
+			cov.NotEvaluated = append(cov.NotEvaluated, RuleSkip{ID: m.ID, Reason: SkipNeedsRange,
+				Detail: m.Title + " is judged over time", Fix: "memdoctor record, then memdoctor diagnose"})
+			continue
+		}
 		missing := ""
 		how := ""
 		for _, n := range m.Needs {
@@ -157,15 +213,26 @@ func Run(in *Input, rules []Rule) ([]Finding, []sample.Note) {
 			}
 		}
 		if missing != "" {
+			how = fitHowTo(how, in)
 			notes = addMissing(notes, m, missing, how)
+			cov.NotEvaluated = append(cov.NotEvaluated, RuleSkip{ID: m.ID, Reason: SkipMissingData,
+				Detail: "series " + missing + " is missing", Fix: how})
 			continue
 		}
-		out = append(out, r.Eval(in)...)
+		before := len(in.notes)
+		found := r.Eval(in)
+		out = append(out, found...)
+		if len(found) == 0 && len(in.notes) > before && in.notes[len(in.notes)-1].Source == "rule "+m.ID {
+			n := in.notes[len(in.notes)-1]
+			cov.NotEvaluated = append(cov.NotEvaluated, RuleSkip{ID: m.ID, Reason: SkipTooLittle, Detail: n.Message, Fix: n.Fix})
+			continue
+		}
+		cov.Evaluated = append(cov.Evaluated, m.ID)
 	}
 	notes = append(notes, in.notes...)
 	in.notes = nil
 	sortFindings(out)
-	return out, notes
+	return out, notes, cov
 }
 
 func (in *Input) has(name string) bool {
@@ -190,6 +257,39 @@ func WindowSeries(rules []Rule) []string {
 			if !seen[n] {
 				seen[n] = true
 				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// MergeCoverage combines the coverage of several instances' reports: a
+// rule counts as evaluated only if it was on every instance; a rule not
+// evaluated somewhere is listed once, naming the instance, and unread data
+// names its instance too.
+func MergeCoverage(names []string, cs []Coverage) Coverage {
+	out := Coverage{Evaluated: []string{}, NotEvaluated: []RuleSkip{}}
+	skipped := map[string]bool{}
+	for i, c := range cs {
+		out.Rules = max(out.Rules, c.Rules)
+		out.Partial = out.Partial || c.Partial
+		for _, u := range c.Unread {
+			out.Unread = append(out.Unread, names[i]+": "+u)
+		}
+		for _, s := range c.NotEvaluated {
+			if !skipped[s.ID] {
+				skipped[s.ID] = true
+				s.Detail = names[i] + ": " + s.Detail
+				out.NotEvaluated = append(out.NotEvaluated, s)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range cs {
+		for _, id := range c.Evaluated {
+			if !skipped[id] && !seen[id] {
+				seen[id] = true
+				out.Evaluated = append(out.Evaluated, id)
 			}
 		}
 	}

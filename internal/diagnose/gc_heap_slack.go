@@ -55,7 +55,10 @@ package diagnose
 // leaves only the slot counts, which see neither unswept dead objects nor
 // malloc'd bodies.
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 type gcHeapSlack struct{}
 
@@ -212,11 +215,16 @@ const latencyRisk = "each major collection pauses the process (incident 2: mean 
 
 func slackRemedies(r *Runtime) []Remedy {
 	after := Remedy{Title: "run a major collection after each low-rate request (a metrics endpoint, a batch job) or periodically", Risk: latencyRisk}
+	pid := "PID"
+	if r.PID > 0 {
+		pid = strconv.Itoa(r.PID)
+	}
 	switch r.Runtime {
 	case "ruby":
+		after.Language = "ruby"
+		after.Code = []string{"GC.start   # after each /metrics response is written (a full mark and sweep)"}
 		after.Commands = []string{
-			"GC.start   # after each /metrics response is written (a full mark and sweep)",
-			"memdoctor probe --pid PID --url URL -n 100 -c 1 --out before.json   # then again with the change: --out after.json",
+			"memdoctor probe --pid " + pid + " --url URL -n 100 -c 1 --out before.json   # URL: the endpoint; then again with the change: --out after.json",
 			"memdoctor probe --compare before.json after.json   # USS/PSS/RSS against latency, the cost this rule cannot know",
 		}
 		return []Remedy{after,
@@ -227,25 +235,26 @@ func slackRemedies(r *Runtime) []Remedy {
 				Commands: []string{"RUBY_GC_HEAP_GROWTH_FACTOR=1.1 RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.20 RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR=1.3 <command>"},
 				Risk:     "they act on the object slots only (a few MB in a typical exporter); a too-small heap makes minor GCs frequent: measure with memdoctor probe"}}
 	case "python":
-		after.Commands = []string{"gc.collect()   # after each low-rate request"}
+		after.Language, after.Code = "python", []string{"gc.collect()   # after each low-rate request"}
 		return []Remedy{after}
 	case "go":
-		after.Commands = []string{"runtime.GC(); debug.FreeOSMemory()   # after each low-rate request"}
+		after.Language, after.Code = "go", []string{"runtime.GC(); debug.FreeOSMemory()   // after each low-rate request"}
 		return []Remedy{{Title: "bound the heap with a soft limit and collect earlier",
 			Commands: []string{"GOMEMLIMIT=<live heap × 1.5> GOGC=50 <command>"},
 			Risk:     "more CPU in GC; a limit below the live heap makes the GC run continuously"}, after}
 	case "jvm":
-		after.Commands = []string{"System.gc()   # after each low-rate request (with -XX:+ExplicitGCInvokesConcurrent)"}
+		after.Language, after.Code = "java", []string{"System.gc();   // after each low-rate request (run with -XX:+ExplicitGCInvokesConcurrent)"}
 		return []Remedy{{Title: "let G1 collect and give memory back when idle",
 			Commands: []string{"java -XX:G1PeriodicGCInterval=60000 -XX:MaxHeapFreeRatio=30 -XX:MinHeapFreeRatio=10 ...   # JDK 12+"},
 			Risk:     "a periodic concurrent cycle every minute when idle: CPU, and regrowth if load returns"}, after}
 	case "dotnet":
-		after.Commands = []string{"GC.Collect(2, GCCollectionMode.Optimized, blocking: false, compacting: true)"}
+		after.Language, after.Code = "csharp", []string{"GC.Collect(2, GCCollectionMode.Optimized, blocking: false, compacting: true);"}
 		return []Remedy{{Title: "cap the heap or ask the GC to conserve memory",
 			Commands: []string{"DOTNET_GCHeapHardLimit=0x20000000 <command>   # 512 MiB (hex)", "DOTNET_GCConserveMemory=5 <command>   # .NET 6+, 0-9"},
 			Risk:     "a hard limit too low brings OutOfMemoryException; conserve-memory costs CPU"}, after}
 	case "node":
-		after.Commands = []string{"node --expose-gc ...; global.gc()   # after each low-rate request"}
+		after.Commands = []string{"node --expose-gc ...   # ... : the service's own arguments"}
+		after.Language, after.Code = "javascript", []string{"global.gc();   // after each low-rate request"}
 		return []Remedy{{Title: "cap V8's old space", Commands: []string{"node --max-old-space-size=<MiB> ..."},
 			Risk: "a cap below the live heap crashes with heap out of memory"}, after}
 	}

@@ -12,6 +12,7 @@ package diagnose
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
@@ -21,7 +22,7 @@ type glibcVersionChanged struct{}
 func init() { register(glibcVersionChanged{}) }
 
 func (glibcVersionChanged) Meta() Meta {
-	return Meta{ID: "glibc_version_changed", Title: "C library changed during the recording",
+	return Meta{ID: "glibc_version_changed", Trend: true, Title: "C library changed during the recording",
 		Needs: []Need{{"memdoctor_glibc_info", "memdoctor's collector (reads the glibc banner)"}}}
 }
 
@@ -61,8 +62,8 @@ func (glibcVersionChanged) Eval(in *Input) []Finding {
 		Summary: fmt.Sprintf("glibc changed from %s to %s (%s into the window): a suspect for any change in processes' memory since",
 			first.version, last.version, when),
 		Evidence: []Evidence{evText("glibc_before", first.version), evText("glibc_after", last.version)},
-		Remedies: []Remedy{{Title: "compare memory before and after the upgrade; check the allocator's view of the processes that grew",
-			Commands: []string{"memdoctor diagnose --from SRC --until <upgrade time>", "memdoctor malloc PID"},
+		Remedies: []Remedy{{Title: "compare memory before and after the upgrade; check the allocator's view of the processes that grew (PID: one of them)",
+			Commands: []string{"memdoctor diagnose --from SRC --until " + time.UnixMilli(last.first).UTC().Format(time.RFC3339), "memdoctor malloc PID"},
 			Risk:     "none (read-only; malloc pauses the process briefly)"}},
 	}}
 }

@@ -29,7 +29,7 @@ type memoryBaselineExceeded struct{}
 func init() { register(memoryBaselineExceeded{}) }
 
 func (memoryBaselineExceeded) Meta() Meta {
-	return Meta{ID: "memory_baseline_exceeded", Title: "daily memory peak above the two-week baseline",
+	return Meta{ID: "memory_baseline_exceeded", Trend: true, Title: "daily memory peak above the two-week baseline",
 		Needs: []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time"}},
 		Reads: []string{"node_memory_MemTotal_bytes", "memdoctor_process_rss_bytes"}}
 }

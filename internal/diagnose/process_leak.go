@@ -27,7 +27,7 @@ type processLeak struct{}
 func init() { register(processLeak{}) }
 
 func (processLeak) Meta() Meta {
-	return Meta{ID: "process_leak", Title: "processes whose in-use heap grows (a leak)",
+	return Meta{ID: "process_leak", Trend: true, Title: "processes whose in-use heap grows (a leak)",
 		Needs: []Need{{"memdoctor_malloc_in_use_bytes", "record the allocator's view over time: run the process with memdoctor's preload library (MEMDOCTOR_STATS) while memdoctor record runs"}},
 		Reads: []string{"memdoctor_process_anon_bytes"}}
 }
@@ -53,8 +53,8 @@ func (processLeak) Eval(in *Input) []Finding {
 		}
 		comm, pid := s.Labels.Get("comm"), s.Labels.Get("pid")
 		fd := Finding{ID: "process_leak", Severity: Warning, Subject: subject(w, fmt.Sprintf("process %s (pid %s)", comm, pid)),
-			Summary: fmt.Sprintf("%s's in-use heap grows %s a day (p=%.1g, +%s over %s, now %s): a leak, not allocator retention",
-				comm, HumanBytes(int64(f.Slope)), f.P, HumanBytes(int64(growth)), spanText(ps), HumanBytes(int64(now))),
+			Summary: fmt.Sprintf("%s's in-use heap grows %s a day (p=%s, +%s over %s, now %s): a leak, not allocator retention",
+				comm, HumanBytes(int64(f.Slope)), Number(f.P), HumanBytes(int64(growth)), spanText(ps), HumanBytes(int64(now))),
 			Evidence: []Evidence{
 				ev("in_use_growth_bytes_per_day", f.Slope, "bytes_per_day"),
 				ev("mann_kendall_p", f.P, ""),

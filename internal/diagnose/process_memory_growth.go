@@ -37,7 +37,7 @@ type processMemoryGrowth struct{}
 func init() { register(processMemoryGrowth{}) }
 
 func (processMemoryGrowth) Meta() Meta {
-	return Meta{ID: "process_memory_growth", Title: "processes whose memory keeps growing",
+	return Meta{ID: "process_memory_growth", Trend: true, Title: "processes whose memory keeps growing",
 		Needs: []Need{{"memdoctor_process_rss_bytes", "record processes over time (memdoctor record)"}},
 		Reads: []string{"memdoctor_process_uss_bytes", "memdoctor_process_anon_bytes", "memdoctor_process_swap_bytes",
 			"memdoctor_process_malloc_arenas", "memdoctor_glibc_info", "memdoctor_malloc_in_use_bytes"}}
@@ -119,8 +119,8 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *Finding {
 	}
 	fd := &Finding{ID: "process_memory_growth", Severity: sev,
 		Subject: subject(w, fmt.Sprintf("process %s (pid %s)", sg.comm, sg.pid)),
-		Summary: fmt.Sprintf("%s grows %s a day (p=%.1g, +%s over %s), now %s",
-			sg.comm, HumanBytes(int64(f.Slope)), f.P, HumanBytes(int64(growth)), spanText(ps), HumanBytes(int64(now))),
+		Summary: fmt.Sprintf("%s grows %s a day (p=%s, +%s over %s), now %s",
+			sg.comm, HumanBytes(int64(f.Slope)), Number(f.P), HumanBytes(int64(growth)), spanText(ps), HumanBytes(int64(now))),
 		Evidence: []Evidence{
 			ev("growth_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),

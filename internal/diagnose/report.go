@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"strings"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -17,6 +18,9 @@ type Report struct {
 	*Host
 	Findings []Finding     `json:"findings"`
 	Notes    []sample.Note `json:"notes"`
+	// Coverage says which rules ran and whether the data is partial: an
+	// empty list of findings means "ok" only that far.
+	Coverage Coverage `json:"coverage"`
 	// Cost is what collecting took (live collections only).
 	Cost *Cost `json:"cost,omitempty"`
 }
@@ -53,8 +57,14 @@ func CheckRecording(latest *sample.Scrape, w *sample.Window, source string, note
 
 func run(in *Input, notes []sample.Note) *Report {
 	h := in.Host
-	findings, ruleNotes := Run(in, Rules())
+	findings, ruleNotes, cov := RunCovered(in, Rules())
 	all := append(append([]sample.Note{}, notes...), ruleNotes...)
+	for _, n := range notes {
+		if unread(n) {
+			cov.Partial = true
+			cov.Unread = append(cov.Unread, n.Source+": "+n.Message)
+		}
+	}
 	if findings == nil {
 		findings = []Finding{}
 	}
@@ -66,7 +76,15 @@ func run(in *Input, notes []sample.Note) *Report {
 			Message: "the kernel's watermarks differ from the recomputation (kernel patches, memory hotplug or managed pages changing while reading)",
 			Hides:   "the exactness of the what-if table"})
 	}
-	return &Report{SchemaVersion: SchemaVersion, Host: h, Findings: findings, Notes: all}
+	return &Report{SchemaVersion: SchemaVersion, Host: h, Findings: findings, Notes: all, Coverage: cov}
+}
+
+// unread says whether a note from reading the data means part of the host
+// could not be seen. Notes on language runtimes only say which optional
+// metrics are not exposed: the rules that need them are listed as not
+// evaluated instead.
+func unread(n sample.Note) bool {
+	return !strings.HasPrefix(n.Source, "rule") && !strings.HasPrefix(n.Source, "runtime")
 }
 
 // latestMaxAge is how old a series' last point may be and still count as

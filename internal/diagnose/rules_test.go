@@ -24,6 +24,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -190,6 +191,10 @@ func parseSeries(l string) (sample.Metric, error) {
 
 var bases = map[string]*sample.Scrape{}
 
+// rawNumber matches what people should never be shown: exponents and
+// more than three decimals.
+var rawNumber = regexp.MustCompile(`\d[eE][+-]?\d|\.\d{4,}`)
+
 // baseScrape collects a real capture (cached per test binary).
 func baseScrape(t *testing.T, name string) sample.Scrape {
 	t.Helper()
@@ -314,6 +319,14 @@ func TestRuleCases(t *testing.T) {
 					}
 					if !found {
 						t.Errorf("no remedy mentions %q", want)
+					}
+				}
+				if rawNumber.MatchString(f.Summary) {
+					t.Errorf("summary shows a raw number: %s", f.Summary)
+				}
+				for _, e := range f.Evidence {
+					if s := diagnose.FormatValue(e); e.Text == "" && rawNumber.MatchString(s) {
+						t.Errorf("evidence %s prints as %q: raw number (value %v, unit %q)", e.Name, s, e.Value, e.Unit)
 					}
 				}
 				for name, want := range c.evidence {

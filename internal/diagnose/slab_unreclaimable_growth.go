@@ -30,7 +30,7 @@ type slabUnreclaimableGrowth struct{}
 func init() { register(slabUnreclaimableGrowth{}) }
 
 func (slabUnreclaimableGrowth) Meta() Meta {
-	return Meta{ID: "slab_unreclaimable_growth", Title: "unreclaimable slab growing over time",
+	return Meta{ID: "slab_unreclaimable_growth", Trend: true, Title: "unreclaimable slab growing over time",
 		Needs: []Need{{"node_memory_SUnreclaim_bytes", "record /proc/meminfo over time"}},
 		Reads: []string{"node_memory_MemTotal_bytes", "node_boot_time_seconds", "memdoctor_slabinfo_size_bytes",
 			"node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable"}}
@@ -60,8 +60,8 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []Finding {
 		sev = Critical
 	}
 	fd := Finding{ID: "slab_unreclaimable_growth", Severity: sev, Subject: subject(w, "host"),
-		Summary: fmt.Sprintf("unreclaimable slab grows %s per day (p=%.1g, %s over %s), now %s (%.1f%% of memory)",
-			HumanBytes(int64(f.Slope)), f.P, HumanBytes(int64(grown)), spanText(su), HumanBytes(int64(last)), 100*last/total),
+		Summary: fmt.Sprintf("unreclaimable slab grows %s per day (p=%s, %s over %s), now %s (%.1f%% of memory)",
+			HumanBytes(int64(f.Slope)), Number(f.P), HumanBytes(int64(grown)), spanText(su), HumanBytes(int64(last)), 100*last/total),
 		Evidence: []Evidence{
 			ev("slab_unreclaimable_slope_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),

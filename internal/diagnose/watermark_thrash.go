@@ -44,7 +44,7 @@ func (watermarkThrash) Meta() Meta {
 		"node_context_switches_total", "node_sysctl_vm_watermark_scale_factor", "memdoctor_zoneinfo_free_pages",
 		"node_zoneinfo_nr_free_pages", "node_zoneinfo_low_pages", "node_zoneinfo_min_pages", "node_zoneinfo_managed_pages",
 		"node_boot_time_seconds"}, allocstallSeries...)
-	return Meta{ID: "watermark_thrash", Title: "reclaim bursts crossing the watermarks",
+	return Meta{ID: "watermark_thrash", Trend: true, Title: "reclaim bursts crossing the watermarks",
 		Needs: []Need{{"node_vmstat_kswapd_low_wmark_hit_quickly", "record /proc/vmstat over time (node_exporter: --collector.vmstat.fields including kswapd and allocstall)"}},
 		Reads: reads}
 }

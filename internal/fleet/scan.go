@@ -379,6 +379,7 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 					}
 					in.Series = len(w.Series)
 					rep := diagnose.CheckWindow(w, "prometheus", nil)
+					rep.FitPrometheus(c.URL(), in.Instance)
 					in.Findings = rep.Findings
 					in.Notes = rep.Notes
 					delete(ws, in.Instance) // let the window go

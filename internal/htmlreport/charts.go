@@ -73,6 +73,7 @@ var ruleCharts = []struct {
 	{"low_available_memory", []string{"memory_categories"}},
 	{"kernel_memory_unexplained", []string{"memory_categories"}},
 	{"memory_baseline_exceeded", []string{"memory_categories"}},
+	{"oom_kills", []string{"memory_categories"}},
 	{"dying_cgroups", []string{"slab_vs_cgroups"}},
 	{"slab_unreclaimable_", []string{"slab_vs_cgroups", "memory_categories"}},
 	{"watermark_", []string{"zone_watermarks", "reclaim_rates", "cpu_sys_softirq"}},

@@ -70,15 +70,20 @@ func mustRead(name string) string {
 }
 
 type pageView struct {
-	Source       string
-	Generated    time.Time
-	RefreshSecs  int
-	Summary      []string
-	Counts       []sevCount
-	Findings     []findingView
-	Instances    []instanceView
-	Notes        []noteView
-	Rules        int
+	Source      string
+	Generated   time.Time
+	RefreshSecs int
+	Summary     []string
+	Counts      []sevCount
+	Findings    []findingView
+	Instances   []instanceView
+	Notes       []noteView
+	Rules       int
+	// Evaluated is how many rules judged the data (every instance's,
+	// for a fleet: a rule skipped on any instance is not counted).
+	Evaluated    int
+	NotEvaluated []string
+	Unread       []string
 	MultiInst    bool
 	ShowInstance bool
 }
@@ -134,6 +139,7 @@ func Render(w io.Writer, p *Page) error {
 		f    diagnose.Finding
 	}
 	var all []found
+	skipped := map[string]bool{}
 	for i := range p.Instances {
 		in := &p.Instances[i]
 		iv := instanceView{Name: in.Name, From: in.From, To: in.To, Span: humanSpan(in.To.Sub(in.From)), Series: in.Series,
@@ -143,6 +149,18 @@ func Render(w io.Writer, p *Page) error {
 		}
 		if in.Report != nil {
 			iv.Findings = len(in.Report.Findings)
+			for _, sk := range in.Report.Coverage.NotEvaluated {
+				if !skipped[sk.ID] {
+					skipped[sk.ID] = true
+					v.NotEvaluated = append(v.NotEvaluated, sk.ID+" ("+sk.Reason+")")
+				}
+			}
+			for _, u := range in.Report.Coverage.Unread {
+				if v.MultiInst {
+					u = in.Name + ": " + u
+				}
+				v.Unread = append(v.Unread, u)
+			}
 			for _, f := range in.Report.Findings {
 				all = append(all, found{in, f})
 			}
@@ -171,6 +189,7 @@ func Render(w io.Writer, p *Page) error {
 		}
 		return all[i].f.ID < all[j].f.ID
 	})
+	v.Evaluated = v.Rules - len(skipped)
 	counts := map[diagnose.Severity]int{}
 	charts := chartSet{seen: map[string]string{}}
 	for k, fd := range all {
@@ -259,32 +278,7 @@ func caption(in *Instance) string {
 	return c
 }
 
-func evidenceValue(e diagnose.Evidence) string {
-	if e.Text != "" {
-		return e.Text
-	}
-	switch e.Unit {
-	case "bytes":
-		return diagnose.HumanBytes(int64(e.Value))
-	case "percent":
-		return strconv.FormatFloat(e.Value, 'f', 1, 64) + "%"
-	case "per_day":
-		return strconv.FormatFloat(e.Value, 'g', 4, 64) + " a day"
-	case "bytes_per_day":
-		return diagnose.HumanBytes(int64(e.Value)) + " a day"
-	case "days":
-		return strconv.FormatFloat(e.Value, 'f', 1, 64) + " days"
-	case "count":
-		return strconv.FormatFloat(e.Value, 'f', -1, 64)
-	case "seconds":
-		return strconv.FormatFloat(e.Value, 'g', 4, 64) + " s"
-	case "pages":
-		return strconv.FormatFloat(e.Value, 'f', 0, 64) + " pages"
-	case "ratio":
-		return strconv.FormatFloat(e.Value, 'g', 3, 64)
-	}
-	return strconv.FormatFloat(e.Value, 'g', 6, 64)
-}
+func evidenceValue(e diagnose.Evidence) string { return diagnose.FormatValue(e) }
 
 func humanSpan(d time.Duration) string {
 	if d >= 48*time.Hour {

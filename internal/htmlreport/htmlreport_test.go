@@ -485,3 +485,45 @@ func BenchmarkRender(b *testing.B) {
 	}
 	b.ReportMetric(float64(buf.Len()), "bytes/page")
 }
+
+// A report whose rules did not all run, on data partly unread, says so at
+// the top of its findings instead of "no problems found by N rules".
+func TestPageSaysCoverage(t *testing.T) {
+	t.Parallel()
+	n := len(diagnose.Rules())
+	rep := &diagnose.Report{Coverage: diagnose.Coverage{Rules: n, Evaluated: []string{"low_available_memory"},
+		Partial: true, Unread: []string{"proc/slabinfo: slab caches unreadable: permission denied (root only)"}}}
+	for _, r := range diagnose.Rules() {
+		if id := r.Meta().ID; id != "low_available_memory" {
+			rep.Coverage.NotEvaluated = append(rep.Coverage.NotEvaluated, diagnose.RuleSkip{ID: id, Reason: diagnose.SkipMissingData})
+		}
+	}
+	p := &Page{Source: "capture.txtar", Instances: []Instance{{Name: "vm", Report: rep}}}
+	txt := parseHTML(t, renderPage(t, p)).textContent()
+	for _, want := range []string{"Partial view", "proc/slabinfo: slab caches unreadable", fmt.Sprintf("Rules evaluated: 1 of %d", n),
+		fmt.Sprintf("No problems found by the 1 of %d rules evaluated, on a partial view", n), "gc_time_high (missing data)"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("page does not say %q:\n%s", want, txt)
+		}
+	}
+	if strings.Contains(txt, fmt.Sprintf("No problems found by %d rules", n)) {
+		t.Error("page claims every rule found nothing")
+	}
+}
+
+// Evidence on the page is in its units, never Go's raw float text.
+func TestPageEvidenceFormatted(t *testing.T) {
+	t.Parallel()
+	f := diagnose.Finding{ID: "available_memory_decline", Severity: diagnose.Warning, Subject: "host", Summary: "s",
+		Evidence: []diagnose.Evidence{{Name: "days_until_exhausted", Value: 71.80891927083333, Unit: "days"}, {Name: "heap_live", Value: 1.00663296e+08}}}
+	p := &Page{Source: "x", Instances: []Instance{{Name: "vm", Report: &diagnose.Report{Findings: []diagnose.Finding{f}}}}}
+	txt := parseHTML(t, renderPage(t, p)).textContent()
+	for _, want := range []string{"71.8 days", "100663296"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(txt, "71.808") || strings.Contains(txt, "e+08") {
+		t.Error("page shows raw numbers")
+	}
+}

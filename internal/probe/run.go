@@ -149,6 +149,13 @@ func (o *Options) check() error {
 	case o.Duration < 0, o.Rate < 0, o.Warmup < 0, o.Timeout < 0, o.Interval < 0:
 		return errors.New("--duration, --rate, --warmup, --timeout and --interval must not be negative")
 	}
+	if !strings.Contains(o.URL, "://") {
+		// host:port/path without a scheme: url.Parse rejects it or reads
+		// the host as a scheme.
+		if u, err := url.Parse("http://" + o.URL); err == nil && u.Host != "" {
+			return fmt.Errorf("--url %s has no scheme: add http:// (--url %s)", u.Redacted()[len("http://"):], u.Redacted())
+		}
+	}
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("--url %q: want an http:// or https:// URL", redactURL(o.URL))

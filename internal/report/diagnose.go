@@ -26,6 +26,7 @@ func DiagnoseText(w io.Writer, r *diagnose.Report, ws []WindowSummary, opt TextO
 	}
 	p := &printer{w: w, color: opt.Color}
 	p.f("%s %d instance(s)\n", p.paint("1", "memdoctor diagnose:"), len(ws))
+	coverage(p, r)
 	findings(p, r)
 	p.heading("DATA")
 	for _, s := range ws {

@@ -81,6 +81,7 @@ func Text(w io.Writer, r *diagnose.Report, opt TextOptions) error {
 	if h.Info.Source != "" && h.Info.Source != "live" {
 		p.f("source: %s\n", h.Info.Source)
 	}
+	coverage(p, r)
 	findings(p, r)
 	memory(p, h)
 	zones(p, h)
@@ -109,6 +110,53 @@ func Text(w io.Writer, r *diagnose.Report, opt TextOptions) error {
 	return p.err
 }
 
+// coverage says up front how much was judged: how many rules ran, which
+// could not and why, and whether the data is a partial view.
+func coverage(p *printer, r *diagnose.Report) {
+	c := r.Coverage
+	if c.Rules == 0 {
+		return
+	}
+	if c.Partial {
+		p.f("%s %d part(s) of the data could not be read, so findings may be missing:\n", p.paint("1;33", "PARTIAL VIEW:"), len(c.Unread))
+		for _, u := range c.Unread {
+			p.f("  - %s\n", u)
+		}
+	}
+	p.f("rules: %d of %d evaluated", len(c.Evaluated), c.Rules)
+	if len(c.NotEvaluated) == 0 {
+		p.f("\n")
+		return
+	}
+	p.f("; not evaluated:\n")
+	var order []string
+	by := map[string][]string{}
+	fix := map[string]string{}
+	for _, s := range c.NotEvaluated {
+		if _, ok := by[s.Reason]; !ok {
+			order = append(order, s.Reason)
+		}
+		by[s.Reason] = append(by[s.Reason], s.ID)
+		if s.Reason == diagnose.SkipNeedsRange {
+			fix[s.Reason] = s.Fix
+		}
+	}
+	for _, reason := range order {
+		phrase := map[string]string{diagnose.SkipNeedsRange: "need a time range", diagnose.SkipMissingData: "lack their data",
+			diagnose.SkipTooLittle: "had too little data"}[reason]
+		if phrase == "" {
+			phrase = reason
+		}
+		line := fmt.Sprintf("  - %d %s: %s", len(by[reason]), phrase, strings.Join(by[reason], ", "))
+		if f := fix[reason]; f != "" {
+			line += " (" + f + ")"
+		} else {
+			line += " (why and how to get it: NOTES)"
+		}
+		p.f("%s\n", line)
+	}
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -119,7 +167,23 @@ func orDash(s string) string {
 func findings(p *printer, r *diagnose.Report) {
 	p.heading("FINDINGS")
 	if len(r.Findings) == 0 {
-		p.f("  %s no problems found by %d rules\n", p.paint("32", "ok:"), len(diagnose.Rules()))
+		c := r.Coverage
+		if c.Rules == 0 {
+			c.Rules = len(diagnose.Rules())
+			c.Evaluated = make([]string, c.Rules)
+		}
+		what := fmt.Sprintf("%d rules", c.Rules)
+		if len(c.Evaluated) < c.Rules {
+			what = fmt.Sprintf("the %d of %d rules evaluated (%d not evaluated, see above)", len(c.Evaluated), c.Rules, c.Rules-len(c.Evaluated))
+		}
+		if c.Partial {
+			what += ", on a partial view"
+		}
+		label := p.paint("32", "ok:")
+		if len(c.Evaluated) < c.Rules || c.Partial {
+			label = p.paint("33", "no findings:")
+		}
+		p.f("  %s no problems found by %s\n", label, what)
 		return
 	}
 	for _, f := range r.Findings {
@@ -134,6 +198,12 @@ func findings(p *printer, r *diagnose.Report) {
 			for _, c := range rem.Commands {
 				p.f("          $ %s\n", c)
 			}
+			if len(rem.Code) > 0 {
+				p.f("          in the program's code (%s, not a shell command):\n", orDash(rem.Language))
+				for _, c := range rem.Code {
+					p.f("          | %s\n", c)
+				}
+			}
 			p.f("          risk: %s\n", rem.Risk)
 			if rem.Undo != "" {
 				p.f("          undo: %s\n", rem.Undo)
@@ -143,20 +213,7 @@ func findings(p *printer, r *diagnose.Report) {
 }
 
 func evidenceString(e diagnose.Evidence) string {
-	if e.Text != "" {
-		return e.Name + " " + e.Text
-	}
-	switch e.Unit {
-	case "bytes":
-		return e.Name + " " + hb(int64(e.Value))
-	case "percent":
-		return fmt.Sprintf("%s %.1f%%", e.Name, e.Value)
-	case "per_day":
-		return fmt.Sprintf("%s %.1f", e.Name, e.Value)
-	case "kB":
-		return fmt.Sprintf("%s %.0f kB", e.Name, e.Value)
-	}
-	return fmt.Sprintf("%s %g", e.Name, e.Value)
+	return e.Name + " " + diagnose.FormatValue(e)
 }
 
 func tab(p *printer) *tabwriter.Writer {

@@ -1,0 +1,171 @@
+package diagnose
+
+// oom_kills: the kernel killed a process for want of memory.
+//
+// Mechanism: when an allocation cannot be satisfied after reclaim — the
+// whole host out of memory, or a memory cgroup at its limit (memory.max on
+// cgroup v2, memory.limit_in_bytes on v1) — the OOM killer picks a task and
+// kills it. /proc/vmstat's oom_kill (4.13+) counts every such kill, host-wide
+// and cgroup-limited alike. A kill is never "ok": some work was lost, and the
+// kernel log names the victim and which limit was hit (constraint=
+// CONSTRAINT_MEMCG with oom_memcg=, or CONSTRAINT_NONE for the whole host).
+//
+// Method: on a snapshot (check), the counter since boot; on a time range
+// (diagnose, report, a recording), the counter's increase within the
+// range, counted through reboots, and when it rose (first and last kill,
+// to the resolution of the samples). Kills before the range are not the
+// range's: a recording judges only what happened while it ran.
+//
+// Fires (warning) on any kill.
+//
+// Known false positives: none: a kill happened. A kill deliberately provoked
+// (a test of a cgroup limit) is still a kill.
+
+import (
+	"fmt"
+	"time"
+)
+
+type oomKills struct{}
+
+func init() { register(oomKills{}) }
+
+func (oomKills) Meta() Meta {
+	return Meta{ID: "oom_kills", Title: "processes killed by the OOM killer",
+		Needs: []Need{{"node_vmstat_oom_kill", "/proc/vmstat's oom_kill (kernel 4.13+)"}},
+		Reads: []string{"node_boot_time_seconds"}}
+}
+
+func (oomKills) Eval(in *Input) []Finding {
+	if in.Window != nil && in.Window.Has("node_vmstat_oom_kill") {
+		return oomInWindow(in)
+	}
+	if in.Host == nil {
+		return nil
+	}
+	n, ok := in.Host.S.Get("node_vmstat_oom_kill")
+	if !ok || n <= 0 {
+		return nil
+	}
+	h := in.Host
+	since := "since boot"
+	f := Finding{ID: "oom_kills", Severity: Warning, Subject: "host",
+		Evidence: []Evidence{ev("oom_kills_since_boot", n, "count")}}
+	if up := h.Info.UptimeSeconds; up > 0 {
+		boot := h.Info.Time.Add(-time.Duration(up * float64(time.Second)))
+		since = fmt.Sprintf("since boot (%s ago, %s)", humanDur(time.Duration(up*float64(time.Second))), boot.UTC().Format("2006-01-02 15:04 UTC"))
+		f.Evidence = append(f.Evidence, ev("uptime_seconds", up, "seconds"))
+		if days := up / 86400; days >= 1 {
+			f.Evidence = append(f.Evidence, ev("oom_kills_per_day", n/days, "per_day"))
+		}
+	}
+	f.Summary = fmt.Sprintf("the OOM killer killed %s %s: work was lost; the kernel log says which process and which limit (a memory cgroup's or the whole host's)",
+		plural(n, "process", "processes"), since)
+	f.Remedies = oomRemedies(h, h.Info.Source == "live", time.Time{}, time.Time{})
+	return []Finding{f}
+}
+
+// oomInWindow judges the counter's increase within the range.
+func oomInWindow(in *Input) []Finding {
+	w := in.Window
+	var inc float64
+	var first, last int64
+	for _, sp := range segments(w) {
+		ps := within(w.Get("node_vmstat_oom_kill"), sp)
+		for i := 1; i < len(ps); i++ {
+			d := ps[i].V - ps[i-1].V
+			if d < 0 { // a reboot without a boot-time series: restarted from 0
+				d = ps[i].V
+			}
+			if d > 0 {
+				inc += d
+				if first == 0 {
+					first = ps[i-1].T
+				}
+				last = ps[i].T
+			}
+		}
+	}
+	if inc <= 0 {
+		return nil
+	}
+	from, to := time.UnixMilli(first).UTC(), time.UnixMilli(last).UTC()
+	when := fmt.Sprintf("between %s and %s", from.Format("2006-01-02 15:04:05"), to.Format("2006-01-02 15:04:05 UTC"))
+	f := Finding{ID: "oom_kills", Severity: Warning, Subject: subject(w, "host"),
+		Summary: fmt.Sprintf("the OOM killer killed %s within the range, %s: work was lost; the kernel log of that time says which process and which limit",
+			plural(inc, "process", "processes"), when),
+		Evidence: []Evidence{
+			ev("oom_kills_in_range", inc, "count"),
+			evText("first_kill_after", from.Format(time.RFC3339)),
+			evText("last_kill_by", to.Format(time.RFC3339)),
+		},
+	}
+	f.Remedies = oomRemedies(in.Host, false, from, to)
+	return []Finding{f}
+}
+
+func plural(n float64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%.0f %s", n, many)
+}
+
+func humanDur(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%.1f days", d.Hours()/24)
+	case d >= time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// oomRemedies fit the data: the kernel log of the kills' time (a range
+// names it; a live check reads this boot's), and the limits of the host's
+// own cgroup layout.
+func oomRemedies(h *Host, live bool, from, to time.Time) []Remedy {
+	logCmd := "journalctl -k -b | grep -E 'oom-kill:|Killed process|Memory cgroup out of memory'"
+	title := "find what was killed and which limit was hit: the kernel log names the victim, constraint=CONSTRAINT_MEMCG with oom_memcg= (a cgroup's limit) or CONSTRAINT_NONE (the whole host)"
+	if !from.IsZero() {
+		logCmd = fmt.Sprintf("journalctl -k --since '%s' --until '%s' | grep -E 'oom-kill:|Killed process|Memory cgroup out of memory'",
+			from.Add(-time.Minute).Format("2006-01-02 15:04:05 UTC"), to.Add(time.Minute).Format("2006-01-02 15:04:05 UTC"))
+	}
+	cmds := []string{logCmd, "dmesg -T | grep -E 'oom-kill:|Killed process'   # without a journal (this boot only)"}
+	if !live && from.IsZero() {
+		title += " (on the host the data came from)"
+	}
+	rs := []Remedy{{Title: title, Commands: cmds, Risk: "none (read-only)"}}
+	hier, kernel := "", ""
+	if h != nil {
+		hier, kernel = h.Cgroups.MemoryHierarchy, h.Info.Kernel
+	}
+	rs = append(rs, oomCgroupRemedies(hier, kernel)...)
+	rs = append(rs, Remedy{Title: "if the whole host ran out (CONSTRAINT_NONE): see what holds the memory now (FINDINGS, MEMORY, PROCESSES) and add memory or move work off the host",
+		Risk: "capacity or placement changes"})
+	return rs
+}
+
+// oomCgroupRemedies read a killed cgroup's limit in the host's own layout:
+// v1's memory.limit_in_bytes, or v2's memory.max (memory.peak only from
+// 5.19 on). Without a known layout, both are given, each named.
+func oomCgroupRemedies(hier, kernel string) []Remedy {
+	memcg := "CG=$( (dmesg; journalctl -k -b) 2>/dev/null | grep -o 'oom_memcg=[^,]*' | tail -1 | cut -d= -f2)   # the last kill's cgroup"
+	risk := "none to read; a higher limit lets that cgroup take memory from the rest of the host"
+	v1 := "cat /sys/fs/cgroup/memory$CG/memory.limit_in_bytes /sys/fs/cgroup/memory$CG/memory.max_usage_in_bytes /sys/fs/cgroup/memory$CG/memory.failcnt"
+	v2 := "cat /sys/fs/cgroup$CG/memory.max /sys/fs/cgroup$CG/memory.events"
+	if kernel == "" || KernelAtLeast(kernel, 5, 19) {
+		v2 = "cat /sys/fs/cgroup$CG/memory.max /sys/fs/cgroup$CG/memory.peak /sys/fs/cgroup$CG/memory.events"
+	}
+	title := "if a memory cgroup's limit was hit (CONSTRAINT_MEMCG): compare its limit with its peak and its failures, then raise the limit or lower the workload's use"
+	switch hier {
+	case "v1":
+		return []Remedy{{Title: title, Commands: []string{memcg, v1}, Risk: risk}}
+	case "v2":
+		return []Remedy{{Title: title, Commands: []string{memcg, v2}, Risk: risk}}
+	case "none":
+		return nil
+	}
+	return []Remedy{{Title: title + " (the data does not say the cgroup layout: v1 first, then v2)",
+		Commands: []string{memcg, v1 + "   # cgroup v1", v2 + "   # cgroup v2"}, Risk: risk}}
+}
