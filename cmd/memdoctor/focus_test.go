@@ -204,11 +204,11 @@ func TestCheckFocusAndSort(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--pid", "--json"}, `--pid needs a process id, got the flag "--json"`},
+		{[]string{"--pid", "--json"}, `--pid needs a value, but is followed by the flag --json`},
 		{[]string{"--pid", "12x"}, `"12x" is not a process id`},
 		{[]string{"--pid", "999999999"}, "no such process"},
 		{[]string{"--user", "no-such-user-memdoctor"}, "unknown user"},
-		{[]string{"--user", "--sort"}, `--user needs a user name or uid, got the flag "--sort"`},
+		{[]string{"--user", "--sort"}, `--user needs a value, but is followed by the flag --sort`},
 		{[]string{"--sort", "vss"}, "want one of pss, uss, rss, swap"},
 		{[]string{"--cgroup", "/no/such/memdoctor.slice"}, "no such cgroup"},
 		{[]string{"--cgroup", "relative"}, "want an absolute path"},

@@ -312,7 +312,7 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"report", "--from", db}, "-o FILE is required"},
 		{[]string{"report", "-o", filepath.Join(t.TempDir(), "r.html")}, "--from is required"},
 		{[]string{"report", "--from", db, "--instance", "nope", "-o", filepath.Join(t.TempDir(), "r.html")}, `--instance "nope": not in`},
-		{[]string{"report", "--from", db, "-o", filepath.Join(t.TempDir(), "missing", "r.html")}, "choose another place with -o"},
+		{[]string{"report", "--from", db, "-o", filepath.Join(t.TempDir(), "missing", "r.html")}, "choose another place"},
 		{[]string{"report", "--from", filepath.Join(t.TempDir(), "none.db"), "-o", filepath.Join(t.TempDir(), "r.html")}, "no such file"},
 	} {
 		_, stderr, code := runCLI(t, tc.args...)

@@ -32,7 +32,7 @@ func init() { register(allocatorHoarding{}) }
 
 func (allocatorHoarding) Meta() Meta {
 	return Meta{ID: "allocator_hoarding", Title: "allocator keeping freed memory resident",
-		Needs: []Need{{"memdoctor_malloc_in_use_bytes", "the allocator's view: run the process with memdoctor's preload library (MEMDOCTOR_STATS), or `memdoctor check --malloc` / `memdoctor malloc PID` (pauses it briefly)"}}}
+		Needs: []Need{{"memdoctor_malloc_in_use_bytes", "the allocator's view: run the process with memdoctor's preload library (MEMDOCTOR_STATS), " + mallocHowTo}}}
 }
 
 const (

@@ -63,6 +63,10 @@ func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// mallocHowTo is how the allocator rules' needs say to read a live
+// process' allocator without the preload library.
+const mallocHowTo = "or `memdoctor check --malloc` / `memdoctor malloc PID` (pauses it briefly)"
+
 // scrapeHowTo is how the GC rules' needs say to get a runtime's metrics
 // on a live check.
 const scrapeHowTo = "`memdoctor check --scrape URL`"
@@ -71,6 +75,11 @@ const scrapeHowTo = "`memdoctor check --scrape URL`"
 // recording gets its runtimes' metrics from `record --scrape`, data read
 // from Prometheus from the recorder that Prometheus scrapes.
 func fitHowTo(how string, in *Input) string {
+	if in.Window != nil && strings.Contains(how, mallocHowTo) {
+		// A recording cannot be paused into: it has the preload
+		// library's stats, sampled by the recorder.
+		how = strings.Replace(how, mallocHowTo, "`memdoctor record` then reads its stats at every sample", 1)
+	}
 	if !strings.Contains(how, scrapeHowTo) || in.Window == nil {
 		return how
 	}

@@ -128,6 +128,23 @@ func TestScrapeAdviceFitsContext(t *testing.T) {
 	if !strings.Contains(prom, "record --scrape URL") || !strings.Contains(prom, "Prometheus") || strings.Contains(prom, "check --scrape") {
 		t.Errorf("a Prometheus source's fix: %q", prom)
 	}
+	// The allocator's view: a live check may pause a process to read it,
+	// a recording cannot.
+	alloc := func(r *diagnose.Report) string {
+		for _, n := range r.Notes {
+			if strings.Contains(n.Source, "allocator_hoarding") {
+				return n.Fix
+			}
+		}
+		return ""
+	}
+	if live := alloc(diagnose.Check(apply(baseScrape(t, "healthy-6.18-x86_64-hybrid"), ruleCase{}), "live", nil)); !strings.Contains(live, "check --malloc") {
+		t.Errorf("check's allocator fix: %q", live)
+	}
+	recAlloc := alloc(diagnose.CheckRecording(diagnose.LatestScrape(w, 0), w, "store", nil))
+	if recAlloc == "" || strings.Contains(recAlloc, "check --malloc") || !strings.Contains(recAlloc, "memdoctor record") {
+		t.Errorf("a recording's allocator fix: %q", recAlloc)
+	}
 }
 
 // Follow-up commands name the data they are about instead of a literal SRC.

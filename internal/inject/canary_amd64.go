@@ -154,6 +154,9 @@ func canaryChild(arg string) int {
 	return 0
 }
 
+// errMissedSleep: the canary's sleep ended before it was seen.
+var errMissedSleep = errors.New("the canary never blocked in clock_nanosleep")
+
 var (
 	canaryOnce   sync.Once
 	canaryErr    error
@@ -165,7 +168,15 @@ var (
 // touched after a failure. It takes about 100 ms.
 func Canary() error {
 	canaryOnce.Do(func() {
-		canaryReport, canaryErr = runCanary(60 * time.Millisecond)
+		// The canary's thread sleeps once: on a loaded host the sleep can
+		// be over before memdoctor sees it, which proves nothing either
+		// way; try again with a longer sleep.
+		for _, sleep := range []time.Duration{60 * time.Millisecond, 400 * time.Millisecond, 3 * time.Second} {
+			canaryReport, canaryErr = runCanary(sleep)
+			if !errors.Is(canaryErr, errMissedSleep) {
+				break
+			}
+		}
 		if canaryErr != nil {
 			canaryErr = fmt.Errorf("%w: %v; memdoctor will not call into other processes on this host (please report it with `uname -r` and the CPU model)", ErrCanary, canaryErr)
 		}
@@ -226,7 +237,13 @@ func runCanary(sleep time.Duration) (string, error) {
 		}
 		if time.Now().After(deadline) {
 			finish()
-			return "", errors.New("the canary never blocked in clock_nanosleep")
+			return "", fmt.Errorf("%w (waited 5 s)", errMissedSleep)
+		}
+		if len(lines) > 0 {
+			// It printed its result: its sleep was over before it was
+			// seen sleeping.
+			finish()
+			return "", errMissedSleep
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
