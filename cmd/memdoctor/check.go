@@ -66,7 +66,7 @@ be in the top N by PSS.`,
 			}
 			start := time.Now()
 			opt := collect.Options{TopProcesses: top, TopCgroups: top, ArenaScan: true,
-				Live: host.live(), Now: src.now(), Runtimes: host.live(), Scrape: rt.urls, ScrapeTimeout: rt.timeout,
+				Live: host.live(), Now: src.now(), Runtimes: host.live(), Scrape: rt.urls, ScrapeTimeout: rt.timeout, ScrapeAuth: rt.auth,
 				Focus: pf, SortBy: focus.sort, UserTotals: focus.users}
 			if err := focus.check(src.fs, host.live()); err != nil {
 				return err

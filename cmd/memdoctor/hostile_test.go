@@ -173,3 +173,58 @@ func TestScrapeCredentialsRedacted(t *testing.T) {
 		t.Errorf("the store or its export holds the secret")
 	}
 }
+
+// Credentials for --scrape come from files (a command line is readable by
+// every user of the host): a bearer token, or a user with a password file.
+func TestScrapeCredentialsFromFiles(t *testing.T) {
+	const secret = "s3cr3t-token-value"
+	page, err := os.ReadFile("../../internal/runtimes/testdata/pages/go-client_golang-1.25.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, basic := r.BasicAuth()
+		if r.Header.Get("Authorization") != "Bearer "+secret && !(basic && u == "ops" && p == secret) {
+			http.Error(w, "who are you", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = w.Write(page)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "secret")
+	if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := srv.URL + "/metrics"
+	for _, auth := range [][]string{
+		{"--scrape-token-file", file},
+		{"--scrape-user", "ops", "--scrape-password-file", file},
+		nil,
+	} {
+		out, errOut, _ := runCLI(t, append([]string{"check", "--gc-interval", "0", "--scrape", url}, auth...)...)
+		if strings.Contains(out+errOut, secret) {
+			t.Errorf("%v: the secret is shown", auth)
+		}
+		refused := strings.Contains(out, "401")
+		if refused != (auth == nil) {
+			t.Errorf("%v: scrape refused=%v\n%s%s", auth, refused, out, errOut)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scrape", url, "--scrape-user", "ops"}, "needs --scrape-password-file"},
+		{[]string{"--scrape", url, "--scrape-password-file", file}, "needs --scrape-user"},
+		{[]string{"--scrape", url, "--scrape-token-file", file, "--scrape-user", "ops", "--scrape-password-file", file}, "one kind of credentials"},
+		{[]string{"--scrape", url, "--scrape-token-file", filepath.Join(dir, "missing")}, "no such file"},
+		{[]string{"--scrape-token-file", file}, "without --scrape URL"},
+	} {
+		_, errOut, code := runCLI(t, append([]string{"check"}, c.args...)...)
+		if code == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, %q; want %q", c.args, code, errOut, c.want)
+		}
+	}
+}

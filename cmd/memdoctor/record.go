@@ -108,7 +108,7 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 				debug.SetMemoryLimit(12 << 20)
 			}
 			cfg := record.Config{DBPath: db, Interval: interval, Retention: ret, Top: top,
-				Scrape: rt.urls, ScrapeTimeout: rt.timeout,
+				Scrape: rt.urls, ScrapeTimeout: rt.timeout, ScrapeAuth: rt.auth,
 				Instance: instance, Log: cmd.ErrOrStderr()}
 			if listen != "" {
 				cfg.PageEvery = max(interval, 30*time.Second)

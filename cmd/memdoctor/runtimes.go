@@ -9,6 +9,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/runtimes"
+	"github.com/memdoctor/memdoctor/internal/safeio"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/spf13/cobra"
 )
@@ -16,14 +17,20 @@ import (
 // runtimeFlags select the language runtimes check and record read besides
 // the JVMs they find by themselves.
 type runtimeFlags struct {
-	urls     []string
-	timeout  time.Duration
-	interval time.Duration
+	urls []string
+	// Credentials for every --scrape URL, from files.
+	tokenFile, user, passwordFile string
+	auth                          runtimes.Auth
+	timeout                       time.Duration
+	interval                      time.Duration
 }
 
 func (f *runtimeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.urls, "scrape", nil, "read a service's runtime GC metrics from its Prometheus `URL` (repeatable; Go, Python, JVM, .NET, Ruby and Node client names)")
 	cmd.Flags().DurationVar(&f.timeout, "scrape-timeout", 5*time.Second, "time limit of each scrape")
+	cmd.Flags().StringVar(&f.tokenFile, "scrape-token-file", "", "send the bearer token in `FILE` with every scrape")
+	cmd.Flags().StringVar(&f.user, "scrape-user", "", "basic-auth `USER` for every scrape (password from --scrape-password-file)")
+	cmd.Flags().StringVar(&f.passwordFile, "scrape-password-file", "", "basic-auth password for every scrape, read from `FILE`")
 	if cmd.Name() == "check" {
 		cmd.Flags().DurationVar(&f.interval, "gc-interval", 3*time.Second, "read runtimes twice this far apart to measure GC rates (0: once, lifetime averages only)")
 	}
@@ -37,6 +44,9 @@ func (f *runtimeFlags) validate() error {
 	}
 	if f.timeout <= 0 {
 		return fmt.Errorf("--scrape-timeout %v: want a positive duration", f.timeout)
+	}
+	if err := f.readAuth(); err != nil {
+		return err
 	}
 	if f.interval < 0 || f.interval > 5*time.Minute {
 		return fmt.Errorf("--gc-interval %v: want 0 to 5m", f.interval)
@@ -124,3 +134,38 @@ func hasGC(r *runtimes.Result) bool {
 }
 
 func isRuntimeGC(name string) bool { return strings.HasPrefix(name, "memdoctor_runtime_") }
+
+// readAuth reads the scrape credentials from their files.
+func (f *runtimeFlags) readAuth() error {
+	read := func(flag, file string) (string, error) {
+		b, err := safeio.ReadFile(file, safeio.Config)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", flag, err)
+		}
+		v := strings.TrimSpace(string(b))
+		if v == "" {
+			return "", fmt.Errorf("%s %s: the file is empty", flag, file)
+		}
+		return v, nil
+	}
+	switch {
+	case f.tokenFile != "" && (f.user != "" || f.passwordFile != ""):
+		return fmt.Errorf("--scrape-token-file and --scrape-user/--scrape-password-file: give one kind of credentials")
+	case f.passwordFile != "" && f.user == "":
+		return fmt.Errorf("--scrape-password-file needs --scrape-user")
+	case f.user != "" && f.passwordFile == "":
+		return fmt.Errorf("--scrape-user needs --scrape-password-file (a password is never given on the command line)")
+	}
+	var err error
+	if f.tokenFile != "" {
+		f.auth.BearerToken, err = read("--scrape-token-file", f.tokenFile)
+	}
+	if f.user != "" {
+		f.auth.Username = f.user
+		f.auth.Password, err = read("--scrape-password-file", f.passwordFile)
+	}
+	if err == nil && len(f.urls) == 0 && (f.tokenFile != "" || f.user != "") {
+		err = fmt.Errorf("scrape credentials given without --scrape URL")
+	}
+	return err
+}

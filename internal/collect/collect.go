@@ -47,6 +47,8 @@ type Options struct {
 	Scrape []string
 	// ScrapeTimeout bounds each scrape (default 5 s).
 	ScrapeTimeout time.Duration
+	// ScrapeAuth holds credentials sent with every scrape.
+	ScrapeAuth runtimes.Auth
 	// Focus restricts per-process collection to some processes (check
 	// --pid, --cgroup, --user); the zero value reads them all.
 	Focus ProcessFocus

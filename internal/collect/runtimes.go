@@ -16,7 +16,7 @@ import (
 // RuntimeOptions turns the collection options into what the runtimes reader
 // needs, with the reported processes of a scrape as the ones to inspect.
 func RuntimeOptions(opt Options, s *sample.Scrape) runtimes.Options {
-	ro := runtimes.Options{URLs: opt.Scrape, Scraper: runtimes.Scraper{Timeout: opt.ScrapeTimeout}, Comms: map[int]string{}}
+	ro := runtimes.Options{URLs: opt.Scrape, Scraper: runtimes.Scraper{Timeout: opt.ScrapeTimeout, Auth: opt.ScrapeAuth}, Comms: map[int]string{}}
 	if !opt.Runtimes {
 		return ro
 	}

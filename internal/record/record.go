@@ -26,6 +26,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/runtimes"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
@@ -41,6 +42,8 @@ type Config struct {
 	// series are recorded with each sample; ScrapeTimeout bounds each.
 	Scrape        []string
 	ScrapeTimeout time.Duration
+	// ScrapeAuth is sent with every scrape.
+	ScrapeAuth runtimes.Auth
 	// Instance names this host in the store (default: hostname).
 	Instance string
 	// FS is what to read (default: the live host).
@@ -258,7 +261,7 @@ func (r *Recorder) Tick(at time.Time) {
 	start := time.Now()
 	cpu0 := selfCPU()
 	res, err := collect.Collect(r.fs, collect.Options{TopProcesses: r.cfg.Top, TopCgroups: 10, ArenaScan: true, Live: r.live,
-		Now: func() time.Time { return at }, Runtimes: r.live, Scrape: r.cfg.Scrape, ScrapeTimeout: r.cfg.ScrapeTimeout})
+		Now: func() time.Time { return at }, Runtimes: r.live, Scrape: r.cfg.Scrape, ScrapeTimeout: r.cfg.ScrapeTimeout, ScrapeAuth: r.cfg.ScrapeAuth})
 	if err != nil {
 		r.mu.Lock()
 		r.lastErr = err

@@ -30,6 +30,25 @@ const maxPage = 32 << 20
 type Scraper struct {
 	Client  *http.Client
 	Timeout time.Duration
+	Auth    Auth
+}
+
+// Auth is what a scrape sends to be let in, read from files so that no
+// secret stands in a command line (which every user of the host can read)
+// or in a URL (which memdoctor stores, redacted).
+type Auth struct {
+	BearerToken string
+	Username    string
+	Password    string
+}
+
+func (a Auth) apply(req *http.Request) {
+	switch {
+	case a.BearerToken != "":
+		req.Header.Set("Authorization", "Bearer "+a.BearerToken)
+	case a.Username != "" && req.URL.User == nil:
+		req.SetBasicAuth(a.Username, a.Password)
+	}
 }
 
 // ValidateURL checks a --scrape argument before anything is read.
@@ -65,6 +84,7 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 		return nil, fmt.Errorf("scrape %s: %w", shown, err)
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1")
+	s.Auth.apply(req)
 	resp, err := cl.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
