@@ -217,7 +217,7 @@ func TestDetectFormat(t *testing.T) {
 }
 
 func FuzzParseProperties(f *testing.F) {
-	for _, p := range mustGlob(f, "testdata/*/*.properties", "testdata/*/*.conf") {
+	for _, p := range mustGlob(f, "testdata/*/*.properties", "testdata/*/*.conf", "../../testdata/hostile/lint/*.properties", "../../testdata/hostile/lint/*.conf") {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
@@ -245,7 +245,7 @@ func FuzzParseProperties(f *testing.F) {
 }
 
 func FuzzParsePython(f *testing.F) {
-	for _, p := range mustGlob(f, "testdata/*/*.py") {
+	for _, p := range mustGlob(f, "testdata/*/*.py", "../../testdata/hostile/lint/*.py") {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

@@ -269,6 +269,12 @@ func FuzzDecode(f *testing.F) {
 	f.Add(`{"kind":"memdoctor-probe","version":1,"latencies_seconds":[0.1,0.2],"mem_samples":[{"phase":"run","uss_bytes":5}]}`)
 	f.Add(`{"kind":"memdoctor-probe","version":1,"mem_samples":[{"phase":"baseline"},{"phase":"after"}]}`)
 	f.Add(`{"kind":"memdoctor-probe","version":1,"requests":{"status":{"200":1}}}`)
+	hostile, _ := filepath.Glob("../../testdata/hostile/json/*")
+	for _, p := range hostile {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(string(data))
+		}
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := Decode(strings.NewReader(s))
 		if err != nil {

@@ -44,6 +44,7 @@ func TestParseBuddyinfo(t *testing.T) {
 }
 
 func FuzzParseBuddyinfo(f *testing.F) {
+	addHostile(f, "proc/buddyinfo")
 	f.Add(readTestdata(f, "host/proc/buddyinfo"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		bs, err := ParseBuddyinfo(data)

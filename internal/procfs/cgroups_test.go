@@ -88,6 +88,7 @@ func TestParseCgroupsErrors(t *testing.T) {
 }
 
 func FuzzParseCgroups(f *testing.F) {
+	addHostile(f, "proc/cgroups")
 	f.Add(readTestdata(f, "host/proc/cgroups"))
 	f.Add([]byte("#subsys_name enabled x\nmemory 1 2\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

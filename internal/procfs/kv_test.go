@@ -246,6 +246,7 @@ func TestCgroupV2MemoryStat(t *testing.T) {
 }
 
 func FuzzParseKV(f *testing.F) {
+	addHostile(f, "proc/meminfo", "proc/vmstat", "proc/1/status")
 	for _, name := range []string{
 		"host/proc/meminfo", "host/proc/vmstat", "host/proc/7130/status", "host/proc/7130/smaps_rollup",
 		"host/sys/fs/cgroup/memory/memory.stat", "host/sys/fs/cgroup/unified/cgroup.stat",

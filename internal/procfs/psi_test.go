@@ -97,6 +97,7 @@ func TestParsePSIErrors(t *testing.T) {
 }
 
 func FuzzParsePSI(f *testing.F) {
+	addHostile(f, "proc/pressure/memory")
 	for _, name := range []string{"host/proc/pressure/memory", "host/proc/pressure/cpu", "host/proc/pressure/io"} {
 		f.Add(readTestdata(f, name))
 	}

@@ -106,6 +106,7 @@ func TestParseSlabinfoErrors(t *testing.T) {
 }
 
 func FuzzParseSlabinfo(f *testing.F) {
+	addHostile(f, "proc/slabinfo")
 	f.Add(readTestdata(f, "host/proc/slabinfo"))
 	f.Add([]byte("slabinfo - version: 2.1\ndentry 10 20 192 21 1 : tunables 0 0 0 : slabdata 1 1 0\n"))
 	f.Add([]byte("slabinfo - version: 2.1 (statistics)\n# name <a> <b> : x <c> : y <d>\nz 1 2 : x 3 : y 4\n"))

@@ -86,6 +86,7 @@ func TestParseStatErrors(t *testing.T) {
 }
 
 func FuzzParseStat(f *testing.F) {
+	addHostile(f, "proc/stat")
 	f.Add(readTestdata(f, "host/proc/stat"))
 	f.Add([]byte("cpu 1 2 3 4\ncpu7 1 2 3 4 5\npage 1 2\nfoo 3\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -342,6 +342,7 @@ func TestParseZoneinfoErrors(t *testing.T) {
 }
 
 func FuzzParseZoneinfo(f *testing.F) {
+	addHostile(f, "proc/zoneinfo")
 	f.Add(readTestdata(f, "host/proc/zoneinfo"))
 	f.Add(readTestdata(f, "refsnap/proc/zoneinfo"))
 	for _, s := range []string{zoneinfo419, zoneinfo310, zoneinfoNUMA} {

@@ -3,6 +3,8 @@ package source
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,12 @@ func FuzzTextReader(f *testing.F) {
 	var seed bytes.Buffer
 	writeOpenMetrics(&seed, map[string][]*sample.Scrape{"vm": realScrapes(f)[:2]}, false)
 	f.Add(seed.Bytes()[:min(seed.Len(), 20000)])
+	hostile, _ := filepath.Glob("../../testdata/hostile/openmetrics/*")
+	for _, p := range hostile {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		opt := IngestOptions{BufferSamples: 7}.withDefaults()
 		ms := newMemSink(t)

@@ -1,0 +1,1 @@
+KafkaProducer(batch_size=20, linger_ms='0
