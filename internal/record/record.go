@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -48,8 +49,11 @@ type Config struct {
 	// Log receives one line per event worth an operator's attention.
 	Log io.Writer
 	// MaxPending bounds the scrapes kept in memory while appends fail
-	// (default: one hour of intervals).
-	MaxPending int
+	// (default: one hour of intervals), and MaxPendingBytes their size
+	// (default DefaultMaxPendingBytes). Past either, the oldest is dropped
+	// and counted.
+	MaxPending      int
+	MaxPendingBytes int64
 	// Page, when set, renders the page served at / (the report of the
 	// recording so far). It runs only when someone asks, at most once per
 	// PageEvery (default: the interval, at least 30 s); requests in between,
@@ -67,6 +71,15 @@ type Config struct {
 	FindingsEvery time.Duration
 }
 
+// DefaultMaxPendingBytes bounds the samples held in memory while the store
+// cannot take them (a full disk): the recorder must never become the memory
+// problem it looks for.
+const DefaultMaxPendingBytes = 16 << 20
+
+// pageWriteTimeout is how long the answer of the live page may take: it may
+// have to be rendered first (at most 2 minutes).
+const pageWriteTimeout = 150 * time.Second
+
 // findingsCost is how many times its own duration an evaluation of the
 // findings waits before the next one.
 const findingsCost = 20
@@ -82,6 +95,10 @@ type Recorder struct {
 	st         *store.Store
 	latest     *sample.Scrape
 	pending    []*sample.Scrape
+	pendBytes  int64 // estimated size of pending
+	pendDrops  int64 // pending samples dropped because the buffer was full
+	// pendDropsLogged is pendDrops when storing last worked.
+	pendDropsLogged int64
 	lastOK     time.Time
 	lastErr    error
 	appends    int64
@@ -95,6 +112,7 @@ type Recorder struct {
 
 	page pageCache
 	fnd  findingsState
+	srv  atomic.Pointer[Server]
 }
 
 // findingsState holds the last evaluation of the findings.
@@ -129,6 +147,9 @@ func New(cfg Config) (*Recorder, error) {
 	}
 	if cfg.MaxPending == 0 {
 		cfg.MaxPending = max(int(time.Hour/cfg.Interval), 4)
+	}
+	if cfg.MaxPendingBytes == 0 {
+		cfg.MaxPendingBytes = DefaultMaxPendingBytes
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
@@ -221,6 +242,9 @@ func (r *Recorder) Close() error {
 	if len(r.pending) > 0 {
 		r.logf("exiting with %d scrapes not stored: %v", len(r.pending), r.lastErr)
 	}
+	if n := r.pendDrops - r.pendDropsLogged; n > 0 {
+		r.logf("%d scrapes were dropped while storing failed (held in memory up to %s)", n, mib(r.cfg.MaxPendingBytes))
+	}
 	var err error
 	if r.st != nil {
 		err = r.st.Close()
@@ -234,10 +258,10 @@ func (r *Recorder) Close() error {
 // spacing costs the store one bit per timestamp, jitter two bytes.
 func (r *Recorder) Run(ctx context.Context) error {
 	r.logf("recording %s every %v into %s (top %d processes)", r.cfg.Instance, r.cfg.Interval, r.cfg.DBPath, r.cfg.Top)
-	next := time.Now().Truncate(r.cfg.Interval)
+	next := r.firstSlot(time.Now())
 	r.Tick(next)
 	for {
-		next = next.Add(r.cfg.Interval)
+		next = next.Truncate(r.cfg.Interval).Add(r.cfg.Interval) // back on the grid after firstSlot's now
 		if late := time.Since(next); late > 0 {
 			// A stalled host or a suspended process: skip the missed slots.
 			next = next.Add(late.Truncate(r.cfg.Interval) + r.cfg.Interval)
@@ -251,6 +275,25 @@ func (r *Recorder) Run(ctx context.Context) error {
 			r.Tick(next)
 		}
 	}
+}
+
+// firstSlot returns the time the first sample is stamped with: the current
+// slot of the interval's grid, unless a recorder that just stopped already
+// stored that slot (a quick restart), then now itself, so that nothing is
+// lost and the clock is not said to have gone back when it did not.
+func (r *Recorder) firstSlot(now time.Time) time.Time {
+	slot := now.Truncate(r.cfg.Interval)
+	r.mu.Lock()
+	last := r.lastStored
+	r.mu.Unlock()
+	if slot.After(last) {
+		return slot
+	}
+	// Stored times have millisecond resolution.
+	if t := now.Truncate(time.Millisecond); t.After(last) {
+		return t
+	}
+	return slot // the clock did go back: flush says so
 }
 
 // Tick collects once, stamped at, and stores what it can.
@@ -280,11 +323,10 @@ func (r *Recorder) Tick(at time.Time) {
 		s.Add("process_resident_memory_bytes", float64(rss))
 	}
 	s.Add("memdoctor_record_pending_scrapes", float64(len(r.pending)))
+	s.Add("memdoctor_record_pending_bytes", float64(r.pendBytes))
+	s.Add("memdoctor_record_pending_dropped_total", float64(r.pendDrops))
 	r.latest = s
-	if len(r.pending) >= r.cfg.MaxPending {
-		r.pending = r.pending[1:] // oldest first: the newest state matters most
-	}
-	r.pending = append(r.pending, s)
+	r.holdLocked(s)
 	r.flushLocked()
 	if !r.lastStored.IsZero() {
 		r.maybeEvaluate()
@@ -298,6 +340,44 @@ func (r *Recorder) Tick(at time.Time) {
 		}
 	}
 }
+
+// holdLocked adds s to the samples waiting to be stored, dropping the
+// oldest (the newest state matters most) past MaxPending samples or
+// MaxPendingBytes.
+func (r *Recorder) holdLocked(s *sample.Scrape) {
+	size := scrapeBytes(s)
+	dropped := 0
+	for len(r.pending) > 0 && (len(r.pending) >= r.cfg.MaxPending || r.pendBytes+size > r.cfg.MaxPendingBytes) {
+		r.pendBytes -= scrapeBytes(r.pending[0])
+		r.pending[0] = nil
+		r.pending = r.pending[1:]
+		dropped++
+	}
+	r.pending = append(r.pending, s)
+	r.pendBytes += size
+	if dropped > 0 {
+		if r.pendDrops == r.pendDropsLogged {
+			r.logf("the samples held in memory reached %d (%s, the limit): dropping the oldest while storing fails",
+				len(r.pending), mib(r.pendBytes))
+		}
+		r.pendDrops += int64(dropped)
+	}
+}
+
+// scrapeBytes estimates the memory a scrape holds.
+func scrapeBytes(s *sample.Scrape) int64 {
+	const metric, label = 48, 32 // sizes of sample.Metric and sample.Label
+	n := int64(64 + len(s.Instance))
+	for _, m := range s.Metrics {
+		n += metric + int64(len(m.Name))
+		for _, l := range m.Labels {
+			n += label + int64(len(l.Name)+len(l.Value))
+		}
+	}
+	return n
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func (r *Recorder) flushLocked() {
 	if len(r.pending) == 0 {
@@ -315,6 +395,11 @@ func (r *Recorder) flushLocked() {
 	if n := len(r.pending) - len(keep); n > 0 {
 		r.dropped += int64(n)
 		r.logf("the clock went back: dropping %d samples not newer than the store's newest (%s)", n, r.lastStored.UTC().Format(time.RFC3339))
+		clear(r.pending[len(keep):])
+		r.pendBytes = 0
+		for _, p := range keep {
+			r.pendBytes += scrapeBytes(p)
+		}
 	}
 	r.pending = keep
 	if len(r.pending) == 0 {
@@ -330,11 +415,18 @@ func (r *Recorder) flushLocked() {
 		return
 	}
 	if r.lastErr != nil {
-		r.logf("storing works again: %d scrapes written", len(r.pending))
+		lost := ""
+		if n := r.pendDrops - r.pendDropsLogged; n > 0 {
+			lost = fmt.Sprintf("; %d dropped while it failed (memory bound, %s)", n, mib(r.cfg.MaxPendingBytes))
+		}
+		r.logf("storing works again: %d scrapes written%s", len(r.pending), lost)
 	}
+	r.pendDropsLogged = r.pendDrops
 	r.appends += int64(len(r.pending))
 	r.lastStored = r.pending[len(r.pending)-1].Time
+	clear(r.pending)
 	r.pending = r.pending[:0]
+	r.pendBytes = 0
 	r.lastErr = nil
 	r.lastOK = time.Now()
 }
@@ -445,9 +537,19 @@ func (r *Recorder) Handler() http.Handler {
 	return mux
 }
 
+// NewServer serves Handler on ln within the limits of o, and reports its
+// connections on /metrics.
+func (r *Recorder) NewServer(ln net.Listener, o ServerOptions) *Server {
+	srv := NewServer(ln, r.Handler(), o)
+	r.srv.Store(srv)
+	return srv
+}
+
 // servePage serves the live page, rendering it again only when the last
 // rendering is older than PageEvery.
 func (r *Recorder) servePage(w http.ResponseWriter, _ *http.Request) {
+	// The page may have to be rendered first: more time than /metrics.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(pageWriteTimeout))
 	pc := &r.page
 	pc.mu.Lock()
 	if pc.at.IsZero() || time.Since(pc.at) >= r.cfg.PageEvery {
@@ -491,6 +593,13 @@ func (r *Recorder) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	if r.cfg.Page != nil {
 		self.Add("memdoctor_record_page_renders_total", float64(r.page.renders.Load()))
 	}
+	if srv := r.srv.Load(); srv != nil {
+		open, evicted, refused := srv.Conns()
+		self.Add("memdoctor_record_http_connections", float64(open))
+		self.Add("memdoctor_record_http_connections_limit", float64(srv.ln.max))
+		self.Add("memdoctor_record_http_connections_closed_total", float64(evicted), "reason", "evicted")
+		self.Add("memdoctor_record_http_connections_closed_total", float64(refused), "reason", "refused")
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	scrapes := []*sample.Scrape{self, r.findingMetrics()}
 	if latest != nil {
@@ -511,7 +620,8 @@ func (r *Recorder) serveHealth(w http.ResponseWriter, _ *http.Request) {
 		_, _ = fmt.Fprintf(w, "no collection in the last %v\n", 3*r.cfg.Interval)
 	case r.lastErr != nil:
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = fmt.Fprintf(w, "collecting, but storing fails (%d scrapes pending): %v\n", len(r.pending), r.lastErr)
+		_, _ = fmt.Fprintf(w, "collecting, but storing fails (%d scrapes pending, %s; %d dropped to stay within %s): %v\n",
+			len(r.pending), mib(r.pendBytes), r.pendDrops-r.pendDropsLogged, mib(r.cfg.MaxPendingBytes), r.lastErr)
 	default:
 		_, _ = fmt.Fprintf(w, "ok: last sample %s, %d stored\n", r.latest.Time.UTC().Format(time.RFC3339), r.appends)
 	}
