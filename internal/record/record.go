@@ -90,22 +90,22 @@ type Recorder struct {
 	fs   procfs.FS
 	live bool
 
-	mu         sync.Mutex
-	lock       *store.Lock // the store's writer lock, held from New to Close, across reopens
-	st         *store.Store
-	latest     *sample.Scrape
-	pending    []*sample.Scrape
-	pendBytes  int64 // estimated size of pending
-	pendDrops  int64 // pending samples dropped because the buffer was full
+	mu        sync.Mutex
+	lock      *store.Lock // the store's writer lock, held from New to Close, across reopens
+	st        *store.Store
+	latest    *sample.Scrape
+	pending   []*sample.Scrape
+	pendBytes int64 // estimated size of pending
+	pendDrops int64 // pending samples dropped because the buffer was full
 	// pendDropsLogged is pendDrops when storing last worked.
 	pendDropsLogged int64
-	lastOK     time.Time
-	lastErr    error
-	appends    int64
-	appendErrs int64
-	collects   int64
-	dropped    int64
-	lastRetain time.Time
+	lastOK          time.Time
+	lastErr         error
+	appends         int64
+	appendErrs      int64
+	collects        int64
+	dropped         int64
+	lastRetain      time.Time
 	// lastStored is the newest sample time in the store: a scrape not newer
 	// (the clock stepped back) can never be stored and is dropped.
 	lastStored time.Time
