@@ -79,8 +79,11 @@ its own last duration, so that a Prometheus scraping the recorder can alert
 on memdoctor's conclusions.
 
 It survives vanished processes, unreadable files and a full disk (samples are
-kept in memory and retried), reopens its file on SIGHUP, and flushes and exits
-on SIGTERM. diagnose --from reads the file while record writes it.`,
+kept in memory, up to 16 MiB, and retried), reopens its file on SIGHUP, and
+flushes and exits on SIGTERM. diagnose --from reads the file while record
+writes it. Its HTTP server times out slow and idle clients and holds at most
+256 connections (fewer under a low open-file limit), so clients never take
+what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 		Example: `  sudo memdoctor record                            # /var/lib/memdoctor/memdoctor.db, 15 s
   memdoctor record --db /tmp/md.db --interval 5s --listen ''
   memdoctor record --scrape http://127.0.0.1:8080/metrics   # a service's GC too

@@ -243,7 +243,7 @@ func (r *Recorder) Close() error {
 		r.logf("exiting with %d scrapes not stored: %v", len(r.pending), r.lastErr)
 	}
 	if n := r.pendDrops - r.pendDropsLogged; n > 0 {
-		r.logf("%d scrapes were dropped while storing failed (held in memory up to %s)", n, mib(r.cfg.MaxPendingBytes))
+		r.logf("%d scrapes were dropped while storing failed (held in memory up to %s, %d samples)", n, mib(r.cfg.MaxPendingBytes), r.cfg.MaxPending)
 	}
 	var err error
 	if r.st != nil {
@@ -417,7 +417,7 @@ func (r *Recorder) flushLocked() {
 	if r.lastErr != nil {
 		lost := ""
 		if n := r.pendDrops - r.pendDropsLogged; n > 0 {
-			lost = fmt.Sprintf("; %d dropped while it failed (memory bound, %s)", n, mib(r.cfg.MaxPendingBytes))
+			lost = fmt.Sprintf("; %d dropped while it failed (samples held in memory are bounded: %s, %d samples)", n, mib(r.cfg.MaxPendingBytes), r.cfg.MaxPending)
 		}
 		r.logf("storing works again: %d scrapes written%s", len(r.pending), lost)
 	}
