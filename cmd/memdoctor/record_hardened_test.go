@@ -4,6 +4,8 @@ package main
 // flood of idle connections, a quick restart, and flags out of bounds.
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -44,28 +46,138 @@ func openFDs(pid int) int {
 	return len(ents)
 }
 
-// TestRecorderConnectionFlood opens 20,000 connections to a recorder whose
-// open-file limit is 4096, each asking for /healthz once and then staying
-// open, idle. The recorder loses no sample, stays small, keeps answering
-// /metrics, holds no more connections than its limit, and closes the idle
-// ones to make room.
-func TestRecorderConnectionFlood(t *testing.T) {
-	requireLinuxRoot(t)
-	const flood, recorderFiles = 20000, 4096
-	// The test holds every connection: raise its own limit (root may).
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+// floodEnv makes the test binary a flood helper (TestFloodHelper): it
+// holds its share of the connections, as one process may hold no more than
+// its open-file limit.
+const floodEnv = "MEMDOCTOR_TEST_FLOOD"
+
+// TestFloodHelper, run by TestRecorderConnectionFlood in a process of its
+// own, opens N connections to ADDR (floodEnv=ADDR,N), each sending one
+// keep-alive request for /healthz and never reading, and prints "opened
+// OPEN FAILED". Then, on a line from standard input, it prints how many of
+// them the server has closed, and on the end of its input closes them all.
+func TestFloodHelper(t *testing.T) {
+	spec := os.Getenv(floodEnv)
+	if spec == "" {
+		t.Skip("run by TestRecorderConnectionFlood")
+	}
+	addr, ns, _ := strings.Cut(spec, ",")
+	n, _ := strconv.Atoi(ns)
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur < rl.Max {
+		rl.Cur = rl.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
+	}
+	var (
+		mu     sync.Mutex
+		conns  []net.Conn
+		failed atomic.Int64
+		next   atomic.Int64
+		wg     sync.WaitGroup
+	)
+	deadline := time.Now().Add(60 * time.Second)
+	for range 4 {
+		wg.Go(func() {
+			d := net.Dialer{Timeout: 2 * time.Second}
+			for next.Add(1) <= int64(n) && time.Now().Before(deadline) {
+				c, err := d.Dial("tcp", addr)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: recorder\r\n\r\n")
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Printf("opened %d %d\n", len(conns), failed.Load())
+	in := bufio.NewScanner(os.Stdin)
+	if in.Scan() {
+		closed := 0
+		buf := make([]byte, 512)
+		for _, c := range conns {
+			_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+			for {
+				if _, err := c.Read(buf); err != nil {
+					if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+						closed++
+					}
+					break
+				}
+			}
+		}
+		fmt.Printf("closed %d\n", closed)
+	}
+	for in.Scan() {
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}
+
+// flooder is a running TestFloodHelper.
+type flooder struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+func startFlooder(t *testing.T, addr string, n int) *flooder {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFloodHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), floodEnv+"="+addr+","+strconv.Itoa(n))
+	in, err := cmd.StdinPipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	need := uint64(flood + 1000)
-	if old.Cur < need {
-		up := syscall.Rlimit{Cur: need, Max: max(need, old.Max)}
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &up); err != nil {
-			t.Skipf("cannot raise the open-file limit to %d: %v", need, err)
-		}
-		t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) })
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = in.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	return &flooder{cmd: cmd, in: in, out: bufio.NewScanner(out)}
+}
 
+// expect reads the helper's output up to a line "word A [B]".
+func (f *flooder) expect(t *testing.T, word string) (a, b int) {
+	t.Helper()
+	for f.out.Scan() {
+		if fs := strings.Fields(f.out.Text()); len(fs) >= 2 && fs[0] == word {
+			a, _ = strconv.Atoi(fs[1])
+			if len(fs) > 2 {
+				b, _ = strconv.Atoi(fs[2])
+			}
+			return a, b
+		}
+	}
+	t.Fatalf("the flood helper ended without saying %q", word)
+	return 0, 0
+}
+
+// TestRecorderConnectionFlood opens 20,000 connections (from two helper
+// processes, 10,000 each) to a recorder whose open-file limit is 4096, each
+// asking for /healthz once and then staying open, idle. The recorder loses
+// no sample, stays small, keeps answering /metrics, holds no more
+// connections than its limit, and closes the idle ones to make room.
+func TestRecorderConnectionFlood(t *testing.T) {
+	requireLinuxRoot(t)
+	const flood, helpers, recorderFiles = 20000, 2, 4096
 	db := filepath.Join(t.TempDir(), "md.db")
 	addr := freeAddr(t)
 	logf, err := os.CreateTemp(t.TempDir(), "record-*.log")
@@ -90,22 +202,7 @@ func TestRecorderConnectionFlood(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	rssBefore := rssOf(pid)
 
-	// The flood: 4 dialers, each connection sends one keep-alive request
-	// and never reads; bounded to 60 s.
-	var (
-		mu      sync.Mutex
-		conns   []net.Conn
-		failed  atomic.Int64
-		peakRSS atomic.Int64
-		peakFDs atomic.Int64
-	)
-	defer func() {
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-	}()
+	var peakRSS, peakFDs atomic.Int64
 	stopWatch := make(chan struct{})
 	watched := make(chan struct{})
 	go func() { // the recorder's memory and descriptors while flooded
@@ -125,69 +222,51 @@ func TestRecorderConnectionFlood(t *testing.T) {
 		}
 	}()
 	floodStart := time.Now()
-	deadline := floodStart.Add(60 * time.Second)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			d := net.Dialer{Timeout: 2 * time.Second}
-			for next.Add(1) <= flood && time.Now().Before(deadline) {
-				c, err := d.Dial("tcp", addr)
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: recorder\r\n\r\n")
-				mu.Lock()
-				conns = append(conns, c)
-				mu.Unlock()
-			}
-		})
+	var fl []*flooder
+	for range helpers {
+		fl = append(fl, startFlooder(t, addr, flood/helpers))
 	}
-	wg.Wait()
+	opened, failed := 0, 0
+	for _, f := range fl {
+		o, e := f.expect(t, "opened")
+		opened, failed = opened+o, failed+e
+	}
 	floodTook := time.Since(floodStart)
-	mu.Lock()
-	opened := len(conns)
-	mu.Unlock()
 
-	// While every one of them is still open on the test's side:
+	// While every one of them is still open on the clients' side:
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatalf("/metrics under the flood: %v\n%s", err, r.logText())
-	}
-	b, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	body := string(b)
-	held := metricValue(body, "memdoctor_record_http_connections")
-	limit := metricValue(body, "memdoctor_record_http_connections_limit")
-	if resp.StatusCode != 200 || limit <= 0 || held < 0 || held > limit {
-		t.Fatalf("/metrics under the flood: %d, %v connections held, limit %v", resp.StatusCode, held, limit)
+	held, limit := -1.0, -1.0
+	if resp, err := client.Get("http://" + addr + "/metrics"); err != nil {
+		t.Errorf("/metrics under the flood: %v", err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		body := string(b)
+		for l := range strings.Lines(body) {
+			if strings.HasPrefix(l, "memdoctor_record_http_connections_closed_total{") {
+				t.Logf("under the flood: %s", strings.TrimSpace(l))
+			}
+		}
+		held = metricValue(body, "memdoctor_record_http_connections")
+		limit = metricValue(body, "memdoctor_record_http_connections_limit")
+		if resp.StatusCode != 200 || limit <= 0 || held < 0 || held > limit {
+			t.Errorf("/metrics under the flood: %d, %v connections held, limit %v", resp.StatusCode, held, limit)
+		}
 	}
 	time.Sleep(3 * time.Second) // a few more samples with the flood open
 	close(stopWatch)
 	<-watched
 
 	// The connections the recorder closed to make room: their reads end.
-	mu.Lock()
 	closed := 0
-	for _, c := range conns {
-		_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
-		buf := make([]byte, 512)
-		for {
-			if _, err := c.Read(buf); err != nil {
-				if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
-					closed++
-				}
-				break
-			}
-		}
+	for _, f := range fl {
+		_, _ = io.WriteString(f.in, "check\n")
+		c, _ := f.expect(t, "closed")
+		closed += c
 	}
-	for _, c := range conns {
-		_ = c.Close()
+	for _, f := range fl {
+		_ = f.in.Close()
 	}
-	conns = nil
-	mu.Unlock()
 	time.Sleep(2 * time.Second)
 	rssAfter := rssOf(pid)
 	r.stop(t)
@@ -201,16 +280,19 @@ func TestRecorderConnectionFlood(t *testing.T) {
 		}
 	}
 	t.Logf("flood: %d of %d connections opened in %v (%d failed), %d closed by the recorder to make room; limit %v",
-		opened, flood, floodTook.Round(time.Millisecond), failed.Load(), closed, limit)
+		opened, flood, floodTook.Round(time.Millisecond), failed, closed, limit)
 	t.Logf("recorder: RSS %.1f MB before, %.1f MB peak during, %.1f MB after; at most %d descriptors open (limit %d); %d samples stored, %d lost",
 		float64(rssBefore)/1e6, float64(peakRSS.Load())/1e6, float64(rssAfter)/1e6, peakFDs.Load(), recorderFiles, len(ts), lost)
 	if opened < flood {
 		t.Errorf("only %d of %d connections could be opened: the recorder stopped accepting", opened, flood)
 	}
 	if lost > 0 || strings.Contains(log, "too many open files") || strings.Contains(log, "collection failed") {
-		t.Errorf("%d samples lost under the flood:\n%s", lost, log)
+		t.Errorf("%d samples lost under the flood:\n%s", lost, firstLines(log, 12))
 	}
-	if closed < opened-int(limit) {
+	if limit < 0 {
+		return
+	}
+	if closed < (opened-int(limit))*99/100 {
 		t.Errorf("only %d of %d idle connections were closed by the recorder (limit %v)", closed, opened, limit)
 	}
 	if peakFDs.Load() > int64(limit)+200 {
@@ -271,9 +353,13 @@ func TestRecordFlagBounds(t *testing.T) {
 		{[]string{"check", "--top", "-1"}, "--top -1: want 0 or more"},
 		{[]string{"record", "--db", db, "--listen", "localhost"}, "want HOST:PORT"},
 	} {
-		_, stderr, code := runCLI(t, c.args...)
-		if code == 0 || !strings.Contains(stderr, c.want) {
-			t.Errorf("%v: exit %d, want an error saying %q:\n%s", c.args, code, c.want, stderr)
+		// A separate process with a deadline: a recorder that accepted the
+		// flags would run until killed.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, err := exec.CommandContext(ctx, binary(t), c.args...).CombinedOutput()
+		cancel()
+		if err == nil || ctx.Err() != nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("%v: %v (deadline: %v), want an error saying %q:\n%s", c.args, err, ctx.Err(), c.want, out)
 		}
 	}
 	if _, err := os.Stat(db); err == nil {
@@ -313,4 +399,16 @@ func TestRecordListenBarePort(t *testing.T) {
 		t.Errorf("a taken port: %v:\n%s", err, out)
 	}
 	r.stop(t)
+}
+
+func firstLines(s string, n int) string {
+	var out []string
+	for l := range strings.Lines(s) {
+		if len(out) == n {
+			out = append(out, "…\n")
+			break
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "")
 }

@@ -261,11 +261,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	next := r.firstSlot(time.Now())
 	r.Tick(next)
 	for {
-		next = next.Truncate(r.cfg.Interval).Add(r.cfg.Interval) // back on the grid after firstSlot's now
-		if late := time.Since(next); late > 0 {
-			// A stalled host or a suspended process: skip the missed slots.
-			next = next.Add(late.Truncate(r.cfg.Interval) + r.cfg.Interval)
-		}
+		next = nextSlot(next, time.Now(), r.cfg.Interval)
 		timer := time.NewTimer(time.Until(next))
 		select {
 		case <-ctx.Done():
@@ -275,6 +271,20 @@ func (r *Recorder) Run(ctx context.Context) error {
 			r.Tick(next)
 		}
 	}
+}
+
+// nextSlot returns the slot of the interval's grid to sample after prev
+// (back on the grid after firstSlot's now), given the time now. A slot
+// passed by more than half an interval (a stalled host, a suspended
+// process) is skipped; one passed by less (a busy host, a slow collection)
+// is taken at once: no sample is lost for a few milliseconds, and
+// collection still rests at least half an interval in every two.
+func nextSlot(prev, now time.Time, interval time.Duration) time.Time {
+	next := prev.Truncate(interval).Add(interval)
+	if late := now.Sub(next); late > interval/2 {
+		next = next.Add(late.Truncate(interval) + interval)
+	}
+	return next
 }
 
 // firstSlot returns the time the first sample is stamped with: the current

@@ -154,3 +154,29 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "")
 }
+
+// TestNextSlot: a slot passed by a few milliseconds (a busy host) is still
+// taken; one passed by more than half an interval is skipped, and the next
+// slot is always in the future then.
+func TestNextSlot(t *testing.T) {
+	const iv = time.Second
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		prev, now time.Time
+		want      time.Time
+	}{
+		{t0, t0.Add(100 * time.Millisecond), t0.Add(iv)},                                   // on time: wait for the next
+		{t0, t0.Add(iv + 20*time.Millisecond), t0.Add(iv)},                                 // 20 ms late: taken at once
+		{t0, t0.Add(iv + 600*time.Millisecond), t0.Add(2 * iv)},                            // 600 ms late: skipped
+		{t0, t0.Add(5*iv + 700*time.Millisecond), t0.Add(6 * iv)},                          // stalled: the slots passed are skipped
+		{t0.Add(1234 * time.Millisecond), t0.Add(1300 * time.Millisecond), t0.Add(2 * iv)}, // after firstSlot's now: back on the grid
+	} {
+		got := nextSlot(c.prev, c.now, iv)
+		if !got.Equal(c.want) {
+			t.Errorf("nextSlot(%v, %v) = %v, want %v", c.prev.Sub(t0), c.now.Sub(t0), got.Sub(t0), c.want.Sub(t0))
+		}
+		if c.now.Sub(got) > iv/2 {
+			t.Errorf("nextSlot(%v, %v) = %v: more than half an interval late", c.prev.Sub(t0), c.now.Sub(t0), got.Sub(t0))
+		}
+	}
+}
