@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -164,5 +165,38 @@ func TestMaxConnsFor(t *testing.T) {
 		if got := MaxConnsFor(c.nofile); c.nofile >= fdReserve+8 && uint64(got+fdReserve) > c.nofile {
 			t.Errorf("MaxConnsFor(%d) = %d leaves less than the %d descriptors reserved", c.nofile, got, fdReserve)
 		}
+	}
+}
+
+// TestLivePageOutlivesWriteTimeout: the live page may have to be rendered
+// before it is sent, longer than the WriteTimeout that bounds /metrics; it
+// is still delivered.
+func TestLivePageOutlivesWriteTimeout(t *testing.T) {
+	r, err := New(Config{DBPath: filepath.Join(t.TempDir(), "md.db"), Interval: time.Second,
+		Page: func(w io.Writer, _ string) error {
+			time.Sleep(600 * time.Millisecond) // a long rendering
+			_, err := io.WriteString(w, "<html>the report</html>")
+			return err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := r.NewServer(ln, ServerOptions{MaxConns: 8, ReadHeaderTimeout: time.Second, ReadTimeout: time.Second,
+		WriteTimeout: 200 * time.Millisecond, IdleTimeout: time.Second})
+	go func() { _ = srv.Serve() }()
+	defer srv.Close()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatalf("the live page after a 600 ms rendering with a 200 ms WriteTimeout: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "<html>the report</html>" {
+		t.Fatalf("GET /: %d %q", resp.StatusCode, b)
 	}
 }
