@@ -36,6 +36,9 @@ command lines whole.`,
   memdoctor check --capture /tmp/db1.txtar`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkTop(top); err != nil {
+				return err
+			}
 			live := procfs.NewFS("/")
 			rec := capture.NewRecorder(live.Sys(), capture.RecordOptions{})
 			fsys := procfs.NewFSFrom(rec, live.PageSize)

@@ -50,8 +50,8 @@ be in the top N by PSS.`,
 			if err != nil {
 				return err
 			}
-			if top < 0 {
-				return fmt.Errorf("--top %d: want 0 or more", top)
+			if err := checkTop(top); err != nil {
+				return err
 			}
 			if err := rt.validate(); err != nil {
 				return err

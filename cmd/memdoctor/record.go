@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -59,6 +60,7 @@ func newRecordCmd() *cobra.Command {
 		listen    string
 		instance  string
 		findEvery time.Duration
+		force     bool
 		rt        runtimeFlags
 	)
 	cmd := &cobra.Command{
@@ -77,8 +79,11 @@ its own last duration, so that a Prometheus scraping the recorder can alert
 on memdoctor's conclusions.
 
 It survives vanished processes, unreadable files and a full disk (samples are
-kept in memory and retried), reopens its file on SIGHUP, and flushes and exits
-on SIGTERM. diagnose --from reads the file while record writes it.`,
+kept in memory, up to 16 MiB, and retried), reopens its file on SIGHUP, and
+flushes and exits on SIGTERM. diagnose --from reads the file while record
+writes it. Its HTTP server times out slow and idle clients and holds at most
+256 connections (fewer under a low open-file limit), so clients never take
+what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 		Example: `  sudo memdoctor record                            # /var/lib/memdoctor/memdoctor.db, 15 s
   memdoctor record --db /tmp/md.db --interval 5s --listen ''
   memdoctor record --scrape http://127.0.0.1:8080/metrics   # a service's GC too
@@ -92,6 +97,17 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 			if err := rt.validate(); err != nil {
 				return err
 			}
+			if err := checkInterval(interval, force); err != nil {
+				return err
+			}
+			if err := checkTop(top); err != nil {
+				return err
+			}
+			if listen != "" {
+				if listen, err = listenAddr(listen); err != nil {
+					return err
+				}
+			}
 			if db == "" {
 				db = defaultDB()
 			}
@@ -104,8 +120,10 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 			if os.Getenv("GOGC") == "" {
 				debug.SetGCPercent(25)
 			}
+			// Samples held while the disk is full (record.DefaultMaxPendingBytes
+			// at most) come on top.
 			if os.Getenv("GOMEMLIMIT") == "" {
-				debug.SetMemoryLimit(12 << 20)
+				debug.SetMemoryLimit(12<<20 + record.DefaultMaxPendingBytes)
 			}
 			cfg := record.Config{DBPath: db, Interval: interval, Retention: ret, Top: top,
 				Scrape: rt.urls, ScrapeTimeout: rt.timeout, ScrapeAuth: rt.auth,
@@ -134,16 +152,20 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 					_ = rec.Reopen()
 				}
 			}()
-			var srv *http.Server
+			var srv *record.Server
 			if listen != "" {
 				ln, err := net.Listen("tcp", listen)
 				if err != nil {
 					_ = rec.Close()
-					return fmt.Errorf("--listen %s: %w (another recorder running? pick another address, or --listen '' to serve nothing)", listen, err)
+					return fmt.Errorf("--listen %s: %w %s", listen, err, listenHint(err))
 				}
-				srv = &http.Server{Handler: rec.Handler(), ReadHeaderTimeout: 5 * time.Second}
+				// Clients never take the file descriptors collection needs:
+				// the open-file limit raised as far as allowed, and the
+				// connections held to a fraction of it.
+				record.RaiseNoFile()
+				srv = rec.NewServer(ln, record.DefaultServerOptions())
 				go func() {
-					if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					if err := srv.Serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 						cmd.PrintErrf("serving %s: %v\n", listen, err)
 					}
 				}()
@@ -162,12 +184,61 @@ on SIGTERM. diagnose --from reads the file while record writes it.`,
 		},
 	}
 	cmd.Flags().StringVar(&db, "db", "", "store `FILE` (default /var/lib/memdoctor/memdoctor.db as root, else ~/.local/state/memdoctor/memdoctor.db)")
-	cmd.Flags().DurationVar(&interval, "interval", 15*time.Second, "sampling interval")
+	cmd.Flags().DurationVar(&interval, "interval", 15*time.Second, "sampling interval (1s or more, unless --force-interval)")
+	cmd.Flags().BoolVar(&force, "force-interval", false, "accept an --interval below 1s (each sample reads every process; the recorder then costs a CPU)")
 	cmd.Flags().StringVar(&retention, "retention", "30d", "delete samples older than this (0 keeps everything)")
 	cmd.Flags().IntVar(&top, "top", 50, "processes recorded per sample (by PSS)")
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9105", "`ADDR` for the live report at /, /metrics and /healthz ('' to serve nothing; loopback by default)")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9105", "`ADDR` for the live report at /, /metrics and /healthz: HOST:PORT, or a bare PORT for 127.0.0.1:PORT (':PORT' is every interface; '' serves nothing)")
 	cmd.Flags().DurationVar(&findEvery, "findings-every", 5*time.Minute, "how often the recording is diagnosed for the findings on /metrics (0: never)")
 	rt.register(cmd)
 	cmd.Flags().StringVar(&instance, "instance", "", "name of this host in the store (default: hostname)")
 	return cmd
+}
+
+// minInterval is the shortest --interval accepted without --force-interval:
+// a sample reads every process' status and the largest ones' smaps_rollup.
+const minInterval = time.Second
+
+func checkInterval(d time.Duration, force bool) error {
+	if d <= 0 {
+		return fmt.Errorf("--interval %v: want a positive duration such as 15s", d)
+	}
+	if d < minInterval && !force {
+		return fmt.Errorf("--interval %v: below %v the recorder would cost more than what it watches (each sample reads every process); use %v or more, or add --force-interval", d, minInterval, minInterval)
+	}
+	return nil
+}
+
+// checkTop validates --top of record, check and capture.
+func checkTop(top int) error {
+	if top < 0 {
+		return fmt.Errorf("--top %d: want 0 or more", top)
+	}
+	return nil
+}
+
+// listenAddr turns --listen into an address to bind. A bare port means
+// 127.0.0.1:PORT, loopback like the default: the recorder is never exposed
+// to the network unless a host (or ':PORT', every interface) is named.
+func listenAddr(s string) (string, error) {
+	if p, err := strconv.ParseUint(s, 10, 16); err == nil && p > 0 {
+		return net.JoinHostPort("127.0.0.1", s), nil
+	}
+	if _, port, err := net.SplitHostPort(s); err != nil || port == "" {
+		return "", fmt.Errorf("--listen %q: want HOST:PORT such as 127.0.0.1:9105, or a bare port for 127.0.0.1:PORT (':PORT' listens on every interface; '' serves nothing)", s)
+	}
+	return s, nil
+}
+
+// listenHint says what to do about a failed --listen.
+func listenHint(err error) string {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return "(the port is taken: another recorder running? pick another port, or --listen '' to serve nothing)"
+	case errors.Is(err, syscall.EACCES):
+		return "(ports below 1024 need root: pick a higher one)"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return "(not an address of this host: use 127.0.0.1:PORT, or :PORT for every interface)"
+	}
+	return "(--listen '' serves nothing)"
 }

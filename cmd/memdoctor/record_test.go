@@ -39,6 +39,9 @@ func startRecorder(t *testing.T, db string, interval time.Duration, extra ...str
 		t.Fatal(err)
 	}
 	args := append([]string{"record", "--db", db, "--interval", interval.String(), "--listen", addr, "--top", "10"}, extra...)
+	if interval < time.Second {
+		args = append(args, "--force-interval") // tests record fast to be quick
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = logf
 	if err := cmd.Start(); err != nil {
@@ -425,7 +428,7 @@ func TestTwoRecordersOneStore(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "md.db")
 	first := startRecorder(t, db, 200*time.Millisecond)
 	time.Sleep(500 * time.Millisecond)
-	second := exec.Command(binary(t), "record", "--db", db, "--interval", "200ms", "--listen", freeAddr(t))
+	second := exec.Command(binary(t), "record", "--db", db, "--interval", "200ms", "--force-interval", "--listen", freeAddr(t))
 	start := time.Now()
 	done := make(chan struct{})
 	var out []byte

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -51,8 +52,11 @@ type Config struct {
 	// Log receives one line per event worth an operator's attention.
 	Log io.Writer
 	// MaxPending bounds the scrapes kept in memory while appends fail
-	// (default: one hour of intervals).
-	MaxPending int
+	// (default: one hour of intervals), and MaxPendingBytes their size
+	// (default DefaultMaxPendingBytes). Past either, the oldest is dropped
+	// and counted.
+	MaxPending      int
+	MaxPendingBytes int64
 	// Page, when set, renders the page served at / (the report of the
 	// recording so far). It runs only when someone asks, at most once per
 	// PageEvery (default: the interval, at least 30 s); requests in between,
@@ -70,6 +74,15 @@ type Config struct {
 	FindingsEvery time.Duration
 }
 
+// DefaultMaxPendingBytes bounds the samples held in memory while the store
+// cannot take them (a full disk): the recorder must never become the memory
+// problem it looks for.
+const DefaultMaxPendingBytes = 16 << 20
+
+// pageWriteTimeout is how long the answer of the live page may take: it may
+// have to be rendered first (at most 2 minutes).
+const pageWriteTimeout = 150 * time.Second
+
 // findingsCost is how many times its own duration an evaluation of the
 // findings waits before the next one.
 const findingsCost = 20
@@ -80,24 +93,29 @@ type Recorder struct {
 	fs   procfs.FS
 	live bool
 
-	mu         sync.Mutex
-	lock       *store.Lock // the store's writer lock, held from New to Close, across reopens
-	st         *store.Store
-	latest     *sample.Scrape
-	pending    []*sample.Scrape
-	lastOK     time.Time
-	lastErr    error
-	appends    int64
-	appendErrs int64
-	collects   int64
-	dropped    int64
-	lastRetain time.Time
+	mu        sync.Mutex
+	lock      *store.Lock // the store's writer lock, held from New to Close, across reopens
+	st        *store.Store
+	latest    *sample.Scrape
+	pending   []*sample.Scrape
+	pendBytes int64 // estimated size of pending
+	pendDrops int64 // pending samples dropped because the buffer was full
+	// pendDropsLogged is pendDrops when storing last worked.
+	pendDropsLogged int64
+	lastOK          time.Time
+	lastErr         error
+	appends         int64
+	appendErrs      int64
+	collects        int64
+	dropped         int64
+	lastRetain      time.Time
 	// lastStored is the newest sample time in the store: a scrape not newer
 	// (the clock stepped back) can never be stored and is dropped.
 	lastStored time.Time
 
 	page pageCache
 	fnd  findingsState
+	srv  atomic.Pointer[Server]
 }
 
 // findingsState holds the last evaluation of the findings.
@@ -132,6 +150,9 @@ func New(cfg Config) (*Recorder, error) {
 	}
 	if cfg.MaxPending == 0 {
 		cfg.MaxPending = max(int(time.Hour/cfg.Interval), 4)
+	}
+	if cfg.MaxPendingBytes == 0 {
+		cfg.MaxPendingBytes = DefaultMaxPendingBytes
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
@@ -224,6 +245,9 @@ func (r *Recorder) Close() error {
 	if len(r.pending) > 0 {
 		r.logf("exiting with %d scrapes not stored: %v", len(r.pending), r.lastErr)
 	}
+	if n := r.pendDrops - r.pendDropsLogged; n > 0 {
+		r.logf("%d scrapes were dropped while storing failed (held in memory up to %s, %d samples)", n, mib(r.cfg.MaxPendingBytes), r.cfg.MaxPending)
+	}
 	var err error
 	if r.st != nil {
 		err = r.st.Close()
@@ -237,14 +261,10 @@ func (r *Recorder) Close() error {
 // spacing costs the store one bit per timestamp, jitter two bytes.
 func (r *Recorder) Run(ctx context.Context) error {
 	r.logf("recording %s every %v into %s (top %d processes)", r.cfg.Instance, r.cfg.Interval, r.cfg.DBPath, r.cfg.Top)
-	next := time.Now().Truncate(r.cfg.Interval)
+	next := r.firstSlot(time.Now())
 	r.Tick(next)
 	for {
-		next = next.Add(r.cfg.Interval)
-		if late := time.Since(next); late > 0 {
-			// A stalled host or a suspended process: skip the missed slots.
-			next = next.Add(late.Truncate(r.cfg.Interval) + r.cfg.Interval)
-		}
+		next = nextSlot(next, time.Now(), r.cfg.Interval)
 		timer := time.NewTimer(time.Until(next))
 		select {
 		case <-ctx.Done():
@@ -254,6 +274,39 @@ func (r *Recorder) Run(ctx context.Context) error {
 			r.Tick(next)
 		}
 	}
+}
+
+// nextSlot returns the slot of the interval's grid to sample after prev
+// (back on the grid after firstSlot's now), given the time now. A slot
+// passed by more than half an interval (a stalled host, a suspended
+// process) is skipped; one passed by less (a busy host, a slow collection)
+// is taken at once: no sample is lost for a few milliseconds, and
+// collection still rests at least half an interval in every two.
+func nextSlot(prev, now time.Time, interval time.Duration) time.Time {
+	next := prev.Truncate(interval).Add(interval)
+	if late := now.Sub(next); late > interval/2 {
+		next = next.Add(late.Truncate(interval) + interval)
+	}
+	return next
+}
+
+// firstSlot returns the time the first sample is stamped with: the current
+// slot of the interval's grid, unless a recorder that just stopped already
+// stored that slot (a quick restart), then now itself, so that nothing is
+// lost and the clock is not said to have gone back when it did not.
+func (r *Recorder) firstSlot(now time.Time) time.Time {
+	slot := now.Truncate(r.cfg.Interval)
+	r.mu.Lock()
+	last := r.lastStored
+	r.mu.Unlock()
+	if slot.After(last) {
+		return slot
+	}
+	// Stored times have millisecond resolution.
+	if t := now.Truncate(time.Millisecond); t.After(last) {
+		return t
+	}
+	return slot // the clock did go back: flush says so
 }
 
 // Tick collects once, stamped at, and stores what it can.
@@ -283,11 +336,10 @@ func (r *Recorder) Tick(at time.Time) {
 		s.Add("process_resident_memory_bytes", float64(rss))
 	}
 	s.Add("memdoctor_record_pending_scrapes", float64(len(r.pending)))
+	s.Add("memdoctor_record_pending_bytes", float64(r.pendBytes))
+	s.Add("memdoctor_record_pending_dropped_total", float64(r.pendDrops))
 	r.latest = s
-	if len(r.pending) >= r.cfg.MaxPending {
-		r.pending = r.pending[1:] // oldest first: the newest state matters most
-	}
-	r.pending = append(r.pending, s)
+	r.holdLocked(s)
 	r.flushLocked()
 	if !r.lastStored.IsZero() {
 		r.maybeEvaluate()
@@ -301,6 +353,44 @@ func (r *Recorder) Tick(at time.Time) {
 		}
 	}
 }
+
+// holdLocked adds s to the samples waiting to be stored, dropping the
+// oldest (the newest state matters most) past MaxPending samples or
+// MaxPendingBytes.
+func (r *Recorder) holdLocked(s *sample.Scrape) {
+	size := scrapeBytes(s)
+	dropped := 0
+	for len(r.pending) > 0 && (len(r.pending) >= r.cfg.MaxPending || r.pendBytes+size > r.cfg.MaxPendingBytes) {
+		r.pendBytes -= scrapeBytes(r.pending[0])
+		r.pending[0] = nil
+		r.pending = r.pending[1:]
+		dropped++
+	}
+	r.pending = append(r.pending, s)
+	r.pendBytes += size
+	if dropped > 0 {
+		if r.pendDrops == r.pendDropsLogged {
+			r.logf("the samples held in memory reached %d (%s, the limit): dropping the oldest while storing fails",
+				len(r.pending), mib(r.pendBytes))
+		}
+		r.pendDrops += int64(dropped)
+	}
+}
+
+// scrapeBytes estimates the memory a scrape holds.
+func scrapeBytes(s *sample.Scrape) int64 {
+	const metric, label = 48, 32 // sizes of sample.Metric and sample.Label
+	n := int64(64 + len(s.Instance))
+	for _, m := range s.Metrics {
+		n += metric + int64(len(m.Name))
+		for _, l := range m.Labels {
+			n += label + int64(len(l.Name)+len(l.Value))
+		}
+	}
+	return n
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func (r *Recorder) flushLocked() {
 	if len(r.pending) == 0 {
@@ -318,6 +408,11 @@ func (r *Recorder) flushLocked() {
 	if n := len(r.pending) - len(keep); n > 0 {
 		r.dropped += int64(n)
 		r.logf("the clock went back: dropping %d samples not newer than the store's newest (%s)", n, r.lastStored.UTC().Format(time.RFC3339))
+		clear(r.pending[len(keep):])
+		r.pendBytes = 0
+		for _, p := range keep {
+			r.pendBytes += scrapeBytes(p)
+		}
 	}
 	r.pending = keep
 	if len(r.pending) == 0 {
@@ -333,11 +428,18 @@ func (r *Recorder) flushLocked() {
 		return
 	}
 	if r.lastErr != nil {
-		r.logf("storing works again: %d scrapes written", len(r.pending))
+		lost := ""
+		if n := r.pendDrops - r.pendDropsLogged; n > 0 {
+			lost = fmt.Sprintf("; %d dropped while it failed (samples held in memory are bounded: %s, %d samples)", n, mib(r.cfg.MaxPendingBytes), r.cfg.MaxPending)
+		}
+		r.logf("storing works again: %d scrapes written%s", len(r.pending), lost)
 	}
+	r.pendDropsLogged = r.pendDrops
 	r.appends += int64(len(r.pending))
 	r.lastStored = r.pending[len(r.pending)-1].Time
+	clear(r.pending)
 	r.pending = r.pending[:0]
+	r.pendBytes = 0
 	r.lastErr = nil
 	r.lastOK = time.Now()
 }
@@ -448,9 +550,19 @@ func (r *Recorder) Handler() http.Handler {
 	return mux
 }
 
+// NewServer serves Handler on ln within the limits of o, and reports its
+// connections on /metrics.
+func (r *Recorder) NewServer(ln net.Listener, o ServerOptions) *Server {
+	srv := NewServer(ln, r.Handler(), o)
+	r.srv.Store(srv)
+	return srv
+}
+
 // servePage serves the live page, rendering it again only when the last
 // rendering is older than PageEvery.
 func (r *Recorder) servePage(w http.ResponseWriter, _ *http.Request) {
+	// The page may have to be rendered first: more time than /metrics.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(pageWriteTimeout))
 	pc := &r.page
 	pc.mu.Lock()
 	if pc.at.IsZero() || time.Since(pc.at) >= r.cfg.PageEvery {
@@ -494,6 +606,13 @@ func (r *Recorder) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	if r.cfg.Page != nil {
 		self.Add("memdoctor_record_page_renders_total", float64(r.page.renders.Load()))
 	}
+	if srv := r.srv.Load(); srv != nil {
+		open, evicted, refused := srv.Conns()
+		self.Add("memdoctor_record_http_connections", float64(open))
+		self.Add("memdoctor_record_http_connections_limit", float64(srv.ln.max))
+		self.Add("memdoctor_record_http_connections_closed_total", float64(evicted), "reason", "evicted")
+		self.Add("memdoctor_record_http_connections_closed_total", float64(refused), "reason", "refused")
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	scrapes := []*sample.Scrape{self, r.findingMetrics()}
 	if latest != nil {
@@ -514,7 +633,8 @@ func (r *Recorder) serveHealth(w http.ResponseWriter, _ *http.Request) {
 		_, _ = fmt.Fprintf(w, "no collection in the last %v\n", 3*r.cfg.Interval)
 	case r.lastErr != nil:
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = fmt.Fprintf(w, "collecting, but storing fails (%d scrapes pending): %v\n", len(r.pending), r.lastErr)
+		_, _ = fmt.Fprintf(w, "collecting, but storing fails (%d scrapes pending, %s; %d dropped to stay within %s): %v\n",
+			len(r.pending), mib(r.pendBytes), r.pendDrops-r.pendDropsLogged, mib(r.cfg.MaxPendingBytes), r.lastErr)
 	default:
 		_, _ = fmt.Fprintf(w, "ok: last sample %s, %d stored\n", r.latest.Time.UTC().Format(time.RFC3339), r.appends)
 	}
