@@ -26,7 +26,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -157,7 +156,7 @@ func trimPreload(ctx context.Context, t *target, opt Options, res *TrimResult) e
 	if err != nil {
 		return err
 	}
-	ev, err := askPreload(ctx, t, opt, "trim")
+	ans, err := askPreload(ctx, t, opt, "trim", false)
 	if err != nil {
 		return err
 	}
@@ -166,12 +165,10 @@ func trimPreload(ctx context.Context, t *target, opt Options, res *TrimResult) e
 		return err
 	}
 	res.setMemory(before, after)
+	ev := ans.Event
 	res.ElapsedMs = ev.ElapsedMs
-	var rss struct {
-		Before, After *int64
-	}
-	if json.Unmarshal(ev.RSS, &rss) == nil && rss.Before != nil && rss.After != nil {
-		res.RSS = change(*rss.Before, *rss.After)
+	if ev.RSS.Measured {
+		res.RSS = change(ev.RSS.Before, ev.RSS.After)
 	}
 	return nil
 }
@@ -213,21 +210,23 @@ func Estimate(ctx context.Context, pid int, opt Options, noPause bool) (*TrimEst
 	}
 	usePreload, _, perr := choosePreload(t, opt)
 	switch {
-	case perr == nil && usePreload:
-		opt.Method = MethodPreload
-		est.Steps = []string{
-			fmt.Sprintf("write \"trim ID\" to %s.request (a temporary file renamed into place)", t.statsPath),
-			fmt.Sprintf("wait for the library's answer line in %s (it looks every second); it calls malloc_trim(0) itself: no pause", t.statsPath),
-		}
 	case noPause:
+		// /proc only: no call, and no request to a preload library either.
 		ub, err := heapResident(pid)
 		if err != nil {
 			return nil, err
 		}
 		est.Source, est.UpperBoundBytes = "smaps", &ub
 		est.Process, _ = readMemory(pid, false)
-		est.Notes = append(est.Notes, "--no-pause: without pausing the process (or its preload library) malloc's free and used memory cannot be told apart; this is the resident memory of its malloc heaps, an upper bound of the gain")
+		est.Notes = append(est.Notes, "--no-pause: without asking the process (its preload library or a call into it) malloc's free and used memory cannot be told apart; this is the resident memory of its malloc heaps, an upper bound of the gain")
+		if perr == nil && usePreload {
+			est.Notes = append(est.Notes, "the process runs the preload library: without --no-pause it is asked for malloc_info (it answers from its own thread, no pause) and the estimate is exact")
+			est.Steps = preloadTrimSteps(t.statsPath)
+		}
 		return est, nil
+	case perr == nil && usePreload:
+		opt.Method = MethodPreload
+		est.Steps = preloadTrimSteps(t.statsPath)
 	default:
 		opt.Method = MethodPtrace
 	}
@@ -240,6 +239,14 @@ func Estimate(ctx context.Context, pid int, opt Options, noPause bool) (*TrimEst
 	g := min(r, rep.Process.RssAnon)
 	est.RetainedBytes, est.ExpectedGainBytes = &r, &g
 	return est, nil
+}
+
+// preloadTrimSteps says what Trim does through the preload library.
+func preloadTrimSteps(stats string) []string {
+	return []string{
+		fmt.Sprintf("write \"trim ID\" to %s.request (a temporary file renamed into place, as the process' user)", stats),
+		fmt.Sprintf("wait for the library's answer line in %s (it looks every second); it calls malloc_trim(0) itself: no pause", stats),
+	}
 }
 
 // TrimSteps says what Trim does in the process, in order.
