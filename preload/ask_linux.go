@@ -100,6 +100,9 @@ func Ask(ctx context.Context, t Target, action string) (*Response, error) {
 		return sendRequest(dfd, req, id, action)
 	})
 	if err != nil {
+		if t.Cred != nil && errors.Is(err, unix.EACCES) {
+			err = fmt.Errorf("%w (as the process' user, uid %d: memdoctor creates nothing it could not create itself)", err, t.Cred.UID)
+		}
 		return nil, err
 	}
 	for {
