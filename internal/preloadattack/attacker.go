@@ -74,7 +74,7 @@ const secretXML = `<malloc version="1">
 // root (0600) it must not get read.
 type Env struct {
 	Base, Home, Victim, Secret string
-	lib, script              string
+	lib, script                string
 }
 
 // New makes the directories, a library-named shared object (empty) and
