@@ -325,12 +325,26 @@ func withdraw(w *worker, dfd int, req, id string) {
 // (root too when rootOK; any owner when owners is empty), at most max bytes,
 // or with tail its last max bytes (from a line start).
 func readChecked(dfd int, name string, owners []uint32, rootOK bool, max int64, tail bool) ([]byte, error) {
+	// Looked at first, so that a FIFO is not even opened (opening one
+	// wakes a writer waiting on it); checked again on the open file.
+	var st unix.Stat_t
+	if strings.Contains(name, "/") {
+		return nil, fmt.Errorf("%w: %q is not a file name", ErrUnsafe, name)
+	}
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return nil, symlinkErr(name, unix.ELOOP)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%w: %s is a %s, not a regular file", ErrUnsafe, name, fileType(st.Mode))
+	}
 	fd, err := openIn(dfd, name, unix.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = unix.Close(fd) }() // read only
-	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
