@@ -55,6 +55,9 @@ func TestPreloadAttackFIFOCommands(t *testing.T) {
 		if (code == 0) != c.ok || !c.ok && !strings.Contains(out, "FIFO") {
 			t.Errorf("%v: exit %d after %s\n%s", c.args, code, took.Round(time.Millisecond), out)
 		}
+		if c.ok && !strings.Contains(out, "--apply asks the preload library") {
+			t.Errorf("%v: the steps shown are not the library's\n%s", c.args, out)
+		}
 		t.Logf("%v: exit %d in %s", c.args, code, took.Round(time.Millisecond))
 	}
 }

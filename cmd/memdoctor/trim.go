@@ -121,7 +121,7 @@ func estimateText(w io.Writer, e *malloc.TrimEstimate) error {
 		p.f("gain at most %s: the resident memory of its malloc heaps (RssAnon %s)\n", hb(*e.UpperBoundBytes), hb(e.Process.RssAnon))
 		p.f("  without pausing the process its free and used heap memory cannot be told apart; run without --no-pause for the estimate\n")
 	}
-	if e.Source == "preload" {
+	if e.Apply == "preload" {
 		p.f("\n--apply asks the preload library:\n")
 	} else {
 		p.f("\n--apply calls malloc_trim(0) inside the process:\n")

@@ -191,6 +191,9 @@ type TrimEstimate struct {
 	Process processMemory `json:"process"`
 	// Report is the inspection the estimate came from (preload, ptrace).
 	Report *Report `json:"report,omitempty"`
+	// Apply is how --apply would reach the allocator: "preload" (the
+	// library trims, no pause) or "ptrace" (a call in one thread).
+	Apply string `json:"apply"`
 	// Steps is what --apply does, in order.
 	Steps []string `json:"steps"`
 	Notes []string `json:"notes,omitempty"`
@@ -204,7 +207,7 @@ func Estimate(ctx context.Context, pid int, opt Options, noPause bool) (*TrimEst
 	if err != nil {
 		return nil, err
 	}
-	est := &TrimEstimate{PID: pid, Comm: t.comm, Notes: t.notes(), Steps: TrimSteps(pid)}
+	est := &TrimEstimate{PID: pid, Comm: t.comm, Notes: t.notes(), Apply: "ptrace", Steps: TrimSteps(pid)}
 	if err := t.checkAttach(); err != nil {
 		est.Notes = append(est.Notes, "--apply will refuse: "+err.Error())
 	}
@@ -221,12 +224,12 @@ func Estimate(ctx context.Context, pid int, opt Options, noPause bool) (*TrimEst
 		est.Notes = append(est.Notes, "--no-pause: without asking the process (its preload library or a call into it) malloc's free and used memory cannot be told apart; this is the resident memory of its malloc heaps, an upper bound of the gain")
 		if perr == nil && usePreload {
 			est.Notes = append(est.Notes, "the process runs the preload library: without --no-pause it is asked for malloc_info (it answers from its own thread, no pause) and the estimate is exact")
-			est.Steps = preloadTrimSteps(t.statsPath)
+			est.Apply, est.Steps = "preload", preloadTrimSteps(t.statsPath)
 		}
 		return est, nil
 	case perr == nil && usePreload:
 		opt.Method = MethodPreload
-		est.Steps = preloadTrimSteps(t.statsPath)
+		est.Apply, est.Steps = "preload", preloadTrimSteps(t.statsPath)
 	default:
 		opt.Method = MethodPtrace
 	}
