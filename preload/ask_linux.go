@@ -179,8 +179,8 @@ func Ask(ctx context.Context, t Target, action string) (*Response, error) {
 // process' root or working directory, or "/" and "." for memdoctor's own
 // view. rel is dir relative to it.
 func anchorFor(pid int, dir string) (fd int, rel string, resolve uint64, err error) {
-	rel = strings.TrimPrefix(dir, "/")
-	abs := rel != dir || dir == "/"
+	rel = strings.TrimLeft(dir, "/")
+	abs := strings.HasPrefix(dir, "/")
 	if rel == "" {
 		rel = "."
 	}

@@ -60,6 +60,8 @@ func askPreload(ctx context.Context, t *target, opt Options, action string, with
 	switch {
 	case err == nil:
 		return res, nil
+	case errors.Is(err, context.Canceled):
+		return nil, fmt.Errorf("%w: interrupted before the answer: %w", ErrPreload, err)
 	case errors.Is(err, preload.ErrNoAnswer):
 		return nil, fmt.Errorf("%w within %s: %w; use --method ptrace to call into the process instead (one thread held briefly)", ErrPreload, wait, err)
 	case errors.Is(err, preload.ErrPending):
