@@ -12,7 +12,10 @@ package preload
 //     thread only: other threads keep memdoctor's credentials, and the
 //     thread ends with the request, never serving other goroutines). Root
 //     thus creates, reads and removes only what the process could itself;
-//     the request file it creates belongs to the process' user.
+//     the request file it creates belongs to the process' user. (A
+//     credential change on any thread makes the kernel mark the whole
+//     process not dumpable, as for any set-user-ID change: no core dumps
+//     of memdoctor afterwards, which a root tool can do without.)
 //   - The stats directory is opened once, as that user, relative to
 //     /proc/PID/root (RESOLVE_IN_ROOT: the process' own root, absolute
 //     symlinks included) or /proc/PID/cwd (RESOLVE_BENEATH: a relative path
