@@ -156,7 +156,11 @@ func Ask(ctx context.Context, t Target, action string) (*Response, error) {
 			ErrUnsafe, sp, id, ev.PID, t.OwnPID)
 	}
 	if ev.Event == "error" {
-		return nil, fmt.Errorf("request %s: the library answered: %s", id, ev.Error)
+		msg := ev.Error // the process' words: quoted (no terminal escapes), and cut
+		if len(msg) > 300 {
+			msg = msg[:300] + "..."
+		}
+		return nil, fmt.Errorf("request %s: the library answered with an error: %q", id, msg)
 	}
 	want := sp + ".malloc_info.xml"
 	if ev.XML != "" && ev.XML != want {

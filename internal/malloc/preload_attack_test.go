@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -221,5 +222,20 @@ func TestPreloadOtherUser(t *testing.T) {
 		if st.Uid != preloadattack.UID {
 			t.Errorf("%s belongs to uid %d", n, st.Uid)
 		}
+	}
+}
+
+// An error answer carrying terminal escapes: memdoctor's message quotes it.
+func TestPreloadAttackErrorEscapes(t *testing.T) {
+	e := preloadattack.New(t)
+	pid := e.Start(t, filepath.Join(e.Home, "stats"), "answer", `,"event":"error","error":"\u001b]0;owned\u0007\u001b[2Jcleared"`)
+	_, err, _ := bounded(t, 10*time.Second, func() (*Report, error) {
+		return Inspect(context.Background(), pid, Options{Method: MethodPreload, Timeout: 5 * time.Second})
+	})
+	if err == nil {
+		t.Fatal("an error answer was taken")
+	}
+	if strings.ContainsAny(err.Error(), "\x1b\x07") || !strings.Contains(err.Error(), "cleared") {
+		t.Errorf("message %q", err)
 	}
 }
