@@ -11,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 )
 
@@ -42,21 +40,28 @@ type Event struct {
 }
 
 // RSS is the resident set size in bytes: Before/After/Diff (= Before -
-// After) around a trim, Current elsewhere.
+// After) around a trim, Current elsewhere. Measured is true when Before and
+// After were both numbers (the library writes null for a failed read).
 type RSS struct {
 	Before, After, Diff int64
 	Current             int64
+	Measured            bool `json:"-"`
 }
 
 // UnmarshalJSON accepts a number (current RSS) or {"before","after","diff"}.
 func (r *RSS) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '{' {
-		var v struct{ Before, After, Diff int64 }
+		var v struct{ Before, After, Diff *int64 }
 		if err := json.Unmarshal(b, &v); err != nil {
 			return err
 		}
-		r.Before, r.After, r.Diff = v.Before, v.After, v.Diff
+		*r = RSS{Measured: v.Before != nil && v.After != nil}
+		for _, f := range []struct{ dst, src *int64 }{{&r.Before, v.Before}, {&r.After, v.After}, {&r.Diff, v.Diff}} {
+			if f.src != nil {
+				*f.dst = *f.src
+			}
+		}
 		return nil
 	}
 	if string(b) == "null" {
@@ -80,10 +85,13 @@ type Mallinfo2 struct {
 
 // Config is the library's configuration, in "start" lines.
 type Config struct {
-	TrimIntervalMs  uint64 `json:"trimIntervalMs"`
-	TrimFreedBytes  uint64 `json:"trimFreedBytes"`
-	StatsIntervalMs uint64 `json:"statsIntervalMs"`
-	RequestPollMs   uint64 `json:"requestPollMs"`
+	TrimIntervalMs uint64 `json:"trimIntervalMs"`
+	TrimFreedBytes uint64 `json:"trimFreedBytes"`
+	// TrimFreedAskedBytes is the MEMDOCTOR_TRIM_FREED given, when it was
+	// below the library's minimum (4 MiB) and TrimFreedBytes was raised.
+	TrimFreedAskedBytes uint64 `json:"trimFreedAskedBytes,omitempty"`
+	StatsIntervalMs     uint64 `json:"statsIntervalMs"`
+	RequestPollMs       uint64 `json:"requestPollMs"`
 }
 
 // ReadEvents decodes a stats file. A last line without its newline (being
@@ -113,95 +121,69 @@ type Response struct {
 	XML   []byte // malloc_info(0, ...) of the process, taken before any trim
 }
 
+// Cred is a user to act as.
+type Cred struct {
+	UID, GID uint32
+	Groups   []uint32
+}
+
+// Target says which process is asked and how its files are reached.
+type Target struct {
+	// PID, when > 0, is the process: StatsPath is resolved in its root
+	// (absolute) or working directory (relative). 0: StatsPath is a
+	// path of memdoctor's own view.
+	PID int
+	// OwnPID is the pid the process sees as its own (the answer's "pid");
+	// 0 = not checked.
+	OwnPID int
+	// StatsPath is MEMDOCTOR_STATS as the process sees it, expanded.
+	StatsPath string
+	// Cred is the user the file work is done as (the process' fs uid,
+	// fs gid and groups); nil = memdoctor's own.
+	Cred *Cred
+	// Owners are the uids whose stats file and XML are read; empty = any.
+	// The stats file may also belong to root (a service that opened it
+	// before dropping privileges).
+	Owners []uint32
+	// SkipXML: do not read the malloc_info dump (a trim needs only its line).
+	SkipXML bool
+	// Poll is the interval between looks at the request file (default 20 ms).
+	Poll time.Duration
+}
+
+// Errors of Ask, to be classified with errors.Is.
+var (
+	// ErrPending: PATH.request exists (another request, or a file put there).
+	ErrPending = errors.New("a request is pending")
+	// ErrUnsafe: a file or answer was refused (wrong type, owner, size,
+	// a symlink, an answer naming another file).
+	ErrUnsafe = errors.New("refused")
+)
+
+// MaxXML bounds the malloc_info dump read; answerTail is how much of the
+// end of the stats file is searched for the answer.
+const (
+	MaxXML     = 256 << 20
+	answerTail = 1 << 20
+)
+
 // ErrNoAnswer is returned when the request file was not taken in time.
 var ErrNoAnswer = errors.New("no answer")
 
 // Request asks the process that writes statsPath (MEMDOCTOR_STATS, with %p
-// already expanded) for its malloc_info. Action "info" (or "") only reads;
-// "trim" also calls malloc_trim(0) and the event is the trim's. It returns
-// when the library removed the request file, or with ErrNoAnswer when ctx
-// ends first (the request is then withdrawn).
+// already expanded, in memdoctor's own view) for its malloc_info, as
+// memdoctor's own user. Action "info" (or "") only reads; "trim" also calls
+// malloc_trim(0) and the event is the trim's. It returns when the library
+// removed the request file, or with ErrNoAnswer when ctx ends first (the
+// request is then withdrawn). For another user's process use Ask with its
+// PID and credentials: memdoctor's internal/malloc does.
 func Request(ctx context.Context, statsPath, action string) (*Response, error) {
-	if action == "" {
-		action = "info"
-	}
-	if action != "info" && action != "trim" {
-		return nil, fmt.Errorf("request %q: want info or trim", action)
-	}
-	req := statsPath + ".request"
-	if _, err := os.Lstat(req); err == nil {
-		return nil, fmt.Errorf("%s exists: a request is pending, or no process with the library writes %s", req, statsPath)
-	}
-	id := fmt.Sprintf("md%d-%d", os.Getpid(), time.Now().UnixNano())
-	tmp := req + ".tmp-" + id
-	if err := os.WriteFile(tmp, []byte(action+" "+id+"\n"), 0o644); err != nil {
-		return nil, err
-	}
-	// Renamed into place so the library never reads a half-written request.
-	if err := os.Rename(tmp, req); err != nil {
-		_ = os.Remove(tmp)
-		return nil, err
-	}
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if _, err := os.Lstat(req); errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			if b, err := os.ReadFile(req); err == nil && strings.Contains(string(b), id) {
-				_ = os.Remove(req)
-			}
-			return nil, fmt.Errorf("%w from the process writing %s (%w): is it running with "+
-				"LD_PRELOAD=%s and MEMDOCTOR_STATS set to that path?", ErrNoAnswer, statsPath, ctx.Err(), LibName)
-		case <-tick.C:
-		}
-	}
-	ev, err := findRequest(statsPath, id)
-	if err != nil {
-		return nil, err
-	}
-	if ev.Event == "error" {
-		return nil, fmt.Errorf("request %s: %s", id, ev.Error)
-	}
-	xml := ev.XML
-	if xml == "" {
-		xml = statsPath + ".malloc_info.xml"
-	}
-	b, err := os.ReadFile(xml)
-	if err != nil {
-		return nil, err
-	}
-	return &Response{Event: *ev, XML: b}, nil
+	return Ask(ctx, Target{StatsPath: statsPath}, action)
 }
 
-// findRequest returns the stats line answering request id, reading only the
-// last MiB of the file (the answer was just written).
-func findRequest(statsPath, id string) (*Event, error) {
-	f, err := os.Open(statsPath)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }() // read only
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	const tail = 1 << 20
-	off := st.Size() - tail
-	if off < 0 {
-		off = 0
-	}
-	data, err := io.ReadAll(io.NewSectionReader(f, off, st.Size()-off))
-	if err != nil {
-		return nil, err
-	}
-	if off > 0 { // drop the partial first line
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			data = data[i+1:]
-		}
-	}
+// findAnswer returns the line of data (the end of a stats file) that
+// answers request id: the last one naming it.
+func findAnswer(data []byte, id string) (*Event, error) {
 	needle := []byte(`"request":"` + id + `"`)
 	lines := bytes.Split(data, []byte("\n"))
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -210,9 +192,9 @@ func findRequest(statsPath, id string) (*Event, error) {
 		}
 		var e Event
 		if err := json.Unmarshal(lines[i], &e); err != nil {
-			return nil, fmt.Errorf("%s: answer to %s: %w", statsPath, id, err)
+			return nil, fmt.Errorf("%w: the answer to %s: %w", ErrUnsafe, id, err)
 		}
 		return &e, nil
 	}
-	return nil, fmt.Errorf("%s: no line answers request %s", statsPath, id)
+	return nil, fmt.Errorf("no line answers request %s", id)
 }

@@ -83,7 +83,9 @@ is measured and printed; the process is never left stopped). Before the
 first call memdoctor tries the same on a throwaway child of its own and
 refuses to go on if that child does not come out intact. A process running
 memdoctor's preload library with MEMDOCTOR_STATS=PATH is asked through the
-library instead, without any hold.
+library instead, without any hold (as root, memdoctor then handles the
+request files as the process' user and reads only regular files next to
+PATH; --timeout bounds the wait).
 
 Only root may inspect another user's process; PID 1 is refused.`,
 		Example: `  memdoctor malloc 4242

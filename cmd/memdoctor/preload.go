@@ -26,7 +26,8 @@ its arenas back to the kernel with malloc_trim(0), and logs what that saved.
 It does nothing until one of these is set:
 
   MEMDOCTOR_TRIM_INTERVAL=30s   trim every interval (ms, s, m, h)
-  MEMDOCTOR_TRIM_FREED=1GiB     trim after this much was freed (B, KiB, MiB, GiB)
+  MEMDOCTOR_TRIM_FREED=1GiB     trim after this much was freed (B, KiB, MiB, GiB;
+                                at least 4MiB: less is raised to 4MiB)
   MEMDOCTOR_STATS=PATH          JSON lines: every trim (RSS before/after,
                                 mallinfo2, arenas), a summary every
                                 MEMDOCTOR_STATS_INTERVAL (60s); %p in PATH is
@@ -62,7 +63,7 @@ Trim after each GiB freed:
 
 Variables:
   MEMDOCTOR_TRIM_INTERVAL   trim period: 500ms, 30s, 5m, 1h (off by default)
-  MEMDOCTOR_TRIM_FREED      trim after this many bytes freed: 64MiB, 1GiB (off)
+  MEMDOCTOR_TRIM_FREED      trim after this many bytes freed: 64MiB, 1GiB (off; min 4MiB)
   MEMDOCTOR_STATS           file for JSON lines (trims, summaries); %%p = pid
   MEMDOCTOR_STATS_INTERVAL  summary period (60s; 0 = none)
 

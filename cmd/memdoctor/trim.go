@@ -28,7 +28,8 @@ Without --apply nothing is changed: trim shows the expected gain and the steps
 --apply takes. The estimate needs malloc_info, which memdoctor calls inside
 the process (one thread held for about a millisecond, the others running),
 unless the process runs memdoctor's preload library (then it is asked, no
-hold). --no-pause reads /proc only: without the allocator's state it can give
+hold). --no-pause reads /proc only and sends nothing to the process, not even
+a request to its preload library: without the allocator's state it can give
 only an upper bound, the resident memory of the malloc heaps.
 
 With --apply the RSS is measured before and after. One thread is held for the
@@ -94,7 +95,7 @@ never left stopped.`,
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&apply, "apply", false, "call malloc_trim(0) in the process (without it nothing is changed)")
-	cmd.Flags().BoolVar(&noPause, "no-pause", false, "dry run from /proc only: an upper bound, the process is not touched")
+	cmd.Flags().BoolVar(&noPause, "no-pause", false, "dry run from /proc only: an upper bound; the process is neither paused nor asked (no request to its preload library)")
 	return cmd
 }
 
@@ -120,7 +121,7 @@ func estimateText(w io.Writer, e *malloc.TrimEstimate) error {
 		p.f("gain at most %s: the resident memory of its malloc heaps (RssAnon %s)\n", hb(*e.UpperBoundBytes), hb(e.Process.RssAnon))
 		p.f("  without pausing the process its free and used heap memory cannot be told apart; run without --no-pause for the estimate\n")
 	}
-	if e.Source == "preload" {
+	if e.Apply == "preload" {
 		p.f("\n--apply asks the preload library:\n")
 	} else {
 		p.f("\n--apply calls malloc_trim(0) inside the process:\n")

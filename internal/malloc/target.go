@@ -56,7 +56,8 @@ type target struct {
 	ownPID  int // getpid() in the process' own pid namespace
 	comm    string
 	uid     [4]int64 // real, effective, saved, fs
-	gid     int      // real gid, -1 if unknown
+	gid     [4]int64 // real, effective, saved, fs; -1 if unknown
+	groups  []uint32 // supplementary groups; nil if unknown
 	state   byte
 	tracer  int
 	threads int64
@@ -115,7 +116,7 @@ func inspectTarget(pid int) (*target, error) {
 	if s := st.Text["State"]; s != "" {
 		t.state = s[0]
 	}
-	t.gid = parseGid(st.Text["Gid"])
+	t.gid, t.groups = parseGids(st.Text["Gid"], st.Text["Groups"])
 	t.tracer = int(st.Value("TracerPid"))
 	t.threads = st.Value("Threads")
 	t.rss = st.Value("VmRSS")

@@ -26,7 +26,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -157,7 +156,7 @@ func trimPreload(ctx context.Context, t *target, opt Options, res *TrimResult) e
 	if err != nil {
 		return err
 	}
-	ev, err := askPreload(ctx, t, opt, "trim")
+	ans, err := askPreload(ctx, t, opt, "trim", false)
 	if err != nil {
 		return err
 	}
@@ -166,12 +165,10 @@ func trimPreload(ctx context.Context, t *target, opt Options, res *TrimResult) e
 		return err
 	}
 	res.setMemory(before, after)
+	ev := ans.Event
 	res.ElapsedMs = ev.ElapsedMs
-	var rss struct {
-		Before, After *int64
-	}
-	if json.Unmarshal(ev.RSS, &rss) == nil && rss.Before != nil && rss.After != nil {
-		res.RSS = change(*rss.Before, *rss.After)
+	if ev.RSS.Measured {
+		res.RSS = change(ev.RSS.Before, ev.RSS.After)
 	}
 	return nil
 }
@@ -194,6 +191,9 @@ type TrimEstimate struct {
 	Process processMemory `json:"process"`
 	// Report is the inspection the estimate came from (preload, ptrace).
 	Report *Report `json:"report,omitempty"`
+	// Apply is how --apply would reach the allocator: "preload" (the
+	// library trims, no pause) or "ptrace" (a call in one thread).
+	Apply string `json:"apply"`
 	// Steps is what --apply does, in order.
 	Steps []string `json:"steps"`
 	Notes []string `json:"notes,omitempty"`
@@ -207,27 +207,29 @@ func Estimate(ctx context.Context, pid int, opt Options, noPause bool) (*TrimEst
 	if err != nil {
 		return nil, err
 	}
-	est := &TrimEstimate{PID: pid, Comm: t.comm, Notes: t.notes(), Steps: TrimSteps(pid)}
+	est := &TrimEstimate{PID: pid, Comm: t.comm, Notes: t.notes(), Apply: "ptrace", Steps: TrimSteps(pid)}
 	if err := t.checkAttach(); err != nil {
 		est.Notes = append(est.Notes, "--apply will refuse: "+err.Error())
 	}
 	usePreload, _, perr := choosePreload(t, opt)
 	switch {
-	case perr == nil && usePreload:
-		opt.Method = MethodPreload
-		est.Steps = []string{
-			fmt.Sprintf("write \"trim ID\" to %s.request (a temporary file renamed into place)", t.statsPath),
-			fmt.Sprintf("wait for the library's answer line in %s (it looks every second); it calls malloc_trim(0) itself: no pause", t.statsPath),
-		}
 	case noPause:
+		// /proc only: no call, and no request to a preload library either.
 		ub, err := heapResident(pid)
 		if err != nil {
 			return nil, err
 		}
 		est.Source, est.UpperBoundBytes = "smaps", &ub
 		est.Process, _ = readMemory(pid, false)
-		est.Notes = append(est.Notes, "--no-pause: without pausing the process (or its preload library) malloc's free and used memory cannot be told apart; this is the resident memory of its malloc heaps, an upper bound of the gain")
+		est.Notes = append(est.Notes, "--no-pause: without asking the process (its preload library or a call into it) malloc's free and used memory cannot be told apart; this is the resident memory of its malloc heaps, an upper bound of the gain")
+		if perr == nil && usePreload {
+			est.Notes = append(est.Notes, "the process runs the preload library: without --no-pause it is asked for malloc_info (it answers from its own thread, no pause) and the estimate is exact")
+			est.Apply, est.Steps = "preload", preloadTrimSteps(t.statsPath)
+		}
 		return est, nil
+	case perr == nil && usePreload:
+		opt.Method = MethodPreload
+		est.Apply, est.Steps = "preload", preloadTrimSteps(t.statsPath)
 	default:
 		opt.Method = MethodPtrace
 	}
@@ -240,6 +242,14 @@ func Estimate(ctx context.Context, pid int, opt Options, noPause bool) (*TrimEst
 	g := min(r, rep.Process.RssAnon)
 	est.RetainedBytes, est.ExpectedGainBytes = &r, &g
 	return est, nil
+}
+
+// preloadTrimSteps says what Trim does through the preload library.
+func preloadTrimSteps(stats string) []string {
+	return []string{
+		fmt.Sprintf("write \"trim ID\" to %s.request (a temporary file renamed into place, as the process' user)", stats),
+		fmt.Sprintf("wait for the library's answer line in %s (it looks every second); it calls malloc_trim(0) itself: no pause", stats),
+	}
 }
 
 // TrimSteps says what Trim does in the process, in order.

@@ -108,7 +108,10 @@ func startWorkload(t testing.TB, static bool, env []string, args ...string) *wor
 // ("ready {JSON}" on stdout, commands on stdin) and waits for "ready".
 func startCmd(t testing.TB, cmd *exec.Cmd) *workload {
 	t.Helper()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

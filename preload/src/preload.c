@@ -62,6 +62,14 @@
 #define REQUEST_POLL_MS 1000
 /* free() adds to the shared counter in batches of at most this much per thread. */
 #define MAX_BATCH (256 * 1024)
+/*
+ * The smallest MEMDOCTOR_TRIM_FREED: each trim walks every arena under its
+ * lock, so a threshold of a few KiB trims thousands of times a second in a
+ * program that frees steadily (1KiB made a 16-thread program 15x slower).
+ * A smaller value is raised to this, with one line on stderr.
+ */
+#define MIN_TRIM_FREED ((uint64_t)4 << 20)
+#define MIN_TRIM_FREED_TEXT "4MiB"
 
 typedef void (*free_fn)(void *);
 extern void __libc_free(void *);
@@ -70,6 +78,7 @@ extern void __libc_free(void *);
 
 static uint64_t cfg_interval_ms;        /* MEMDOCTOR_TRIM_INTERVAL, 0 = off */
 static _Atomic uint64_t cfg_freed;      /* MEMDOCTOR_TRIM_FREED, 0 = off; read by free() */
+static uint64_t cfg_freed_asked;        /* the value given, when it was raised to MIN_TRIM_FREED */
 static uint64_t cfg_batch;              /* per-thread batch before the shared counter */
 static uint64_t cfg_stats_interval_ms = 60000;
 static char stats_pattern[PATH_MAX];    /* MEMDOCTOR_STATS as given (may hold %p) */
@@ -439,6 +448,10 @@ static void write_start(void)
 	md_putu(&b, cfg_interval_ms);
 	md_puts(&b, ",\"trimFreedBytes\":");
 	md_putu(&b, atomic_load(&cfg_freed));
+	if (cfg_freed_asked) {
+		md_puts(&b, ",\"trimFreedAskedBytes\":");
+		md_putu(&b, cfg_freed_asked);
+	}
 	md_puts(&b, ",\"statsIntervalMs\":");
 	md_putu(&b, cfg_stats_interval_ms);
 	md_puts(&b, ",\"requestPollMs\":");
@@ -547,11 +560,22 @@ static void handle_request(void)
 	md_puts(&b, stats_path);
 	md_puts(&b, ".request");
 	/* O_NONBLOCK: a FIFO put there by mistake must not hang the thread. */
-	int fd = open(req_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int fd = open(req_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return;
+	/* Only a regular file of this process' user (or root) is a request:
+	 * another user who can write the directory must not make it trim. */
+	struct stat st;
+	char owner[24] = "";
+	int foreign = fstat(fd, &st) < 0 || !S_ISREG(st.st_mode);
+	if (!foreign && st.st_uid != getuid() && st.st_uid != geteuid() && st.st_uid != 0) {
+		struct md_buf ob;
+		md_buf_init(&ob, owner, sizeof owner);
+		md_putu(&ob, st.st_uid);
+		foreign = 1;
+	}
 	char body[256];
-	ssize_t n = read(fd, body, sizeof body - 1);
+	ssize_t n = foreign ? 0 : read(fd, body, sizeof body - 1);
 	close(fd);
 	body[n > 0 ? n : 0] = 0;
 
@@ -581,7 +605,10 @@ static void handle_request(void)
 	md_puts(&b, ".tmp");
 
 	acquire();
-	if (bad) {
+	if (foreign) {
+		write_error(&req, req_path, owner[0] ? ": owned by uid " : ": not a regular file", owner,
+			    owner[0] ? ", not this process' user or root: ignored" : ": ignored");
+	} else if (bad) {
 		write_error(&req, "unknown request \"", req.action, "\": want info or trim", "");
 	} else {
 		/* O_EXCL after unlink: never write through a planted symlink. */
@@ -811,6 +838,13 @@ __attribute__((constructor)) static void md_init(void)
 				  "want a size such as 64MiB or 1GiB; trimming on free disabled");
 		else
 			threshold = x;
+		if (threshold && threshold < MIN_TRIM_FREED) {
+			bad_value("MEMDOCTOR_TRIM_FREED", v,
+				  "below the minimum of " MIN_TRIM_FREED_TEXT
+				  " (each trim walks every arena); using " MIN_TRIM_FREED_TEXT);
+			cfg_freed_asked = threshold;
+			threshold = MIN_TRIM_FREED;
+		}
 	}
 	cfg_batch = threshold / 16 < MAX_BATCH ? threshold / 16 : MAX_BATCH;
 	atomic_store_explicit(&cfg_freed, threshold, memory_order_release);

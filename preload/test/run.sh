@@ -10,7 +10,7 @@
 #            <heap> count matches "arenas"; summary lines; every line is JSON
 #   (d)      fork with and without exec from a multithreaded parent; the
 #            children that did not exec trim in their own thread and file
-#   (e)      16 threads malloc/free for 10 s, MEMDOCTOR_TRIM_FREED=1MiB, stats
+#   (e)      16 threads malloc/free for 10 s, MEMDOCTOR_TRIM_FREED=4MiB, stats
 #            on and requests coming in: no deadlock (timeout), no crash
 #   (f)      bad values: one "memdoctor-preload:" line each, program unchanged
 #   (g)      after another preloaded allocator (jemalloc, if installed): frees
@@ -221,7 +221,7 @@ else fail "(c)" "workload not ready: $(cat "$TMP/req.err")"; wl_stop; fi
 
 # ---- (d) fork ----
 mkdir "$TMP/fork"
-if out=$(timeout 120 env LD_PRELOAD="$LIB" MEMDOCTOR_TRIM_INTERVAL=100ms MEMDOCTOR_TRIM_FREED=1MiB \
+if out=$(timeout 120 env LD_PRELOAD="$LIB" MEMDOCTOR_TRIM_INTERVAL=100ms MEMDOCTOR_TRIM_FREED=4MiB \
     MEMDOCTOR_STATS="$TMP/fork/s.%p.jsonl" "$BIN/forker" 6 2>&1); then
   pids=${out#forker: ok }
   nfiles=$(ls "$TMP/fork" | wc -l)
@@ -253,7 +253,7 @@ else fail "(d)" "forker failed (status $?): $out"; fi
 ) &
 req_pid=$!
 start=$(date +%s)
-out=$(timeout 60 env LD_PRELOAD="$LIB" MEMDOCTOR_TRIM_FREED=1MiB MEMDOCTOR_TRIM_INTERVAL=100ms \
+out=$(timeout 60 env LD_PRELOAD="$LIB" MEMDOCTOR_TRIM_FREED=4MiB MEMDOCTOR_TRIM_INTERVAL=100ms \
     MEMDOCTOR_STATS="$TMP/stress.jsonl" "$BIN/stress" 16 10 2>&1)
 rc=$?
 wait $req_pid
@@ -301,7 +301,7 @@ for d in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/li
 done
 if [ -z "$je" ]; then
   echo "skip (g): libjemalloc.so.2 not installed (apt-get install libjemalloc2)"
-elif out=$(echo exit | timeout 60 env LD_PRELOAD="$LIB $je" MEMDOCTOR_TRIM_FREED=1MiB "$BIN/alloc_workload" hoard 4 16 2 2>&1) &&
+elif out=$(echo exit | timeout 60 env LD_PRELOAD="$LIB $je" MEMDOCTOR_TRIM_FREED=4MiB "$BIN/alloc_workload" hoard 4 16 2 2>&1) &&
      echo "$out" | grep -q '"arena":0,'; then
   ok "(g) with jemalloc preloaded after us: frees reach jemalloc"
 else fail "(g)" "$out"; fi

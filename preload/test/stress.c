@@ -1,7 +1,7 @@
 /*
  * stress: THREADS threads malloc and free for SECONDS, a quarter of the
  * frees of blocks that another thread allocated (test (e) of run.sh: with
- * MEMDOCTOR_TRIM_FREED=1MiB the library trims constantly from inside
+ * MEMDOCTOR_TRIM_FREED=4MiB (the minimum) the library trims constantly from inside
  * free()). Prints "stress: ok OPS" and exits 0; a deadlock is caught by
  * the caller's timeout, a crash by the exit status.
  *

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package preload
+
+import (
+	"context"
+	"errors"
+)
+
+// Ask needs Linux (openat2, per-thread credentials, /proc).
+func Ask(ctx context.Context, t Target, action string) (*Response, error) {
+	return nil, errors.New("preload requests work on Linux only")
+}
