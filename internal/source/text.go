@@ -710,6 +710,9 @@ func (p *textParser) finish() error {
 		}
 	}
 	w := p.w
+	if err := w.flush(); err != nil {
+		return err
+	}
 	if p.noTS > 0 {
 		w.notes.add(sample.Note{Source: p.file,
 			Message: fmt.Sprintf("%d samples have no timestamp: stamped with the file's modification time %s",
