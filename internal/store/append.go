@@ -99,6 +99,16 @@ func (s *Store) AppendBatch(batches []Batch) error {
 		}
 		return err
 	}
+	if batches[0].Instance != batches[len(batches)-1].Instance || len(batches) > 2 {
+		// A bulk ingest of many instances: each is appended once or twice,
+		// so the writer's caches would only hold memory (100 000
+		// instances: ~40 MB). They are rebuilt when needed.
+		for _, b := range batches {
+			if h := s.heads[b.Instance]; h != nil {
+				h.keys, h.layout = nil, nil
+			}
+		}
+	}
 	return nil
 }
 
