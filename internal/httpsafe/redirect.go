@@ -43,7 +43,7 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 func Client(c *http.Client) *http.Client {
 	var out http.Client
 	if c != nil {
-		out = *c //nolint:govet // a copy of the settings; http.Client has no lock
+		out = *c // the settings; http.Client holds no state of its own
 	}
 	out.CheckRedirect = CheckRedirect
 	return &out
