@@ -48,6 +48,9 @@ Check the file with: promtool check rules FILE.`,
   memdoctor alerts --baseline-from /var/lib/memdoctor/memdoctor.db`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := pf.checkMatch(); err != nil {
+				return err
+			}
 			o := alerts.Options{Match: pf.match}
 			if baselineFrom != "" {
 				var err error
@@ -106,13 +109,13 @@ func promBaselines(cmd *cobra.Command, pf *promFlags, until string) ([]alerts.Ba
 	if err != nil {
 		return nil, err
 	}
-	ctx := promContext(cmd)
+	ctx, endSession := pf.session(cmd, c, nil, "reading the baselines")
 	mins, err := fleet.DailyPeaks(ctx, c, pf.match, end, r)
 	if err != nil {
-		return nil, err
+		return nil, endSession(err)
 	}
 	totals, err := c.Query(ctx, "max by (instance) (last_over_time("+promSel("node_memory_MemTotal_bytes", pf.match)+"["+fmt.Sprintf("%ds", int64(r/time.Second))+"]))", end)
-	if err != nil {
+	if err = endSession(err); err != nil {
 		return nil, err
 	}
 	printWarnings(cmd.ErrOrStderr(), c.Warnings())

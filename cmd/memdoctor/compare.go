@@ -13,6 +13,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/compare"
 	"github.com/memdoctor/memdoctor/internal/probe"
+	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/source"
 	"github.com/memdoctor/memdoctor/internal/store"
@@ -105,12 +106,23 @@ func comparePrometheus(cmd *cobra.Command, pf *promFlags, a, b, until string) (*
 	if err != nil {
 		return nil, err
 	}
+	for _, s := range []struct {
+		flag string
+		sel  *string
+	}{{"--a", &a}, {"--b", &b}} {
+		m, err := promql.ParseMatch(*s.sel)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", s.flag, *s.sel, err)
+		}
+		*s.sel = m
+	}
 	c, err := pf.client()
 	if err != nil {
 		return nil, err
 	}
-	va, vb, err := compare.PromGroups(promContext(cmd), c, a, b, pf.match, end, r)
-	if err != nil {
+	ctx, endSession := pf.session(cmd, c, nil, "comparing the groups")
+	va, vb, err := compare.PromGroups(ctx, c, a, b, pf.match, end, r)
+	if err = endSession(err); err != nil {
 		return nil, err
 	}
 	printWarnings(cmd.ErrOrStderr(), c.Warnings())

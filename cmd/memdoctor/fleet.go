@@ -49,7 +49,9 @@ func runFleet(cmd *cobra.Command, f *fleetFlags, until string, asJSON bool) erro
 		debug.SetMemoryLimit(fleetMemoryLimit)
 	}
 	bar := newProgress(cmd.ErrOrStderr(), "fetching suspects from "+c.URL())
-	res, err := fleet.Scan(promContext(cmd), c, fleet.Options{Match: f.prom.match, End: end, Range: r, Step: step, By: f.by, All: f.all, Progress: bar.update})
+	ctx, endSession := f.prom.session(cmd, c, bar, "scanning the fleet")
+	res, err := fleet.Scan(ctx, c, fleet.Options{Match: f.prom.match, End: end, Range: r, Step: step, By: f.by, All: f.all, Progress: bar.update})
+	err = endSession(err)
 	bar.done()
 	if err != nil {
 		return err

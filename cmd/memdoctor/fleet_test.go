@@ -302,7 +302,7 @@ func TestFleetPrometheus(t *testing.T) {
 		}{
 			{[]string{"--prometheus", "http://127.0.0.1:1", "--prometheus-retries", "0"}, "cannot reach prometheus"},
 			{[]string{"--prometheus", srv.url, "--match", `{job="nosuch"}`, "--until", until}, "no instance has node_memory_MemTotal_bytes{job=\"nosuch\"}"},
-			{[]string{"--prometheus", srv.url, "--match", `{job=~"(("}`, "--until", until}, "prometheus rejected the query"},
+			{[]string{"--prometheus", srv.url, "--match", `{job=~"(("}`, "--until", until}, "not a label selector"},
 			{[]string{"--prometheus", "ftp://x"}, "want http(s)://"},
 			{[]string{"--prometheus", srv.url, "--range", "soon"}, "--range"},
 		} {

@@ -42,6 +42,18 @@ func (p *progressBar) update(done, total int64) {
 	p.drawn = true
 }
 
+// line writes a line of its own, clearing the bar first (the next update
+// draws it again). It writes on any writer, terminal or not.
+func (p *progressBar) line(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		_, _ = fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", len(p.label)+50))
+		p.drawn = false
+	}
+	_, _ = fmt.Fprintln(p.w, s)
+}
+
 // done clears the bar.
 func (p *progressBar) done() {
 	p.mu.Lock()

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/prom"
+	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/spf13/cobra"
 )
 
@@ -16,7 +18,7 @@ import (
 type promFlags struct {
 	url, tokenFile, user, passwordFile, ca string
 	insecure                               bool
-	timeout                                time.Duration
+	timeout, deadline                      time.Duration
 	retries                                int
 	match, rangeS, step                    string
 }
@@ -30,6 +32,7 @@ func (f *promFlags) register(cmd *cobra.Command, withRange bool) {
 	fl.StringVar(&f.ca, "prometheus-ca", "", "trust the CA certificates in PEM `FILE`")
 	fl.BoolVar(&f.insecure, "prometheus-insecure", false, "do not verify the server's certificate (test setups only)")
 	fl.DurationVar(&f.timeout, "prometheus-timeout", 60*time.Second, "timeout of each request")
+	fl.DurationVar(&f.deadline, "prometheus-deadline", 5*time.Minute, "give up the whole read from Prometheus after `DURATION`, retries and all (0: no deadline)")
 	fl.IntVar(&f.retries, "prometheus-retries", 3, "retries of a failed request (network errors, 429, 5xx), with exponential backoff (0: none)")
 	fl.StringVar(&f.match, "match", "", "label `SELECTOR` every series must match, e.g. '{job=\"node\",dc=\"ams\"}'")
 	if withRange {
@@ -39,6 +42,9 @@ func (f *promFlags) register(cmd *cobra.Command, withRange bool) {
 }
 
 func (f *promFlags) client() (*prom.Client, error) {
+	if f.deadline < 0 {
+		return nil, fmt.Errorf("--prometheus-deadline %s: give a duration, or 0 for none", f.deadline)
+	}
 	if f.retries < 0 {
 		return nil, fmt.Errorf("--prometheus-retries %d: give 0 (no retry) or more", f.retries)
 	}
@@ -68,16 +74,84 @@ func (f *promFlags) window(until string) (end time.Time, r time.Duration, step t
 			return end, 0, 0, fmt.Errorf("--step %q: want a duration such as 5m", f.step)
 		}
 	}
-	if !strings.HasPrefix(strings.TrimSpace(f.match), "{") && strings.TrimSpace(f.match) != "" && !strings.Contains(f.match, "=") {
-		return end, 0, 0, fmt.Errorf("--match %q: want a label selector such as '{job=\"node\"}'", f.match)
+	if err := f.checkMatch(); err != nil {
+		return end, 0, 0, err
 	}
 	return end, r, step, nil
+}
+
+// checkMatch parses --match with Prometheus' parser and keeps its
+// canonical form.
+func (f *promFlags) checkMatch() error {
+	m, err := promql.ParseMatch(f.match)
+	if err != nil {
+		return fmt.Errorf("--match %q: %w", f.match, err)
+	}
+	f.match = m
+	return nil
 }
 
 // printWarnings shows the server's partial-data warnings on stderr.
 func printWarnings(w io.Writer, ws []string) {
 	for _, x := range ws {
 		_, _ = fmt.Fprintln(w, "memdoctor: warning from prometheus (results may be partial):", x)
+	}
+}
+
+// heartbeatEvery is how often a long read from Prometheus says on stderr
+// how far it got.
+var heartbeatEvery = 10 * time.Second
+
+// session bounds one read from Prometheus (what names it in messages):
+// its context ends at --prometheus-deadline; every heartbeatEvery a line
+// on stderr (through bar, which may draw on a terminal) says how many
+// answers came so far; end stops both and turns an error caused by the
+// deadline into one that names it (calls after the first only do that).
+func (f *promFlags) session(cmd *cobra.Command, c *prom.Client, bar *progressBar, what string) (ctx context.Context, end func(error) error) {
+	parent := promContext(cmd)
+	ctx, cancel := context.WithCancel(parent)
+	if f.deadline > 0 {
+		ctx, cancel = context.WithTimeout(parent, f.deadline)
+	}
+	if bar == nil {
+		bar = newProgress(cmd.ErrOrStderr(), what)
+	}
+	start := time.Now()
+	status := func() string {
+		s := fmt.Sprintf("memdoctor: %s: %d answers from %s in %s", what, c.Stats().Queries, c.URL(), time.Since(start).Round(time.Second))
+		if f.deadline > 0 {
+			s += fmt.Sprintf(" (--prometheus-deadline %s)", f.deadline)
+		}
+		return s
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				bar.line(status())
+			}
+		}
+	}()
+	var once sync.Once
+	return ctx, func(err error) error {
+		once.Do(func() {
+			close(stop)
+			<-done
+		})
+		expired := errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil
+		cancel()
+		if err != nil && expired {
+			return fmt.Errorf("%s: gave up at --prometheus-deadline %s with %d answers received (raise it, or narrow --match or --range): %w",
+				what, f.deadline, c.Stats().Queries, err)
+		}
+		return err
 	}
 }
 

@@ -32,10 +32,12 @@ func buildFleetPage(cmd *cobra.Command, f *fleetFlags, until string) (*htmlrepor
 		debug.SetMemoryLimit(fleetMemoryLimit)
 	}
 	bar := newProgress(cmd.ErrOrStderr(), "scanning "+c.URL())
-	res, err := fleet.Scan(promContext(cmd), c, fleet.Options{Match: f.prom.match, End: end, Range: r, Step: step, By: f.by, All: f.all, Progress: bar.update})
+	ctx, endSession := f.prom.session(cmd, c, bar, "scanning the fleet")
+	defer endSession(nil) //nolint:errcheck // ends the session; errors are ended explicitly
+	res, err := fleet.Scan(ctx, c, fleet.Options{Match: f.prom.match, End: end, Range: r, Step: step, By: f.by, All: f.all, Progress: bar.update})
 	bar.done()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, endSession(err)
 	}
 	printWarnings(cmd.ErrOrStderr(), res.Warnings)
 
@@ -71,7 +73,8 @@ func buildFleetPage(cmd *cobra.Command, f *fleetFlags, until string) (*htmlrepor
 	}
 	chartStep := max(step, (r / time.Duration(2*htmlreport.Buckets(false))).Truncate(time.Second))
 	bar = newProgress(cmd.ErrOrStderr(), "reading the charted series")
-	windows, err := fleet.FetchWindows(promContext(cmd), c, insts, f.prom.match, strings.Join(names, "|"), res.From, res.To, chartStep)
+	windows, err := fleet.FetchWindows(ctx, c, insts, f.prom.match, strings.Join(names, "|"), res.From, res.To, chartStep)
+	err = endSession(err)
 	bar.done()
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the charted series: %w", err)

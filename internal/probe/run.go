@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/httpsafe"
 	"github.com/memdoctor/memdoctor/internal/redact"
 
 	"fortio.org/fortio/periodic"
@@ -206,9 +207,13 @@ func preflight(ctx context.Context, o Options) error {
 	// A connection of its own, closed after the answer: an idle keep-alive
 	// connection would hold a one-connection-at-a-time server hostage.
 	req.Close = true
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: http.ProxyFromEnvironment}}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: http.ProxyFromEnvironment},
+		CheckRedirect: httpsafe.CheckRedirect}
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
+	if errors.Is(err, httpsafe.ErrRedirect) {
+		return fmt.Errorf("--url %s: %w (probe the URL it redirects to, if that is the server meant)", redactURL(o.URL), errors.Unwrap(err))
+	}
 	if err != nil {
 		return fmt.Errorf("cannot reach %s: %w (is the server running and listening there?)", redactURL(o.URL), errors.Unwrap(err))
 	}
@@ -333,7 +338,7 @@ func newHTTPRunner(o Options) (*httpRunner, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = max(o.Concurrency, 2)
-	return &httpRunner{client: &http.Client{Transport: tr, Timeout: o.Timeout}, url: o.URL, headers: h}, nil
+	return &httpRunner{client: &http.Client{Transport: tr, Timeout: o.Timeout, CheckRedirect: httpsafe.CheckRedirect}, url: o.URL, headers: h}, nil
 }
 
 // Run sends one request and reads the whole answer; details is the status

@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/httpsafe"
 	"github.com/memdoctor/memdoctor/internal/safeio"
 
 	"github.com/prometheus/common/model"
@@ -148,7 +149,7 @@ func New(o Options) (*Client, error) {
 		}
 		tr = t
 	}
-	c.hc = &http.Client{Transport: tr, Timeout: o.Timeout}
+	c.hc = &http.Client{Transport: tr, Timeout: o.Timeout, CheckRedirect: httpsafe.CheckRedirect}
 	switch {
 	case o.BearerTokenFile != "" && (o.Username != "" || o.PasswordFile != ""):
 		return nil, errors.New("give either a bearer token file or basic auth, not both")
@@ -411,6 +412,9 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 	resp, err := c.hc.Do(req)
 	defer func() { c.waitedNs.Add(int64(time.Since(t0))) }()
 	if err != nil {
+		if errors.Is(err, httpsafe.ErrRedirect) {
+			return false, fmt.Errorf("prometheus at %s: %w (give the URL the redirect points to, if it is the server meant)", c.URL(), errors.Unwrap(err))
+		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			return true, fmt.Errorf("prometheus at %s did not answer in time: %w (raise --prometheus-timeout, or narrow --match/--range)", c.URL(), err)

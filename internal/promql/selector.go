@@ -2,7 +2,14 @@
 // Prometheus and writes into alerting rules.
 package promql
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+)
 
 // Matchers returns a selector's inner matchers, braces and spaces removed
 // ("" when none): `{job="node"}` → `job="node"`.
@@ -24,4 +31,36 @@ func Selector(name, match string, extra ...string) string {
 		return name
 	}
 	return name + "{" + strings.Join(parts, ",") + "}"
+}
+
+// ParseMatch checks a --match label selector with Prometheus' own parser
+// and returns it in canonical form, `{job="node",dc=~"ams.*"}` ("" for
+// none). The braces may be left out (`job="node"`). A metric name is
+// refused: memdoctor chooses the metrics and adds the selector to each.
+func ParseMatch(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", nil
+	}
+	p := parser.NewParser(parser.Options{})
+	ms, err := p.ParseMetricSelector(s)
+	if err != nil && !strings.HasPrefix(s, "{") {
+		if ms2, err2 := p.ParseMetricSelector("{" + s + "}"); err2 == nil {
+			ms, err = ms2, nil
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("not a label selector (%w); want e.g. '{job=\"node\",dc=\"ams\"}'", err)
+	}
+	parts := make([]string, 0, len(ms))
+	for _, m := range ms {
+		if m.Name == labels.MetricName {
+			return "", errors.New("give labels only, without a metric name (memdoctor picks the metrics); e.g. '{job=\"node\"}'")
+		}
+		parts = append(parts, m.String())
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return "{" + strings.Join(parts, ",") + "}", nil
 }

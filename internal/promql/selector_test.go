@@ -1,6 +1,9 @@
 package promql
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSelector(t *testing.T) {
 	for _, c := range []struct{ name, match, want string }{
@@ -15,5 +18,36 @@ func TestSelector(t *testing.T) {
 	}
 	if got := Selector("", `{job="x"}`, `__name__=~"a|b"`); got != `{__name__=~"a|b",job="x"}` {
 		t.Errorf("with extra matchers: %q", got)
+	}
+}
+
+// --match is parsed by Prometheus' own parser: `{` was accepted and sent
+// on to every query.
+func TestParseMatch(t *testing.T) {
+	for _, c := range []struct{ in, want, err string }{
+		{"", "", ""},
+		{"  ", "", ""},
+		{"{}", "", ""},
+		{`{job="node"}`, `{job="node"}`, ""},
+		{` { job = "node" , dc=~"ams.*" } `, `{job="node",dc=~"ams.*"}`, ""},
+		{`job="node",dc!="x"`, `{job="node",dc!="x"}`, ""},
+		{`{job="a\"b"}`, `{job="a\"b"}`, ""},
+		{"{", "", "not a label selector"},
+		{`{job="node"`, "", "not a label selector"},
+		{`{job=~"(("}`, "", "not a label selector"},
+		{`job`, "", "without a metric name"},
+		{`up{job="node"}`, "", "without a metric name"},
+		{`{__name__="up"}`, "", "without a metric name"},
+		{`{job="node"} or up`, "", "not a label selector"},
+	} {
+		got, err := ParseMatch(c.in)
+		if got != c.want || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("ParseMatch(%q) = %q, %v; want %q, %q", c.in, got, err, c.want, c.err)
+		}
+	}
+	// What it returns goes into selectors as they are built.
+	m, _ := ParseMatch(`job="node"`)
+	if got := Selector("up", m); got != `up{job="node"}` {
+		t.Errorf("Selector with a parsed match: %q", got)
 	}
 }

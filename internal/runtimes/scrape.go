@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/httpsafe"
 	"github.com/memdoctor/memdoctor/internal/redact"
 
 	dto "github.com/prometheus/client_model/go"
@@ -73,10 +74,7 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 	if to <= 0 {
 		to = 5 * time.Second
 	}
-	cl := s.Client
-	if cl == nil {
-		cl = &http.Client{}
-	}
+	cl := httpsafe.Client(s.Client) // redirects only to the same scheme and host
 	ctx, cancel := context.WithTimeout(ctx, to)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
@@ -87,6 +85,9 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 	s.Auth.apply(req)
 	resp, err := cl.Do(req)
 	if err != nil {
+		if errors.Is(err, httpsafe.ErrRedirect) {
+			return nil, fmt.Errorf("scrape %s: %w (scrape the URL it redirects to, if that is the service meant)", shown, errors.Unwrap(err))
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("scrape %s: no answer within %v (is the service overloaded, or the port wrong?)", shown, to)
 		}

@@ -540,5 +540,5 @@ func (b *batcher) flush() error {
 		}
 		b.pending[inst], b.n[inst] = nil, 0
 	}
-	return nil
+	return b.w.flush()
 }

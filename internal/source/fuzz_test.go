@@ -39,7 +39,7 @@ func FuzzTextReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		opt := IngestOptions{BufferSamples: 7}.withDefaults()
 		ms := newMemSink(t)
-		w := newWriter(ms.sink, opt)
+		w := newWriter(oneByOne(ms.sink), opt)
 		p := newTextParser("fuzz", "f", opt, time.Unix(1700000000, 0), w)
 		err := p.parse(bytes.NewReader(data), nil)
 		if err == nil {
@@ -85,7 +85,7 @@ func FuzzTextReader(f *testing.F) {
 		var out bytes.Buffer
 		writeOpenMetrics(&out, ms.scrapes, false)
 		ms2 := newMemSink(t)
-		w2 := newWriter(ms2.sink, opt)
+		w2 := newWriter(oneByOne(ms2.sink), opt)
 		p2 := newTextParser("again", "f", opt, time.Unix(0, 0), w2)
 		if err := p2.parse(&out, nil); err != nil {
 			t.Fatalf("re-reading our own output: %v\n%s", err, out.String())

@@ -245,14 +245,10 @@ func detectDir(dir string) (Kind, error) {
 // Read reads a source of any kind but a store and hands its scrapes to
 // sink, in time order per instance.
 func Read(path string, opt IngestOptions, sink Sink) (IngestStats, error) {
-	kind, err := Detect(path)
-	if err != nil {
-		return IngestStats{}, err
-	}
-	return read(path, kind, opt, sink)
+	return readInto(path, opt, oneByOne(sink))
 }
 
-func read(path string, kind Kind, opt IngestOptions, sink Sink) (IngestStats, error) {
+func read(path string, kind Kind, opt IngestOptions, sink batchSink) (IngestStats, error) {
 	start := time.Now()
 	var err error
 	opt = opt.withDefaults()
@@ -267,6 +263,9 @@ func read(path string, kind Kind, opt IngestOptions, sink Sink) (IngestStats, er
 	case KindStore:
 		err = fmt.Errorf("%s is a memdoctor store already: open it with store.Open", path)
 	}
+	if err == nil {
+		err = w.flush()
+	}
 	stats := w.stats(kind)
 	stats.Duration = time.Since(start)
 	return stats, err
@@ -275,12 +274,33 @@ func read(path string, kind Kind, opt IngestOptions, sink Sink) (IngestStats, er
 // Ingest reads a source into st (see Read). A store file cannot be
 // ingested: open it instead (OpenStore does).
 func Ingest(path string, st *store.Store, opt IngestOptions) (IngestStats, error) {
-	return Read(path, opt, appendTo(st))
+	return readInto(path, opt, appendTo(st))
 }
 
-func appendTo(st *store.Store) Sink {
-	return func(instance string, scrapes []*sample.Scrape) error {
-		return st.Append(instance, scrapes...)
+func readInto(path string, opt IngestOptions, sink batchSink) (IngestStats, error) {
+	kind, err := Detect(path)
+	if err != nil {
+		return IngestStats{}, err
+	}
+	return read(path, kind, opt, sink)
+}
+
+// batchSink receives the scrapes of several instances at once: one store
+// transaction for many instances.
+type batchSink func(batches []store.Batch) error
+
+// appendTo writes batches into st, one transaction each.
+func appendTo(st *store.Store) batchSink { return st.AppendBatch }
+
+// oneByOne hands batches to a Sink one instance at a time.
+func oneByOne(sink Sink) batchSink {
+	return func(batches []store.Batch) error {
+		for i, b := range batches {
+			if err := sink(b.Instance, b.Scrapes); err != nil {
+				return &store.BatchError{Index: i, Err: err}
+			}
+		}
+		return nil
 	}
 }
 
@@ -358,10 +378,13 @@ func onceFunc(f func()) func() {
 	}
 }
 
-// writer forwards scrapes to a sink and keeps the statistics.
+// writer forwards scrapes to a sink, several instances at a time (about
+// BatchSamples samples a call), and keeps the statistics.
 type writer struct {
-	sink    Sink
+	sink    batchSink
 	opt     IngestOptions
+	pending []store.Batch
+	npend   int
 	scrapes int
 	samples int64
 	insts   map[string]bool
@@ -371,30 +394,54 @@ type writer struct {
 	notes   noteSet
 }
 
-func newWriter(sink Sink, opt IngestOptions) *writer {
+func newWriter(sink batchSink, opt IngestOptions) *writer {
 	return &writer{sink: sink, opt: opt, insts: map[string]bool{}}
 }
 
+// write queues scrapes of one instance, in time order after the ones
+// queued before for it; the caller must not change them afterwards.
 func (w *writer) write(instance string, scrapes []*sample.Scrape) error {
 	if len(scrapes) == 0 {
 		return nil
 	}
 	for _, s := range scrapes {
 		s.Instance = instance
+		w.npend += len(s.Metrics)
 	}
-	if err := w.sink(instance, scrapes); err != nil {
-		return fmt.Errorf("writing %d scrapes of %s from %s: %w", len(scrapes), instance,
-			scrapes[0].Time.UTC().Format(time.RFC3339), err)
+	w.pending = append(w.pending, store.Batch{Instance: instance, Scrapes: scrapes})
+	if w.npend >= w.opt.BatchSamples {
+		return w.flush()
 	}
-	w.insts[instance] = true
-	for _, s := range scrapes {
-		w.scrapes++
-		w.samples += int64(len(s.Metrics))
-		if w.from.IsZero() || s.Time.Before(w.from) {
-			w.from = s.Time
+	return nil
+}
+
+// flush hands the queued scrapes to the sink.
+func (w *writer) flush() error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	batches := w.pending
+	w.pending, w.npend = nil, 0
+	if err := w.sink(batches); err != nil {
+		var be *store.BatchError
+		if errors.As(err, &be) && be.Index >= 0 && be.Index < len(batches) {
+			b := batches[be.Index]
+			return fmt.Errorf("writing %d scrapes of %s from %s: %w", len(b.Scrapes), b.Instance,
+				b.Scrapes[0].Time.UTC().Format(time.RFC3339), be.Err)
 		}
-		if s.Time.After(w.to) {
-			w.to = s.Time
+		return fmt.Errorf("writing scrapes of %d instances: %w", len(batches), err)
+	}
+	for _, b := range batches {
+		w.insts[b.Instance] = true
+		for _, s := range b.Scrapes {
+			w.scrapes++
+			w.samples += int64(len(s.Metrics))
+			if w.from.IsZero() || s.Time.Before(w.from) {
+				w.from = s.Time
+			}
+			if s.Time.After(w.to) {
+				w.to = s.Time
+			}
 		}
 	}
 	return nil

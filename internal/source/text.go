@@ -698,9 +698,13 @@ func (p *textParser) emit(in *textInstance, ts []int64) error {
 
 // finish writes every buffered scrape and the notes.
 func (p *textParser) finish() error {
-	order := slices.Clone(p.insts)
+	// The lookups of series text are done with: let the store have their
+	// memory (a file of 100 000 instances holds as many series).
+	p.raw, p.canon, p.instIx = nil, nil, nil
+	order := p.insts
+	p.insts = nil
 	slices.SortFunc(order, func(a, b *textInstance) int { return strings.Compare(a.name, b.name) })
-	for _, in := range order {
+	for i, in := range order {
 		ts := make([]int64, 0, len(in.buckets))
 		for t := range in.buckets {
 			ts = append(ts, t)
@@ -708,8 +712,12 @@ func (p *textParser) finish() error {
 		if err := p.emit(in, ts); err != nil {
 			return err
 		}
+		order[i] = nil // written: its buckets are garbage
 	}
 	w := p.w
+	if err := w.flush(); err != nil {
+		return err
+	}
 	if p.noTS > 0 {
 		w.notes.add(sample.Note{Source: p.file,
 			Message: fmt.Sprintf("%d samples have no timestamp: stamped with the file's modification time %s",

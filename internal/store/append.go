@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -23,10 +24,42 @@ import (
 // Scrapes of a range that a later scrape of the same call closes go
 // straight into chunks without head rows.
 func (s *Store) Append(instance string, scrapes ...*sample.Scrape) error {
-	if instance == "" {
-		return fmt.Errorf("store %s: append: empty instance name", s.path)
+	err := s.AppendBatch([]Batch{{Instance: instance, Scrapes: scrapes}})
+	var be *BatchError
+	if errors.As(err, &be) {
+		return be.Err
 	}
-	if len(scrapes) == 0 {
+	return err
+}
+
+// Batch is scrapes of one instance for AppendBatch.
+type Batch struct {
+	Instance string
+	Scrapes  []*sample.Scrape
+}
+
+// BatchError is AppendBatch's error about one of its batches.
+type BatchError struct {
+	Index int // of the batch
+	Err   error
+}
+
+func (e *BatchError) Error() string { return e.Err.Error() }
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// AppendBatch stores the scrapes of several instances in one transaction,
+// as Append would one batch after another: all of them or, on error,
+// nothing. An instance may come in several batches, in time order. One
+// transaction (one fsync) for a whole fleet is what keeps ingesting a file
+// of many instances linear and fast; the recorder appends one instance.
+// An error about one batch is a *BatchError.
+func (s *Store) AppendBatch(batches []Batch) error {
+	for i, b := range batches {
+		if b.Instance == "" {
+			return &BatchError{i, fmt.Errorf("store %s: append: empty instance name", s.path)}
+		}
+	}
+	if !slices.ContainsFunc(batches, func(b Batch) bool { return len(b.Scrapes) > 0 }) {
 		return nil
 	}
 	s.mu.Lock()
@@ -38,15 +71,43 @@ func (s *Store) Append(instance string, scrapes ...*sample.Scrape) error {
 	if err != nil {
 		return s.wrap("append", err)
 	}
-	a := appender{s: s, tx: tx}
-	err = a.run(instance, scrapes)
+	a := appender{s: s, tx: tx, q: &stmtTx{tx: tx}, ctx: context.Background()}
+	defer a.close()
+	if err = a.checkGen(); err != nil {
+		err = s.wrap("append: load head", err)
+	}
+	touched := 0
+	for i, b := range batches {
+		if err != nil {
+			break
+		}
+		touched = i + 1
+		if len(b.Scrapes) == 0 {
+			continue
+		}
+		if err = a.run(b.Instance, b.Scrapes); err != nil {
+			err = &BatchError{i, err}
+		}
+	}
 	if err == nil {
 		err = s.wrap("append: commit", tx.Commit())
 	}
 	if err != nil {
 		_ = tx.Rollback()
-		delete(s.heads, instance) // the mirror may hold what was rolled back
+		for _, b := range batches[:touched] {
+			delete(s.heads, b.Instance) // the mirror may hold what was rolled back
+		}
 		return err
+	}
+	if batches[0].Instance != batches[len(batches)-1].Instance || len(batches) > 2 {
+		// A bulk ingest of many instances: each is appended once or twice,
+		// so the writer's caches would only hold memory (100 000
+		// instances: ~40 MB). They are rebuilt when needed.
+		for _, b := range batches {
+			if h := s.heads[b.Instance]; h != nil {
+				h.keys, h.layout = nil, nil
+			}
+		}
 	}
 	return nil
 }
@@ -55,6 +116,7 @@ func (s *Store) Append(instance string, scrapes ...*sample.Scrape) error {
 type appender struct {
 	s   *Store
 	tx  *sql.Tx
+	q   *stmtTx // tx, each statement prepared once
 	h   *instHead
 	ctx context.Context
 
@@ -64,17 +126,83 @@ type appender struct {
 	buf               []byte
 }
 
+// close releases the prepared statements.
+func (a *appender) close() {
+	for _, st := range []*sql.Stmt{a.insChunk, a.insHead} {
+		if st != nil {
+			_ = st.Close() // a statement of a finished transaction
+		}
+	}
+	a.q.close()
+}
+
+// stmtTx is a transaction that prepares each query text once: an
+// AppendBatch of many instances runs the same few queries for each.
+type stmtTx struct {
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (q *stmtTx) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := q.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := q.tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if q.stmts == nil {
+		q.stmts = map[string]*sql.Stmt{}
+	}
+	q.stmts[query] = st
+	return st, nil
+}
+
+func (q *stmtTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := q.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (q *stmtTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := q.stmt(ctx, query)
+	if err != nil {
+		return q.tx.QueryRowContext(ctx, query, args...) // reports the same error through Scan
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+func (q *stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := q.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (q *stmtTx) close() {
+	for _, st := range q.stmts {
+		_ = st.Close() // a statement of a finished transaction
+	}
+}
+
+// checkGen drops the cached series ids when another process deleted
+// series.
+func (a *appender) checkGen() error {
+	return a.s.checkGen(a.q)
+}
+
 func (a *appender) run(instance string, scrapes []*sample.Scrape) error {
 	s := a.s
-	a.ctx = context.Background()
-	heads, err := s.syncHeads(a.tx, instance)
+	h, err := s.syncHeadOf(a.q, instance)
 	if err != nil {
 		return s.wrap("append: load head", err)
 	}
-	a.h = heads[instance]
-	h := a.h
+	a.h = h
 	if !h.known {
-		if _, err := a.tx.ExecContext(a.ctx, "INSERT INTO instances (name) VALUES (?)", instance); err != nil {
+		if _, err := a.q.ExecContext(a.ctx, "INSERT INTO instances (name) VALUES (?)", instance); err != nil {
 			return s.wrap("append", err)
 		}
 		h.known = true
@@ -223,7 +351,7 @@ func (a *appender) lookup(m sample.Metric) (int64, error) {
 		return id, nil
 	}
 	var id int64
-	err = a.tx.QueryRowContext(a.ctx, `INSERT INTO series (instance, name, labels) VALUES (?, ?, ?)
+	err = a.q.QueryRowContext(a.ctx, `INSERT INTO series (instance, name, labels) VALUES (?, ?, ?)
 		ON CONFLICT (instance, name, labels) DO UPDATE SET instance = excluded.instance RETURNING id`,
 		h.name, m.Name, lt).Scan(&id)
 	if err != nil {
@@ -235,7 +363,7 @@ func (a *appender) lookup(m sample.Metric) (int64, error) {
 
 func (a *appender) loadKeys() error {
 	h := a.h
-	rows, err := a.tx.QueryContext(a.ctx, "SELECT id, name, labels FROM series WHERE instance = ?", h.name)
+	rows, err := a.q.QueryContext(a.ctx, "SELECT id, name, labels FROM series WHERE instance = ?", h.name)
 	if err != nil {
 		return a.s.wrap("append: read series", err)
 	}
@@ -284,7 +412,7 @@ func (a *appender) cut() error {
 		mn, mx = min(mn, hs.minT), max(mx, hs.maxT)
 	}
 	if h.rows > 0 {
-		if _, err := a.tx.ExecContext(a.ctx, "DELETE FROM head WHERE instance = ?", h.name); err != nil {
+		if _, err := a.q.ExecContext(a.ctx, "DELETE FROM head WHERE instance = ?", h.name); err != nil {
 			return a.s.wrap("append: cut", err)
 		}
 	}
@@ -292,7 +420,7 @@ func (a *appender) cut() error {
 		if h.hasChunks {
 			mn, mx = min(mn, h.chunkMin), max(mx, h.chunkMax)
 		}
-		if _, err := a.tx.ExecContext(a.ctx, "UPDATE instances SET min_t = ?, max_t = ? WHERE name = ?", mn, mx, h.name); err != nil {
+		if _, err := a.q.ExecContext(a.ctx, "UPDATE instances SET min_t = ?, max_t = ? WHERE name = ?", mn, mx, h.name); err != nil {
 			return a.s.wrap("append: cut", err)
 		}
 		h.hasChunks, h.chunkMin, h.chunkMax = true, mn, mx

@@ -327,17 +327,8 @@ func headStatuses(tx querier, instance string) (map[string]headStatus, error) {
 // s.mu.
 func (s *Store) syncHeads(tx querier, instance string) (map[string]*instHead, error) {
 	ctx := context.Background()
-	var genText string
-	if err := tx.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'series_gen'").Scan(&genText); err != nil {
+	if err := s.checkGen(tx); err != nil {
 		return nil, err
-	}
-	if gen, _ := strconv.ParseInt(genText, 10, 64); gen != s.gen {
-		// Series were deleted by another process: the id caches may name
-		// series that no longer exist.
-		for _, h := range s.heads {
-			h.keys, h.layout = nil, nil
-		}
-		s.gen = gen
 	}
 	status, err := headStatuses(tx, instance)
 	if err != nil {
@@ -379,6 +370,34 @@ func (s *Store) syncHeads(tx querier, instance string) (map[string]*instHead, er
 		out[n] = h
 	}
 	return out, nil
+}
+
+// checkGen drops every cached series id when another process deleted
+// series since the last look. Callers hold s.mu.
+func (s *Store) checkGen(tx querier) error {
+	var genText string
+	if err := tx.QueryRowContext(context.Background(), "SELECT value FROM meta WHERE key = 'series_gen'").Scan(&genText); err != nil {
+		return err
+	}
+	if gen, _ := strconv.ParseInt(genText, 10, 64); gen != s.gen {
+		// Series were deleted by another process: the id caches may name
+		// series that no longer exist.
+		for _, h := range s.heads {
+			h.keys, h.layout = nil, nil
+		}
+		s.gen = gen
+	}
+	return nil
+}
+
+// syncHeadOf is syncHeads for one instance after checkGen, within the
+// same transaction.
+func (s *Store) syncHeadOf(tx querier, instance string) (*instHead, error) {
+	status, err := headStatuses(tx, instance)
+	if err != nil {
+		return nil, err
+	}
+	return s.syncHead(tx, instance, status[instance])
 }
 
 // syncHead brings one instance's head mirror to st, the head table's state.

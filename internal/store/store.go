@@ -275,7 +275,15 @@ var schema = []string{
 	t        INTEGER NOT NULL,
 	data     BLOB NOT NULL
 )`,
+	headIndex,
 }
+
+// headIndex finds an instance's head rows without reading every
+// instance's: without it each Append of a store holding many instances
+// (a fleet ingested from one file) scans the whole head table. Stores
+// created before it get it at their first read-write open; older readers
+// ignore it.
+const headIndex = `CREATE INDEX IF NOT EXISTS head_instance ON head (instance, t)`
 
 // requiredTables must all exist in a store.
 var requiredTables = []string{"meta", "instances", "series", "chunks", "head"}
@@ -340,6 +348,9 @@ func (s *Store) initSchema(opt Options) error {
 		// journal mode: put it back in WAL mode (persistent in the file).
 		if _, err := conn.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
 			return s.wrap("open: set WAL mode", err)
+		}
+		if _, err := conn.ExecContext(ctx, headIndex); err != nil {
+			return s.wrap("open: index the head", err)
 		}
 	}
 	return nil
