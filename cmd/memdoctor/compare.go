@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/safeio"
+	"github.com/memdoctor/memdoctor/internal/termsafe"
 
 	"github.com/memdoctor/memdoctor/internal/compare"
 	"github.com/memdoctor/memdoctor/internal/probe"
@@ -83,9 +84,7 @@ values are hosts; when a group is a single host, its days.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return writeJSON(cmd.OutOrStdout(), res)
 			}
 			return compareText(cmd.OutOrStdout(), res)
 		},
@@ -201,7 +200,7 @@ func compareSources(cmd *cobra.Command, pa, wa, pb, wb string) (*compare.Result,
 
 func compareText(out io.Writer, r *compare.Result) error {
 	w := bufio.NewWriter(out)
-	pf := func(format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) } // bufio keeps the first error for Flush
+	pf := func(format string, a ...any) { _, _ = termsafe.Fprintf(w, format, a...) } // bufio keeps the first error for Flush
 	pf("memdoctor compare: A = %s\n                   B = %s\n", r.A, r.B)
 	pf("values are %ss; difference of medians with a bootstrap 95%% interval\n\n", r.Unit)
 	for _, row := range r.Rows {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/prom"
+	"github.com/memdoctor/memdoctor/internal/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -77,7 +78,7 @@ func (f *promFlags) window(until string) (end time.Time, r time.Duration, step t
 // printWarnings shows the server's partial-data warnings on stderr.
 func printWarnings(w io.Writer, ws []string) {
 	for _, x := range ws {
-		_, _ = fmt.Fprintln(w, "memdoctor: warning from prometheus (results may be partial):", x)
+		_, _ = fmt.Fprintln(w, "memdoctor: warning from prometheus (results may be partial):", termsafe.Escape(x))
 	}
 }
 
