@@ -166,7 +166,8 @@ type Coverage struct {
 // RuleSkip is one rule that was not evaluated.
 type RuleSkip struct {
 	ID string `json:"id"`
-	// Reason is "needs a time range", "missing data" or "too little data".
+	// Reason is "needs a time range", "missing data", "too little data" or
+	// "impossible data" (a value that cannot be: MemTotal 0, a negative size).
 	Reason string `json:"reason"`
 	// Detail says what exactly was missing.
 	Detail string `json:"detail,omitempty"`
@@ -178,6 +179,7 @@ const (
 	SkipNeedsRange  = "needs a time range"
 	SkipMissingData = "missing data"
 	SkipTooLittle   = "too little data"
+	SkipInvalidData = "impossible data"
 )
 
 // Run evaluates every rule. A rule whose needed series are missing is
@@ -224,7 +226,14 @@ func RunCovered(in *Input, rules []Rule) ([]Finding, []sample.Note, Coverage) {
 		out = append(out, found...)
 		if len(found) == 0 && len(in.notes) > before && in.notes[len(in.notes)-1].Source == "rule "+m.ID {
 			n := in.notes[len(in.notes)-1]
-			cov.NotEvaluated = append(cov.NotEvaluated, RuleSkip{ID: m.ID, Reason: SkipTooLittle, Detail: n.Message, Fix: n.Fix})
+			reason := SkipTooLittle
+			switch {
+			case strings.HasPrefix(n.Message, notEvaluatedMissing):
+				reason = SkipMissingData
+			case strings.HasPrefix(n.Message, notEvaluatedInvalid):
+				reason = SkipInvalidData
+			}
+			cov.NotEvaluated = append(cov.NotEvaluated, RuleSkip{ID: m.ID, Reason: reason, Detail: n.Message, Fix: n.Fix})
 			continue
 		}
 		cov.Evaluated = append(cov.Evaluated, m.ID)

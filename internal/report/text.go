@@ -153,7 +153,7 @@ func coverage(p *printer, r *diagnose.Report) {
 	}
 	for _, reason := range order {
 		phrase := map[string]string{diagnose.SkipNeedsRange: "need a time range", diagnose.SkipMissingData: "lack their data",
-			diagnose.SkipTooLittle: "had too little data"}[reason]
+			diagnose.SkipTooLittle: "had too little data", diagnose.SkipInvalidData: "had impossible data"}[reason]
 		if phrase == "" {
 			phrase = reason
 		}
@@ -233,6 +233,9 @@ func tab(p *printer) *tabwriter.Writer {
 func memory(p *printer, h *diagnose.Host) {
 	a := h.Accounting
 	p.heading("MEMORY")
+	if a.Invalid != "" {
+		p.f("  %s %s: the sizes below cannot be trusted\n", p.paint("1;33", "IMPOSSIBLE DATA:"), a.Invalid)
+	}
 	p.f("  total %s, available %s, used %.1f%% (free %s)\n", hb(a.TotalBytes), hb(a.AvailableBytes), a.UsedPercent, hb(a.FreeBytes))
 	if a.SwapTotalBytes > 0 {
 		p.f("  swap %s, used %s\n", hb(a.SwapTotalBytes), hb(a.SwapTotalBytes-a.SwapFreeBytes))
