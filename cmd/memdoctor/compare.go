@@ -195,7 +195,10 @@ func compareSources(cmd *cobra.Command, pa, wa, pb, wb string) (*compare.Result,
 		}
 		return p
 	}
-	return compare.Compare(name(pa, wa), name(pb, wb), unit, compare.FromWindows(a, perDay), compare.FromWindows(b, perDay)), nil
+	res := compare.Compare(name(pa, wa), name(pb, wb), unit, compare.FromWindows(a, perDay), compare.FromWindows(b, perDay))
+	res.Notes = append(res.Notes, compare.NonFinite("A", a)...)
+	res.Notes = append(res.Notes, compare.NonFinite("B", b)...)
+	return res, nil
 }
 
 func compareText(out io.Writer, r *compare.Result) error {
