@@ -163,7 +163,11 @@ func TestDamagedPages(t *testing.T) {
 		}
 		_, serr := st.Select(Query{})
 		cerr := st.Check()
+		qerr := st.QuickCheck()
 		st.Close()
+		if (cerr == nil) != (qerr == nil) || qerr != nil && !errors.Is(qerr, ErrCorrupt) {
+			t.Errorf("trial %d (page %d): QuickCheck = %v, Check = %v; want both to see the damage", trial, page, qerr, cerr)
+		}
 		if serr != nil && !errors.Is(serr, ErrCorrupt) {
 			t.Errorf("trial %d (page %d): Select = %v, want ErrCorrupt", trial, page, serr)
 		}
