@@ -162,3 +162,40 @@ func TestHostileLabelsEscaped(t *testing.T) {
 		t.Errorf("the error printed the control character %s raw: %q", c, errOut)
 	}
 }
+
+// malloc prints the name of the glibc process it reads: a real python3
+// (glibc malloc) that renamed itself with prctl(PR_SET_NAME).
+func TestHostileNameMalloc(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	script := `import ctypes, sys, time
+ctypes.CDLL(None).prctl(15, ctypes.c_char_p(sys.argv[1].encode("utf-8", "surrogateescape")), 0, 0, 0)
+print("ready", flush=True)
+time.sleep(60)
+`
+	cmd := exec.Command(py, "-c", script, hostileComm)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("python did not start: %q", line)
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	out, errOut, code := runCLI(t, "malloc", pid)
+	if code != 0 {
+		t.Skipf("malloc %s exited %d (ptrace not allowed here?): %s", pid, code, errOut)
+	}
+	if c := rawControl(out + errOut); c != "" {
+		t.Errorf("malloc printed the control character %s raw", c)
+	}
+	if want := `\x1b[2J\u009b31m\r\tev\x7f`; !strings.Contains(out, want) {
+		t.Errorf("malloc does not show the name escaped as %s:\n%s", want, out)
+	}
+}
