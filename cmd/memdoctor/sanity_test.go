@@ -112,3 +112,28 @@ func TestNonFiniteSamplesDropped(t *testing.T) {
 		}
 	}
 }
+
+// Finding 6: check over a meminfo that cannot be true fails naming the file
+// and line (it printed "total -5.00 KiB", "-1.00 KiB" for a wrapped value,
+// "used -100.0%", or "ok" for an empty file).
+func TestCheckImpossibleMeminfo(t *testing.T) {
+	for _, tc := range []struct{ meminfo, says string }{
+		{"MemTotal:             -5 kB\nMemFree:               0 kB\n", "proc/meminfo: line 1: malformed: MemTotal is -5 kB"},
+		{"MemTotal:  18446744073709551615 kB\n", "proc/meminfo: line 1: malformed: MemTotal is -1 kB"},
+		{"MemTotal:        8388608 kB\nMemFree:         1048576 kB\nMemAvailable:   16777216 kB\n", "proc/meminfo: line 3: malformed: MemAvailable 16777216 kB is above MemTotal 8388608 kB"},
+		{"MemTotal:              0 kB\n", "proc/meminfo: line 1: malformed: MemTotal is 0"},
+		{"\n", "proc/meminfo: malformed: no MemTotal line"},
+	} {
+		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, "proc"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "proc", "meminfo"), []byte(tc.meminfo), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := runCLI(t, "check", "--root", root)
+		if code == 0 || !strings.Contains(errOut, tc.says) {
+			t.Errorf("check over %q: exit %d, %q; want an error saying %q\n%s", tc.meminfo, code, errOut, tc.says, out)
+		}
+	}
+}
