@@ -1,20 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 
-	"github.com/memdoctor/memdoctor/internal/termsafe"
+	"github.com/memdoctor/memdoctor/internal/report"
 )
 
-// writeJSON writes v as indented JSON. Strings stay exact; DEL and C1
-// characters are written as \u escapes, so hostile names and labels cannot
-// act on the terminal that shows the document.
-func writeJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(termsafe.JSON(b), '\n'))
-	return err
-}
+// writeJSON writes v as indented JSON: exact strings, DEL and C1 written as
+// \u escapes, and a NaN or infinity an error naming where it is.
+func writeJSON(w io.Writer, v any) error { return report.WriteJSON(w, v) }

@@ -3,7 +3,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -14,17 +13,8 @@ import (
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
-// JSON writes the report as indented JSON. Strings are exact; DEL and C1
-// characters in them are written as \u escapes, so a terminal showing the
-// document does not act on them.
-func JSON(w io.Writer, r *diagnose.Report) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(termsafe.JSON(b), '\n'))
-	return err
-}
+// JSON writes the report as indented JSON (see WriteJSON).
+func JSON(w io.Writer, r *diagnose.Report) error { return WriteJSON(w, r) }
 
 // TextOptions control the terminal report.
 type TextOptions struct {
