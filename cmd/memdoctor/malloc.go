@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -121,9 +120,7 @@ Only root may inspect another user's process; PID 1 is refused.`,
 				_, err = out.Write(rep.XML)
 				return err
 			case f.asJSON:
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return writeJSON(out, rep)
 			}
 			return mallocText(out, rep)
 		},

@@ -198,4 +198,17 @@ time.sleep(60)
 	if want := `\x1b[2J\u009b31m\r\tev\x7f`; !strings.Contains(out, want) {
 		t.Errorf("malloc does not show the name escaped as %s:\n%s", want, out)
 	}
+	out, errOut, code = runCLI(t, "malloc", pid, "--json")
+	if code != 0 {
+		t.Fatalf("malloc --json exited %d: %s", code, errOut)
+	}
+	if c := rawControl(out); c != "" {
+		t.Errorf("malloc --json printed the control character %s raw", c)
+	}
+	var rep struct {
+		Comm string `json:"comm"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Comm != hostileComm {
+		t.Errorf("malloc --json comm = %q (%v), want the exact name %q", rep.Comm, err, hostileComm)
+	}
 }
