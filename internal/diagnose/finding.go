@@ -238,10 +238,31 @@ func RunCovered(in *Input, rules []Rule) ([]Finding, []sample.Note, Coverage) {
 		}
 		cov.Evaluated = append(cov.Evaluated, m.ID)
 	}
-	notes = append(notes, in.notes...)
+	notes = append(notes, mergeInvalid(in.notes)...)
 	in.notes = nil
 	sortFindings(out)
 	return out, notes, cov
+}
+
+// mergeInvalid gives rules not evaluated for the same impossible value
+// one note ("rules a, b: not evaluated: impossible data: ..."), as
+// addMissing does for a missing series.
+func mergeInvalid(notes []sample.Note) []sample.Note {
+	var out []sample.Note
+	at := map[string]int{}
+	for _, n := range notes {
+		if !strings.HasPrefix(n.Message, notEvaluatedInvalid) || !strings.HasPrefix(n.Source, "rule ") {
+			out = append(out, n)
+			continue
+		}
+		if i, ok := at[n.Message]; ok {
+			out[i].Source = strings.Replace(out[i].Source, "rule ", "rules ", 1) + ", " + strings.TrimPrefix(n.Source, "rule ")
+			continue
+		}
+		at[n.Message] = len(out)
+		out = append(out, n)
+	}
+	return out
 }
 
 func (in *Input) has(name string) bool {

@@ -124,3 +124,24 @@ func TestImpossibleWindowNotEvaluated(t *testing.T) {
 		}
 	}
 }
+
+// Rules not evaluated for the same impossible value share one note.
+func TestImpossibleDataOneNote(t *testing.T) {
+	t.Parallel()
+	s := &sample.Scrape{Time: time.Unix(1700000000, 0)}
+	for _, k := range []string{"MemFree", "MemAvailable", "AnonPages", "Active_file", "Inactive_file", "Shmem",
+		"SReclaimable", "SUnreclaim", "KernelStack", "PageTables"} {
+		s.Add("node_memory_"+k+"_bytes", 1<<20)
+	}
+	s.Add("node_memory_MemTotal_bytes", -5120)
+	_, notes, _ := diagnose.RunCovered(&diagnose.Input{Host: diagnose.Analyze(s, "test")}, diagnose.Rules())
+	var got []string
+	for _, n := range notes {
+		if strings.Contains(n.Message, "impossible data") {
+			got = append(got, n.Source)
+		}
+	}
+	if want := "rules kernel_memory_unexplained, low_available_memory, slab_unreclaimable_high"; len(got) != 1 || got[0] != want {
+		t.Errorf("notes from %q, want one from %q", got, want)
+	}
+}
