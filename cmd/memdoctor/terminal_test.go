@@ -212,3 +212,18 @@ time.sleep(60)
 		t.Errorf("malloc --json comm = %q (%v), want the exact name %q", rep.Comm, err, hostileComm)
 	}
 }
+
+// lint names the files it read: a file name is anyone's choice.
+func TestHostileFileNameLint(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "producer\x1b]0;pwned\x07.properties")
+	if err := os.WriteFile(file, []byte("bootstrap.servers=k:9092\nbatch.size=16384\nlinger.ms=0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, _ := runCLI(t, "lint", file)
+	if c := rawControl(out + errOut); c != "" {
+		t.Errorf("lint printed the control character %s raw:\n%s%s", c, out, errOut)
+	}
+	if !strings.Contains(out, `producer\x1b]0;pwned\x07.properties`) {
+		t.Errorf("lint does not name the file escaped:\n%s%s", out, errOut)
+	}
+}
