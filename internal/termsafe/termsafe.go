@@ -16,6 +16,7 @@ package termsafe
 import (
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 )
@@ -93,8 +94,8 @@ func escape(s string, keepLines bool) string {
 	return b.String()
 }
 
-// Args returns a copy of fmt arguments with every string, error and
-// fmt.Stringer escaped with Escape; other values (numbers, and Trusted
+// Args returns a copy of fmt arguments with every string (of any string
+// type), error and fmt.Stringer escaped with Escape; other values (numbers, and Trusted
 // strings memdoctor wrote itself) are kept.
 func Args(a []any) []any {
 	out := make([]any, len(a))
@@ -115,7 +116,12 @@ func Args(a []any) []any {
 			}
 			out[i] = e
 		default:
-			out[i] = v
+			// Named string types (a label value type, an enum) too.
+			if rv := reflect.ValueOf(v); rv.Kind() == reflect.String {
+				out[i] = Escape(rv.String())
+			} else {
+				out[i] = v
+			}
 		}
 	}
 	return out

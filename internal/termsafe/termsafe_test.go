@@ -27,8 +27,9 @@ func TestEscape(t *testing.T) {
 }
 
 func TestArgsKeepTrusted(t *testing.T) {
-	got := Args([]any{Trusted("\x1b[1mX\x1b[0m"), "\x1b[1m", 3})
-	if got[0] != "\x1b[1mX\x1b[0m" || got[1] != `\x1b[1m` || got[2] != 3 {
+	type labelValue string
+	got := Args([]any{Trusted("\x1b[1mX\x1b[0m"), "\x1b[1m", 3, labelValue("a\x1b"), []string{"\x07"}})
+	if got[0] != "\x1b[1mX\x1b[0m" || got[1] != `\x1b[1m` || got[2] != 3 || got[3] != `a\x1b` || got[4].([]string)[0] != `\x07` {
 		t.Errorf("Args = %q", got)
 	}
 }
