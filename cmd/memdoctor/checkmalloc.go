@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"sort"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/malloc"
 	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
 // mallocCandidate is a glibc process check may inspect.
@@ -53,9 +53,9 @@ func mallocCandidates(s *sample.Scrape, n int) []mallocCandidate {
 func inspectAllocators(ctx context.Context, s *sample.Scrape, n int, timeout time.Duration, progress io.Writer) []sample.Note {
 	var notes []sample.Note
 	for _, c := range mallocCandidates(s, n) {
-		_, _ = fmt.Fprintf(progress, "memdoctor: reading malloc_info of pid %d (%s): one of its threads is held briefly\n", c.pid, c.comm)
+		_, _ = termsafe.Fprintf(progress, "memdoctor: reading malloc_info of pid %d (%s): one of its threads is held briefly\n", c.pid, c.comm)
 		rep, err := malloc.Inspect(ctx, c.pid, malloc.Options{Timeout: timeout, Method: malloc.MethodPtrace,
-			OnStuck: func(msg string) { _, _ = fmt.Fprintf(progress, "memdoctor: %s\n", msg) }})
+			OnStuck: func(msg string) { _, _ = termsafe.Fprintf(progress, "memdoctor: %s\n", msg) }})
 		if err != nil {
 			msg := err.Error()
 			fix := ""

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/safeio"
+	"github.com/memdoctor/memdoctor/internal/termsafe"
 
 	"github.com/memdoctor/memdoctor/internal/compare"
 	"github.com/memdoctor/memdoctor/internal/probe"
@@ -84,9 +85,7 @@ values are hosts; when a group is a single host, its days.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return writeJSON(cmd.OutOrStdout(), res)
 			}
 			return compareText(cmd.OutOrStdout(), res)
 		},
@@ -147,34 +146,39 @@ func parseWindow(s string, end time.Time) (from, to time.Time, err error) {
 	return from, to, nil
 }
 
-// loadWindows reads every instance of a source (within win, when given).
-func loadWindows(cmd *cobra.Command, path, win string) ([]*sample.Window, error) {
+// loadWindows reads every instance of a source (within win, when given),
+// with what reading it left out, one line each.
+func loadWindows(cmd *cobra.Command, path, win string) ([]*sample.Window, []string, error) {
 	bar := newProgress(cmd.ErrOrStderr(), "reading "+path)
-	st, cleanup, _, err := source.OpenStore(path, source.IngestOptions{Progress: bar.update})
+	st, cleanup, ist, err := source.OpenStore(path, source.IngestOptions{Progress: bar.update})
 	bar.done()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	var notes []string
+	for _, n := range ist.Notes {
+		notes = append(notes, n.Source+": "+n.Message)
 	}
 	defer cleanup()
 	insts, err := st.Instances()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []*sample.Window
 	for _, inst := range insts {
 		first, last, err := st.TimeRange(inst)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		from, to := first, last
 		if win != "" {
 			if from, to, err = parseWindow(win, last); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		ss, err := st.Select(store.Query{Instance: inst, Names: compare.WindowNames, From: from, To: to})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		w := &sample.Window{Instance: inst, From: from, To: to}
 		for _, s := range ss {
@@ -183,17 +187,20 @@ func loadWindows(cmd *cobra.Command, path, win string) ([]*sample.Window, error)
 		out = append(out, w)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s holds no samples", path)
+		return nil, nil, fmt.Errorf("%s holds no samples", path)
 	}
-	return out, nil
+	return out, notes, nil
 }
 
 func compareSources(cmd *cobra.Command, pa, wa, pb, wb string) (*compare.Result, error) {
-	a, err := loadWindows(cmd, pa, wa)
+	a, notesA, err := loadWindows(cmd, pa, wa)
 	if err != nil {
 		return nil, fmt.Errorf("group A: %w", err)
 	}
-	b, err := loadWindows(cmd, pb, wb)
+	b, notesB, err := loadWindows(cmd, pb, wb)
+	if pb == pa {
+		notesB = nil // one source, two windows: its notes once
+	}
 	if err != nil {
 		return nil, fmt.Errorf("group B: %w", err)
 	}
@@ -208,12 +215,21 @@ func compareSources(cmd *cobra.Command, pa, wa, pb, wb string) (*compare.Result,
 		}
 		return p
 	}
-	return compare.Compare(name(pa, wa), name(pb, wb), unit, compare.FromWindows(a, perDay), compare.FromWindows(b, perDay)), nil
+	res := compare.Compare(name(pa, wa), name(pb, wb), unit, compare.FromWindows(a, perDay), compare.FromWindows(b, perDay))
+	res.Notes = append(res.Notes, compare.NonFinite("A", a)...)
+	res.Notes = append(res.Notes, compare.NonFinite("B", b)...)
+	for _, n := range notesA {
+		res.Notes = append(res.Notes, "group A: "+n)
+	}
+	for _, n := range notesB {
+		res.Notes = append(res.Notes, "group B: "+n)
+	}
+	return res, nil
 }
 
 func compareText(out io.Writer, r *compare.Result) error {
 	w := bufio.NewWriter(out)
-	pf := func(format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) } // bufio keeps the first error for Flush
+	pf := func(format string, a ...any) { _, _ = termsafe.Fprintf(w, format, a...) } // bufio keeps the first error for Flush
 	pf("memdoctor compare: A = %s\n                   B = %s\n", r.A, r.B)
 	pf("values are %ss; difference of medians with a bootstrap 95%% interval\n\n", r.Unit)
 	for _, row := range r.Rows {

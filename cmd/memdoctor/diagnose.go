@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -136,9 +135,7 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 			}
 			out := merge(results, src.from)
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return writeJSON(cmd.OutOrStdout(), out)
 			}
 			return report.DiagnoseText(cmd.OutOrStdout(), out.Report, toSummaries(results), report.TextOptions{Color: colorOK(cmd.OutOrStdout())})
 		},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/outfile"
+	"github.com/memdoctor/memdoctor/internal/termsafe"
 
 	"github.com/memdoctor/memdoctor/internal/source"
 	"github.com/memdoctor/memdoctor/internal/store"
@@ -42,12 +43,18 @@ has one row per sample: instance, name, labels, timestamp_ms, value.`,
 				return fmt.Errorf("-o FILE is required (\"-\" for standard output)")
 			}
 			bar := newProgress(cmd.ErrOrStderr(), "reading "+from)
-			st, cleanup, _, err := source.OpenStore(from, source.IngestOptions{Lenient: lenient, Progress: bar.update})
+			st, cleanup, ist, err := source.OpenStore(from, source.IngestOptions{Lenient: lenient, Progress: bar.update})
 			bar.done()
 			if err != nil {
 				return err
 			}
 			defer cleanup()
+			// What reading left out (dropped NaN samples, skipped lines, a
+			// damaged store read with --lenient) is said, not exported in
+			// silence.
+			for _, n := range ist.Notes {
+				_, _ = termsafe.Fprintf(cmd.ErrOrStderr(), "memdoctor: note: %s: %s\n", n.Source, n.Message)
+			}
 			q := store.Query{Instance: instance}
 			if since != "" || until != "" {
 				insts, err := st.Instances()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/fleet"
+	"github.com/memdoctor/memdoctor/internal/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -58,16 +58,14 @@ func runFleet(cmd *cobra.Command, f *fleetFlags, until string, asJSON bool) erro
 	}
 	printWarnings(cmd.ErrOrStderr(), res.Warnings)
 	if asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return writeJSON(cmd.OutOrStdout(), res)
 	}
 	return fleetText(cmd.OutOrStdout(), res, f.top)
 }
 
 func fleetText(out io.Writer, res *fleet.Result, top int) error {
 	w := bufio.NewWriter(out)
-	pf := func(format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) } // bufio keeps the first error for Flush
+	pf := func(format string, a ...any) { _, _ = termsafe.Fprintf(w, format, a...) } // bufio keeps the first error for Flush
 	pf("memdoctor diagnose: %d instances at %s, %s … %s\n", len(res.Instances), res.Source,
 		res.From.UTC().Format("2006-01-02 15:04"), res.To.UTC().Format("2006-01-02 15:04"))
 	pf("scan: %d aggregated queries; %d suspects fetched in full (step %gs); %d queries, %s received in %.1fs\n",

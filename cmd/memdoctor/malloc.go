@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/malloc"
+	"github.com/memdoctor/memdoctor/internal/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -122,9 +122,7 @@ Only root may inspect another user's process; PID 1 is refused.`,
 				_, err = out.Write(rep.XML)
 				return err
 			case f.asJSON:
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return writeJSON(out, rep)
 			}
 			return mallocText(out, rep)
 		},
@@ -139,7 +137,7 @@ Only root may inspect another user's process; PID 1 is refused.`,
 // mallocWarn writes a line to stderr; a failed write there has nowhere
 // left to be reported.
 func mallocWarn(w io.Writer, format string, a ...any) {
-	_, _ = fmt.Fprintf(w, format, a...)
+	_, _ = termsafe.Fprintf(w, format, a...)
 }
 
 // pauseLine says how long memdoctor held a thread of the process.
@@ -216,6 +214,8 @@ func (e *mallocWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// f writes a line; process names and messages in a are escaped (a
+// process chooses its own name).
 func (e *mallocWriter) f(format string, a ...any) {
-	_, _ = fmt.Fprintf(e, format, a...) // kept in e.err
+	_, _ = termsafe.Fprintf(e, format, a...) // kept in e.err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/promql"
+	"github.com/memdoctor/memdoctor/internal/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -94,7 +95,7 @@ func (f *promFlags) checkMatch() error {
 // printWarnings shows the server's partial-data warnings on stderr.
 func printWarnings(w io.Writer, ws []string) {
 	for _, x := range ws {
-		_, _ = fmt.Fprintln(w, "memdoctor: warning from prometheus (results may be partial):", x)
+		_, _ = fmt.Fprintln(w, "memdoctor: warning from prometheus (results may be partial):", termsafe.Escape(x))
 	}
 }
 

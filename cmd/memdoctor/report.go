@@ -107,9 +107,7 @@ phone and prints cleanly.`,
 			}
 			sum.Charts = bytes.Count(buf.Bytes(), []byte(`<figure class="chart"`))
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(sum)
+				return writeJSON(cmd.OutOrStdout(), sum)
 			}
 			cmd.Printf("wrote %s: %d findings, %d charts, %.1f KiB in %.1f s\n", out, sum.Findings, sum.Charts,
 				float64(sum.Bytes)/1024, sum.Seconds)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -99,11 +98,7 @@ never left stopped.`,
 	return cmd
 }
 
-func mallocJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func mallocJSON(w io.Writer, v any) error { return writeJSON(w, v) }
 
 func estimateText(w io.Writer, e *malloc.TrimEstimate) error {
 	hb := diagnose.HumanBytes

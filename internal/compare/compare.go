@@ -76,6 +76,17 @@ const (
 // Compare builds the rows for the metrics both groups have.
 func Compare(nameA, nameB, unit string, a, b Values) *Result {
 	r := &Result{Kind: "memdoctor.compare", A: nameA, B: nameB, Unit: unit}
+	for g, vs := range map[string]Values{"A": a, "B": b} {
+		for _, m := range Metrics {
+			for u, v := range vs[m.ID] {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					delete(vs[m.ID], u)
+					r.Notes = append(r.Notes, fmt.Sprintf("%s: group %s, %s is %v, left out", m.Title, g, u, v))
+				}
+			}
+		}
+	}
+	sort.Strings(r.Notes)
 	for _, m := range Metrics {
 		va, vb := a[m.ID], b[m.ID]
 		if len(va) == 0 || len(vb) == 0 {
@@ -267,29 +278,80 @@ func FromWindows(ws []*sample.Window, perDay bool) Values {
 		out[id][unit] = v
 	}
 	for _, w := range ws {
-		cg := w.Get("memdoctor_memcg_dying_cgroups")
+		cg := finite(w.Get("memdoctor_memcg_dying_cgroups"))
 		if cg == nil {
-			cg = w.Get("node_cgroups_cgroups", "subsys_name", "memory")
+			cg = finite(w.Get("node_cgroups_cgroups", "subsys_name", "memory"))
 		}
-		uss := sumByTime(w.Select("memdoctor_process_uss_bytes"))
+		var procs []*sample.Series
+		for _, p := range w.Select("memdoctor_process_uss_bytes") {
+			procs = append(procs, finite(p))
+		}
+		uss := sumByTime(procs)
+		slab, avail := finite(w.Get("node_memory_SUnreclaim_bytes")), finite(w.Get("node_memory_MemAvailable_bytes"))
 		if !perDay {
-			put("slab_unreclaimable_growth_per_day", w.Instance, slopePerDay(w.Get("node_memory_SUnreclaim_bytes")))
+			put("slab_unreclaimable_growth_per_day", w.Instance, slopePerDay(slab))
 			put("memory_cgroups_growth_per_day", w.Instance, slopePerDay(cg))
-			put("available_memory", w.Instance, mean(w.Get("node_memory_MemAvailable_bytes")))
+			put("available_memory", w.Instance, mean(avail))
 			put("process_uss", w.Instance, mean(uss))
 			continue
 		}
-		for d, v := range perDayChange(w.Get("node_memory_SUnreclaim_bytes")) {
+		for d, v := range perDayChange(slab) {
 			put("slab_unreclaimable_growth_per_day", d, v)
 		}
 		for d, v := range perDayChange(cg) {
 			put("memory_cgroups_growth_per_day", d, v)
 		}
-		for d, v := range perDayMean(w.Get("node_memory_MemAvailable_bytes")) {
+		for d, v := range perDayMean(avail) {
 			put("available_memory", d, v)
 		}
 		for d, v := range perDayMean(uss) {
 			put("process_uss", d, v)
+		}
+	}
+	return out
+}
+
+// finite returns s without its NaN and infinite points (no size or count
+// can be either; NonFinite says which series had them).
+func finite(s *sample.Series) *sample.Series {
+	if s == nil {
+		return nil
+	}
+	bad := 0
+	for _, p := range s.Points {
+		if math.IsNaN(p.V) || math.IsInf(p.V, 0) {
+			bad++
+		}
+	}
+	if bad == 0 {
+		return s
+	}
+	out := &sample.Series{Name: s.Name, Labels: s.Labels, Points: make([]sample.Point, 0, len(s.Points)-bad)}
+	for _, p := range s.Points {
+		if !math.IsNaN(p.V) && !math.IsInf(p.V, 0) {
+			out.Points = append(out.Points, p)
+		}
+	}
+	return out
+}
+
+// NonFinite names, one line each, the series of WindowNames in ws that hold
+// NaN or infinite points, which FromWindows leaves out: for the notes.
+func NonFinite(group string, ws []*sample.Window) []string {
+	var out []string
+	for _, w := range ws {
+		for _, name := range WindowNames {
+			for _, s := range w.Select(name) {
+				n := 0
+				for _, p := range s.Points {
+					if math.IsNaN(p.V) || math.IsInf(p.V, 0) {
+						n++
+					}
+				}
+				if n > 0 {
+					out = append(out, fmt.Sprintf("group %s, %s: %d points of %s are NaN or infinite, left out", group, w.Instance, n, s.Name))
+				}
+			}
 		}
 	}
 	return out

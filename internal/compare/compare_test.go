@@ -2,8 +2,11 @@ package compare
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
 func TestCompareVerdicts(t *testing.T) {
@@ -44,5 +47,53 @@ func TestCompareVerdicts(t *testing.T) {
 	half := Compare("a", "b", "host", Values{"process_uss": {"x": 1}}, Values{})
 	if len(half.Rows) != 0 || len(half.Notes) != 1 {
 		t.Errorf("%+v", half)
+	}
+}
+
+// NaN and infinite values (a hostile file, a series that is not a size)
+// are left out with a note naming the group, host and series; the result
+// is valid JSON. Before, +Inf failed compare --json with "json:
+// unsupported value: +Inf".
+func TestCompareNonFinite(t *testing.T) {
+	day := int64(86400000)
+	win := func(inst string, bad float64) *sample.Window {
+		s := &sample.Series{Name: "node_memory_MemAvailable_bytes"}
+		for i := range 48 {
+			v := 8e9 - float64(i)*1e6
+			if i == 20 {
+				v = bad
+			}
+			s.Points = append(s.Points, sample.Point{T: 1700000000000 + int64(i)*day/24, V: v})
+		}
+		w := &sample.Window{Instance: inst}
+		w.Add(s)
+		return w
+	}
+	for _, bad := range []float64{math.Inf(1), math.Inf(-1), math.NaN()} {
+		a, b := []*sample.Window{win("h1", 7e9)}, []*sample.Window{win("h2", bad)}
+		r := Compare("a", "b", "day", FromWindows(a, true), FromWindows(b, true))
+		r.Notes = append(r.Notes, NonFinite("B", b)...)
+		if _, err := json.Marshal(r); err != nil {
+			t.Errorf("%v: %v", bad, err)
+		}
+		if len(r.Rows) != 1 {
+			t.Fatalf("%v: rows %+v", bad, r.Rows)
+		}
+		for _, v := range r.Rows[0].B {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Errorf("%v: a value of B is %v", bad, v)
+			}
+		}
+		if !strings.Contains(strings.Join(r.Notes, "\n"), "group B, h2: 1 points of node_memory_MemAvailable_bytes are NaN or infinite, left out") {
+			t.Errorf("%v: notes %q", bad, r.Notes)
+		}
+	}
+	// Values from any source: a non-finite one is a note, never a row value.
+	r := Compare("a", "b", "host", Values{"available_memory": {"x": 1e9, "z": math.Inf(1)}}, Values{"available_memory": {"y": math.NaN()}})
+	if _, err := json.Marshal(r); err != nil {
+		t.Error(err)
+	}
+	if len(r.Notes) != 3 || !strings.Contains(r.Notes[0], "group A, z is +Inf") || !strings.Contains(r.Notes[1], "group B, y is NaN") {
+		t.Errorf("notes %q", r.Notes)
 	}
 }

@@ -17,6 +17,14 @@ type Accounting struct {
 	Categories     []Category `json:"categories"`
 	// Explain says in one sentence why free is not the number to watch.
 	Explain string `json:"explain"`
+	// Invalid names an impossible value among the meminfo series (a
+	// negative or wrapped size, MemTotal 0, MemAvailable above MemTotal,
+	// NaN); the numbers above are then not to be trusted, and the rules
+	// that read them are not evaluated.
+	Invalid string `json:"invalid,omitempty"`
+	// AvailableMissing names what is missing to know MemAvailable ("" when
+	// it is known or estimated); AvailableBytes is then 0 and means nothing.
+	AvailableMissing string `json:"available_missing,omitempty"`
 }
 
 // Category is one place memory is.
@@ -43,7 +51,15 @@ const UnexplainedSource = "MemTotal minus every other row: kernel memory that no
 	"pages a balloon driver took without lowering MemTotal, the per-CPU lists of free pages, page cache that is mlocked or on ramfs (Unevictable, not in the file LRU), " +
 	"and pages in transit (isolated for migration or compaction)."
 
-func mi(s *sample.Scrape, key string) int64 { return int64(s.Value("node_memory_" + key + "_bytes")) }
+// mi returns a meminfo size in bytes; one that cannot be (negative, NaN,
+// beyond 8 EiB) is 0 here and named by meminfoInvalid.
+func mi(s *sample.Scrape, key string) int64 {
+	v := s.Value("node_memory_" + key + "_bytes")
+	if !(v >= 0 && v < maxBytes) {
+		return 0
+	}
+	return int64(v)
+}
 
 func accounting(s *sample.Scrape) Accounting {
 	a := Accounting{
@@ -57,6 +73,8 @@ func accounting(s *sample.Scrape) Accounting {
 		// Before 3.14: approximate the kernel's later formula.
 		a.AvailableBytes = a.FreeBytes + mi(s, "Active_file") + mi(s, "Inactive_file") + mi(s, "SReclaimable")
 	}
+	a.Invalid = meminfoInvalid(s)
+	a.AvailableMissing = availableMissing(s)
 	a.UsedBytes = a.TotalBytes - a.AvailableBytes
 	if a.TotalBytes > 0 {
 		a.UsedPercent = 100 * float64(a.UsedBytes) / float64(a.TotalBytes)

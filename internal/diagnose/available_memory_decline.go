@@ -56,7 +56,7 @@ func (availableMemoryDecline) Meta() Meta {
 		reads = append(reads, c.series)
 	}
 	return Meta{ID: "available_memory_decline", Trend: true, Title: "available memory declining over time",
-		Needs: []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time (memdoctor record, or node_exporter's meminfo collector)"}},
+		Needs: []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time (memdoctor record, or node_exporter's meminfo collector)"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
 		Reads: reads}
 }
 
@@ -69,6 +69,9 @@ const (
 func (availableMemoryDecline) Eval(in *Input) []Finding {
 	w := in.Window
 	if w == nil {
+		return nil
+	}
+	if !windowUsable(in, "available_memory_decline", "node_memory_MemAvailable_bytes", "node_memory_MemTotal_bytes") {
 		return nil
 	}
 	seg := lastSegment(w)

@@ -166,7 +166,8 @@ type Coverage struct {
 // RuleSkip is one rule that was not evaluated.
 type RuleSkip struct {
 	ID string `json:"id"`
-	// Reason is "needs a time range", "missing data" or "too little data".
+	// Reason is "needs a time range", "missing data", "too little data" or
+	// "impossible data" (a value that cannot be: MemTotal 0, a negative size).
 	Reason string `json:"reason"`
 	// Detail says what exactly was missing.
 	Detail string `json:"detail,omitempty"`
@@ -178,6 +179,7 @@ const (
 	SkipNeedsRange  = "needs a time range"
 	SkipMissingData = "missing data"
 	SkipTooLittle   = "too little data"
+	SkipInvalidData = "impossible data"
 )
 
 // Run evaluates every rule. A rule whose needed series are missing is
@@ -224,15 +226,43 @@ func RunCovered(in *Input, rules []Rule) ([]Finding, []sample.Note, Coverage) {
 		out = append(out, found...)
 		if len(found) == 0 && len(in.notes) > before && in.notes[len(in.notes)-1].Source == "rule "+m.ID {
 			n := in.notes[len(in.notes)-1]
-			cov.NotEvaluated = append(cov.NotEvaluated, RuleSkip{ID: m.ID, Reason: SkipTooLittle, Detail: n.Message, Fix: n.Fix})
+			reason := SkipTooLittle
+			switch {
+			case strings.HasPrefix(n.Message, notEvaluatedMissing):
+				reason = SkipMissingData
+			case strings.HasPrefix(n.Message, notEvaluatedInvalid):
+				reason = SkipInvalidData
+			}
+			cov.NotEvaluated = append(cov.NotEvaluated, RuleSkip{ID: m.ID, Reason: reason, Detail: n.Message, Fix: n.Fix})
 			continue
 		}
 		cov.Evaluated = append(cov.Evaluated, m.ID)
 	}
-	notes = append(notes, in.notes...)
+	notes = append(notes, mergeInvalid(in.notes)...)
 	in.notes = nil
 	sortFindings(out)
 	return out, notes, cov
+}
+
+// mergeInvalid gives rules not evaluated for the same impossible value
+// one note ("rules a, b: not evaluated: impossible data: ..."), as
+// addMissing does for a missing series.
+func mergeInvalid(notes []sample.Note) []sample.Note {
+	var out []sample.Note
+	at := map[string]int{}
+	for _, n := range notes {
+		if !strings.HasPrefix(n.Message, notEvaluatedInvalid) || !strings.HasPrefix(n.Source, "rule ") {
+			out = append(out, n)
+			continue
+		}
+		if i, ok := at[n.Message]; ok {
+			out[i].Source = strings.Replace(out[i].Source, "rule ", "rules ", 1) + ", " + strings.TrimPrefix(n.Source, "rule ")
+			continue
+		}
+		at[n.Message] = len(out)
+		out = append(out, n)
+	}
+	return out
 }
 
 func (in *Input) has(name string) bool {

@@ -30,14 +30,27 @@ func init() { register(kernelMemoryUnexplained{}) }
 
 func (kernelMemoryUnexplained) Meta() Meta {
 	return Meta{ID: "kernel_memory_unexplained", Title: "kernel memory no meminfo category counts",
-		Needs: []Need{{"node_memory_MemTotal_bytes", "read /proc/meminfo"}, {"node_memory_AnonPages_bytes", "read /proc/meminfo"}}}
+		Needs: unexplainedNeeds}
 }
 
+// unexplainedNeeds are the categories subtracted from MemTotal: one missing
+// would count as unexplained memory. (Percpu, SecPageTables, Hugetlb and
+// SwapCached come and go with kernel versions and options; absent, they are
+// small or zero.)
+var unexplainedNeeds = func() []Need {
+	var ns []Need
+	for _, k := range []string{"MemTotal", "MemFree", "AnonPages", "Active_file", "Inactive_file", "Shmem",
+		"SReclaimable", "SUnreclaim", "KernelStack", "PageTables"} {
+		ns = append(ns, Need{"node_memory_" + k + "_bytes", "read /proc/meminfo (node_exporter's meminfo collector)"})
+	}
+	return ns
+}()
+
 func (kernelMemoryUnexplained) Eval(in *Input) []Finding {
-	h := in.Host
-	if h == nil || h.Accounting.TotalBytes <= 0 {
+	if !memoryUsable(in, "kernel_memory_unexplained", false) {
 		return nil
 	}
+	h := in.Host
 	a := h.Accounting
 	var rest *Category
 	for i := range a.Categories {

@@ -27,14 +27,11 @@ func (lowAvailableMemory) Meta() Meta {
 }
 
 func (lowAvailableMemory) Eval(in *Input) []Finding {
+	if !memoryUsable(in, "low_available_memory", true) {
+		return nil
+	}
 	h := in.Host
-	if h == nil {
-		return nil
-	}
 	a := h.Accounting
-	if a.TotalBytes <= 0 {
-		return nil
-	}
 	availPct := 100 * float64(a.AvailableBytes) / float64(a.TotalBytes)
 	var sev Severity
 	switch {

@@ -30,7 +30,7 @@ func init() { register(memoryBaselineExceeded{}) }
 
 func (memoryBaselineExceeded) Meta() Meta {
 	return Meta{ID: "memory_baseline_exceeded", Trend: true, Title: "daily memory peak above the two-week baseline",
-		Needs: []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time"}},
+		Needs: []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
 		Reads: []string{"node_memory_MemTotal_bytes", "memdoctor_process_rss_bytes"}}
 }
 
@@ -63,6 +63,9 @@ func dailyPeaks(ps []sample.Point, vals []float64) (days []int64, peaks []float6
 func (memoryBaselineExceeded) Eval(in *Input) []Finding {
 	w := in.Window
 	if w == nil {
+		return nil
+	}
+	if !windowUsable(in, "memory_baseline_exceeded", "node_memory_MemAvailable_bytes", "node_memory_MemTotal_bytes") {
 		return nil
 	}
 	avail := w.Get("node_memory_MemAvailable_bytes")

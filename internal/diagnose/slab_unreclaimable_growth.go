@@ -31,7 +31,7 @@ func init() { register(slabUnreclaimableGrowth{}) }
 
 func (slabUnreclaimableGrowth) Meta() Meta {
 	return Meta{ID: "slab_unreclaimable_growth", Trend: true, Title: "unreclaimable slab growing over time",
-		Needs: []Need{{"node_memory_SUnreclaim_bytes", "record /proc/meminfo over time"}},
+		Needs: []Need{{"node_memory_SUnreclaim_bytes", "record /proc/meminfo over time"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
 		Reads: []string{"node_memory_MemTotal_bytes", "node_boot_time_seconds", "memdoctor_slabinfo_size_bytes",
 			"node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable"}}
 }
@@ -39,6 +39,9 @@ func (slabUnreclaimableGrowth) Meta() Meta {
 func (slabUnreclaimableGrowth) Eval(in *Input) []Finding {
 	w := in.Window
 	if w == nil {
+		return nil
+	}
+	if !windowUsable(in, "slab_unreclaimable_growth", "node_memory_SUnreclaim_bytes", "node_memory_MemTotal_bytes") {
 		return nil
 	}
 	seg := lastSegment(w)

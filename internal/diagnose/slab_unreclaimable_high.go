@@ -22,14 +22,15 @@ func init() { register(slabUnreclaimableHigh{}) }
 
 func (slabUnreclaimableHigh) Meta() Meta {
 	return Meta{ID: "slab_unreclaimable_high", Title: "unreclaimable slab memory",
-		Needs: []Need{{"node_memory_SUnreclaim_bytes", "read /proc/meminfo (2.6.19+)"}}}
+		Needs: []Need{{"node_memory_SUnreclaim_bytes", "read /proc/meminfo (2.6.19+)"},
+			{"node_memory_MemTotal_bytes", "read /proc/meminfo"}}}
 }
 
 func (slabUnreclaimableHigh) Eval(in *Input) []Finding {
-	h := in.Host
-	if h == nil {
+	if !memoryUsable(in, "slab_unreclaimable_high", false) {
 		return nil
 	}
+	h := in.Host
 	s := h.Slab
 	if s.UnreclaimableBytes < 256<<20 {
 		return nil

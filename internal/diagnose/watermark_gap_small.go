@@ -45,6 +45,8 @@ func (watermarkGapSmall) Meta() Meta {
 			{"node_zoneinfo_managed_pages", "read /proc/zoneinfo (node_exporter: --collector.zoneinfo)"},
 			{"node_sysctl_vm_watermark_scale_factor", "read /proc/sys/vm (node_exporter: --collector.sysctl --collector.sysctl.include=vm.watermark_scale_factor,vm.min_free_kbytes)"},
 			{"node_vmstat_kswapd_low_wmark_hit_quickly", "read /proc/vmstat"},
+			// The recommendation is bounded by what it costs of MemTotal.
+			{"node_memory_MemTotal_bytes", "read /proc/meminfo"},
 		}}
 }
 
@@ -95,10 +97,10 @@ func RecommendScaleFactor(h *Host) int64 {
 }
 
 func (watermarkGapSmall) Eval(in *Input) []Finding {
-	h := in.Host
-	if h == nil {
+	if !memoryUsable(in, "watermark_gap_small", false) {
 		return nil
 	}
+	h := in.Host
 	w := &h.Watermarks
 	r := h.Reclaim
 	perDay := func(k string) float64 {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/safeio"
+	"github.com/memdoctor/memdoctor/internal/termsafe"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 )
@@ -130,43 +131,47 @@ func (r *Report) Add(f *File, o Options) {
 	r.Findings = append(r.Findings, Lint(f, o)...)
 }
 
-// WriteJSON writes r as indented JSON.
+// WriteJSON writes r as indented JSON (DEL and C1 characters in file names
+// and values as \u escapes, which decode to the same strings).
 func (r *Report) WriteJSON(w io.Writer) error {
 	if r.Findings == nil {
 		r.Findings = []diagnose.Finding{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(termsafe.JSON(b), '\n'))
+	return err
 }
 
 // WriteText writes r for a terminal.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	for _, f := range r.Files {
-		fmt.Fprintf(&b, "%s: read as %s, %d producer settings recognised\n", f.Path, f.Format, f.Recognised)
+		_, _ = termsafe.Fprintf(&b, "%s: read as %s, %d producer settings recognised\n", f.Path, f.Format, f.Recognised)
 	}
 	if len(r.Findings) == 0 {
 		b.WriteString("\nno findings\n")
 	}
 	for _, f := range r.Findings {
-		fmt.Fprintf(&b, "\n[%s] %s  %s\n", strings.ToUpper(string(f.Severity)), f.ID, f.Subject)
-		fmt.Fprintf(&b, "  %s\n", f.Summary)
+		_, _ = termsafe.Fprintf(&b, "\n[%s] %s  %s\n", strings.ToUpper(string(f.Severity)), f.ID, f.Subject)
+		_, _ = termsafe.Fprintf(&b, "  %s\n", f.Summary)
 		for _, e := range f.Evidence {
 			if e.Text != "" {
-				fmt.Fprintf(&b, "    %s: %s\n", e.Name, e.Text)
+				_, _ = termsafe.Fprintf(&b, "    %s: %s\n", e.Name, e.Text)
 				continue
 			}
-			fmt.Fprintf(&b, "    %s: %g %s\n", e.Name, e.Value, e.Unit)
+			_, _ = termsafe.Fprintf(&b, "    %s: %g %s\n", e.Name, e.Value, e.Unit)
 		}
 		for _, rm := range f.Remedies {
-			fmt.Fprintf(&b, "  fix: %s\n", rm.Title)
+			_, _ = termsafe.Fprintf(&b, "  fix: %s\n", rm.Title)
 			for _, c := range rm.Commands {
-				fmt.Fprintf(&b, "      %s\n", c)
+				_, _ = termsafe.Fprintf(&b, "      %s\n", c)
 			}
-			fmt.Fprintf(&b, "    risk: %s\n", rm.Risk)
+			_, _ = termsafe.Fprintf(&b, "    risk: %s\n", rm.Risk)
 			if rm.Undo != "" {
-				fmt.Fprintf(&b, "    undo: %s\n", rm.Undo)
+				_, _ = termsafe.Fprintf(&b, "    undo: %s\n", rm.Undo)
 			}
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
 // Row is one measure compared between two runs: A (before), B (after),
@@ -130,10 +132,10 @@ func (c Comparison) WriteText(w io.Writer) error {
 		lb = "B"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "A: %s  %s[%d]  %s  %d requests\n", la, c.A.Target.Comm, c.A.Target.PID, c.A.Start.Format(time.RFC3339), c.A.Requests.Total)
-	fmt.Fprintf(&b, "B: %s  %s[%d]  %s  %d requests\n\n", lb, c.B.Target.Comm, c.B.Target.PID, c.B.Start.Format(time.RFC3339), c.B.Requests.Total)
+	_, _ = termsafe.Fprintf(&b, "A: %s  %s[%d]  %s  %d requests\n", la, c.A.Target.Comm, c.A.Target.PID, c.A.Start.Format(time.RFC3339), c.A.Requests.Total)
+	_, _ = termsafe.Fprintf(&b, "B: %s  %s[%d]  %s  %d requests\n\n", lb, c.B.Target.Comm, c.B.Target.PID, c.B.Start.Format(time.RFC3339), c.B.Requests.Total)
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "measure\t%s\t%s\tchange\tB/A\t\n", la, lb)
+	_, _ = termsafe.Fprintf(tw, "measure\t%s\t%s\tchange\tB/A\t\n", la, lb)
 	for _, r := range c.Rows {
 		ratio := "-"
 		if r.A != 0 {
@@ -145,7 +147,7 @@ func (c Comparison) WriteText(w io.Writer) error {
 		return err
 	}
 	for _, n := range c.Notes {
-		fmt.Fprintf(&b, "note: %s\n", n)
+		_, _ = termsafe.Fprintf(&b, "note: %s\n", n)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -195,7 +197,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	if r.Label != "" {
 		name = " (" + r.Label + ")"
 	}
-	fmt.Fprintf(&b, "probe%s: %s[%d]  %s\n", name, r.Target.Comm, r.Target.PID, r.Settings.URL)
+	_, _ = termsafe.Fprintf(&b, "probe%s: %s[%d]  %s\n", name, r.Target.Comm, r.Target.PID, r.Settings.URL)
 	fmt.Fprintf(&b, "load: %d requests, %d workers", r.Requests.Total, r.Settings.Concurrency)
 	if r.Settings.RatePerSecond > 0 {
 		fmt.Fprintf(&b, ", rate cap %g/s", r.Settings.RatePerSecond)
@@ -203,7 +205,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, ", %.1f s, %.1f req/s\n", r.ElapsedSeconds, r.RequestsPerSecond)
 	fmt.Fprintf(&b, "answers: %d ok, %d non-2xx, %d failed", r.Requests.OK, r.Requests.NotOK, r.Requests.Errors)
 	if len(r.Requests.Status) > 0 {
-		fmt.Fprintf(&b, "  (%s)", statusList(r.Requests.Status))
+		_, _ = termsafe.Fprintf(&b, "  (%s)", statusList(r.Requests.Status))
 	}
 	b.WriteString("\n\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -235,7 +237,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "(%d memory samples every %g s during the run)\n", m.Samples, r.Settings.IntervalSeconds)
 	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "note: %s\n", n)
+		_, _ = termsafe.Fprintf(&b, "note: %s\n", n)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

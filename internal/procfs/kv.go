@@ -92,6 +92,11 @@ func parseKV(s, file string, opt kvOptions) (KV, error) {
 			continue
 		}
 		if opt.numeric {
+			if num, unit := nextField(val); trimSpace(unit) == "kB" {
+				if _, ok := atoi(num); ok {
+					return KV{}, perr(file, line, "value %s of %s overflows 64 bits in bytes", quote(val), quote(key))
+				}
+			}
 			return KV{}, perr(file, line, "value %s of %s is not a number", quote(val), quote(key))
 		}
 		if kv.Text == nil {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -194,6 +195,16 @@ func (c *Client) Stats() Stats {
 		Samples: c.samples.Load(), Series: c.series.Load(), Duration: time.Duration(c.waitedNs.Load())}
 }
 
+// nonFinite drops NaN and infinite values of an answer with a warning: a
+// stale marker or a division by zero in a query is valid PromQL, but no
+// memory size, counter or rate memdoctor judges can be NaN, and JSON cannot
+// hold them.
+func (c *Client) nonFinite(expr string, n int) {
+	if n > 0 {
+		c.warn([]string{fmt.Sprintf("%d values of the answer to %s are NaN or infinite: dropped", n, expr)})
+	}
+}
+
 // Warnings returns the distinct warnings servers sent with their answers
 // (partial data from a store that did not answer, a query limit hit), in
 // the order first seen.
@@ -275,16 +286,26 @@ func (c *Client) Query(ctx context.Context, expr string, t time.Time) ([]Sample,
 		if err := json.Unmarshal(d.Result, &v); err != nil {
 			return nil, fmt.Errorf("prometheus answer to %q: %w", expr, err)
 		}
-		out := make([]Sample, len(v))
-		for i, s := range v {
-			out[i] = Sample{Labels: s.Metric, Value: float64(s.Value)}
+		out := make([]Sample, 0, len(v))
+		dropped := 0
+		for _, s := range v {
+			if f := float64(s.Value); math.IsNaN(f) || math.IsInf(f, 0) {
+				dropped++
+				continue
+			}
+			out = append(out, Sample{Labels: s.Metric, Value: float64(s.Value)})
 		}
+		c.nonFinite(expr, dropped)
 		c.series.Add(int64(len(out)))
 		return out, nil
 	case "scalar":
 		var s model.Scalar
 		if err := json.Unmarshal(d.Result, &s); err != nil {
 			return nil, fmt.Errorf("prometheus answer to %q: %w", expr, err)
+		}
+		if f := float64(s.Value); math.IsNaN(f) || math.IsInf(f, 0) {
+			c.nonFinite(expr, 1)
+			return []Sample{}, nil
 		}
 		return []Sample{{Labels: model.Metric{}, Value: float64(s.Value)}}, nil
 	}
@@ -306,6 +327,7 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 		return nil, fmt.Errorf("range query: end %s before start %s", end.Format(time.RFC3339), start.Format(time.RFC3339))
 	}
 	chunk := time.Duration(MaxPointsPerSeries-1) * step
+	dropped := 0
 	byKey := map[model.Fingerprint]*Series{}
 	var order []model.Fingerprint
 	for from := start; !from.After(end); from = from.Add(chunk + step) {
@@ -325,9 +347,16 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 				byKey[fp] = cur
 				order = append(order, fp)
 			}
-			cur.Points = append(cur.Points, s.Values...)
+			for _, p := range s.Values {
+				if f := float64(p.Value); math.IsNaN(f) || math.IsInf(f, 0) {
+					dropped++
+					continue
+				}
+				cur.Points = append(cur.Points, p)
+			}
 		}
 	}
+	c.nonFinite(expr, dropped)
 	out := make([]Series, 0, len(order))
 	for _, fp := range order {
 		out = append(out, *byKey[fp])

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -30,6 +31,9 @@ func FuzzAnswer(f *testing.F) {
 		`{"status":"error","errorType":"bad_data","error":"parse error"}`,
 		`{"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,"x"]]}]}}`,
 		`<html>`, ``, `{}`, `{"status":"success"}`,
+		`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"instance":"a"},"value":[1.5,"+Inf"]},{"metric":{"instance":"b"},"value":[1.5,"NaN"]}]}}`,
+		`{"status":"success","data":{"resultType":"scalar","result":[1,"-Inf"]}}`,
+		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"a\u001b[2J"},"values":[[1,"+Inf"],[2,"-Inf"]]}]}}`,
 	} {
 		f.Add(200, []byte(s))
 		f.Add(503, []byte(s))
@@ -43,11 +47,25 @@ func FuzzAnswer(f *testing.F) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		if v, err := c.Query(ctx, "up", time.Unix(1, 0)); err == nil && v == nil {
+		v, err := c.Query(ctx, "up", time.Unix(1, 0))
+		if err == nil && v == nil {
 			t.Fatal("no error and no result")
 		}
-		if _, err := c.QueryRange(ctx, "up", time.Unix(0, 0), time.Unix(10, 0), time.Second); err == nil && !bytes.Contains(body, []byte("success")) {
+		for _, s := range v {
+			if math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
+				t.Fatalf("a %v value from %q", s.Value, body)
+			}
+		}
+		ss, err := c.QueryRange(ctx, "up", time.Unix(0, 0), time.Unix(10, 0), time.Second)
+		if err == nil && !bytes.Contains(body, []byte("success")) {
 			t.Fatalf("a result from %q", body)
+		}
+		for _, s := range ss {
+			for _, p := range s.Points {
+				if f := float64(p.Value); math.IsNaN(f) || math.IsInf(f, 0) {
+					t.Fatalf("a %v point from %q", f, body)
+				}
+			}
 		}
 	})
 }

@@ -64,3 +64,51 @@ func TestHostileAnswersBounded(t *testing.T) {
 		}
 	}
 }
+
+// NaN and infinite values in answers (a stale marker, a division by zero in
+// the query, or a hostile server) never reach the rules or JSON output: they
+// are dropped, and a warning names the query and how many.
+func TestNonFiniteValuesDropped(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		switch q := r.Form.Get("query"); {
+		case strings.HasPrefix(r.URL.Path, "/api/v1/query_range"):
+			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"a"},"values":[[1,"5"],[2,"NaN"],[3,"+Inf"],[4,"6"]]}]}}`)
+		case q == "scalar_inf":
+			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"scalar","result":[1,"-Inf"]}}`)
+		default:
+			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"instance":"a"},"value":[1,"+Inf"]},{"metric":{"instance":"b"},"value":[1,"7"]},{"metric":{"instance":"c"},"value":[1,"NaN"]}]}}`)
+		}
+	}))
+	defer srv.Close()
+	c, err := New(Options{URL: srv.URL, Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	v, err := c.Query(ctx, "vector_mixed", time.Unix(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) != 1 || v[0].Labels["instance"] != "b" || v[0].Value != 7 {
+		t.Errorf("vector: %+v, want only instance b = 7", v)
+	}
+	if v, err = c.Query(ctx, "scalar_inf", time.Unix(1, 0)); err != nil || len(v) != 0 {
+		t.Errorf("scalar -Inf: %+v, %v; want no sample", v, err)
+	}
+	ss, err := c.QueryRange(ctx, "range_mixed", time.Unix(1, 0), time.Unix(4, 0), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 1 || len(ss[0].Points) != 2 || ss[0].Points[0].Value != 5 || ss[0].Points[1].Value != 6 {
+		t.Errorf("range: %+v, want the points 5 and 6", ss)
+	}
+	ws := strings.Join(c.Warnings(), "\n")
+	for _, want := range []string{"2 values of the answer to vector_mixed are NaN or infinite: dropped",
+		"1 values of the answer to scalar_inf", "2 values of the answer to range_mixed"} {
+		if !strings.Contains(ws, want) {
+			t.Errorf("warnings %q do not say %q", ws, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
 // runtimes prints the language runtimes whose garbage collector was read.
@@ -19,7 +20,7 @@ func runtimes(p *printer, h *diagnose.Host) {
 	}
 	p.heading("RUNTIMES (garbage collectors; rates over the last interval)")
 	tw := tab(p)
-	fmt.Fprintf(tw, "  \truntime\tgc time\tyoung/s\told/s\tinduced\tlive\tcommitted\t target\n")
+	_, _ = termsafe.Fprintf(tw, "  \truntime\tgc time\tyoung/s\told/s\tinduced\tlive\tcommitted\t target\n")
 	num := func(v *float64) string {
 		if v == nil {
 			return "-"
@@ -45,7 +46,7 @@ func runtimes(p *printer, h *diagnose.Host) {
 		case r.Also != "":
 			target += " (also " + r.Also + ")"
 		}
-		fmt.Fprintf(tw, "  \t%s\t%s\t%s\t%s\t%s\t%s\t%s\t %s\n", r.Runtime, gc, young, old, ind,
+		_, _ = termsafe.Fprintf(tw, "  \t%s\t%s\t%s\t%s\t%s\t%s\t%s\t %s\n", r.Runtime, gc, young, old, ind,
 			num(r.HeapLiveBytes), num(r.HeapCommittedBytes), target)
 	}
 	_ = tw.Flush()

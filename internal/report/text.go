@@ -3,7 +3,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -11,14 +10,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
-// JSON writes the report as indented JSON.
-func JSON(w io.Writer, r *diagnose.Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+// JSON writes the report as indented JSON (see WriteJSON).
+func JSON(w io.Writer, r *diagnose.Report) error { return WriteJSON(w, r) }
 
 // TextOptions control the terminal report.
 type TextOptions struct {
@@ -40,19 +36,23 @@ func (p *printer) f(format string, a ...any) {
 	if p.err != nil {
 		return
 	}
-	_, p.err = fmt.Fprintf(p.w, format, a...)
+	// Values come from processes, labels and files memdoctor does not
+	// control: every string among them is escaped, only our own colour
+	// codes and paragraphs (Trusted) pass as they are.
+	_, p.err = termsafe.Fprintf(p.w, format, a...)
 }
 
-func (p *printer) paint(code, s string) string {
+func (p *printer) paint(code, s string) termsafe.Trusted {
+	s = termsafe.Escape(s)
 	if !p.color {
-		return s
+		return termsafe.Trusted(s)
 	}
-	return "\x1b[" + code + "m" + s + "\x1b[0m"
+	return termsafe.Trusted("\x1b[" + code + "m" + s + "\x1b[0m")
 }
 
 func (p *printer) heading(s string) { p.f("\n%s\n", p.paint("1", s)) }
 
-func (p *printer) sev(s diagnose.Severity) string {
+func (p *printer) sev(s diagnose.Severity) termsafe.Trusted {
 	label := strings.ToUpper(string(s))
 	switch s {
 	case diagnose.Critical:
@@ -143,7 +143,7 @@ func coverage(p *printer, r *diagnose.Report) {
 	}
 	for _, reason := range order {
 		phrase := map[string]string{diagnose.SkipNeedsRange: "need a time range", diagnose.SkipMissingData: "lack their data",
-			diagnose.SkipTooLittle: "had too little data"}[reason]
+			diagnose.SkipTooLittle: "had too little data", diagnose.SkipInvalidData: "had impossible data"}[reason]
 		if phrase == "" {
 			phrase = reason
 		}
@@ -223,13 +223,16 @@ func tab(p *printer) *tabwriter.Writer {
 func memory(p *printer, h *diagnose.Host) {
 	a := h.Accounting
 	p.heading("MEMORY")
+	if a.Invalid != "" {
+		p.f("  %s %s: the sizes below cannot be trusted\n", p.paint("1;33", "IMPOSSIBLE DATA:"), a.Invalid)
+	}
 	p.f("  total %s, available %s, used %.1f%% (free %s)\n", hb(a.TotalBytes), hb(a.AvailableBytes), a.UsedPercent, hb(a.FreeBytes))
 	if a.SwapTotalBytes > 0 {
 		p.f("  swap %s, used %s\n", hb(a.SwapTotalBytes), hb(a.SwapTotalBytes-a.SwapFreeBytes))
 	}
-	p.f("  %s\n", wrap(a.Explain, 96, "  "))
+	p.f("  %s\n", termsafe.Trusted(wrap(a.Explain, 96, "  ")))
 	tw := tab(p)
-	fmt.Fprintf(tw, "  \tcategory\tbytes\t%% of total\t\n")
+	_, _ = termsafe.Fprintf(tw, "  \tcategory\tbytes\t%% of total\t\n")
 	cats := append([]diagnose.Category(nil), a.Categories...)
 	sort.SliceStable(cats, func(i, j int) bool { return cats[i].Bytes > cats[j].Bytes })
 	for _, c := range cats {
@@ -237,15 +240,15 @@ func memory(p *printer, h *diagnose.Host) {
 		if c.Reclaimable {
 			mark = " (reclaimable)"
 		}
-		fmt.Fprintf(tw, "  \t%s%s\t%s\t%.1f%%\t\n", c.Name, mark, hb(c.Bytes), c.Percent)
+		_, _ = termsafe.Fprintf(tw, "  \t%s%s\t%s\t%.1f%%\t\n", c.Name, mark, hb(c.Bytes), c.Percent)
 		for _, part := range c.Parts {
-			fmt.Fprintf(tw, "  \tof which %s\t%s\t%.1f%%\t\n", part.Name, hb(part.Bytes), part.Percent)
+			_, _ = termsafe.Fprintf(tw, "  \tof which %s\t%s\t%.1f%%\t\n", part.Name, hb(part.Bytes), part.Percent)
 		}
 	}
 	if err := tw.Flush(); err != nil && p.err == nil {
 		p.err = err
 	}
-	p.f("  unexplained: %s\n", wrap(strings.TrimPrefix(diagnose.UnexplainedSource, "MemTotal minus every other row: "), 96, "  "))
+	p.f("  unexplained: %s\n", termsafe.Trusted(wrap(strings.TrimPrefix(diagnose.UnexplainedSource, "MemTotal minus every other row: "), 96, "  ")))
 }
 
 func zones(p *printer, h *diagnose.Host) {
@@ -260,7 +263,7 @@ func zones(p *printer, h *diagnose.Host) {
 	}
 	ps := int64(h.Info.PageSize)
 	tw := tab(p)
-	fmt.Fprintf(tw, "  \tnode\tzone\tmanaged\tfree\tmin\tlow\thigh\tboost\twindow\trecomputed\t\n")
+	_, _ = termsafe.Fprintf(tw, "  \tnode\tzone\tmanaged\tfree\tmin\tlow\thigh\tboost\twindow\trecomputed\t\n")
 	for _, z := range h.Zones {
 		chk := "-"
 		if z.MatchesKernel != nil {
@@ -269,7 +272,7 @@ func zones(p *printer, h *diagnose.Host) {
 				chk = "MISMATCH"
 			}
 		}
-		fmt.Fprintf(tw, "  \t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", z.Node, z.Zone, z.ManagedPages, z.FreePages,
+		_, _ = termsafe.Fprintf(tw, "  \t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", z.Node, z.Zone, z.ManagedPages, z.FreePages,
 			z.MinPages, z.LowPages, z.HighPages, z.BoostPages, hb(z.LowMinGapBytes), chk)
 	}
 	_ = tw.Flush()
@@ -289,9 +292,9 @@ func zones(p *printer, h *diagnose.Host) {
 	}
 	p.f("\n  what if watermark_scale_factor were ... (zone %s; MemAvailable change for the host)\n", big.Zone)
 	tw = tab(p)
-	fmt.Fprintf(tw, "  \twsf\tmin\tlow\thigh\twindow\tMemAvailable\t\n")
+	_, _ = termsafe.Fprintf(tw, "  \twsf\tmin\tlow\thigh\twindow\tMemAvailable\t\n")
 	for _, wi := range big.WhatIf {
-		fmt.Fprintf(tw, "  \t%d\t%d\t%d\t%d\t%s\t%s\t\n", wi.WatermarkScaleFactor, wi.MinPages, wi.LowPages, wi.HighPages,
+		_, _ = termsafe.Fprintf(tw, "  \t%d\t%d\t%d\t%d\t%s\t%s\t\n", wi.WatermarkScaleFactor, wi.MinPages, wi.LowPages, wi.HighPages,
 			hb((wi.LowPages-wi.MinPages)*ps), signed(wi.MemAvailableDeltaBytes))
 	}
 	_ = tw.Flush()
@@ -329,12 +332,12 @@ func cgroups(p *printer, h *diagnose.Host, top int) {
 		return
 	}
 	tw := tab(p)
-	fmt.Fprintf(tw, "  \tcharged\tanon\tfile\tshmem\t cgroup\n")
+	_, _ = termsafe.Fprintf(tw, "  \tcharged\tanon\tfile\tshmem\t cgroup\n")
 	for i, u := range c.Top {
 		if i == top {
 			break
 		}
-		fmt.Fprintf(tw, "  \t%s\t%s\t%s\t%s\t %s\n", hb(u.UsageBytes), hb(u.AnonBytes), hb(u.FileBytes), hb(u.ShmemBytes), u.Cgroup)
+		_, _ = termsafe.Fprintf(tw, "  \t%s\t%s\t%s\t%s\t %s\n", hb(u.UsageBytes), hb(u.AnonBytes), hb(u.FileBytes), hb(u.ShmemBytes), u.Cgroup)
 	}
 	_ = tw.Flush()
 }
@@ -348,7 +351,7 @@ func slab(p *printer, h *diagnose.Host, top int) {
 		return
 	}
 	tw := tab(p)
-	fmt.Fprintf(tw, "  \tbytes\tobjects\tsize\treclaimable\t cache\n")
+	_, _ = termsafe.Fprintf(tw, "  \tbytes\tobjects\tsize\treclaimable\t cache\n")
 	for i, c := range s.Top {
 		if i == top {
 			break
@@ -357,7 +360,7 @@ func slab(p *printer, h *diagnose.Host, top int) {
 		if c.Reclaimable != nil {
 			rec = map[bool]string{true: "yes", false: "no"}[*c.Reclaimable]
 		}
-		fmt.Fprintf(tw, "  \t%s\t%d\t%d\t%s\t %s\n", hb(c.Bytes), c.Objects, c.ObjectSizeBytes, rec, c.Name)
+		_, _ = termsafe.Fprintf(tw, "  \t%s\t%d\t%d\t%s\t %s\n", hb(c.Bytes), c.Objects, c.ObjectSizeBytes, rec, c.Name)
 	}
 	_ = tw.Flush()
 }
@@ -371,7 +374,7 @@ func processes(p *printer, h *diagnose.Host, top int, by string) {
 	}
 	p.heading("PROCESSES (by " + strings.ToUpper(by) + "; USS is what exiting would free)")
 	tw := tab(p)
-	fmt.Fprintf(tw, "  \tpid\tpss\tuss\trss\tswap\tanon\tfile\tthreads\tarenas\t comm\n")
+	_, _ = termsafe.Fprintf(tw, "  \tpid\tpss\tuss\trss\tswap\tanon\tfile\tthreads\tarenas\t comm\n")
 	opt := func(v *int64) string {
 		if v == nil {
 			return "?"
@@ -386,7 +389,7 @@ func processes(p *printer, h *diagnose.Host, top int, by string) {
 		if pr.MallocArenas != nil {
 			ar = fmt.Sprint(*pr.MallocArenas)
 		}
-		fmt.Fprintf(tw, "  \t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t %s\n", pr.PID, opt(pr.PSSBytes), opt(pr.USSBytes),
+		_, _ = termsafe.Fprintf(tw, "  \t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t %s\n", pr.PID, opt(pr.PSSBytes), opt(pr.USSBytes),
 			hb(pr.RSSBytes), hb(pr.SwapBytes), hb(pr.AnonBytes), hb(pr.FileBytes), pr.Threads, ar, pr.Comm)
 	}
 	_ = tw.Flush()
@@ -398,13 +401,13 @@ func users(p *printer, h *diagnose.Host, top int) {
 	}
 	p.heading("USERS (totals over each user's processes, by PSS)")
 	tw := tab(p)
-	fmt.Fprintf(tw, "  \tuser\tprocesses\tswap\tuss\tpss\trss\t\n")
+	_, _ = termsafe.Fprintf(tw, "  \tuser\tprocesses\tswap\tuss\tpss\trss\t\n")
 	unread := int64(0)
 	for i, u := range h.Users {
 		if top > 0 && i == top {
 			break
 		}
-		fmt.Fprintf(tw, "  \t%s\t%d\t%s\t%s\t%s\t%s\t\n", u.User, u.Processes, hb(u.SwapBytes), hb(u.USSBytes), hb(u.PSSBytes), hb(u.RSSBytes))
+		_, _ = termsafe.Fprintf(tw, "  \t%s\t%d\t%s\t%s\t%s\t%s\t\n", u.User, u.Processes, hb(u.SwapBytes), hb(u.USSBytes), hb(u.PSSBytes), hb(u.RSSBytes))
 		unread += u.Unread
 	}
 	_ = tw.Flush()

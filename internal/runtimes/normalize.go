@@ -69,7 +69,9 @@ func (p page) each(name string, fn func(l map[string]string, v float64)) {
 		return
 	}
 	for _, m := range f.GetMetric() {
-		if v := valueOf(m); !math.IsNaN(v) {
+		// NaN (no value) and infinities (a broken exporter) are no count,
+		// size or duration: skipped, never judged.
+		if v := valueOf(m); !math.IsNaN(v) && !math.IsInf(v, 0) {
 			fn(labelsOf(m), v)
 		}
 	}

@@ -467,13 +467,53 @@ func FuzzNormalize(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("ruby_gc_stat_count 1\n# EOF\n"))
-	f.Fuzz(func(_ *testing.T, b []byte) {
+	f.Add([]byte(nonFinitePage))
+	f.Fuzz(func(t *testing.T, b []byte) {
 		fams, err := ParsePage(b)
 		if err != nil {
 			return
 		}
 		if r, ok := Normalize(fams, "u"); ok {
-			_ = r.Metrics()
+			for _, m := range r.Metrics() {
+				if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+					t.Fatalf("%s = %v", m.Name, m.Value)
+				}
+			}
 		}
 	})
+}
+
+// nonFinitePage is a scraped page whose GC counters are NaN or infinite.
+const nonFinitePage = `# TYPE python_gc_collections_total counter
+python_gc_collections_total{generation="0"} +Inf
+python_gc_collections_total{generation="1"} 5
+python_gc_collections_total{generation="2"} -Inf
+# TYPE python_gc_objects_collected_total counter
+python_gc_objects_collected_total{generation="0"} NaN
+python_gc_objects_collected_total{generation="2"} +Inf
+# TYPE python_info gauge
+python_info{implementation="CPython",major="3",minor="11",patchlevel="2",version="3.11.2"} 1
+`
+
+// Infinite values on a scraped page (a broken exporter) are skipped like
+// NaN: no series memdoctor keeps is infinite.
+func TestNormalizeDropsNonFinite(t *testing.T) {
+	fams, err := ParsePage([]byte(nonFinitePage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := Normalize(fams, "u")
+	if !ok {
+		t.Fatal("the page was not recognised as python")
+	}
+	n := 0
+	for _, m := range r.Metrics() {
+		n++
+		if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+			t.Errorf("%s%v = %v", m.Name, m.Labels, m.Value)
+		}
+	}
+	if n == 0 {
+		t.Error("no metrics at all")
+	}
 }

@@ -292,6 +292,13 @@ func TestCronMalformed(t *testing.T) {
 			"meminfo_2020-01-01.10:00", 1, "malformed"},
 		{"broken gzip", map[string]string{"meminfo_2020-01-01.10:00.gz": string(gz(t, []byte(txt["meminfo"])))[:100]},
 			"meminfo_2020-01-01.10:00.gz", 0, "cut short or damaged"},
+		{"negative MemTotal", map[string]string{"meminfo_2020-01-01.10:00": txt["meminfo"], "meminfo_2020-01-01.10:05": "MemTotal:             -5 kB\n"},
+			"meminfo_2020-01-01.10:05", 1, "MemTotal is -5 kB"},
+		{"MemAvailable above MemTotal", map[string]string{"meminfo_2020-01-01.10:00": txt["meminfo"],
+			"meminfo_2020-01-01.10:05": "MemTotal:        8388608 kB\nMemFree:          1024 kB\nMemAvailable:   16777216 kB\n"},
+			"meminfo_2020-01-01.10:05", 3, "MemAvailable 16777216 kB is above MemTotal 8388608 kB"},
+		{"meminfo without MemTotal", map[string]string{"meminfo_2020-01-01.10:00": txt["meminfo"], "meminfo_2020-01-01.10:05": "MemFree:          1024 kB\n"},
+			"meminfo_2020-01-01.10:05", 0, "no MemTotal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

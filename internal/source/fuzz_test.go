@@ -66,6 +66,9 @@ func FuzzTextReader(f *testing.F) {
 					if m.Name == "" {
 						t.Fatal("empty metric name")
 					}
+					if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+						t.Fatalf("%s = %v kept", m.Name, m.Value)
+					}
 					legacy = legacy && legacyName(m.Name, true)
 					for i, l := range m.Labels {
 						if l.Value == "" || l.Name == "instance" || (i > 0 && m.Labels[i-1].Name >= l.Name) {

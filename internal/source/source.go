@@ -326,13 +326,33 @@ func OpenStore(path string, opt ...IngestOptions) (st *store.Store, cleanup func
 			return nil, cleanup, IngestStats{}, fmt.Errorf("open store %s: %w", path, err)
 		}
 		stats = IngestStats{Kind: KindStore}
+		// A query reads only the series and range it asks for, so damage
+		// elsewhere in the file would go unseen: every reader checks every
+		// page first (about the cost of reading the file once). Damage is an
+		// error, or with Lenient a note, and the readable rest is used.
+		if err := st.QuickCheck(); err != nil {
+			if !o.Lenient || !errors.Is(err, store.ErrCorrupt) {
+				_ = st.Close() // the check's error is the one to report
+				return nil, cleanup, IngestStats{}, err
+			}
+			stats.Notes = append(stats.Notes, sample.Note{Source: path, Message: err.Error(),
+				Hides: "the samples on the damaged pages (a query over them still fails)", Fix: "recover the file as the message says"})
+		}
 		if stats.Instances, err = st.Instances(); err != nil {
 			_ = st.Close() // the read error is the one to report
 			return nil, cleanup, IngestStats{}, fmt.Errorf("open store %s: %w", path, err)
 		}
 		for _, in := range stats.Instances {
 			from, to, err := st.TimeRange(in)
+			if errors.Is(err, store.ErrNoData) {
+				continue // an instance without samples has no range
+			}
 			if err != nil {
+				if !o.Lenient {
+					_ = st.Close() // the read error is the one to report
+					return nil, cleanup, IngestStats{}, fmt.Errorf("open store %s: instance %s: %w", path, in, err)
+				}
+				stats.Notes = append(stats.Notes, sample.Note{Source: path, Message: fmt.Sprintf("instance %s: time range unreadable: %v", in, err)})
 				continue
 			}
 			if stats.From.IsZero() || from.Before(stats.From) {

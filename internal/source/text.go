@@ -124,6 +124,10 @@ type textParser struct {
 	sawEOF    bool
 	lastIsEOF bool
 	cutShort  error // lenient: the missing final # EOF
+	// nonFinite counts NaN and ±Inf samples, dropped; firstNonFinite
+	// says where the first was.
+	nonFinite      int
+	firstNonFinite string
 
 	gen []uint32 // per sid, for duplicate detection while building a scrape
 	pos []int32
@@ -325,6 +329,21 @@ func (p *textParser) parseLine(line []byte) error {
 		}
 	} else {
 		p.noTS++
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		// Valid exposition (a stale marker, a ratio of 0/0), but no size
+		// or counter memdoctor reads can be NaN or infinite: the sample is
+		// dropped and counted, never judged or written to JSON.
+		if p.nonFinite == 0 {
+			name := string(raw)
+			if len(name) > 200 {
+				name = name[:200] + "…"
+			}
+			p.firstNonFinite = fmt.Sprintf("line %d, %s %s", p.line, name, valTok)
+		}
+		p.nonFinite++
+		p.lastIsEOF = false
+		return nil
 	}
 	sid, ok := p.raw[string(raw)]
 	if !ok {
@@ -730,6 +749,12 @@ func (p *textParser) finish() error {
 	}
 	if p.cutShort != nil {
 		w.notes.add(sample.Note{Source: p.file, Message: p.cutShort.Error(), Hides: "whatever followed the last line"})
+	}
+	if p.nonFinite > 0 {
+		w.skipped += p.nonFinite
+		w.notes.add(sample.Note{Source: p.file,
+			Message: fmt.Sprintf("%d samples are NaN or infinite, which no memory size or counter can be: dropped (first: %s)", p.nonFinite, p.firstNonFinite),
+			Hides:   "those samples", Fix: "fix what wrote the file"})
 	}
 	if p.bad > 0 {
 		w.skipped += p.bad

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -163,7 +164,11 @@ func TestDamagedPages(t *testing.T) {
 		}
 		_, serr := st.Select(Query{})
 		cerr := st.Check()
+		qerr := st.QuickCheck()
 		st.Close()
+		if (cerr == nil) != (qerr == nil) || qerr != nil && !errors.Is(qerr, ErrCorrupt) {
+			t.Errorf("trial %d (page %d): QuickCheck = %v, Check = %v; want both to see the damage", trial, page, qerr, cerr)
+		}
 		if serr != nil && !errors.Is(serr, ErrCorrupt) {
 			t.Errorf("trial %d (page %d): Select = %v, want ErrCorrupt", trial, page, serr)
 		}
@@ -189,8 +194,9 @@ func TestDamagedChunk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.Select(Query{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "chunk of series") {
-		t.Errorf("Select over a damaged chunk = %v, want ErrCorrupt naming the chunk", err)
+	// The error names the series and the time range lost.
+	if _, err := st.Select(Query{}); !errors.Is(err, ErrCorrupt) || !regexp.MustCompile(`chunk of series m\{j="[a-z]+"\} \(id \d+\) is damaged \(.*\): its \d+ samples from 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC to 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC are lost`).MatchString(err.Error()) {
+		t.Errorf("Select over a damaged chunk = %v, want ErrCorrupt naming the series and the range lost", err)
 	}
 }
 

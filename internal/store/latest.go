@@ -145,7 +145,7 @@ func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sam
 				if err != nil {
 					return s.wrap("latest", err)
 				}
-				if err := sn.chunkSamples(x.id, minT, maxT, n, data, math.MinInt64, at, take); err != nil {
+				if err := sn.chunkSamples(x.id, x.name, x.text, minT, maxT, n, data, math.MinInt64, at, take); err != nil {
 					return err
 				}
 			}

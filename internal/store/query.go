@@ -218,7 +218,7 @@ func (sn *snapshot) samples(sel *selected, from, to int64, fn func(t int64, v fl
 		if err := rows.Scan(&minT, &maxT, &n, &data); err != nil {
 			return s.wrap("select", err)
 		}
-		if err := sn.chunkSamples(sel.id, minT, maxT, n, data, from, to, fn); err != nil {
+		if err := sn.chunkSamples(sel.id, sel.name, sel.text, minT, maxT, n, data, from, to, fn); err != nil {
 			return err
 		}
 	}
@@ -252,10 +252,13 @@ func (sn *snapshot) decode(data []byte, from, to int64, fn func(t int64, v float
 
 // chunkSamples calls fn for the samples of a stored chunk in [from, to].
 // The chunk must hold n samples, in increasing time order within [minT,
-// maxT]: the chunk data carries no checksum of its own.
-func (sn *snapshot) chunkSamples(id, minT, maxT, n int64, data []byte, from, to int64, fn func(t int64, v float64)) error {
+// maxT]: the chunk data carries no checksum of its own. A damaged chunk is
+// an error naming the series and the time range whose samples are lost.
+func (sn *snapshot) chunkSamples(id int64, name, text string, minT, maxT, n int64, data []byte, from, to int64, fn func(t int64, v float64)) error {
 	damaged := func(why string) error {
-		return corruptf(sn.s.path, fmt.Sprintf("chunk of series %d at %d is damaged (%s); %s", id, minT, why, recoverHint(sn.s.path)))
+		const layout = "2006-01-02 15:04:05 UTC"
+		return corruptf(sn.s.path, fmt.Sprintf("chunk of series %s%s (id %d) is damaged (%s): its %d samples from %s to %s are lost; %s",
+			name, text, id, why, n, time.UnixMilli(minT).UTC().Format(layout), time.UnixMilli(maxT).UTC().Format(layout), recoverHint(sn.s.path)))
 	}
 	if len(data) < 2 || int64(binary.BigEndian.Uint16(data)) != n {
 		return damaged("sample count")
