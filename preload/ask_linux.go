@@ -182,6 +182,40 @@ func Ask(ctx context.Context, t Target, action string) (*Response, error) {
 	return res, nil
 }
 
+// ReadStats reads the last max bytes of the stats file t.StatsPath (whole
+// lines) the way Ask reads answers: through the process' root or working
+// directory, as the process' user (t.Cred), without following a symlink in
+// the file name, never opening what is not a regular file, and only a
+// file owned by one of t.Owners (or root).
+func ReadStats(ctx context.Context, t Target, max int64) ([]byte, error) {
+	dir, name := path.Split(t.StatsPath)
+	if name == "" || name == "." || name == ".." {
+		return nil, fmt.Errorf("%w: %q does not name a file", ErrUnsafe, t.StatsPath)
+	}
+	anchor, rel, resolve, err := anchorFor(t.PID, dir)
+	if err != nil {
+		return nil, err
+	}
+	w, err := startWorker(t.Cred)
+	if err != nil {
+		_ = unix.Close(anchor)
+		return nil, err
+	}
+	defer w.stop()
+	var data []byte
+	err = w.do(ctx, func() error {
+		defer func() { _ = unix.Close(anchor) }()
+		dfd, err := openDir(anchor, rel, resolve)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = unix.Close(dfd) }()
+		data, err = readChecked(dfd, name, t.Owners, true, max, true)
+		return err
+	})
+	return data, err
+}
+
 // anchorFor opens the directory the stats directory is resolved from: the
 // process' root or working directory, or "/" and "." for memdoctor's own
 // view. rel is dir relative to it.

@@ -11,3 +11,8 @@ import (
 func Ask(ctx context.Context, t Target, action string) (*Response, error) {
 	return nil, errors.New("preload requests work on Linux only")
 }
+
+// ReadStats needs Linux (openat2, per-thread credentials, /proc).
+func ReadStats(ctx context.Context, t Target, max int64) ([]byte, error) {
+	return nil, errors.New("preload stats are read on Linux only")
+}

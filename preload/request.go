@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -197,4 +199,38 @@ func findAnswer(data []byte, id string) (*Event, error) {
 		return &e, nil
 	}
 	return nil, fmt.Errorf("no line answers request %s", id)
+}
+
+// CredOf returns the file owners and the user to act as for a process,
+// from the Uid, Gid and Groups lines of its /proc/PID/status: the owners
+// are its four uids, the user its fs uid and fs gid with its groups.
+func CredOf(uidLine, gidLine, groupsLine string) (owners []uint32, c *Cred, err error) {
+	ids := func(line string, n int) ([]uint32, error) {
+		f := strings.Fields(line)
+		if n > 0 && len(f) != n {
+			return nil, fmt.Errorf("%q: want %d ids", line, n)
+		}
+		out := make([]uint32, 0, len(f))
+		for _, s := range f {
+			v, err := strconv.ParseUint(s, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("%q: %w", line, err)
+			}
+			out = append(out, uint32(v))
+		}
+		return out, nil
+	}
+	uids, err := ids(uidLine, 4)
+	if err != nil {
+		return nil, nil, fmt.Errorf("Uid %w", err)
+	}
+	gids, err := ids(gidLine, 4)
+	if err != nil {
+		return nil, nil, fmt.Errorf("Gid %w", err)
+	}
+	groups, err := ids(groupsLine, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("Groups %w", err)
+	}
+	return uids, &Cred{UID: uids[3], GID: gids[3], Groups: groups}, nil
 }

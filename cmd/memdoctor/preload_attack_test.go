@@ -6,8 +6,10 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,5 +95,40 @@ func TestPreloadAttackSilentCommands(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		_ = cmd.Process.Kill()
 		t.Error("malloc still running 3 s after SIGTERM")
+	}
+}
+
+// check reads a preload process' stats file as that process' user: a
+// process of uid 65534 that names a file of root's as its MEMDOCTOR_STATS
+// does not get root to read it (before, root read it and reported its
+// numbers), nor a link in its own directory that points at it.
+func TestCheckReadsStatsAsTheProcess(t *testing.T) {
+	e := preloadattack.New(t)
+	secret := filepath.Join(e.Base, "root-stats.jsonl")
+	link := filepath.Join(e.Home, "stats.jsonl")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, stats := range []string{secret, link} {
+		pid := e.Start(t, stats, "silent", "")
+		line := fmt.Sprintf(`{"event":"summary","pid":%d,"arenas":3,"mallinfo2":{"arena":777777000,"ordblks":1,"smblks":0,"hblks":0,"hblkhd":0,"usmblks":0,"fsmblks":0,"uordblks":1000,"fordblks":777776000,"keepcost":0}}`+"\n", pid)
+		if err := os.WriteFile(secret, []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := checkJSON(t, "--pid", strconv.Itoa(pid), "--gc-interval", "0")
+		for _, p := range r.Host.Processes {
+			if p.PID == pid && p.Malloc != nil {
+				t.Errorf("MEMDOCTOR_STATS=%s: root read the file for uid %d: %+v", stats, preloadattack.UID, p.Malloc)
+			}
+		}
+		noted := false
+		for _, n := range r.Notes {
+			if strings.Contains(n.Message, "stats are unreadable") && strings.Contains(n.Message, strconv.Itoa(pid)) {
+				noted = true
+			}
+		}
+		if !noted {
+			t.Errorf("MEMDOCTOR_STATS=%s: no note says the stats were unreadable: %+v", stats, r.Notes)
+		}
 	}
 }

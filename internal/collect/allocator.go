@@ -17,10 +17,12 @@ package collect
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/preload"
@@ -128,7 +130,23 @@ func collectAllocator(c *ctx, pid int, maps []procfs.Mapping, labels []string) {
 		// best guess
 		name = "proc/" + spid + "/cwd/" + path
 	}
-	data, err := tail(c, name, statsTail)
+	var data []byte
+	if c.live && c.root {
+		// On the live host, as root: the path is the process' to choose,
+		// so it is read as the process' user, through its root, never
+		// following a link in the file name nor opening what is not a
+		// regular file of its own.
+		var owners []uint32
+		var cred *preload.Cred
+		owners, cred, err = preload.CredOf(st.Text["Uid"], st.Text["Gid"], st.Text["Groups"])
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			data, err = preload.ReadStats(ctx, preload.Target{PID: pid, StatsPath: path, Owners: owners, Cred: cred}, statsTail)
+			cancel()
+		}
+	} else {
+		data, err = tail(c, name, statsTail)
+	}
 	if err != nil {
 		if _, serr := c.fs.ProcStatus(pid); serr != nil && isGone(serr) {
 			return // it exited meanwhile
