@@ -5,7 +5,6 @@ package preload
 // or working directory), and the library's own checks.
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"os"
@@ -31,25 +30,7 @@ func startLibrary(t *testing.T, dir string, env ...string) int {
 	cmd := exec.Command(buildWorkload(t, cc, dir), "hoard", "2", "8", "2")
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "LD_PRELOAD="+lib), env...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
-		t.Fatalf("workload: %q, %v", line, err)
-	}
+	startReady(t, cmd)
 	return cmd.Process.Pid
 }
 

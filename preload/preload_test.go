@@ -161,25 +161,7 @@ func TestRequestProtocol(t *testing.T) {
 	stats := filepath.Join(dir, "stats.jsonl")
 	cmd := exec.Command(bin, "hoard", "4", "32", "2")
 	cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib, "MEMDOCTOR_STATS="+stats)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
-		t.Fatalf("workload: %q, %v", line, err)
-	}
+	startReady(t, cmd)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -220,5 +202,30 @@ func TestRequestProtocol(t *testing.T) {
 	}
 	if _, err := os.Stat(other + ".request"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("unanswered request left behind: %v", err)
+	}
+}
+
+// startReady starts a workload, waits for its "ready" line and stops it
+// when the test ends (closing its standard input first).
+func startReady(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
+		t.Fatalf("workload: %q, %v", line, err)
 	}
 }
