@@ -21,6 +21,9 @@ test: test-deps
 
 test-deps:
 	@scripts/install-test-deps.sh
+	@command -v golangci-lint >/dev/null 2>&1 || [ -x "$$($(GO) env GOPATH)/bin/golangci-lint" ] || \
+	  { echo "installing golangci-lint v2.15.0 (make lint-install)" >&2; $(MAKE) --no-print-directory lint-install || \
+	    echo "golangci-lint could not be installed: lint will be skipped" >&2; }
 
 lint:
 	golangci-lint run ./...

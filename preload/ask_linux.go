@@ -182,12 +182,12 @@ func Ask(ctx context.Context, t Target, action string) (*Response, error) {
 	return res, nil
 }
 
-// ReadStats reads the last max bytes of the stats file t.StatsPath (whole
+// ReadStats reads the last limit bytes of the stats file t.StatsPath (whole
 // lines) the way Ask reads answers: through the process' root or working
 // directory, as the process' user (t.Cred), without following a symlink in
 // the file name, never opening what is not a regular file, and only a
 // file owned by one of t.Owners (or root).
-func ReadStats(ctx context.Context, t Target, max int64) ([]byte, error) {
+func ReadStats(ctx context.Context, t Target, limit int64) ([]byte, error) {
 	dir, name := path.Split(t.StatsPath)
 	if name == "" || name == "." || name == ".." {
 		return nil, fmt.Errorf("%w: %q does not name a file", ErrUnsafe, t.StatsPath)
@@ -210,7 +210,7 @@ func ReadStats(ctx context.Context, t Target, max int64) ([]byte, error) {
 			return err
 		}
 		defer func() { _ = unix.Close(dfd) }()
-		data, err = readChecked(dfd, name, t.Owners, true, max, true)
+		data, err = readChecked(dfd, name, t.Owners, true, limit, true)
 		return err
 	})
 	return data, err
@@ -363,9 +363,9 @@ func withdraw(w *worker, dfd int, req, id string) {
 }
 
 // readChecked reads a regular file name in dfd: owned by one of owners
-// (root too when rootOK; any owner when owners is empty), at most max bytes,
-// or with tail its last max bytes (from a line start).
-func readChecked(dfd int, name string, owners []uint32, rootOK bool, max int64, tail bool) ([]byte, error) {
+// (root too when rootOK; any owner when owners is empty), at most limit
+// bytes, or with tail its last limit bytes (from a line start).
+func readChecked(dfd int, name string, owners []uint32, rootOK bool, limit int64, tail bool) ([]byte, error) {
 	// Looked at first, so that a FIFO is not even opened (opening one
 	// wakes a writer waiting on it); checked again on the open file.
 	var st unix.Stat_t
@@ -392,15 +392,15 @@ func readChecked(dfd int, name string, owners []uint32, rootOK bool, max int64, 
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, fmt.Errorf("%w: %s is a %s, not a regular file", ErrUnsafe, name, fileType(st.Mode))
 	}
-	if len(owners) > 0 && !slices.Contains(owners, st.Uid) && !(rootOK && st.Uid == 0) {
+	if len(owners) > 0 && !slices.Contains(owners, st.Uid) && (!rootOK || st.Uid != 0) {
 		return nil, fmt.Errorf("%w: %s belongs to uid %d, not to the process' user (uid %v)", ErrUnsafe, name, st.Uid, owners)
 	}
 	size, off := st.Size, int64(0)
-	if size > max {
+	if size > limit {
 		if !tail {
-			return nil, fmt.Errorf("%w: %s has %d bytes, more than the %d read", ErrUnsafe, name, size, max)
+			return nil, fmt.Errorf("%w: %s has %d bytes, more than the %d read", ErrUnsafe, name, size, limit)
 		}
-		off = size - max
+		off = size - limit
 	}
 	buf := make([]byte, size-off)
 	n := 0

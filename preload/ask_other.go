@@ -13,6 +13,6 @@ func Ask(ctx context.Context, t Target, action string) (*Response, error) {
 }
 
 // ReadStats needs Linux (openat2, per-thread credentials, /proc).
-func ReadStats(ctx context.Context, t Target, max int64) ([]byte, error) {
+func ReadStats(ctx context.Context, t Target, limit int64) ([]byte, error) {
 	return nil, errors.New("preload stats are read on Linux only")
 }

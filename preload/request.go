@@ -222,15 +222,15 @@ func CredOf(uidLine, gidLine, groupsLine string) (owners []uint32, c *Cred, err 
 	}
 	uids, err := ids(uidLine, 4)
 	if err != nil {
-		return nil, nil, fmt.Errorf("Uid %w", err)
+		return nil, nil, fmt.Errorf("the Uid line %w", err)
 	}
 	gids, err := ids(gidLine, 4)
 	if err != nil {
-		return nil, nil, fmt.Errorf("Gid %w", err)
+		return nil, nil, fmt.Errorf("the Gid line %w", err)
 	}
 	groups, err := ids(groupsLine, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("Groups %w", err)
+		return nil, nil, fmt.Errorf("the Groups line %w", err)
 	}
 	return uids, &Cred{UID: uids[3], GID: gids[3], Groups: groups}, nil
 }

@@ -15,7 +15,7 @@ import (
 func TestMatchParsed(t *testing.T) {
 	t.Parallel()
 	var asked atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		asked.Add(1)
 		http.Error(w, "no", http.StatusServiceUnavailable)
 	}))

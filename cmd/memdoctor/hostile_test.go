@@ -184,7 +184,7 @@ func TestScrapeCredentialsFromFiles(t *testing.T) {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, p, basic := r.BasicAuth()
-		if r.Header.Get("Authorization") != "Bearer "+secret && !(basic && u == "ops" && p == secret) {
+		if r.Header.Get("Authorization") != "Bearer "+secret && (!basic || u != "ops" || p != secret) {
 			http.Error(w, "who are you", http.StatusUnauthorized)
 			return
 		}

@@ -88,7 +88,7 @@ func parsePlaybooks(doc string) ([]playbookBlock, []string, error) {
 			case "expect":
 				re, err := regexp.Compile("(?m)" + v)
 				if err != nil {
-					return nil, nil, fmt.Errorf("line %d: %v", n, err)
+					return nil, nil, fmt.Errorf("line %d: %w", n, err)
 				}
 				pending.expects = append(pending.expects, re)
 			default:

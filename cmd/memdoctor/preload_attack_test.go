@@ -5,6 +5,7 @@ package main
 // ends within its --timeout, and on SIGTERM.
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,7 +28,7 @@ func runLimited(t *testing.T, limit time.Duration, args ...string) (out string, 
 	b, err := cmd.CombinedOutput()
 	timer.Stop()
 	took = time.Since(start)
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestCheckReadsStatsAsTheProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := checkJSON(t, "--pid", strconv.Itoa(pid), "--gc-interval", "0")
-		for _, p := range r.Host.Processes {
+		for _, p := range r.Processes {
 			if p.PID == pid && p.Malloc != nil {
 				t.Errorf("MEMDOCTOR_STATS=%s: root read the file for uid %d: %+v", stats, preloadattack.UID, p.Malloc)
 			}

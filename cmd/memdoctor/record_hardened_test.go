@@ -6,6 +6,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -102,7 +103,7 @@ func TestFloodHelper(t *testing.T) {
 			_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
 			for {
 				if _, err := c.Read(buf); err != nil {
-					if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+					if ne := net.Error(nil); !errors.As(err, &ne) || !ne.Timeout() {
 						closed++
 					}
 					break
@@ -235,7 +236,7 @@ func TestRecorderConnectionFlood(t *testing.T) {
 
 	// While every one of them is still open on the clients' side:
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	held, limit := -1.0, -1.0
+	limit := -1.0
 	if resp, err := client.Get("http://" + addr + "/metrics"); err != nil {
 		t.Errorf("/metrics under the flood: %v", err)
 	} else {
@@ -247,7 +248,7 @@ func TestRecorderConnectionFlood(t *testing.T) {
 				t.Logf("under the flood: %s", strings.TrimSpace(l))
 			}
 		}
-		held = metricValue(body, "memdoctor_record_http_connections")
+		held := metricValue(body, "memdoctor_record_http_connections")
 		limit = metricValue(body, "memdoctor_record_http_connections_limit")
 		if resp.StatusCode != 200 || limit <= 0 || held < 0 || held > limit {
 			t.Errorf("/metrics under the flood: %d, %v connections held, limit %v", resp.StatusCode, held, limit)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/malloc"
@@ -153,20 +152,4 @@ func trimText(w io.Writer, r *malloc.TrimResult) error {
 		p.f("note: %s\n", n)
 	}
 	return p.err
-}
-
-// mallocShellJoin quotes a command line for a POSIX shell.
-func mallocShellJoin(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		plain := func(r rune) bool {
-			return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:$", r)
-		}
-		if a != "" && strings.IndexFunc(a, func(r rune) bool { return !plain(r) }) < 0 {
-			q[i] = a
-			continue
-		}
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
 }

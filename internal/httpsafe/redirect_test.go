@@ -21,7 +21,7 @@ func elsewhere(t *testing.T) (*httptest.Server, *atomic.Int64) {
 		t.Skipf("no second loopback address: %v", err)
 	}
 	var hits atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		hits.Add(1)
 		_, _ = io.WriteString(w, "elsewhere")
 	}))

@@ -36,7 +36,7 @@ const canaryEnv = "MEMDOCTOR_INJECT_CANARY"
 
 // canaryState is shared with canary_amd64.s; the offsets are listed there.
 type canaryState struct {
-	save       [4]uint64
+	save       [4]uint64 //nolint:unused // written by canary_amd64.s
 	gpr        [8]uint64
 	_          [5]uint64
 	gprAfter   [12]uint64
@@ -51,7 +51,7 @@ type canaryState struct {
 }
 
 func canarySleep(ts *unix.Timespec, st *canaryState, level int64) int64
-func canaryTarget()
+func canaryTarget() //nolint:unused // called by the parent through its address (canary_amd64.s)
 func canaryTargetAddr() uintptr
 
 // vectorLevel is what the canary exercises: 2 AVX-512 (zmm0-31, k0-7),
@@ -178,7 +178,7 @@ func Canary() error {
 			}
 		}
 		if canaryErr != nil {
-			canaryErr = fmt.Errorf("%w: %v; memdoctor will not call into other processes on this host (please report it with `uname -r` and the CPU model)", ErrCanary, canaryErr)
+			canaryErr = fmt.Errorf("%w: %w; memdoctor will not call into other processes on this host (please report it with `uname -r` and the CPU model)", ErrCanary, canaryErr)
 		}
 	})
 	return canaryErr
@@ -224,7 +224,7 @@ func runCanary(sleep time.Duration) (string, error) {
 	f, err := read("ready")
 	if err != nil || len(f) != 3 {
 		finish()
-		return "", fmt.Errorf("canary start: %v %q", err, f)
+		return "", fmt.Errorf("canary start: %w %q", err, f)
 	}
 	tid, _ := strconv.Atoi(f[0])
 	level, _ := strconv.ParseInt(f[1], 10, 64)
@@ -259,7 +259,7 @@ func runCanary(sleep time.Duration) (string, error) {
 		pid, tid, stop.Syscall, stop.Restart, len(s.xstate), ret, s.Calls[0].Duration.Round(time.Microsecond), s.Held.Round(time.Microsecond))
 	if cerr != nil || derr != nil {
 		finish()
-		return report, fmt.Errorf("calling into the canary: %v %v", cerr, derr)
+		return report, fmt.Errorf("calling into the canary: %w", errors.Join(cerr, derr))
 	}
 	if stop.Syscall != unix.SYS_CLOCK_NANOSLEEP || !stop.Restart {
 		finish()
@@ -272,7 +272,7 @@ func runCanary(sleep time.Duration) (string, error) {
 	f, err = read("done")
 	if err != nil || len(f) != 3 {
 		finish()
-		return report, fmt.Errorf("canary result: %v %q", err, f)
+		return report, fmt.Errorf("canary result: %w %q", err, f)
 	}
 	werr := cmd.Wait()
 	sret, _ := strconv.ParseInt(f[0], 10, 64)
@@ -292,7 +292,7 @@ func runCanary(sleep time.Duration) (string, error) {
 				return report, fmt.Errorf("the canary died of %s", ws.Signal())
 			}
 		}
-		return report, fmt.Errorf("the canary: %v", werr)
+		return report, fmt.Errorf("the canary: %w", werr)
 	}
 	return report, nil
 }

@@ -113,11 +113,11 @@ func openMapped(pid int, m procfs.Mapping) (*os.File, error) {
 		if strings.HasSuffix(m.Path, " (deleted)") {
 			return nil, fmt.Errorf("%w: pid %d runs %s, which was replaced on disk, and its mapped copy is not readable here (needs CAP_SYS_ADMIN): restart the process, or run memdoctor as root", ErrNoSymbol, pid, p)
 		}
-		return nil, fmt.Errorf("%w: opening pid %d's %s: %v", ErrNoSymbol, pid, p, err)
+		return nil, fmt.Errorf("%w: opening pid %d's %s: %w", ErrNoSymbol, pid, p, err)
 	}
 	if err := checkRegular(f, m, int64(m.Inode)); err != nil {
 		_ = f.Close() // read-only
-		return nil, fmt.Errorf("%w: pid %d's %s: %v", ErrNoSymbol, pid, p, err)
+		return nil, fmt.Errorf("%w: pid %d's %s: %w", ErrNoSymbol, pid, p, err)
 	}
 	return f, nil
 }
@@ -166,7 +166,7 @@ func readDynsyms(f *os.File, name string) (syms map[string]elf.Symbol, progs []e
 	}()
 	ef, err := elf.NewFile(f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %v", ErrNoSymbol, name, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrNoSymbol, name, err)
 	}
 	if ef.Class != elf.ELFCLASS64 || ef.Machine != nativeMachine {
 		return nil, nil, fmt.Errorf("%w: %s is %s %s, memdoctor calls into %s only", ErrUnsupported, name, ef.Class, ef.Machine, nativeMachine)
@@ -178,7 +178,7 @@ func readDynsyms(f *os.File, name string) (syms map[string]elf.Symbol, progs []e
 func parseDynsyms(ef *elf.File) (map[string]elf.Symbol, []elf.ProgHeader, error) {
 	ds, err := ef.DynamicSymbols()
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrNoSymbol, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrNoSymbol, err)
 	}
 	syms := make(map[string]elf.Symbol, 64)
 	for _, s := range ds {

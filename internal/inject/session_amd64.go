@@ -289,7 +289,7 @@ func (s *Session) save() error {
 	}
 	s.xstate = append([]byte(nil), buf[:n]...)
 	if err := setRegset(s.tid, s.xnote, s.xstate); err != nil {
-		return fmt.Errorf("%w: the kernel refuses to take back the extended register state of thread %d of pid %d (%d bytes): %v; nothing was changed", ErrUnsupported, s.tid, s.pid, len(s.xstate), err)
+		return fmt.Errorf("%w: the kernel refuses to take back the extended register state of thread %d of pid %d (%d bytes): %w; nothing was changed", ErrUnsupported, s.tid, s.pid, len(s.xstate), err)
 	}
 	if err := ptrace(unix.PTRACE_GETSIGMASK, s.tid, 8, uintptr(unsafe.Pointer(&s.mask))); err != nil {
 		return ptraceError("reading the signal mask of", s.pid, s.tid, err)
@@ -411,7 +411,7 @@ func (s *Session) Read(addr uint64, p []byte) error {
 	}
 	n, err := s.mem.ReadAt(p, int64(addr))
 	if err != nil || n != len(p) {
-		return fmt.Errorf("reading %d bytes at %#x in pid %d: %v", len(p), addr, s.pid, err)
+		return fmt.Errorf("reading %d bytes at %#x in pid %d: %w", len(p), addr, s.pid, err)
 	}
 	return nil
 }
@@ -420,7 +420,7 @@ func (s *Session) Read(addr uint64, p []byte) error {
 func (s *Session) Write(addr uint64, p []byte) error {
 	n, err := s.mem.WriteAt(p, int64(addr))
 	if err != nil || n != len(p) {
-		return fmt.Errorf("writing %d bytes at %#x in pid %d: %v", len(p), addr, s.pid, err)
+		return fmt.Errorf("writing %d bytes at %#x in pid %d: %w", len(p), addr, s.pid, err)
 	}
 	return nil
 }
@@ -504,7 +504,7 @@ func (s *Session) call(ctx context.Context, name string, fn uint64, args []uint6
 		ws, ok, err := waitFor(s.tid, give)
 		if err != nil {
 			s.gone = errors.Is(err, unix.ECHILD)
-			return 0, fmt.Errorf("%w: waiting for %s in thread %d of pid %d: %v", ErrProcessGone, name, s.tid, s.pid, err)
+			return 0, fmt.Errorf("%w: waiting for %s in thread %d of pid %d: %w", ErrProcessGone, name, s.tid, s.pid, err)
 		}
 		if !ok {
 			// Past the deadline, or cancelled: undo a call that waits on

@@ -227,12 +227,12 @@ func (p *realParsers) load(t *testing.T, format Format, path string, keys []stri
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	got := map[string]int64{}
 	if format == Python {
 		if err := json.Unmarshal(out, &got); err != nil {
-			return nil, fmt.Errorf("%v: %s", err, out)
+			return nil, fmt.Errorf("%w: %s", err, out)
 		}
 		return got, nil
 	}

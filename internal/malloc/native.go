@@ -91,7 +91,7 @@ var sessionFuncs = []string{"__errno_location", "mmap", "munmap", "fmemopen", "f
 func withSession(ctx context.Context, t *target, opt Options, fn func(*session) error) (*Pause, error) {
 	p, err := holdAndCall(ctx, t, opt, fn)
 	if err != nil && !errors.Is(err, ErrProcessGone) && inject.Exited(t.pid, t.pid, 20*time.Millisecond) {
-		err = fmt.Errorf("%w: pid %d (%s) exited during the work (%v)", ErrProcessGone, t.pid, t.comm, err)
+		err = fmt.Errorf("%w: pid %d (%s) exited during the work (%w)", ErrProcessGone, t.pid, t.comm, err)
 	}
 	return p, err
 }
@@ -257,6 +257,3 @@ func (t *target) inAllocator(pc uint64) bool {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// ptraceHint says why ptrace may be refused on this host.
-func ptraceHint() string { return inject.PtraceHint() }

@@ -21,7 +21,7 @@ import (
 
 // bounded runs f and fails the test when it does not return within limit
 // (the call is then left behind: it is what the test found).
-func bounded[T any](t *testing.T, limit time.Duration, f func() (T, error)) (T, error, time.Duration) {
+func bounded[T any](t *testing.T, limit time.Duration, f func() (T, error)) (T, time.Duration, error) {
 	t.Helper()
 	type result struct {
 		v   T
@@ -35,12 +35,12 @@ func bounded[T any](t *testing.T, limit time.Duration, f func() (T, error)) (T, 
 	}()
 	select {
 	case r := <-c:
-		return r.v, r.err, time.Since(start)
+		return r.v, time.Since(start), r.err
 	case <-time.After(limit):
 		t.Fatalf("still running after %s: hung", limit)
 	}
 	var zero T
-	return zero, nil, 0
+	return zero, 0, nil
 }
 
 // A stats directory that is a symlink to a directory of root: root must
@@ -59,11 +59,11 @@ func TestPreloadAttackSymlinkedDir(t *testing.T) {
 	pid := e.Start(t, filepath.Join(link, "stats"), "claim", "")
 	ctx := context.Background()
 	opt := Options{Method: MethodPreload, Timeout: 2 * time.Second}
-	_, err, _ := bounded(t, 10*time.Second, func() (*Report, error) { return Inspect(ctx, pid, opt) })
+	_, _, err := bounded(t, 10*time.Second, func() (*Report, error) { return Inspect(ctx, pid, opt) })
 	if err == nil || !errors.Is(err, ErrPreload) {
 		t.Errorf("inspect: %v, want a refusal", err)
 	}
-	_, err, _ = bounded(t, 10*time.Second, func() (*TrimResult, error) { return Trim(ctx, pid, opt) })
+	_, _, err = bounded(t, 10*time.Second, func() (*TrimResult, error) { return Trim(ctx, pid, opt) })
 	if err == nil {
 		t.Error("trim: no error")
 	}
@@ -94,7 +94,7 @@ func TestPreloadAttackAnswerNamesRootFile(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			stats := filepath.Join(e.Home, "stats-"+c.name)
 			pid := e.Start(t, stats, "answer", c.extra, c.env...)
-			rep, err, _ := bounded(t, 10*time.Second, func() (*Report, error) {
+			rep, _, err := bounded(t, 10*time.Second, func() (*Report, error) {
 				return Inspect(context.Background(), pid, Options{Method: MethodPreload, Timeout: 5 * time.Second})
 			})
 			if rep != nil && bytes.Contains(rep.XML, []byte(preloadattack.Marker)) {
@@ -116,7 +116,7 @@ func TestPreloadAttackFIFO(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			pid := e.Start(t, filepath.Join(e.Home, "stats-"+mode), mode, "")
 			opt := Options{Method: MethodPreload, Timeout: 3 * time.Second}
-			_, err, took := bounded(t, 8*time.Second, func() (*Report, error) { return Inspect(context.Background(), pid, opt) })
+			_, took, err := bounded(t, 8*time.Second, func() (*Report, error) { return Inspect(context.Background(), pid, opt) })
 			if err == nil || took > 4*time.Second {
 				t.Errorf("inspect: %v after %s, want a refusal within the 3 s timeout", err, took)
 			}
@@ -126,7 +126,7 @@ func TestPreloadAttackFIFO(t *testing.T) {
 			}
 			// trim's dry run reads the dump; --no-pause asks nothing.
 			for _, noPause := range []bool{false, true} {
-				_, err, took = bounded(t, 8*time.Second, func() (*TrimEstimate, error) {
+				_, took, err = bounded(t, 8*time.Second, func() (*TrimEstimate, error) {
 					return Estimate(context.Background(), pid, opt, noPause)
 				})
 				if (err == nil) != noPause || took > 4*time.Second {
@@ -142,7 +142,7 @@ func TestPreloadAttackFIFO(t *testing.T) {
 func TestPreloadAttackTimeout(t *testing.T) {
 	e := preloadattack.New(t)
 	pid := e.Start(t, filepath.Join(e.Home, "stats"), "silent", "")
-	_, err, took := bounded(t, 10*time.Second, func() (*Report, error) {
+	_, took, err := bounded(t, 10*time.Second, func() (*Report, error) {
 		return Inspect(context.Background(), pid, Options{Method: MethodPreload, Timeout: time.Second})
 	})
 	if !errors.Is(err, ErrPreload) || took > 2*time.Second {
@@ -150,7 +150,7 @@ func TestPreloadAttackTimeout(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	_, err, took = bounded(t, 10*time.Second, func() (*Report, error) {
+	_, took, err = bounded(t, 10*time.Second, func() (*Report, error) {
 		return Inspect(ctx, pid, Options{Method: MethodPreload, Timeout: time.Minute})
 	})
 	if err == nil || took > time.Second {
@@ -166,7 +166,7 @@ func TestPreloadAttackTimeout(t *testing.T) {
 func TestEstimateNoPauseSendsNoRequest(t *testing.T) {
 	e := preloadattack.New(t)
 	pid := e.Start(t, filepath.Join(e.Home, "stats"), "silent", "")
-	est, err, took := bounded(t, 10*time.Second, func() (*TrimEstimate, error) {
+	est, took, err := bounded(t, 10*time.Second, func() (*TrimEstimate, error) {
 		return Estimate(context.Background(), pid, Options{}, true)
 	})
 	if err != nil {
@@ -229,7 +229,7 @@ func TestPreloadOtherUser(t *testing.T) {
 func TestPreloadAttackErrorEscapes(t *testing.T) {
 	e := preloadattack.New(t)
 	pid := e.Start(t, filepath.Join(e.Home, "stats"), "answer", `,"event":"error","error":"\u001b]0;owned\u0007\u001b[2Jcleared"`)
-	_, err, _ := bounded(t, 10*time.Second, func() (*Report, error) {
+	_, _, err := bounded(t, 10*time.Second, func() (*Report, error) {
 		return Inspect(context.Background(), pid, Options{Method: MethodPreload, Timeout: 5 * time.Second})
 	})
 	if err == nil {

@@ -204,8 +204,8 @@ func TestSocketRefused(t *testing.T) {
 func TestSymlinks(t *testing.T) {
 	dir, other := t.TempDir(), t.TempDir()
 	// To a file in the same directory: that file is replaced, the link kept.
-	real := filepath.Join(dir, "report-2026.html")
-	if err := os.WriteFile(real, []byte("old"), 0o644); err != nil {
+	inDir := filepath.Join(dir, "report-2026.html")
+	if err := os.WriteFile(inDir, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	link := filepath.Join(dir, "latest.html")
@@ -215,8 +215,8 @@ func TestSymlinks(t *testing.T) {
 	if err := Write(link, 0o644, hello); err != nil {
 		t.Fatal(err)
 	}
-	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 || mustRead(t, real) != "hello\n" {
-		t.Errorf("link in dir: mode %v, target %q", fi.Mode(), mustRead(t, real))
+	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 || mustRead(t, inDir) != "hello\n" {
+		t.Errorf("link in dir: mode %v, target %q", fi.Mode(), mustRead(t, inDir))
 	}
 	// To a file elsewhere (a root-owned file, say): refused, nothing written.
 	victim := filepath.Join(other, "shadow")

@@ -14,7 +14,10 @@ package procfs
 // \012 and \134. The source may be empty (two blanks in a row), so fields
 // are split on single blanks, not runs.
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Mountinfo reads proc/self/mountinfo; see ParseMountinfo.
 func (f FS) Mountinfo() (mounts []Mount, skipped []*ParseError, err error) {
@@ -38,7 +41,7 @@ func ParseMountinfo(data []byte) (mounts []Mount, skipped []*ParseError, err err
 		t = strings.TrimRight(t, "\r")
 		m, why := parseMount(t)
 		if why != "" {
-			skipped = append(skipped, perr(mountinfoFile, line, "%s: %s", quote(t), why).(*ParseError))
+			skipped = append(skipped, &ParseError{File: mountinfoFile, Line: line, Err: fmt.Errorf("%w: %s: %s", ErrMalformed, quote(t), why)})
 			continue
 		}
 		out = append(out, m)

@@ -23,7 +23,7 @@ func TestRedirectOnlySameHost(t *testing.T) {
 		t.Skipf("no second loopback address: %v", err)
 	}
 	var stolen atomic.Int64
-	other := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	other := httptest.NewUnstartedServer(http.HandlerFunc(func(_ http.ResponseWriter, _ *http.Request) {
 		stolen.Add(1)
 	}))
 	_ = other.Listener.Close()

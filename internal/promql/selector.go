@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
@@ -54,7 +54,7 @@ func ParseMatch(s string) (string, error) {
 	}
 	parts := make([]string, 0, len(ms))
 	for _, m := range ms {
-		if m.Name == labels.MetricName {
+		if m.Name == model.MetricNameLabel {
 			return "", errors.New("give labels only, without a metric name (memdoctor picks the metrics); e.g. '{job=\"node\"}'")
 		}
 		parts = append(parts, m.String())

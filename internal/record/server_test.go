@@ -2,6 +2,7 @@ package record
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -54,7 +55,7 @@ func keepAlive(t *testing.T, addr string) net.Conn {
 func closedByServer(c net.Conn, d time.Duration) bool {
 	_ = c.SetReadDeadline(time.Now().Add(d))
 	_, err := c.Read(make([]byte, 1))
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 		return false
 	}
 	return err != nil

@@ -19,7 +19,7 @@ func TestScrapeRedirects(t *testing.T) {
 		t.Skipf("no second loopback address: %v", err)
 	}
 	var stolen atomic.Int64
-	other := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	other := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		stolen.Add(1)
 		_, _ = io.WriteString(w, "go_goroutines 1\n")
 	}))
