@@ -270,7 +270,7 @@ func collectProcesses(c *ctx) error {
 		if c.live && c.root {
 			fix = "the kernel refused root (ptrace access mode: another user namespace, or Yama/LSM policy)"
 		}
-		c.note("proc/PID/smaps_rollup", strconv.Itoa(denied)+" processes could not be read: permission denied (PSS/USS unknown; ranked by RSS)",
+		c.note("proc/PID/smaps_rollup", countOf(denied, "process", "processes")+" could not be read: permission denied (PSS/USS unknown; ranked by RSS)",
 			"PSS and USS of those processes", fix)
 	}
 	if focus.Active() {
@@ -369,4 +369,12 @@ func EstimateArenas(maps []procfs.Mapping) (arenas int, glibc bool) {
 		}
 	}
 	return 1 + heaps, glibc
+}
+
+// countOf is "1 process", "2 processes".
+func countOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

@@ -412,7 +412,11 @@ func users(p *printer, h *diagnose.Host, top int) {
 	}
 	_ = tw.Flush()
 	if unread > 0 {
-		p.f("  %d processes could not be read (smaps_rollup): their PSS and USS are missing from these sums\n", unread)
+		if unread == 1 {
+			p.f("  1 process could not be read (smaps_rollup): its PSS and USS are missing from these sums\n")
+		} else {
+			p.f("  %d processes could not be read (smaps_rollup): their PSS and USS are missing from these sums\n", unread)
+		}
 	}
 }
 
