@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build test test-deps lint lint-install bench fuzz clean
+.PHONY: build test test-short test-deps lint lint-install bench fuzz clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o memdoctor ./cmd/memdoctor
@@ -18,6 +18,12 @@ test: test-deps
 	@lint=$$(command -v golangci-lint || ls $$($(GO) env GOPATH)/bin/golangci-lint 2>/dev/null); \
 	  if [ -n "$$lint" ]; then echo "$$lint run ./..."; $$lint run ./...; \
 	  else echo "golangci-lint not installed: lint skipped (make lint-install)"; fi
+
+# The inner loop: every package, the slowest tests skipped (-short); no
+# installs, no lint. `make test` is what decides.
+test-short:
+	$(GO) vet ./...
+	$(GO) test -short -count=1 -timeout 10m ./...
 
 test-deps:
 	@scripts/install-test-deps.sh

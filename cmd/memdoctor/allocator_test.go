@@ -191,6 +191,7 @@ func parseReady(t *testing.T, line string) map[string]float64 {
 //     allocator_hoarding, and process_memory_growth says "retention";
 //   - healthy: rounds that free everything: neither.
 func TestAllocatorRecordingsClassified(t *testing.T) {
+	skipShort(t)
 	requireLinuxRoot(t)
 	bin := buildWorkload(t)
 	lib, errOut, code := runCLI(t, "preload", "--print-path")

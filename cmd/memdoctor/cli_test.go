@@ -101,3 +101,13 @@ func repoRoot(t *testing.T) string {
 	}
 	return d
 }
+
+// skipShort leaves the slowest tests (recordings of several minutes of
+// data, fleets, browsers, floods) to the full run: `make test-short` is
+// the inner loop, `make test` decides.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("slow (recordings, browser or flood): run without -short (make test)")
+	}
+}

@@ -107,6 +107,7 @@ func testAlertsBaseline(t *testing.T, url string, m *fleetgen.Manifest) {
 // host on 5.0 against one on 5.3 (two sources, compared day by day), and
 // two weeks of one source against each other.
 func TestCompareRecordings(t *testing.T) {
+	skipShort(t)
 	dir := t.TempDir()
 	d50, d53 := filepath.Join(dir, "k50"), filepath.Join(dir, "k53")
 	for _, c := range []struct {

@@ -28,6 +28,7 @@ func incidentDir(t *testing.T, shape source.Incident1Shape) string {
 }
 
 func TestIncident1CronDirectory(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	k50 := incidentDir(t, source.Shape50)
 	names, _ := os.ReadDir(k50)

@@ -177,6 +177,7 @@ func (f *flooder) expect(t *testing.T, word string) (a, b int) {
 // no sample, stays small, keeps answering /metrics, holds no more
 // connections than its limit, and closes the idle ones to make room.
 func TestRecorderConnectionFlood(t *testing.T) {
+	skipShort(t)
 	requireLinuxRoot(t)
 	const flood, helpers, recorderFiles = 20000, 2, 4096
 	db := filepath.Join(t.TempDir(), "md.db")

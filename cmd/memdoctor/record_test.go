@@ -345,6 +345,7 @@ func diagnoseJSON(t *testing.T, from string) *diagnose.Report {
 // memory cgroups are created, charged with page cache and removed at a
 // steady rate, and diagnoses both, time-compressed ×900 (0.5 s = 7.5 min).
 func TestRecordingsDiagnosed(t *testing.T) {
+	skipShort(t)
 	requireLinuxRoot(t)
 	root, _ := memoryHierarchy(t)
 	const factor = 900

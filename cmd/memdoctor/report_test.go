@@ -131,6 +131,7 @@ func writeReport(t *testing.T, args ...string) (string, reportSummary) {
 // in severity order, and the dying-cgroups finding draws SUnreclaim against
 // the memory cgroup count with the extremes of the recorded data.
 func TestReportIncident1(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	dir := incidentDir(t, source.Shape50)
 	page, sum := writeReport(t, "--from", dir)
@@ -271,6 +272,7 @@ func twoHostStore(t *testing.T) string {
 // A recording of two hosts: both instances' findings, each with charts from
 // its own data; --instance narrows to one.
 func TestReportTwoInstances(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	db := twoHostStore(t)
 	page, sum := writeReport(t, "--from", db)
@@ -303,6 +305,7 @@ func TestReportTwoInstances(t *testing.T) {
 
 // Bad invocations say what to do.
 func TestReportErrors(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	db := twoHostStore(t)
 	for _, tc := range []struct {
@@ -374,6 +377,7 @@ func browserChecks(t *testing.T, d *devtools, u, name string) {
 
 // The report of two hosts opens in chromium without errors.
 func TestReportInBrowser(t *testing.T) {
+	skipShort(t)
 	db := twoHostStore(t)
 	out := filepath.Join(t.TempDir(), "report.html")
 	if _, stderr, code := runCLI(t, "report", "--from", db, "-o", out); code != 0 {
