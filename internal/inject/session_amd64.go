@@ -616,7 +616,9 @@ func (s *Session) detach() (lose bool, err error) {
 		}
 		if err := unix.PtraceSetRegs(s.tid, &restore); err != nil {
 			if errors.Is(err, unix.ESRCH) {
-				return false, nil // killed meanwhile
+				// Killed meanwhile, or not in a stop: ending the tracer
+				// thread detaches it either way.
+				return true, nil
 			}
 			return true, ptraceError("restoring registers of", s.pid, s.tid, err)
 		}
@@ -637,7 +639,12 @@ func (s *Session) detach() (lose bool, err error) {
 	}
 	if err := ptrace(unix.PTRACE_DETACH, s.tid, 0, 0); err != nil {
 		if errors.Is(err, unix.ESRCH) {
-			return false, nil
+			// Gone, or running with our interrupt still pending (a
+			// Reposition that timed out): a thread that is not in a
+			// ptrace stop cannot be detached, and would stop for good
+			// at the pending interrupt. Ending the tracer thread
+			// detaches it in the kernel (exit_ptrace).
+			return true, nil
 		}
 		return true, ptraceError("detaching from", s.pid, s.tid, err)
 	}
