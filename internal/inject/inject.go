@@ -62,6 +62,8 @@ type Call struct {
 type executor struct {
 	reqs chan func()
 	done chan struct{}
+	// tid is the executor's OS thread; never the process' main thread.
+	tid int
 	// lose, set before close(reqs), ends the OS thread instead of
 	// returning it to the scheduler: the kernel then detaches every
 	// tracee of that thread.
@@ -70,18 +72,36 @@ type executor struct {
 
 func newExecutor() *executor {
 	e := &executor{reqs: make(chan func()), done: make(chan struct{})}
-	go func() {
-		runtime.LockOSThread()
-		for f := range e.reqs {
-			f()
-		}
-		close(e.done)
-		if !e.lose {
-			runtime.UnlockOSThread()
-		}
-		// Returning with the thread still locked terminates it.
-	}()
+	ready := make(chan int)
+	go e.loop(ready)
+	e.tid = <-ready
 	return e
+}
+
+// loop runs on a locked thread other than the main one. Go never ends the
+// main thread: a locked goroutine that exits there leaves the thread parked
+// for good, and a tracer parked for good holds its tracee stopped. So a
+// loop that finds itself on the main thread keeps that thread locked while
+// it starts another loop, which therefore lands on another thread.
+func (e *executor) loop(ready chan<- int) {
+	runtime.LockOSThread()
+	tid := unix.Gettid()
+	if tid == unix.Getpid() {
+		other := make(chan int)
+		go e.loop(other)
+		ready <- <-other
+		runtime.UnlockOSThread()
+		return
+	}
+	ready <- tid
+	for f := range e.reqs {
+		f()
+	}
+	close(e.done)
+	if !e.lose {
+		runtime.UnlockOSThread()
+	}
+	// Returning with the thread still locked terminates it.
 }
 
 func (e *executor) run(f func()) {
@@ -90,11 +110,23 @@ func (e *executor) run(f func()) {
 	<-ch
 }
 
-// stop ends the executor; lose kills its OS thread (see executor.lose).
+// stop ends the executor; lose ends its OS thread (see executor.lose) and
+// waits, up to 5 s, until the kernel has ended it, and with it every trace
+// the thread held: when stop returns, the tracee is free.
 func (e *executor) stop(lose bool) {
 	e.lose = lose
 	close(e.reqs)
 	<-e.done
+	if !lose {
+		return
+	}
+	task := filepath.Join("/proc/self/task", strconv.Itoa(e.tid))
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		if _, err := os.Stat(task); errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 }
 
 // stopKind is what a wait4 status means for a seized thread.

@@ -194,3 +194,24 @@ func TestKernelThreadRefused(t *testing.T) {
 		t.Errorf("own flags %#x, %v: not read, or read as a kernel thread", self, ok)
 	}
 }
+
+// A process that has begun to exit is told from one that never had glibc:
+// its maps may already lack libc while the kernel releases its memory.
+func TestExitingIsToldApart(t *testing.T) {
+	if exiting(os.Getpid()) {
+		t.Error("this test process is read as exiting")
+	}
+	z := exec.Command("true") // exits, left unreaped: a zombie keeps PF_EXITING
+	if err := z.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = z.Wait() }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !exiting(z.Process.Pid) {
+		if time.Now().After(deadline) {
+			flags, ok := procFlags(z.Process.Pid)
+			t.Fatalf("exited child %d: flags %#x (read %v), not read as exiting", z.Process.Pid, flags, ok)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

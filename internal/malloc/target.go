@@ -162,6 +162,11 @@ func inspectTarget(pid int) (*target, error) {
 	t.maps = maps
 	t.readMaps(maps)
 	if t.libcPath == "" {
+		// A process being killed unmaps its memory piece by piece: maps
+		// read then may already lack libc.
+		if exiting(pid) {
+			return nil, fmt.Errorf("%w: pid %d (%s) is exiting (its memory is being released)", ErrProcessGone, pid, t.comm)
+		}
 		if t.musl {
 			return nil, fmt.Errorf("%w: pid %d (%s) uses musl libc, which has no malloc_info or malloc_trim", ErrNotGlibc, pid, t.comm)
 		}
@@ -494,6 +499,16 @@ func readMemory(pid int, withPss bool) (processMemory, error) {
 
 // Task flags from include/linux/sched.h, as /proc/PID/stat shows them.
 const pfKthread = 0x00200000
+
+// pfExiting is set on a task from the start of its exit, before its memory
+// is released (include/linux/sched.h).
+const pfExiting = 0x00000004
+
+// exiting reports whether pid has begun to exit or is gone.
+func exiting(pid int) bool {
+	flags, ok := procFlags(pid)
+	return !ok || flags&pfExiting != 0
+}
 
 // procFlags reads the task flags (field 9) of /proc/PID/stat. ok is false
 // when the file is gone or does not parse.
