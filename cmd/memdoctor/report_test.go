@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/incidenttest"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/seriestest"
 	"github.com/memdoctor/memdoctor/internal/source"
@@ -133,7 +134,7 @@ func writeReport(t *testing.T, args ...string) (string, reportSummary) {
 func TestReportIncident1(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
-	dir := incidentDir(t, source.Shape50)
+	dir := incidentDir(t, incidenttest.Shape50)
 	page, sum := writeReport(t, "--from", dir)
 	want := diagnoseJSON(t, dir)
 	arts := articles(page)
@@ -259,7 +260,7 @@ func twoHostStore(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := source.Ingest(incidentDir(t, source.Shape50), st, source.IngestOptions{Instance: "game7"}); err != nil {
+	if _, err := source.Ingest(incidentDir(t, incidenttest.Shape50), st, source.IngestOptions{Instance: "game7"}); err != nil {
 		t.Fatal(err)
 	}
 	seriesToStore(t, st, filepath.Join(repoRoot(t), "internal", "htmlreport", "testdata", "host.series"), "web1")

@@ -303,7 +303,7 @@ func TestRuntimeGo(t *testing.T) {
 		t.Skip("runs Go services for ~10 s")
 	}
 	bin := filepath.Join(t.TempDir(), "goservice")
-	build := exec.Command("go", "build", "-o", bin, "./internal/testprog/goservice")
+	build := exec.Command("go", "build", "-o", bin, "./internal/workloadtest/goservice")
 	build.Dir = repoRoot(t)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building goservice: %v\n%s", err, out)
@@ -346,7 +346,7 @@ func TestRuntimeRecordDiagnose(t *testing.T) {
 		t.Skip("records for ~10 s")
 	}
 	bin := filepath.Join(t.TempDir(), "goservice")
-	build := exec.Command("go", "build", "-o", bin, "./internal/testprog/goservice")
+	build := exec.Command("go", "build", "-o", bin, "./internal/workloadtest/goservice")
 	build.Dir = repoRoot(t)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building goservice: %v\n%s", err, out)

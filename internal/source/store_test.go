@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/incidenttest"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
@@ -96,7 +97,7 @@ func TestIngestCapturesIntoStore(t *testing.T) {
 func TestIngestIncident1IntoStore(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if err := WriteIncident1CronDir(dir, Incident1Options{Days: 7, Interval: 20 * time.Minute, Gzip: true}); err != nil {
+	if err := incidenttest.WriteIncident1CronDir(dir, incidenttest.Incident1Options{Days: 7, Interval: 20 * time.Minute, Gzip: true}); err != nil {
 		t.Fatal(err)
 	}
 	st := openStore(t)
@@ -205,7 +206,7 @@ func TestOpenStore(t *testing.T) {
 func BenchmarkIngestIncident1(b *testing.B) {
 	dir := b.TempDir()
 	start := time.Now()
-	if err := WriteIncident1CronDir(dir, Incident1Options{}); err != nil {
+	if err := incidenttest.WriteIncident1CronDir(dir, incidenttest.Incident1Options{}); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("generated in %s", time.Since(start))
