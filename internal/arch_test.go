@@ -66,7 +66,7 @@ var allowed = map[string][]string{
 	// binary (TestBinaryHasNoTestCode). Its names end in "test".
 	"fleettest":         {"sample"},
 	"incidenttest":      {"capture"},
-	"seriestest":        {"sample"},
+	"seriestest":        {"promql", "sample"},
 	"preloadattacktest": nil,
 	"workloadtest":      nil, // programs that tests build and run
 }

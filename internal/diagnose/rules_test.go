@@ -34,6 +34,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/seriestest"
 )
@@ -124,7 +125,7 @@ func (c *ruleCase) directive(t *testing.T, k, v, path string, line int) {
 	case "drop":
 		c.drops = append(c.drops, v)
 	case "uptime":
-		d, err := parseDays(v)
+		d, err := promql.ParseDuration(v)
 		if err != nil {
 			t.Fatalf("%s:%d: %v", path, line, err)
 		}
@@ -137,14 +138,6 @@ func (c *ruleCase) directive(t *testing.T, k, v, path string, line int) {
 		}
 		c.evidence[strings.TrimSpace(n)] = fv
 	}
-}
-
-func parseDays(v string) (time.Duration, error) {
-	if d, ok := strings.CutSuffix(v, "d"); ok {
-		n, err := strconv.ParseFloat(d, 64)
-		return time.Duration(n * 24 * float64(time.Hour)), err
-	}
-	return time.ParseDuration(v)
 }
 
 // parseSeries reads `name{a="b",c="d"} value`.

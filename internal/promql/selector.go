@@ -1,5 +1,6 @@
 // Package promql builds the PromQL selectors memdoctor sends to
-// Prometheus and writes into alerting rules.
+// Prometheus and writes into alerting rules, and reads durations the way
+// PromQL writes them (with days and weeks).
 package promql
 
 import (
