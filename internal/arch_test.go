@@ -61,7 +61,7 @@ var allowed = map[string][]string{
 	"prom":    {"httpsafe", "safeio"},
 	"fleet":   {"alerts", "diagnose", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "promql"},
-	"compare": {"prom", "sample", "stats"},
+	"compare": {"prom", "promql", "sample", "stats"},
 	// Test support: imported by tests (and bench tools) only, never by the
 	// binary (TestBinaryHasNoTestCode). Its names end in "test".
 	"fleettest":         {"sample"},
