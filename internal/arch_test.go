@@ -68,6 +68,7 @@ var allowed = map[string][]string{
 	"incidenttest":      {"capture"},
 	"seriestest":        {"promql", "sample"},
 	"preloadattacktest": nil,
+	"redirecttest":      nil,
 	"workloadtest":      nil, // programs that tests build and run
 }
 
