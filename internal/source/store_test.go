@@ -212,20 +212,28 @@ func BenchmarkIngestIncident1(b *testing.B) {
 	b.Logf("generated in %s", time.Since(start))
 	b.ResetTimer()
 	for range b.N {
-		st, err := store.Open(filepath.Join(b.TempDir(), "s.db"), store.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		start := time.Now()
-		stats, err := Ingest(dir, st, IngestOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		d := time.Since(start)
+		stats, d := ingestTimed(b, dir)
 		b.ReportMetric(float64(stats.Samples)/d.Seconds(), "samples/s")
 		b.ReportMetric(float64(stats.Samples), "samples")
-		if err := st.Close(); err != nil {
-			b.Fatal(err)
-		}
 	}
+}
+
+// ingestTimed ingests path into a new store and returns what Ingest said
+// and how long it took.
+func ingestTimed(b *testing.B, path string) (IngestStats, time.Duration) {
+	b.Helper()
+	st, err := store.Open(filepath.Join(b.TempDir(), "s.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	stats, err := Ingest(path, st, IngestOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := time.Since(start)
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return stats, d
 }
