@@ -151,10 +151,8 @@ type Manifest struct {
 func (m *Manifest) WithPathology(p string) []string {
 	var out []string
 	for _, h := range m.Hosts {
-		for _, q := range h.Pathologies {
-			if q == p {
-				out = append(out, h.Instance)
-			}
+		if slices.Contains(h.Pathologies, p) {
+			out = append(out, h.Instance)
 		}
 	}
 	return out
@@ -164,10 +162,8 @@ func (m *Manifest) WithPathology(p string) []string {
 func (m *Manifest) Expecting(rule string) []string {
 	var out []string
 	for _, h := range m.Hosts {
-		for _, r := range h.Expect {
-			if r == rule {
-				out = append(out, h.Instance)
-			}
+		if slices.Contains(h.Expect, rule) {
+			out = append(out, h.Instance)
 		}
 	}
 	return out
