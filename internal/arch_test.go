@@ -15,6 +15,7 @@ import (
 	"errors"
 	"go/build"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,12 +61,15 @@ var allowed = map[string][]string{
 	"prom":    {"httpsafe", "safeio"},
 	"fleet":   {"alerts", "diagnose", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "promql"},
-	"compare": {"prom", "sample", "stats"},
-	// Test support (imported by tests only).
-	"fleetgen":      {"sample"},
-	"seriestest":    {"sample"},
-	"preloadattack": nil,
-	"testprog":      nil,
+	"compare": {"prom", "promql", "sample", "stats"},
+	// Test support: imported by tests (and bench tools) only, never by the
+	// binary (TestBinaryHasNoTestCode). Its names end in "test".
+	"fleettest":         {"sample"},
+	"incidenttest":      {"capture"},
+	"seriestest":        {"promql", "sample"},
+	"preloadattacktest": nil,
+	"redirecttest":      nil,
+	"workloadtest":      nil, // programs that tests build and run
 }
 
 func TestPackageDirection(t *testing.T) {
@@ -90,7 +94,7 @@ func TestPackageDirection(t *testing.T) {
 		if err != nil {
 			var noGo *build.NoGoError
 			if errors.As(err, &noGo) {
-				continue // a directory of packages (testprog)
+				continue // a directory of programs (workloadtest)
 			}
 			t.Fatalf("%s: %v", pkg, err)
 		}
@@ -109,6 +113,34 @@ func TestPackageDirection(t *testing.T) {
 	for pkg := range allowed {
 		if !seen[pkg] {
 			t.Errorf("arch_test.go lists internal/%s, which does not exist: remove it", pkg)
+		}
+	}
+}
+
+// TestBinaryHasNoTestCode: what memdoctor ships holds no test support. Test
+// generators and helpers live in packages whose names end in "test" (or in
+// _test.go files), so the binary's dependencies hold none of the module's
+// such packages and no package of the standard library's testing tree.
+func TestBinaryHasNoTestCode(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", "../cmd/memdoctor").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list -deps ../cmd/memdoctor: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list -deps ../cmd/memdoctor: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"internal/diagnose") {
+		t.Fatalf("go list -deps ../cmd/memdoctor lists no internal/diagnose: %q", deps)
+	}
+	for _, dep := range deps {
+		switch {
+		case strings.HasPrefix(dep, module) && strings.HasSuffix(dep, "test"):
+			t.Errorf("memdoctor depends on %s: test support must stay out of the binary", dep)
+		case dep == "testing" || strings.HasPrefix(dep, "testing/"):
+			t.Errorf("memdoctor depends on the standard library's %s: test support must stay out of the binary", dep)
 		}
 	}
 }

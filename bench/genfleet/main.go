@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/fleetgen"
+	"github.com/memdoctor/memdoctor/internal/fleettest"
 )
 
 func main() {
@@ -22,7 +22,7 @@ func main() {
 	end := flag.String("end", "", "time of the last sample, RFC 3339 (default: two hours ago)")
 	seed := flag.Uint64("seed", 1, "random seed")
 	flag.Parse()
-	o := fleetgen.Options{Hosts: *hosts, Days: *days, Interval: *interval, Chunk: *chunk, Seed: *seed}
+	o := fleettest.Options{Hosts: *hosts, Days: *days, Interval: *interval, Chunk: *chunk, Seed: *seed}
 	if *end != "" {
 		t, err := time.Parse(time.RFC3339, *end)
 		if err != nil {
@@ -31,7 +31,7 @@ func main() {
 		}
 		o.End = t
 	}
-	m, err := fleetgen.Plan(o).Write(*out)
+	m, err := fleettest.Plan(o).Write(*out)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "genfleet:", err)
 		os.Exit(1)

@@ -11,6 +11,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/alerts"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/fleet"
+	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/source"
 	"github.com/memdoctor/memdoctor/internal/stats"
@@ -114,7 +115,7 @@ func promBaselines(cmd *cobra.Command, pf *promFlags, until string) ([]alerts.Ba
 	if err != nil {
 		return nil, endSession(err)
 	}
-	totals, err := c.Query(ctx, "max by (instance) (last_over_time("+promSel("node_memory_MemTotal_bytes", pf.match)+"["+fmt.Sprintf("%ds", int64(r/time.Second))+"]))", end)
+	totals, err := c.Query(ctx, "max by (instance) (last_over_time("+promql.Selector("node_memory_MemTotal_bytes", pf.match)+"["+fmt.Sprintf("%ds", int64(r/time.Second))+"]))", end)
 	if err = endSession(err); err != nil {
 		return nil, err
 	}
@@ -131,11 +132,6 @@ func promBaselines(cmd *cobra.Command, pf *promFlags, until string) ([]alerts.Ba
 		}
 	}
 	return out, nil
-}
-
-func promSel(name, match string) string {
-	m := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(match), "{"), "}")
-	return name + "{" + m + "}"
 }
 
 func fileBaselines(cmd *cobra.Command, path string) ([]alerts.Baseline, error) {

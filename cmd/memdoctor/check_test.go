@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -50,7 +51,7 @@ func TestCheckJSONShape(t *testing.T) {
 		}
 		factors = append(factors, m["watermark_scale_factor"].(float64))
 	}
-	if want := []float64{10, 50, 100, 200, 500}; !equalF(factors, want) {
+	if want := []float64{10, 50, 100, 200, 500}; !slices.Equal(factors, want) {
 		t.Errorf("what_if factors %v, want %v (current first)", factors, want)
 	}
 	cg := doc["cgroups"].(map[string]any)
@@ -71,18 +72,6 @@ func TestCheckJSONShape(t *testing.T) {
 			t.Errorf("findings[0].%s missing", k)
 		}
 	}
-}
-
-func equalF(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestLiveWatermarksMatchKernel: on this host the recomputed watermarks and

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/compare"
-	"github.com/memdoctor/memdoctor/internal/fleetgen"
-	"github.com/memdoctor/memdoctor/internal/source"
+	"github.com/memdoctor/memdoctor/internal/fleettest"
+	"github.com/memdoctor/memdoctor/internal/incidenttest"
 )
 
 func compareJSON(t *testing.T, args ...string) *compare.Result {
@@ -40,10 +40,10 @@ func row(t *testing.T, r *compare.Result, id string) compare.Row {
 }
 
 // testCompareFleet runs against the backfilled fleet of TestFleetPrometheus.
-func testCompareFleet(t *testing.T, url string, m *fleetgen.Manifest) {
+func testCompareFleet(t *testing.T, url string, m *fleettest.Manifest) {
 	until := m.End.Format(time.RFC3339)
 	var leak []string
-	for _, h := range m.WithPathology(fleetgen.DyingCgroupsLeak) {
+	for _, h := range m.WithPathology(fleettest.DyingCgroupsLeak) {
 		leak = append(leak, regexp.QuoteMeta(h))
 	}
 	// The injected difference: hosts leaking dying cgroups against the
@@ -83,7 +83,7 @@ func testCompareFleet(t *testing.T, url string, m *fleetgen.Manifest) {
 }
 
 // testAlertsBaseline: per-host baselines from the fleet's Prometheus.
-func testAlertsBaseline(t *testing.T, url string, m *fleetgen.Manifest) {
+func testAlertsBaseline(t *testing.T, url string, m *fleettest.Manifest) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Skip("promtool not installed")
@@ -112,9 +112,9 @@ func TestCompareRecordings(t *testing.T) {
 	d50, d53 := filepath.Join(dir, "k50"), filepath.Join(dir, "k53")
 	for _, c := range []struct {
 		dir   string
-		shape source.Incident1Shape
-	}{{d50, source.Shape50}, {d53, source.Shape53}} {
-		if err := source.WriteIncident1CronDir(c.dir, source.Incident1Options{Days: 8, Interval: 30 * time.Minute, Shape: c.shape}); err != nil {
+		shape incidenttest.Incident1Shape
+	}{{d50, incidenttest.Shape50}, {d53, incidenttest.Shape53}} {
+		if err := incidenttest.WriteIncident1CronDir(c.dir, incidenttest.Incident1Options{Days: 8, Interval: 30 * time.Minute, Shape: c.shape}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/fleet"
-	"github.com/memdoctor/memdoctor/internal/fleetgen"
+	"github.com/memdoctor/memdoctor/internal/fleettest"
 )
 
 // promServer is a Prometheus started on a TSDB directory.
@@ -80,13 +80,13 @@ func startPrometheus(t *testing.T, dir, config string, extra ...string) *promSer
 }
 
 // backfilledFleet generates a fleet into dir and backfills it with promtool.
-func backfilledFleet(t *testing.T, dir string, o fleetgen.Options) *fleetgen.Manifest {
+func backfilledFleet(t *testing.T, dir string, o fleettest.Options) *fleettest.Manifest {
 	t.Helper()
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Skip("promtool not installed (apt-get install prometheus)")
 	}
-	m, err := fleetgen.Plan(o).Write(dir)
+	m, err := fleettest.Plan(o).Write(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func runBin(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // fired returns, per judged rule, the instances it fired on.
 func fired(res *fleet.Result) map[string][]string {
 	judged := map[string]bool{}
-	for _, r := range fleetgen.JudgedRules {
+	for _, r := range fleettest.JudgedRules {
 		judged[r] = true
 	}
 	out := map[string][]string{}
@@ -141,7 +141,7 @@ func TestFleetPrometheus(t *testing.T) {
 	}
 	dir := t.TempDir()
 	end := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Hour)
-	m := backfilledFleet(t, dir, fleetgen.Options{Hosts: 60, Days: 15, Interval: 10 * time.Minute, End: end, Seed: 11})
+	m := backfilledFleet(t, dir, fleettest.Options{Hosts: 60, Days: 15, Interval: 10 * time.Minute, End: end, Seed: 11})
 	srv := startPrometheus(t, dir, "")
 	until := m.End.Format(time.RFC3339)
 
@@ -167,7 +167,7 @@ func TestFleetPrometheus(t *testing.T) {
 			t.Fatalf("%d instances scanned, the fleet has %d", len(res.Instances), len(m.Hosts))
 		}
 		got := fired(res)
-		for _, rule := range fleetgen.JudgedRules {
+		for _, rule := range fleettest.JudgedRules {
 			if msg := m.Check(rule, got[rule]); msg != "" {
 				t.Errorf("%s (injected on %v)", msg, m.Expecting(rule))
 			}
@@ -200,10 +200,10 @@ func TestFleetPrometheus(t *testing.T) {
 		if c == nil {
 			t.Fatalf("no dying_cgroups × release correlation: %+v", scanned.Correlation)
 		}
-		leak := len(m.WithPathology(fleetgen.DyingCgroupsLeak))
+		leak := len(m.WithPathology(fleettest.DyingCgroupsLeak))
 		on53 := 0
 		for _, h := range m.Hosts {
-			if h.Release == fleetgen.Kernel53 {
+			if h.Release == fleettest.Kernel53 {
 				on53++
 			}
 		}
@@ -224,7 +224,7 @@ func TestFleetPrometheus(t *testing.T) {
 			t.Fatalf("--all fetched %d of %d", all.Suspects, len(m.Hosts))
 		}
 		a, b := fired(all), fired(scanned)
-		for _, rule := range fleetgen.JudgedRules {
+		for _, rule := range fleettest.JudgedRules {
 			if !slices.Equal(a[rule], b[rule]) {
 				t.Errorf("%s: every host judged in full: %v; pre-filtered: %v", rule, a[rule], b[rule])
 			}

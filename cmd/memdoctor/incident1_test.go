@@ -12,16 +12,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/incidenttest"
 	"github.com/memdoctor/memdoctor/internal/source"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
 
-func incidentDir(t *testing.T, shape source.Incident1Shape) string {
+func incidentDir(t *testing.T, shape incidenttest.Incident1Shape) string {
 	t.Helper()
 	dir := t.TempDir()
-	opt := source.Incident1Options{Days: 14, Interval: 10 * time.Minute, Shape: shape,
-		Capture: filepath.Join(repoRoot(t), source.Incident1BaseCapture)}
-	if err := source.WriteIncident1CronDir(dir, opt); err != nil {
+	opt := incidenttest.Incident1Options{Days: 14, Interval: 10 * time.Minute, Shape: shape,
+		Capture: filepath.Join(repoRoot(t), incidenttest.Incident1BaseCapture)}
+	if err := incidenttest.WriteIncident1CronDir(dir, opt); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -30,7 +31,7 @@ func incidentDir(t *testing.T, shape source.Incident1Shape) string {
 func TestIncident1CronDirectory(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
-	k50 := incidentDir(t, source.Shape50)
+	k50 := incidentDir(t, incidenttest.Shape50)
 	names, _ := os.ReadDir(k50)
 	if len(names) < 3*14*144 || !strings.HasPrefix(names[0].Name(), "cgroups_2020-01-01.00:00") {
 		t.Fatalf("generated directory has %d files, first %q", len(names), names[0].Name())
@@ -74,7 +75,7 @@ func TestIncident1CronDirectory(t *testing.T) {
 		t.Errorf("5.0 rack: available_memory_decline did not fire")
 	}
 
-	k53 := incidentDir(t, source.Shape53)
+	k53 := incidentDir(t, incidenttest.Shape53)
 	r = diagnoseJSON(t, k53)
 	for _, id := range []string{"dying_cgroups", "slab_unreclaimable_growth", "available_memory_decline"} {
 		if f := finding(r, id); f != nil {

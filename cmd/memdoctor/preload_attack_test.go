@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/preloadattack"
+	"github.com/memdoctor/memdoctor/internal/preloadattacktest"
 )
 
 // runLimited runs memdoctor with args and kills it after limit.
@@ -40,7 +40,7 @@ func runLimited(t *testing.T, limit time.Duration, args ...string) (out string, 
 // --no-pause used to block on it forever.
 func TestPreloadAttackFIFOCommands(t *testing.T) {
 	requireLinuxRoot(t)
-	e := preloadattack.New(t)
+	e := preloadattacktest.New(t)
 	pid := fmt.Sprint(e.Start(t, filepath.Join(e.Home, "stats"), "fifo-xml", ""))
 	for _, c := range []struct {
 		args []string
@@ -68,7 +68,7 @@ func TestPreloadAttackFIFOCommands(t *testing.T) {
 // Nobody answers: --timeout ends the wait, and so does SIGTERM.
 func TestPreloadAttackSilentCommands(t *testing.T) {
 	requireLinuxRoot(t)
-	e := preloadattack.New(t)
+	e := preloadattacktest.New(t)
 	pid := fmt.Sprint(e.Start(t, filepath.Join(e.Home, "stats"), "silent", ""))
 	// (before: the library's own 5 s wait, whatever --timeout said)
 	out, code, took := runLimited(t, 10*time.Second, "malloc", pid, "--timeout", "1s")
@@ -104,7 +104,7 @@ func TestPreloadAttackSilentCommands(t *testing.T) {
 // does not get root to read it (before, root read it and reported its
 // numbers), nor a link in its own directory that points at it.
 func TestCheckReadsStatsAsTheProcess(t *testing.T) {
-	e := preloadattack.New(t)
+	e := preloadattacktest.New(t)
 	secret := filepath.Join(e.Base, "root-stats.jsonl")
 	link := filepath.Join(e.Home, "stats.jsonl")
 	if err := os.Symlink(secret, link); err != nil {
@@ -119,7 +119,7 @@ func TestCheckReadsStatsAsTheProcess(t *testing.T) {
 		r := checkJSON(t, "--pid", strconv.Itoa(pid), "--gc-interval", "0")
 		for _, p := range r.Processes {
 			if p.PID == pid && p.Malloc != nil {
-				t.Errorf("MEMDOCTOR_STATS=%s: root read the file for uid %d: %+v", stats, preloadattack.UID, p.Malloc)
+				t.Errorf("MEMDOCTOR_STATS=%s: root read the file for uid %d: %+v", stats, preloadattacktest.UID, p.Malloc)
 			}
 		}
 		noted := false

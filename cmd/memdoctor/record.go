@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/record"
 	"github.com/memdoctor/memdoctor/internal/store"
 	"github.com/spf13/cobra"
@@ -35,16 +35,10 @@ func defaultDB() string {
 	return "memdoctor.db"
 }
 
-// parseRetention accepts Go durations plus whole days ("30d").
+// parseRetention reads a duration flag: a Go duration or a Prometheus one
+// with days ("30d", "720h", "1d12h").
 func parseRetention(s string) (time.Duration, error) {
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		var n int
-		if _, err := fmt.Sscanf(d, "%d", &n); err != nil || n < 0 {
-			return 0, fmt.Errorf("--retention %q: want a duration such as 30d or 720h", s)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	v, err := time.ParseDuration(s)
+	v, err := promql.ParseDuration(s)
 	if err != nil {
 		return 0, fmt.Errorf("--retention %q: want a duration such as 30d or 720h", s)
 	}

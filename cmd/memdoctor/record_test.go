@@ -483,3 +483,25 @@ func TestTwoRecordersOneStore(t *testing.T) {
 	third := startRecorder(t, db, 200*time.Millisecond)
 	third.stop(t)
 }
+
+// Duration flags (--retention, --range, --step, --since -D) read Go and
+// Prometheus durations through one parser: "1.5d" was read as one day and
+// "3xd" as three (the digits before the d were scanned, the rest ignored),
+// and "1d12h" was refused.
+func TestParseRetention(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{"30d": 30 * 24 * time.Hour, "720h": 720 * time.Hour, "1d12h": 36 * time.Hour, "0": 0} {
+		if got, err := parseRetention(in); err != nil || got != want {
+			t.Errorf("parseRetention(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"1.5d", "3xd", "-7d", "", "week"} {
+		if got, err := parseRetention(in); err == nil {
+			t.Errorf("parseRetention(%q) = %v, want an error", in, got)
+		}
+	}
+	end := time.Date(2020, 1, 10, 0, 0, 0, 0, time.UTC)
+	if got, err := parseWhen("-1d12h", end); err != nil || !got.Equal(end.Add(-36*time.Hour)) {
+		t.Errorf("parseWhen(-1d12h) = %v, %v; want %v", got, err, end.Add(-36*time.Hour))
+	}
+}

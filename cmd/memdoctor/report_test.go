@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/incidenttest"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/seriestest"
 	"github.com/memdoctor/memdoctor/internal/source"
@@ -133,7 +134,7 @@ func writeReport(t *testing.T, args ...string) (string, reportSummary) {
 func TestReportIncident1(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
-	dir := incidentDir(t, source.Shape50)
+	dir := incidentDir(t, incidenttest.Shape50)
 	page, sum := writeReport(t, "--from", dir)
 	want := diagnoseJSON(t, dir)
 	arts := articles(page)
@@ -190,7 +191,7 @@ func TestReportIncident1(t *testing.T) {
 	for _, p := range slab {
 		if p.axis == "right" {
 			right = append(right, p.series)
-			name, match := splitKey(p.series)
+			name, match := splitKey(t, p.series)
 			lo, hi := rawExtent(t, st, inst, name, match...)
 			if p.min != lo || p.max != hi {
 				t.Errorf("%s drawn over [%g, %g]; recorded [%g, %g]", p.series, p.min, p.max, lo, hi)
@@ -205,17 +206,19 @@ func TestReportIncident1(t *testing.T) {
 	}
 }
 
-// splitKey splits name{a="b",...} into the name and label pairs.
-func splitKey(key string) (string, []string) {
-	i := strings.IndexByte(key, '{')
-	if i < 0 {
-		return key, nil
+// splitKey splits a series key, name{a="b",...}, into the name and label
+// pairs.
+func splitKey(t *testing.T, key string) (string, []string) {
+	t.Helper()
+	name, ls, err := sample.ParseKey(key)
+	if err != nil {
+		t.Fatalf("series %q: %v", key, err)
 	}
 	var match []string
-	for _, m := range regexp.MustCompile(`(\w+)="([^"]*)"`).FindAllStringSubmatch(key[i:], -1) {
-		match = append(match, m[1], m[2])
+	for _, l := range ls {
+		match = append(match, l.Name, l.Value)
 	}
-	return key[:i], match
+	return name, match
 }
 
 // seriesToStore writes a series-language file into a store as one instance.
@@ -259,7 +262,7 @@ func twoHostStore(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := source.Ingest(incidentDir(t, source.Shape50), st, source.IngestOptions{Instance: "game7"}); err != nil {
+	if _, err := source.Ingest(incidentDir(t, incidenttest.Shape50), st, source.IngestOptions{Instance: "game7"}); err != nil {
 		t.Fatal(err)
 	}
 	seriesToStore(t, st, filepath.Join(repoRoot(t), "internal", "htmlreport", "testdata", "host.series"), "web1")

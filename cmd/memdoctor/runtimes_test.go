@@ -298,21 +298,29 @@ func goStats(t *testing.T, url string) map[string]float64 {
 	return out
 }
 
-func TestRuntimeGo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs Go services for ~10 s")
-	}
+// startGoServices builds internal/workloadtest/goservice and starts it
+// twice, GC-heavy and healthy, and returns their /metrics URLs.
+func startGoServices(t *testing.T) (heavyURL, healthyURL string) {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "goservice")
-	build := exec.Command("go", "build", "-o", bin, "./internal/testprog/goservice")
+	build := exec.Command("go", "build", "-o", bin, "./internal/workloadtest/goservice")
 	build.Dir = repoRoot(t)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building goservice: %v\n%s", err, out)
 	}
 	hc, hh := freePort(t), freePort(t)
-	heavyURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", hc)
-	healthyURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", hh)
+	heavyURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", hc)
+	healthyURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", hh)
 	startService(t, heavyURL, bin, "-mode", "gcheavy", "-listen", fmt.Sprintf("127.0.0.1:%d", hc))
 	startService(t, healthyURL, bin, "-mode", "healthy", "-listen", fmt.Sprintf("127.0.0.1:%d", hh))
+	return heavyURL, healthyURL
+}
+
+func TestRuntimeGo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Go services for ~10 s")
+	}
+	heavyURL, healthyURL := startGoServices(t)
 	time.Sleep(3 * time.Second)
 	statsURL := strings.Replace(heavyURL, "/metrics", "/stats", 1)
 	before := goStats(t, statsURL)
@@ -345,17 +353,7 @@ func TestRuntimeRecordDiagnose(t *testing.T) {
 	if testing.Short() {
 		t.Skip("records for ~10 s")
 	}
-	bin := filepath.Join(t.TempDir(), "goservice")
-	build := exec.Command("go", "build", "-o", bin, "./internal/testprog/goservice")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building goservice: %v\n%s", err, out)
-	}
-	hc, hh := freePort(t), freePort(t)
-	heavyURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", hc)
-	healthyURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", hh)
-	startService(t, heavyURL, bin, "-mode", "gcheavy", "-listen", fmt.Sprintf("127.0.0.1:%d", hc))
-	startService(t, healthyURL, bin, "-mode", "healthy", "-listen", fmt.Sprintf("127.0.0.1:%d", hh))
+	heavyURL, healthyURL := startGoServices(t)
 	db := filepath.Join(t.TempDir(), "md.db")
 	rec := exec.Command(binary(t), "record", "--db", db, "--interval", "1s", "--listen", "", "--top", "3",
 		"--scrape", heavyURL, "--scrape", healthyURL)

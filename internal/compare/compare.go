@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/prom"
+	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -181,7 +181,7 @@ func verdict(r Row, na, nb int, unit string) string {
 func PromGroups(ctx context.Context, c *prom.Client, selA, selB, match string, end time.Time, r time.Duration) (a, b Values, err error) {
 	R := fmt.Sprintf("[%ds]", int64(r/time.Second))
 	members := func(s string) (map[string]bool, error) {
-		expr := "group by (instance) (last_over_time(" + sel("", match, `__name__=~"node_uname_info|node_memory_MemTotal_bytes"`, matchers(s)) + R + "))"
+		expr := "group by (instance) (last_over_time(" + promql.Selector("", match, `__name__=~"node_uname_info|node_memory_MemTotal_bytes"`, promql.Matchers(s)) + R + "))"
 		v, err := c.Query(ctx, expr, end)
 		if err != nil {
 			return nil, err
@@ -209,11 +209,11 @@ func PromGroups(ctx context.Context, c *prom.Client, selA, selB, match string, e
 		}
 	}
 	qs := map[string]string{
-		"slab_unreclaimable_growth_per_day": "max by (instance) (deriv(" + sel("node_memory_SUnreclaim_bytes", match) + R + ") * 86400)",
-		"memory_cgroups_growth_per_day": "max by (instance) (deriv(" + sel("node_cgroups_cgroups", match, `subsys_name="memory"`) + R + ") * 86400 or deriv(" +
-			sel("memdoctor_memcg_dying_cgroups", match) + R + ") * 86400)",
-		"available_memory": "max by (instance) (avg_over_time(" + sel("node_memory_MemAvailable_bytes", match) + R + "))",
-		"process_uss":      "sum by (instance) (avg_over_time(" + sel("memdoctor_process_uss_bytes", match) + R + "))",
+		"slab_unreclaimable_growth_per_day": "max by (instance) (deriv(" + promql.Selector("node_memory_SUnreclaim_bytes", match) + R + ") * 86400)",
+		"memory_cgroups_growth_per_day": "max by (instance) (deriv(" + promql.Selector("node_cgroups_cgroups", match, `subsys_name="memory"`) + R + ") * 86400 or deriv(" +
+			promql.Selector("memdoctor_memcg_dying_cgroups", match) + R + ") * 86400)",
+		"available_memory": "max by (instance) (avg_over_time(" + promql.Selector("node_memory_MemAvailable_bytes", match) + R + "))",
+		"process_uss":      "sum by (instance) (avg_over_time(" + promql.Selector("memdoctor_process_uss_bytes", match) + R + "))",
 	}
 	a, b = Values{}, Values{}
 	for _, m := range Metrics {
@@ -237,26 +237,6 @@ func PromGroups(ctx context.Context, c *prom.Client, selA, selB, match string, e
 		}
 	}
 	return a, b, nil
-}
-
-func matchers(m string) string {
-	m = strings.TrimSpace(m)
-	m = strings.TrimPrefix(m, "{")
-	m = strings.TrimSuffix(m, "}")
-	return strings.TrimSpace(m)
-}
-
-func sel(name, match string, extra ...string) string {
-	var parts []string
-	for _, e := range extra {
-		if e != "" {
-			parts = append(parts, e)
-		}
-	}
-	if m := matchers(match); m != "" {
-		parts = append(parts, m)
-	}
-	return name + "{" + strings.Join(parts, ",") + "}"
 }
 
 // WindowNames are the series FromWindows reads.

@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,6 +35,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/seriestest"
 )
@@ -124,7 +126,7 @@ func (c *ruleCase) directive(t *testing.T, k, v, path string, line int) {
 	case "drop":
 		c.drops = append(c.drops, v)
 	case "uptime":
-		d, err := parseDays(v)
+		d, err := promql.ParseDuration(v)
 		if err != nil {
 			t.Fatalf("%s:%d: %v", path, line, err)
 		}
@@ -139,53 +141,22 @@ func (c *ruleCase) directive(t *testing.T, k, v, path string, line int) {
 	}
 }
 
-func parseDays(v string) (time.Duration, error) {
-	if d, ok := strings.CutSuffix(v, "d"); ok {
-		n, err := strconv.ParseFloat(d, 64)
-		return time.Duration(n * 24 * float64(time.Hour)), err
-	}
-	return time.ParseDuration(v)
-}
-
-// parseSeries reads `name{a="b",c="d"} value`.
+// parseSeries reads `name{a="b",c="d"} value` (the key as Metric.Key
+// writes it), its labels sorted as sample.L sorts them.
 func parseSeries(l string) (sample.Metric, error) {
 	var m sample.Metric
-	var rest string
-	if i := strings.IndexByte(l, '{'); i >= 0 {
-		j := strings.IndexByte(l, '}')
-		if j < i {
-			return m, fmt.Errorf("unclosed labels in %q", l)
-		}
-		m.Name = l[:i]
-		var nv []string
-		for _, p := range strings.Split(l[i+1:j], ",") {
-			if p = strings.TrimSpace(p); p == "" {
-				continue
-			}
-			k, v, ok := strings.Cut(p, "=")
-			if !ok {
-				return m, fmt.Errorf("bad label %q", p)
-			}
-			uq, err := strconv.Unquote(strings.TrimSpace(v))
-			if err != nil {
-				return m, fmt.Errorf("bad label value %q", v)
-			}
-			nv = append(nv, strings.TrimSpace(k), uq)
-		}
-		m.Labels = sample.L(nv...)
-		rest = l[j+1:]
-	} else {
-		f := strings.Fields(l)
-		if len(f) != 2 {
-			return m, fmt.Errorf("want `name value`, got %q", l)
-		}
-		m.Name, rest = f[0], f[1]
+	i := strings.LastIndexAny(l, " \t")
+	if i < 0 {
+		return m, fmt.Errorf("want `name value`, got %q", l)
 	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-	if err != nil {
+	var err error
+	if m.Name, m.Labels, err = sample.ParseKey(strings.TrimSpace(l[:i])); err != nil {
+		return m, fmt.Errorf("%q: %w", l, err)
+	}
+	slices.SortFunc(m.Labels, func(a, b sample.Label) int { return strings.Compare(a.Name, b.Name) })
+	if m.Value, err = strconv.ParseFloat(l[i+1:], 64); err != nil {
 		return m, fmt.Errorf("bad value in %q", l)
 	}
-	m.Value = v
 	return m, nil
 }
 

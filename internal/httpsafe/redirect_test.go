@@ -3,37 +3,17 @@ package httpsafe
 import (
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
+
+	"github.com/memdoctor/memdoctor/internal/redirecttest"
 )
 
-// elsewhere serves on 127.0.0.2, another loopback address, and counts the
-// requests that reach it.
-func elsewhere(t *testing.T) (*httptest.Server, *atomic.Int64) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Skipf("no second loopback address: %v", err)
-	}
-	var hits atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		_, _ = io.WriteString(w, "elsewhere")
-	}))
-	_ = srv.Listener.Close()
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv, &hits
-}
-
 func TestCheckRedirect(t *testing.T) {
-	other, hits := elsewhere(t)
+	other, hits := redirecttest.Elsewhere(t, "elsewhere")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/away":

@@ -1,7 +1,7 @@
 package malloc
 
 // Attacks on the preload request path by a real unprivileged process
-// (internal/preloadattack: uid 65534, a file named like the library mapped,
+// (internal/preloadattacktest: uid 65534, a file named like the library mapped,
 // MEMDOCTOR_STATS and answers of its choosing). memdoctor runs as root here.
 
 import (
@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/preloadattack"
+	"github.com/memdoctor/memdoctor/internal/preloadattacktest"
 )
 
 // bounded runs f and fails the test when it does not return within limit
@@ -46,12 +46,12 @@ func bounded[T any](t *testing.T, limit time.Duration, f func() (T, error)) (T, 
 // A stats directory that is a symlink to a directory of root: root must
 // not create its request there (before: a file of the attacker's in it).
 func TestPreloadAttackSymlinkedDir(t *testing.T) {
-	e := preloadattack.New(t)
+	e := preloadattacktest.New(t)
 	link := filepath.Join(e.Home, "link")
 	if err := os.Symlink(e.Victim, link); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Lchown(link, preloadattack.UID, preloadattack.UID); err != nil {
+	if err := os.Lchown(link, preloadattacktest.UID, preloadattacktest.UID); err != nil {
 		t.Fatal(err)
 	}
 	// claim: it writes over a request file it was given, so that root's
@@ -67,7 +67,7 @@ func TestPreloadAttackSymlinkedDir(t *testing.T) {
 	if err == nil {
 		t.Error("trim: no error")
 	}
-	if got := preloadattack.Entries(t, e.Victim); len(got) != 0 {
+	if got := preloadattacktest.Entries(t, e.Victim); len(got) != 0 {
 		t.Errorf("root's directory %s now holds %v", e.Victim, got)
 	}
 	t.Logf("refused: %v", err)
@@ -77,7 +77,7 @@ func TestPreloadAttackSymlinkedDir(t *testing.T) {
 // root's file absolutely, relatively, or through a symlink in place of
 // the dump.
 func TestPreloadAttackAnswerNamesRootFile(t *testing.T) {
-	e := preloadattack.New(t)
+	e := preloadattacktest.New(t)
 	rel, err := filepath.Rel(e.Home, e.Secret)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestPreloadAttackAnswerNamesRootFile(t *testing.T) {
 			rep, _, err := bounded(t, 10*time.Second, func() (*Report, error) {
 				return Inspect(context.Background(), pid, Options{Method: MethodPreload, Timeout: 5 * time.Second})
 			})
-			if rep != nil && bytes.Contains(rep.XML, []byte(preloadattack.Marker)) {
+			if rep != nil && bytes.Contains(rep.XML, []byte(preloadattacktest.Marker)) {
 				t.Fatalf("root's file was read and reported: %d arenas, retained %d", rep.Totals.ArenaCount, rep.Totals.RetainedBytes)
 			}
 			if err == nil || !errors.Is(err, ErrPreload) {
@@ -111,7 +111,7 @@ func TestPreloadAttackAnswerNamesRootFile(t *testing.T) {
 // A FIFO where the dump or the stats file should be: refused at once
 // (before: open blocked forever, whatever --timeout said).
 func TestPreloadAttackFIFO(t *testing.T) {
-	e := preloadattack.New(t)
+	e := preloadattacktest.New(t)
 	for _, mode := range []string{"fifo-xml", "fifo-stats"} {
 		t.Run(mode, func(t *testing.T) {
 			pid := e.Start(t, filepath.Join(e.Home, "stats-"+mode), mode, "")
@@ -140,7 +140,7 @@ func TestPreloadAttackFIFO(t *testing.T) {
 // Nobody answers: Inspect ends at --timeout (before: the library's 5 s
 // wait, whatever --timeout said), and at once when the context ends.
 func TestPreloadAttackTimeout(t *testing.T) {
-	e := preloadattack.New(t)
+	e := preloadattacktest.New(t)
 	pid := e.Start(t, filepath.Join(e.Home, "stats"), "silent", "")
 	_, took, err := bounded(t, 10*time.Second, func() (*Report, error) {
 		return Inspect(context.Background(), pid, Options{Method: MethodPreload, Timeout: time.Second})
@@ -164,7 +164,7 @@ func TestPreloadAttackTimeout(t *testing.T) {
 
 // trim --no-pause touches nothing: no request, even to a library.
 func TestEstimateNoPauseSendsNoRequest(t *testing.T) {
-	e := preloadattack.New(t)
+	e := preloadattacktest.New(t)
 	pid := e.Start(t, filepath.Join(e.Home, "stats"), "silent", "")
 	est, took, err := bounded(t, 10*time.Second, func() (*TrimEstimate, error) {
 		return Estimate(context.Background(), pid, Options{}, true)
@@ -175,7 +175,7 @@ func TestEstimateNoPauseSendsNoRequest(t *testing.T) {
 	if est.Source != "smaps" || est.UpperBoundBytes == nil {
 		t.Errorf("source %s: want the /proc upper bound", est.Source)
 	}
-	for _, n := range preloadattack.Entries(t, e.Home) {
+	for _, n := range preloadattacktest.Entries(t, e.Home) {
 		if n != "stats" {
 			t.Errorf("%s was created next to the stats file", n)
 		}
@@ -185,7 +185,7 @@ func TestEstimateNoPauseSendsNoRequest(t *testing.T) {
 // The real library in a process of another user: asked as that user, it
 // answers (it can remove the request file memdoctor created for it).
 func TestPreloadOtherUser(t *testing.T) {
-	e := preloadattack.New(t)
+	e := preloadattacktest.New(t)
 	lib := buildPreload(t)
 	bin := build(t, false)
 	for _, f := range []string{lib, bin} {
@@ -200,7 +200,7 @@ func TestPreloadOtherUser(t *testing.T) {
 	stats := filepath.Join(e.Home, "stats.%p")
 	cmd := exec.Command(filepath.Join(e.Base, "lib", filepath.Base(bin)), "hoard", "2", "16")
 	cmd.Env = []string{"LD_PRELOAD=" + filepath.Join(e.Base, "lib", filepath.Base(lib)), "MEMDOCTOR_STATS=" + stats}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: preloadattack.UID, Gid: preloadattack.UID}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: preloadattacktest.UID, Gid: preloadattacktest.UID}}
 	w := startCmd(t, cmd)
 	rep, err := Inspect(context.Background(), w.pid, Options{Method: MethodPreload})
 	if err != nil {
@@ -214,12 +214,12 @@ func TestPreloadOtherUser(t *testing.T) {
 		t.Errorf("inspect %s with %d arenas, trim %s", rep.Source, rep.Totals.ArenaCount, tr.Source)
 	}
 	// Everything next to the stats file belongs to the process' user.
-	for _, n := range preloadattack.Entries(t, e.Home) {
+	for _, n := range preloadattacktest.Entries(t, e.Home) {
 		var st syscall.Stat_t
 		if err := syscall.Lstat(filepath.Join(e.Home, n), &st); err != nil {
 			t.Fatal(err)
 		}
-		if st.Uid != preloadattack.UID {
+		if st.Uid != preloadattacktest.UID {
 			t.Errorf("%s belongs to uid %d", n, st.Uid)
 		}
 	}
@@ -227,7 +227,7 @@ func TestPreloadOtherUser(t *testing.T) {
 
 // An error answer carrying terminal escapes: memdoctor's message quotes it.
 func TestPreloadAttackErrorEscapes(t *testing.T) {
-	e := preloadattack.New(t)
+	e := preloadattacktest.New(t)
 	pid := e.Start(t, filepath.Join(e.Home, "stats"), "answer", `,"event":"error","error":"\u001b]0;owned\u0007\u001b[2Jcleared"`)
 	_, _, err := bounded(t, 10*time.Second, func() (*Report, error) {
 		return Inspect(context.Background(), pid, Options{Method: MethodPreload, Timeout: 5 * time.Second})

@@ -3,13 +3,14 @@ package probe
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/memdoctor/memdoctor/internal/redirecttest"
 )
 
 // A probed server that redirects elsewhere (here 127.0.0.2, another
@@ -17,18 +18,7 @@ import (
 // and its headers followed the redirect to any host.
 func TestRunRefusesRedirectElsewhere(t *testing.T) {
 	fsys := liveFS(t)
-	l, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Skipf("no second loopback address: %v", err)
-	}
-	var stolen atomic.Int64
-	other := httptest.NewUnstartedServer(http.HandlerFunc(func(_ http.ResponseWriter, _ *http.Request) {
-		stolen.Add(1)
-	}))
-	_ = other.Listener.Close()
-	other.Listener = l
-	other.Start()
-	defer other.Close()
+	other, stolen := redirecttest.Elsewhere(t, "")
 	var served atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The first answer (the preflight) is served, the next ones on
@@ -41,7 +31,7 @@ func TestRunRefusesRedirectElsewhere(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	_, err = Run(context.Background(), fsys, Options{URL: srv.URL + "/away", PID: os.Getpid(), Requests: 3, Concurrency: 1,
+	_, err := Run(context.Background(), fsys, Options{URL: srv.URL + "/away", PID: os.Getpid(), Requests: 3, Concurrency: 1,
 		Headers: []string{"Authorization: Bearer s3cret"}})
 	if err == nil || !strings.Contains(err.Error(), "only to the same scheme and host") {
 		t.Errorf("preflight redirected to 127.0.0.2: %v", err)

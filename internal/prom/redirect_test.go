@@ -3,7 +3,6 @@ package prom
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,24 +11,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/redirecttest"
 )
 
 // A Prometheus URL that redirects to another host (127.0.0.2, another
 // loopback address) is refused at once, without the credentials going
 // there and without retries; a redirect on the same host is followed.
 func TestRedirectOnlySameHost(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Skipf("no second loopback address: %v", err)
-	}
-	var stolen atomic.Int64
-	other := httptest.NewUnstartedServer(http.HandlerFunc(func(_ http.ResponseWriter, _ *http.Request) {
-		stolen.Add(1)
-	}))
-	_ = other.Listener.Close()
-	other.Listener = l
-	other.Start()
-	defer other.Close()
+	other, stolen := redirecttest.Elsewhere(t, "")
 	var asked atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked.Add(1)

@@ -1,5 +1,6 @@
 // Package promql builds the PromQL selectors memdoctor sends to
-// Prometheus and writes into alerting rules.
+// Prometheus and writes into alerting rules, and reads durations the way
+// PromQL writes them (with days and weeks).
 package promql
 
 import (
@@ -20,10 +21,15 @@ func Matchers(m string) string {
 	return strings.TrimSpace(m)
 }
 
-// Selector builds name{extra...,match}; with no matchers at all, name
-// alone.
+// Selector builds name{extra...,match}; empty extra matchers are left
+// out, and with no matchers at all it is name alone.
 func Selector(name, match string, extra ...string) string {
-	parts := append([]string(nil), extra...)
+	var parts []string
+	for _, e := range extra {
+		if e != "" {
+			parts = append(parts, e)
+		}
+	}
 	if m := Matchers(match); m != "" {
 		parts = append(parts, m)
 	}

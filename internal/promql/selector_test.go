@@ -3,6 +3,8 @@ package promql
 import (
 	"strings"
 	"testing"
+
+	"github.com/prometheus/prometheus/promql/parser"
 )
 
 func TestSelector(t *testing.T) {
@@ -18,6 +20,27 @@ func TestSelector(t *testing.T) {
 	}
 	if got := Selector("", `{job="x"}`, `__name__=~"a|b"`); got != `{__name__=~"a|b",job="x"}` {
 		t.Errorf("with extra matchers: %q", got)
+	}
+	// An empty extra matcher (a group selector left empty) is left out:
+	// one copy of this builder did, this one wrote up{,job="x"}, which
+	// Prometheus refuses.
+	for _, c := range []struct {
+		name, match string
+		extra       []string
+		want        string
+	}{
+		{"up", `{job="x"}`, []string{""}, `up{job="x"}`},
+		{"up", "", []string{"", `a="b"`}, `up{a="b"}`},
+		{"up", "", []string{""}, "up"},
+		{"", `job="x"`, []string{`__name__=~"a|b"`, ""}, `{__name__=~"a|b",job="x"}`},
+	} {
+		got := Selector(c.name, c.match, c.extra...)
+		if got != c.want {
+			t.Errorf("Selector(%q, %q, %q) = %q, want %q", c.name, c.match, c.extra, got, c.want)
+		}
+		if _, err := parser.NewParser(parser.Options{}).ParseMetricSelector(got); err != nil {
+			t.Errorf("Selector(%q, %q, %q) = %q: Prometheus refuses it: %v", c.name, c.match, c.extra, got, err)
+		}
 	}
 }
 

@@ -3,30 +3,18 @@ package runtimes
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
+
+	"github.com/memdoctor/memdoctor/internal/redirecttest"
 )
 
 // A scraped endpoint that redirects to another host (127.0.0.2, another
 // loopback address) is refused; one on the same host is followed.
 func TestScrapeRedirects(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Skipf("no second loopback address: %v", err)
-	}
-	var stolen atomic.Int64
-	other := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		stolen.Add(1)
-		_, _ = io.WriteString(w, "go_goroutines 1\n")
-	}))
-	_ = other.Listener.Close()
-	other.Listener = l
-	other.Start()
-	defer other.Close()
+	other, stolen := redirecttest.Elsewhere(t, "go_goroutines 1\n")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/away":
@@ -39,7 +27,7 @@ func TestScrapeRedirects(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	_, err = Scraper{}.Fetch(context.Background(), srv.URL+"/away")
+	_, err := Scraper{}.Fetch(context.Background(), srv.URL+"/away")
 	if err == nil || !strings.Contains(err.Error(), "only to the same scheme and host") || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("redirect to 127.0.0.2: %v", err)
 	}

@@ -12,9 +12,10 @@
 //	                             (RFC 3339; default 2026-01-01T00:00:00Z);
 //	                             at most once, before the first series
 //	interval 15m                 spacing of the samples of the series lines
-//	                             that follow (Go durations plus "d" for 24h
-//	                             days, e.g. 1d12h; a positive whole number of
-//	                             milliseconds); may change between series;
+//	                             that follow (a Go duration or a Prometheus
+//	                             one with whole days and weeks, e.g. 1d12h; a
+//	                             positive whole number of milliseconds); may
+//	                             change between series;
 //	                             required before the first series
 //	instance host-1              Window.Instance (default ""); at most once
 //	NAME{LABELS} VALUES...       a series
@@ -80,6 +81,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -280,51 +282,20 @@ func (p *parser) parseInterval(args string) error {
 	return nil
 }
 
-// parseDuration parses a Go duration that may also use d for 24 hours, and
-// requires a positive whole number of milliseconds.
+// parseDuration parses a Go or Prometheus duration (see promql.ParseDuration)
+// and requires a positive whole number of milliseconds.
 func parseDuration(s string) (time.Duration, error) {
-	var total time.Duration
-	rest := s
-	for rest != "" {
-		// One component: number (digits and dots) then unit letters.
-		i := 0
-		for i < len(rest) && (rest[i] >= '0' && rest[i] <= '9' || rest[i] == '.') {
-			i++
-		}
-		j := i
-		for j < len(rest) && (rest[j] < '0' || rest[j] > '9') && rest[j] != '.' {
-			j++
-		}
-		num, unit := rest[:i], rest[i:j]
-		if num == "" || unit == "" {
-			return 0, fmt.Errorf("not a duration (15s, 1m30s, 2h, 1d)")
-		}
-		var d time.Duration
-		if unit == "d" {
-			f, err := strconv.ParseFloat(num, 64)
-			if err != nil || f*24*float64(time.Hour) >= math.MaxInt64 {
-				return 0, fmt.Errorf("not a duration (15s, 1m30s, 2h, 1d)")
-			}
-			d = time.Duration(f * 24 * float64(time.Hour))
-		} else {
-			var err error
-			if d, err = time.ParseDuration(num + unit); err != nil {
-				return 0, fmt.Errorf("not a duration (15s, 1m30s, 2h, 1d)")
-			}
-		}
-		if total > math.MaxInt64-d {
-			return 0, fmt.Errorf("duration too long")
-		}
-		total += d
-		rest = rest[j:]
+	d, err := promql.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("not a duration (15s, 1m30s, 2h, 1d)")
 	}
-	if total <= 0 {
+	if d <= 0 {
 		return 0, fmt.Errorf("interval must be positive")
 	}
-	if total%time.Millisecond != 0 {
+	if d%time.Millisecond != 0 {
 		return 0, fmt.Errorf("interval must be a whole number of milliseconds")
 	}
-	return total, nil
+	return d, nil
 }
 
 func (p *parser) parseSeries(s string, noise bool) error {

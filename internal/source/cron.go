@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing/fstest"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/safeio"
@@ -323,8 +322,8 @@ func cronNote(n sample.Note) sample.Note {
 // is empty, damaged or cut short (kernel files end with a newline) fails
 // the snapshot; in lenient mode an optional one is left out instead and
 // returned as a problem.
-func cronFS(g *cronGroup, kernel string, lenient bool) (fstest.MapFS, []error, error) {
-	m := make(fstest.MapFS, len(g.files)+1)
+func cronFS(g *cronGroup, kernel string, lenient bool) (snapFS, []error, error) {
+	m := make(snapFS, len(g.files)+1)
 	var problems []error
 	for p, f := range g.files {
 		data, err := readMaybeGz(f.file, f.gz)
@@ -338,18 +337,18 @@ func cronFS(g *cronGroup, kernel string, lenient bool) (fstest.MapFS, []error, e
 			problems = append(problems, err)
 			continue
 		}
-		m[p] = &fstest.MapFile{Data: data}
+		m[p] = data
 	}
 	if _, ok := m["proc/sys/kernel/osrelease"]; !ok {
 		if v, ok := m["proc/version"]; ok {
 			// "Linux version 5.0.0-1-amd64 (...) ..."
-			if f := strings.Fields(string(v.Data)); len(f) >= 3 && f[0] == "Linux" && f[1] == "version" {
-				m["proc/sys/kernel/osrelease"] = &fstest.MapFile{Data: []byte(f[2] + "\n")}
+			if f := strings.Fields(string(v)); len(f) >= 3 && f[0] == "Linux" && f[1] == "version" {
+				m["proc/sys/kernel/osrelease"] = []byte(f[2] + "\n")
 			}
 		}
 	}
 	if _, ok := m["proc/sys/kernel/osrelease"]; !ok && kernel != "" {
-		m["proc/sys/kernel/osrelease"] = &fstest.MapFile{Data: []byte(kernel + "\n")}
+		m["proc/sys/kernel/osrelease"] = []byte(kernel + "\n")
 	}
 	return m, problems, nil
 }
@@ -402,12 +401,12 @@ func mapCollectError(err error, files map[string]cronFile) error {
 // fileProblems turns collector notes about files the snapshot has (so they
 // were present but could not be parsed) into errors naming the real file,
 // and returns the other notes.
-func fileProblems(notes []sample.Note, files map[string]cronFile, present fstest.MapFS) (problems []error, rest []sample.Note) {
+func fileProblems(notes []sample.Note, files map[string]cronFile, present snapFS) (problems []error, rest []sample.Note) {
 	rest = notes[:0:0]
 next:
 	for _, n := range notes {
 		for p, f := range files {
-			if present[p] == nil {
+			if _, ok := present[p]; !ok {
 				continue // left out: its absence is no parse error
 			}
 			i := strings.Index(n.Message, p+": ")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/capture"
+	"github.com/memdoctor/memdoctor/internal/incidenttest"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
@@ -349,7 +350,7 @@ func TestCronMalformed(t *testing.T) {
 func TestCronProgress(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if err := WriteIncident1CronDir(dir, Incident1Options{Days: 2, Interval: 10 * time.Minute}); err != nil {
+	if err := incidenttest.WriteIncident1CronDir(dir, incidenttest.Incident1Options{Days: 2, Interval: 10 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex

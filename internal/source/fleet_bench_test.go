@@ -48,23 +48,11 @@ func BenchmarkIngestFleet(b *testing.B) {
 			p := writeFleetOM(b, n)
 			b.ResetTimer()
 			for range b.N {
-				st, err := store.Open(filepath.Join(b.TempDir(), "s.db"), store.Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				start := time.Now()
-				stats, err := Ingest(p, st, IngestOptions{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				d := time.Since(start)
+				stats, d := ingestTimed(b, p)
 				if len(stats.Instances) != n {
 					b.Fatalf("%d instances, want %d", len(stats.Instances), n)
 				}
 				b.ReportMetric(float64(d.Microseconds())/float64(n), "µs/instance")
-				if err := st.Close(); err != nil {
-					b.Fatal(err)
-				}
 			}
 		})
 	}

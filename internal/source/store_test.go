@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/incidenttest"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
@@ -96,7 +97,7 @@ func TestIngestCapturesIntoStore(t *testing.T) {
 func TestIngestIncident1IntoStore(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if err := WriteIncident1CronDir(dir, Incident1Options{Days: 7, Interval: 20 * time.Minute, Gzip: true}); err != nil {
+	if err := incidenttest.WriteIncident1CronDir(dir, incidenttest.Incident1Options{Days: 7, Interval: 20 * time.Minute, Gzip: true}); err != nil {
 		t.Fatal(err)
 	}
 	st := openStore(t)
@@ -205,26 +206,34 @@ func TestOpenStore(t *testing.T) {
 func BenchmarkIngestIncident1(b *testing.B) {
 	dir := b.TempDir()
 	start := time.Now()
-	if err := WriteIncident1CronDir(dir, Incident1Options{}); err != nil {
+	if err := incidenttest.WriteIncident1CronDir(dir, incidenttest.Incident1Options{}); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("generated in %s", time.Since(start))
 	b.ResetTimer()
 	for range b.N {
-		st, err := store.Open(filepath.Join(b.TempDir(), "s.db"), store.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		start := time.Now()
-		stats, err := Ingest(dir, st, IngestOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		d := time.Since(start)
+		stats, d := ingestTimed(b, dir)
 		b.ReportMetric(float64(stats.Samples)/d.Seconds(), "samples/s")
 		b.ReportMetric(float64(stats.Samples), "samples")
-		if err := st.Close(); err != nil {
-			b.Fatal(err)
-		}
 	}
+}
+
+// ingestTimed ingests path into a new store and returns what Ingest said
+// and how long it took.
+func ingestTimed(b *testing.B, path string) (IngestStats, time.Duration) {
+	b.Helper()
+	st, err := store.Open(filepath.Join(b.TempDir(), "s.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	stats, err := Ingest(path, st, IngestOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := time.Since(start)
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return stats, d
 }

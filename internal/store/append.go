@@ -298,7 +298,7 @@ func (a *appender) resolve(sc *sample.Scrape) error {
 	a.ids = a.ids[:0]
 	changed := len(sc.Metrics) != len(h.layout)
 	for i, m := range sc.Metrics {
-		if i < len(h.layout) && h.layout[i].name == m.Name && labelsEqual(h.layout[i].labels, m.Labels) {
+		if i < len(h.layout) && h.layout[i].name == m.Name && slices.Equal(h.layout[i].labels, m.Labels) {
 			a.ids = append(a.ids, h.layout[i].id)
 			continue
 		}
@@ -317,18 +317,6 @@ func (a *appender) resolve(sc *sample.Scrape) error {
 		}
 	}
 	return nil
-}
-
-func labelsEqual(a, b sample.Labels) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // lookup returns the id of m's series, creating it.

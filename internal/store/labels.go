@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -35,58 +34,4 @@ func checkName(name string) error {
 		return fmt.Errorf("metric name %q: want a non-empty name without { } \" or newline", name)
 	}
 	return nil
-}
-
-// parseLabels reads labelsText's output back.
-func parseLabels(s string) (sample.Labels, error) {
-	if s == "" {
-		return nil, nil
-	}
-	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
-		return nil, errors.New("labels not in braces")
-	}
-	p := s[1 : len(s)-1]
-	var ls sample.Labels
-	for len(p) > 0 {
-		eq := strings.Index(p, `="`)
-		if eq <= 0 {
-			return nil, errors.New("label without =\"")
-		}
-		name := p[:eq]
-		p = p[eq+2:]
-		var v strings.Builder
-		closed := false
-		for i := 0; i < len(p); i++ {
-			c := p[i]
-			if c == '"' {
-				p = p[i+1:]
-				closed = true
-				break
-			}
-			if c == '\\' && i+1 < len(p) {
-				i++
-				switch p[i] {
-				case 'n':
-					v.WriteByte('\n')
-				case '\\', '"':
-					v.WriteByte(p[i])
-				default:
-					return nil, fmt.Errorf("bad escape \\%c", p[i])
-				}
-				continue
-			}
-			v.WriteByte(c)
-		}
-		if !closed {
-			return nil, errors.New("unterminated label value")
-		}
-		ls = append(ls, sample.Label{Name: name, Value: v.String()})
-		if len(p) > 0 {
-			if p[0] != ',' {
-				return nil, errors.New("labels not separated by a comma")
-			}
-			p = p[1:]
-		}
-	}
-	return ls, nil
 }

@@ -150,7 +150,7 @@ func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sam
 				}
 			}
 			if f.t != math.MinInt64 {
-				if f.labels, err = parseLabels(f.text); err != nil {
+				if f.labels, err = sample.ParseLabels(f.text); err != nil {
 					return corruptf(s.path, fmt.Sprintf("series %d has damaged labels %q (%v); %s", x.id, f.text, err, recoverHint(s.path)))
 				}
 				got = append(got, f)

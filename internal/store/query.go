@@ -161,7 +161,7 @@ func (sn *snapshot) resolve(q Query, all bool) error {
 		if err := rows.Scan(&sel.id, &sel.instance, &sel.name, &sel.text); err != nil {
 			return s.wrap("select", err)
 		}
-		if sel.labels, err = parseLabels(sel.text); err != nil {
+		if sel.labels, err = sample.ParseLabels(sel.text); err != nil {
 			return corruptf(s.path, fmt.Sprintf("series %d has damaged labels %q (%v); %s", sel.id, sel.text, err, recoverHint(s.path)))
 		}
 		if !matches(sel.labels, q.Match) {

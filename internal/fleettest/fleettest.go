@@ -1,4 +1,4 @@
-// Package fleetgen generates a synthetic fleet's node_exporter history
+// Package fleettest generates a synthetic fleet's node_exporter history
 // with pathologies injected on known hosts, as OpenMetrics text that
 // promtool turns into TSDB blocks for a real Prometheus. A manifest lists
 // every host, its labels and what was injected, so a test can check that
@@ -23,7 +23,7 @@
 //
 // Hosts on 5.3 that run jobs show the healthy shape of the same workload:
 // the cgroup count climbs during the day and falls back every night.
-package fleetgen
+package fleettest
 
 import (
 	"bufio"
@@ -151,10 +151,8 @@ type Manifest struct {
 func (m *Manifest) WithPathology(p string) []string {
 	var out []string
 	for _, h := range m.Hosts {
-		for _, q := range h.Pathologies {
-			if q == p {
-				out = append(out, h.Instance)
-			}
+		if slices.Contains(h.Pathologies, p) {
+			out = append(out, h.Instance)
 		}
 	}
 	return out
@@ -164,10 +162,8 @@ func (m *Manifest) WithPathology(p string) []string {
 func (m *Manifest) Expecting(rule string) []string {
 	var out []string
 	for _, h := range m.Hosts {
-		for _, r := range h.Expect {
-			if r == rule {
-				out = append(out, h.Instance)
-			}
+		if slices.Contains(h.Expect, rule) {
+			out = append(out, h.Instance)
 		}
 	}
 	return out

@@ -1,6 +1,6 @@
-package source
-
-// Test data for incident 1: synthetic shape on real text.
+// Package incidenttest generates test data for memdoctor's sources: the
+// cron directory of incident 1, synthetic shape on real text. Only tests
+// (and benchmarks) import it.
 //
 // Incident 1 was a game-server host on kernel 5.0 whose memory cgroups (one
 // per match) piled up as dying cgroups: hundreds of thousands of them, each
@@ -9,6 +9,7 @@ package source
 // every 5 minutes. WriteIncident1CronDir rebuilds such a directory from the
 // real kernel text of this machine's capture, with the incident's shape
 // injected; nothing of it is checked in.
+package incidenttest
 
 import (
 	"bytes"
@@ -27,6 +28,13 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/capture"
+)
+
+// The file-name stamps of a cron directory (name_2006-01-02.15:04, with
+// seconds when asked for), as internal/source reads them.
+const (
+	cronLayout     = "2006-01-02.15:04"
+	cronLayoutSecs = "2006-01-02.15:04:05"
 )
 
 // Incident1Shape is the kernel behaviour the generated data shows.
@@ -143,7 +151,7 @@ func (o Incident1Options) WithDefaults() Incident1Options {
 	return o
 }
 
-// WriteIncident1CronDir writes a cron-layout directory (see KindCron) for
+// WriteIncident1CronDir writes a cron-layout directory (see internal/source's KindCron) for
 // incident 1: synthetic shape on real text. Every file is the real kernel
 // text of the base capture with only numbers changed:
 //

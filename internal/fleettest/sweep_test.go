@@ -1,4 +1,4 @@
-package fleetgen
+package fleettest
 
 import (
 	"fmt"

@@ -1,8 +1,8 @@
-// Package preloadattack starts hostile processes for tests of memdoctor's
+// Package preloadattacktest starts hostile processes for tests of memdoctor's
 // preload requests: an unprivileged process (uid 65534) that maps a file
 // named like the preload library, sets MEMDOCTOR_STATS where it likes and
 // answers requests as it likes. Only tests import it.
-package preloadattack
+package preloadattacktest
 
 import (
 	"bufio"

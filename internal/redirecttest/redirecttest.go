@@ -1,0 +1,35 @@
+// Package redirecttest serves the other end of a redirect for tests that
+// check memdoctor's HTTP clients refuse redirects to another host: a
+// server on a second loopback address, 127.0.0.2, that counts what reaches
+// it. Only tests import it.
+package redirecttest
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+)
+
+// Elsewhere starts a server on 127.0.0.2 that answers body to every
+// request and counts the requests; it is closed when the test ends. The
+// test is skipped when 127.0.0.2 cannot be bound.
+func Elsewhere(t *testing.T, body string) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no second loopback address: %v", err)
+	}
+	var hits atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		_, _ = io.WriteString(w, body)
+	}))
+	_ = srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &hits
+}
