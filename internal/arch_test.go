@@ -50,7 +50,7 @@ var allowed = map[string][]string{
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
 	"record": {"collect", "diagnose", "procfs", "runtimes", "sample", "store"},
 	// Judging works on samples only: never /proc.
-	"diagnose":   {"sample", "stats", "vmcalc"},
+	"diagnose":   {"promql", "sample", "stats", "vmcalc"},
 	"report":     {"diagnose", "termsafe"},
 	"htmlreport": {"diagnose", "sample"},
 	"lint":       {"diagnose", "safeio", "termsafe"},
@@ -58,7 +58,7 @@ var allowed = map[string][]string{
 	"probe": {"httpsafe", "outfile", "procfs", "redact", "stats", "termsafe"},
 	// Fleets read Prometheus, never this host.
 	"prom":    {"httpsafe", "safeio"},
-	"fleet":   {"alerts", "diagnose", "prom", "promql", "sample"},
+	"fleet":   {"diagnose", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "promql"},
 	"compare": {"prom", "sample", "stats"},
 	// Test support (imported by tests only).

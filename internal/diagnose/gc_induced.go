@@ -36,8 +36,17 @@ func init() { register(gcInduced{}) }
 
 func (gcInduced) Meta() Meta {
 	return Meta{ID: "gc_induced", Title: "explicit or induced garbage collections",
-		Needs: []Need{{rtInfo, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
-		Reads: runtimeSeries}
+		Needs:  []Need{{rtInfo, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
+		Reads:  runtimeSeries,
+		Charts: []string{ChartGCTimeShare, ChartGCCollections},
+		Alerts: gcInducedAlerts}
+}
+
+func gcInducedAlerts(o AlertOptions) []Alert {
+	return []Alert{{Name: "MemdoctorInducedGC", For: "0m", Severity: "info",
+		Expr:    fmt.Sprintf("increase(%s[1h]) > 0", sel(rtInduced, o.Match)),
+		Summary: "{{ $labels.runtime }} process {{ $labels.target }} runs explicitly induced collections ({{ $labels.cause }})",
+		Runbook: runtimeRunbook("gc_induced")}}
 }
 
 // inducedSource names the likely source of an induced collection's cause.

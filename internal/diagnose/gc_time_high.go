@@ -38,8 +38,23 @@ const (
 
 func (gcTimeHigh) Meta() Meta {
 	return Meta{ID: "gc_time_high", Title: "time in garbage collection above 5%",
-		Needs: []Need{{rtGCSeconds, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
-		Reads: runtimeSeries}
+		Needs:  []Need{{rtGCSeconds, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
+		Reads:  runtimeSeries,
+		Charts: []string{ChartGCTimeShare, ChartGCCollections},
+		Alerts: gcTimeAlerts}
+}
+
+func gcTimeAlerts(o AlertOptions) []Alert {
+	return []Alert{{Name: "MemdoctorGCTimeHigh", For: "15m", Severity: "warning",
+		Expr:    fmt.Sprintf("rate(%s[5m]) > %s", sel(rtGCSeconds, o.Match), promNum(gcTimeWarn)),
+		Summary: fmt.Sprintf("{{ $labels.runtime }} process {{ $labels.target }} spends more than %s%% of its time in garbage collection", promNum(100*gcTimeWarn)),
+		Runbook: runtimeRunbook("gc_time_high")}}
+}
+
+// runtimeRunbook is the runbook of a language runtime's alert: the
+// runtime is read on the host, not from Prometheus.
+func runtimeRunbook(rule string) string {
+	return "memdoctor check on the host; see the " + rule + " finding"
 }
 
 func (gcTimeHigh) Eval(in *Input) []Finding {

@@ -30,7 +30,8 @@ func init() { register(kernelMemoryUnexplained{}) }
 
 func (kernelMemoryUnexplained) Meta() Meta {
 	return Meta{ID: "kernel_memory_unexplained", Title: "kernel memory no meminfo category counts",
-		Needs: unexplainedNeeds}
+		Needs:  unexplainedNeeds,
+		Charts: []string{ChartMemoryCategories}}
 }
 
 // unexplainedNeeds are the categories subtracted from MemTotal: one missing

@@ -23,7 +23,8 @@ func init() { register(lowAvailableMemory{}) }
 
 func (lowAvailableMemory) Meta() Meta {
 	return Meta{ID: "low_available_memory", Title: "available memory running out",
-		Needs: []Need{{"node_memory_MemTotal_bytes", "read /proc/meminfo"}}}
+		Needs:  []Need{{"node_memory_MemTotal_bytes", "read /proc/meminfo"}},
+		Charts: []string{ChartMemoryCategories}}
 }
 
 func (lowAvailableMemory) Eval(in *Input) []Finding {

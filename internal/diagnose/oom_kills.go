@@ -32,8 +32,9 @@ func init() { register(oomKills{}) }
 
 func (oomKills) Meta() Meta {
 	return Meta{ID: "oom_kills", Title: "processes killed by the OOM killer",
-		Needs: []Need{{"node_vmstat_oom_kill", "/proc/vmstat's oom_kill (kernel 4.13+)"}},
-		Reads: []string{"node_boot_time_seconds"}}
+		Needs:  []Need{{"node_vmstat_oom_kill", "/proc/vmstat's oom_kill (kernel 4.13+)"}},
+		Reads:  []string{"node_boot_time_seconds"},
+		Charts: []string{ChartMemoryCategories}}
 }
 
 func (oomKills) Eval(in *Input) []Finding {

@@ -23,7 +23,8 @@ func init() { register(slabUnreclaimableHigh{}) }
 func (slabUnreclaimableHigh) Meta() Meta {
 	return Meta{ID: "slab_unreclaimable_high", Title: "unreclaimable slab memory",
 		Needs: []Need{{"node_memory_SUnreclaim_bytes", "read /proc/meminfo (2.6.19+)"},
-			{"node_memory_MemTotal_bytes", "read /proc/meminfo"}}}
+			{"node_memory_MemTotal_bytes", "read /proc/meminfo"}},
+		Charts: []string{ChartSlabVsCgroups, ChartMemoryCategories}}
 }
 
 func (slabUnreclaimableHigh) Eval(in *Input) []Finding {

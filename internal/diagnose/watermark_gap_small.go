@@ -47,7 +47,8 @@ func (watermarkGapSmall) Meta() Meta {
 			{"node_vmstat_kswapd_low_wmark_hit_quickly", "read /proc/vmstat"},
 			// The recommendation is bounded by what it costs of MemTotal.
 			{"node_memory_MemTotal_bytes", "read /proc/meminfo"},
-		}}
+		},
+		Charts: []string{ChartZoneWatermarks, ChartReclaimRates, ChartCPUSysSoftirq}}
 }
 
 // Target window, as a share of the zone and an absolute floor.
