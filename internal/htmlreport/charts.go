@@ -149,8 +149,8 @@ var categories = []struct{ label, series string }{
 	{"free", "node_memory_MemFree_bytes"},
 }
 
-var allocstall = []string{"node_vmstat_allocstall_dma", "node_vmstat_allocstall_dma32", "node_vmstat_allocstall_normal",
-	"node_vmstat_allocstall_movable", "node_vmstat_allocstall_device", "node_vmstat_allocstall"}
+// allocstall are the direct-reclaim stall counters (watermark_thrash's).
+var allocstall = diagnose.AllocstallSeries()
 
 const (
 	gcSeconds          = "memdoctor_runtime_gc_seconds_total"
