@@ -82,7 +82,7 @@ func (availableMemoryDecline) Meta() Meta {
 		Needs:     []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time (memdoctor record, or node_exporter's meminfo collector)"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
 		Reads:     reads,
 		Charts:    []string{ChartMemoryCategories},
-		Prefilter: &Prefilter{Queries: declineQueries, Score: declineScore}}
+		Prefilter: &Prefilter{About: "MemAvailable now and its slope per day, over the range and its newer half", Queries: declineQueries, Score: declineScore}}
 }
 
 const (

@@ -52,7 +52,7 @@ func (dyingCgroups) Meta() Meta {
 		Reads: []string{"memdoctor_memcg_dying_cgroups", "memdoctor_memcg_live_cgroups", "node_memory_SUnreclaim_bytes",
 			"node_memory_MemTotal_bytes", "node_uname_info", "node_boot_time_seconds"},
 		Charts:    []string{ChartSlabVsCgroups},
-		Prefilter: &Prefilter{Queries: dyingQueries, Score: dyingScore},
+		Prefilter: &Prefilter{About: "the memory cgroup count's growth per day, fitted and of its daily floor", Queries: dyingQueries, Score: dyingScore},
 		Alerts:    dyingAlerts}
 }
 

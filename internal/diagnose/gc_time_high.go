@@ -38,10 +38,11 @@ const (
 
 func (gcTimeHigh) Meta() Meta {
 	return Meta{ID: "gc_time_high", Title: "time in garbage collection above 5%",
-		Needs:  []Need{{rtGCSeconds, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
-		Reads:  runtimeSeries,
-		Charts: []string{ChartGCTimeShare, ChartGCCollections},
-		Alerts: gcTimeAlerts}
+		Needs:     []Need{{rtGCSeconds, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
+		Reads:     runtimeSeries,
+		Charts:    []string{ChartGCTimeShare, ChartGCCollections},
+		Alerts:    gcTimeAlerts,
+		Prefilter: &Prefilter{About: "the share of time in GC over the range", Queries: gcTimeQueries, Score: gcTimeScore}}
 }
 
 func gcTimeAlerts(o AlertOptions) []Alert {
@@ -151,3 +152,11 @@ func gcTimeRemedies(r *Runtime) []Remedy {
 	}
 	return []Remedy{common}
 }
+
+// gcTimeQueries: the largest share of time in GC of an instance's
+// runtimes over the range, near the threshold only.
+func gcTimeQueries(a PrefilterArgs) []PromQuery {
+	return []PromQuery{{"share", byInstance("rate("+sel(rtGCSeconds, a.Match)+"["+a.Window()+"])") + " >= " + promNum(gcTimeWarn*PrefilterFactor)}}
+}
+
+func gcTimeScore(v PrefilterValues) float64 { return v.V("share") / gcTimeWarn }

@@ -33,7 +33,7 @@ func (memoryBaselineExceeded) Meta() Meta {
 		Needs:     []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
 		Reads:     []string{"node_memory_MemTotal_bytes", "memdoctor_process_rss_bytes"},
 		Charts:    []string{ChartMemoryCategories},
-		Prefilter: &Prefilter{Daily: DailyMinAvailable, Score: baselineScore},
+		Prefilter: &Prefilter{About: "the lowest MemAvailable of each day (the day's peak of use)", Daily: DailyMinAvailable, Score: baselineScore},
 		Alerts:    baselineAlerts}
 }
 

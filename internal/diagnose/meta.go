@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/promql"
+	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
 // Kinds of chart that prove findings (the HTML report draws each kind).
@@ -43,6 +44,8 @@ const PrefilterFactor = 0.5
 // at once from Prometheus and fetches the full range of the suspects only,
 // tells which instances come near the rule.
 type Prefilter struct {
+	// About says in a few words what the scan reads (docs/rules.md).
+	About string
 	// Queries are instant queries, each giving at most one value per
 	// instance (aggregated by instance).
 	Queries func(a PrefilterArgs) []PromQuery
@@ -59,12 +62,20 @@ type Prefilter struct {
 type PrefilterArgs struct {
 	// Match is the label selector every series must match (may be empty).
 	Match string
-	// Range is the length of the scanned range.
-	Range time.Duration
+	// Range is the length of the scanned range, Step the resolution of
+	// the suspects' full ranges.
+	Range, Step time.Duration
 }
 
 // Window is the range as a PromQL duration.
 func (a PrefilterArgs) Window() string { return promql.Duration(a.Range) }
+
+// Latest is the window of the latest state, the one the instant rules
+// judge: as far back as the latest sample a diagnosis uses (three steps),
+// and never longer than the range.
+func (a PrefilterArgs) Latest() string {
+	return promql.Duration(min(a.Range, max(latestMaxAge(&sample.Window{Step: a.Step}), time.Minute)))
+}
 
 // PromQuery is one named PromQL expression.
 type PromQuery struct {
@@ -84,6 +95,37 @@ type PrefilterValues struct {
 
 // V returns the value of a query (0 when the instance had none).
 func (v PrefilterValues) V(key string) float64 { return v.Values[key] }
+
+// Has says whether a query gave the instance a value.
+func (v PrefilterValues) Has(key string) bool {
+	_, ok := v.Values[key]
+	return ok
+}
+
+// lastPercentOfTotal is the latest value of a series over the range against the
+// latest MemTotal, in percent, by instance.
+func lastPercentOfTotal(series string, a PrefilterArgs) string {
+	return byInstance("100 * last_over_time(" + sel(series, a.Match) + "[" + a.Latest() + "]) / last_over_time(" +
+		sel("node_memory_MemTotal_bytes", a.Match) + "[" + a.Latest() + "])")
+}
+
+// presentPrefilter is the pre-filter of a rule no aggregate approximates:
+// every instance that has the series now is a suspect (a score of 1), so
+// that the rule judges it.
+func presentPrefilter(series string) *Prefilter {
+	return &Prefilter{
+		About: "every instance with " + series + " (no aggregate approximates the rule)",
+		Queries: func(a PrefilterArgs) []PromQuery {
+			return []PromQuery{{"present", "count by (instance) (last_over_time(" + sel(series, a.Match) + "[" + a.Latest() + "]))"}}
+		},
+		Score: func(v PrefilterValues) float64 {
+			if v.Has("present") {
+				return 1
+			}
+			return 0
+		},
+	}
+}
 
 // Alert is one Prometheus alerting rule approximating a rule.
 type Alert struct {

@@ -41,7 +41,8 @@ func (processMemoryGrowth) Meta() Meta {
 		Needs: []Need{{"memdoctor_process_rss_bytes", "record processes over time (memdoctor record)"}},
 		Reads: []string{"memdoctor_process_uss_bytes", "memdoctor_process_anon_bytes", "memdoctor_process_swap_bytes",
 			"memdoctor_process_malloc_arenas", "memdoctor_glibc_info", "memdoctor_malloc_in_use_bytes"},
-		Charts: []string{ChartProcessMemory, ChartAllocatorView}}
+		Charts:    []string{ChartProcessMemory, ChartAllocatorView},
+		Prefilter: presentPrefilter("memdoctor_process_rss_bytes")}
 }
 
 const (

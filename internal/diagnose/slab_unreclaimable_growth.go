@@ -35,7 +35,7 @@ func (slabUnreclaimableGrowth) Meta() Meta {
 		Reads: []string{"node_memory_MemTotal_bytes", "node_boot_time_seconds", "memdoctor_slabinfo_size_bytes",
 			"node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable"},
 		Charts:    []string{ChartSlabVsCgroups, ChartMemoryCategories},
-		Prefilter: &Prefilter{Queries: slabGrowthQueries, Score: slabGrowthScore},
+		Prefilter: &Prefilter{About: "SUnreclaim's growth per day, fitted and of its daily floor, against MemTotal", Queries: slabGrowthQueries, Score: slabGrowthScore},
 		Alerts:    slabGrowthAlerts}
 }
 

@@ -48,7 +48,8 @@ func (watermarkGapSmall) Meta() Meta {
 			// The recommendation is bounded by what it costs of MemTotal.
 			{"node_memory_MemTotal_bytes", "read /proc/meminfo"},
 		},
-		Charts: []string{ChartZoneWatermarks, ChartReclaimRates, ChartCPUSysSoftirq}}
+		Charts:    []string{ChartZoneWatermarks, ChartReclaimRates, ChartCPUSysSoftirq},
+		Prefilter: &Prefilter{About: "quick kswapd wake-ups and direct reclaim, where watermark_scale_factor is known", Queries: gapQueries, Score: gapScore}}
 }
 
 // Target window, as a share of the zone and an absolute floor.
@@ -112,7 +113,7 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 	}
 	direct := r.Allocstall > 0 || r.PgscanDirect > 0
 	hits := perDay("kswapd_low_wmark_hit_quickly")
-	if !direct && hits < 10 {
+	if !direct && hits < gapMinHitsPerDay {
 		return nil
 	}
 	next := w.Recommended
@@ -166,4 +167,28 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 			Risk:     "none (read-only)"},
 	}
 	return []Finding{f}
+}
+
+// gapMinHitsPerDay is the reclaim trouble the rule needs without direct
+// reclaim: quick kswapd wake-ups per day.
+const gapMinHitsPerDay = 10
+
+// gapQueries: reclaim trouble (quick wake-ups over the range, direct
+// reclaim since boot) on the instances whose watermark_scale_factor is
+// known (the rule needs it).
+func gapQueries(a PrefilterArgs) []PromQuery {
+	R := a.Window()
+	known := " and on (instance) group by (instance) (last_over_time(" + sel("node_sysctl_vm_watermark_scale_factor", a.Match) + "[" + a.Latest() + "]))"
+	return []PromQuery{
+		{"hits", byInstance("increase("+sel("node_vmstat_kswapd_low_wmark_hit_quickly", a.Match)+"["+R+"])") + known},
+		{"direct", byInstance("last_over_time("+sel("node_vmstat_pgscan_direct", a.Match)+"["+a.Latest()+"])") + " > 0" + known},
+	}
+}
+
+func gapScore(v PrefilterValues) float64 {
+	s := v.V("hits") / v.Days / gapMinHitsPerDay
+	if v.V("direct") > 0 {
+		s = max(s, 1)
+	}
+	return s
 }

@@ -49,7 +49,7 @@ func (watermarkThrash) Meta() Meta {
 		Needs:     []Need{{"node_vmstat_kswapd_low_wmark_hit_quickly", "record /proc/vmstat over time (node_exporter: --collector.vmstat.fields including kswapd and allocstall)"}},
 		Reads:     reads,
 		Charts:    []string{ChartZoneWatermarks, ChartReclaimRates, ChartCPUSysSoftirq},
-		Prefilter: &Prefilter{Queries: thrashQueries, Score: thrashScore},
+		Prefilter: &Prefilter{About: "quick kswapd wake-ups and direct-reclaim stalls, over the range and the last day", Queries: thrashQueries, Score: thrashScore},
 		Alerts:    thrashAlerts}
 }
 

@@ -99,14 +99,14 @@ type query struct {
 
 // scanQueries are the aggregates the pre-filter reads, per instance: every
 // rule's, and MemTotal (which instances there are).
-func scanQueries(match string, r time.Duration) []query {
+func scanQueries(match string, r, step time.Duration) []query {
 	qs := []query{{"", "total", "max by (instance) (last_over_time(" + promql.Selector("node_memory_MemTotal_bytes", match) + "[" + promDur(r) + "]))"}}
 	for _, rule := range diagnose.Rules() {
 		m := rule.Meta()
 		if m.Prefilter == nil || m.Prefilter.Queries == nil {
 			continue
 		}
-		for _, q := range m.Prefilter.Queries(diagnose.PrefilterArgs{Match: match, Range: r}) {
+		for _, q := range m.Prefilter.Queries(diagnose.PrefilterArgs{Match: match, Range: r, Step: step}) {
 			qs = append(qs, query{m.ID, q.Key, q.Expr})
 		}
 	}
@@ -132,7 +132,7 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 	res := &Result{Source: c.URL(), Match: o.Match, From: from, To: o.End, StepSeconds: o.Step.Seconds()}
 	// vals[rule][key][instance]
 	vals := map[string]map[string]map[string]float64{}
-	for _, q := range scanQueries(o.Match, o.Range) {
+	for _, q := range scanQueries(o.Match, o.Range, o.Step) {
 		v, err := c.Query(ctx, q.expr, o.End)
 		if err != nil {
 			return nil, err
