@@ -33,6 +33,13 @@ import (
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
+// The rule fires on a drop of at least this share of MemTotal over the
+// window, exhausting memory within declineMaxDays.
+const (
+	declineMinDropShare = 0.02
+	declineMaxDays      = 90
+)
+
 type availableMemoryDecline struct{}
 
 func init() { register(availableMemoryDecline{}) }
@@ -82,7 +89,8 @@ func (availableMemoryDecline) Meta() Meta {
 		Needs:     []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time (memdoctor record, or node_exporter's meminfo collector)"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
 		Reads:     reads,
 		Charts:    []string{ChartMemoryCategories},
-		Prefilter: &Prefilter{About: "MemAvailable now and its slope per day, over the range and its newer half", Queries: declineQueries, Score: declineScore}}
+		Prefilter: &Prefilter{About: "MemAvailable now and its slope per day, over the range and its newer half", Queries: declineQueries, Score: declineScore},
+		Doc:       "MemAvailable falls steadily; days until exhausted; which categories grew"}
 }
 
 const (

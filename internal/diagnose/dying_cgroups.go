@@ -53,7 +53,8 @@ func (dyingCgroups) Meta() Meta {
 			"node_memory_MemTotal_bytes", "node_uname_info", "node_boot_time_seconds"},
 		Charts:    []string{ChartSlabVsCgroups},
 		Prefilter: &Prefilter{About: "the memory cgroup count's growth per day, fitted and of its daily floor", Queries: dyingQueries, Score: dyingScore},
-		Alerts:    dyingAlerts}
+		Alerts:    dyingAlerts,
+		Doc:       "removed memory cgroups kept alive by the pages charged to them; over time, the memory-cgroup count's floor rises; correlation with SUnreclaim, bytes per cgroup, kernel reparenting"}
 }
 
 // dyingSeries are the memory cgroup counts: /proc/cgroups' line (live and

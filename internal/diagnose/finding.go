@@ -72,6 +72,9 @@ type Finding struct {
 type Meta struct {
 	ID    string
 	Title string
+	// Doc is one line for the README's rule table: what the rule finds
+	// and what it adds (Markdown).
+	Doc string
 	// Needs lists the series the rule cannot work without, and how to get
 	// each when it is missing.
 	Needs []Need

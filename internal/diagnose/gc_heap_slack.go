@@ -77,7 +77,8 @@ func (gcHeapSlack) Meta() Meta {
 		Needs:     []Need{{rtLive, "expose the runtime's heap metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
 		Reads:     runtimeSeries,
 		Charts:    []string{ChartGCTimeShare, ChartGCCollections},
-		Prefilter: presentPrefilter(rtLive)}
+		Prefilter: presentPrefilter(rtLive),
+		Doc:       "the heap held far above the live heap between rare major collections; GC-after-request and runtime knobs, with the latency cost"}
 }
 
 func (gcHeapSlack) Eval(in *Input) []Finding {

@@ -40,7 +40,8 @@ func (gcInduced) Meta() Meta {
 		Reads:     runtimeSeries,
 		Charts:    []string{ChartGCTimeShare, ChartGCCollections},
 		Alerts:    gcInducedAlerts,
-		Prefilter: &Prefilter{About: "induced collections within the range", Queries: gcInducedQueries, Score: gcInducedScore}}
+		Prefilter: &Prefilter{About: "induced collections within the range", Queries: gcInducedQueries, Score: gcInducedScore},
+		Doc:       "explicit or induced collections (System.gc(), GC.Collect, runtime.GC(), jcmd, heap dumps), rate and likely source"}
 }
 
 func gcInducedAlerts(o AlertOptions) []Alert {

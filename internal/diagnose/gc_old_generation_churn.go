@@ -64,7 +64,8 @@ func (gcOldGenerationChurn) Meta() Meta {
 		Needs:     []Need{{rtColl, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
 		Reads:     runtimeSeries,
 		Charts:    []string{ChartGCTimeShare, ChartGCCollections},
-		Prefilter: presentPrefilter(rtColl)}
+		Prefilter: presentPrefilter(rtColl),
+		Doc:       "old-generation collections nearly as frequent as young ones (objects promoted, then dying old); LOH growth"}
 }
 
 func (gcOldGenerationChurn) Eval(in *Input) []Finding {

@@ -42,7 +42,8 @@ func (gcTimeHigh) Meta() Meta {
 		Reads:     runtimeSeries,
 		Charts:    []string{ChartGCTimeShare, ChartGCCollections},
 		Alerts:    gcTimeAlerts,
-		Prefilter: &Prefilter{About: "the share of time in GC over the range", Queries: gcTimeQueries, Score: gcTimeScore}}
+		Prefilter: &Prefilter{About: "the share of time in GC over the range", Queries: gcTimeQueries, Score: gcTimeScore},
+		Doc:       "a language runtime spends more than 5 % of its time in GC pauses, sustained"}
 }
 
 func gcTimeAlerts(o AlertOptions) []Alert {

@@ -24,7 +24,8 @@ func init() { register(glibcVersionChanged{}) }
 func (glibcVersionChanged) Meta() Meta {
 	return Meta{ID: "glibc_version_changed", Trend: true, Title: "C library changed during the recording",
 		Needs:     []Need{{"memdoctor_glibc_info", "memdoctor's collector (reads the glibc banner)"}},
-		Prefilter: &Prefilter{About: "the glibc versions seen in the range", Queries: glibcQueries, Score: glibcScore}}
+		Prefilter: &Prefilter{About: "the glibc versions seen in the range", Queries: glibcQueries, Score: glibcScore},
+		Doc:       "the C library changed during the recording: a suspect for what changed since"}
 }
 
 func (glibcVersionChanged) Eval(in *Input) []Finding {

@@ -32,7 +32,8 @@ func (kernelMemoryUnexplained) Meta() Meta {
 	return Meta{ID: "kernel_memory_unexplained", Title: "kernel memory no meminfo category counts",
 		Needs:     unexplainedNeeds,
 		Charts:    []string{ChartMemoryCategories},
-		Prefilter: &Prefilter{About: "the latest MemTotal minus the meminfo categories", Queries: unexplainedQueries, Score: unexplainedScore}}
+		Prefilter: &Prefilter{About: "the latest MemTotal minus the meminfo categories", Queries: unexplainedQueries, Score: unexplainedScore},
+		Doc:       "memory no meminfo category counts (vmalloc, pages drivers take, a balloon) over 10 % of memory (critical over 25 %) and 512 MiB"}
 }
 
 // unexplainedNeeds are the categories subtracted from MemTotal: one missing

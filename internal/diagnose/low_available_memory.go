@@ -25,7 +25,8 @@ func (lowAvailableMemory) Meta() Meta {
 	return Meta{ID: "low_available_memory", Title: "available memory running out",
 		Needs:     []Need{{"node_memory_MemTotal_bytes", "read /proc/meminfo"}},
 		Charts:    []string{ChartMemoryCategories},
-		Prefilter: &Prefilter{About: "the latest MemAvailable against MemTotal", Queries: lowAvailQueries, Score: lowAvailScore}}
+		Prefilter: &Prefilter{About: "the latest MemAvailable against MemTotal", Queries: lowAvailQueries, Score: lowAvailScore},
+		Doc:       "MemAvailable under 10 % (critical under 5 %)"}
 }
 
 func (lowAvailableMemory) Eval(in *Input) []Finding {

@@ -34,7 +34,8 @@ func (memoryBaselineExceeded) Meta() Meta {
 		Reads:     []string{"node_memory_MemTotal_bytes", "memdoctor_process_rss_bytes"},
 		Charts:    []string{ChartMemoryCategories},
 		Prefilter: &Prefilter{About: "the lowest MemAvailable of each day (the day's peak of use)", Daily: DailyMinAvailable, Score: baselineScore},
-		Alerts:    baselineAlerts}
+		Alerts:    baselineAlerts,
+		Doc:       "today's peak above the median of the previous 14 daily peaks (host and processes)"}
 }
 
 // DailyMinAvailable is the lowest available memory over window, by

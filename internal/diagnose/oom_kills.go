@@ -35,7 +35,8 @@ func (oomKills) Meta() Meta {
 		Needs:     []Need{{"node_vmstat_oom_kill", "/proc/vmstat's oom_kill (kernel 4.13+)"}},
 		Reads:     []string{"node_boot_time_seconds"},
 		Charts:    []string{ChartMemoryCategories},
-		Prefilter: &Prefilter{About: "OOM kills within the range", Queries: oomQueries, Score: oomScore}}
+		Prefilter: &Prefilter{About: "OOM kills within the range", Queries: oomQueries, Score: oomScore},
+		Doc:       "the OOM killer killed a process: since boot (check) or within the range (diagnose), with when, and the killed cgroup's limit in the host's layout"}
 }
 
 func (oomKills) Eval(in *Input) []Finding {

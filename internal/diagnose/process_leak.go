@@ -31,7 +31,8 @@ func (processLeak) Meta() Meta {
 		Needs:     []Need{{"memdoctor_malloc_in_use_bytes", "record the allocator's view over time: run the process with memdoctor's preload library (MEMDOCTOR_STATS) while memdoctor record runs"}},
 		Reads:     []string{"memdoctor_process_anon_bytes"},
 		Charts:    []string{ChartAllocatorView, ChartProcessMemory},
-		Prefilter: presentPrefilter("memdoctor_malloc_in_use_bytes")}
+		Prefilter: presentPrefilter("memdoctor_malloc_in_use_bytes"),
+		Doc:       "the allocator's in-use heap itself grows: a leak, not retention"}
 }
 
 func (processLeak) Eval(in *Input) []Finding {

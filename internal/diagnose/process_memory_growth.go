@@ -42,7 +42,8 @@ func (processMemoryGrowth) Meta() Meta {
 		Reads: []string{"memdoctor_process_uss_bytes", "memdoctor_process_anon_bytes", "memdoctor_process_swap_bytes",
 			"memdoctor_process_malloc_arenas", "memdoctor_glibc_info", "memdoctor_malloc_in_use_bytes"},
 		Charts:    []string{ChartProcessMemory, ChartAllocatorView},
-		Prefilter: presentPrefilter("memdoctor_process_rss_bytes")}
+		Prefilter: presentPrefilter("memdoctor_process_rss_bytes"),
+		Doc:       "a process (followed across restarts) keeps growing; leak or retention"}
 }
 
 const (

@@ -25,6 +25,13 @@ import (
 	"time"
 )
 
+// The rule fires from a growth of this share of MemTotal per day and at
+// least slabMinGrowth bytes in all.
+const (
+	slabMinShareOfTotalPerDay = 0.001
+	slabMinGrowth             = 64 << 20
+)
+
 type slabUnreclaimableGrowth struct{}
 
 func init() { register(slabUnreclaimableGrowth{}) }
@@ -36,7 +43,8 @@ func (slabUnreclaimableGrowth) Meta() Meta {
 			"node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable"},
 		Charts:    []string{ChartSlabVsCgroups, ChartMemoryCategories},
 		Prefilter: &Prefilter{About: "SUnreclaim's growth per day, fitted and of its daily floor, against MemTotal", Queries: slabGrowthQueries, Score: slabGrowthScore},
-		Alerts:    slabGrowthAlerts}
+		Alerts:    slabGrowthAlerts,
+		Doc:       "SUnreclaim grows, attributed to the slab caches that grew"}
 }
 
 // slabGrowthQueries: SUnreclaim's growth per day, fitted over the range

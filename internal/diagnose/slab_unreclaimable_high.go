@@ -25,7 +25,8 @@ func (slabUnreclaimableHigh) Meta() Meta {
 		Needs: []Need{{"node_memory_SUnreclaim_bytes", "read /proc/meminfo (2.6.19+)"},
 			{"node_memory_MemTotal_bytes", "read /proc/meminfo"}},
 		Charts:    []string{ChartSlabVsCgroups, ChartMemoryCategories},
-		Prefilter: &Prefilter{About: "the latest SUnreclaim, in bytes and against MemTotal", Queries: slabHighQueries, Score: slabHighScore}}
+		Prefilter: &Prefilter{About: "the latest SUnreclaim, in bytes and against MemTotal", Queries: slabHighQueries, Score: slabHighScore},
+		Doc:       "unreclaimable slab over 10 % of memory"}
 }
 
 func (slabUnreclaimableHigh) Eval(in *Input) []Finding {

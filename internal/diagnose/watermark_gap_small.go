@@ -49,7 +49,8 @@ func (watermarkGapSmall) Meta() Meta {
 			{"node_memory_MemTotal_bytes", "read /proc/meminfo"},
 		},
 		Charts:    []string{ChartZoneWatermarks, ChartReclaimRates, ChartCPUSysSoftirq},
-		Prefilter: &Prefilter{About: "quick kswapd wake-ups and direct reclaim, where watermark_scale_factor is known", Queries: gapQueries, Score: gapScore}}
+		Prefilter: &Prefilter{About: "quick kswapd wake-ups and direct reclaim, where watermark_scale_factor is known", Queries: gapQueries, Score: gapScore},
+		Doc:       "kswapd's window (low − min) too narrow for the reclaim bursts seen; recommends a `watermark_scale_factor` with its predicted watermarks and cost"}
 }
 
 // Target window, as a share of the zone and an absolute floor.

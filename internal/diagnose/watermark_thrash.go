@@ -50,7 +50,8 @@ func (watermarkThrash) Meta() Meta {
 		Reads:     reads,
 		Charts:    []string{ChartZoneWatermarks, ChartReclaimRates, ChartCPUSysSoftirq},
 		Prefilter: &Prefilter{About: "quick kswapd wake-ups and direct-reclaim stalls, over the range and the last day", Queries: thrashQueries, Score: thrashScore},
-		Alerts:    thrashAlerts}
+		Alerts:    thrashAlerts,
+		Doc:       "quick kswapd wake-ups and direct-reclaim stalls per day, free below low per zone, CPU correlation, before/after a change of `watermark_scale_factor`"}
 }
 
 // thrashQueries: quick kswapd wake-ups and direct-reclaim stalls over the
