@@ -51,7 +51,7 @@ var allowed = map[string][]string{
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
 	"record": {"collect", "diagnose", "procfs", "runtimes", "sample", "store"},
 	// Judging works on samples only: never /proc.
-	"diagnose":   {"sample", "stats", "vmcalc"},
+	"diagnose":   {"promql", "sample", "stats", "vmcalc"},
 	"report":     {"diagnose", "termsafe"},
 	"htmlreport": {"diagnose", "sample"},
 	"lint":       {"diagnose", "safeio", "termsafe"},
@@ -59,7 +59,7 @@ var allowed = map[string][]string{
 	"probe": {"httpsafe", "outfile", "procfs", "redact", "stats", "termsafe"},
 	// Fleets read Prometheus, never this host.
 	"prom":    {"httpsafe", "safeio"},
-	"fleet":   {"alerts", "diagnose", "prom", "promql", "sample"},
+	"fleet":   {"diagnose", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "promql"},
 	"compare": {"prom", "promql", "sample", "stats"},
 	// Test support: imported by tests (and bench tools) only, never by the

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/source"
-	"github.com/memdoctor/memdoctor/internal/stats"
 	"github.com/memdoctor/memdoctor/internal/store"
 	"github.com/spf13/cobra"
 )
@@ -87,18 +85,11 @@ Check the file with: promtool check rules FILE.`,
 // baselineOf is the median of the daily peaks before the last day, when
 // there are enough.
 func baselineOf(inst string, peaks []float64) (alerts.Baseline, bool) {
-	n := diagnose.Thresholds.BaselineDays
-	if len(peaks) < 2 {
+	med, days := diagnose.BaselineOf(peaks)
+	if days == 0 || days < diagnose.Thresholds.BaselineDays/2 {
 		return alerts.Baseline{}, false
 	}
-	prev := peaks[:len(peaks)-1]
-	if len(prev) > n {
-		prev = prev[len(prev)-n:]
-	}
-	if len(prev) < n/2 {
-		return alerts.Baseline{}, false
-	}
-	return alerts.Baseline{Instance: inst, Bytes: stats.Median(prev), Days: len(prev)}, true
+	return alerts.Baseline{Instance: inst, Bytes: med, Days: days}, true
 }
 
 func promBaselines(cmd *cobra.Command, pf *promFlags, until string) ([]alerts.Baseline, error) {
@@ -111,7 +102,7 @@ func promBaselines(cmd *cobra.Command, pf *promFlags, until string) ([]alerts.Ba
 		return nil, err
 	}
 	ctx, endSession := pf.session(cmd, c, nil, "reading the baselines")
-	mins, err := fleet.DailyPeaks(ctx, c, pf.match, end, r)
+	mins, err := fleet.Daily(ctx, c, func(window string) string { return diagnose.DailyMinAvailable(pf.match, window) }, end, r)
 	if err != nil {
 		return nil, endSession(err)
 	}
@@ -161,22 +152,11 @@ func fileBaselines(cmd *cobra.Command, path string) ([]alerts.Baseline, error) {
 			continue
 		}
 		total := tot.Points[len(tot.Points)-1].V
-		byDay := map[int64]float64{}
-		for _, p := range av.Points {
-			d := p.T / (24 * time.Hour).Milliseconds()
-			if u, ok := byDay[d]; !ok || total-p.V > u {
-				byDay[d] = total - p.V
-			}
+		used := make([]float64, len(av.Points))
+		for i, p := range av.Points {
+			used[i] = total - p.V
 		}
-		var days []int64
-		for d := range byDay {
-			days = append(days, d)
-		}
-		sort.Slice(days, func(i, j int) bool { return days[i] < days[j] })
-		var peaks []float64
-		for _, d := range days {
-			peaks = append(peaks, byDay[d])
-		}
+		_, peaks := diagnose.DailyPeaks(av.Points, used)
 		if b, ok := baselineOf(inst, peaks); ok {
 			out = append(out, b)
 		}

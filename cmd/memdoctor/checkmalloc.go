@@ -63,13 +63,13 @@ func inspectAllocators(ctx context.Context, s *sample.Scrape, n int, timeout tim
 			case errors.Is(err, malloc.ErrCanary):
 				fix = "read it without calling into the process: run it under the preload library (memdoctor preload)"
 				notes = append(notes, sample.Note{Source: "malloc_info pid " + strconv.Itoa(c.pid),
-					Message: "allocator state not read: " + msg, Hides: "allocator_hoarding for " + c.comm, Fix: fix})
+					Message: "allocator state not read: " + msg, Hides: "whether the allocator of " + c.comm + " keeps freed memory resident", Fix: fix})
 				return notes // nothing else is touched
 			case errors.Is(err, malloc.ErrPtraceDenied):
 				fix = "run memdoctor as root (CAP_SYS_PTRACE)"
 			}
 			notes = append(notes, sample.Note{Source: "malloc_info pid " + strconv.Itoa(c.pid),
-				Message: "allocator state not read: " + msg, Hides: "allocator_hoarding for " + c.comm, Fix: fix})
+				Message: "allocator state not read: " + msg, Hides: "whether the allocator of " + c.comm + " keeps freed memory resident", Fix: fix})
 			continue
 		}
 		l := c.labels

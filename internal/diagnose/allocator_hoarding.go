@@ -32,7 +32,10 @@ func init() { register(allocatorHoarding{}) }
 
 func (allocatorHoarding) Meta() Meta {
 	return Meta{ID: "allocator_hoarding", Title: "allocator keeping freed memory resident",
-		Needs: []Need{{"memdoctor_malloc_in_use_bytes", "the allocator's view: run the process with memdoctor's preload library (MEMDOCTOR_STATS), " + mallocHowTo}}}
+		Needs:     []Need{{"memdoctor_malloc_in_use_bytes", "the allocator's view: run the process with memdoctor's preload library (MEMDOCTOR_STATS), " + mallocHowTo}},
+		Charts:    []string{ChartAllocatorView, ChartProcessMemory},
+		Prefilter: presentPrefilter("memdoctor_malloc_in_use_bytes"),
+		Doc:       "a glibc process keeps freed heap resident (in-use ≪ anon), with the trimmer's interval from the measured trim cost"}
 }
 
 const (

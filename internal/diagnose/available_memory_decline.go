@@ -29,7 +29,15 @@ import (
 	"sort"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+// The rule fires on a drop of at least this share of MemTotal over the
+// window, exhausting memory within declineMaxDays.
+const (
+	declineMinDropShare = 0.02
+	declineMaxDays      = 90
 )
 
 type availableMemoryDecline struct{}
@@ -50,14 +58,39 @@ var memoryCategories = []struct{ name, series string }{
 	{"mlocked", "node_memory_Mlocked_bytes"},
 }
 
+// declineQueries: available memory now, and its slope per day over the
+// range and over its newer half alone (for a host rebooted in the older).
+func declineQueries(a PrefilterArgs) []PromQuery {
+	av := sel("node_memory_MemAvailable_bytes", a.Match)
+	return []PromQuery{
+		{"last", byInstance("last_over_time(" + av + "[" + a.Window() + "])")},
+		{"slope", byInstance("deriv(" + av + "[" + a.Window() + "]) * 86400")},
+		{"slope_half", byInstance("deriv(" + av + "[" + promql.Duration(a.Range/2) + "]) * 86400")},
+	}
+}
+
+// declineScore: the fall over the range against the smallest drop, or the
+// days until exhausted against the longest horizon, whichever is nearer.
+func declineScore(v PrefilterValues) float64 {
+	fall := -min(v.V("slope"), v.V("slope_half"))
+	if fall <= 0 {
+		return 0
+	}
+	left := v.V("last") / fall
+	return min(fall*v.Days/(declineMinDropShare*v.Total), declineMaxDays/max(left, 1e-9))
+}
+
 func (availableMemoryDecline) Meta() Meta {
 	reads := []string{"node_memory_MemTotal_bytes", "node_boot_time_seconds"}
 	for _, c := range memoryCategories {
 		reads = append(reads, c.series)
 	}
 	return Meta{ID: "available_memory_decline", Trend: true, Title: "available memory declining over time",
-		Needs: []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time (memdoctor record, or node_exporter's meminfo collector)"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
-		Reads: reads}
+		Needs:     []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time (memdoctor record, or node_exporter's meminfo collector)"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
+		Reads:     reads,
+		Charts:    []string{ChartMemoryCategories},
+		Prefilter: &Prefilter{About: "MemAvailable now and its slope per day, over the range and its newer half", Queries: declineQueries, Score: declineScore},
+		Doc:       "MemAvailable falls steadily; days until exhausted; which categories grew"}
 }
 
 const (

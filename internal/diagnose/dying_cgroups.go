@@ -50,7 +50,41 @@ func (dyingCgroups) Meta() Meta {
 	return Meta{ID: "dying_cgroups", Title: "dying memory cgroups pinned by their page cache",
 		Needs: []Need{{"node_cgroups_cgroups", "read /proc/cgroups (v1) or run memdoctor's collector for cgroup v2"}},
 		Reads: []string{"memdoctor_memcg_dying_cgroups", "memdoctor_memcg_live_cgroups", "node_memory_SUnreclaim_bytes",
-			"node_memory_MemTotal_bytes", "node_uname_info", "node_boot_time_seconds"}}
+			"node_memory_MemTotal_bytes", "node_uname_info", "node_boot_time_seconds"},
+		Charts:    []string{ChartSlabVsCgroups},
+		Prefilter: &Prefilter{About: "the memory cgroup count's growth per day, fitted and of its daily floor", Queries: dyingQueries, Score: dyingScore},
+		Alerts:    dyingAlerts,
+		Doc:       "removed memory cgroups kept alive by the pages charged to them; over time, the memory-cgroup count's floor rises; correlation with SUnreclaim, bytes per cgroup, kernel reparenting"}
+}
+
+// dyingSeries are the memory cgroup counts: /proc/cgroups' line (live and
+// dying together) and memdoctor's own count of the dying.
+func dyingSeries(match string) (cg, dying string) {
+	return sel("node_cgroups_cgroups", match, `subsys_name="memory"`), sel("memdoctor_memcg_dying_cgroups", match)
+}
+
+// dyingQueries: the count's growth per day, fitted over the range and,
+// over four days or more, of its daily floor.
+func dyingQueries(a PrefilterArgs) []PromQuery {
+	cg, dying := dyingSeries(a.Match)
+	R := a.Window()
+	qs := []PromQuery{{"slope", byInstance("deriv(" + cg + "[" + R + "]) * 86400 or deriv(" + dying + "[" + R + "]) * 86400")}}
+	if a.Range >= 4*24*time.Hour {
+		qs = append(qs, PromQuery{"floor", byInstance(dailyFloorGrowth(cg) + " or " + dailyFloorGrowth(dying))})
+	}
+	return qs
+}
+
+func dyingScore(v PrefilterValues) float64 {
+	return max(v.V("slope"), v.V("floor")) / dyingMinPerDay
+}
+
+func dyingAlerts(o AlertOptions) []Alert {
+	cg, dying := dyingSeries(o.Match)
+	th := promNum(dyingMinPerDay)
+	return []Alert{{Name: "MemdoctorDyingCgroupsGrowing", For: "1h", Severity: "warning",
+		Expr:    fmt.Sprintf("%s >= %s\nor\n%s >= %s", dailyFloorGrowth(cg), th, dailyFloorGrowth(dying), th),
+		Summary: fmt.Sprintf("memory cgroups on {{ $labels.instance }} pile up: their daily floor grows by %s or more a day (removed cgroups stay pinned)", th)}}
 }
 
 // KernelAtLeast reports whether a release string ("5.3.0-26-generic") is at

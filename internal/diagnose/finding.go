@@ -72,6 +72,9 @@ type Finding struct {
 type Meta struct {
 	ID    string
 	Title string
+	// Doc is one line for the README's rule table: what the rule finds
+	// and what it adds (Markdown).
+	Doc string
 	// Needs lists the series the rule cannot work without, and how to get
 	// each when it is missing.
 	Needs []Need
@@ -81,6 +84,15 @@ type Meta struct {
 	// Trend marks a rule that judges a time range only: it is not
 	// evaluated on a single snapshot (check), and the report says so.
 	Trend bool
+	// Charts are the kinds of chart (Chart*) that prove the rule's
+	// findings in the HTML report, most telling first.
+	Charts []string
+	// Prefilter is how a fleet scan tells the instances that come near
+	// the rule.
+	Prefilter *Prefilter
+	// Alerts, when set, are the Prometheus alerting rules approximating
+	// the rule (with its own thresholds).
+	Alerts func(o AlertOptions) []Alert
 }
 
 // Need is one required series.

@@ -74,8 +74,11 @@ const (
 
 func (gcHeapSlack) Meta() Meta {
 	return Meta{ID: "gc_heap_slack", Title: "heap held far above the live heap between rare major collections",
-		Needs: []Need{{rtLive, "expose the runtime's heap metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
-		Reads: runtimeSeries}
+		Needs:     []Need{{rtLive, "expose the runtime's heap metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
+		Reads:     runtimeSeries,
+		Charts:    []string{ChartGCTimeShare, ChartGCCollections},
+		Prefilter: presentPrefilter(rtLive),
+		Doc:       "the heap held far above the live heap between rare major collections; GC-after-request and runtime knobs, with the latency cost"}
 }
 
 func (gcHeapSlack) Eval(in *Input) []Finding {

@@ -36,8 +36,19 @@ func init() { register(gcInduced{}) }
 
 func (gcInduced) Meta() Meta {
 	return Meta{ID: "gc_induced", Title: "explicit or induced garbage collections",
-		Needs: []Need{{rtInfo, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
-		Reads: runtimeSeries}
+		Needs:     []Need{{rtInfo, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
+		Reads:     runtimeSeries,
+		Charts:    []string{ChartGCTimeShare, ChartGCCollections},
+		Alerts:    gcInducedAlerts,
+		Prefilter: &Prefilter{About: "induced collections within the range", Queries: gcInducedQueries, Score: gcInducedScore},
+		Doc:       "explicit or induced collections (System.gc(), GC.Collect, runtime.GC(), jcmd, heap dumps), rate and likely source"}
+}
+
+func gcInducedAlerts(o AlertOptions) []Alert {
+	return []Alert{{Name: "MemdoctorInducedGC", For: "0m", Severity: "info",
+		Expr:    fmt.Sprintf("increase(%s[1h]) > 0", sel(rtInduced, o.Match)),
+		Summary: "{{ $labels.runtime }} process {{ $labels.target }} runs explicitly induced collections ({{ $labels.cause }})",
+		Runbook: runtimeRunbook("gc_induced")}}
 }
 
 // inducedSource names the likely source of an induced collection's cause.
@@ -173,3 +184,11 @@ func inducedRemedies(r *Runtime) []Remedy {
 	return []Remedy{{Title: "find and remove the code asking for collections (or run it only when the latency cost is acceptable)",
 		Risk: "code change"}}
 }
+
+// gcInducedQueries: induced collections within the range (any is a
+// finding).
+func gcInducedQueries(a PrefilterArgs) []PromQuery {
+	return []PromQuery{{"induced", byInstance("increase("+sel(rtInduced, a.Match)+"["+a.Window()+"])") + " > 0"}}
+}
+
+func gcInducedScore(v PrefilterValues) float64 { return v.V("induced") }

@@ -38,8 +38,25 @@ const (
 
 func (gcTimeHigh) Meta() Meta {
 	return Meta{ID: "gc_time_high", Title: "time in garbage collection above 5%",
-		Needs: []Need{{rtGCSeconds, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
-		Reads: runtimeSeries}
+		Needs:     []Need{{rtGCSeconds, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
+		Reads:     runtimeSeries,
+		Charts:    []string{ChartGCTimeShare, ChartGCCollections},
+		Alerts:    gcTimeAlerts,
+		Prefilter: &Prefilter{About: "the share of time in GC over the range", Queries: gcTimeQueries, Score: gcTimeScore},
+		Doc:       "a language runtime spends more than 5 % of its time in GC pauses, sustained"}
+}
+
+func gcTimeAlerts(o AlertOptions) []Alert {
+	return []Alert{{Name: "MemdoctorGCTimeHigh", For: "15m", Severity: "warning",
+		Expr:    fmt.Sprintf("rate(%s[5m]) > %s", sel(rtGCSeconds, o.Match), promNum(gcTimeWarn)),
+		Summary: fmt.Sprintf("{{ $labels.runtime }} process {{ $labels.target }} spends more than %s%% of its time in garbage collection", promNum(100*gcTimeWarn)),
+		Runbook: runtimeRunbook("gc_time_high")}}
+}
+
+// runtimeRunbook is the runbook of a language runtime's alert: the
+// runtime is read on the host, not from Prometheus.
+func runtimeRunbook(rule string) string {
+	return "memdoctor check on the host; see the " + rule + " finding"
 }
 
 func (gcTimeHigh) Eval(in *Input) []Finding {
@@ -136,3 +153,11 @@ func gcTimeRemedies(r *Runtime) []Remedy {
 	}
 	return []Remedy{common}
 }
+
+// gcTimeQueries: the largest share of time in GC of an instance's
+// runtimes over the range, near the threshold only.
+func gcTimeQueries(a PrefilterArgs) []PromQuery {
+	return []PromQuery{{"share", byInstance("rate("+sel(rtGCSeconds, a.Match)+"["+a.Window()+"])") + " >= " + promNum(gcTimeWarn*PrefilterFactor)}}
+}
+
+func gcTimeScore(v PrefilterValues) float64 { return v.V("share") / gcTimeWarn }

@@ -23,7 +23,9 @@ func init() { register(glibcVersionChanged{}) }
 
 func (glibcVersionChanged) Meta() Meta {
 	return Meta{ID: "glibc_version_changed", Trend: true, Title: "C library changed during the recording",
-		Needs: []Need{{"memdoctor_glibc_info", "memdoctor's collector (reads the glibc banner)"}}}
+		Needs:     []Need{{"memdoctor_glibc_info", "memdoctor's collector (reads the glibc banner)"}},
+		Prefilter: &Prefilter{About: "the glibc versions seen in the range", Queries: glibcQueries, Score: glibcScore},
+		Doc:       "the C library changed during the recording: a suspect for what changed since"}
 }
 
 func (glibcVersionChanged) Eval(in *Input) []Finding {
@@ -67,3 +69,13 @@ func (glibcVersionChanged) Eval(in *Input) []Finding {
 			Risk:     "none (read-only; malloc pauses the process briefly)"}},
 	}}
 }
+
+// glibcQueries: how many glibc versions an instance showed in the range,
+// when more than one.
+func glibcQueries(a PrefilterArgs) []PromQuery {
+	return []PromQuery{{"versions", "count by (instance) (count by (instance, version) (last_over_time(" +
+		sel("memdoctor_glibc_info", a.Match) + "[" + a.Window() + "]))) > 1"}}
+}
+
+// glibcScore: a second version is the threshold.
+func glibcScore(v PrefilterValues) float64 { return max(0, v.V("versions")-1) }

@@ -30,7 +30,10 @@ func init() { register(kernelMemoryUnexplained{}) }
 
 func (kernelMemoryUnexplained) Meta() Meta {
 	return Meta{ID: "kernel_memory_unexplained", Title: "kernel memory no meminfo category counts",
-		Needs: unexplainedNeeds}
+		Needs:     unexplainedNeeds,
+		Charts:    []string{ChartMemoryCategories},
+		Prefilter: &Prefilter{About: "the latest MemTotal minus the meminfo categories", Queries: unexplainedQueries, Score: unexplainedScore},
+		Doc:       "memory no meminfo category counts (vmalloc, pages drivers take, a balloon) over 10 % of memory (critical over 25 %) and 512 MiB"}
 }
 
 // unexplainedNeeds are the categories subtracted from MemTotal: one missing
@@ -58,14 +61,14 @@ func (kernelMemoryUnexplained) Eval(in *Input) []Finding {
 			rest = &a.Categories[i]
 		}
 	}
-	if rest == nil || rest.Bytes < 512<<20 {
+	if rest == nil || rest.Bytes < unexplainedMinBytes {
 		return nil
 	}
 	var sev Severity
 	switch {
-	case rest.Percent >= 25:
+	case rest.Percent >= unexplainedCritPct:
 		sev = Critical
-	case rest.Percent >= 10:
+	case rest.Percent >= unexplainedWarnPct:
 		sev = Warning
 	default:
 		return nil
@@ -102,3 +105,27 @@ func (kernelMemoryUnexplained) Eval(in *Input) []Finding {
 	}
 	return []Finding{f}
 }
+
+// The rest in percent of MemTotal from which the rule warns, from which it
+// is critical, and the least it fires on.
+const (
+	unexplainedWarnPct  = 10
+	unexplainedCritPct  = 25
+	unexplainedMinBytes = 512 << 20
+)
+
+// unexplainedQueries: MemTotal minus the needed categories (the optional
+// ones left in: the pre-filter may only overestimate), in bytes and in
+// percent of MemTotal, for the instances near the thresholds only.
+func unexplainedQueries(a PrefilterArgs) []PromQuery {
+	last := func(series string) string { return "last_over_time(" + sel(series, a.Match) + "[" + a.Latest() + "])" }
+	rest := last(unexplainedNeeds[0].Series)
+	for _, n := range unexplainedNeeds[1:] {
+		rest += " - " + last(n.Series)
+	}
+	rest = byInstance(rest)
+	return []PromQuery{{"percent", "(100 * " + rest + " / " + byInstance(last("node_memory_MemTotal_bytes")) + " >= " + promNum(unexplainedWarnPct*PrefilterFactor) +
+		") and on (instance) (" + rest + " >= " + promNum(unexplainedMinBytes*PrefilterFactor) + ")"}}
+}
+
+func unexplainedScore(v PrefilterValues) float64 { return v.V("percent") / unexplainedWarnPct }

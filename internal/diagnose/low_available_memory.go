@@ -23,7 +23,10 @@ func init() { register(lowAvailableMemory{}) }
 
 func (lowAvailableMemory) Meta() Meta {
 	return Meta{ID: "low_available_memory", Title: "available memory running out",
-		Needs: []Need{{"node_memory_MemTotal_bytes", "read /proc/meminfo"}}}
+		Needs:     []Need{{"node_memory_MemTotal_bytes", "read /proc/meminfo"}},
+		Charts:    []string{ChartMemoryCategories},
+		Prefilter: &Prefilter{About: "the latest MemAvailable against MemTotal", Queries: lowAvailQueries, Score: lowAvailScore},
+		Doc:       "MemAvailable under 10 % (critical under 5 %)"}
 }
 
 func (lowAvailableMemory) Eval(in *Input) []Finding {
@@ -35,9 +38,9 @@ func (lowAvailableMemory) Eval(in *Input) []Finding {
 	availPct := 100 * float64(a.AvailableBytes) / float64(a.TotalBytes)
 	var sev Severity
 	switch {
-	case availPct < 5:
+	case availPct < lowAvailCritPct:
 		sev = Critical
-	case availPct < 10:
+	case availPct < lowAvailWarnPct:
 		sev = Warning
 	default:
 		return nil
@@ -87,4 +90,24 @@ func (lowAvailableMemory) Eval(in *Input) []Finding {
 			Risk:     "none (read-only; command lines are redacted)"},
 	}
 	return []Finding{f}
+}
+
+// Available memory in percent of MemTotal below which the rule warns, and
+// below which it is critical.
+const (
+	lowAvailWarnPct = 10
+	lowAvailCritPct = 5
+)
+
+// lowAvailQueries: the latest available share, for the instances near the
+// threshold only.
+func lowAvailQueries(a PrefilterArgs) []PromQuery {
+	return []PromQuery{{"percent", lastPercentOfTotal("node_memory_MemAvailable_bytes", a) + " < " + promNum(lowAvailWarnPct/PrefilterFactor)}}
+}
+
+func lowAvailScore(v PrefilterValues) float64 {
+	if !v.Has("percent") {
+		return 0
+	}
+	return lowAvailWarnPct / max(v.V("percent"), 1e-9)
 }

@@ -40,7 +40,10 @@ func init() { register(mallocArenasMany{}) }
 
 func (mallocArenasMany) Meta() Meta {
 	return Meta{ID: "malloc_arenas_many", Title: "glibc processes with many malloc arenas",
-		Needs: []Need{{"memdoctor_process_rss_bytes", "memdoctor's process collector (--top N)"}}}
+		Needs:     []Need{{"memdoctor_process_rss_bytes", "memdoctor's process collector (--top N)"}},
+		Charts:    []string{ChartProcessMemory, ChartAllocatorView},
+		Prefilter: presentPrefilter("memdoctor_process_malloc_arenas"),
+		Doc:       "a glibc process with many malloc arenas and a large heap"}
 }
 
 const (

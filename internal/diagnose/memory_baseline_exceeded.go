@@ -30,8 +30,61 @@ func init() { register(memoryBaselineExceeded{}) }
 
 func (memoryBaselineExceeded) Meta() Meta {
 	return Meta{ID: "memory_baseline_exceeded", Trend: true, Title: "daily memory peak above the two-week baseline",
-		Needs: []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
-		Reads: []string{"node_memory_MemTotal_bytes", "memdoctor_process_rss_bytes"}}
+		Needs:     []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
+		Reads:     []string{"node_memory_MemTotal_bytes", "memdoctor_process_rss_bytes"},
+		Charts:    []string{ChartMemoryCategories},
+		Prefilter: &Prefilter{About: "the lowest MemAvailable of each day (the day's peak of use)", Daily: DailyMinAvailable, Score: baselineScore},
+		Alerts:    baselineAlerts,
+		Doc:       "today's peak above the median of the previous 14 daily peaks (host and processes)"}
+}
+
+// DailyMinAvailable is the lowest available memory over window, by
+// instance: over a day, the day's peak of use.
+func DailyMinAvailable(match, window string) string {
+	return "min by (instance) (min_over_time(" + sel("node_memory_MemAvailable_bytes", match) + "[" + window + "]))"
+}
+
+// baselineScore compares the last daily peak of use with the usual one,
+// scaled so that 1 is the rule's margin.
+func baselineScore(v PrefilterValues) float64 {
+	if len(v.Daily) < 3 {
+		return 0
+	}
+	used := make([]float64, len(v.Daily))
+	for i, a := range v.Daily {
+		used[i] = v.Total - a
+	}
+	med, _ := BaselineOf(used)
+	if med <= 0 {
+		return 0
+	}
+	margin := float64(baselineMargin) // 1.1 as a float64: its excess is not exactly 0.1
+	return (used[len(used)-1]/med - 1) / (margin - 1)
+}
+
+// BaselineOf is the usual daily peak before the last day: the median of
+// up to BaselineDays peaks before it, and how many it took.
+func BaselineOf(peaks []float64) (median float64, days int) {
+	if len(peaks) < 2 {
+		return 0, 0
+	}
+	prev := peaks[max(0, len(peaks)-1-baselineDays) : len(peaks)-1]
+	return stats.Median(prev), len(prev)
+}
+
+func baselineAlerts(o AlertOptions) []Alert {
+	total, avail := sel("node_memory_MemTotal_bytes", o.Match), sel("node_memory_MemAvailable_bytes", o.Match)
+	used := fmt.Sprintf("(%s - %s)", total, avail)
+	margin := float64(baselineMargin)
+	a := Alert{Name: "MemdoctorMemoryAboveBaseline", For: "15m", Severity: "warning"}
+	if o.StaticBaselines {
+		a.Expr = fmt.Sprintf("%s\n  > on (instance) group_left %s * %s", used, promNum(margin), BaselineRecord)
+		a.Summary = fmt.Sprintf("memory use on {{ $labels.instance }} is more than %.0f%% above its usual daily peak", 100*(margin-1))
+	} else {
+		a.Expr = fmt.Sprintf("%s\n  > %s * quantile_over_time(0.5, max_over_time(%s[1d:5m])[%dd:1d] offset 1d)", used, promNum(margin), used, baselineDays)
+		a.Summary = fmt.Sprintf("memory use on {{ $labels.instance }} is more than %.0f%% above the median of its last %d daily peaks", 100*(margin-1), baselineDays)
+	}
+	return []Alert{a}
 }
 
 const (
@@ -39,9 +92,9 @@ const (
 	baselineMargin = 1.10
 )
 
-// dailyPeaks returns the maximum per UTC day of f applied to each point
-// (using the step's max/min aggregates when present), in day order.
-func dailyPeaks(ps []sample.Point, vals []float64) (days []int64, peaks []float64) {
+// DailyPeaks returns the largest of vals (one per point) per UTC day of
+// the points' times, in day order.
+func DailyPeaks(ps []sample.Point, vals []float64) (days []int64, peaks []float64) {
 	byDay := map[int64]float64{}
 	for i, p := range ps {
 		d := p.T / (24 * time.Hour).Milliseconds()
@@ -81,7 +134,7 @@ func (memoryBaselineExceeded) Eval(in *Input) []Finding {
 		}
 		used[i] = total - v
 	}
-	days, peaks := dailyPeaks(avail.Points, used)
+	days, peaks := DailyPeaks(avail.Points, used)
 	if len(days) < baselineDays+1 {
 		in.Note("memory_baseline_exceeded", fmt.Sprintf("%d days with data: the baseline needs %d", len(days), baselineDays+1), "record longer")
 		return nil
@@ -108,7 +161,7 @@ func (memoryBaselineExceeded) Eval(in *Input) []Finding {
 				}
 			}
 		}
-		d, pk := dailyPeaks(ps, vals)
+		d, pk := DailyPeaks(ps, vals)
 		if len(d) < baselineDays+1 {
 			continue
 		}
@@ -121,7 +174,7 @@ func (memoryBaselineExceeded) Eval(in *Input) []Finding {
 
 func baselineFinding(w *sample.Window, subj, what string, peaks []float64, minExcess float64) *Finding {
 	latest := peaks[len(peaks)-1]
-	base := stats.Median(peaks[len(peaks)-1-baselineDays : len(peaks)-1])
+	base, _ := BaselineOf(peaks)
 	if latest <= base*baselineMargin || latest-base < minExcess {
 		return nil
 	}

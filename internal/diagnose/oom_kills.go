@@ -32,8 +32,11 @@ func init() { register(oomKills{}) }
 
 func (oomKills) Meta() Meta {
 	return Meta{ID: "oom_kills", Title: "processes killed by the OOM killer",
-		Needs: []Need{{"node_vmstat_oom_kill", "/proc/vmstat's oom_kill (kernel 4.13+)"}},
-		Reads: []string{"node_boot_time_seconds"}}
+		Needs:     []Need{{"node_vmstat_oom_kill", "/proc/vmstat's oom_kill (kernel 4.13+)"}},
+		Reads:     []string{"node_boot_time_seconds"},
+		Charts:    []string{ChartMemoryCategories},
+		Prefilter: &Prefilter{About: "OOM kills within the range", Queries: oomQueries, Score: oomScore},
+		Doc:       "the OOM killer killed a process: since boot (check) or within the range (diagnose), with when, and the killed cgroup's limit in the host's layout"}
 }
 
 func (oomKills) Eval(in *Input) []Finding {
@@ -169,3 +172,11 @@ func oomCgroupRemedies(hier, kernel string) []Remedy {
 	return []Remedy{{Title: title + " (the data does not say the cgroup layout: v1 first, then v2)",
 		Commands: []string{memcg, v1 + "   # cgroup v1", v2 + "   # cgroup v2"}, Risk: risk}}
 }
+
+// oomQueries: kills within the range (any is a finding).
+func oomQueries(a PrefilterArgs) []PromQuery {
+	return []PromQuery{{"kills", byInstance("increase("+sel("node_vmstat_oom_kill", a.Match)+"["+a.Window()+"])") + " > 0"}}
+}
+
+// oomScore: one kill is the threshold.
+func oomScore(v PrefilterValues) float64 { return v.V("kills") }

@@ -28,8 +28,11 @@ func init() { register(processLeak{}) }
 
 func (processLeak) Meta() Meta {
 	return Meta{ID: "process_leak", Trend: true, Title: "processes whose in-use heap grows (a leak)",
-		Needs: []Need{{"memdoctor_malloc_in_use_bytes", "record the allocator's view over time: run the process with memdoctor's preload library (MEMDOCTOR_STATS) while memdoctor record runs"}},
-		Reads: []string{"memdoctor_process_anon_bytes"}}
+		Needs:     []Need{{"memdoctor_malloc_in_use_bytes", "record the allocator's view over time: run the process with memdoctor's preload library (MEMDOCTOR_STATS) while memdoctor record runs"}},
+		Reads:     []string{"memdoctor_process_anon_bytes"},
+		Charts:    []string{ChartAllocatorView, ChartProcessMemory},
+		Prefilter: presentPrefilter("memdoctor_malloc_in_use_bytes"),
+		Doc:       "the allocator's in-use heap itself grows: a leak, not retention"}
 }
 
 func (processLeak) Eval(in *Input) []Finding {

@@ -40,7 +40,10 @@ func (processMemoryGrowth) Meta() Meta {
 	return Meta{ID: "process_memory_growth", Trend: true, Title: "processes whose memory keeps growing",
 		Needs: []Need{{"memdoctor_process_rss_bytes", "record processes over time (memdoctor record)"}},
 		Reads: []string{"memdoctor_process_uss_bytes", "memdoctor_process_anon_bytes", "memdoctor_process_swap_bytes",
-			"memdoctor_process_malloc_arenas", "memdoctor_glibc_info", "memdoctor_malloc_in_use_bytes"}}
+			"memdoctor_process_malloc_arenas", "memdoctor_glibc_info", "memdoctor_malloc_in_use_bytes"},
+		Charts:    []string{ChartProcessMemory, ChartAllocatorView},
+		Prefilter: presentPrefilter("memdoctor_process_rss_bytes"),
+		Doc:       "a process (followed across restarts) keeps growing; leak or retention"}
 }
 
 const (

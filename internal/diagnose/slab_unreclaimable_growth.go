@@ -25,6 +25,13 @@ import (
 	"time"
 )
 
+// The rule fires from a growth of this share of MemTotal per day and at
+// least slabMinGrowth bytes in all.
+const (
+	slabMinShareOfTotalPerDay = 0.001
+	slabMinGrowth             = 64 << 20
+)
+
 type slabUnreclaimableGrowth struct{}
 
 func init() { register(slabUnreclaimableGrowth{}) }
@@ -33,7 +40,36 @@ func (slabUnreclaimableGrowth) Meta() Meta {
 	return Meta{ID: "slab_unreclaimable_growth", Trend: true, Title: "unreclaimable slab growing over time",
 		Needs: []Need{{"node_memory_SUnreclaim_bytes", "record /proc/meminfo over time"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
 		Reads: []string{"node_memory_MemTotal_bytes", "node_boot_time_seconds", "memdoctor_slabinfo_size_bytes",
-			"node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable"}}
+			"node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable"},
+		Charts:    []string{ChartSlabVsCgroups, ChartMemoryCategories},
+		Prefilter: &Prefilter{About: "SUnreclaim's growth per day, fitted and of its daily floor, against MemTotal", Queries: slabGrowthQueries, Score: slabGrowthScore},
+		Alerts:    slabGrowthAlerts,
+		Doc:       "SUnreclaim grows, attributed to the slab caches that grew"}
+}
+
+// slabGrowthQueries: SUnreclaim's growth per day, fitted over the range
+// and, over four days or more, of its daily floor.
+func slabGrowthQueries(a PrefilterArgs) []PromQuery {
+	su := sel("node_memory_SUnreclaim_bytes", a.Match)
+	qs := []PromQuery{{"slope", byInstance("deriv(" + su + "[" + a.Window() + "]) * 86400")}}
+	if a.Range >= 4*24*time.Hour {
+		qs = append(qs, PromQuery{"floor", byInstance(dailyFloorGrowth(su))})
+	}
+	return qs
+}
+
+func slabGrowthScore(v PrefilterValues) float64 {
+	share := float64(slabMinShareOfTotalPerDay)
+	return max(v.V("slope"), v.V("floor")) / (share * v.Total)
+}
+
+func slabGrowthAlerts(o AlertOptions) []Alert {
+	su, total := sel("node_memory_SUnreclaim_bytes", o.Match), sel("node_memory_MemTotal_bytes", o.Match)
+	share := float64(slabMinShareOfTotalPerDay)
+	return []Alert{{Name: "MemdoctorSlabUnreclaimableGrowing", For: "1h", Severity: "warning",
+		Expr: fmt.Sprintf("%s\n  > %s * %s\nand\n%s * 3 >= %s", dailyFloorGrowth(su), promNum(share), total,
+			dailyFloorGrowth(su), promNum(slabMinGrowth)),
+		Summary: fmt.Sprintf("unreclaimable slab on {{ $labels.instance }} grows by more than %s%% of its memory a day", promNum(100*share))}}
 }
 
 func (slabUnreclaimableGrowth) Eval(in *Input) []Finding {

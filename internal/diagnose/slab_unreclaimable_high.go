@@ -23,7 +23,10 @@ func init() { register(slabUnreclaimableHigh{}) }
 func (slabUnreclaimableHigh) Meta() Meta {
 	return Meta{ID: "slab_unreclaimable_high", Title: "unreclaimable slab memory",
 		Needs: []Need{{"node_memory_SUnreclaim_bytes", "read /proc/meminfo (2.6.19+)"},
-			{"node_memory_MemTotal_bytes", "read /proc/meminfo"}}}
+			{"node_memory_MemTotal_bytes", "read /proc/meminfo"}},
+		Charts:    []string{ChartSlabVsCgroups, ChartMemoryCategories},
+		Prefilter: &Prefilter{About: "the latest SUnreclaim, in bytes and against MemTotal", Queries: slabHighQueries, Score: slabHighScore},
+		Doc:       "unreclaimable slab over 10 % of memory"}
 }
 
 func (slabUnreclaimableHigh) Eval(in *Input) []Finding {
@@ -32,14 +35,14 @@ func (slabUnreclaimableHigh) Eval(in *Input) []Finding {
 	}
 	h := in.Host
 	s := h.Slab
-	if s.UnreclaimableBytes < 256<<20 {
+	if s.UnreclaimableBytes < slabHighMinBytes {
 		return nil
 	}
 	var sev Severity
 	switch {
-	case s.UnreclaimablePercent >= 20:
+	case s.UnreclaimablePercent >= slabHighCritPct:
 		sev = Critical
-	case s.UnreclaimablePercent >= 10:
+	case s.UnreclaimablePercent >= slabHighWarnPct:
 		sev = Warning
 	default:
 		return nil
@@ -78,3 +81,21 @@ func (slabUnreclaimableHigh) Eval(in *Input) []Finding {
 	}
 	return []Finding{f}
 }
+
+// Unreclaimable slab in percent of MemTotal from which the rule warns, from
+// which it is critical, and the least it fires on.
+const (
+	slabHighWarnPct  = 10
+	slabHighCritPct  = 20
+	slabHighMinBytes = 256 << 20
+)
+
+// slabHighQueries: the latest SUnreclaim share, for the instances near the
+// threshold in share and in bytes only.
+func slabHighQueries(a PrefilterArgs) []PromQuery {
+	su := sel("node_memory_SUnreclaim_bytes", a.Match)
+	return []PromQuery{{"percent", "(" + lastPercentOfTotal("node_memory_SUnreclaim_bytes", a) + " >= " + promNum(slabHighWarnPct*PrefilterFactor) +
+		") and on (instance) (" + byInstance("last_over_time("+su+"["+a.Latest()+"])") + " >= " + promNum(slabHighMinBytes*PrefilterFactor) + ")"}}
+}
+
+func slabHighScore(v PrefilterValues) float64 { return v.V("percent") / slabHighWarnPct }

@@ -47,7 +47,10 @@ func (watermarkGapSmall) Meta() Meta {
 			{"node_vmstat_kswapd_low_wmark_hit_quickly", "read /proc/vmstat"},
 			// The recommendation is bounded by what it costs of MemTotal.
 			{"node_memory_MemTotal_bytes", "read /proc/meminfo"},
-		}}
+		},
+		Charts:    []string{ChartZoneWatermarks, ChartReclaimRates, ChartCPUSysSoftirq},
+		Prefilter: &Prefilter{About: "quick kswapd wake-ups and direct reclaim, where watermark_scale_factor is known", Queries: gapQueries, Score: gapScore},
+		Doc:       "kswapd's window (low − min) too narrow for the reclaim bursts seen; recommends a `watermark_scale_factor` with its predicted watermarks and cost"}
 }
 
 // Target window, as a share of the zone and an absolute floor.
@@ -111,7 +114,7 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 	}
 	direct := r.Allocstall > 0 || r.PgscanDirect > 0
 	hits := perDay("kswapd_low_wmark_hit_quickly")
-	if !direct && hits < 10 {
+	if !direct && hits < gapMinHitsPerDay {
 		return nil
 	}
 	next := w.Recommended
@@ -165,4 +168,28 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 			Risk:     "none (read-only)"},
 	}
 	return []Finding{f}
+}
+
+// gapMinHitsPerDay is the reclaim trouble the rule needs without direct
+// reclaim: quick kswapd wake-ups per day.
+const gapMinHitsPerDay = 10
+
+// gapQueries: reclaim trouble (quick wake-ups over the range, direct
+// reclaim since boot) on the instances whose watermark_scale_factor is
+// known (the rule needs it).
+func gapQueries(a PrefilterArgs) []PromQuery {
+	R := a.Window()
+	known := " and on (instance) group by (instance) (last_over_time(" + sel("node_sysctl_vm_watermark_scale_factor", a.Match) + "[" + a.Latest() + "]))"
+	return []PromQuery{
+		{"hits", byInstance("increase("+sel("node_vmstat_kswapd_low_wmark_hit_quickly", a.Match)+"["+R+"])") + known},
+		{"direct", byInstance("last_over_time("+sel("node_vmstat_pgscan_direct", a.Match)+"["+a.Latest()+"])") + " > 0" + known},
+	}
+}
+
+func gapScore(v PrefilterValues) float64 {
+	s := v.V("hits") / v.Days / gapMinHitsPerDay
+	if v.V("direct") > 0 {
+		s = max(s, 1)
+	}
+	return s
 }

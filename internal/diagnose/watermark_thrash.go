@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -45,8 +46,39 @@ func (watermarkThrash) Meta() Meta {
 		"node_zoneinfo_nr_free_pages", "node_zoneinfo_low_pages", "node_zoneinfo_min_pages", "node_zoneinfo_managed_pages",
 		"node_boot_time_seconds"}, allocstallSeries...)
 	return Meta{ID: "watermark_thrash", Trend: true, Title: "reclaim bursts crossing the watermarks",
-		Needs: []Need{{"node_vmstat_kswapd_low_wmark_hit_quickly", "record /proc/vmstat over time (node_exporter: --collector.vmstat.fields including kswapd and allocstall)"}},
-		Reads: reads}
+		Needs:     []Need{{"node_vmstat_kswapd_low_wmark_hit_quickly", "record /proc/vmstat over time (node_exporter: --collector.vmstat.fields including kswapd and allocstall)"}},
+		Reads:     reads,
+		Charts:    []string{ChartZoneWatermarks, ChartReclaimRates, ChartCPUSysSoftirq},
+		Prefilter: &Prefilter{About: "quick kswapd wake-ups and direct-reclaim stalls, over the range and the last day", Queries: thrashQueries, Score: thrashScore},
+		Alerts:    thrashAlerts,
+		Doc:       "quick kswapd wake-ups and direct-reclaim stalls per day, free below low per zone, CPU correlation, before/after a change of `watermark_scale_factor`"}
+}
+
+// thrashQueries: quick kswapd wake-ups and direct-reclaim stalls over the
+// range and over the last day.
+func thrashQueries(a PrefilterArgs) []PromQuery {
+	hq := sel("node_vmstat_kswapd_low_wmark_hit_quickly", a.Match)
+	return []PromQuery{
+		{"hits", byInstance("increase(" + hq + "[" + a.Window() + "])")},
+		{"hits_1d", byInstance("increase(" + hq + "[1d])")},
+		{"stalls", "sum by (instance) (" + promql.SumIncrease(allocstallSeries, a.Match, a.Window()) + ")"},
+		{"stalls_1d", "sum by (instance) (" + promql.SumIncrease(allocstallSeries, a.Match, "1d") + ")"},
+	}
+}
+
+// thrashScore: wake-ups or stalls per day, on average or on the last day.
+func thrashScore(v PrefilterValues) float64 {
+	return max(max(v.V("hits")/v.Days, v.V("hits_1d"))/thrashHitsPerDay,
+		max(v.V("stalls")/v.Days, v.V("stalls_1d"))/thrashStallsPerDay)
+}
+
+func thrashAlerts(o AlertOptions) []Alert {
+	return []Alert{{Name: "MemdoctorWatermarkThrash", For: "30m", Severity: "warning",
+		Expr: fmt.Sprintf("increase(%s[1d]) >= %s\nor\nsum without (memdoctor_counter) (\n%s\n) >= %s",
+			sel("node_vmstat_kswapd_low_wmark_hit_quickly", o.Match), promNum(thrashHitsPerDay),
+			promql.SumIncrease(allocstallSeries, o.Match, "1d"), promNum(thrashStallsPerDay)),
+		Summary: fmt.Sprintf("reclaim on {{ $labels.instance }} crosses the watermarks: %s or more quick kswapd wake-ups, or %s or more direct-reclaim stalls, in a day",
+			promNum(thrashHitsPerDay), promNum(thrashStallsPerDay))}}
 }
 
 const (

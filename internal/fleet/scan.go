@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/alerts"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/promql"
@@ -90,52 +89,26 @@ type Cost struct {
 	DurationSeconds float64 `json:"duration_seconds"`
 }
 
-// Thresholds of the pre-filter: half of each rule's (a suspect is
-// anything within a factor of two), so that the rules, not the
-// approximations of PromQL, decide.
-const prefilterFactor = 0.5
+func promDur(d time.Duration) string { return promql.Duration(d) }
 
-func promDur(d time.Duration) string {
-	return fmt.Sprintf("%ds", int64(d/time.Second))
-}
-
-// query is one aggregated scan query.
+// query is one aggregated scan query: a rule's (rule is its id) or the
+// scan's own (rule "").
 type query struct {
-	key  string
-	expr string
+	rule, key, expr string
 }
 
-// scanQueries are the aggregates the pre-filter reads, per instance.
-func scanQueries(match string, r time.Duration) []query {
-	R := promDur(r)
-	cg := promql.Selector("node_cgroups_cgroups", match, `subsys_name="memory"`)
-	dying := promql.Selector("memdoctor_memcg_dying_cgroups", match)
-	su := promql.Selector("node_memory_SUnreclaim_bytes", match)
-	av := promql.Selector("node_memory_MemAvailable_bytes", match)
-	// The daily floor three days ago against today's: what the trend
-	// rules judge (a count that drops back every night has no rising
-	// floor), and unaffected by a reboot before the last three days.
-	floor := func(s string) string {
-		return fmt.Sprintf("(min_over_time(%s[1d]) - min_over_time(%s[1d] offset 3d)) / 3", s, s)
-	}
-	by := func(e string) string { return "max by (instance) (" + e + ")" }
-	qs := []query{
-		{"total", by("last_over_time(" + promql.Selector("node_memory_MemTotal_bytes", match) + "[" + R + "])")},
-		{"avail_last", by("last_over_time(" + av + "[" + R + "])")},
-		{"avail_slope", by("deriv(" + av + "[" + R + "]) * 86400")},
-		// The newer half alone, for a host rebooted in the older one.
-		{"avail_slope_half", by("deriv(" + av + "[" + promDur(r/2) + "]) * 86400")},
-		{"su_slope", by("deriv(" + su + "[" + R + "]) * 86400")},
-		{"cg_slope", by("deriv(" + cg + "[" + R + "]) * 86400 or deriv(" + dying + "[" + R + "]) * 86400")},
-		{"hits", by("increase(" + promql.Selector("node_vmstat_kswapd_low_wmark_hit_quickly", match) + "[" + R + "])")},
-		{"hits_1d", by("increase(" + promql.Selector("node_vmstat_kswapd_low_wmark_hit_quickly", match) + "[1d])")},
-		{"stalls", "sum by (instance) (" + alerts.SumIncrease(diagnose.AllocstallSeries(), match, R) + ")"},
-		{"stalls_1d", "sum by (instance) (" + alerts.SumIncrease(diagnose.AllocstallSeries(), match, "1d") + ")"},
-	}
-	if r >= 4*24*time.Hour {
-		qs = append(qs,
-			query{"cg_floor", by(floor(cg) + " or " + floor(dying))},
-			query{"su_floor", by(floor(su))})
+// scanQueries are the aggregates the pre-filter reads, per instance: every
+// rule's, and MemTotal (which instances there are).
+func scanQueries(match string, r, step time.Duration) []query {
+	qs := []query{{"", "total", "max by (instance) (last_over_time(" + promql.Selector("node_memory_MemTotal_bytes", match) + "[" + promDur(r) + "]))"}}
+	for _, rule := range diagnose.Rules() {
+		m := rule.Meta()
+		if m.Prefilter == nil || m.Prefilter.Queries == nil {
+			continue
+		}
+		for _, q := range m.Prefilter.Queries(diagnose.PrefilterArgs{Match: match, Range: r, Step: step}) {
+			qs = append(qs, query{m.ID, q.Key, q.Expr})
+		}
 	}
 	return qs
 }
@@ -157,8 +130,9 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 	}
 	from := o.End.Add(-o.Range)
 	res := &Result{Source: c.URL(), Match: o.Match, From: from, To: o.End, StepSeconds: o.Step.Seconds()}
-	vals := map[string]map[string]float64{}
-	for _, q := range scanQueries(o.Match, o.Range) {
+	// vals[rule][key][instance]
+	vals := map[string]map[string]map[string]float64{}
+	for _, q := range scanQueries(o.Match, o.Range, o.Step) {
 		v, err := c.Query(ctx, q.expr, o.End)
 		if err != nil {
 			return nil, err
@@ -169,11 +143,23 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 				m[inst] = s.Value
 			}
 		}
-		vals[q.key] = m
+		if vals[q.rule] == nil {
+			vals[q.rule] = map[string]map[string]float64{}
+		}
+		vals[q.rule][q.key] = m
 	}
-	peaks, err := DailyPeaks(ctx, c, o.Match, o.End, o.Range)
-	if err != nil {
-		return nil, err
+	daily := map[string]map[string][]float64{}
+	for _, rule := range diagnose.Rules() {
+		m := rule.Meta()
+		if m.Prefilter == nil || m.Prefilter.Daily == nil {
+			continue
+		}
+		expr := m.Prefilter.Daily
+		d, err := Daily(ctx, c, func(window string) string { return expr(o.Match, window) }, o.End, o.Range)
+		if err != nil {
+			return nil, err
+		}
+		daily[m.ID] = d
 	}
 	labels, err := instanceLabels(ctx, c, o.Match, o.End, o.Range, o.By)
 	if err != nil {
@@ -181,12 +167,12 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 	}
 	res.Cost.ScanQueries = c.Stats().Queries
 	res.Cost.ScanSeconds = time.Since(t0).Seconds()
-	if len(vals["total"]) == 0 {
+	if len(vals[""]["total"]) == 0 {
 		return nil, fmt.Errorf("no instance has node_memory_MemTotal_bytes%s between %s and %s: check --match, --until and that node_exporter (or memdoctor record) is scraped",
 			matchText(o.Match), from.UTC().Format(time.RFC3339), o.End.UTC().Format(time.RFC3339))
 	}
 	days := o.Range.Hours() / 24
-	for inst, total := range vals["total"] {
+	for inst, total := range vals[""]["total"] {
 		in := &Instance{Instance: inst, Labels: labels[inst], Signals: map[string]float64{}}
 		if in.Labels == nil {
 			in.Labels = map[string]string{}
@@ -197,31 +183,20 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 				in.Score = math.Max(in.Score, ratio)
 			}
 		}
-		th := diagnose.Thresholds
-		// dying_cgroups: the count's growth per day.
-		cg := math.Max(vals["cg_slope"][inst], vals["cg_floor"][inst])
-		sig("dying_cgroups", cg/th.DyingCgroupsPerDay)
-		// slab_unreclaimable_growth: per day against MemTotal.
-		su := math.Max(vals["su_slope"][inst], vals["su_floor"][inst])
-		sig("slab_unreclaimable_growth", su/(th.SlabGrowthShareOfTotalPerDay*total))
-		// available_memory_decline: fall per day, drop over the range and
-		// days until exhausted.
-		fall := -math.Min(vals["avail_slope"][inst], vals["avail_slope_half"][inst])
-		if fall > 0 {
-			left := vals["avail_last"][inst] / fall
-			r := math.Min(fall*days/(th.DeclineMinDropShare*total), th.DeclineMaxDays/math.Max(left, 1e-9))
-			sig("available_memory_decline", r)
+		for _, rule := range diagnose.Rules() {
+			m := rule.Meta()
+			if m.Prefilter == nil {
+				continue
+			}
+			pv := diagnose.PrefilterValues{Values: map[string]float64{}, Daily: daily[m.ID][inst], Total: total, Days: days}
+			for k, byInst := range vals[m.ID] {
+				if x, ok := byInst[inst]; ok {
+					pv.Values[k] = x
+				}
+			}
+			sig(m.ID, m.Prefilter.Score(pv))
 		}
-		// watermark_thrash: quick wake-ups or stalls per day.
-		sig("watermark_thrash", math.Max(
-			math.Max(vals["hits"][inst]/days, vals["hits_1d"][inst])/th.ThrashHitsPerDay,
-			math.Max(vals["stalls"][inst]/days, vals["stalls_1d"][inst])/th.ThrashStallsPerDay))
-		// memory_baseline_exceeded: the latest daily peak of use against
-		// the median of the days before.
-		if p := peaks[inst]; len(p) >= 3 {
-			sig("memory_baseline_exceeded", baselineRatio(total, p))
-		}
-		in.Suspect = o.All || in.Score >= prefilterFactor
+		in.Suspect = o.All || in.Score >= diagnose.PrefilterFactor
 		res.Instances = append(res.Instances, in)
 	}
 	sort.Slice(res.Instances, func(i, j int) bool { return res.Instances[i].Instance < res.Instances[j].Instance })
@@ -243,58 +218,34 @@ func matchText(m string) string {
 	return "{" + promql.Matchers(m) + "}"
 }
 
-// baselineRatio compares the last daily minimum of available memory (the
-// day's peak of use) with the median of the days before, scaled so that 1
-// is the rule's margin.
-func baselineRatio(total float64, minAvail []float64) float64 {
-	used := make([]float64, len(minAvail))
-	for i, a := range minAvail {
-		used[i] = total - a
-	}
-	last := used[len(used)-1]
-	prev := append([]float64(nil), used[:len(used)-1]...)
-	if len(prev) > diagnose.Thresholds.BaselineDays {
-		prev = prev[len(prev)-diagnose.Thresholds.BaselineDays:]
-	}
-	sort.Float64s(prev)
-	med := prev[len(prev)/2]
-	if len(prev)%2 == 0 {
-		med = (prev[len(prev)/2-1] + prev[len(prev)/2]) / 2
-	}
-	if med <= 0 {
-		return 0
-	}
-	return (last/med - 1) / (diagnose.Thresholds.BaselineMargin - 1)
-}
-
-// DailyPeaks returns, per instance, the lowest available memory of each
-// UTC day in the range (the day's peak of use), the current partial day
-// last: one range query at midnights plus one instant query.
-func DailyPeaks(ctx context.Context, c *prom.Client, match string, end time.Time, r time.Duration) (map[string][]float64, error) {
-	av := promql.Selector("node_memory_MemAvailable_bytes", match)
+// Daily evaluates expr (an expression of a range selector's window,
+// aggregated by instance) over each UTC day in the range and over the day
+// so far, the latter last: one range query at midnights plus one instant
+// query. It returns the values per instance.
+func Daily(ctx context.Context, c *prom.Client, expr func(window string) string, end time.Time, r time.Duration) (map[string][]float64, error) {
 	mid := end.UTC().Truncate(24 * time.Hour)
 	out := map[string][]float64{}
 	start := mid.Add(-r).Truncate(24 * time.Hour).Add(24 * time.Hour)
 	if !start.After(mid) {
-		ss, err := c.QueryRange(ctx, "max by (instance) (-min_over_time("+av+"[1d]))", start, mid, 24*time.Hour)
+		ss, err := c.QueryRange(ctx, expr("1d"), start, mid, 24*time.Hour)
 		if err != nil {
 			return nil, err
 		}
 		for _, s := range ss {
 			inst := string(s.Labels["instance"])
 			for _, p := range s.Points {
-				out[inst] = append(out[inst], -float64(p.Value))
+				out[inst] = append(out[inst], float64(p.Value))
 			}
 		}
 	}
 	if today := end.Sub(mid); today >= time.Minute {
-		v, err := c.Query(ctx, "max by (instance) (-min_over_time("+av+"["+promDur(today)+"]))", end)
+		v, err := c.Query(ctx, expr(promDur(today)), end)
 		if err != nil {
 			return nil, err
 		}
 		for _, s := range v {
 			inst := string(s.Labels["instance"])
-			out[inst] = append(out[inst], -s.Value)
+			out[inst] = append(out[inst], s.Value)
 		}
 	}
 	return out, nil

@@ -1,9 +1,9 @@
 package htmlreport
 
-// Which charts prove which finding: the one place that maps rule ids to
-// chart builders, and the builders themselves. A builder reads a window (at
-// display resolution) and the finding, and returns concrete charts whose
-// lines carry the expression they plot.
+// The chart builders: a rule names in its Meta the kinds of chart that
+// prove its findings; a builder reads a window (at display resolution) and
+// the finding, and returns concrete charts whose lines carry the expression
+// they plot.
 
 import (
 	"fmt"
@@ -62,47 +62,25 @@ type Line struct {
 // overview) from a window; it returns none when the window lacks the data.
 type chartFunc func(w *sample.Window, f *diagnose.Finding) []Chart
 
-// ruleCharts maps rule ids to the kinds of chart that prove their
-// findings. An entry ending in "_" matches every id with that prefix; the
-// first match wins, so exact ids come before prefixes.
-var ruleCharts = []struct {
-	rule   string
-	charts []string
-}{
-	{"available_memory_decline", []string{"memory_categories"}},
-	{"low_available_memory", []string{"memory_categories"}},
-	{"kernel_memory_unexplained", []string{"memory_categories"}},
-	{"memory_baseline_exceeded", []string{"memory_categories"}},
-	{"oom_kills", []string{"memory_categories"}},
-	{"dying_cgroups", []string{"slab_vs_cgroups"}},
-	{"slab_unreclaimable_", []string{"slab_vs_cgroups", "memory_categories"}},
-	{"watermark_", []string{"zone_watermarks", "reclaim_rates", "cpu_sys_softirq"}},
-	{"allocator_hoarding", []string{"allocator_view", "process_memory"}},
-	{"process_leak", []string{"allocator_view", "process_memory"}},
-	{"malloc_arenas_many", []string{"process_memory", "allocator_view"}},
-	{"process_", []string{"process_memory", "allocator_view"}},
-	{"gc_", []string{"gc_time_share", "gc_collections"}},
-}
-
-// chartKinds are the builders by chart id.
+// chartKinds are the builders by kind of chart (the diagnose.Chart*
+// constants rules name in their Meta).
 var chartKinds = map[string]chartFunc{
-	"memory_categories": memoryCategories,
-	"slab_vs_cgroups":   slabVsCgroups,
-	"zone_watermarks":   zoneWatermarks,
-	"reclaim_rates":     reclaimRates,
-	"cpu_sys_softirq":   cpuSysSoftirq,
-	"process_memory":    processMemory,
-	"allocator_view":    allocatorView,
-	"gc_time_share":     gcTimeShare,
-	"gc_collections":    gcCollections,
+	diagnose.ChartMemoryCategories: memoryCategories,
+	diagnose.ChartSlabVsCgroups:    slabVsCgroups,
+	diagnose.ChartZoneWatermarks:   zoneWatermarks,
+	diagnose.ChartReclaimRates:     reclaimRates,
+	diagnose.ChartCPUSysSoftirq:    cpuSysSoftirq,
+	diagnose.ChartProcessMemory:    processMemory,
+	diagnose.ChartAllocatorView:    allocatorView,
+	diagnose.ChartGCTimeShare:      gcTimeShare,
+	diagnose.ChartGCCollections:    gcCollections,
 }
 
-// ChartIDs lists the kinds of chart a rule's findings get.
+// ChartIDs lists the kinds of chart a rule's findings get: what the rule
+// says in its Meta.
 func ChartIDs(rule string) []string {
-	for _, rc := range ruleCharts {
-		if rc.rule == rule || strings.HasSuffix(rc.rule, "_") && strings.HasPrefix(rule, rc.rule) {
-			return rc.charts
-		}
+	if r, ok := diagnose.Lookup(rule); ok {
+		return r.Meta().Charts
 	}
 	return nil
 }
@@ -171,8 +149,8 @@ var categories = []struct{ label, series string }{
 	{"free", "node_memory_MemFree_bytes"},
 }
 
-var allocstall = []string{"node_vmstat_allocstall_dma", "node_vmstat_allocstall_dma32", "node_vmstat_allocstall_normal",
-	"node_vmstat_allocstall_movable", "node_vmstat_allocstall_device", "node_vmstat_allocstall"}
+// allocstall are the direct-reclaim stall counters (watermark_thrash's).
+var allocstall = diagnose.AllocstallSeries()
 
 const (
 	gcSeconds          = "memdoctor_runtime_gc_seconds_total"
@@ -186,7 +164,7 @@ func lineOf(s *sample.Series, label string) Line {
 }
 
 func memoryCategories(w *sample.Window, _ *diagnose.Finding) []Chart {
-	c := Chart{ID: "memory_categories", Title: "Memory by category (stacked) with total and available", Unit: UnitBytes, Stacked: true}
+	c := Chart{ID: diagnose.ChartMemoryCategories, Title: "Memory by category (stacked) with total and available", Unit: UnitBytes, Stacked: true}
 	for _, cat := range categories {
 		if s := w.Get(cat.series); s != nil && len(s.Points) > 0 {
 			l := lineOf(s, cat.label)
@@ -213,7 +191,7 @@ func memoryCategories(w *sample.Window, _ *diagnose.Finding) []Chart {
 }
 
 func slabVsCgroups(w *sample.Window, _ *diagnose.Finding) []Chart {
-	c := Chart{ID: "slab_vs_cgroups", Title: "Unreclaimable slab against memory cgroups", Unit: UnitBytes, RightUnit: UnitCount}
+	c := Chart{ID: diagnose.ChartSlabVsCgroups, Title: "Unreclaimable slab against memory cgroups", Unit: UnitBytes, RightUnit: UnitCount}
 	if s := w.Get("node_memory_SUnreclaim_bytes"); s != nil {
 		c.Lines = append(c.Lines, lineOf(s, "SUnreclaim"))
 	}
@@ -269,7 +247,7 @@ func zoneWatermarks(w *sample.Window, f *diagnose.Finding) []Chart {
 				continue
 			}
 		}
-		c := Chart{ID: "zone_watermarks", Title: fmt.Sprintf("Free pages against the watermarks, node %s zone %s", node, zone), Unit: UnitPages}
+		c := Chart{ID: diagnose.ChartZoneWatermarks, Title: fmt.Sprintf("Free pages against the watermarks, node %s zone %s", node, zone), Unit: UnitPages}
 		c.Lines = append(c.Lines, lineOf(s, "free"))
 		for _, wm := range []string{"min", "low", "high"} {
 			if ws := w.Get("node_zoneinfo_"+wm+"_pages", "node", node, "zone", zone); ws != nil {
@@ -284,7 +262,7 @@ func zoneWatermarks(w *sample.Window, f *diagnose.Finding) []Chart {
 }
 
 func reclaimRates(w *sample.Window, _ *diagnose.Finding) []Chart {
-	c := Chart{ID: "reclaim_rates", Title: "Reclaim: quick kswapd wake-ups and direct-reclaim stalls per second", Unit: UnitPerSecond}
+	c := Chart{ID: diagnose.ChartReclaimRates, Title: "Reclaim: quick kswapd wake-ups and direct-reclaim stalls per second", Unit: UnitPerSecond}
 	if s := w.Get("node_vmstat_kswapd_low_wmark_hit_quickly"); s != nil {
 		c.Lines = append(c.Lines, rateLine(s, "kswapd woken quickly"))
 	}
@@ -320,7 +298,7 @@ func cpuSysSoftirq(w *sample.Window, _ *diagnose.Finding) []Chart {
 	for _, s := range all {
 		cpus[s.Labels.Get("cpu")] = true
 	}
-	c := Chart{ID: "cpu_sys_softirq", Title: "CPU share in system and softirq mode (all CPUs)", Unit: UnitRatio}
+	c := Chart{ID: diagnose.ChartCPUSysSoftirq, Title: "CPU share in system and softirq mode (all CPUs)", Unit: UnitRatio}
 	for _, mode := range []string{"system", "softirq"} {
 		l, ok := sumRate(w.Select("node_cpu_seconds_total", "mode", mode),
 			fmt.Sprintf(`sum(rate(node_cpu_seconds_total{mode=%q}))/%d`, mode, len(cpus)), mode)
@@ -362,7 +340,7 @@ func processMemory(w *sample.Window, f *diagnose.Finding) []Chart {
 	} else {
 		pss = largest(w.Select("memdoctor_process_pss_bytes"), maxLines/2)
 	}
-	c := Chart{ID: "process_memory", Title: "Process memory: USS and PSS", Unit: UnitBytes}
+	c := Chart{ID: diagnose.ChartProcessMemory, Title: "Process memory: USS and PSS", Unit: UnitBytes}
 	if pid != "" {
 		c.Title = "Process memory of pid " + pid + ": USS, PSS and RSS"
 	}
@@ -404,7 +382,7 @@ func allocatorView(w *sample.Window, f *diagnose.Finding) []Chart {
 	}
 	var out []Chart
 	for _, p := range pids {
-		c := Chart{ID: "allocator_view", Title: "Allocator of pid " + p + ": held from the system, in use, retained", Unit: UnitBytes}
+		c := Chart{ID: diagnose.ChartAllocatorView, Title: "Allocator of pid " + p + ": held from the system, in use, retained", Unit: UnitBytes}
 		for _, r := range []struct{ series, what string }{
 			{"memdoctor_malloc_system_bytes", "held from the system"},
 			{"memdoctor_malloc_in_use_bytes", "in use"},
@@ -464,7 +442,7 @@ func targetLabel(s *sample.Series) string {
 
 // gcTimeShare draws the share of wall time each runtime spends in GC.
 func gcTimeShare(w *sample.Window, f *diagnose.Finding) []Chart {
-	c := Chart{ID: "gc_time_share", Title: "Share of time spent in garbage collection", Unit: UnitRatio}
+	c := Chart{ID: diagnose.ChartGCTimeShare, Title: "Share of time spent in garbage collection", Unit: UnitRatio}
 	for _, s := range gcTargets(w.Select(gcSeconds), f) {
 		c.Lines = append(c.Lines, rateLine(s, "GC time "+targetLabel(s)))
 	}
@@ -476,7 +454,7 @@ func gcTimeShare(w *sample.Window, f *diagnose.Finding) []Chart {
 
 // gcCollections draws collections per second by generation.
 func gcCollections(w *sample.Window, f *diagnose.Finding) []Chart {
-	c := Chart{ID: "gc_collections", Title: "Garbage collections per second by generation", Unit: UnitPerSecond}
+	c := Chart{ID: diagnose.ChartGCCollections, Title: "Garbage collections per second by generation", Unit: UnitPerSecond}
 	for _, s := range gcTargets(w.Select(gcCollectionsTotal), f) {
 		c.Lines = append(c.Lines, rateLine(s, s.Labels.Get("generation")+" "+targetLabel(s)))
 	}

@@ -103,7 +103,21 @@ func TestRuleChartMapping(t *testing.T) {
 		}
 	}
 	if got := ChartIDs("process_leak"); got[0] != "allocator_view" {
-		t.Errorf("process_leak charts %v: the exact id must win over the process_ prefix", got)
+		t.Errorf("process_leak charts %v: its own, the allocator's view first", got)
+	}
+	if got := ChartIDs("no_such_rule"); got != nil {
+		t.Errorf("an unknown rule gets charts %v", got)
+	}
+	// Every kind of chart a rule may name has a builder, and no builder
+	// is out of reach.
+	kinds := diagnose.ChartKinds()
+	for _, k := range kinds {
+		if chartKinds[k] == nil {
+			t.Errorf("chart kind %s has no builder", k)
+		}
+	}
+	if len(chartKinds) != len(kinds) {
+		t.Errorf("%d builders for %d kinds of chart", len(chartKinds), len(kinds))
 	}
 	names := SeriesNames()
 	for _, s := range fixture(t).Series {

@@ -1,0 +1,85 @@
+package internal_test
+
+// A rule owns what it knows: its charts, its fleet pre-filter, its alerts
+// and its documentation live in its Meta, and other packages iterate the
+// registry. So no Go source outside internal/diagnose names a rule: a
+// string literal holding a registered rule's id (as a whole word) fails
+// here. Tests, testdata and test generators (packages named ...test, and
+// the synthetic fleet's) are free to name the rules they check.
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+)
+
+// testSupport are directories of code that only tests run.
+var testSupport = map[string]bool{"internal/fleetgen": true, "internal/testprog": true, "internal/preloadattack": true}
+
+func TestRuleIDsStayInDiagnose(t *testing.T) {
+	var ids []string
+	for _, r := range diagnose.Rules() {
+		ids = append(ids, regexp.QuoteMeta(r.Meta().ID))
+	}
+	if len(ids) == 0 {
+		t.Fatal("no rule registered")
+	}
+	word := regexp.MustCompile(`(^|[^A-Za-z0-9_])(` + strings.Join(ids, "|") + `)($|[^A-Za-z0-9_])`)
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" || rel == "internal/diagnose" ||
+				testSupport[rel] || strings.HasSuffix(d.Name(), "test") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		files++
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				s = lit.Value
+			}
+			if m := word.FindStringSubmatch(s); m != nil {
+				t.Errorf("%s: names the rule %s (%s): take what is needed from the rule's Meta", fset.Position(lit.Pos()), m[2], lit.Value)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 50 {
+		t.Fatalf("only %d Go files looked at under %s", files, root)
+	}
+}
