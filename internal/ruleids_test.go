@@ -21,7 +21,6 @@ import (
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 )
 
-
 func TestRuleIDsStayInDiagnose(t *testing.T) {
 	var ids []string
 	for _, r := range diagnose.Rules() {
