@@ -1,8 +1,10 @@
 package inject
 
 import (
+	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -122,5 +124,67 @@ func TestLostExecutorFreesTraceeBeforeReturning(t *testing.T) {
 		if st, tr := taskState(t, pid); st == 't' || st == 'T' || tr != 0 {
 			t.Fatalf("round %d: after stop(true) the thread is in state %c traced by %d", i, st, tr)
 		}
+	}
+}
+
+// A thread killed right after it stopped for us cannot be read or detached
+// any more; it becomes a zombie that only its tracer can release. The
+// tracer thread must then end (the kernel releases the zombie), never go
+// back to the scheduler still tracing it: the process could then never be
+// reaped, and whoever waits for it would wait for ever.
+func TestKilledAtStopLeavesNoTracedZombie(t *testing.T) {
+	requirePtrace(t)
+	cmd := exec.Command("python3", "-c", "import threading, time\n"+
+		"threading.Thread(target=time.sleep, args=(60,)).start()\n"+
+		"print('ready', flush=True)\ntime.sleep(60)")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	tids, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid := 0
+	for _, d := range tids {
+		if n, _ := strconv.Atoi(d.Name()); n != pid {
+			tid = n
+		}
+	}
+	if tid == 0 {
+		t.Fatalf("pid %d has no second thread", pid)
+	}
+	testAtStop = func(pid, tid int) {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		// Until the thread has left the stop: reading it then fails.
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if st, _ := taskState(t, tid); st == 'Z' || st == 'X' {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	defer func() { testAtStop = nil }()
+	s, err := Attach(pid, tid, Options{Timeout: 5 * time.Second})
+	if err == nil {
+		_ = s.Detach()
+		t.Fatal("attach succeeded on a thread killed at its stop")
+	}
+	t.Logf("attach: %v", err)
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("pid %d could not be reaped: thread %d is a zombie still traced (TracerPid %d)", pid, tid, func() int { _, tr := taskState(t, tid); return tr }())
 	}
 }

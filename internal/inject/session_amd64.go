@@ -28,6 +28,11 @@ const Supported = true
 // back) or "restart" (orig_rax is lost). Never set outside tests.
 var testBreak string
 
+// testAtStop, when set, runs when attach has the thread stopped, before
+// anything is read: the tests kill the process there. Never set outside
+// tests.
+var testAtStop func(pid, tid int)
+
 // Register-set notes (include/uapi/linux/elf.h).
 const (
 	ntPRFPREG   = 2     // user_fpregs_struct: x87 and SSE, 512 bytes
@@ -78,6 +83,12 @@ type Session struct {
 	maskSet  bool // the call mask is in place
 	dirty    bool // registers changed: restore before detaching
 	gone     bool // the thread exited
+	// traced: the tracer thread may still trace the thread. Set by the
+	// seize, cleared only by a detach the kernel accepted or by reaping
+	// the thread's exit. While it is set, the tracer thread must end
+	// rather than go back to the scheduler: the kernel then detaches the
+	// thread (or releases its zombie), whatever state it is in.
+	traced bool
 	closed   bool
 	winding  bool // WindDown: cleanup calls may run a little past the deadline
 	onTracer bool // inside Run: already on the tracer thread
@@ -107,12 +118,11 @@ func With(pid, tid int, opt Options, fn func(*Session) error) (*Session, error) 
 	}
 	s := &Session{pid: pid, tid: tid, opt: opt, ex: newExecutor(), mem: mem, deadline: time.Now().Add(opt.Timeout)}
 	var (
-		lose       bool
 		ferr, derr error
 		attached   bool
 	)
 	s.ex.run(func() {
-		if lose, err = s.attach(); err != nil {
+		if err = s.attach(); err != nil {
 			return
 		}
 		attached = true
@@ -120,10 +130,10 @@ func With(pid, tid int, opt Options, fn func(*Session) error) (*Session, error) 
 		ferr = fn(s)
 		s.onTracer = false
 		s.closed = true
-		lose, derr = s.detach()
+		derr = s.detach()
 		s.Held = time.Since(s.stopped)
 	})
-	s.ex.stop(lose)
+	s.ex.stop(s.traced)
 	_ = mem.Close() // nothing buffered
 	if !attached {
 		return nil, err
@@ -165,10 +175,9 @@ func Attach(pid, tid int, opt Options) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{pid: pid, tid: tid, opt: opt, ex: newExecutor(), mem: mem, deadline: time.Now().Add(opt.Timeout)}
-	var lose bool
-	s.ex.run(func() { lose, err = s.attach() })
+	s.ex.run(func() { err = s.attach() })
 	if err != nil {
-		s.ex.stop(lose)
+		s.ex.stop(s.traced)
 		_ = mem.Close() // read-write, nothing buffered
 		return nil, err
 	}
@@ -220,52 +229,73 @@ func ptrace(req, tid int, addr, data uintptr) error {
 	return nil
 }
 
-// attach runs on the executor. lose is true when the thread was seized
-// but could not be stopped or detached: the executor's OS thread must end.
-func (s *Session) attach() (lose bool, err error) {
+// attach runs on the executor and leaves the thread stopped, or, on an
+// error, not traced any more as far as it could (see Session.traced).
+func (s *Session) attach() error {
 	if err := unix.PtraceSeize(s.tid); err != nil {
-		return false, ptraceError("attaching to", s.pid, s.tid, err)
+		return ptraceError("attaching to", s.pid, s.tid, err)
 	}
+	s.traced = true
 	if err := unix.PtraceInterrupt(s.tid); err != nil {
-		return true, ptraceError("interrupting", s.pid, s.tid, err)
+		return ptraceError("interrupting", s.pid, s.tid, err)
 	}
 	for {
 		ws, ok, err := waitFor(s.tid, func() bool { return time.Now().After(s.deadline) })
 		if err != nil {
-			return true, fmt.Errorf("waiting for thread %d of pid %d: %w", s.tid, s.pid, err)
+			return fmt.Errorf("waiting for thread %d of pid %d: %w", s.tid, s.pid, err)
 		}
 		if !ok {
-			return true, fmt.Errorf("%w: thread %d of pid %d did not stop within %s (uninterruptible sleep?); it was left running", ErrTimeout, s.tid, s.pid, s.opt.Timeout)
+			return fmt.Errorf("%w: thread %d of pid %d did not stop within %s (uninterruptible sleep?); it was left running", ErrTimeout, s.tid, s.pid, s.opt.Timeout)
 		}
 		kind, sig := classify(ws)
 		switch kind {
 		case stopInterrupt:
 			s.stopped = time.Now()
-			if err := s.save(); err != nil {
-				_ = ptrace(unix.PTRACE_DETACH, s.tid, 0, 0)
-				return false, err
+			if testAtStop != nil {
+				testAtStop(s.pid, s.tid)
 			}
-			return false, nil
+			if err := s.save(); err != nil {
+				_ = s.ptraceDetach()
+				return err
+			}
+			return nil
 		case stopGroup:
 			// Job control is stopping the process: leave it stopped.
-			_ = ptrace(unix.PTRACE_DETACH, s.tid, 0, 0)
-			return false, fmt.Errorf("%w: pid %d is being stopped (%s): whoever stopped it expects it to stay stopped; `kill -CONT %d` first", ErrStopped, s.pid, sig, s.pid)
+			_ = s.ptraceDetach()
+			return fmt.Errorf("%w: pid %d is being stopped (%s): whoever stopped it expects it to stay stopped; `kill -CONT %d` first", ErrStopped, s.pid, sig, s.pid)
 		case stopSignal:
 			// A signal that was on its way: deliver it as it would have
 			// been, then interrupt again (any ptrace stop clears a
 			// pending interrupt: kernel/signal.c, ptrace_stop).
 			if err := s.resumeAndInterrupt(int(sig)); err != nil {
-				return true, err
+				return err
 			}
 		case stopExited:
-			s.gone = true
-			return false, fmt.Errorf("%w: thread %d of pid %d exited while being attached", ErrProcessGone, s.tid, s.pid)
+			s.reaped()
+			return fmt.Errorf("%w: thread %d of pid %d exited while being attached", ErrProcessGone, s.tid, s.pid)
 		default:
 			if err := s.resumeAndInterrupt(0); err != nil {
-				return true, err
+				return err
 			}
 		}
 	}
+}
+
+// ptraceDetach lets the thread go; the trace is over only when the kernel
+// accepted it.
+func (s *Session) ptraceDetach() error {
+	err := ptrace(unix.PTRACE_DETACH, s.tid, 0, 0)
+	if err == nil {
+		s.traced = false
+	}
+	return err
+}
+
+// reaped records an exit that wait4 reported: the thread is gone, and so is
+// the trace.
+func (s *Session) reaped() {
+	s.gone = true
+	s.traced = false
 }
 
 // save reads the thread's registers, extended state and signal mask, and
@@ -387,7 +417,7 @@ func (s *Session) Reposition(d time.Duration) error {
 				err = s.save()
 				return
 			case stopExited:
-				s.gone = true
+				s.reaped()
 				err = fmt.Errorf("%w: thread %d of pid %d exited", ErrProcessGone, s.tid, s.pid)
 				return
 			case stopSignal:
@@ -548,7 +578,7 @@ func (s *Session) call(ctx context.Context, name string, fn uint64, args []uint6
 				return 0, ptraceError("resuming", s.pid, s.tid, err)
 			}
 		case stopExited:
-			s.gone = true
+			s.reaped()
 			return 0, fmt.Errorf("%w: pid %d exited during %s", ErrProcessGone, s.pid, name)
 		default:
 			// A group stop (the process is being stopped: it re-stops
@@ -590,13 +620,10 @@ func (s *Session) Detach() error {
 		return nil
 	}
 	s.closed = true
-	var (
-		err  error
-		lose bool
-	)
-	s.ex.run(func() { lose, err = s.detach() })
+	var err error
+	s.ex.run(func() { err = s.detach() })
 	s.Held = time.Since(s.stopped)
-	s.ex.stop(lose)
+	s.ex.stop(s.traced)
 	_ = s.mem.Close() // nothing buffered
 	for _, sig := range s.deferred {
 		_ = syscall.Kill(s.pid, sig)
@@ -604,11 +631,16 @@ func (s *Session) Detach() error {
 	return err
 }
 
-func (s *Session) detach() (lose bool, err error) {
+func (s *Session) detach() error {
 	var mismatch error
 	if s.gone {
-		return false, nil
+		return nil
 	}
+	// Any error below leaves s.traced set: the tracer thread then ends,
+	// and the kernel detaches the thread whatever state it is in (a thread
+	// killed meanwhile, or running with our interrupt still pending after
+	// a Reposition that timed out, cannot be detached by PTRACE_DETACH and
+	// would stop for good at the pending interrupt).
 	if s.dirty {
 		restore := s.saved
 		if testBreak == "restart" {
@@ -616,15 +648,13 @@ func (s *Session) detach() (lose bool, err error) {
 		}
 		if err := unix.PtraceSetRegs(s.tid, &restore); err != nil {
 			if errors.Is(err, unix.ESRCH) {
-				// Killed meanwhile, or not in a stop: ending the tracer
-				// thread detaches it either way.
-				return true, nil
+				return nil // killed meanwhile, or not in a stop
 			}
-			return true, ptraceError("restoring registers of", s.pid, s.tid, err)
+			return ptraceError("restoring registers of", s.pid, s.tid, err)
 		}
 		if testBreak != "xstate" {
 			if err := setRegset(s.tid, s.xnote, s.xstate); err != nil {
-				return true, ptraceError("restoring the extended state of", s.pid, s.tid, err)
+				return ptraceError("restoring the extended state of", s.pid, s.tid, err)
 			}
 		}
 		var check unix.PtraceRegs
@@ -634,21 +664,16 @@ func (s *Session) detach() (lose bool, err error) {
 	}
 	if s.maskSet {
 		if err := ptrace(unix.PTRACE_SETSIGMASK, s.tid, 8, uintptr(unsafe.Pointer(&s.mask))); err != nil {
-			return true, ptraceError("restoring the signal mask of", s.pid, s.tid, err)
+			return ptraceError("restoring the signal mask of", s.pid, s.tid, err)
 		}
 	}
-	if err := ptrace(unix.PTRACE_DETACH, s.tid, 0, 0); err != nil {
+	if err := s.ptraceDetach(); err != nil {
 		if errors.Is(err, unix.ESRCH) {
-			// Gone, or running with our interrupt still pending (a
-			// Reposition that timed out): a thread that is not in a
-			// ptrace stop cannot be detached, and would stop for good
-			// at the pending interrupt. Ending the tracer thread
-			// detaches it in the kernel (exit_ptrace).
-			return true, nil
+			return nil // gone, or running with our interrupt pending: see above
 		}
-		return true, ptraceError("detaching from", s.pid, s.tid, err)
+		return ptraceError("detaching from", s.pid, s.tid, err)
 	}
-	return false, mismatch
+	return mismatch
 }
 
 const nativeMachine = elf.EM_X86_64
