@@ -55,9 +55,14 @@
 //     was; the call is abandoned. A call that is busy (madvise in a large
 //     trim) is never interrupted, since that could leave a lock held: it is
 //     waited for, and the caller is told.
-//   - memdoctor cannot stop the thread (it never reaches a stop): the
-//     tracer thread exits, which makes the kernel detach the thread with
-//     the interrupt cleared.
+//   - memdoctor cannot stop the thread (it never reaches a stop), cannot
+//     detach it (killed meanwhile, or running with our interrupt pending),
+//     or cannot read it: the tracer thread exits, which makes the kernel
+//     detach the thread with the interrupt cleared, or release it when it
+//     is a zombie only its tracer could reap. The rule has no exception: a
+//     tracer thread goes back to Go's scheduler only after the kernel
+//     accepted PTRACE_DETACH or reported the thread's exit, and the session
+//     returns only once an ending tracer thread is gone.
 //   - memdoctor killed with SIGKILL during a call: the thread returns to
 //     address 0 with no tracer and the process dies of SIGSEGV. This is
 //     the one case no tracer can cover; SIGINT and SIGTERM only take
@@ -71,4 +76,7 @@
 //
 // All ptrace requests for one tracee must come from the thread that
 // attached, so every Session runs its requests on one locked OS thread.
+// Never the process' main thread: Go parks a main thread whose locked
+// goroutine exits instead of ending it, and a parked tracer would hold its
+// tracee stopped for good.
 package inject
