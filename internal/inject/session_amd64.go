@@ -76,19 +76,19 @@ type Session struct {
 	mem      *os.File
 	deadline time.Time
 
-	saved    unix.PtraceRegs
-	xstate   []byte
-	xnote    int
-	mask     uint64
-	maskSet  bool // the call mask is in place
-	dirty    bool // registers changed: restore before detaching
-	gone     bool // the thread exited
+	saved   unix.PtraceRegs
+	xstate  []byte
+	xnote   int
+	mask    uint64
+	maskSet bool // the call mask is in place
+	dirty   bool // registers changed: restore before detaching
+	gone    bool // the thread exited
 	// traced: the tracer thread may still trace the thread. Set by the
 	// seize, cleared only by a detach the kernel accepted or by reaping
 	// the thread's exit. While it is set, the tracer thread must end
 	// rather than go back to the scheduler: the kernel then detaches the
 	// thread (or releases its zombie), whatever state it is in.
-	traced bool
+	traced   bool
 	closed   bool
 	winding  bool // WindDown: cleanup calls may run a little past the deadline
 	onTracer bool // inside Run: already on the tracer thread
