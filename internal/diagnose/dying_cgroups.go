@@ -28,6 +28,11 @@ package diagnose
 // reparenting as in incident 1's second rack) has no rising floor and stays
 // quiet.
 //
+// With check --scan-pages (root) the finding also says what pins them: the
+// page cache the kernel still charges to removed cgroups (counted to their
+// nearest live ancestor, beyond that ancestor's own local counters), and how
+// much of it is dirty, mapped or shmem — pages that drop_caches cannot free.
+//
 // Known false positives: a burst of job completions on a host with plenty of
 // cache and no memory pressure; the count falls again when the cache turns
 // over. A recording (trend) tells the two apart.
@@ -50,7 +55,8 @@ func (dyingCgroups) Meta() Meta {
 	return Meta{ID: "dying_cgroups", Title: "dying memory cgroups pinned by their page cache",
 		Needs: []Need{{"node_cgroups_cgroups", "read /proc/cgroups (v1) or run memdoctor's collector for cgroup v2"}},
 		Reads: []string{"memdoctor_memcg_dying_cgroups", "memdoctor_memcg_live_cgroups", "node_memory_SUnreclaim_bytes",
-			"node_memory_MemTotal_bytes", "node_uname_info", "node_boot_time_seconds"}}
+			"node_memory_MemTotal_bytes", "node_uname_info", "node_boot_time_seconds",
+			"memdoctor_memcg_dying_pinned_bytes", "memdoctor_memcg_dying_pinned_ancestor_bytes", "memdoctor_pagescan_complete"}}
 }
 
 // KernelAtLeast reports whether a release string ("5.3.0-26-generic") is at
@@ -116,8 +122,47 @@ func (r dyingCgroups) Eval(in *Input) []Finding {
 			f.Evidence = append(f.Evidence, evText("kernel_slab_reparenting", "present (5.3+): page cache and shmem are what pin them"))
 		}
 	}
+	if ev, sum := dyingPins(h.S); len(ev) > 0 {
+		f.Evidence = append(f.Evidence, ev...)
+		f.Summary += sum
+	}
 	f.Remedies = dyingRemedies(c.MemoryHierarchy, k, slabPins)
 	return []Finding{f}
+}
+
+// dyingPins reads the page scan (check --scan-pages): the evidence of what
+// pins the dying cgroups and a clause for the summary.
+func dyingPins(s *sample.Scrape) ([]Evidence, string) {
+	if s == nil {
+		return nil, ""
+	}
+	file, ok := s.Get("memdoctor_memcg_dying_pinned_bytes", "type", "file")
+	if !ok {
+		return nil, ""
+	}
+	kinds := []string{"dirty", "mapped", "shmem", "writeback", "anon"}
+	out := []Evidence{ev("pinned_page_cache_bytes", file, "bytes")}
+	var stuck []string
+	for _, k := range kinds {
+		v := s.Value("memdoctor_memcg_dying_pinned_bytes", "type", k)
+		out = append(out, ev("pinned_"+k+"_bytes", v, "bytes"))
+		if v > 0 && k != "writeback" && k != "anon" {
+			stuck = append(stuck, HumanBytes(int64(v))+" "+k)
+		}
+	}
+	for _, m := range s.Select("memdoctor_memcg_dying_pinned_ancestor_bytes") {
+		if m.Value > 0 {
+			out = append(out, evText("pinned_under", fmt.Sprintf("%s: %s of page cache from removed cgroups below it", m.Labels.Get("cgroup"), HumanBytes(int64(m.Value)))))
+		}
+	}
+	if v, ok := s.Get("memdoctor_pagescan_complete"); ok && v == 0 {
+		out = append(out, evText("page_scan", "stopped at its time limit: the pinned amounts are a lower bound"))
+	}
+	sum := fmt.Sprintf("; %s of page cache pins them", HumanBytes(int64(file)))
+	if len(stuck) > 0 {
+		sum += " (" + strings.Join(stuck, ", ") + ": drop_caches cannot free these)"
+	}
+	return out, sum
 }
 
 // dyingRemedies fit the host: the memory controller's hierarchy names the
