@@ -49,6 +49,8 @@ var allowed = map[string][]string{
 	// The page scan reads /proc/kpagecgroup and the memory hierarchy itself
 	// (live only, like inject): its results are samples.
 	"pagescan": {"sample"},
+	// The cgroup tracer loads BPF (or reads tracefs) on the live host.
+	"cgtrace": {"sample"},
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},

@@ -44,6 +44,7 @@ be in the top N by PSS.`,
   memdoctor check --pid 4242,4243 --json
   memdoctor check --cgroup /system.slice/nginx.service --sort swap
   memdoctor check --scan-pages       # root: how much page cache pins the dying cgroups
+  memdoctor check --trace 30s        # root: who creates and removes memory cgroups, at what rate
   memdoctor check --malloc 3          # also read malloc_info of the 3 largest glibc processes (pauses each for ms)
   memdoctor check --scrape http://127.0.0.1:8080/metrics --json   # a service's GC too`,
 		Args: cobra.NoArgs,
@@ -66,6 +67,9 @@ be in the top N by PSS.`,
 			if err != nil {
 				return err
 			}
+			if err := culprits.before(cmd.Context(), host.live(), cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			start := time.Now()
 			opt := collect.Options{TopProcesses: top, TopCgroups: top, ArenaScan: true,
 				Live: host.live(), Now: src.now(), Runtimes: host.live(), Scrape: rt.urls, ScrapeTimeout: rt.timeout, ScrapeAuth: rt.auth,
@@ -77,7 +81,7 @@ be in the top N by PSS.`,
 			if err != nil {
 				return fmt.Errorf("%w (is this a Linux host with /proc mounted? use --root or --capture for saved data)", err)
 			}
-			notes, err := culprits.run(cmd.Context(), host.live(), &res.Scrape)
+			notes, err := culprits.after(cmd.Context(), host.live(), &res.Scrape)
 			if err != nil {
 				return err
 			}
