@@ -28,7 +28,7 @@ type culpritFlags struct {
 func (f *culpritFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.scanPages, "scan-pages", false, "read /proc/kpagecgroup and /proc/kpageflags (root; about 30 ms per GiB of RAM) to tell how much page cache, dirty, mapped or shmem, pins the dying memory cgroups")
 	cmd.Flags().DurationVar(&f.scanTimeout, "scan-timeout", 30*time.Second, "stop the page scan after this long (the report says it is partial)")
-	cmd.Flags().DurationVar(&f.trace, "trace", 0, "before reading the host, trace memory cgroup creation and removal for this `long` (root; BPF, else tracefs) and name who does it, with rates")
+	cmd.Flags().DurationVar(&f.trace, "trace", 0, "before reading the host, trace for this `long` (root): memory cgroup creation and removal, to name who does it with rates (BPF, else tracefs), and who stalls in direct or cgroup-limit reclaim (BPF)")
 	cmd.Flags().StringVar(&f.traceMethod, "trace-method", "", "force the tracer: bpf or tracefs (default: BPF, else tracefs)")
 }
 
@@ -49,7 +49,7 @@ func (f *culpritFlags) before(ctx context.Context, live bool, progress io.Writer
 	default:
 		return fmt.Errorf("--trace-method %q: want bpf or tracefs", f.traceMethod)
 	}
-	_, _ = fmt.Fprintf(progress, "memdoctor: tracing memory cgroup creation and removal for %s\n", f.trace)
+	_, _ = fmt.Fprintf(progress, "memdoctor: tracing memory cgroup creation and removal, and reclaim, for %s\n", f.trace)
 	s, err := cgtrace.Run(ctx, cgtrace.Options{Duration: f.trace, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: f.traceMethod})
 	if err != nil {
 		f.notes = append(f.notes, sample.Note{Source: "cgroup trace", Message: err.Error(),
@@ -57,7 +57,7 @@ func (f *culpritFlags) before(ctx context.Context, live bool, progress io.Writer
 		return nil
 	}
 	for _, n := range s.Notes {
-		f.notes = append(f.notes, sample.Note{Source: "cgroup trace", Message: "used " + s.Method + ": " + n})
+		f.notes = append(f.notes, sample.Note{Source: "cgroup trace", Message: n})
 	}
 	if s.Dropped > 0 {
 		f.notes = append(f.notes, sample.Note{Source: "cgroup trace", Message: fmt.Sprintf("%d events did not fit the ring buffer", s.Dropped),
@@ -103,7 +103,7 @@ func pageScan(ctx context.Context, s *sample.Scrape, timeout time.Duration) []sa
 	var notes []sample.Note
 	if !res.Complete {
 		notes = append(notes, sample.Note{Source: src,
-			Message: fmt.Sprintf("the page scan stopped at its time limit after %s of %s of RAM", humanMiB(res.RAMBytes), res.Duration.Round(time.Millisecond)),
+			Message: fmt.Sprintf("the page scan stopped at its time limit (%s) after %s of RAM", res.Duration.Round(time.Millisecond), humanMiB(res.RAMBytes)),
 			Hides:   "part of the pages pinning dying cgroups", Fix: "raise --scan-timeout"})
 	}
 	if !rep.PinnedKnown {

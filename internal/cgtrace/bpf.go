@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -15,17 +16,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Layout of struct event in cgtrace.c (the generated cgtraceEvent).
+// Layout of struct event in cgtrace.c, from its generated Go twin.
+var (
+	offDuration  = int(unsafe.Offsetof(cgtraceEvent{}.DurationNs))
+	offReclaimed = int(unsafe.Offsetof(cgtraceEvent{}.Reclaimed))
+	offOp        = int(unsafe.Offsetof(cgtraceEvent{}.Op))
+	offPID       = int(unsafe.Offsetof(cgtraceEvent{}.Pid))
+	offPPID      = int(unsafe.Offsetof(cgtraceEvent{}.Ppid))
+	offHierarchy = int(unsafe.Offsetof(cgtraceEvent{}.Hierarchy))
+	offLevel     = int(unsafe.Offsetof(cgtraceEvent{}.Level))
+	offComm      = int(unsafe.Offsetof(cgtraceEvent{}.Comm))
+	offPath      = int(unsafe.Offsetof(cgtraceEvent{}.Path))
+	eventSize    = int(unsafe.Offsetof(cgtraceEvent{}.Path)) + pathLen
+)
+
 const (
-	offOp        = 16
-	offPID       = 20
-	offPPID      = 24
-	offHierarchy = 28
-	offLevel     = 32
-	offComm      = 36
-	commLen      = 16
-	offPath      = offComm + commLen
-	pathLen      = 160
+	commLen = 16
+	pathLen = 160
 )
 
 // cstr is the NUL-terminated string at the start of b.
@@ -39,7 +46,7 @@ func cstr(b []byte) string {
 }
 
 func decode(raw []byte) (Event, bool) {
-	if len(raw) < offPath+pathLen {
+	if len(raw) < eventSize {
 		return Event{}, false
 	}
 	ne := binary.NativeEndian
@@ -59,6 +66,8 @@ type bpfTracer struct {
 	objs  cgtraceObjects
 	links []link.Link
 	rd    *ringbuf.Reader
+	// reclaimErr says why reclaim is not traced (nil: it is).
+	reclaimErr error
 }
 
 func (t *bpfTracer) Close() {
@@ -90,7 +99,17 @@ func loadBPF() (*bpfTracer, error) {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p, AttachType: ebpf.AttachTraceRawTp})
 		if err != nil {
 			t.Close()
-			return nil, fmt.Errorf("attaching to the tracepoint: %w", err)
+			return nil, fmt.Errorf("attaching to the cgroup tracepoints: %w", err)
+		}
+		t.links = append(t.links, l)
+	}
+	// Reclaim is a second look: without it the cgroup trace still runs.
+	for _, p := range []*ebpf.Program{t.objs.DirectReclaimBegin, t.objs.DirectReclaimEnd,
+		t.objs.MemcgReclaimBegin, t.objs.MemcgReclaimEnd, t.objs.KswapdWake} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p, AttachType: ebpf.AttachTraceRawTp})
+		if err != nil {
+			t.reclaimErr = fmt.Errorf("reclaim stalls not traced: attaching to the vmscan tracepoints: %w", err)
+			break
 		}
 		t.links = append(t.links, l)
 	}
@@ -146,6 +165,19 @@ func runBPF(ctx context.Context, opt Options, agg *aggregator) (*Summary, error)
 	var dropped uint64
 	_ = t.objs.Dropped.Get(&dropped)
 	s := agg.summary("bpf", time.Since(start), int64(dropped))
+	if t.reclaimErr != nil {
+		s.Notes = append(s.Notes, t.reclaimErr.Error())
+	} else {
+		s.ReclaimTraced = true
+		var wakes [64]uint64
+		if err := t.objs.KswapdWakes.Get(&wakes); err == nil {
+			for nid, n := range wakes {
+				if n > 0 {
+					s.KswapdWakes = append(s.KswapdWakes, NodeWakes{Node: nid, Wakes: int64(n)})
+				}
+			}
+		}
+	}
 	if opt.KernelStats {
 		for _, p := range []*ebpf.Program{t.objs.CgroupMkdir, t.objs.CgroupRmdir} {
 			if st, err := p.Stats(); err == nil {

@@ -2,7 +2,9 @@
 
 // Kernel side of memdoctor's cgroup tracer: one record per cgroup mkdir and
 // rmdir (tracepoints cgroup:cgroup_mkdir / cgroup:cgroup_rmdir, BTF-typed),
-// with the calling process. CO-RE: the structs below name only the fields
+// with the calling process; one record per direct or memcg-limit reclaim a
+// task sat through (vmscan:mm_vmscan_{direct,memcg}_reclaim_begin/_end),
+// with how long it took; and a count of kswapd wake-ups per node. CO-RE: the structs below name only the fields
 // read, and libbpf-style relocations fit them to the running kernel's BTF.
 
 typedef unsigned char __u8;
@@ -48,11 +50,13 @@ struct task_struct {
 	int tgid;
 } __attribute__((preserve_access_index));
 
-enum op { OP_MKDIR = 1, OP_RMDIR = 2 };
+enum op { OP_MKDIR = 1, OP_RMDIR = 2, OP_DIRECT_RECLAIM = 3, OP_MEMCG_RECLAIM = 4 };
 
 struct event {
 	__u64 ts;
 	__u64 cgroup_id;
+	__u64 duration_ns;  // reclaim: time in reclaim
+	__u64 reclaimed;    // reclaim: pages reclaimed
 	__u32 op;
 	__u32 pid;
 	__u32 ppid;
@@ -113,4 +117,98 @@ SEC("tp_btf/cgroup_rmdir")
 int cgroup_rmdir(__u64 *ctx)
 {
 	return record(OP_RMDIR, (struct cgroup *)ctx[0], (const char *)ctx[1]);
+}
+
+// Reclaim: when each task (thread id, kind) entered reclaim.
+struct reclaim_key {
+	__u32 tid;
+	__u32 op;
+};
+
+struct {
+	__uint(type, 1); // BPF_MAP_TYPE_HASH
+	__uint(max_entries, 16384);
+	__type(key, struct reclaim_key);
+	__type(value, __u64);
+} reclaim_start SEC(".maps");
+
+// kswapd wake-ups per NUMA node.
+#define MAX_NODES 64
+__u64 kswapd_wakes[MAX_NODES] = {};
+
+static __always_inline int reclaim_begin(__u32 op)
+{
+	struct reclaim_key k = {.tid = (__u32)bpf_get_current_pid_tgid(), .op = op};
+	__u64 now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&reclaim_start, &k, &now, 0);
+	return 0;
+}
+
+static __always_inline int reclaim_end(__u32 op, __u64 reclaimed)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct reclaim_key k = {.tid = (__u32)pid_tgid, .op = op};
+	__u64 *start = bpf_map_lookup_elem(&reclaim_start, &k);
+	if (!start)
+		return 0; // began before the trace
+	__u64 now = bpf_ktime_get_ns(), began = *start;
+	bpf_map_delete_elem(&reclaim_start, &k);
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&dropped, 1);
+		return 0;
+	}
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	e->ts = now;
+	e->op = op;
+	e->duration_ns = now - began;
+	e->reclaimed = reclaimed;
+	e->pid = pid_tgid >> 32;
+	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
+	e->cgroup_id = bpf_get_current_cgroup_id();
+	e->hierarchy = -1;
+	e->level = 0;
+	e->path[0] = 0;
+	bpf_get_current_comm(&e->comm, sizeof(e->comm));
+	__u64 flags = RB_NO_WAKEUP;
+	if (bpf_ringbuf_query(&events, RB_AVAIL_DATA) >= WAKE_AT)
+		flags = RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
+	return 0;
+}
+
+// (int order, gfp_t gfp_flags)
+SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
+int direct_reclaim_begin(__u64 *ctx)
+{
+	return reclaim_begin(OP_DIRECT_RECLAIM);
+}
+
+// (unsigned long nr_reclaimed)
+SEC("tp_btf/mm_vmscan_direct_reclaim_end")
+int direct_reclaim_end(__u64 *ctx)
+{
+	return reclaim_end(OP_DIRECT_RECLAIM, ctx[0]);
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_begin")
+int memcg_reclaim_begin(__u64 *ctx)
+{
+	return reclaim_begin(OP_MEMCG_RECLAIM);
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_end")
+int memcg_reclaim_end(__u64 *ctx)
+{
+	return reclaim_end(OP_MEMCG_RECLAIM, ctx[0]);
+}
+
+// (int nid, int zid, int order)
+SEC("tp_btf/mm_vmscan_kswapd_wake")
+int kswapd_wake(__u64 *ctx)
+{
+	__u32 nid = (__u32)ctx[0];
+	if (nid < MAX_NODES)
+		__sync_fetch_and_add(&kswapd_wakes[nid], 1);
+	return 0;
 }

@@ -14,28 +14,43 @@ import (
 )
 
 type cgtraceEvent struct {
-	_         structs.HostLayout
-	Ts        uint64
-	CgroupId  uint64
-	Op        uint32
-	Pid       uint32
-	Ppid      uint32
-	Hierarchy int32
-	Level     int32
-	Comm      [16]uint8
-	Path      [160]uint8
-	_         [4]byte
+	_          structs.HostLayout
+	Ts         uint64
+	CgroupId   uint64
+	DurationNs uint64
+	Reclaimed  uint64
+	Op         uint32
+	Pid        uint32
+	Ppid       uint32
+	Hierarchy  int32
+	Level      int32
+	Comm       [16]uint8
+	Path       [160]uint8
+	_          [4]byte
+}
+
+type cgtraceReclaimKey struct {
+	_   structs.HostLayout
+	Tid uint32
+	Op  uint32
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	cgtraceMapEvents       = "events"
-	cgtraceProgCgroupMkdir = "cgroup_mkdir"
-	cgtraceProgCgroupRmdir = "cgroup_rmdir"
-	cgtraceVarDropped      = "dropped"
-	cgtraceVarUnusedEvent  = "unused_event"
+	cgtraceMapEvents              = "events"
+	cgtraceMapReclaimStart        = "reclaim_start"
+	cgtraceProgCgroupMkdir        = "cgroup_mkdir"
+	cgtraceProgCgroupRmdir        = "cgroup_rmdir"
+	cgtraceProgDirectReclaimBegin = "direct_reclaim_begin"
+	cgtraceProgDirectReclaimEnd   = "direct_reclaim_end"
+	cgtraceProgKswapdWake         = "kswapd_wake"
+	cgtraceProgMemcgReclaimBegin  = "memcg_reclaim_begin"
+	cgtraceProgMemcgReclaimEnd    = "memcg_reclaim_end"
+	cgtraceVarDropped             = "dropped"
+	cgtraceVarKswapdWakes         = "kswapd_wakes"
+	cgtraceVarUnusedEvent         = "unused_event"
 )
 
 // loadCgtrace returns the embedded CollectionSpec for cgtrace.
@@ -80,15 +95,21 @@ type cgtraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type cgtraceProgramSpecs struct {
-	CgroupMkdir *ebpf.ProgramSpec `ebpf:"cgroup_mkdir"`
-	CgroupRmdir *ebpf.ProgramSpec `ebpf:"cgroup_rmdir"`
+	CgroupMkdir        *ebpf.ProgramSpec `ebpf:"cgroup_mkdir"`
+	CgroupRmdir        *ebpf.ProgramSpec `ebpf:"cgroup_rmdir"`
+	DirectReclaimBegin *ebpf.ProgramSpec `ebpf:"direct_reclaim_begin"`
+	DirectReclaimEnd   *ebpf.ProgramSpec `ebpf:"direct_reclaim_end"`
+	KswapdWake         *ebpf.ProgramSpec `ebpf:"kswapd_wake"`
+	MemcgReclaimBegin  *ebpf.ProgramSpec `ebpf:"memcg_reclaim_begin"`
+	MemcgReclaimEnd    *ebpf.ProgramSpec `ebpf:"memcg_reclaim_end"`
 }
 
 // cgtraceMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type cgtraceMapSpecs struct {
-	Events *ebpf.MapSpec `ebpf:"events"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	ReclaimStart *ebpf.MapSpec `ebpf:"reclaim_start"`
 }
 
 // cgtraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -96,6 +117,7 @@ type cgtraceMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type cgtraceVariableSpecs struct {
 	Dropped     *ebpf.VariableSpec `ebpf:"dropped"`
+	KswapdWakes *ebpf.VariableSpec `ebpf:"kswapd_wakes"`
 	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
 }
 
@@ -119,12 +141,14 @@ func (o *cgtraceObjects) Close() error {
 //
 // It can be passed to loadCgtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cgtraceMaps struct {
-	Events *ebpf.Map `ebpf:"events"`
+	Events       *ebpf.Map `ebpf:"events"`
+	ReclaimStart *ebpf.Map `ebpf:"reclaim_start"`
 }
 
 func (m *cgtraceMaps) Close() error {
 	return _CgtraceClose(
 		m.Events,
+		m.ReclaimStart,
 	)
 }
 
@@ -133,6 +157,7 @@ func (m *cgtraceMaps) Close() error {
 // It can be passed to loadCgtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cgtraceVariables struct {
 	Dropped     *ebpf.Variable `ebpf:"dropped"`
+	KswapdWakes *ebpf.Variable `ebpf:"kswapd_wakes"`
 	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
 }
 
@@ -140,14 +165,24 @@ type cgtraceVariables struct {
 //
 // It can be passed to loadCgtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cgtracePrograms struct {
-	CgroupMkdir *ebpf.Program `ebpf:"cgroup_mkdir"`
-	CgroupRmdir *ebpf.Program `ebpf:"cgroup_rmdir"`
+	CgroupMkdir        *ebpf.Program `ebpf:"cgroup_mkdir"`
+	CgroupRmdir        *ebpf.Program `ebpf:"cgroup_rmdir"`
+	DirectReclaimBegin *ebpf.Program `ebpf:"direct_reclaim_begin"`
+	DirectReclaimEnd   *ebpf.Program `ebpf:"direct_reclaim_end"`
+	KswapdWake         *ebpf.Program `ebpf:"kswapd_wake"`
+	MemcgReclaimBegin  *ebpf.Program `ebpf:"memcg_reclaim_begin"`
+	MemcgReclaimEnd    *ebpf.Program `ebpf:"memcg_reclaim_end"`
 }
 
 func (p *cgtracePrograms) Close() error {
 	return _CgtraceClose(
 		p.CgroupMkdir,
 		p.CgroupRmdir,
+		p.DirectReclaimBegin,
+		p.DirectReclaimEnd,
+		p.KswapdWake,
+		p.MemcgReclaimBegin,
+		p.MemcgReclaimEnd,
 	)
 }
 

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +33,11 @@ type Op uint8
 const (
 	Mkdir Op = 1
 	Rmdir Op = 2
+	// DirectReclaim and MemcgReclaim are a task's stall in reclaim: the
+	// host's (below the min watermark) or its memory cgroup's (at its
+	// limit).
+	DirectReclaim Op = 3
+	MemcgReclaim  Op = 4
 )
 
 func (o Op) String() string {
@@ -40,6 +46,10 @@ func (o Op) String() string {
 		return "mkdir"
 	case Rmdir:
 		return "rmdir"
+	case DirectReclaim:
+		return "direct"
+	case MemcgReclaim:
+		return "memcg"
 	}
 	return "unknown"
 }
@@ -102,12 +112,84 @@ type Summary struct {
 	Events, Kept, Dropped int64
 	// Creators, most operations first.
 	Creators []Creator
-	// Notes say why a method was not used.
+	// Notes say why a method or a part was not used, in words for a
+	// report.
 	Notes []string
 	// KernelRuns and KernelTime are the BPF programs' runs and run time,
 	// with Options.KernelStats.
 	KernelRuns uint64
 	KernelTime time.Duration
+	// ReclaimTraced says reclaim was traced (BPF only); Stalls are the
+	// tasks that reclaimed, by kind, name and memory cgroup, most time
+	// first; KswapdWakes per NUMA node.
+	ReclaimTraced bool
+	Stalls        []Stall
+	KswapdWakes   []NodeWakes
+}
+
+// NodeWakes counts kswapd wake-ups on one node.
+type NodeWakes struct {
+	Node  int   `json:"node"`
+	Wakes int64 `json:"wakes"`
+}
+
+// Stall is the time processes of one name and memory cgroup spent in one
+// kind of reclaim.
+type Stall struct {
+	// Kind: "direct" (the host below its min watermark) or "memcg" (the
+	// cgroup at its limit).
+	Kind   string `json:"kind"`
+	Comm   string `json:"comm"`
+	Cgroup string `json:"cgroup"`
+	Count  int64  `json:"count"`
+	// Total, P99 and Max time in reclaim.
+	Total time.Duration `json:"total_ns"`
+	P99   time.Duration `json:"p99_ns"`
+	Max   time.Duration `json:"max_ns"`
+	// Reclaimed pages.
+	Reclaimed int64 `json:"reclaimed_pages"`
+}
+
+// maxStallSamples bounds the durations kept per stall key for the p99.
+const maxStallSamples = 1 << 16
+
+type stallKey struct {
+	op           Op
+	comm, cgroup string
+}
+
+type stallAgg struct {
+	Stall
+	durs []time.Duration
+}
+
+// addStall counts one reclaim.
+func (a *aggregator) addStall(op Op, pid int, comm string, d time.Duration, reclaimed int64) {
+	p := a.procOf(pid, 0)
+	k := stallKey{op, comm, p.memcg}
+	s := a.stalls[k]
+	if s == nil {
+		s = &stallAgg{Stall: Stall{Kind: op.String(), Comm: comm, Cgroup: p.memcg}}
+		a.stalls[k] = s
+	}
+	s.Count++
+	s.Total += d
+	s.Max = max(s.Max, d)
+	s.Reclaimed += reclaimed
+	if len(s.durs) < maxStallSamples {
+		s.durs = append(s.durs, d)
+	}
+}
+
+// p99 of the kept durations (nearest rank).
+func p99(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s)*99+99)/100 - 1
+	return s[min(max(i, 0), len(s)-1)]
 }
 
 // ErrUnavailable says neither BPF nor tracefs could trace.
@@ -128,7 +210,7 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 		if err == nil {
 			return s, nil
 		}
-		notes = append(notes, "BPF: "+err.Error())
+		notes = append(notes, "BPF could not trace: "+err.Error())
 		if opt.Method == "bpf" {
 			return &Summary{Notes: notes}, fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(notes, "; "))
 		}
@@ -136,9 +218,10 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	s, err := runTracefs(ctx, opt, agg)
 	if err == nil {
 		s.Notes = append(notes, s.Notes...)
+		s.Notes = append(s.Notes, "traced with tracefs: reclaim stalls are traced with BPF only")
 		return s, nil
 	}
-	notes = append(notes, "tracefs: "+err.Error())
+	notes = append(notes, "tracefs could not trace: "+err.Error())
 	return &Summary{Notes: notes}, fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(notes, "; "))
 }
 
@@ -152,15 +235,17 @@ type aggregator struct {
 	creators map[creatorKey]*Creator
 	units    map[int]proc // so each process is read once
 	fast     map[fastKey]*Creator
+	stalls   map[stallKey]*stallAgg
 }
 
 type proc struct {
-	unit string
-	ppid int
+	unit  string
+	memcg string // the memory cgroup's path
+	ppid  int
 }
 
 func newAggregator(opt Options) *aggregator {
-	return &aggregator{opt: opt, creators: map[creatorKey]*Creator{}, units: map[int]proc{}, fast: map[fastKey]*Creator{}}
+	return &aggregator{opt: opt, creators: map[creatorKey]*Creator{}, units: map[int]proc{}, fast: map[fastKey]*Creator{}, stalls: map[stallKey]*stallAgg{}}
 }
 
 // maxUnitCache bounds the pid → unit cache (a runner forking per job).
@@ -193,18 +278,23 @@ type fastKey struct {
 
 // addRaw counts one BPF record.
 func (a *aggregator) addRaw(raw []byte) {
-	if len(raw) < offPath+pathLen {
+	if len(raw) < eventSize {
+		return
+	}
+	ne := binary.NativeEndian
+	op := Op(ne.Uint32(raw[offOp:]))
+	if op == DirectReclaim || op == MemcgReclaim {
+		a.addStall(op, int(ne.Uint32(raw[offPID:])), cstr(raw[offComm:offComm+commLen]),
+			time.Duration(ne.Uint64(raw[offDuration:])), int64(ne.Uint64(raw[offReclaimed:])))
 		return
 	}
 	a.events++
-	ne := binary.NativeEndian
 	if a.opt.Hierarchy >= 0 && int(int32(ne.Uint32(raw[offHierarchy:]))) != a.opt.Hierarchy {
 		return
 	}
 	a.kept++
 	k := fastKey{pid: int(ne.Uint32(raw[offPID:]))}
 	copy(k.comm[:], raw[offComm:offComm+commLen])
-	op := Op(ne.Uint32(raw[offOp:]))
 	if c := a.fast[k]; c != nil {
 		a.count(c, op)
 		return
@@ -221,21 +311,7 @@ func (a *aggregator) addRaw(raw []byte) {
 // creatorOf finds or makes the event's creator, reading the process' unit
 // and parent once.
 func (a *aggregator) creatorOf(e Event) *Creator {
-	p, ok := a.units[e.PID]
-	if !ok {
-		p.ppid = e.PPID
-		if p.ppid == 0 { // tracefs: the event has no parent
-			p.ppid = a.ppidOf(e.PID)
-		}
-		p.unit = a.unitOf(e.PID)
-		if p.unit == "" && p.ppid > 0 {
-			p.unit = a.unitOf(p.ppid)
-		}
-		if len(a.units) >= maxUnitCache {
-			clear(a.units)
-		}
-		a.units[e.PID] = p
-	}
+	p := a.procOf(e.PID, e.PPID)
 	unit := p.unit
 	e.PPID = p.ppid
 	k := creatorKey{e.Comm, unit}
@@ -248,6 +324,26 @@ func (a *aggregator) creatorOf(e Event) *Creator {
 		a.creators[k] = c
 	}
 	return c
+}
+
+// procOf reads a process' parent, unit and memory cgroup once.
+func (a *aggregator) procOf(pid, ppid int) proc {
+	if p, ok := a.units[pid]; ok {
+		return p
+	}
+	p := proc{ppid: ppid}
+	if p.ppid == 0 { // tracefs and reclaim records: no parent
+		p.ppid = a.ppidOf(pid)
+	}
+	p.unit, p.memcg = a.cgroupsOf(pid)
+	if p.unit == "" && p.ppid > 0 {
+		p.unit, _ = a.cgroupsOf(p.ppid)
+	}
+	if len(a.units) >= maxUnitCache {
+		clear(a.units)
+	}
+	a.units[pid] = p
+	return p
 }
 
 // ppidOf reads the parent's pid from /proc/PID/stat (0 when gone).
@@ -269,13 +365,13 @@ func (a *aggregator) ppidOf(pid int) int {
 	return n
 }
 
-// unitOf reads the process' cgroup: its systemd unit (the innermost
-// .service or .scope) or else its path, from the name=systemd line (v1) or
-// the unified line.
-func (a *aggregator) unitOf(pid int) string {
+// cgroupsOf reads the process' cgroup: its systemd unit (the innermost
+// .service or .scope, from the name=systemd line on v1 or the unified
+// line) or else its path; and its memory cgroup's path.
+func (a *aggregator) cgroupsOf(pid int) (unit, memcg string) {
 	f, err := os.Open(fmt.Sprintf("%s/%d/cgroup", a.opt.Proc, pid))
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	defer func() { _ = f.Close() }()
 	var sd, unified string
@@ -290,13 +386,18 @@ func (a *aggregator) unitOf(pid int) string {
 			sd = parts[2]
 		case parts[0] == "0" && parts[1] == "":
 			unified = parts[2]
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
+			memcg = parts[2]
 		}
 	}
 	p := sd
 	if p == "" || p == "/" {
 		p = unified
 	}
-	return UnitOf(p)
+	if memcg == "" {
+		memcg = unified
+	}
+	return UnitOf(p), memcg
 }
 
 // UnitOf names a cgroup path by its innermost systemd unit (.service,
@@ -316,6 +417,17 @@ func (a *aggregator) summary(method string, d time.Duration, dropped int64) *Sum
 	for _, c := range a.creators {
 		s.Creators = append(s.Creators, *c)
 	}
+	for _, st := range a.stalls {
+		st.P99 = p99(st.durs)
+		s.Stalls = append(s.Stalls, st.Stall)
+	}
+	sort.Slice(s.Stalls, func(i, j int) bool {
+		a, b := s.Stalls[i], s.Stalls[j]
+		if a.Total != b.Total {
+			return a.Total > b.Total
+		}
+		return a.Kind+a.Comm+a.Cgroup < b.Kind+b.Comm+b.Cgroup
+	})
 	sort.Slice(s.Creators, func(i, j int) bool {
 		a, b := s.Creators[i], s.Creators[j]
 		if x, y := a.Mkdir+a.Rmdir, b.Mkdir+b.Rmdir; x != y {
@@ -364,5 +476,23 @@ func (s *Summary) AddTo(sc *sample.Scrape) {
 		}{{"mkdir", c.Mkdir}, {"rmdir", c.Rmdir}} {
 			sc.Add("memdoctor_cgroup_trace_ops", float64(op.n), "op", op.name, "comm", c.Comm, "unit", c.Unit, "parent", c.Parent)
 		}
+	}
+	if !s.ReclaimTraced {
+		return
+	}
+	sc.Add("memdoctor_reclaim_trace_seconds", s.Seconds)
+	for _, w := range s.KswapdWakes {
+		sc.Add("memdoctor_reclaim_trace_kswapd_wakes", float64(w.Wakes), "node", strconv.Itoa(w.Node))
+	}
+	for i, st := range s.Stalls {
+		if i >= TopCreators {
+			break
+		}
+		l := []string{"kind", st.Kind, "comm", st.Comm, "cgroup", st.Cgroup}
+		sc.Add("memdoctor_reclaim_trace_stalls", float64(st.Count), l...)
+		sc.Add("memdoctor_reclaim_trace_stall_seconds", st.Total.Seconds(), l...)
+		sc.Add("memdoctor_reclaim_trace_stall_p99_seconds", st.P99.Seconds(), l...)
+		sc.Add("memdoctor_reclaim_trace_stall_max_seconds", st.Max.Seconds(), l...)
+		sc.Add("memdoctor_reclaim_trace_reclaimed_pages", float64(st.Reclaimed), l...)
 	}
 }

@@ -290,3 +290,79 @@ func BenchmarkTrace10kOps(b *testing.B) {
 		b.ReportMetric(float64(s.Dropped), "dropped")
 	}
 }
+
+// TestTraceMemcgReclaimStalls (root, v1 memory controller): the host has no
+// memory pressure, so direct reclaim cannot be provoked here; a memory
+// cgroup at its limit makes its writer reclaim the same way (the memcg
+// variant of the same vmscan tracepoints). A writer of 96 MiB of page cache
+// in a cgroup limited to 16 MiB shows up as stalling in memcg reclaim, with
+// its cgroup, count, time, p99 and pages; the same writer under another
+// name in an unlimited sibling does not. The direct-reclaim and kswapd
+// programs load and attach alongside (ReclaimTraced).
+func TestTraceMemcgReclaimStalls(t *testing.T) {
+	needRoot(t)
+	mem := v1Mount(t, "memory")
+	if mem == "" {
+		t.Skip("needs the v1 memory controller")
+	}
+	dd, err := exec.LookPath("dd")
+	if err != nil {
+		t.Skip("no dd")
+	}
+	dir := t.TempDir()
+	free := filepath.Join(dir, "free-writer")
+	if b, err := os.ReadFile(dd); err != nil || os.WriteFile(free, b, 0o755) != nil {
+		t.Fatalf("copying dd: %v", err)
+	}
+	limited, unlimited := tempCgroup(t, mem), tempCgroup(t, mem)
+	if err := os.WriteFile(filepath.Join(limited, "memory.limit_in_bytes"), []byte("16M"), 0); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		s   *cgtrace.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := cgtrace.Run(context.Background(), cgtrace.Options{Duration: 4 * time.Second, Hierarchy: -1, Method: "bpf"})
+		done <- result{s, err}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	write := func(cg, bin, out string) {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" if=/dev/zero of="$3" bs=1M count=96 status=none`, "w", cg, bin, out)
+		if o, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, o)
+		}
+	}
+	write(limited, dd, filepath.Join(dir, "limited.out"))
+	write(unlimited, free, filepath.Join(dir, "unlimited.out"))
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !r.s.ReclaimTraced {
+		t.Fatalf("reclaim not traced: %v", r.s.Notes)
+	}
+	rel := "/" + filepath.Base(limited)
+	var got *cgtrace.Stall
+	for i, st := range r.s.Stalls {
+		if st.Kind == "memcg" && st.Comm == "dd" && st.Cgroup == rel {
+			got = &r.s.Stalls[i]
+		}
+		if st.Comm == "free-writer" {
+			t.Errorf("the writer without a limit stalled: %+v", st)
+		}
+	}
+	if got == nil {
+		t.Fatalf("no memcg stall of dd in %s: %+v", rel, r.s.Stalls)
+	}
+	t.Logf("dd in %s: %d stalls, %v in total, p99 %v, max %v, %d pages reclaimed", rel, got.Count, got.Total, got.P99, got.Max, got.Reclaimed)
+	// Writing 96 MiB into 16 MiB reclaims at least 80 MiB.
+	if got.Reclaimed*int64(os.Getpagesize()) < 80<<20 {
+		t.Errorf("reclaimed %d pages, want at least 80 MiB", got.Reclaimed)
+	}
+	if got.Count == 0 || got.Total <= 0 || got.P99 <= 0 || got.P99 > got.Max || got.Max > got.Total {
+		t.Errorf("inconsistent stall: %+v", got)
+	}
+}

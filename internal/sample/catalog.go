@@ -49,6 +49,7 @@ var catalog = []struct {
 	{"memdoctor_memcg_dying_pinned_ancestor_bytes", Description{"Page cache of removed memory cgroups, by their nearest live ancestor.", Gauge}},
 	{"memdoctor_cgroup_trace_", Description{"The cgroup mkdir/rmdir trace (check --trace): its length and counts over it.", Gauge}},
 	{"memdoctor_cgroup_trace_ops", Description{"Memory cgroups created (op=mkdir) or removed (op=rmdir) by a process name during the trace.", Gauge}},
+	{"memdoctor_reclaim_trace_", Description{"The reclaim trace (check --trace): reclaim stalls by kind, process name and memory cgroup, and kswapd wake-ups, over the trace.", Gauge}},
 	{"memdoctor_pagescan_", Description{"The page scan of /proc/kpagecgroup and /proc/kpageflags itself.", Gauge}},
 	{"memdoctor_cgroup_memory_events_total", Description{"cgroup v2 memory.events counters.", Counter}},
 	{"memdoctor_cgroup_memory_", Description{"Memory charged to the cgroup.", Gauge}},
