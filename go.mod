@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	fortio.org/fortio v1.75.3
 	fortio.org/log v1.18.3
+	github.com/cilium/ebpf v0.22.0
 	github.com/google/go-cmp v0.7.0
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/prometheus/client_golang v1.25.0

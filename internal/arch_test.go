@@ -46,6 +46,11 @@ var allowed = map[string][]string{
 	"capture":  {"outfile", "safeio"},
 	"inject":   {"procfs"},
 	"malloc":   {"inject", "procfs", "preload"},
+	// The page scan reads /proc/kpagecgroup and the memory hierarchy itself
+	// (live only, like inject): its results are samples.
+	"pagescan": {"sample"},
+	// The cgroup tracer loads BPF (or reads tracefs) on the live host.
+	"cgtrace": {"sample"},
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},

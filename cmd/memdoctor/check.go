@@ -22,6 +22,7 @@ func newCheckCmd() *cobra.Command {
 		mallocTimeout time.Duration
 		rt            runtimeFlags
 		focus         focusFlags
+		culprits      culpritFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -42,6 +43,8 @@ be in the top N by PSS.`,
   memdoctor check --users --top 0              # per-user totals (smem -u), no process table
   memdoctor check --pid 4242,4243 --json
   memdoctor check --cgroup /system.slice/nginx.service --sort swap
+  memdoctor check --scan-pages       # root: how much page cache pins the dying cgroups
+  memdoctor check --trace 30s        # root: who creates and removes memory cgroups, at what rate
   memdoctor check --malloc 3          # also read malloc_info of the 3 largest glibc processes (pauses each for ms)
   memdoctor check --scrape http://127.0.0.1:8080/metrics --json   # a service's GC too`,
 		Args: cobra.NoArgs,
@@ -64,6 +67,9 @@ be in the top N by PSS.`,
 			if err != nil {
 				return err
 			}
+			if err := culprits.before(cmd.Context(), host.live(), cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			start := time.Now()
 			opt := collect.Options{TopProcesses: top, TopCgroups: top, ArenaScan: true,
 				Live: host.live(), Now: src.now(), Runtimes: host.live(), Scrape: rt.urls, ScrapeTimeout: rt.timeout, ScrapeAuth: rt.auth,
@@ -75,6 +81,11 @@ be in the top N by PSS.`,
 			if err != nil {
 				return fmt.Errorf("%w (is this a Linux host with /proc mounted? use --root or --capture for saved data)", err)
 			}
+			notes, err := culprits.after(cmd.Context(), host.live(), &res.Scrape)
+			if err != nil {
+				return err
+			}
+			res.Notes = append(res.Notes, notes...)
 			if mallocN > 0 {
 				if !host.live() {
 					return fmt.Errorf("--malloc reads running processes: it cannot be used with --root or --capture")
@@ -115,6 +126,7 @@ be in the top N by PSS.`,
 	host.register(cmd)
 	rt.register(cmd)
 	focus.register(cmd)
+	culprits.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (a stable interface)")
 	cmd.Flags().IntVar(&top, "top", 10, "how many processes, cgroups and slab caches to show")
 	cmd.Flags().StringVar(&failOn, "fail-on", "none", "exit with status 2 when a finding of this `severity` or worse is found (info, warning, critical)")

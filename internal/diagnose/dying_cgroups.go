@@ -28,12 +28,22 @@ package diagnose
 // reparenting as in incident 1's second rack) has no rising floor and stays
 // quiet.
 //
+// With check --scan-pages (root) the finding also says what pins them: the
+// page cache the kernel still charges to removed cgroups (counted to their
+// nearest live ancestor, beyond that ancestor's own local counters), and how
+// much of it is dirty, mapped or shmem — pages that drop_caches cannot free.
+//
+// With check --trace (root) it names who created and removed memory cgroups
+// during the trace (process name, its systemd unit or cgroup, its parent)
+// and at what rate.
+//
 // Known false positives: a burst of job completions on a host with plenty of
 // cache and no memory pressure; the count falls again when the cache turns
 // over. A recording (trend) tells the two apart.
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -50,7 +60,9 @@ func (dyingCgroups) Meta() Meta {
 	return Meta{ID: "dying_cgroups", Title: "dying memory cgroups pinned by their page cache",
 		Needs: []Need{{"node_cgroups_cgroups", "read /proc/cgroups (v1) or run memdoctor's collector for cgroup v2"}},
 		Reads: []string{"memdoctor_memcg_dying_cgroups", "memdoctor_memcg_live_cgroups", "node_memory_SUnreclaim_bytes",
-			"node_memory_MemTotal_bytes", "node_uname_info", "node_boot_time_seconds"},
+			"node_memory_MemTotal_bytes", "node_uname_info", "node_boot_time_seconds",
+			"memdoctor_memcg_dying_pinned_bytes", "memdoctor_memcg_dying_pinned_ancestor_bytes", "memdoctor_pagescan_complete",
+			"memdoctor_cgroup_trace_seconds", "memdoctor_cgroup_trace_ops"},
 		Charts:    []string{ChartSlabVsCgroups},
 		Prefilter: &Prefilter{About: "the memory cgroup count's growth per day, fitted and of its daily floor", Queries: dyingQueries, Score: dyingScore},
 		Alerts:    dyingAlerts,
@@ -150,8 +162,114 @@ func (r dyingCgroups) Eval(in *Input) []Finding {
 			f.Evidence = append(f.Evidence, evText("kernel_slab_reparenting", "present (5.3+): page cache and shmem are what pin them"))
 		}
 	}
+	if ev, sum := dyingCreators(h.S); len(ev) > 0 {
+		f.Evidence = append(f.Evidence, ev...)
+		f.Summary += sum
+	}
+	if ev, sum := dyingPins(h.S); len(ev) > 0 {
+		f.Evidence = append(f.Evidence, ev...)
+		f.Summary += sum
+	}
 	f.Remedies = dyingRemedies(c.MemoryHierarchy, k, slabPins)
 	return []Finding{f}
+}
+
+// creatorsNamed is how many creators the summary names.
+const creatorsNamed = 3
+
+// dyingCreators reads the cgroup trace (check --trace): who created and
+// removed memory cgroups, at what rate, and a clause for the summary.
+func dyingCreators(s *sample.Scrape) ([]Evidence, string) {
+	if s == nil {
+		return nil, ""
+	}
+	tr := s.Select("memdoctor_cgroup_trace_seconds")
+	if len(tr) == 0 || tr[0].Value <= 0 {
+		return nil, ""
+	}
+	secs := tr[0].Value
+	type creator struct {
+		comm, unit, parent string
+		mkdir, rmdir       float64
+	}
+	var order []string
+	by := map[string]*creator{}
+	for _, m := range s.Select("memdoctor_cgroup_trace_ops") {
+		c := creator{comm: m.Labels.Get("comm"), unit: m.Labels.Get("unit"), parent: m.Labels.Get("parent")}
+		k := c.comm + "\x00" + c.unit
+		if by[k] == nil {
+			by[k] = &c
+			order = append(order, k)
+		}
+		switch m.Labels.Get("op") {
+		case "mkdir":
+			by[k].mkdir += m.Value
+		case "rmdir":
+			by[k].rmdir += m.Value
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := by[order[i]], by[order[j]]
+		return a.mkdir+a.rmdir > b.mkdir+b.rmdir
+	})
+	window := Number(secs) + " s"
+	out := []Evidence{ev("trace_seconds", secs, "seconds"), evText("trace_method", tr[0].Labels.Get("method"))}
+	if len(order) == 0 {
+		out = append(out, evText("creators", "no memory cgroup was created or removed during the "+window+" trace"))
+		return out, ""
+	}
+	var named []string
+	for i, k := range order {
+		c := by[k]
+		who := c.comm
+		if c.unit != "" {
+			who += " in " + c.unit
+		}
+		if c.parent != "" {
+			who += ", parent " + c.parent
+		}
+		out = append(out, evText("creator", fmt.Sprintf("%s: %s mkdir/s, %s rmdir/s (%.0f and %.0f in %s)",
+			who, Number(c.mkdir/secs), Number(c.rmdir/secs), c.mkdir, c.rmdir, window)))
+		if i < creatorsNamed {
+			named = append(named, fmt.Sprintf("%s (%s/s)", c.comm, Number(max(c.mkdir, c.rmdir)/secs)))
+		}
+	}
+	return out, fmt.Sprintf("; made and removed by %s in a trace of %s", strings.Join(named, ", "), window)
+}
+
+// dyingPins reads the page scan (check --scan-pages): the evidence of what
+// pins the dying cgroups and a clause for the summary.
+func dyingPins(s *sample.Scrape) ([]Evidence, string) {
+	if s == nil {
+		return nil, ""
+	}
+	file, ok := s.Get("memdoctor_memcg_dying_pinned_bytes", "type", "file")
+	if !ok {
+		return nil, ""
+	}
+	kinds := []string{"dirty", "mapped", "shmem", "writeback", "anon"}
+	out := []Evidence{ev("pinned_page_cache_bytes", file, "bytes")}
+	var stuck []string
+	for _, k := range kinds {
+		v := s.Value("memdoctor_memcg_dying_pinned_bytes", "type", k)
+		out = append(out, ev("pinned_"+k+"_bytes", v, "bytes"))
+		if v > 0 && k != "writeback" && k != "anon" {
+			stuck = append(stuck, HumanBytes(int64(v))+" "+k)
+		}
+	}
+	for _, m := range s.Select("memdoctor_memcg_dying_pinned_ancestor_bytes") {
+		if m.Value > 0 {
+			out = append(out, evText("pinned_under", fmt.Sprintf("%s: %s of page cache from removed cgroups below it", m.Labels.Get("cgroup"), HumanBytes(int64(m.Value)))))
+		}
+	}
+	if v, ok := s.Get("memdoctor_pagescan_complete"); ok && v == 0 {
+		out = append(out, evText("page_scan", "stopped at its time limit: the pinned amounts are a lower bound"))
+	}
+	sum := fmt.Sprintf("; %s of page cache pins them", HumanBytes(int64(file)))
+	if len(stuck) > 0 {
+		sum += " (" + strings.Join(stuck, ", ") + ": drop_caches cannot free these)"
+	}
+	return out, sum
 }
 
 // dyingRemedies fit the host: the memory controller's hierarchy names the

@@ -25,6 +25,9 @@ package diagnose
 // 8 GB host gets 200, the value that fixed it there (low−min 10 → 99 MB,
 // low-watermark hits 1000 → 100 per day).
 //
+// With check --trace (BPF) the finding names the processes that stalled in
+// direct reclaim during the trace (reclaim_stalls.go).
+//
 // Known false positives: a batch host that reclaims by design (streaming
 // through far more file data than RAM) shows kswapd activity with no harm;
 // PSI memory stall and sys CPU around the bursts tell the difference.
@@ -152,6 +155,10 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 	}
 	if r.PSISomeAvg60 >= 0 {
 		f.Evidence = append(f.Evidence, ev("psi_memory_some_avg60_percent", r.PSISomeAvg60, "percent"))
+	}
+	if ev, sum := directReclaimStallers(h.S); len(ev) > 0 { // check --trace
+		f.Evidence = append(f.Evidence, ev...)
+		f.Summary += sum
 	}
 	f.Remedies = []Remedy{
 		{Title: fmt.Sprintf("widen kswapd's window: watermark_scale_factor %d → %d (%s window on %s; MemAvailable %s)",

@@ -1,0 +1,498 @@
+// Package cgtrace traces who creates and removes cgroups: a bounded trace of
+// the kernel's cgroup:cgroup_mkdir and cgroup:cgroup_rmdir tracepoints, with
+// the calling process (comm, pid, parent) and its own cgroup or systemd unit,
+// summed into rates per creator.
+//
+// It loads a small BPF program (CO-RE against the kernel's BTF, records
+// through a ring buffer the reader drains on a timer, so most events cost no
+// wakeup). Where BPF cannot load (no root, no BTF, lockdown) it reads the
+// same tracepoints through tracefs, in a tracing instance of its own; where
+// neither works it says why and the caller makes that a note.
+package cgtrace
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+// Op is what happened to a cgroup.
+type Op uint8
+
+// The traced operations.
+const (
+	Mkdir Op = 1
+	Rmdir Op = 2
+	// DirectReclaim and MemcgReclaim are a task's stall in reclaim: the
+	// host's (below the min watermark) or its memory cgroup's (at its
+	// limit).
+	DirectReclaim Op = 3
+	MemcgReclaim  Op = 4
+)
+
+func (o Op) String() string {
+	switch o {
+	case Mkdir:
+		return "mkdir"
+	case Rmdir:
+		return "rmdir"
+	case DirectReclaim:
+		return "direct"
+	case MemcgReclaim:
+		return "memcg"
+	}
+	return "unknown"
+}
+
+// Event is one cgroup created or removed.
+type Event struct {
+	Op        Op
+	PID, PPID int
+	Comm      string
+	// Path is the cgroup's path inside its hierarchy.
+	Path string
+	// Hierarchy is the kernel's hierarchy id (0: the unified cgroup2 tree;
+	// v1 hierarchies as in /proc/cgroups).
+	Hierarchy int
+	Level     int
+}
+
+// Options bound a trace.
+type Options struct {
+	// Duration of the trace.
+	Duration time.Duration
+	// Hierarchy keeps only events of this hierarchy id (the memory
+	// controller's); -1 keeps all.
+	Hierarchy int
+	// Method: "" tries BPF, then tracefs; "bpf" or "tracefs" only that.
+	Method string
+	// Poll is how often the ring buffer is drained (default 100 ms).
+	Poll time.Duration
+	// Tracefs is the tracefs mount (default /sys/kernel/tracing, then
+	// /sys/kernel/debug/tracing).
+	Tracefs string
+	// Proc is the proc mount (default /proc).
+	Proc string
+	// KernelStats turns on the kernel's BPF run-time accounting for the
+	// trace (it costs a clock read per program run) to report what the
+	// program itself costs (BPF only).
+	KernelStats bool
+}
+
+// Creator is one process name (and unit) that created or removed cgroups.
+type Creator struct {
+	Comm string `json:"comm"`
+	// Unit is the creator's systemd unit, or its own cgroup path when it
+	// runs in none.
+	Unit string `json:"unit,omitempty"`
+	// Parent is the comm of the first such process' parent.
+	Parent  string `json:"parent,omitempty"`
+	Mkdir   int64  `json:"mkdir"`
+	Rmdir   int64  `json:"rmdir"`
+	Example string `json:"example_path,omitempty"`
+}
+
+// Summary is a finished trace.
+type Summary struct {
+	// Method is "bpf" or "tracefs".
+	Method  string
+	Seconds float64
+	// Events is every cgroup event seen; Kept those of the wanted
+	// hierarchy; Dropped what the kernel side could not record.
+	Events, Kept, Dropped int64
+	// Creators, most operations first.
+	Creators []Creator
+	// Notes say why a method or a part was not used, in words for a
+	// report.
+	Notes []string
+	// KernelRuns and KernelTime are the BPF programs' runs and run time,
+	// with Options.KernelStats.
+	KernelRuns uint64
+	KernelTime time.Duration
+	// ReclaimTraced says reclaim was traced (BPF only); Stalls are the
+	// tasks that reclaimed, by kind, name and memory cgroup, most time
+	// first; KswapdWakes per NUMA node.
+	ReclaimTraced bool
+	Stalls        []Stall
+	KswapdWakes   []NodeWakes
+}
+
+// NodeWakes counts kswapd wake-ups on one node.
+type NodeWakes struct {
+	Node  int   `json:"node"`
+	Wakes int64 `json:"wakes"`
+}
+
+// Stall is the time processes of one name and memory cgroup spent in one
+// kind of reclaim.
+type Stall struct {
+	// Kind: "direct" (the host below its min watermark) or "memcg" (the
+	// cgroup at its limit).
+	Kind   string `json:"kind"`
+	Comm   string `json:"comm"`
+	Cgroup string `json:"cgroup"`
+	Count  int64  `json:"count"`
+	// Total, P99 and Max time in reclaim.
+	Total time.Duration `json:"total_ns"`
+	P99   time.Duration `json:"p99_ns"`
+	Max   time.Duration `json:"max_ns"`
+	// Reclaimed pages.
+	Reclaimed int64 `json:"reclaimed_pages"`
+}
+
+// maxStallSamples bounds the durations kept per stall key for the p99.
+const maxStallSamples = 1 << 16
+
+type stallKey struct {
+	op           Op
+	comm, cgroup string
+}
+
+type stallAgg struct {
+	Stall
+	durs []time.Duration
+}
+
+// addStall counts one reclaim.
+func (a *aggregator) addStall(op Op, pid int, comm string, d time.Duration, reclaimed int64) {
+	p := a.procOf(pid, 0)
+	k := stallKey{op, comm, p.memcg}
+	s := a.stalls[k]
+	if s == nil {
+		s = &stallAgg{Stall: Stall{Kind: op.String(), Comm: comm, Cgroup: p.memcg}}
+		a.stalls[k] = s
+	}
+	s.Count++
+	s.Total += d
+	s.Max = max(s.Max, d)
+	s.Reclaimed += reclaimed
+	if len(s.durs) < maxStallSamples {
+		s.durs = append(s.durs, d)
+	}
+}
+
+// p99 of the kept durations (nearest rank).
+func p99(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s)*99+99)/100 - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// ErrUnavailable says neither BPF nor tracefs could trace.
+var ErrUnavailable = errors.New("cgroup tracing unavailable")
+
+// Run traces for opt.Duration (or until ctx ends).
+func Run(ctx context.Context, opt Options) (*Summary, error) {
+	if opt.Poll <= 0 {
+		opt.Poll = 100 * time.Millisecond
+	}
+	if opt.Proc == "" {
+		opt.Proc = "/proc"
+	}
+	agg := newAggregator(opt)
+	var notes []string
+	if opt.Method == "" || opt.Method == "bpf" {
+		s, err := runBPF(ctx, opt, agg)
+		if err == nil {
+			return s, nil
+		}
+		notes = append(notes, "BPF could not trace: "+err.Error())
+		if opt.Method == "bpf" {
+			return &Summary{Notes: notes}, fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(notes, "; "))
+		}
+	}
+	s, err := runTracefs(ctx, opt, agg)
+	if err == nil {
+		s.Notes = append(notes, s.Notes...)
+		s.Notes = append(s.Notes, "traced with tracefs: reclaim stalls are traced with BPF only")
+		return s, nil
+	}
+	notes = append(notes, "tracefs could not trace: "+err.Error())
+	return &Summary{Notes: notes}, fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(notes, "; "))
+}
+
+type creatorKey struct{ comm, unit string }
+
+// aggregator sums events per creator.
+type aggregator struct {
+	opt      Options
+	events   int64
+	kept     int64
+	creators map[creatorKey]*Creator
+	units    map[int]proc // so each process is read once
+	fast     map[fastKey]*Creator
+	stalls   map[stallKey]*stallAgg
+}
+
+type proc struct {
+	unit  string
+	memcg string // the memory cgroup's path
+	ppid  int
+}
+
+func newAggregator(opt Options) *aggregator {
+	return &aggregator{opt: opt, creators: map[creatorKey]*Creator{}, units: map[int]proc{}, fast: map[fastKey]*Creator{}, stalls: map[stallKey]*stallAgg{}}
+}
+
+// maxUnitCache bounds the pid → unit cache (a runner forking per job).
+const maxUnitCache = 4096
+
+func (a *aggregator) add(e Event) {
+	a.events++
+	if a.opt.Hierarchy >= 0 && e.Hierarchy != a.opt.Hierarchy {
+		return
+	}
+	a.kept++
+	a.count(a.creatorOf(e), e.Op)
+}
+
+func (a *aggregator) count(c *Creator, op Op) {
+	switch op {
+	case Mkdir:
+		c.Mkdir++
+	case Rmdir:
+		c.Rmdir++
+	}
+}
+
+// fastKey finds a known process' creator without building strings: the
+// BPF reader's path for every event after a process' first.
+type fastKey struct {
+	pid  int
+	comm [commLen]byte
+}
+
+// addRaw counts one BPF record.
+func (a *aggregator) addRaw(raw []byte) {
+	if len(raw) < eventSize {
+		return
+	}
+	ne := binary.NativeEndian
+	op := Op(ne.Uint32(raw[offOp:]))
+	if op == DirectReclaim || op == MemcgReclaim {
+		a.addStall(op, int(ne.Uint32(raw[offPID:])), cstr(raw[offComm:offComm+commLen]),
+			time.Duration(ne.Uint64(raw[offDuration:])), int64(ne.Uint64(raw[offReclaimed:])))
+		return
+	}
+	a.events++
+	if a.opt.Hierarchy >= 0 && int(int32(ne.Uint32(raw[offHierarchy:]))) != a.opt.Hierarchy {
+		return
+	}
+	a.kept++
+	k := fastKey{pid: int(ne.Uint32(raw[offPID:]))}
+	copy(k.comm[:], raw[offComm:offComm+commLen])
+	if c := a.fast[k]; c != nil {
+		a.count(c, op)
+		return
+	}
+	e, _ := decode(raw)
+	c := a.creatorOf(e)
+	if len(a.fast) >= maxUnitCache {
+		clear(a.fast)
+	}
+	a.fast[k] = c
+	a.count(c, op)
+}
+
+// creatorOf finds or makes the event's creator, reading the process' unit
+// and parent once.
+func (a *aggregator) creatorOf(e Event) *Creator {
+	p := a.procOf(e.PID, e.PPID)
+	unit := p.unit
+	e.PPID = p.ppid
+	k := creatorKey{e.Comm, unit}
+	c := a.creators[k]
+	if c == nil {
+		c = &Creator{Comm: e.Comm, Unit: unit, Example: e.Path}
+		if b, err := os.ReadFile(fmt.Sprintf("%s/%d/comm", a.opt.Proc, e.PPID)); err == nil {
+			c.Parent = strings.TrimSpace(string(b))
+		}
+		a.creators[k] = c
+	}
+	return c
+}
+
+// procOf reads a process' parent, unit and memory cgroup once.
+func (a *aggregator) procOf(pid, ppid int) proc {
+	if p, ok := a.units[pid]; ok {
+		return p
+	}
+	p := proc{ppid: ppid}
+	if p.ppid == 0 { // tracefs and reclaim records: no parent
+		p.ppid = a.ppidOf(pid)
+	}
+	p.unit, p.memcg = a.cgroupsOf(pid)
+	if p.unit == "" && p.ppid > 0 {
+		p.unit, _ = a.cgroupsOf(p.ppid)
+	}
+	if len(a.units) >= maxUnitCache {
+		clear(a.units)
+	}
+	a.units[pid] = p
+	return p
+}
+
+// ppidOf reads the parent's pid from /proc/PID/stat (0 when gone).
+func (a *aggregator) ppidOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("%s/%d/stat", a.opt.Proc, pid))
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}
+
+// cgroupsOf reads the process' cgroup: its systemd unit (the innermost
+// .service or .scope, from the name=systemd line on v1 or the unified
+// line) or else its path; and its memory cgroup's path.
+func (a *aggregator) cgroupsOf(pid int) (unit, memcg string) {
+	f, err := os.Open(fmt.Sprintf("%s/%d/cgroup", a.opt.Proc, pid))
+	if err != nil {
+		return "", ""
+	}
+	defer func() { _ = f.Close() }()
+	var sd, unified string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[1] == "name=systemd":
+			sd = parts[2]
+		case parts[0] == "0" && parts[1] == "":
+			unified = parts[2]
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
+			memcg = parts[2]
+		}
+	}
+	p := sd
+	if p == "" || p == "/" {
+		p = unified
+	}
+	if memcg == "" {
+		memcg = unified
+	}
+	return UnitOf(p), memcg
+}
+
+// UnitOf names a cgroup path by its innermost systemd unit (.service,
+// .scope), else returns the path.
+func UnitOf(p string) string {
+	el := strings.Split(p, "/")
+	for i := len(el) - 1; i >= 0; i-- {
+		if strings.HasSuffix(el[i], ".service") || strings.HasSuffix(el[i], ".scope") {
+			return el[i]
+		}
+	}
+	return p
+}
+
+func (a *aggregator) summary(method string, d time.Duration, dropped int64) *Summary {
+	s := &Summary{Method: method, Seconds: d.Seconds(), Events: a.events, Kept: a.kept, Dropped: dropped}
+	for _, c := range a.creators {
+		s.Creators = append(s.Creators, *c)
+	}
+	for _, st := range a.stalls {
+		st.P99 = p99(st.durs)
+		s.Stalls = append(s.Stalls, st.Stall)
+	}
+	sort.Slice(s.Stalls, func(i, j int) bool {
+		a, b := s.Stalls[i], s.Stalls[j]
+		if a.Total != b.Total {
+			return a.Total > b.Total
+		}
+		return a.Kind+a.Comm+a.Cgroup < b.Kind+b.Comm+b.Cgroup
+	})
+	sort.Slice(s.Creators, func(i, j int) bool {
+		a, b := s.Creators[i], s.Creators[j]
+		if x, y := a.Mkdir+a.Rmdir, b.Mkdir+b.Rmdir; x != y {
+			return x > y
+		}
+		return a.Comm+a.Unit < b.Comm+b.Unit
+	})
+	return s
+}
+
+// MemoryHierarchyID is the memory controller's hierarchy id from
+// /proc/cgroups (0 when it is on the unified tree), or -1.
+func MemoryHierarchyID(proc string) int {
+	b, err := os.ReadFile(proc + "/cgroups")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 4 && f[0] == "memory" && f[3] == "1" {
+			if n, err := strconv.Atoi(f[1]); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// TopCreators is how many creators a summary exports as series.
+const TopCreators = 10
+
+// AddTo adds the trace's series to a scrape: counts over the window, whose
+// length is memdoctor_cgroup_trace_seconds (rates are count / seconds).
+func (s *Summary) AddTo(sc *sample.Scrape) {
+	sc.Add("memdoctor_cgroup_trace_seconds", s.Seconds, "method", s.Method)
+	sc.Add("memdoctor_cgroup_trace_events", float64(s.Events))
+	sc.Add("memdoctor_cgroup_trace_memory_events", float64(s.Kept))
+	sc.Add("memdoctor_cgroup_trace_dropped", float64(s.Dropped))
+	for i, c := range s.Creators {
+		if i >= TopCreators {
+			break
+		}
+		for _, op := range []struct {
+			name string
+			n    int64
+		}{{"mkdir", c.Mkdir}, {"rmdir", c.Rmdir}} {
+			sc.Add("memdoctor_cgroup_trace_ops", float64(op.n), "op", op.name, "comm", c.Comm, "unit", c.Unit, "parent", c.Parent)
+		}
+	}
+	if !s.ReclaimTraced {
+		return
+	}
+	sc.Add("memdoctor_reclaim_trace_seconds", s.Seconds)
+	for _, w := range s.KswapdWakes {
+		sc.Add("memdoctor_reclaim_trace_kswapd_wakes", float64(w.Wakes), "node", strconv.Itoa(w.Node))
+	}
+	for i, st := range s.Stalls {
+		if i >= TopCreators {
+			break
+		}
+		l := []string{"kind", st.Kind, "comm", st.Comm, "cgroup", st.Cgroup}
+		sc.Add("memdoctor_reclaim_trace_stalls", float64(st.Count), l...)
+		sc.Add("memdoctor_reclaim_trace_stall_seconds", st.Total.Seconds(), l...)
+		sc.Add("memdoctor_reclaim_trace_stall_p99_seconds", st.P99.Seconds(), l...)
+		sc.Add("memdoctor_reclaim_trace_stall_max_seconds", st.Max.Seconds(), l...)
+		sc.Add("memdoctor_reclaim_trace_reclaimed_pages", float64(st.Reclaimed), l...)
+	}
+}

@@ -1,0 +1,368 @@
+package cgtrace_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/cgtrace"
+)
+
+func needRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("tracing needs root")
+	}
+}
+
+// v1Mount finds where a v1 controller is mounted ("" when it is not).
+func v1Mount(t testing.TB, ctrl string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		pf, qf := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(pf) < 5 || len(qf) < 3 || qf[0] != "cgroup" {
+			continue
+		}
+		for _, o := range strings.Split(qf[2], ",") {
+			if o == ctrl {
+				return pf[4]
+			}
+		}
+	}
+	return ""
+}
+
+// jobRunners compiles testdata/programs/jobrunner.c under each name.
+func jobRunners(t testing.TB, names ...string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	dir := t.TempDir()
+	var bins []string
+	for _, n := range names {
+		bin := filepath.Join(dir, n)
+		if out, err := exec.Command("gcc", "-O2", "-o", bin, filepath.Join("..", "..", "testdata", "programs", "jobrunner.c")).CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, out)
+		}
+		bins = append(bins, bin)
+	}
+	return bins
+}
+
+// job is one runner: its program, the cgroup directory it works in, its
+// pace and count.
+type job struct {
+	bin, parent string
+	rate        float64
+	count       int
+}
+
+// traceWhile traces for d while the jobs run (started after the tracer had
+// time to attach) and returns the summary.
+func traceWhile(t testing.TB, opt cgtrace.Options, jobs ...job) *cgtrace.Summary {
+	t.Helper()
+	type result struct {
+		s   *cgtrace.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := cgtrace.Run(context.Background(), opt)
+		done <- result{s, err}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	data := t.TempDir()
+	for _, j := range jobs {
+		if out, err := exec.Command(j.bin, j.parent, data, fmt.Sprint(j.rate), fmt.Sprint(j.count), "0").CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", j.bin, err, out)
+		}
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.s
+}
+
+func creator(s *cgtrace.Summary, comm string) *cgtrace.Creator {
+	for i := range s.Creators {
+		if s.Creators[i].Comm == comm {
+			return &s.Creators[i]
+		}
+	}
+	return nil
+}
+
+func tempCgroup(t testing.TB, mount string) string {
+	t.Helper()
+	d, err := os.MkdirTemp(mount, "memdoctor-cgtrace-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(d) })
+	return d
+}
+
+// TestTraceCountsCreatorsOfMemoryCgroups (root, v1 memory and pids
+// controllers): two runners under different names make and remove 300 and
+// 100 memory cgroups; the BPF trace counts each exactly, names the faster
+// first, with this test as their parent; a third runner working in the pids
+// hierarchy is not counted as a memory cgroup creator.
+func TestTraceCountsCreatorsOfMemoryCgroups(t *testing.T) {
+	needRoot(t)
+	mem, pids := v1Mount(t, "memory"), v1Mount(t, "pids")
+	if mem == "" || pids == "" {
+		t.Skip("needs the v1 memory and pids controllers")
+	}
+	bins := jobRunners(t, "cgt-alpha", "cgt-beta", "cgt-pids")
+	s := traceWhile(t, cgtrace.Options{Duration: 3 * time.Second, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"},
+		job{bins[0], tempCgroup(t, mem), 0, 300}, job{bins[1], tempCgroup(t, mem), 0, 100}, job{bins[2], tempCgroup(t, pids), 0, 50})
+	if s.Method != "bpf" {
+		t.Fatalf("method %q", s.Method)
+	}
+	self, _ := os.ReadFile("/proc/self/comm")
+	for _, want := range []struct {
+		comm string
+		n    int64
+	}{{"cgt-alpha", 300}, {"cgt-beta", 100}} {
+		c := creator(s, want.comm)
+		if c == nil {
+			t.Errorf("%s not among the creators: %+v", want.comm, s.Creators)
+			continue
+		}
+		if c.Mkdir != want.n || c.Rmdir != want.n {
+			t.Errorf("%s: %d mkdir, %d rmdir; want %d each", want.comm, c.Mkdir, c.Rmdir, want.n)
+		}
+		if c.Parent != strings.TrimSpace(string(self)) {
+			t.Errorf("%s: parent %q, want this test (%q)", want.comm, c.Parent, strings.TrimSpace(string(self)))
+		}
+		if !strings.Contains(c.Example, want.comm+"-") {
+			t.Errorf("%s: example path %q", want.comm, c.Example)
+		}
+	}
+	if c := creator(s, "cgt-pids"); c != nil {
+		t.Errorf("a runner in the pids hierarchy counted as a memory cgroup creator: %+v", c)
+	}
+	if i, j := indexOf(s, "cgt-alpha"), indexOf(s, "cgt-beta"); i > j {
+		t.Errorf("cgt-alpha (300) ranked after cgt-beta (100): %+v", s.Creators)
+	}
+	if s.Events < s.Kept || s.Kept < 800 || s.Dropped != 0 {
+		t.Errorf("events %d, kept %d, dropped %d", s.Events, s.Kept, s.Dropped)
+	}
+}
+
+func indexOf(s *cgtrace.Summary, comm string) int {
+	for i, c := range s.Creators {
+		if c.Comm == comm {
+			return i
+		}
+	}
+	return len(s.Creators)
+}
+
+// TestTraceFallsBackToTracefs (root, unshare): where tracefs is the only
+// way (forced here), the trace reads the same events through a tracing
+// instance of its own and counts the same. tracefs is mounted in a private
+// mount namespace of a child process, so the host's mounts are untouched;
+// the instance is removed afterwards.
+func TestTraceFallsBackToTracefs(t *testing.T) {
+	if os.Getenv("CGTRACE_TRACEFS_CHILD") == "1" {
+		s, err := cgtrace.Run(context.Background(), cgtrace.Options{Duration: 3 * time.Second, Hierarchy: -1, Method: "tracefs"})
+		if err != nil {
+			fmt.Println("ERR", err)
+			return
+		}
+		b, _ := json.Marshal(s)
+		fmt.Println("SUMMARY", string(b))
+		return
+	}
+	needRoot(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare not installed")
+	}
+	mem := v1Mount(t, "memory")
+	if mem == "" {
+		t.Skip("needs the v1 memory controller")
+	}
+	bins := jobRunners(t, "cgt-tfs")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
+		`mount -t tracefs nodev /sys/kernel/tracing && exec "$0" -test.run '^TestTraceFallsBackToTracefs$'`, self)
+	child.Env = append(os.Environ(), "CGTRACE_TRACEFS_CHILD=1")
+	var out strings.Builder
+	child.Stdout, child.Stderr = &out, &out
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	data := t.TempDir()
+	if o, err := exec.Command(bins[0], tempCgroup(t, mem), data, "0", "120", "0").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, o)
+	}
+	if err := child.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	_, js, ok := strings.Cut(out.String(), "SUMMARY ")
+	if !ok {
+		t.Fatalf("no summary: %s", out.String())
+	}
+	var s cgtrace.Summary
+	if err := json.NewDecoder(strings.NewReader(js)).Decode(&s); err != nil {
+		t.Fatalf("%v: %s", err, js)
+	}
+	if s.Method != "tracefs" {
+		t.Fatalf("method %q", s.Method)
+	}
+	c := creator(&s, "cgt-tfs")
+	if c == nil || c.Mkdir != 120 || c.Rmdir != 120 {
+		t.Errorf("cgt-tfs: %+v; want 120 mkdir and 120 rmdir (all: %+v)", c, s.Creators)
+	}
+	if ents, _ := filepath.Glob("/sys/kernel/tracing/instances/memdoctor-cgtrace-*"); len(ents) > 0 {
+		t.Errorf("tracing instances left behind: %v", ents)
+	}
+}
+
+// TestUnitOf: a creator is named by its innermost systemd unit.
+func TestUnitOf(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"/system.slice/gitlab-runner.service":                    "gitlab-runner.service",
+		"/user.slice/user-0.slice/session-3.scope":               "session-3.scope",
+		"/system.slice/docker-1f2e.scope/init.scope":             "init.scope",
+		"/kubepods/burstable/pod1":                               "/kubepods/burstable/pod1",
+		"/system.slice/containerd.service/kubepods-pod1.slice/x": "containerd.service",
+		"/": "/",
+	} {
+		if got := cgtrace.UnitOf(in); got != want {
+			t.Errorf("UnitOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// BenchmarkTrace10kOps: the tracer's own cost while a runner makes and
+// removes empty memory cgroups at 10,000 operations a second (5,000 jobs/s)
+// for 5 s: the CPU the tracing process spends (the BPF program runs in the
+// workload's mkdir/rmdir and is reported apart, per event), and its memory.
+func BenchmarkTrace10kOps(b *testing.B) {
+	needRoot(b)
+	mem := v1Mount(b, "memory")
+	if mem == "" {
+		b.Skip("needs the v1 memory controller")
+	}
+	bin := jobRunners(b, "cgt-bench")[0]
+	for b.Loop() {
+		var before, after syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+		start := time.Now()
+		s := traceWhile(b, cgtrace.Options{Duration: 6 * time.Second, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf", KernelStats: true},
+			job{bin, tempCgroup(b, mem), 5000, 25000})
+		wall := time.Since(start)
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+		cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
+		c := creator(s, "cgt-bench")
+		if c == nil {
+			b.Fatal("the runner was not traced")
+		}
+		ops := float64(c.Mkdir + c.Rmdir)
+		b.ReportMetric(ops/5, "ops/s")
+		b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "%core")
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(s.Kept), "tracer-ns/event")
+		if s.KernelRuns > 0 {
+			b.ReportMetric(float64(s.KernelTime.Nanoseconds())/float64(s.KernelRuns), "bpf-ns/event")
+		}
+		b.ReportMetric(float64(after.Maxrss)/1024, "maxrss-MiB")
+		b.ReportMetric(float64(s.Dropped), "dropped")
+	}
+}
+
+// TestTraceMemcgReclaimStalls (root, v1 memory controller): the host has no
+// memory pressure, so direct reclaim cannot be provoked here; a memory
+// cgroup at its limit makes its writer reclaim the same way (the memcg
+// variant of the same vmscan tracepoints). A writer of 96 MiB of page cache
+// in a cgroup limited to 16 MiB shows up as stalling in memcg reclaim, with
+// its cgroup, count, time, p99 and pages; the same writer under another
+// name in an unlimited sibling does not. The direct-reclaim and kswapd
+// programs load and attach alongside (ReclaimTraced).
+func TestTraceMemcgReclaimStalls(t *testing.T) {
+	needRoot(t)
+	mem := v1Mount(t, "memory")
+	if mem == "" {
+		t.Skip("needs the v1 memory controller")
+	}
+	dd, err := exec.LookPath("dd")
+	if err != nil {
+		t.Skip("no dd")
+	}
+	dir := t.TempDir()
+	free := filepath.Join(dir, "free-writer")
+	if b, err := os.ReadFile(dd); err != nil || os.WriteFile(free, b, 0o755) != nil {
+		t.Fatalf("copying dd: %v", err)
+	}
+	limited, unlimited := tempCgroup(t, mem), tempCgroup(t, mem)
+	if err := os.WriteFile(filepath.Join(limited, "memory.limit_in_bytes"), []byte("16M"), 0); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		s   *cgtrace.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := cgtrace.Run(context.Background(), cgtrace.Options{Duration: 4 * time.Second, Hierarchy: -1, Method: "bpf"})
+		done <- result{s, err}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	write := func(cg, bin, out string) {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" if=/dev/zero of="$3" bs=1M count=96 status=none`, "w", cg, bin, out)
+		if o, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, o)
+		}
+	}
+	write(limited, dd, filepath.Join(dir, "limited.out"))
+	write(unlimited, free, filepath.Join(dir, "unlimited.out"))
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !r.s.ReclaimTraced {
+		t.Fatalf("reclaim not traced: %v", r.s.Notes)
+	}
+	rel := "/" + filepath.Base(limited)
+	var got *cgtrace.Stall
+	for i, st := range r.s.Stalls {
+		if st.Kind == "memcg" && st.Comm == "dd" && st.Cgroup == rel {
+			got = &r.s.Stalls[i]
+		}
+		if st.Comm == "free-writer" {
+			t.Errorf("the writer without a limit stalled: %+v", st)
+		}
+	}
+	if got == nil {
+		t.Fatalf("no memcg stall of dd in %s: %+v", rel, r.s.Stalls)
+	}
+	t.Logf("dd in %s: %d stalls, %v in total, p99 %v, max %v, %d pages reclaimed", rel, got.Count, got.Total, got.P99, got.Max, got.Reclaimed)
+	// Writing 96 MiB into 16 MiB reclaims at least 80 MiB.
+	if got.Reclaimed*int64(os.Getpagesize()) < 80<<20 {
+		t.Errorf("reclaimed %d pages, want at least 80 MiB", got.Reclaimed)
+	}
+	if got.Count == 0 || got.Total <= 0 || got.P99 <= 0 || got.P99 > got.Max || got.Max > got.Total {
+		t.Errorf("inconsistent stall: %+v", got)
+	}
+}

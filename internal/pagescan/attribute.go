@@ -1,0 +1,308 @@
+package pagescan
+
+import (
+	"bufio"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+// Hierarchy is where the memory controller is mounted.
+type Hierarchy struct {
+	Mount   string // absolute mount point
+	Version string // "v1" or "v2"
+}
+
+// FindMemoryHierarchy reads /proc/self/mountinfo for the memory
+// controller's mount: a v1 hierarchy with the memory option, else cgroup2
+// when it has the memory controller.
+func FindMemoryHierarchy(proc string) (Hierarchy, error) {
+	f, err := os.Open(proc + "/self/mountinfo")
+	if err != nil {
+		return Hierarchy{}, err
+	}
+	defer func() { _ = f.Close() }()
+	var v2 string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		pf, qf := strings.Fields(pre), strings.Fields(post)
+		if len(pf) < 5 || len(qf) < 3 {
+			continue
+		}
+		mnt := unescape(pf[4])
+		switch qf[0] {
+		case "cgroup":
+			for _, o := range strings.Split(qf[2], ",") {
+				if o == "memory" {
+					return Hierarchy{Mount: mnt, Version: "v1"}, nil
+				}
+			}
+		case "cgroup2":
+			if v2 == "" {
+				v2 = mnt
+			}
+		}
+	}
+	if v2 != "" {
+		if b, err := os.ReadFile(v2 + "/cgroup.controllers"); err == nil && hasField(string(b), "memory") {
+			return Hierarchy{Mount: v2, Version: "v2"}, nil
+		}
+	}
+	return Hierarchy{}, errors.New("no memory cgroup hierarchy is mounted")
+}
+
+func hasField(s, f string) bool {
+	for _, x := range strings.Fields(s) {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// unescape undoes mountinfo's octal escapes (\040 for a space).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Pin is what removed cgroups pin under one live cgroup (their nearest
+// live ancestor).
+type Pin struct {
+	Cgroup string `json:"cgroup"` // relative to the hierarchy, "/" for its root
+	Counts
+}
+
+// Report is a scan attributed to the memory cgroup hierarchy.
+type Report struct {
+	Hierarchy Hierarchy
+	Scan      *Result
+	// Live is the number of live memory cgroups (directories).
+	Live int
+	// Dying is the kernel's count of removed memory cgroups still
+	// allocated; -1 when unknown.
+	Dying int64
+	// Charged is every page charged to a memory cgroup.
+	Charged Counts
+	// Pinned is what removed cgroups pin (v1 only: the scan beyond each
+	// live cgroup's local counters); PinnedKnown says it was computed.
+	Pinned      Counts
+	PinnedKnown bool
+	// ByAncestor lists where the pinned pages sit, most page cache first.
+	ByAncestor []Pin
+}
+
+// local reads the cgroup's own (non-hierarchical) counters from a v1
+// memory.stat, in pages.
+func local(dir string, pageSize int64) (Counts, bool) {
+	b, err := os.ReadFile(dir + "/memory.stat")
+	if err != nil {
+		return Counts{}, false
+	}
+	var c Counts
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			continue
+		}
+		n /= pageSize
+		switch k {
+		case "cache":
+			c.File = n
+		case "rss":
+			c.Anon = n
+		case "dirty":
+			c.Dirty = n
+		case "writeback":
+			c.Writeback = n
+		case "mapped_file":
+			c.Mapped = n
+		case "shmem":
+			c.Shmem = n
+		}
+	}
+	return c, true
+}
+
+func excess(scan, own int64) int64 { return max(scan-own, 0) }
+
+// Attribute maps the scan's inodes to the hierarchy's directories. Read it
+// right after the scan: a cgroup removed in between counts as dying.
+func Attribute(res *Result, h Hierarchy, proc string) *Report {
+	rep := &Report{Hierarchy: h, Scan: res, Dying: -1, Charged: res.Total()}
+	ps := int64(res.PageSize)
+	seen := map[uint64]bool{}
+	pins := map[string]*Pin{}
+	_ = filepath.WalkDir(h.Mount, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		st, ok := info.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		rep.Live++
+		seen[st.Ino] = true
+		if h.Version != "v1" {
+			return nil
+		}
+		sc := res.ByInode[st.Ino]
+		if sc == nil {
+			return nil
+		}
+		own, ok := local(p, ps)
+		if !ok {
+			return nil
+		}
+		// The flags are shares of the pinned page cache: never more.
+		f := excess(sc.File, own.File)
+		pin := Counts{File: f, Anon: excess(sc.Anon, own.Anon),
+			Dirty: min(excess(sc.Dirty, own.Dirty), f), Writeback: min(excess(sc.Writeback, own.Writeback), f),
+			Mapped: min(excess(sc.Mapped, own.Mapped), f), Shmem: min(excess(sc.Shmem, own.Shmem), f)}
+		pin.Pages = pin.File + pin.Anon
+		if pin.Pages > 0 {
+			rel := "/" + strings.TrimPrefix(strings.TrimPrefix(p, h.Mount), "/")
+			pins[rel] = &Pin{Cgroup: rel, Counts: pin}
+		}
+		return nil
+	})
+	// Inodes without a directory: cgroups removed after their pages were
+	// read (the kernel had not yet moved them to the parent).
+	var gone Counts
+	for ino, c := range res.ByInode {
+		if !seen[ino] {
+			gone.Add(*c)
+		}
+	}
+	if h.Version == "v1" {
+		rep.PinnedKnown = true
+		for _, p := range pins {
+			rep.Pinned.Add(p.Counts)
+			rep.ByAncestor = append(rep.ByAncestor, *p)
+		}
+		rep.Pinned.Add(gone)
+		sort.Slice(rep.ByAncestor, func(i, j int) bool {
+			a, b := rep.ByAncestor[i], rep.ByAncestor[j]
+			if a.File != b.File {
+				return a.File > b.File
+			}
+			return a.Cgroup < b.Cgroup
+		})
+	}
+	rep.Dying = dyingCount(h, proc, rep.Live)
+	return rep
+}
+
+// dyingCount: v2's cgroup.stat nr_dying_subsys_memory (6.11+), else
+// nr_dying_descendants; v1's /proc/cgroups count minus the directories.
+func dyingCount(h Hierarchy, proc string, live int) int64 {
+	if h.Version == "v2" {
+		b, err := os.ReadFile(h.Mount + "/cgroup.stat")
+		if err != nil {
+			return -1
+		}
+		var anyDying int64 = -1
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(line, " ")
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				continue
+			}
+			switch k {
+			case "nr_dying_subsys_memory":
+				return n
+			case "nr_dying_descendants":
+				anyDying = n
+			}
+		}
+		return anyDying
+	}
+	b, err := os.ReadFile(proc + "/cgroups")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == "memory" {
+			if n, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+				return max(n-int64(live), 0)
+			}
+		}
+	}
+	return -1
+}
+
+// TopAncestors is how many live cgroups holding pinned pages are exported.
+const TopAncestors = 10
+
+// AddTo adds the report's series to a scrape.
+func (r *Report) AddTo(s *sample.Scrape) {
+	ps := float64(r.Scan.PageSize)
+	s.Add("memdoctor_pagescan_seconds", r.Scan.Duration.Seconds())
+	s.Add("memdoctor_pagescan_ram_bytes", float64(r.Scan.RAMBytes))
+	complete := 0.0
+	if r.Scan.Complete {
+		complete = 1
+	}
+	s.Add("memdoctor_pagescan_complete", complete)
+	for _, k := range kinds(r.Charged) {
+		s.Add("memdoctor_memcg_charged_bytes", float64(k.pages)*ps, "type", k.name)
+	}
+	if !r.PinnedKnown {
+		return
+	}
+	for _, k := range kinds(r.Pinned) {
+		if k.name == "slab" || k.name == "kernel" {
+			continue // not split by the local counters
+		}
+		s.Add("memdoctor_memcg_dying_pinned_bytes", float64(k.pages)*ps, "type", k.name)
+	}
+	for i, p := range r.ByAncestor {
+		if i >= TopAncestors {
+			break
+		}
+		s.Add("memdoctor_memcg_dying_pinned_ancestor_bytes", float64(p.File)*ps, "cgroup", p.Cgroup, "type", "file")
+	}
+}
+
+type kind struct {
+	name  string
+	pages int64
+}
+
+func kinds(c Counts) []kind {
+	return []kind{{"file", c.File}, {"anon", c.Anon}, {"slab", c.Slab}, {"kernel", c.Kernel},
+		{"dirty", c.Dirty}, {"writeback", c.Writeback}, {"mapped", c.Mapped}, {"shmem", c.Shmem}}
+}
