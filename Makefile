@@ -9,10 +9,16 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILD_DATE ?= $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
 
-.PHONY: build test test-short test-deps lint lint-install bench fuzz clean
+# memdoctor_VERSION_ARCH.deb in DEBDIR, with dpkg-deb (scripts/build-deb.sh).
+DEBDIR  ?= .
+
+.PHONY: build deb test test-short test-deps lint lint-install bench fuzz clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT) ./cmd/memdoctor
+
+deb:
+	GO=$(GO) scripts/build-deb.sh $(DEBDIR)
 
 test: test-deps
 	$(GO) vet ./...
@@ -48,4 +54,4 @@ fuzz:
 	scripts/fuzz-all.sh 20s
 
 clean:
-	rm -f memdoctor
+	rm -f memdoctor memdoctor_*.deb
