@@ -54,6 +54,26 @@ func libcPaths() [7]string {
 	}
 }
 
+// libcCandidates are the libcPaths under this root, then under
+// proc/1/root when this root has none of them: a memdoctor in an image
+// without a C library (FROM scratch) sharing the host's pid namespace
+// (a Kubernetes pod with hostPID) reads the host's library through init's
+// root. On a host, or in a container without the host's pids, proc/1/root
+// is this same root and nothing more is found.
+func (f FS) libcCandidates() []string {
+	local := libcPaths()
+	for _, name := range local {
+		if f.Exists(name) {
+			return local[:]
+		}
+	}
+	out := local[:]
+	for _, name := range local {
+		out = append(out, "proc/1/root/"+name)
+	}
+	return out
+}
+
 // GlibcVersion returns the host's glibc version ("2.36") and the release
 // string it came from, by scanning libc.so.6 for the "GNU C Library" banner.
 // A capture carries it as the text file "memdoctor/glibc-version". When
@@ -77,7 +97,7 @@ func (f FS) GlibcVersion() (version, banner string, err error) {
 		return "", "", err
 	}
 	var noBanner []string
-	for _, name := range libcPaths() {
+	for _, name := range f.libcCandidates() {
 		data, err := f.ReadFile(name)
 		if err != nil {
 			if IsNotExist(err) {
@@ -93,7 +113,7 @@ func (f FS) GlibcVersion() (version, banner string, err error) {
 	if noBanner != nil {
 		return "", "", fmt.Errorf("glibc version: no release banner in %v: %w", noBanner, fs.ErrNotExist)
 	}
-	return "", "", fmt.Errorf("glibc version: neither %s nor libc.so.6 under lib, lib64, usr/lib: %w", GlibcVersionFile, fs.ErrNotExist)
+	return "", "", fmt.Errorf("glibc version: neither %s nor libc.so.6 under lib, lib64, usr/lib (here or in /proc/1/root): %w", GlibcVersionFile, fs.ErrNotExist)
 }
 
 // ParseGlibcBanner finds the glibc release banner in a libc binary (or in

@@ -40,6 +40,13 @@ func TestGlibcVersion(t *testing.T) {
 		{"capture file", nil, result{"2.36", debianBanner}},
 		{"libc in the Debian multiarch dir", fstest.MapFS{"usr/lib/x86_64-linux-gnu/libc.so.6": {Data: fakeLibc(debianBanner)}},
 			result{"2.36", debianBanner}},
+		{"no libc here: init's, through proc/1/root (a FROM scratch image in a hostPID pod)", fstest.MapFS{
+			"proc/1/root/lib/x86_64-linux-gnu/libc.so.6": {Data: fakeLibc(debianBanner)},
+		}, result{"2.36", debianBanner}},
+		{"a libc here wins over init's", fstest.MapFS{
+			"lib64/libc.so.6": {Data: fakeLibc("GNU C Library (GNU libc) stable release version 2.17, by Roland McGrath et al.")},
+			"proc/1/root/lib/x86_64-linux-gnu/libc.so.6": {Data: fakeLibc(debianBanner)},
+		}, result{"2.17", "GNU C Library (GNU libc) stable release version 2.17, by Roland McGrath et al."}},
 		{"libc in lib64, an unbannered one first", fstest.MapFS{
 			"lib/x86_64-linux-gnu/libc.so.6": {Data: []byte("\x7fELF not glibc")},
 			"lib64/libc.so.6":                {Data: fakeLibc("GNU C Library (GNU libc) stable release version 2.17, by Roland McGrath et al.")},
