@@ -54,11 +54,20 @@ install -m 644 "$work/completions/memdoctor.bash" "$root/usr/share/bash-completi
 install -m 644 "$work/completions/_memdoctor" "$root/usr/share/zsh/vendor-completions/_memdoctor"
 install -m 644 "$work/completions/memdoctor.fish" "$root/usr/share/fish/vendor_completions.d/memdoctor.fish"
 
-# The preload library, from the Makefile's flags, hardened as Debian builds are.
+# The preload library: the Makefile's flags on top of Debian's hardening
+# flags for this architecture (dpkg-buildflags; a portable subset without
+# it). They come from the environment: the Makefile appends its own.
+if command -v dpkg-buildflags >/dev/null; then
+	export DEB_BUILD_MAINT_OPTIONS=hardening=+all
+	pcflags="$(dpkg-buildflags --get CFLAGS) $(dpkg-buildflags --get CPPFLAGS)"
+	pldflags=$(dpkg-buildflags --get LDFLAGS)
+else
+	pcflags="-g -O2 -fstack-protector-strong -D_FORTIFY_SOURCE=2"
+	pldflags=""
+fi
 cp -r preload "$work/preload"
 make -s -C "$work/preload" clean
-# (CFLAGS from the environment: the Makefile appends its own to them.)
-CFLAGS="-O2 -g -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fcf-protection" make -s -C "$work/preload" CC="$CC"
+(cd "$work/preload" && CFLAGS="$pcflags" LDFLAGS="$pldflags" make -s CC="$CC")
 install -m 644 "$work/preload/libmemdoctor_preload.so" "$root$libdir/"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root$libdir/libmemdoctor_preload.so"
 glibc=$(objdump -T "$root$libdir/libmemdoctor_preload.so" | sed -n 's/.*GLIBC_\([0-9.]*\).*/\1/p' | sort -uV | tail -1)
