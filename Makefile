@@ -2,13 +2,23 @@
 # runs every test on a fresh Debian machine (it installs what the tests need).
 
 GO      ?= go
+OUT     ?= memdoctor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The build date; SOURCE_DATE_EPOCH (reproducible builds) fixes it.
+BUILD_DATE ?= $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
 
-.PHONY: build test test-short test-deps lint lint-install bench fuzz clean
+# memdoctor_VERSION_ARCH.deb in DEBDIR, with dpkg-deb (scripts/build-deb.sh).
+DEBDIR  ?= .
+
+.PHONY: build deb test test-short test-deps lint lint-install bench fuzz clean
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o memdoctor ./cmd/memdoctor
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT) ./cmd/memdoctor
+
+deb:
+	GO=$(GO) scripts/build-deb.sh $(DEBDIR)
 
 test: test-deps
 	$(GO) vet ./...
@@ -44,4 +54,4 @@ fuzz:
 	scripts/fuzz-all.sh 20s
 
 clean:
-	rm -f memdoctor
+	rm -f memdoctor memdoctor_*.deb

@@ -20,6 +20,13 @@ import (
 // build of the same sources is cached.
 var ErrNoCompiler = errors.New("no C compiler found")
 
+// PackagedLib is the library a distribution package installs beside the
+// binary, built from the same sources (the Debian package sets it to
+// /usr/lib/memdoctor/libmemdoctor_preload.so with -ldflags -X). Build
+// returns it, when it is there, unless asked for a cache directory or a
+// compiler of its own. Empty in a plain build.
+var PackagedLib = ""
+
 // BuildOptions say where to build and with what.
 type BuildOptions struct {
 	// CacheDir holds the builds, one directory per source and compiler
@@ -46,13 +53,19 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(h, ".cache", "memdoctor"), nil
 }
 
-// Build compiles the embedded sources into CacheDir, unless a build of the
+// Build returns PackagedLib when it applies; otherwise it compiles the
+// embedded sources into CacheDir, unless a build of the
 // same sources with the same compiler version is already there, and returns
 // the library's absolute path. Builds are made in a temporary directory and
 // renamed into place, so concurrent callers never see half a library. With
 // no compiler it falls back to a cached build of the same sources made by
 // any compiler.
 func Build(ctx context.Context, opt BuildOptions) (string, error) {
+	if PackagedLib != "" && opt.CacheDir == "" && opt.CC == "" {
+		if st, err := os.Stat(PackagedLib); err == nil && st.Mode().IsRegular() {
+			return PackagedLib, nil
+		}
+	}
 	dir := opt.CacheDir
 	if dir == "" {
 		var err error

@@ -229,3 +229,46 @@ func startReady(t *testing.T, cmd *exec.Cmd) {
 		t.Fatalf("workload: %q, %v", line, err)
 	}
 }
+
+// A packaged library is used as it is: no compiler needed, no cache
+// written; a cache directory or compiler asked for, or a missing package
+// file, means a build of our own.
+func TestBuildPrefersPackagedLib(t *testing.T) {
+	cc := needCC(t)
+	dir := t.TempDir()
+	own, err := Build(context.Background(), BuildOptions{CacheDir: filepath.Join(dir, "cache")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgLib := filepath.Join(dir, "usr-lib", LibName)
+	data, err := os.ReadFile(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(pkgLib), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pkgLib, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func(old string) { PackagedLib = old }(PackagedLib)
+	PackagedLib = pkgLib
+
+	path := os.Getenv("PATH")
+	t.Setenv("PATH", filepath.Join(dir, "no-such-bin")) // no compiler to be found
+	t.Setenv("CC", "")
+	got, err := Build(context.Background(), BuildOptions{})
+	if err != nil || got != pkgLib {
+		t.Fatalf("Build with a packaged library = %q, %v; want %q", got, err, pkgLib)
+	}
+	t.Setenv("PATH", path)
+	other := filepath.Join(dir, "cache2")
+	got, err = Build(context.Background(), BuildOptions{CacheDir: other})
+	if err != nil || !strings.HasPrefix(got, other+string(os.PathSeparator)) {
+		t.Errorf("Build with --cache-dir = %q, %v; want a build in %s", got, err, other)
+	}
+	PackagedLib = filepath.Join(dir, "missing", LibName)
+	if _, err := Build(context.Background(), BuildOptions{CC: cc, CacheDir: filepath.Join(dir, "cache3")}); err != nil {
+		t.Errorf("Build with the packaged library missing: %v", err)
+	}
+}

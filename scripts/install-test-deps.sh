@@ -18,6 +18,12 @@ have node || need="$need nodejs"
 have chromium || have chromium-browser || need="$need chromium"
 [ -e /usr/include/librdkafka/rdkafka.h ] || need="$need librdkafka-dev"
 [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || [ -e /usr/lib/aarch64-linux-gnu/libjemalloc.so.2 ] || need="$need libjemalloc2"
+# --- packaging (make deb and its test): Debian's own tools -------------------
+have dpkg-deb || need="$need dpkg"
+have lintian || need="$need lintian"
+have man || need="$need man-db"
+have objdump || need="$need binutils"
+# --- end of packaging ---------------------------------------------------------
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ] || ! have apt-get; then
   echo "test peers missing (tests that need them will skip):$need" >&2

@@ -49,7 +49,7 @@ command lines whole.`,
 			prov := capture.Provenance{
 				PageSize: live.PageSize,
 				Time:     res.Scrape.Time.UTC().Truncate(time.Second),
-				Tool:     "memdoctor " + version,
+				Tool:     "memdoctor " + buildInfo().Version,
 				Note:     note,
 				Arch:     runtime.GOARCH,
 			}

@@ -14,9 +14,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // exitError carries an exit code without printing anything more.
 type exitError struct{ code int }
 
@@ -35,13 +32,14 @@ that prove it, and the exact commands to fix it. Nothing is changed without
   memdoctor check --json | jq .findings
   memdoctor capture -o host.txtar # save the evidence, command lines redacted
   memdoctor check --capture host.txtar`,
-		Version:       version,
+		Version:       buildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newCheckCmd(), newCaptureCmd(), newRecordCmd(), newDiagnoseCmd(), newExportCmd(), newMallocCmd(), newTrimCmd(), newPreloadCmd())
+	root.AddCommand(newCheckCmd(), newCaptureCmd(), newRecordCmd(), newDiagnoseCmd(), newExportCmd(), newMallocCmd(), newTrimCmd(), newPreloadCmd(), newVersionCmd())
 	for _, c := range commands {
 		root.AddCommand(c())
 	}

@@ -121,7 +121,11 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 			}
 			cfg := record.Config{DBPath: db, Interval: interval, Retention: ret, Top: top,
 				Scrape: rt.urls, ScrapeTimeout: rt.timeout, ScrapeAuth: rt.auth,
-				Instance: instance, Log: cmd.ErrOrStderr()}
+				Instance: instance, Log: cmd.ErrOrStderr(),
+				// Between samples 10 s or more apart, give back what a
+				// sample needed (see record.Config.Lean); closer samples
+				// would only map it all again.
+				Lean: interval >= 10*time.Second}
 			if listen != "" {
 				cfg.PageEvery = max(interval, 30*time.Second)
 				cfg.Page = livePage(db, cfg.PageEvery)

@@ -322,8 +322,11 @@ func TestRecorderQuickRestart(t *testing.T) {
 			t.Fatalf("the first recorder stored nothing:\n%s", first.logText())
 		}
 		last := time.UnixMilli(before[len(before)-1])
-		if !time.Now().Truncate(interval).Equal(last) {
-			continue // the slot ended meanwhile: not a quick restart, try again
+		if !time.Now().Truncate(interval).Equal(last) || time.Until(last.Add(interval)) < 3*time.Second {
+			// The slot ended meanwhile (not a quick restart), or ends before
+			// a second recorder could start, sample and stop (it would
+			// store the next slot too): try again.
+			continue
 		}
 		second := startRecorder(t, db, interval)
 		second.stop(t)

@@ -21,7 +21,9 @@ package procfs
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
+	"sync"
 )
 
 // KernelRelease reads proc/sys/kernel/osrelease.
@@ -54,6 +56,26 @@ func libcPaths() [7]string {
 	}
 }
 
+// libcCandidates are the libcPaths under this root, then under
+// proc/1/root when this root has none of them: a memdoctor in an image
+// without a C library (FROM scratch) sharing the host's pid namespace
+// (a Kubernetes pod with hostPID) reads the host's library through init's
+// root. On a host, or in a container without the host's pids, proc/1/root
+// is this same root and nothing more is found.
+func (f FS) libcCandidates() []string {
+	local := libcPaths()
+	for _, name := range local {
+		if f.Exists(name) {
+			return local[:]
+		}
+	}
+	out := local[:]
+	for _, name := range local {
+		out = append(out, "proc/1/root/"+name)
+	}
+	return out
+}
+
 // GlibcVersion returns the host's glibc version ("2.36") and the release
 // string it came from, by scanning libc.so.6 for the "GNU C Library" banner.
 // A capture carries it as the text file "memdoctor/glibc-version". When
@@ -77,15 +99,15 @@ func (f FS) GlibcVersion() (version, banner string, err error) {
 		return "", "", err
 	}
 	var noBanner []string
-	for _, name := range libcPaths() {
-		data, err := f.ReadFile(name)
+	for _, name := range f.libcCandidates() {
+		v, b, ok, err := f.libcBanner(name)
 		if err != nil {
 			if IsNotExist(err) {
 				continue
 			}
 			return "", "", err
 		}
-		if v, b, ok := ParseGlibcBanner(data); ok {
+		if ok {
 			return v, b, nil
 		}
 		noBanner = append(noBanner, name)
@@ -93,7 +115,86 @@ func (f FS) GlibcVersion() (version, banner string, err error) {
 	if noBanner != nil {
 		return "", "", fmt.Errorf("glibc version: no release banner in %v: %w", noBanner, fs.ErrNotExist)
 	}
-	return "", "", fmt.Errorf("glibc version: neither %s nor libc.so.6 under lib, lib64, usr/lib: %w", GlibcVersionFile, fs.ErrNotExist)
+	return "", "", fmt.Errorf("glibc version: neither %s nor libc.so.6 under lib, lib64, usr/lib (here or in /proc/1/root): %w", GlibcVersionFile, fs.ErrNotExist)
+}
+
+// libcBanners remembers the banner of each libc file read (by device,
+// inode, size and modification time): libc.so.6 is a few MiB, and the
+// recorder asks every sample. An upgrade replaces the file, so a new
+// version is read at once.
+var libcBanners sync.Map // libcKey -> libcBanner
+
+type libcKey struct {
+	dev, ino uint64
+	size     int64
+	mtime    int64
+}
+
+type libcBanner struct {
+	version, banner string
+	ok              bool
+}
+
+// libcBanner scans the file name for the glibc banner, a window at a time
+// (never the whole library in memory), or answers from libcBanners.
+func (f FS) libcBanner(name string) (version, banner string, ok bool, err error) {
+	file, err := f.fsys.Open(clean(name))
+	if err != nil {
+		return "", "", false, err
+	}
+	defer func() { _ = file.Close() }() // read-only
+	fi, err := file.Stat()
+	if err != nil {
+		return "", "", false, err
+	}
+	var key libcKey
+	dev, ino, cacheable := fileID(fi)
+	if cacheable {
+		key = libcKey{dev, ino, fi.Size(), fi.ModTime().UnixNano()}
+		if c, hit := libcBanners.Load(key); hit {
+			c := c.(libcBanner)
+			return c.version, c.banner, c.ok, nil
+		}
+	}
+	version, banner, ok, err = scanGlibcBanner(file)
+	if err == nil && cacheable {
+		libcBanners.Store(key, libcBanner{version, banner, ok})
+	}
+	return version, banner, ok, err
+}
+
+// bannerWindow is how much of a libc is held at once; bannerMax is more
+// than a banner's length (ParseGlibcBanner reads at most 512 bytes from
+// its start), kept from one window to the next so that no banner is cut.
+const (
+	bannerWindow = 64 << 10
+	bannerMax    = 1024
+)
+
+// scanGlibcBanner is ParseGlibcBanner over r, a window at a time.
+func scanGlibcBanner(r io.Reader) (version, banner string, ok bool, err error) {
+	buf := make([]byte, 0, bannerWindow+bannerMax)
+	for {
+		n, rerr := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		eof := rerr == io.EOF || rerr == io.ErrUnexpectedEOF
+		if rerr != nil && !eof {
+			return "", "", false, rerr
+		}
+		// A banner starting in the last bannerMax bytes may be cut: it is
+		// found whole in the next window, which starts with those bytes.
+		safe := len(buf)
+		if !eof {
+			safe = max(0, len(buf)-bannerMax)
+		}
+		if v, b, found := ParseGlibcBanner(buf); found && (eof || bytes.Index(buf, []byte(b)) < safe) {
+			return v, b, true, nil
+		}
+		if eof {
+			return "", "", false, nil
+		}
+		buf = buf[:copy(buf, buf[safe:])]
+	}
 }
 
 // ParseGlibcBanner finds the glibc release banner in a libc binary (or in

@@ -1,8 +1,11 @@
 package procfs
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -40,6 +43,13 @@ func TestGlibcVersion(t *testing.T) {
 		{"capture file", nil, result{"2.36", debianBanner}},
 		{"libc in the Debian multiarch dir", fstest.MapFS{"usr/lib/x86_64-linux-gnu/libc.so.6": {Data: fakeLibc(debianBanner)}},
 			result{"2.36", debianBanner}},
+		{"no libc here: init's, through proc/1/root (a FROM scratch image in a hostPID pod)", fstest.MapFS{
+			"proc/1/root/lib/x86_64-linux-gnu/libc.so.6": {Data: fakeLibc(debianBanner)},
+		}, result{"2.36", debianBanner}},
+		{"a libc here wins over init's", fstest.MapFS{
+			"lib64/libc.so.6": {Data: fakeLibc("GNU C Library (GNU libc) stable release version 2.17, by Roland McGrath et al.")},
+			"proc/1/root/lib/x86_64-linux-gnu/libc.so.6": {Data: fakeLibc(debianBanner)},
+		}, result{"2.17", "GNU C Library (GNU libc) stable release version 2.17, by Roland McGrath et al."}},
 		{"libc in lib64, an unbannered one first", fstest.MapFS{
 			"lib/x86_64-linux-gnu/libc.so.6": {Data: []byte("\x7fELF not glibc")},
 			"lib64/libc.so.6":                {Data: fakeLibc("GNU C Library (GNU libc) stable release version 2.17, by Roland McGrath et al.")},
@@ -125,4 +135,66 @@ func FuzzParseGlibcBanner(f *testing.F) {
 			t.Fatalf("version %q, banner %q", v, b)
 		}
 	})
+}
+
+// A banner is found wherever it lies against the scanning windows (never
+// cut in two), and a later "GNU C Library" mention does not hide it.
+func TestScanGlibcBannerWindows(t *testing.T) {
+	t.Parallel()
+	lib := fakeLibc(debianBanner)
+	for _, at := range []int{0, 100, bannerWindow - bannerMax - 1, bannerWindow - bannerMax, bannerWindow - 60,
+		bannerWindow - 20, bannerWindow, bannerWindow + bannerMax - 5, 2*bannerWindow - bannerMax - 30, 3 * bannerWindow} {
+		data := append(append(make([]byte, at), lib...), make([]byte, 300)...)
+		v, b, ok, err := scanGlibcBanner(bytes.NewReader(data))
+		wv, wb, wok := ParseGlibcBanner(data)
+		if err != nil || !ok || v != wv || b != wb || !wok {
+			t.Errorf("banner at %d: %q %q %v %v; whole file: %q %q", at, v, b, ok, err, wv, wb)
+		}
+	}
+	if _, _, ok, err := scanGlibcBanner(bytes.NewReader(make([]byte, 3*bannerWindow))); ok || err != nil {
+		t.Errorf("no banner: ok %v, err %v", ok, err)
+	}
+}
+
+// This host's libc: the same banner as reading it whole, without holding
+// the library in memory, and once per file (the recorder asks every sample).
+func TestGlibcVersionLiveIsCheap(t *testing.T) {
+	f := NewFS("/")
+	var path, wv, wb string
+	var wok bool
+	for _, p := range libcPaths() {
+		if b, err := os.ReadFile("/" + p); err == nil {
+			path = p
+			wv, wb, wok = ParseGlibcBanner(b)
+			break
+		}
+	}
+	if path == "" {
+		t.Skip("no libc.so.6 on this host")
+	}
+	libcBanners.Clear()
+	alloc := func(fn func()) uint64 {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		fn()
+		runtime.ReadMemStats(&m1)
+		return m1.TotalAlloc - m0.TotalAlloc
+	}
+	var v, b string
+	var err error
+	first := alloc(func() { v, b, err = f.GlibcVersion() })
+	if err != nil || !wok || v != wv || b != wb {
+		t.Fatalf("GlibcVersion = %q %q %v; whole %s: %q %q", v, b, err, path, wv, wb)
+	}
+	again := alloc(func() { v, b, err = f.GlibcVersion() })
+	if err != nil || v != wv {
+		t.Fatalf("again: %q %v", v, err)
+	}
+	t.Logf("%s: %d bytes allocated the first time, %d the next", path, first, again)
+	if first > 256<<10 {
+		t.Errorf("reading the glibc version allocated %d KiB: the library was held whole", first>>10)
+	}
+	if again > 16<<10 {
+		t.Errorf("asking again allocated %d bytes: not remembered", again)
+	}
 }

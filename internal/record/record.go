@@ -72,6 +72,11 @@ type Config struct {
 	// after it, so that it costs at most 5 % of one CPU on a long recording.
 	Findings      func(ctx context.Context, instance string) ([]diagnose.Finding, error)
 	FindingsEvery time.Duration
+	// Lean, for a recorder that is its own process: after each sample,
+	// each answer on /metrics and each evaluation of the findings, the heap
+	// goes back to the kernel and the executable's pages are unmapped (see
+	// settle).
+	Lean bool
 }
 
 // DefaultMaxPendingBytes bounds the samples held in memory while the store
@@ -92,6 +97,11 @@ type Recorder struct {
 	cfg  Config
 	fs   procfs.FS
 	live bool
+
+	settling      sync.Mutex // held by settle; guards the three below
+	settled       time.Time
+	settleQueued  bool // a settle waits for the second after the last one
+	releaseFailed bool // settle could not release the executable's pages (logged once)
 
 	mu        sync.Mutex
 	lock      *store.Lock // the store's writer lock, held from New to Close, across reopens
@@ -263,6 +273,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	r.logf("recording %s every %v into %s (top %d processes)", r.cfg.Instance, r.cfg.Interval, r.cfg.DBPath, r.cfg.Top)
 	next := r.firstSlot(time.Now())
 	r.Tick(next)
+	r.settle()
 	for {
 		next = nextSlot(next, time.Now(), r.cfg.Interval)
 		timer := time.NewTimer(time.Until(next))
@@ -272,6 +283,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 			return nil
 		case <-timer.C:
 			r.Tick(next)
+			r.settle()
 		}
 	}
 }
@@ -462,6 +474,7 @@ func (r *Recorder) maybeEvaluate() {
 	go func() {
 		defer f.wg.Done()
 		defer cancel()
+		defer r.settle() // after the child process and its answer
 		start := time.Now()
 		list, err := r.cfg.Findings(ctx, r.cfg.Instance)
 		took := time.Since(start)
@@ -620,6 +633,9 @@ func (r *Recorder) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	}
 	if err := sample.WriteText(w, scrapes...); err != nil {
 		r.logf("serving /metrics: %v", err)
+	}
+	if r.cfg.Lean {
+		go r.settle() // once the answer is out
 	}
 }
 
