@@ -44,7 +44,9 @@ var allowed = map[string][]string{
 	"collect":  {"procfs", "runtimes", "sample", "preload"},
 	"capture":  {"outfile", "safeio"},
 	"inject":   {"procfs"},
-	"malloc":   {"inject", "procfs", "preload"},
+	// Writes memory.reclaim (with --apply only); reads the tree with procfs.
+	"cgreclaim": {"procfs"},
+	"malloc":    {"inject", "procfs", "preload"},
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
