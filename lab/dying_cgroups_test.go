@@ -26,6 +26,13 @@ func TestDyingCgroupsV2(t *testing.T) {
 	saveCaptures(t, res, map[string]string{"healthy.txtar": "healthy-6.1-x86_64-v2.txtar", "dying-cgroups.txtar": "dying-cgroups-6.1-x86_64-v2.txtar"})
 
 	healthy := readReport(t, res, "healthy.json")
+	// The guest's hostname is never set (the kernel says "(none)").
+	if healthy.Host.Hostname != "localhost" {
+		t.Errorf("hostname %q, want localhost", healthy.Host.Hostname)
+	}
+	if d := res.File(t, "diagnose.json"); strings.Contains(d, "(none)") {
+		t.Errorf("diagnose of the recording calls the host \"(none)\"")
+	}
 	if healthy.Cgroups.Mode != "v2" {
 		t.Errorf("cgroup mode %q, want v2", healthy.Cgroups.Mode)
 	}

@@ -121,13 +121,27 @@ func Analyze(s *sample.Scrape, source string) *Host {
 	return h
 }
 
+// UnsetHostName is what the kernel reports for a host whose name was never
+// set (its default UTS nodename), as in an initramfs or a minimal container.
+const UnsetHostName = "(none)"
+
+// HostName is the name memdoctor shows and records for a host: its
+// nodename, or "localhost" where none was set ("(none)" or empty), the
+// name systemd and hostname(1) fall back to as well.
+func HostName(nodename string) string {
+	if nodename == "" || nodename == UnsetHostName {
+		return "localhost"
+	}
+	return nodename
+}
+
 func hostInfo(s *sample.Scrape, source string) HostInfo {
 	hi := HostInfo{Time: s.Time, Source: source, PageSize: int(s.Value("memdoctor_page_size_bytes"))}
 	if hi.PageSize == 0 {
 		hi.PageSize = 4096
 	}
 	if u := s.Select("node_uname_info"); len(u) > 0 {
-		hi.Hostname = u[0].Labels.Get("nodename")
+		hi.Hostname = HostName(u[0].Labels.Get("nodename"))
 		hi.Kernel = u[0].Labels.Get("release")
 		hi.Arch = u[0].Labels.Get("machine")
 	}
