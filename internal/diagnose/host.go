@@ -96,8 +96,14 @@ type Reclaim struct {
 	PgscanKswapd              float64 `json:"pgscan_kswapd"`
 	CompactStall              float64 `json:"compact_stall"`
 	OOMKill                   float64 `json:"oom_kill"`
-	// PerDay divides each counter by the uptime (0 when uptime is unknown).
-	PerDay map[string]float64 `json:"per_day,omitempty"`
+	// PerDay divides each counter's increase over Seconds by that span
+	// (nil when it is unknown): since boot for one scrape; over the newest
+	// boot, since the last change of watermark_scale_factor, for a time
+	// range (the span watermark_thrash judges, so both rules show the same
+	// rates). Counts are those increases.
+	PerDay  map[string]float64 `json:"per_day,omitempty"`
+	Counts  map[string]float64 `json:"counts,omitempty"`
+	Seconds float64            `json:"span_seconds,omitempty"`
 	// PSI memory "some" average over 60 s, percent (-1 when unavailable).
 	PSISomeAvg60 float64 `json:"psi_some_avg60_percent"`
 	PSIFullAvg60 float64 `json:"psi_full_avg60_percent"`
@@ -181,15 +187,40 @@ func reclaim(s *sample.Scrape, uptime float64) Reclaim {
 		r.PSIFullAvg60 = v * 100
 	}
 	if uptime > 0 {
-		d := uptime / 86400
-		r.PerDay = map[string]float64{
-			"kswapd_low_wmark_hit_quickly": r.KswapdLowWmarkHitQuickly / d,
-			"allocstall":                   r.Allocstall / d,
-			"pgscan_direct":                r.PgscanDirect / d,
-			"compact_stall":                r.CompactStall / d,
-		}
+		r.setRates(uptime, map[string]float64{
+			"kswapd_low_wmark_hit_quickly": r.KswapdLowWmarkHitQuickly,
+			"allocstall":                   r.Allocstall,
+			"pgscan_direct":                r.PgscanDirect,
+			"compact_stall":                r.CompactStall,
+		})
 	}
 	return r
+}
+
+func (r *Reclaim) setRates(seconds float64, counts map[string]float64) {
+	r.Seconds, r.Counts = seconds, counts
+	r.PerDay = map[string]float64{}
+	for k, v := range counts {
+		r.PerDay[k] = v / (seconds / 86400)
+	}
+}
+
+// Short reports whether the span is too short to extrapolate daily rates
+// from (minEvidenceSeconds).
+func (r *Reclaim) Short() bool { return r.Seconds < minEvidenceSeconds }
+
+// Judged is the value of counter k compared with a per-day threshold: its
+// daily rate over a span of at least minEvidenceSeconds; over a shorter
+// span the count itself, a lower bound of the day's count (one stall in
+// 40 s is one stall, not 2000 a day).
+func (r *Reclaim) Judged(k string) float64 {
+	if r.PerDay == nil {
+		return 0
+	}
+	if r.Short() {
+		return r.Counts[k]
+	}
+	return r.PerDay[k]
 }
 
 func processes(s *sample.Scrape) []Process {
