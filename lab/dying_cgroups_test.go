@@ -15,6 +15,7 @@ import (
 // the kernel's own count, in check and in diagnose of a recording; and
 // memdoctor reclaim --apply, writing the parent's memory.reclaim, frees them.
 func TestDyingCgroupsV2(t *testing.T) {
+	slowScenario(t)
 	l := lab.Open(t)
 	start := time.Now()
 	res := l.Boot(t, lab.Run{Script: "JOBS=120 KIB=256\n" + scenario(t, "dying-cgroups.sh"), Timeout: 5 * time.Minute})

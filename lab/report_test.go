@@ -113,3 +113,12 @@ func saveCaptures(t *testing.T, res *lab.Result, names map[string]string) {
 		}
 	}
 }
+
+// slowScenario skips a scenario (40 s or more of emulated guest) in -short
+// runs (make test-short); make test runs them.
+func slowScenario(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("lab scenario: a booted guest for 40 s or more (make test runs it)")
+	}
+}
