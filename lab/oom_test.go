@@ -1,6 +1,7 @@
 package lab_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -44,6 +45,23 @@ func TestOOMKillInCgroup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Scenario 3, PSI (on by default in this kernel): collected, and the
+	// stall of the cgroup at its limit shows host-wide.
+	var psi struct {
+		Reclaim struct {
+			PSISome float64 `json:"psi_some_avg60_percent"`
+		} `json:"reclaim"`
+	}
+	if err := json.Unmarshal([]byte(res.File(t, "check.json")), &psi); err != nil {
+		t.Fatal(err)
+	}
+	if psi.Reclaim.PSISome < 0 {
+		t.Errorf("check did not collect /proc/pressure/memory")
+	}
+	if p := res.File(t, "psi"); !strings.HasPrefix(p, "some ") || strings.Contains(strings.SplitN(p, "\n", 2)[0], "total=0") {
+		t.Errorf("no memory stall recorded by PSI during the OOM: %q", p)
+	}
+	t.Logf("PSI after the kill: %s; check: some avg60 %.2f%%", strings.SplitN(res.File(t, "psi"), "\n", 2)[0], psi.Reclaim.PSISome)
 	reps := procfs.ParseOOMReports([]byte(kmsg))
 	if len(reps) != 1 {
 		t.Fatalf("%d OOM reports in /dev/kmsg, want 1:\n%s", len(reps), res.File(t, "kmsg"))
