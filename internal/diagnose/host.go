@@ -127,19 +127,11 @@ func Analyze(s *sample.Scrape, source string) *Host {
 	return h
 }
 
-// UnsetHostName is what the kernel reports for a host whose name was never
-// set (its default UTS nodename), as in an initramfs or a minimal container.
-const UnsetHostName = "(none)"
+// UnsetHostName is the kernel's nodename for a host never named.
+const UnsetHostName = sample.UnsetHostName
 
-// HostName is the name memdoctor shows and records for a host: its
-// nodename, or "localhost" where none was set ("(none)" or empty), the
-// name systemd and hostname(1) fall back to as well.
-func HostName(nodename string) string {
-	if nodename == "" || nodename == UnsetHostName {
-		return "localhost"
-	}
-	return nodename
-}
+// HostName is sample.HostName: "localhost" for a host never named.
+func HostName(nodename string) string { return sample.HostName(nodename) }
 
 func hostInfo(s *sample.Scrape, source string) HostInfo {
 	hi := HostInfo{Time: s.Time, Source: source, PageSize: int(s.Value("memdoctor_page_size_bytes"))}
