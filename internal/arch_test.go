@@ -45,7 +45,9 @@ var allowed = map[string][]string{
 	"collect":  {"procfs", "runtimes", "sample", "preload"},
 	"capture":  {"outfile", "safeio"},
 	"inject":   {"procfs"},
-	"malloc":   {"inject", "procfs", "preload"},
+	// Writes memory.reclaim (with --apply only); reads the tree with procfs.
+	"cgreclaim": {"procfs"},
+	"malloc":    {"inject", "procfs", "preload"},
 	// The page scan reads /proc/kpagecgroup and the memory hierarchy itself
 	// (live only, like inject): its results are samples.
 	"pagescan": {"sample"},

@@ -24,10 +24,21 @@ have lintian || need="$need lintian"
 have man || need="$need man-db"
 have objdump || need="$need binutils"
 # --- end of packaging ---------------------------------------------------------
-[ -z "$need" ] && exit 0
+# --- kernel lab (lab/): qemu, a static busybox, cpio and e2fsprogs build and
+# read the guest; Debian's 6.1 kernel is fetched into the user's cache dir
+# (lab/fetch-kernel.sh) after the packages, below.
+have qemu-system-x86_64 || need="$need qemu-system-x86"
+# ldd fails on a static executable: the guest has no libc for busybox.
+have busybox && ! ldd "$(command -v busybox)" >/dev/null 2>&1 || need="$need busybox-static"
+have cpio || need="$need cpio"
+have mkfs.ext4 && have debugfs || need="$need e2fsprogs"
+lab_kernel() { "$(dirname "$0")/../lab/fetch-kernel.sh" >/dev/null || echo "lab: Debian's kernel could not be fetched; the lab tests will skip" >&2; }
+# --- end kernel lab
+[ -z "$need" ] && { lab_kernel; exit 0; }
 if [ "$(id -u)" != 0 ] || ! have apt-get; then
   echo "test peers missing (tests that need them will skip):$need" >&2
   echo "install with: sudo apt-get install -y$need" >&2
+  lab_kernel
   exit 0
 fi
 echo "installing test peers:$need" >&2
@@ -37,4 +48,5 @@ apt-get update -qq >/dev/null 2>&1 || true
 apt-get install -y -qq --no-install-recommends $need >/dev/null || {
   echo "apt-get install failed; tests that need:$need will skip" >&2
 }
+lab_kernel
 exit 0

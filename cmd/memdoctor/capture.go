@@ -9,6 +9,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/capture"
 	"github.com/memdoctor/memdoctor/internal/collect"
+	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/spf13/cobra"
 )
@@ -73,7 +74,7 @@ command lines whole.`,
 			if out == "" {
 				host := "host"
 				if u := res.Scrape.Select("node_uname_info"); len(u) > 0 && u[0].Labels.Get("nodename") != "" {
-					host = u[0].Labels.Get("nodename")
+					host = diagnose.HostName(u[0].Labels.Get("nodename"))
 				}
 				out = fmt.Sprintf("memdoctor-%s-%s.txtar", sanitize(host), prov.Time.Format("20060102T150405Z"))
 			}

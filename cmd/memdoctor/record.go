@@ -189,7 +189,7 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9105", "`ADDR` for the live report at /, /metrics and /healthz: HOST:PORT, or a bare PORT for 127.0.0.1:PORT (':PORT' is every interface; '' serves nothing)")
 	cmd.Flags().DurationVar(&findEvery, "findings-every", 5*time.Minute, "how often the recording is diagnosed for the findings on /metrics (0: never)")
 	rt.register(cmd)
-	cmd.Flags().StringVar(&instance, "instance", "", "name of this host in the store (default: hostname)")
+	cmd.Flags().StringVar(&instance, "instance", "", "name of this host in the store (default: hostname; localhost where none is set, as the kernel's \"(none)\")")
 	return cmd
 }
 

@@ -301,6 +301,13 @@ func dyingRemedies(hierarchy, kernel string, slabPins bool) []Remedy {
 		}
 		rs = append(rs, Remedy{Title: title, Commands: []string{v2},
 			Risk: "drops the job's page cache; later readers re-read it from disk"})
+		now := "now: free the dying cgroups already there: reclaim, through the memory.reclaim of the cgroup above them (the job runner's), what they still hold"
+		if kernel == "" {
+			now += " (5.19+)"
+		}
+		rs = append(rs, Remedy{Title: now,
+			Commands: []string{"memdoctor reclaim           # what --apply would write, and where", "memdoctor reclaim --apply"},
+			Risk:     "drops page cache below that cgroup, the live jobs' included in part; later readers re-read it from disk"})
 	case hierarchy == "v2":
 		// No memory.reclaim before 5.19 and no force_empty in v2: the
 		// job's own cache is what it can drop.

@@ -96,8 +96,14 @@ type Reclaim struct {
 	PgscanKswapd              float64 `json:"pgscan_kswapd"`
 	CompactStall              float64 `json:"compact_stall"`
 	OOMKill                   float64 `json:"oom_kill"`
-	// PerDay divides each counter by the uptime (0 when uptime is unknown).
-	PerDay map[string]float64 `json:"per_day,omitempty"`
+	// PerDay divides each counter's increase over Seconds by that span
+	// (nil when it is unknown): since boot for one scrape; over the newest
+	// boot, since the last change of watermark_scale_factor, for a time
+	// range (the span watermark_thrash judges, so both rules show the same
+	// rates). Counts are those increases.
+	PerDay  map[string]float64 `json:"per_day,omitempty"`
+	Counts  map[string]float64 `json:"counts,omitempty"`
+	Seconds float64            `json:"span_seconds,omitempty"`
 	// PSI memory "some" average over 60 s, percent (-1 when unavailable).
 	PSISomeAvg60 float64 `json:"psi_some_avg60_percent"`
 	PSIFullAvg60 float64 `json:"psi_full_avg60_percent"`
@@ -121,13 +127,19 @@ func Analyze(s *sample.Scrape, source string) *Host {
 	return h
 }
 
+// UnsetHostName is the kernel's nodename for a host never named.
+const UnsetHostName = sample.UnsetHostName
+
+// HostName is sample.HostName: "localhost" for a host never named.
+func HostName(nodename string) string { return sample.HostName(nodename) }
+
 func hostInfo(s *sample.Scrape, source string) HostInfo {
 	hi := HostInfo{Time: s.Time, Source: source, PageSize: int(s.Value("memdoctor_page_size_bytes"))}
 	if hi.PageSize == 0 {
 		hi.PageSize = 4096
 	}
 	if u := s.Select("node_uname_info"); len(u) > 0 {
-		hi.Hostname = u[0].Labels.Get("nodename")
+		hi.Hostname = HostName(u[0].Labels.Get("nodename"))
 		hi.Kernel = u[0].Labels.Get("release")
 		hi.Arch = u[0].Labels.Get("machine")
 	}
@@ -167,15 +179,40 @@ func reclaim(s *sample.Scrape, uptime float64) Reclaim {
 		r.PSIFullAvg60 = v * 100
 	}
 	if uptime > 0 {
-		d := uptime / 86400
-		r.PerDay = map[string]float64{
-			"kswapd_low_wmark_hit_quickly": r.KswapdLowWmarkHitQuickly / d,
-			"allocstall":                   r.Allocstall / d,
-			"pgscan_direct":                r.PgscanDirect / d,
-			"compact_stall":                r.CompactStall / d,
-		}
+		r.setRates(uptime, map[string]float64{
+			"kswapd_low_wmark_hit_quickly": r.KswapdLowWmarkHitQuickly,
+			"allocstall":                   r.Allocstall,
+			"pgscan_direct":                r.PgscanDirect,
+			"compact_stall":                r.CompactStall,
+		})
 	}
 	return r
+}
+
+func (r *Reclaim) setRates(seconds float64, counts map[string]float64) {
+	r.Seconds, r.Counts = seconds, counts
+	r.PerDay = map[string]float64{}
+	for k, v := range counts {
+		r.PerDay[k] = v / (seconds / 86400)
+	}
+}
+
+// Short reports whether the span is too short to extrapolate daily rates
+// from (minEvidenceSeconds).
+func (r *Reclaim) Short() bool { return r.Seconds < minEvidenceSeconds }
+
+// Judged is the value of counter k compared with a per-day threshold: its
+// daily rate over a span of at least minEvidenceSeconds; over a shorter
+// span the count itself, a lower bound of the day's count (one stall in
+// 40 s is one stall, not 2000 a day).
+func (r *Reclaim) Judged(k string) float64 {
+	if r.PerDay == nil {
+		return 0
+	}
+	if r.Short() {
+		return r.Counts[k]
+	}
+	return r.PerDay[k]
 }
 
 func processes(s *sample.Scrape) []Process {

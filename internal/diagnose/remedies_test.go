@@ -58,7 +58,7 @@ func TestDyingRemediesFitHost(t *testing.T) {
 	}{
 		{"5.0.0-1-amd64", "v2", nil, []string{"memory.reclaim", "memory.force_empty"}},
 		{"5.15.0-91-generic", "v2", nil, []string{"memory.reclaim", "memory.force_empty"}},
-		{"6.1.0-13-amd64", "v2", []string{"/sys/fs/cgroup/JOB/memory.reclaim"}, []string{"memory.force_empty", "5.19+"}},
+		{"6.1.0-13-amd64", "v2", []string{"/sys/fs/cgroup/JOB/memory.reclaim", "memdoctor reclaim --apply"}, []string{"memory.force_empty", "5.19+"}},
 		{"5.0.0-1-amd64", "v1", []string{"/sys/fs/cgroup/memory/JOB/memory.force_empty", "find /sys/fs/cgroup/memory "}, []string{"memory.reclaim"}},
 		{"6.1.0-13-amd64", "", []string{"rmdir /sys/fs/cgroup/memory/JOB   # cgroup v1", "rmdir /sys/fs/cgroup/JOB   # cgroup v2, kernel 5.19+"}, nil},
 		{"5.4.0-1-amd64", "", []string{"rmdir /sys/fs/cgroup/memory/JOB   # cgroup v1"}, []string{"memory.reclaim"}},

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -71,7 +72,13 @@ func run(in *Input, notes []sample.Note) *Report {
 	if h.Processes == nil {
 		h.Processes = []Process{}
 	}
-	if len(h.Watermarks.Mismatches) > 0 {
+	if d := h.Watermarks.BootDeficitPages; d > 0 {
+		all = append(all, sample.Note{Source: "proc/zoneinfo",
+			Message: fmt.Sprintf("the kernel's watermarks were computed when %d fewer pages (%s) were managed: at boot, before the initramfs and init memory were freed; "+
+				"the kernel recomputes them only when min_free_kbytes, watermark_scale_factor or lowmem_reserve_ratio is written, and the table shows what it would set then "+
+				"(sysctl -w vm.min_free_kbytes=$(cat /proc/sys/vm/min_free_kbytes) applies it)", d, HumanBytes(d*int64(h.Info.PageSize))),
+			Hides: "nothing: the recomputation matches the kernel's with those pages"})
+	} else if len(h.Watermarks.Mismatches) > 0 {
 		all = append(all, sample.Note{Source: "proc/zoneinfo",
 			Message: "the kernel's watermarks differ from the recomputation (kernel patches, memory hotplug or managed pages changing while reading)",
 			Hides:   "the exactness of the what-if table"})

@@ -317,6 +317,10 @@ func windowRates(h *Host, w *sample.Window) {
 	if w == nil {
 		return
 	}
+	if rr, ok := currentReclaim(w); ok && rr.seconds > 0 {
+		h.Reclaim.setRates(rr.seconds, map[string]float64{
+			"kswapd_low_wmark_hit_quickly": rr.nHits, "allocstall": rr.nStalls, "pgscan_direct": rr.nScans})
+	}
 	for i := range h.Runtimes {
 		r := &h.Runtimes[i]
 		if g := windowGC(w, r.Target); g != nil {

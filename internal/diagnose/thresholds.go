@@ -12,3 +12,9 @@ var Thresholds = struct {
 // AllocstallSeries are the direct-reclaim stall counters watermark_thrash
 // sums (per zone on newer kernels, one counter on older ones).
 func AllocstallSeries() []string { return append([]string(nil), allocstallSeries...) }
+
+// minEvidenceSeconds is the shortest span daily reclaim rates are
+// extrapolated from (watermark_gap_small, watermark_thrash): below it the
+// counts themselves are compared with the daily thresholds, and the
+// findings say the span instead of a rate.
+const minEvidenceSeconds = 3600

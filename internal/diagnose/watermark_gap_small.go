@@ -16,6 +16,10 @@ package diagnose
 // (any allocstall or pgscan_direct), or kswapd_low_wmark_hit_quickly at 10
 // or more per day; and only while the largest lowmem zone's window is below
 // the recommended size. Critical from 1000 direct-reclaim stalls per day.
+// The rates are over the uptime for one scrape, and over the span
+// watermark_thrash judges for a time range (the same numbers in both
+// findings); from less than an hour the counts themselves are compared
+// with the daily thresholds and shown with their span, never extrapolated.
 //
 // Recommendation: the smallest factor (a multiple of 10) that makes the
 // largest lowmem zone's window 2 % of the zone, but at least 64 MiB and no
@@ -109,14 +113,11 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 	h := in.Host
 	w := &h.Watermarks
 	r := h.Reclaim
-	perDay := func(k string) float64 {
-		if r.PerDay == nil {
-			return 0
-		}
-		return r.PerDay[k]
-	}
 	direct := r.Allocstall > 0 || r.PgscanDirect > 0
-	hits := perDay("kswapd_low_wmark_hit_quickly")
+	if r.Counts != nil {
+		direct = r.Counts["allocstall"] > 0 || r.Counts["pgscan_direct"] > 0
+	}
+	hits := r.Judged("kswapd_low_wmark_hit_quickly")
 	if !direct && hits < gapMinHitsPerDay {
 		return nil
 	}
@@ -127,28 +128,42 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 	rec := next.WatermarkScaleFactor
 	cur := w.Evaluate(w.WatermarkScaleFactor)
 	sev := Warning
-	if perDay("allocstall") >= 1000 {
+	if r.Judged("allocstall") >= 1000 {
 		sev = Critical
 	}
+	seen := fmt.Sprintf("%.0f direct-reclaim stalls and %.0f quick low-watermark wake-ups per day", r.Judged("allocstall"), hits)
+	rates := []Evidence{
+		ev("kswapd_low_wmark_hit_quickly_per_day", hits, "per_day"),
+		ev("allocstall_per_day", r.Judged("allocstall"), "per_day"),
+		ev("pgscan_direct_per_day", r.Judged("pgscan_direct"), "per_day"),
+	}
+	if r.PerDay != nil && r.Short() {
+		seen = fmt.Sprintf("%.0f direct-reclaim stalls and %.0f quick low-watermark wake-ups in %s (too short a span for daily rates)",
+			r.Counts["allocstall"], r.Counts["kswapd_low_wmark_hit_quickly"], humanSeconds(r.Seconds))
+		rates = []Evidence{
+			ev("kswapd_low_wmark_hit_quickly_count", r.Counts["kswapd_low_wmark_hit_quickly"], "count"),
+			ev("allocstall_count", r.Counts["allocstall"], "count"),
+			ev("pgscan_direct_count", r.Counts["pgscan_direct"], "count"),
+			ev("span_seconds", r.Seconds, "seconds"),
+		}
+	}
 	f := Finding{ID: "watermark_gap_small", Severity: sev, Subject: "zone " + cur.Zone,
-		Summary: fmt.Sprintf("kswapd's window on %s is %s (low−min); reclaim bursts cross it: %.0f direct-reclaim stalls and %.0f quick low-watermark wake-ups per day",
-			cur.Zone, HumanBytes(cur.LowMinGapBytes), perDay("allocstall"), hits),
-		Evidence: []Evidence{
+		Summary: fmt.Sprintf("kswapd's window on %s is %s (low−min); reclaim bursts cross it: %s",
+			cur.Zone, HumanBytes(cur.LowMinGapBytes), seen),
+		Evidence: append([]Evidence{
 			ev("watermark_scale_factor", float64(w.WatermarkScaleFactor), ""),
 			ev("min_free_kbytes", float64(w.MinFreeKbytes), "kB"),
 			ev("scale_factor_effective_from", float64(w.EffectiveFrom), ""),
-			ev("low_min_gap_bytes", float64(cur.LowMinGapBytes), "bytes"),
-			ev("kswapd_low_wmark_hit_quickly_per_day", hits, "per_day"),
-			ev("allocstall_per_day", perDay("allocstall"), "per_day"),
-			ev("pgscan_direct_per_day", perDay("pgscan_direct"), "per_day"),
-			ev("recommended_watermark_scale_factor", float64(rec), ""),
-			ev("recommended_low_min_gap_bytes", float64(next.LowMinGapBytes), "bytes"),
-			ev("recommended_min_pages", float64(next.MinPages), "pages"),
-			ev("recommended_low_pages", float64(next.LowPages), "pages"),
-			ev("recommended_high_pages", float64(next.HighPages), "pages"),
-			ev("mem_available_delta_bytes", float64(next.MemAvailableDeltaBytes), "bytes"),
-		},
+			ev("low_min_gap_bytes", float64(cur.LowMinGapBytes), "bytes")}, rates...),
 	}
+	f.Evidence = append(f.Evidence, []Evidence{
+		ev("recommended_watermark_scale_factor", float64(rec), ""),
+		ev("recommended_low_min_gap_bytes", float64(next.LowMinGapBytes), "bytes"),
+		ev("recommended_min_pages", float64(next.MinPages), "pages"),
+		ev("recommended_low_pages", float64(next.LowPages), "pages"),
+		ev("recommended_high_pages", float64(next.HighPages), "pages"),
+		ev("mem_available_delta_bytes", float64(next.MemAvailableDeltaBytes), "bytes"),
+	}...)
 	if w.WatermarkScaleFactor < w.EffectiveFrom {
 		f.Evidence = append(f.Evidence, evText("note", fmt.Sprintf("watermark_scale_factor %d is below %d, where it starts to matter: the window is min_free_kbytes/4 spread over the zones",
 			w.WatermarkScaleFactor, w.EffectiveFrom)))

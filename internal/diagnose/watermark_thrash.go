@@ -17,7 +17,10 @@ package diagnose
 // after it.
 //
 // Fires: warning from 100 quick kswapd wake-ups or 10 direct-reclaim stalls
-// a day under the current setting, critical from 1000 stalls a day. When a
+// a day under the current setting, critical from 1000 stalls a day. Daily
+// rates are extrapolated only from an hour or more (minEvidenceSeconds): a
+// shorter recording is judged on its counts, which the day's can only
+// exceed, and the finding gives them with the span ("12 stalls in 44s"). When a
 // change of the setting brought the rates below that, an info finding
 // reports the verified improvement instead.
 //
@@ -27,6 +30,7 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -87,24 +91,78 @@ const (
 	thrashCritStalls   = 1000
 )
 
-type reclaimRates struct{ hits, stalls, scans, days float64 }
+// reclaimRates are the reclaim counters over one span: their increases
+// (n*) over the seconds between the first and last sample of the
+// kswapd series, and the daily rates. All share that one span.
+type reclaimRates struct {
+	hits, stalls, scans    float64 // per day
+	nHits, nStalls, nScans float64 // increases
+	days, seconds          float64
+}
+
+// short: too short a span to extrapolate daily rates (minEvidenceSeconds).
+func (r reclaimRates) short() bool { return r.seconds < minEvidenceSeconds }
+
+// judged are the values compared with the per-day thresholds: the daily
+// rates, or on a short span the counts themselves (see Reclaim.Judged).
+func (r reclaimRates) judged() (hits, stalls float64) {
+	if r.short() {
+		return r.nHits, r.nStalls
+	}
+	return r.hits, r.stalls
+}
+
+// describe says what was seen, as rates or, on a short span, as counts.
+func (r reclaimRates) describe() string {
+	if r.short() {
+		return fmt.Sprintf("%.0f quick kswapd wake-ups and %.0f direct-reclaim stalls in %s (too short a span for daily rates)",
+			r.nHits, r.nStalls, humanSeconds(r.seconds))
+	}
+	return fmt.Sprintf("%.0f quick kswapd wake-ups and %.0f direct-reclaim stalls a day (over %.1f days)", r.hits, r.stalls, r.days)
+}
 
 func reclaimOver(w *sample.Window, sp span) reclaimRates {
 	hits := within(w.Get("node_vmstat_kswapd_low_wmark_hit_quickly"), sp)
+	if len(hits) < 2 {
+		return reclaimRates{}
+	}
+	// One span for every counter: the kswapd series' own.
+	sp = span{hits[0].T, hits[len(hits)-1].T}
+	r := reclaimRates{days: sp.days(), seconds: float64(sp.To-sp.From) / 1000, nHits: increase(hits)}
+	r.nScans = increase(within(w.Get("node_vmstat_pgscan_direct"), sp))
 	var st []*sample.Series
 	for _, n := range allocstallSeries {
 		if s := w.Get(n); s != nil {
 			st = append(st, s)
 		}
 	}
-	r := reclaimRates{hits: perDay(hits), scans: perDay(within(w.Get("node_vmstat_pgscan_direct"), sp))}
-	if len(hits) > 1 {
-		r.days = span{hits[0].T, hits[len(hits)-1].T}.days()
-	}
 	if s := sumSeries(st); s != nil {
-		r.stalls = perDay(within(s, sp))
+		r.nStalls = increase(within(s, sp))
+	}
+	if r.days > 0 {
+		r.hits, r.stalls, r.scans = r.nHits/r.days, r.nStalls/r.days, r.nScans/r.days
 	}
 	return r
+}
+
+// humanSeconds: "44s", "12m30s", "3h5m".
+func humanSeconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
+
+// currentReclaim: the rates over the newest boot since the last change of
+// watermark_scale_factor, the span watermark_thrash judges (false with
+// fewer than 3 samples of the kswapd counter).
+func currentReclaim(w *sample.Window) (reclaimRates, bool) {
+	seg := lastSegment(w)
+	if len(within(w.Get("node_vmstat_kswapd_low_wmark_hit_quickly"), seg)) < 3 {
+		return reclaimRates{}, false
+	}
+	cur := seg
+	if ch := settingChanges(w.Get("node_sysctl_vm_watermark_scale_factor"), seg); len(ch) > 0 {
+		cur = span{ch[len(ch)-1].T, seg.To}
+	}
+	return reclaimOver(w, cur), true
 }
 
 // settingChanges returns the times where the series' value changed.
@@ -148,25 +206,26 @@ func (watermarkThrash) Eval(in *Input) []Finding {
 		cur = span{c.T, seg.To}
 	}
 	now := reclaimOver(w, cur)
-	bad := now.hits >= thrashHitsPerDay || now.stalls >= thrashStallsPerDay
-	if !bad {
-		if before != nil && (before.hits >= thrashHitsPerDay || before.stalls >= thrashStallsPerDay) {
+	bad := func(r reclaimRates) bool {
+		h, st := r.judged()
+		return h >= thrashHitsPerDay || st >= thrashStallsPerDay
+	}
+	if !bad(now) {
+		if before != nil && bad(*before) {
 			return []Finding{improved(w, change, *before, now)}
+		}
+		if now.short() && (now.nHits > 0 || now.nStalls > 0) {
+			in.Note("watermark_thrash", fmt.Sprintf("%s: below the thresholds, and too short to judge a day", now.describe()), "record longer")
 		}
 		return nil
 	}
 	sev := Warning
-	if now.stalls >= thrashCritStalls {
+	if _, st := now.judged(); st >= thrashCritStalls {
 		sev = Critical
 	}
 	f := Finding{ID: "watermark_thrash", Severity: sev, Subject: subject(w, "host"),
-		Summary: fmt.Sprintf("reclaim bursts cross the watermarks: %.0f quick kswapd wake-ups and %.0f direct-reclaim stalls a day (over %.1f days)",
-			now.hits, now.stalls, now.days),
-		Evidence: []Evidence{
-			ev("kswapd_low_wmark_hit_quickly_per_day", now.hits, "per_day"),
-			ev("allocstall_per_day", now.stalls, "per_day"),
-			ev("pgscan_direct_per_day", now.scans, "per_day"),
-		},
+		Summary:  "reclaim bursts cross the watermarks: " + now.describe(),
+		Evidence: rateEvidence(now),
 	}
 	// Zones: how often free pages were below low.
 	free := w.Select("memdoctor_zoneinfo_free_pages")
@@ -286,10 +345,33 @@ func indexOf(s *sample.Series, t int64) int {
 	return 0
 }
 
+// rateEvidence: daily rates over a span long enough, else the counts and
+// the span (never a rate extrapolated from minutes).
+func rateEvidence(r reclaimRates) []Evidence {
+	if r.short() {
+		return []Evidence{
+			ev("kswapd_low_wmark_hit_quickly_count", r.nHits, "count"),
+			ev("allocstall_count", r.nStalls, "count"),
+			ev("pgscan_direct_count", r.nScans, "count"),
+			ev("span_seconds", r.seconds, "seconds"),
+		}
+	}
+	return []Evidence{
+		ev("kswapd_low_wmark_hit_quickly_per_day", r.hits, "per_day"),
+		ev("allocstall_per_day", r.stalls, "per_day"),
+		ev("pgscan_direct_per_day", r.scans, "per_day"),
+	}
+}
+
 func improved(w *sample.Window, change *sample.Point, before, now reclaimRates) Finding {
+	summary := fmt.Sprintf("verified: after watermark_scale_factor changed from %.0f, quick kswapd wake-ups fell %.0f → %.0f a day and direct-reclaim stalls %.0f → %.0f",
+		change.V, before.hits, now.hits, before.stalls, now.stalls)
+	if before.short() || now.short() {
+		summary = fmt.Sprintf("after watermark_scale_factor changed from %.0f: quick kswapd wake-ups %.0f in %s before, %.0f in %s after; direct-reclaim stalls %.0f before, %.0f after (spans too short for daily rates: record longer to verify)",
+			change.V, before.nHits, humanSeconds(before.seconds), now.nHits, humanSeconds(now.seconds), before.nStalls, now.nStalls)
+	}
 	return Finding{ID: "watermark_thrash", Severity: Info, Subject: subject(w, "host"),
-		Summary: fmt.Sprintf("verified: after watermark_scale_factor changed from %.0f, quick kswapd wake-ups fell %.0f → %.0f a day and direct-reclaim stalls %.0f → %.0f",
-			change.V, before.hits, now.hits, before.stalls, now.stalls),
+		Summary: summary,
 		Evidence: []Evidence{
 			ev("watermark_scale_factor_before", change.V, ""),
 			ev("kswapd_low_wmark_hit_quickly_per_day_before", before.hits, "per_day"),

@@ -87,18 +87,6 @@ func increase(ps []sample.Point) float64 {
 	return inc
 }
 
-// perDay is a counter's average increase per day over the points.
-func perDay(ps []sample.Point) float64 {
-	if len(ps) < 2 {
-		return 0
-	}
-	d := span{ps[0].T, ps[len(ps)-1].T}.days()
-	if d <= 0 {
-		return 0
-	}
-	return increase(ps) / d
-}
-
 // sumSeries adds series point by point on the timestamps of the first
 // (all series of a window share the sampling times of their source).
 func sumSeries(ss []*sample.Series) *sample.Series {

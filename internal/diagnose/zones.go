@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/vmcalc"
@@ -64,6 +65,12 @@ type Watermarks struct {
 	// Recomputed is false when the sysctls were not available.
 	Recomputed bool     `json:"recomputed"`
 	Mismatches []string `json:"mismatches"`
+	// BootDeficitPages, when the watermarks differ from the recomputation,
+	// is how many fewer pages were managed when the kernel computed them
+	// (at boot, before the initramfs and init memory were freed): with
+	// that many fewer pages the recomputation matches exactly (0: it
+	// does not explain them).
+	BootDeficitPages int64 `json:"boot_deficit_pages,omitempty"`
 	// TotalReservePages is totalreserve_pages reconstructed from zoneinfo.
 	TotalReservePages int64 `json:"total_reserve_pages"`
 	// Recommended is the suggested watermark_scale_factor (see
@@ -147,6 +154,12 @@ func zones(s *sample.Scrape, pageSize int) ([]ZoneReport, Watermarks) {
 	}
 	p := vmcalc.Params{MinFreeKbytes: w.MinFreeKbytes, WatermarkScaleFactor: w.WatermarkScaleFactor,
 		LowmemReserveRatio: ratios, PageSize: pageSize}
+	// The arithmetic follows the kernel that wrote the numbers.
+	if u := s.Select("node_uname_info"); len(u) > 0 {
+		if ma, mi, ok := kernelVersion(u[0].Labels.Get("release")); ok {
+			p.MovableIsLowmem = vmcalc.MovableIsLowmemOn(ma, mi)
+		}
+	}
 	ps := int64(pageSize)
 	avail := vmcalc.AvailableInput{
 		FreePages:        free,
@@ -191,7 +204,25 @@ func zones(s *sample.Scrape, pageSize int) ([]ZoneReport, Watermarks) {
 				MemAvailableDeltaBytes: wi.MemAvailableDeltaPages * ps})
 		}
 	}
+	if len(w.Mismatches) > 0 {
+		kernel := make([]vmcalc.Marks, len(out))
+		for i, z := range out {
+			kernel[i] = vmcalc.Marks{Min: z.MinPages - z.BoostPages, Low: z.LowPages - z.BoostPages, High: z.HighPages - z.BoostPages}
+		}
+		w.BootDeficitPages = vmcalc.BootManagedDeficit(vz, p, kernel)
+	}
 	return out, w
+}
+
+// kernelVersion reads major and minor from a release ("6.1.0-56-amd64").
+func kernelVersion(release string) (major, minor int, ok bool) {
+	f := strings.FieldsFunc(release, func(r rune) bool { return r == '.' || r == '-' || r == '+' || r == '_' })
+	if len(f) < 2 {
+		return 0, 0, false
+	}
+	ma, err1 := strconv.Atoi(f[0])
+	mi, err2 := strconv.Atoi(f[1])
+	return ma, mi, err1 == nil && err2 == nil
 }
 
 // Evaluate returns the host-wide effect of a scale factor on the largest

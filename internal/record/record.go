@@ -182,7 +182,7 @@ func New(cfg Config) (*Recorder, error) {
 	}
 	if r.cfg.Instance == "" {
 		h, _ := os.Hostname()
-		r.cfg.Instance = orDefault(h, "localhost")
+		r.cfg.Instance = diagnose.HostName(h)
 	}
 	lock, err := store.AcquireLock(cfg.DBPath)
 	if err != nil {
@@ -203,13 +203,6 @@ func (r *Recorder) noteStored() {
 	if _, to, err := r.st.TimeRange(r.cfg.Instance); err == nil && to.After(r.lastStored) {
 		r.lastStored = to
 	}
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }
 
 func (r *Recorder) logf(format string, a ...any) {

@@ -170,3 +170,17 @@ func (s *Scrape) Names() []string {
 	sort.Strings(out)
 	return out
 }
+
+// UnsetHostName is what the kernel reports for a host whose name was never
+// set (its default UTS nodename), as in an initramfs or a minimal container.
+const UnsetHostName = "(none)"
+
+// HostName is the name memdoctor shows and records for a host: its
+// nodename, or "localhost" where none was set ("(none)" or empty), the
+// name systemd and hostname(1) fall back to as well.
+func HostName(nodename string) string {
+	if nodename == "" || nodename == UnsetHostName {
+		return "localhost"
+	}
+	return nodename
+}

@@ -145,8 +145,8 @@ func readCaptures(path string, opt IngestOptions, w *writer) error {
 			}
 			inst := opt.Instance
 			if inst == "" {
-				if h, err := fs.ReadFile(fsys, "proc/sys/kernel/hostname"); err == nil {
-					inst = strings.TrimSpace(string(h))
+				if h, err := fs.ReadFile(fsys, "proc/sys/kernel/hostname"); err == nil && strings.TrimSpace(string(h)) != "" {
+					inst = sample.HostName(strings.TrimSpace(string(h)))
 				}
 			}
 			if inst == "" {

@@ -59,7 +59,17 @@ func selectAll(t *testing.T, st *store.Store, inst string) []*sample.Scrape {
 func TestIngestCapturesIntoStore(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
-	stats, err := Ingest(captures, st, IngestOptions{})
+	// The development machine's four captures (one host, "vm"); the lab's
+	// are another host.
+	dir := t.TempDir()
+	for _, n := range captureNames {
+		b, err := os.ReadFile(captureFile(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir, filepath.Base(captureFile(n)), string(b))
+	}
+	stats, err := Ingest(dir, st, IngestOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +96,7 @@ func TestIngestCapturesIntoStore(t *testing.T) {
 
 	// The same data again is older than what is stored: the store's error,
 	// with what was being written.
-	_, err = Ingest(captures, st, IngestOptions{})
+	_, err = Ingest(dir, st, IngestOptions{})
 	if !errors.Is(err, store.ErrOutOfOrder) || !strings.Contains(err.Error(), "vm") {
 		t.Errorf("second ingest: %v, want ErrOutOfOrder naming the instance", err)
 	}
@@ -236,4 +246,24 @@ func ingestTimed(b *testing.B, path string) (IngestStats, time.Duration) {
 		b.Fatal(err)
 	}
 	return stats, d
+}
+
+// A capture of a host whose name was never set (the kernel lab's guest:
+// "(none)") is ingested as localhost, as record and check name it.
+func TestIngestUnnamedHostIsLocalhost(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(captures, "healthy-6.1-x86_64-v2.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "healthy-6.1-x86_64-v2.txtar", string(b))
+	stats, err := Ingest(dir, st, IngestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stats.Instances) != 1 || stats.Instances[0] != "localhost" {
+		t.Errorf("instances %q, want [localhost]", stats.Instances)
+	}
 }

@@ -34,11 +34,31 @@ type Params struct {
 	// LowmemReserveRatio is vm.lowmem_reserve_ratio, one value per zone index.
 	LowmemReserveRatio []int64
 	PageSize           int // bytes
+	// MovableIsLowmem: the kernel treats ZONE_MOVABLE as a lowmem zone
+	// (counted in lowmem_pages, min from min_free_kbytes), as 6.1 does
+	// (seen in the kernel lab: an empty Movable zone has 0/0/0); newer
+	// kernels cap it like HighMem (6.18: 32/32/32). See MovableIsLowmemOn.
+	MovableIsLowmem bool
 }
 
-// IsLowmem reports whether the zone counts towards lowmem_pages: every zone
-// except HighMem and Movable (ZONE_DEVICE is included; it has 0 managed pages).
+// IsLowmem reports whether the zone counts towards lowmem_pages on current
+// kernels: every zone except HighMem and Movable (ZONE_DEVICE is included;
+// it has 0 managed pages). Params.IsLowmem follows the kernel's version.
 func IsLowmem(name string) bool { return name != "HighMem" && name != "Movable" }
+
+// IsLowmem is IsLowmem for the kernel the parameters describe.
+func (p Params) IsLowmem(name string) bool {
+	if name == "Movable" && p.MovableIsLowmem {
+		return true
+	}
+	return IsLowmem(name)
+}
+
+// MovableIsLowmemOn reports whether a kernel release (major, minor) treats
+// ZONE_MOVABLE as lowmem in __setup_per_zone_wmarks. Seen: 6.1 does, 6.18
+// does not; the change lies in between and is placed at 6.2 until a kernel
+// in between is seen (a mismatch on one says so).
+func MovableIsLowmemOn(major, minor int) bool { return major < 6 || (major == 6 && minor < 2) }
 
 func pageShiftMinus10(pageSize int) uint {
 	s := uint(0)
@@ -61,10 +81,12 @@ func PagesMin(p Params) int64 {
 }
 
 // LowmemPages sums managed pages over the lowmem zones of every node.
-func LowmemPages(zones []Zone) int64 {
+func LowmemPages(zones []Zone) int64 { return lowmemPages(zones, Params{}) }
+
+func lowmemPages(zones []Zone, p Params) int64 {
 	var n int64
 	for _, z := range zones {
-		if IsLowmem(z.Name) {
+		if p.IsLowmem(z.Name) {
 			n += z.Managed
 		}
 	}
@@ -92,7 +114,7 @@ func clamp(v, lo, hi int64) int64 {
 // Watermarks computes every zone's static watermarks, in input order.
 func Watermarks(zones []Zone, p Params) []Marks {
 	pagesMin := PagesMin(p)
-	lowmem := LowmemPages(zones)
+	lowmem := lowmemPages(zones, p)
 	out := make([]Marks, len(zones))
 	for i, z := range zones {
 		var tmp int64
@@ -101,7 +123,7 @@ func Watermarks(zones []Zone, p Params) []Marks {
 			tmp = pagesMin * z.Managed / lowmem
 		}
 		var m Marks
-		if IsLowmem(z.Name) {
+		if p.IsLowmem(z.Name) {
 			m.Min = tmp
 		} else {
 			m.Min = clamp(z.Managed/1024, 32, 128) // SWAP_CLUSTER_MAX .. 128
@@ -120,7 +142,7 @@ func Watermarks(zones []Zone, p Params) []Marks {
 // wsf* = 2500 × pages_min / lowmem_pages. Per-zone rounding can move the
 // switch-over by one; EffectiveFrom gives the exact integer.
 func ScaleFactorThreshold(zones []Zone, p Params) float64 {
-	lowmem := LowmemPages(zones)
+	lowmem := lowmemPages(zones, p)
 	if lowmem == 0 {
 		return 0
 	}
@@ -131,10 +153,10 @@ func ScaleFactorThreshold(zones []Zone, p Params) float64 {
 // widens the gap of at least one populated lowmem zone beyond min/4.
 func EffectiveFrom(zones []Zone, p Params) int64 {
 	pagesMin := PagesMin(p)
-	lowmem := LowmemPages(zones)
+	lowmem := lowmemPages(zones, p)
 	best := int64(-1)
 	for _, z := range zones {
-		if !IsLowmem(z.Name) || z.Managed == 0 || lowmem == 0 {
+		if !p.IsLowmem(z.Name) || z.Managed == 0 || lowmem == 0 {
 			continue
 		}
 		quarter := (pagesMin * z.Managed / lowmem) >> 2
@@ -256,4 +278,64 @@ func Evaluate(zones []Zone, p Params, in AvailableInput, factors []int64) []What
 		})
 	}
 	return out
+}
+
+// BootManagedDeficit explains watermarks that differ from the
+// recomputation because the kernel computed them when fewer pages were
+// managed: at boot (init_per_zone_wmark_min), before the initramfs and the
+// kernel's init memory were freed. The kernel recomputes only when
+// min_free_kbytes, watermark_scale_factor or lowmem_reserve_ratio is
+// written (or memory is hotplugged). It returns the number of pages D that,
+// taken from the largest lowmem zone, makes the recomputation give every
+// zone's kernel marks exactly, or 0 when no D up to a quarter of that zone
+// does. kernel holds the marks as stored (without boost), in zone order.
+func BootManagedDeficit(zones []Zone, p Params, kernel []Marks) int64 {
+	if len(kernel) != len(zones) {
+		return 0
+	}
+	big := -1
+	for i, z := range zones {
+		if p.IsLowmem(z.Name) && (big < 0 || z.Managed > zones[big].Managed) {
+			big = i
+		}
+	}
+	if big < 0 || zones[big].Managed < 4 {
+		return 0
+	}
+	try := func(d int64) (bigMin int64, all bool) {
+		zs := append([]Zone(nil), zones...)
+		zs[big].Managed -= d
+		m := Watermarks(zs, p)
+		all = true
+		for i := range m {
+			if m[i].Min != kernel[i].Min || m[i].Low != kernel[i].Low || m[i].High != kernel[i].High {
+				all = false
+				break
+			}
+		}
+		return m[big].Min, all
+	}
+	// The big zone's min falls as D grows (its share of lowmem shrinks):
+	// find the first D where it reaches the kernel's, then try the run of
+	// D that keep it there.
+	limit := zones[big].Managed / 4
+	lo, hi := int64(1), limit
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if v, _ := try(mid); v > kernel[big].Min {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	for d, n := lo, 0; d <= limit && n < 1<<16; d, n = d+1, n+1 {
+		v, all := try(d)
+		if all {
+			return d
+		}
+		if v < kernel[big].Min {
+			break
+		}
+	}
+	return 0
 }

@@ -163,3 +163,38 @@ func TestHighMemAndPageSize(t *testing.T) {
 		t.Errorf("PagesMin on 64 KiB pages = %d, want 1056", n)
 	}
 }
+
+// Marks the kernel computed with D fewer managed pages in the largest
+// lowmem zone (at boot) are recognised, and D found; marks from other
+// settings are not explained.
+func TestBootManagedDeficit(t *testing.T) {
+	zones := []Zone{{Name: "DMA", Managed: 3840}, {Name: "DMA32", Managed: 241526}, {Name: "Normal"}, {Name: "Movable"}}
+	p := Params{MinFreeKbytes: 45056, WatermarkScaleFactor: 10, PageSize: 4096, MovableIsLowmem: true}
+	for _, d := range []int64{700, 9007, 30000} {
+		boot := append([]Zone(nil), zones...)
+		boot[1].Managed -= d
+		kernel := Watermarks(boot, p)
+		got := BootManagedDeficit(zones, p, kernel)
+		// A run of D can give the same marks: any D in it explains them.
+		boot[1].Managed = zones[1].Managed - got
+		if got == 0 || Watermarks(boot, p)[1] != kernel[1] || Watermarks(boot, p)[0] != kernel[0] {
+			t.Errorf("D %d: found %d", d, got)
+		}
+	}
+	other := Watermarks(zones, Params{MinFreeKbytes: 90112, WatermarkScaleFactor: 10, PageSize: 4096, MovableIsLowmem: true})
+	if got := BootManagedDeficit(zones, p, other); got != 0 {
+		t.Errorf("twice min_free_kbytes explained as %d pages fewer at boot", got)
+	}
+	// 6.1 keeps the empty Movable zone at 0/0/0; later kernels cap it
+	// like HighMem (32/32/32).
+	if m := Watermarks(zones, p)[3]; m.Min != 0 || m.High != 0 {
+		t.Errorf("6.1 Movable %+v", m)
+	}
+	p.MovableIsLowmem = false
+	if m := Watermarks(zones, p)[3]; m.Min != 32 || m.High != 32 {
+		t.Errorf("6.18 Movable %+v", m)
+	}
+	if !MovableIsLowmemOn(6, 1) || MovableIsLowmemOn(6, 18) {
+		t.Error("MovableIsLowmemOn")
+	}
+}

@@ -1,0 +1,25 @@
+# Scenario 2 (incident 3): in the 1 GB guest without swap, a reader streams
+# a 1.5 GB file (sparse: page cache without disk I/O) while two processes
+# allocate 24 MiB bursts (150 of them, 100 ms apart). Recorded at 1 s, once
+# with watermark_scale_factor 10 and once with 200, the same workload.
+set -u
+step() { read -r up _ < /proc/uptime; echo "step $up: $*" >&2; }
+truncate -s 1536M /mnt/big
+for WSF in 10 200; do
+  echo $WSF > /proc/sys/vm/watermark_scale_factor
+  echo 3 > /proc/sys/vm/drop_caches
+  grep -E '^(kswapd_low_wmark_hit_quickly|allocstall_[a-z0-9]+|pgscan_direct) ' /proc/vmstat > $OUT/vm.before.$WSF
+  step "wsf $WSF"
+  memdoctor record --db $OUT/md-$WSF.db --interval 1s --listen '' 2> $OUT/rec-$WSF.err &
+  rec=$!
+  ( i=0; while [ $i -lt 3 ]; do cat /mnt/big > /dev/null; i=$((i + 1)); done ) &
+  rd=$!
+  burst 24 150 100 & b1=$!
+  burst 24 150 100 & b2=$!
+  wait $b1 $b2
+  kill $rd 2>/dev/null; wait $rd 2>/dev/null
+  kill -TERM $rec; wait $rec
+  grep -E '^(kswapd_low_wmark_hit_quickly|allocstall_[a-z0-9]+|pgscan_direct) ' /proc/vmstat > $OUT/vm.after.$WSF
+  memdoctor diagnose --from $OUT/md-$WSF.db --json > $OUT/diagnose-$WSF.json 2> $OUT/diagnose-$WSF.err
+done
+step done
