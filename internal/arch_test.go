@@ -52,7 +52,7 @@ var allowed = map[string][]string{
 	"record": {"collect", "diagnose", "procfs", "runtimes", "sample", "store"},
 	// Judging works on samples only: never /proc.
 	"diagnose":   {"promql", "sample", "stats", "vmcalc"},
-	"report":     {"diagnose", "termsafe"},
+	"report":     {"compare", "diagnose", "fleet", "termsafe"}, // text of check, diagnose, fleet scans, comparisons
 	"htmlreport": {"diagnose", "sample"},
 	"lint":       {"diagnose", "safeio", "termsafe"},
 	// Probing a live service measures it from outside.
@@ -62,6 +62,9 @@ var allowed = map[string][]string{
 	"fleet":   {"diagnose", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "promql"},
 	"compare": {"prom", "promql", "sample", "stats"},
+	// The use cases: what commands call (cmd/memdoctor parses flags and
+	// renders; this opens, resolves windows and steps, diagnoses, merges).
+	"analysis": {"alerts", "compare", "diagnose", "fleet", "htmlreport", "prom", "promql", "sample", "source", "store"},
 	// Test support: imported by tests (and bench tools) only, never by the
 	// binary (TestBinaryHasNoTestCode). Its names end in "test".
 	"fleettest":         {"sample"},

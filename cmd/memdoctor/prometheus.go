@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/prom"
-	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 	"github.com/spf13/cobra"
 )
@@ -43,48 +43,24 @@ func (f *promFlags) register(cmd *cobra.Command, withRange bool) {
 }
 
 func (f *promFlags) client() (*prom.Client, error) {
-	if f.deadline < 0 {
-		return nil, fmt.Errorf("--prometheus-deadline %s: give a duration, or 0 for none", f.deadline)
-	}
-	if f.retries < 0 {
-		return nil, fmt.Errorf("--prometheus-retries %d: give 0 (no retry) or more", f.retries)
-	}
-	retries := f.retries
-	if retries == 0 {
-		retries = -1 // prom.Options: 0 is the default (3), negative is none
-	}
-	return prom.New(prom.Options{URL: f.url, BearerTokenFile: f.tokenFile, Username: f.user, PasswordFile: f.passwordFile,
-		CAFile: f.ca, InsecureSkipVerify: f.insecure, Timeout: f.timeout, Retries: retries})
+	return analysis.Connect(analysis.PromServer{URL: f.url, TokenFile: f.tokenFile, User: f.user, PasswordFile: f.passwordFile,
+		CA: f.ca, Insecure: f.insecure, Timeout: f.timeout, Retries: f.retries}, f.deadline)
 }
 
-// window returns the range's end and length: --until (RFC 3339, a date, or
-// -DURATION before now) and --range.
-func (f *promFlags) window(until string) (end time.Time, r time.Duration, step time.Duration, err error) {
-	now := time.Now().UTC()
-	end = now
-	if until != "" {
-		if end, err = parseWhen(until, now); err != nil {
-			return end, 0, 0, fmt.Errorf("--until %w", err)
-		}
+// window resolves --until (RFC 3339, a date, or -DURATION before now),
+// --range and --step into the window read, and canonicalises --match.
+func (f *promFlags) window(until string) (analysis.Window, error) {
+	win, err := analysis.PromWindow(time.Now().UTC(), until, f.rangeS, f.step)
+	if err != nil {
+		return win, err
 	}
-	if r, err = parseRetention(f.rangeS); err != nil || r <= 0 {
-		return end, 0, 0, fmt.Errorf("--range %q: want a duration such as 14d, 36h", f.rangeS)
-	}
-	if f.step != "" {
-		if step, err = parseRetention(f.step); err != nil || step <= 0 {
-			return end, 0, 0, fmt.Errorf("--step %q: want a duration such as 5m", f.step)
-		}
-	}
-	if err := f.checkMatch(); err != nil {
-		return end, 0, 0, err
-	}
-	return end, r, step, nil
+	return win, f.checkMatch()
 }
 
 // checkMatch parses --match with Prometheus' parser and keeps its
 // canonical form.
 func (f *promFlags) checkMatch() error {
-	m, err := promql.ParseMatch(f.match)
+	m, err := analysis.ParseMatch(f.match)
 	if err != nil {
 		return fmt.Errorf("--match %q: %w", f.match, err)
 	}

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/promql"
+	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/record"
 	"github.com/memdoctor/memdoctor/internal/store"
 	"github.com/spf13/cobra"
@@ -38,7 +38,7 @@ func defaultDB() string {
 // parseRetention reads a duration flag: a Go duration or a Prometheus one
 // with days ("30d", "720h", "1d12h").
 func parseRetention(s string) (time.Duration, error) {
-	v, err := promql.ParseDuration(s)
+	v, err := analysis.ParseDuration(s)
 	if err != nil {
 		return 0, fmt.Errorf("--retention %q: want a duration such as 30d or 720h", s)
 	}

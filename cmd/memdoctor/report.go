@@ -12,11 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/htmlreport"
 	"github.com/memdoctor/memdoctor/internal/outfile"
-	"github.com/memdoctor/memdoctor/internal/sample"
-	"github.com/memdoctor/memdoctor/internal/store"
 	"github.com/spf13/cobra"
 )
 
@@ -24,13 +23,13 @@ func init() { commands = append(commands, newReportCmd) }
 
 // reportSummary is what report --json prints about the file it wrote.
 type reportSummary struct {
-	Output    string           `json:"output"`
-	Bytes     int              `json:"bytes"`
-	Findings  int              `json:"findings"`
-	Charts    int              `json:"charts"`
-	Instances []instanceResult `json:"instances"`
-	Source    string           `json:"source"`
-	Seconds   float64          `json:"seconds"`
+	Output    string                    `json:"output"`
+	Bytes     int                       `json:"bytes"`
+	Findings  int                       `json:"findings"`
+	Charts    int                       `json:"charts"`
+	Instances []analysis.InstanceResult `json:"instances"`
+	Source    string                    `json:"source"`
+	Seconds   float64                   `json:"seconds"`
 }
 
 func newReportCmd() *cobra.Command {
@@ -66,25 +65,27 @@ phone and prints cleanly.`,
 				return fmt.Errorf("-o FILE is required: where to write the HTML report ('-' for standard output)")
 			}
 			start := time.Now()
-			var page *htmlreport.Page
-			var results []instanceResult
+			var (
+				page    *htmlreport.Page
+				results []analysis.InstanceResult
+				err     error
+			)
 			source := src.from
 			if fleetF.prom.url != "" {
 				if src.from != "" || src.since != "" || src.instance != "" {
 					return errors.New("with --prometheus the range is --range (ending at --until) and one host is --match '{instance=\"HOST\"}'; give no --from, --since or --instance")
 				}
-				var err error
 				if page, results, err = buildFleetPage(cmd, &fleetF, src.until); err != nil {
 					return err
 				}
 				source = fleetF.prom.url
 			} else {
-				st, cleanup, instances, notes, err := src.open(cmd)
+				s, err := src.open(cmd)
 				if err != nil {
 					return err
 				}
-				defer cleanup()
-				if page, results, err = buildPage(st, instances, src.since, src.until, notes, src.from); err != nil {
+				defer s.Close()
+				if page, results, err = analysis.Page(s, src.since, src.until); err != nil {
 					return err
 				}
 			}
@@ -103,7 +104,7 @@ phone and prints cleanly.`,
 			sum := reportSummary{Output: out, Bytes: buf.Len(), Instances: results, Source: source,
 				Seconds: time.Since(start).Seconds()}
 			for _, r := range results {
-				sum.Findings += len(r.report.Findings)
+				sum.Findings += len(r.Report.Findings)
 			}
 			sum.Charts = bytes.Count(buf.Bytes(), []byte(`<figure class="chart"`))
 			if asJSON {
@@ -127,47 +128,6 @@ phone and prints cleanly.`,
 // terminal, /dev/null or a FIFO is written through, never replaced.
 func writeFileAtomic(path string, data []byte) error {
 	return outfile.WriteBytes(path, 0o644, data)
-}
-
-// buildPage diagnoses each instance (as diagnose does) and loads the
-// charted series at display resolution.
-func buildPage(st *store.Store, instances []string, since, until string, notes []sample.Note, src string) (*htmlreport.Page, []instanceResult, error) {
-	page := &htmlreport.Page{Source: src, Generated: time.Now()}
-	var results []instanceResult
-	for _, inst := range instances {
-		r, err := diagnoseInstance(st, inst, since, until, notes, src, len(instances) > 1)
-		if err != nil {
-			return nil, nil, fmt.Errorf("instance %s: %w", inst, err)
-		}
-		results = append(results, r)
-		w, err := chartWindow(st, inst, r.From, r.To)
-		if err != nil {
-			return nil, nil, fmt.Errorf("instance %s: reading the charted series: %w", inst, err)
-		}
-		page.Instances = append(page.Instances, htmlreport.Instance{Name: inst, From: r.From, To: r.To,
-			Step: time.Duration(r.StepSeconds * float64(time.Second)), Series: r.Series, Report: r.report, Window: w})
-	}
-	return page, results, nil
-}
-
-// chartWindow reads the series charts draw, in steps of half a display
-// bucket (each step keeps its minimum, maximum and mean).
-func chartWindow(st *store.Store, inst string, from, to time.Time) (*sample.Window, error) {
-	step := to.Sub(from) / time.Duration(2*htmlreport.Buckets(false))
-	if step < time.Second {
-		step = 0
-	} else {
-		step = step.Truncate(time.Second)
-	}
-	series, err := st.Select(store.Query{Instance: inst, Names: htmlreport.SeriesNames(), From: from, To: to, Step: step})
-	if err != nil {
-		return nil, err
-	}
-	w := &sample.Window{Instance: inst, From: from, To: to, Step: step}
-	for _, s := range series {
-		w.Add(s)
-	}
-	return w, nil
 }
 
 // livePage renders the report of a recording so far, for record --listen,
