@@ -82,7 +82,7 @@ func promBaselines(cmd *cobra.Command, pf *promFlags, until string) ([]analysis.
 	if err != nil {
 		return nil, err
 	}
-	c, err := pf.client()
+	c, err := analysis.Connect(pf.server())
 	if err != nil {
 		return nil, err
 	}

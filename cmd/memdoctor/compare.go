@@ -1,16 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
-	"github.com/memdoctor/memdoctor/internal/compare"
 	"github.com/memdoctor/memdoctor/internal/probe"
 	"github.com/memdoctor/memdoctor/internal/report"
-	"github.com/memdoctor/memdoctor/internal/safeio"
 	"github.com/spf13/cobra"
 )
 
@@ -51,8 +47,7 @@ values are hosts; when a group is a single host, its days.`,
   memdoctor compare before.json after.json`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var res *compare.Result
-			var err error
+			show := printed(cmd.OutOrStdout(), asJSON, report.CompareText)
 			switch {
 			case pf.url != "":
 				if len(args) > 0 || winA != "" {
@@ -61,26 +56,19 @@ values are hosts; when a group is a single host, its days.`,
 				if selA == "" || selB == "" {
 					return errors.New("--prometheus needs --a and --b label selectors, e.g. --a '{rack=\"r1\"}' --b '{rack=\"r2\"}'")
 				}
-				res, err = comparePrometheus(cmd, &pf, selA, selB, until)
-			case len(args) == 2 && isProbeResult(args[0]) && isProbeResult(args[1]):
+				return comparePrometheus(cmd, &pf, selA, selB, until, asJSON)
+			case len(args) == 2 && probe.IsResult(args[0]) && probe.IsResult(args[1]):
 				return compareProbes(cmd, args[0], args[1], asJSON)
 			case len(args) == 2:
-				res, err = analysis.CompareSources(args[0], "", args[1], "", progressBars(cmd))
+				return show(analysis.CompareSources(args[0], "", args[1], "", progressBars(cmd)))
 			case len(args) == 1:
 				if winA == "" || winB == "" {
 					return errors.New("one source needs two windows: --a-window FROM/TO --b-window FROM/TO")
 				}
-				res, err = analysis.CompareSources(args[0], winA, args[0], winB, progressBars(cmd))
+				return show(analysis.CompareSources(args[0], winA, args[0], winB, progressBars(cmd)))
 			default:
 				return errors.New("give two groups: --prometheus URL --a SEL --b SEL, two sources, one source with --a-window and --b-window, or two probe results")
 			}
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), res)
-			}
-			return report.CompareText(cmd.OutOrStdout(), res)
 		},
 	}
 	pf.register(cmd, true)
@@ -93,10 +81,12 @@ values are hosts; when a group is a single host, its days.`,
 	return cmd
 }
 
-func comparePrometheus(cmd *cobra.Command, pf *promFlags, a, b, until string) (*compare.Result, error) {
+// comparePrometheus compares the hosts of two selectors and shows the
+// result.
+func comparePrometheus(cmd *cobra.Command, pf *promFlags, a, b, until string, asJSON bool) error {
 	win, err := pf.window(until)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, s := range []struct {
 		flag string
@@ -104,38 +94,21 @@ func comparePrometheus(cmd *cobra.Command, pf *promFlags, a, b, until string) (*
 	}{{"--a", &a}, {"--b", &b}} {
 		m, err := analysis.ParseMatch(*s.sel)
 		if err != nil {
-			return nil, fmt.Errorf("%s %q: %w", s.flag, *s.sel, err)
+			return fmt.Errorf("%s %q: %w", s.flag, *s.sel, err)
 		}
 		*s.sel = m
 	}
-	c, err := pf.client()
+	c, err := analysis.Connect(pf.server())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ctx, endSession := pf.session(cmd, c, nil, "comparing the groups")
 	res, err := analysis.ComparePrometheus(ctx, c, a, b, pf.match, win)
 	if err = endSession(err); err != nil {
-		return nil, err
+		return err
 	}
 	printWarnings(cmd.ErrOrStderr(), c.Warnings())
-	return res, nil
-}
-
-// isProbeResult reports whether path is a JSON document whose "kind" names
-// a probe result.
-func isProbeResult(path string) bool {
-	f, err := safeio.Open(path)
-	if err != nil {
-		return false
-	}
-	defer func() { _ = f.Close() }()
-	var head struct {
-		Kind string `json:"kind"`
-	}
-	if err := json.NewDecoder(io.LimitReader(f, 64<<20)).Decode(&head); err != nil {
-		return false
-	}
-	return head.Kind == probe.Kind
+	return printed(cmd.OutOrStdout(), asJSON, report.CompareText)(res, nil)
 }
 
 // compareProbes compares two probe results (memory and latency

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 
-	"github.com/memdoctor/memdoctor/internal/outfile"
-	"github.com/memdoctor/memdoctor/internal/termsafe"
-
 	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/report"
 	"github.com/spf13/cobra"
 )
 
@@ -50,23 +47,9 @@ has one row per sample: instance, name, labels, timestamp_ms, value.`,
 			// damaged store read with --lenient) is said, not exported in
 			// silence.
 			for _, n := range s.Notes {
-				_, _ = termsafe.Fprintf(cmd.ErrOrStderr(), "memdoctor: note: %s: %s\n", n.Source, n.Message)
+				report.Warnf(cmd.ErrOrStderr(), "memdoctor: note: %s: %s\n", n.Source, n.Message)
 			}
-			write, err := s.Exporter(format, instance, since, until)
-			if err != nil {
-				return err
-			}
-			if out == "-" {
-				bw := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<20)
-				if err := write(bw); err != nil {
-					return err
-				}
-				return bw.Flush()
-			}
-			// A new or regular file is replaced atomically (an interrupted
-			// export never leaves a truncated file under the final name); a
-			// FIFO or terminal is written through, a device never replaced.
-			if err := outfile.Write(out, 0o644, write); err != nil {
+			if err := s.Export(out, cmd.OutOrStdout(), format, instance, since, until); err != nil || out == "-" {
 				return err
 			}
 			if st, err := os.Stat(out); err == nil && st.Mode().IsRegular() {

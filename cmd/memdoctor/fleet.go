@@ -34,7 +34,7 @@ func (f *fleetFlags) fleet(until string) (*analysis.Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := f.prom.client()
+	c, err := analysis.Connect(f.prom.server())
 	if err != nil {
 		return nil, err
 	}

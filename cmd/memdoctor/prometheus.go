@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
-	"github.com/memdoctor/memdoctor/internal/prom"
-	"github.com/memdoctor/memdoctor/internal/termsafe"
+	"github.com/memdoctor/memdoctor/internal/report"
 	"github.com/spf13/cobra"
 )
 
@@ -42,9 +41,16 @@ func (f *promFlags) register(cmd *cobra.Command, withRange bool) {
 	}
 }
 
-func (f *promFlags) client() (*prom.Client, error) {
-	return analysis.Connect(analysis.PromServer{URL: f.url, TokenFile: f.tokenFile, User: f.user, PasswordFile: f.passwordFile,
-		CA: f.ca, Insecure: f.insecure, Timeout: f.timeout, Retries: f.retries}, f.deadline)
+// server is the server the flags name, for analysis.Connect.
+func (f *promFlags) server() analysis.PromServer {
+	return analysis.PromServer{URL: f.url, TokenFile: f.tokenFile, User: f.user, PasswordFile: f.passwordFile,
+		CA: f.ca, Insecure: f.insecure, Timeout: f.timeout, Retries: f.retries, Deadline: f.deadline}
+}
+
+// answering is a Prometheus client as a session sees it.
+type answering interface {
+	URL() string
+	Answers() int64
 }
 
 // window resolves --until (RFC 3339, a date, or -DURATION before now),
@@ -69,11 +75,7 @@ func (f *promFlags) checkMatch() error {
 }
 
 // printWarnings shows the server's partial-data warnings on stderr.
-func printWarnings(w io.Writer, ws []string) {
-	for _, x := range ws {
-		_, _ = fmt.Fprintln(w, "memdoctor: warning from prometheus (results may be partial):", termsafe.Escape(x))
-	}
-}
+func printWarnings(w io.Writer, ws []string) { report.ServerWarnings(w, ws) }
 
 // heartbeatEvery is how often a long read from Prometheus says on stderr
 // how far it got.
@@ -84,7 +86,7 @@ var heartbeatEvery = 10 * time.Second
 // on stderr (through bar, which may draw on a terminal) says how many
 // answers came so far; end stops both and turns an error caused by the
 // deadline into one that names it (calls after the first only do that).
-func (f *promFlags) session(cmd *cobra.Command, c *prom.Client, bar *progressBar, what string) (ctx context.Context, end func(error) error) {
+func (f *promFlags) session(cmd *cobra.Command, c answering, bar *progressBar, what string) (ctx context.Context, end func(error) error) {
 	parent := promContext(cmd)
 	ctx, cancel := context.WithCancel(parent)
 	if f.deadline > 0 {
@@ -95,7 +97,7 @@ func (f *promFlags) session(cmd *cobra.Command, c *prom.Client, bar *progressBar
 	}
 	start := time.Now()
 	status := func() string {
-		s := fmt.Sprintf("memdoctor: %s: %d answers from %s in %s", what, c.Stats().Queries, c.URL(), time.Since(start).Round(time.Second))
+		s := fmt.Sprintf("memdoctor: %s: %d answers from %s in %s", what, c.Answers(), c.URL(), time.Since(start).Round(time.Second))
 		if f.deadline > 0 {
 			s += fmt.Sprintf(" (--prometheus-deadline %s)", f.deadline)
 		}
@@ -126,7 +128,7 @@ func (f *promFlags) session(cmd *cobra.Command, c *prom.Client, bar *progressBar
 		cancel()
 		if err != nil && expired {
 			return fmt.Errorf("%s: gave up at --prometheus-deadline %s with %d answers received (raise it, or narrow --match or --range): %w",
-				what, f.deadline, c.Stats().Queries, err)
+				what, f.deadline, c.Answers(), err)
 		}
 		return err
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/record"
-	"github.com/memdoctor/memdoctor/internal/store"
 	"github.com/spf13/cobra"
 )
 
@@ -88,7 +87,7 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 			if err != nil {
 				return err
 			}
-			if err := rt.validate(); err != nil {
+			if err := rt.Validate(); err != nil {
 				return err
 			}
 			if err := checkInterval(interval, force); err != nil {
@@ -120,19 +119,16 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 				debug.SetMemoryLimit(12<<20 + record.DefaultMaxPendingBytes)
 			}
 			cfg := record.Config{DBPath: db, Interval: interval, Retention: ret, Top: top,
-				Scrape: rt.urls, ScrapeTimeout: rt.timeout, ScrapeAuth: rt.auth,
+				Scrape: rt.URLs, ScrapeTimeout: rt.Timeout, ScrapeAuth: rt.Auth,
 				Instance: instance, Log: cmd.ErrOrStderr()}
 			if listen != "" {
 				cfg.PageEvery = max(interval, 30*time.Second)
-				cfg.Page = livePage(db, cfg.PageEvery)
+				cfg.Page = record.ChildPage(db, cfg.PageEvery)
 				if findEvery > 0 {
-					cfg.Findings, cfg.FindingsEvery = liveFindings(db), findEvery
+					cfg.Findings, cfg.FindingsEvery = record.ChildFindings(db), findEvery
 				}
 			}
 			rec, err := record.New(cfg)
-			if errors.Is(err, store.ErrLocked) {
-				return fmt.Errorf("%w: one recorder per store; stop that one first, or record into another file with --db", err)
-			}
 			if err != nil {
 				return err
 			}

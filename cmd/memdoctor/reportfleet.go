@@ -6,7 +6,6 @@ import (
 	"runtime/debug"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
-	"github.com/memdoctor/memdoctor/internal/htmlreport"
 	"github.com/spf13/cobra"
 )
 
@@ -14,10 +13,10 @@ import (
 // diagnose --prometheus does, then reads the charted series of the
 // instances with findings (the --top worst) at display resolution. The
 // page's findings are the scan's; the charts never feed them.
-func buildFleetPage(cmd *cobra.Command, f *fleetFlags, until string) (*htmlreport.Page, []analysis.InstanceResult, error) {
+func buildFleetPage(cmd *cobra.Command, f *fleetFlags, until string) (*analysis.PageReport, error) {
 	fl, err := f.fleet(until)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(fleetMemoryLimit)
@@ -28,14 +27,14 @@ func buildFleetPage(cmd *cobra.Command, f *fleetFlags, until string) (*htmlrepor
 	res, err := fl.Scan(ctx, bar.update)
 	bar.done()
 	if err != nil {
-		return nil, nil, endSession(err)
+		return nil, endSession(err)
 	}
 	printWarnings(cmd.ErrOrStderr(), res.Warnings)
-	page, results, err := fl.FleetPage(ctx, res, f.top, func() { bar = newProgress(cmd.ErrOrStderr(), "reading the charted series") })
+	rp, err := fl.FleetPage(ctx, res, f.top, func() { bar = newProgress(cmd.ErrOrStderr(), "reading the charted series") })
 	err = endSession(err)
 	bar.done()
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the charted series: %w", err)
+		return nil, fmt.Errorf("reading the charted series: %w", err)
 	}
-	return page, results, nil
+	return rp, nil
 }

@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -107,12 +109,12 @@ func TestDiagnoseSeveralInstances(t *testing.T) {
 	if n == 0 || len(d.Findings) != n {
 		t.Errorf("merged %d findings, the instances have %d (want some, all merged)", len(d.Findings), n)
 	}
-	page, results, err := Page(s, "", "")
+	rp, err := Page(s, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, r := range results {
-		if len(r.Report.Findings) != len(d.Instances[i].Report.Findings) || page.Instances[i].Window == nil {
+	for i, r := range rp.Instances {
+		if len(r.Report.Findings) != len(d.Instances[i].Report.Findings) || rp.Page.Instances[i].Window == nil {
 			t.Errorf("%s: the page has %d findings, the diagnosis %d", r.Instance, len(r.Report.Findings), len(d.Instances[i].Report.Findings))
 		}
 	}
@@ -127,5 +129,59 @@ func TestDiagnoseSeveralInstances(t *testing.T) {
 	}
 	if _, err := Open(fleetFile, "nosuch:9100", false, nil); err == nil || !strings.Contains(err.Error(), s.Instances[0]) {
 		t.Errorf("an unknown instance: %v, want an error listing the instances", err)
+	}
+}
+
+// check on a replayed capture finds what its golden says, with no
+// options given (no runtimes, no focus: processes ranked by PSS).
+func TestCheckReplayedCapture(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"dying-cgroups", "low-available", "healthy"} {
+		capPath := "../../testdata/captures/" + name + "-6.18-x86_64-hybrid.txtar"
+		h, err := OpenHost("", capPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Live() {
+			t.Fatalf("%s: replay taken for the live host", capPath)
+		}
+		rep, err := Check(context.Background(), h, CheckOptions{Top: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile("../../testdata/golden/check-" + name + "-6.18-x86_64-hybrid.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var golden struct {
+			Findings []struct {
+				ID string `json:"id"`
+			} `json:"findings"`
+		}
+		if err := json.Unmarshal(b, &golden); err != nil {
+			t.Fatal(err)
+		}
+		var got, want []string
+		for _, f := range rep.Findings {
+			got = append(got, f.ID)
+		}
+		for _, f := range golden.Findings {
+			want = append(want, f.ID)
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: findings %v, the golden has %v", name, got, want)
+		}
+		if rep.Cost != nil {
+			t.Errorf("%s: a replay has a cost of reading this host", name)
+		}
+		for i := 1; i < len(rep.Processes); i++ {
+			a, b := rep.Processes[i-1].PSSBytes, rep.Processes[i].PSSBytes
+			if a != nil && b != nil && *a < *b {
+				t.Errorf("%s: processes not ranked by PSS at %d", name, i)
+			}
+		}
+	}
+	if _, err := OpenHost("", "../../testdata/captures/missing.txtar"); err == nil {
+		t.Error("a missing capture opened")
 	}
 }

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/source"
 	"github.com/memdoctor/memdoctor/internal/store"
@@ -212,24 +214,35 @@ func OpenAll(path string, lenient bool, progress Progress) (*Source, error) {
 	return &Source{Path: path, Store: st, Notes: ist.Notes, cleanup: cleanup}, nil
 }
 
-// Exporter resolves since … until against the end of the data and
-// returns what writes the samples of instance (every instance when "")
-// in that range as OpenMetrics or Parquet.
-func (s *Source) Exporter(format, instance, since, until string) (func(io.Writer) error, error) {
+// Export resolves since … until against the end of the data and writes
+// the samples of instance (every instance when "") in that range as
+// OpenMetrics or Parquet: to w when out is "-", else to the file out (a
+// new or regular file is replaced atomically, so an interrupted export
+// never leaves a truncated file under the final name; a FIFO or terminal
+// is written through, a device never replaced).
+func (s *Source) Export(out string, w io.Writer, format, instance, since, until string) error {
 	q := store.Query{Instance: instance}
 	if since != "" || until != "" {
 		last, err := s.LastTime()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if q.From, q.To, err = ParseRange(since, until, last); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return func(w io.Writer) error {
+	write := func(w io.Writer) error {
 		if format == "parquet" {
 			return s.Store.ExportParquet(w, q)
 		}
 		return s.Store.ExportOpenMetrics(w, q)
-	}, nil
+	}
+	if out == "-" {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	return outfile.Write(out, 0o644, write)
 }

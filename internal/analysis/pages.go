@@ -1,8 +1,10 @@
 package analysis
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"time"
@@ -10,30 +12,56 @@ import (
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/fleet"
 	"github.com/memdoctor/memdoctor/internal/htmlreport"
+	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
 // Page diagnoses each instance of s (as Diagnose does) and loads the
 // charted series at display resolution.
-func Page(s *Source, since, until string) (*htmlreport.Page, []InstanceResult, error) {
+func Page(s *Source, since, until string) (*PageReport, error) {
 	page := &htmlreport.Page{Source: s.Path, Generated: time.Now()}
 	var results []InstanceResult
 	for _, inst := range s.Instances {
 		r, err := s.DiagnoseInstance(inst, since, until)
 		if err != nil {
-			return nil, nil, fmt.Errorf("instance %s: %w", inst, err)
+			return nil, fmt.Errorf("instance %s: %w", inst, err)
 		}
 		results = append(results, r)
 		win := Window{From: r.From, To: r.To, Step: chartStep(r.To.Sub(r.From), htmlreport.Buckets(false))}
 		w, _, err := s.window(inst, htmlreport.SeriesNames(), win)
 		if err != nil {
-			return nil, nil, fmt.Errorf("instance %s: reading the charted series: %w", inst, err)
+			return nil, fmt.Errorf("instance %s: reading the charted series: %w", inst, err)
 		}
 		page.Instances = append(page.Instances, htmlreport.Instance{Name: inst, From: r.From, To: r.To,
 			Step: r.Step(), Series: r.Series, Report: r.Report, Window: w})
 	}
-	return page, results, nil
+	return &PageReport{Page: page, Instances: results}, nil
+}
+
+// PageReport is a report page and the diagnoses of the instances it
+// shows.
+type PageReport struct {
+	Page      *htmlreport.Page
+	Instances []InstanceResult
+}
+
+// Write renders the page, reloading itself every refresh (0: never), and
+// writes it to w when out is "-", else to the file out: a new or regular
+// file is replaced atomically, so a reader never sees half a report; a
+// terminal, /dev/null or a FIFO is written through, never replaced. It
+// returns the HTML.
+func (r *PageReport) Write(out string, w io.Writer, refresh time.Duration) ([]byte, error) {
+	r.Page.Refresh = refresh
+	var buf bytes.Buffer
+	if err := htmlreport.Render(&buf, r.Page); err != nil {
+		return nil, fmt.Errorf("rendering the report: %w", err)
+	}
+	if out == "-" {
+		_, err := w.Write(buf.Bytes())
+		return buf.Bytes(), err
+	}
+	return buf.Bytes(), outfile.WriteBytes(out, 0o644, buf.Bytes())
 }
 
 // Fleet is a scan of the fleet behind a Prometheus server.
@@ -74,7 +102,7 @@ func Shown(res *fleet.Result, top int) (shown []*fleet.Instance, affected int) {
 // resolution (the page's findings are the scan's; the charts never feed
 // them). charting is called before the series are read; an error reading
 // them is returned as the client gave it.
-func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, charting func()) (*htmlreport.Page, []InstanceResult, error) {
+func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, charting func()) (*PageReport, error) {
 	shown, affected := Shown(res, top)
 	page := &htmlreport.Page{Source: f.Client.URL(), Generated: time.Now()}
 	page.Summary = append(page.Summary, fmt.Sprintf("%d instances scanned with %d aggregated queries; %d suspects read in full; %d with findings%s.",
@@ -85,7 +113,7 @@ func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, chart
 		}
 	}
 	if len(shown) == 0 {
-		return page, nil, nil
+		return &PageReport{Page: page}, nil
 	}
 	names := make([]string, 0, len(htmlreport.SeriesNames()))
 	for _, n := range htmlreport.SeriesNames() {
@@ -101,7 +129,7 @@ func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, chart
 	}
 	windows, err := fleet.FetchWindows(ctx, f.Client, insts, f.Match, strings.Join(names, "|"), res.From, res.To, step)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var results []InstanceResult
 	for _, in := range shown {
@@ -115,7 +143,7 @@ func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, chart
 			Step: r.Step(), Series: in.Series, Report: rep, Window: w})
 		results = append(results, r)
 	}
-	return page, results, nil
+	return &PageReport{Page: page, Instances: results}, nil
 }
 
 func shownText(shown, affected int) string {

@@ -16,12 +16,15 @@ type PromServer struct {
 	Timeout                                time.Duration
 	// Retries of a failed request (0: none).
 	Retries int
+	// Deadline bounds a whole read (0: none); checked here, applied by
+	// the caller's session.
+	Deadline time.Duration
 }
 
 // Connect checks the options and returns a client of the server.
-func Connect(o PromServer, deadline time.Duration) (*prom.Client, error) {
-	if deadline < 0 {
-		return nil, fmt.Errorf("--prometheus-deadline %s: give a duration, or 0 for none", deadline)
+func Connect(o PromServer) (*prom.Client, error) {
+	if o.Deadline < 0 {
+		return nil, fmt.Errorf("--prometheus-deadline %s: give a duration, or 0 for none", o.Deadline)
 	}
 	if o.Retries < 0 {
 		return nil, fmt.Errorf("--prometheus-retries %d: give 0 (no retry) or more", o.Retries)
