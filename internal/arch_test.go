@@ -37,6 +37,7 @@ var allowed = map[string][]string{
 	"stats":  nil,
 	"promql": nil,
 	"vmcalc": nil,
+	"human":  nil, // the one set of byte and duration formats
 	"sample": nil,
 	// Parsers are leaves: they return their own types.
 	"procfs": {"safeio"},
@@ -51,9 +52,9 @@ var allowed = map[string][]string{
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
 	"record": {"collect", "diagnose", "procfs", "runtimes", "sample", "store"},
 	// Judging works on samples only: never /proc.
-	"diagnose":   {"promql", "sample", "stats", "vmcalc"},
-	"report":     {"compare", "diagnose", "fleet", "termsafe"}, // text of check, diagnose, fleet scans, comparisons
-	"htmlreport": {"diagnose", "sample"},
+	"diagnose":   {"human", "promql", "sample", "stats", "vmcalc"},
+	"report":     {"compare", "diagnose", "fleet", "human", "termsafe"}, // text of check, diagnose, fleet scans, comparisons
+	"htmlreport": {"diagnose", "human", "sample"},
 	"lint":       {"diagnose", "safeio", "termsafe"},
 	// Probing a live service measures it from outside.
 	"probe": {"httpsafe", "outfile", "procfs", "redact", "safeio", "stats", "termsafe"},
@@ -61,13 +62,13 @@ var allowed = map[string][]string{
 	"prom":    {"httpsafe", "safeio"},
 	"fleet":   {"diagnose", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "promql"},
-	"compare": {"prom", "promql", "sample", "stats"},
+	"compare": {"human", "prom", "promql", "sample", "stats"},
 	// The use cases: what commands call (cmd/memdoctor parses flags and
 	// renders; this opens, resolves windows and steps, diagnoses, merges).
 	"analysis": {"alerts", "capture", "collect", "compare", "diagnose", "fleet", "htmlreport", "outfile", "procfs",
 		"prom", "promql", "runtimes", "safeio", "sample", "source", "store", "treat"},
 	// Remedies on a running process' allocator (malloc, trim, check --malloc).
-	"treat": {"diagnose", "malloc", "sample", "termsafe"},
+	"treat": {"human", "malloc", "sample", "termsafe"},
 	// Test support: imported by tests (and bench tools) only, never by the
 	// binary (TestBinaryHasNoTestCode). Its names end in "test".
 	"fleettest":         {"sample"},

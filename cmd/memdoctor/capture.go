@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/report"
 	"github.com/spf13/cobra"
 )
 
@@ -46,7 +47,7 @@ command lines whole.`,
 			if noRedact {
 				redacted = "command lines kept whole (--no-redact)"
 			}
-			cmd.PrintErrf("wrote %s (%d files, %s; %s)\n", c.Path, c.Files, humanSize(size), redacted)
+			report.Wrote(cmd.ErrOrStderr(), c.Path, size, fmt.Sprintf("%d files, ", c.Files), "; "+redacted)
 			for _, n := range c.Notes {
 				cmd.PrintErrf("note: %s\n", n)
 			}
@@ -58,14 +59,4 @@ command lines whole.`,
 	cmd.Flags().IntVar(&top, "top", 10, "how many processes and cgroups to capture in detail")
 	cmd.Flags().StringVar(&note, "note", "", "a note to store in the provenance header")
 	return cmd
-}
-
-func humanSize(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -53,7 +53,7 @@ has one row per sample: instance, name, labels, timestamp_ms, value.`,
 				return err
 			}
 			if st, err := os.Stat(out); err == nil && st.Mode().IsRegular() {
-				cmd.PrintErrf("wrote %s (%s)\n", out, humanSize(st.Size()))
+				report.Wrote(cmd.ErrOrStderr(), out, st.Size(), "", "")
 			}
 			return nil
 		},

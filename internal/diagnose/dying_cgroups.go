@@ -38,6 +38,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -280,7 +281,7 @@ func (dyingCgroups) trend(in *Input) *Finding {
 			fd.Evidence = append(fd.Evidence,
 				ev("slab_unreclaimable_bytes_per_cgroup", perCg, "bytes"),
 				ev("capacity_lost_bytes_per_day", perCg*f.Slope, "bytes_per_day"))
-			fd.Summary += fmt.Sprintf("; each costs %s of unreclaimable slab, %s a day", HumanBytes(int64(perCg)), HumanBytes(int64(perCg*f.Slope)))
+			fd.Summary += fmt.Sprintf("; each costs %s of unreclaimable slab, %s a day", human.Bytes(int64(perCg)), human.Bytes(int64(perCg*f.Slope)))
 		}
 	}
 	kernel := ""

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
@@ -27,4 +28,10 @@ func ServerWarnings(w io.Writer, ws []string) {
 	for _, x := range ws {
 		_, _ = fmt.Fprintln(w, "memdoctor: warning from prometheus (results may be partial):", termsafe.Escape(x))
 	}
+}
+
+// Wrote says what a command wrote: "wrote PATH (BEFORE SIZE AFTER)", the
+// size as every report writes sizes.
+func Wrote(w io.Writer, path string, size int64, before, after string) {
+	Warnf(w, "wrote %s (%s%s%s)\n", path, before, human.Bytes(size), after)
 }
