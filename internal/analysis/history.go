@@ -40,7 +40,7 @@ type Source struct {
 // when given: it must be there).
 func Open(path, instance string, lenient bool, progress Progress) (*Source, error) {
 	if path == "" {
-		return nil, errors.New("--from is required: a recording, a directory of saved /proc files or captures, or an OpenMetrics file")
+		return nil, errors.New("no source given")
 	}
 	st, cleanup, ist, err := source.OpenStore(path, source.IngestOptions{Lenient: lenient, Progress: progress})
 	if err != nil {

@@ -202,14 +202,7 @@ func spanText(ps []sample.Point) string {
 	if len(ps) < 2 {
 		return "no time"
 	}
-	d := time.Duration(ps[len(ps)-1].T-ps[0].T) * time.Millisecond
-	switch {
-	case d >= 48*time.Hour:
-		return fmt.Sprintf("%.1f days", d.Hours()/24)
-	case d >= time.Hour:
-		return d.Round(time.Minute).String()
-	}
-	return d.Round(time.Second).String()
+	return human.Duration(time.Duration(ps[len(ps)-1].T-ps[0].T) * time.Millisecond)
 }
 
 // subject names the instance when the window has one.

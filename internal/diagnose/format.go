@@ -82,7 +82,7 @@ func Seconds(v float64) string {
 	case a < 120:
 		return trimZeros(strconv.FormatFloat(v, 'f', 2, 64)) + " s"
 	}
-	return humanDur(time.Duration(v * float64(time.Second)))
+	return human.Duration(time.Duration(v * float64(time.Second)))
 }
 
 func trimZeros(s string) string {

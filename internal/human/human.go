@@ -48,3 +48,15 @@ func Span(d time.Duration) string {
 	}
 	return d.Round(time.Second).String()
 }
+
+// Duration renders an elapsed time in findings: days with one decimal from
+// two days on, hours and minutes from an hour on (5h12m0s), else seconds.
+func Duration(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return strconv.FormatFloat(d.Hours()/24, 'f', 1, 64) + " days"
+	case d >= time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	return d.Round(time.Second).String()
+}

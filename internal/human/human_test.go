@@ -40,3 +40,17 @@ func TestSpan(t *testing.T) {
 		}
 	}
 }
+
+func TestDuration(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[time.Duration]string{
+		42*time.Second + 300*time.Millisecond:         "42s",
+		5*time.Hour + 12*time.Minute + 31*time.Second: "5h13m0s",
+		47 * time.Hour:               "47h0m0s",
+		3*24*time.Hour + 6*time.Hour: "3.2 days",
+	} {
+		if got := Duration(in); got != want {
+			t.Errorf("Duration(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
