@@ -4,6 +4,7 @@ package internal_test
 // golangci-lint depguard rules say the same for editors):
 //
 //	procfs <- collect -> sample <- store/source <- diagnose <- report/htmlreport
+//	analysis (the use cases) <- cmd/memdoctor (flags, wiring: at most cmdImports packages)
 //
 // Every package under internal/ is listed with the internal packages (and
 // the module's preload package) it may import; a package missing from the
