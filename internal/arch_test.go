@@ -4,6 +4,7 @@ package internal_test
 // golangci-lint depguard rules say the same for editors):
 //
 //	procfs <- collect -> sample <- store/source <- diagnose <- report/htmlreport
+//	analysis (the use cases) <- cmd/memdoctor (flags, wiring: at most cmdImports packages)
 //
 // Every package under internal/ is listed with the internal packages (and
 // the module's preload package) it may import; a package missing from the
@@ -37,6 +38,7 @@ var allowed = map[string][]string{
 	"stats":  nil,
 	"promql": nil,
 	"vmcalc": nil,
+	"human":  nil, // the one set of byte and duration formats
 	"sample": nil,
 	// Parsers are leaves: they return their own types.
 	"procfs": {"safeio"},
@@ -58,17 +60,24 @@ var allowed = map[string][]string{
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
 	"record": {"collect", "diagnose", "procfs", "runtimes", "sample", "store"},
 	// Judging works on samples only: never /proc.
-	"diagnose":   {"promql", "sample", "stats", "vmcalc"},
-	"report":     {"diagnose", "termsafe"},
-	"htmlreport": {"diagnose", "sample"},
+	"diagnose":   {"human", "promql", "sample", "stats", "vmcalc"},
+	"report":     {"compare", "diagnose", "fleet", "human", "termsafe"}, // text of check, diagnose, fleet scans, comparisons
+	"htmlreport": {"diagnose", "human", "sample"},
 	"lint":       {"diagnose", "safeio", "termsafe"},
 	// Probing a live service measures it from outside.
-	"probe": {"httpsafe", "outfile", "procfs", "redact", "stats", "termsafe"},
+	"probe": {"httpsafe", "outfile", "procfs", "redact", "safeio", "stats", "termsafe"},
 	// Fleets read Prometheus, never this host.
 	"prom":    {"httpsafe", "safeio"},
 	"fleet":   {"diagnose", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "promql"},
-	"compare": {"prom", "promql", "sample", "stats"},
+	"compare": {"human", "prom", "promql", "sample", "stats"},
+	// The use cases: what commands call (cmd/memdoctor parses flags and
+	// renders; this opens, resolves windows and steps, diagnoses, merges).
+	"analysis": {"alerts", "capture", "cgtrace", "collect", "compare", "diagnose", "fleet", "htmlreport", "human", "outfile", "pagescan", "procfs",
+		"prom", "promql", "runtimes", "safeio", "sample", "source", "store", "treat"},
+	// Remedies that change the host: a running process' allocator (malloc, trim,
+	// check --malloc) and dying cgroups (reclaim).
+	"treat": {"cgreclaim", "human", "malloc", "procfs", "sample", "termsafe"},
 	// Test support: imported by tests (and bench tools) only, never by the
 	// binary (TestBinaryHasNoTestCode). Its names end in "test".
 	"fleettest":         {"sample"},
@@ -121,6 +130,35 @@ func TestPackageDirection(t *testing.T) {
 		if !seen[pkg] {
 			t.Errorf("arch_test.go lists internal/%s, which does not exist: remove it", pkg)
 		}
+	}
+}
+
+// cmdImports is the most internal packages cmd/memdoctor may import. The
+// command files parse flags and render; what a command does lives behind
+// a few packages: analysis (the use cases over history and this host),
+// treat (remedies on a process' allocator), report (text, and every line
+// on stderr), and the self-contained lint, probe and record. A command
+// that needs a seventh package puts its logic in one of these instead.
+const cmdImports = 6
+
+func TestCmdImportsFewPackages(t *testing.T) {
+	t.Parallel()
+	bp, err := build.ImportDir(filepath.Join("..", "cmd", "memdoctor"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var internal []string
+	for _, imp := range bp.Imports {
+		if strings.HasPrefix(imp, module+"internal/") {
+			internal = append(internal, strings.TrimPrefix(imp, module))
+		}
+	}
+	if len(internal) == 0 {
+		t.Fatalf("cmd/memdoctor imports no internal package: %v", bp.Imports)
+	}
+	if len(internal) > cmdImports {
+		t.Errorf("cmd/memdoctor imports %d internal packages, at most %d allowed: %s\n(move the logic behind internal/analysis, treat or report; the command files keep flags and wiring)",
+			len(internal), cmdImports, strings.Join(internal, ", "))
 	}
 }
 

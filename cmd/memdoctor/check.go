@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/collect"
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/report"
 	"github.com/spf13/cobra"
 )
@@ -49,76 +46,39 @@ be in the top N by PSS.`,
   memdoctor check --scrape http://127.0.0.1:8080/metrics --json   # a service's GC too`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			threshold, err := parseFailOn(failOn)
+			threshold, err := analysis.ParseFailOn(failOn)
 			if err != nil {
 				return err
 			}
 			if err := checkTop(top); err != nil {
 				return err
 			}
-			if err := rt.validate(); err != nil {
+			if err := rt.Validate(); err != nil {
 				return err
 			}
-			pf, err := focus.parse(top)
+			if err := focus.Parse(top); err != nil {
+				return err
+			}
+			h, err := host.open()
 			if err != nil {
 				return err
 			}
-			src, err := host.open()
+			rep, err := analysis.Check(cmd.Context(), h, analysis.CheckOptions{Top: top, Runtimes: &rt.Runtimes, Focus: &focus.Focus,
+				MallocN: mallocN, MallocTimeout: mallocTimeout, Log: cmd.ErrOrStderr(), Bars: progressBars(cmd), Culprits: &culprits.Culprits})
 			if err != nil {
 				return err
 			}
-			if err := culprits.before(cmd.Context(), host.live(), cmd.ErrOrStderr()); err != nil {
-				return err
-			}
-			start := time.Now()
-			opt := collect.Options{TopProcesses: top, TopCgroups: top, ArenaScan: true,
-				Live: host.live(), Now: src.now(), Runtimes: host.live(), Scrape: rt.urls, ScrapeTimeout: rt.timeout, ScrapeAuth: rt.auth,
-				Focus: pf, SortBy: focus.sort, UserTotals: focus.users}
-			if err := focus.check(src.fs, host.live()); err != nil {
-				return err
-			}
-			res, err := collect.Collect(src.fs, opt)
-			if err != nil {
-				return fmt.Errorf("%w (is this a Linux host with /proc mounted? use --root or --capture for saved data)", err)
-			}
-			notes, err := culprits.after(cmd.Context(), host.live(), &res.Scrape)
-			if err != nil {
-				return err
-			}
-			res.Notes = append(res.Notes, notes...)
-			if mallocN > 0 {
-				if !host.live() {
-					return fmt.Errorf("--malloc reads running processes: it cannot be used with --root or --capture")
-				}
-				ctx, cancel := context.WithTimeout(cmd.Context(), time.Duration(mallocN+1)*mallocTimeout)
-				res.Notes = append(res.Notes, inspectAllocators(ctx, &res.Scrape, mallocN, mallocTimeout, cmd.ErrOrStderr())...)
-				cancel()
-			}
-			var rep *diagnose.Report
-			if earlier := rt.secondReading(cmd, src.fs, opt, res); earlier != nil {
-				rep = diagnose.CheckInterval(earlier, &res.Scrape, src.name, res.Notes)
-			} else {
-				rep = diagnose.Check(&res.Scrape, src.name, res.Notes)
-			}
-			if host.live() {
-				rep.Cost = costOf(res, time.Since(start))
-			}
-			focus.apply(rep, res)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				err = report.JSON(out, rep)
 			} else {
-				err = report.Text(out, rep, report.TextOptions{Color: colorOK(out), Top: top, Sort: focus.sort})
+				err = report.Text(out, rep, report.TextOptions{Color: colorOK(out), Top: top, Sort: focus.Sort})
 			}
 			if err != nil {
 				return err
 			}
-			if threshold != "" {
-				for _, f := range rep.Findings {
-					if f.Severity.Rank() >= threshold.Rank() {
-						return exitError{2}
-					}
-				}
+			if analysis.Fails(rep.Findings, threshold) {
+				return exitError{2}
 			}
 			return nil
 		},
@@ -133,28 +93,6 @@ be in the top N by PSS.`,
 	cmd.Flags().IntVar(&mallocN, "malloc", 0, "read the allocator state (malloc_info, called inside the process) of the `N` largest glibc processes not running memdoctor's preload library; one thread of each is held for about a millisecond")
 	cmd.Flags().DurationVar(&mallocTimeout, "malloc-timeout", 10*time.Second, "give up on one process' malloc_info after this long (it is never left stopped)")
 	return cmd
-}
-
-// parseFailOn reads --fail-on: "" for none, else the lowest severity that
-// makes the command exit with status 2.
-func parseFailOn(s string) (diagnose.Severity, error) {
-	switch s {
-	case "", "none":
-		return "", nil
-	case "info", "warning", "critical":
-		return diagnose.Severity(s), nil
-	}
-	return "", fmt.Errorf("--fail-on %q: want none, info, warning or critical", s)
-}
-
-func costOf(res *collect.Result, d time.Duration) *diagnose.Cost {
-	c := &diagnose.Cost{DurationSeconds: d.Seconds(), Collectors: map[string]float64{}}
-	for _, t := range res.Timings {
-		c.Collectors[t.Collector] = t.Duration.Seconds()
-	}
-	c.SmapsReads = int(res.Scrape.Value("memdoctor_smaps_rollup_reads"))
-	c.Vanished = int(res.Scrape.Value("memdoctor_processes_vanished"))
-	return c
 }
 
 // colorOK says whether w is a terminal that wants colour.

@@ -1,23 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
-	"time"
 
-	"github.com/memdoctor/memdoctor/internal/safeio"
-	"github.com/memdoctor/memdoctor/internal/termsafe"
-
-	"github.com/memdoctor/memdoctor/internal/compare"
+	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/probe"
-	"github.com/memdoctor/memdoctor/internal/promql"
-	"github.com/memdoctor/memdoctor/internal/sample"
-	"github.com/memdoctor/memdoctor/internal/source"
-	"github.com/memdoctor/memdoctor/internal/store"
+	"github.com/memdoctor/memdoctor/internal/report"
 	"github.com/spf13/cobra"
 )
 
@@ -58,8 +47,7 @@ values are hosts; when a group is a single host, its days.`,
   memdoctor compare before.json after.json`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var res *compare.Result
-			var err error
+			show := printed(cmd.OutOrStdout(), asJSON, report.CompareText)
 			switch {
 			case pf.url != "":
 				if len(args) > 0 || winA != "" {
@@ -68,26 +56,19 @@ values are hosts; when a group is a single host, its days.`,
 				if selA == "" || selB == "" {
 					return errors.New("--prometheus needs --a and --b label selectors, e.g. --a '{rack=\"r1\"}' --b '{rack=\"r2\"}'")
 				}
-				res, err = comparePrometheus(cmd, &pf, selA, selB, until)
-			case len(args) == 2 && isProbeResult(args[0]) && isProbeResult(args[1]):
+				return comparePrometheus(cmd, &pf, selA, selB, until, asJSON)
+			case len(args) == 2 && probe.IsResult(args[0]) && probe.IsResult(args[1]):
 				return compareProbes(cmd, args[0], args[1], asJSON)
 			case len(args) == 2:
-				res, err = compareSources(cmd, args[0], "", args[1], "")
+				return show(analysis.CompareSources(args[0], "", args[1], "", progressBars(cmd)))
 			case len(args) == 1:
 				if winA == "" || winB == "" {
 					return errors.New("one source needs two windows: --a-window FROM/TO --b-window FROM/TO")
 				}
-				res, err = compareSources(cmd, args[0], winA, args[0], winB)
+				return show(analysis.CompareSources(args[0], winA, args[0], winB, progressBars(cmd)))
 			default:
 				return errors.New("give two groups: --prometheus URL --a SEL --b SEL, two sources, one source with --a-window and --b-window, or two probe results")
 			}
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), res)
-			}
-			return compareText(cmd.OutOrStdout(), res)
 		},
 	}
 	pf.register(cmd, true)
@@ -100,168 +81,34 @@ values are hosts; when a group is a single host, its days.`,
 	return cmd
 }
 
-func comparePrometheus(cmd *cobra.Command, pf *promFlags, a, b, until string) (*compare.Result, error) {
-	end, r, _, err := pf.window(until)
+// comparePrometheus compares the hosts of two selectors and shows the
+// result.
+func comparePrometheus(cmd *cobra.Command, pf *promFlags, a, b, until string, asJSON bool) error {
+	win, err := pf.window(until)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, s := range []struct {
 		flag string
 		sel  *string
 	}{{"--a", &a}, {"--b", &b}} {
-		m, err := promql.ParseMatch(*s.sel)
+		m, err := analysis.ParseMatch(*s.sel)
 		if err != nil {
-			return nil, fmt.Errorf("%s %q: %w", s.flag, *s.sel, err)
+			return fmt.Errorf("%s %q: %w", s.flag, *s.sel, err)
 		}
 		*s.sel = m
 	}
-	c, err := pf.client()
+	c, err := analysis.Connect(pf.server())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ctx, endSession := pf.session(cmd, c, nil, "comparing the groups")
-	va, vb, err := compare.PromGroups(ctx, c, a, b, pf.match, end, r)
+	res, err := analysis.ComparePrometheus(ctx, c, a, b, pf.match, win)
 	if err = endSession(err); err != nil {
-		return nil, err
+		return err
 	}
 	printWarnings(cmd.ErrOrStderr(), c.Warnings())
-	return compare.Compare(a, b, "host", va, vb), nil
-}
-
-// parseWindow reads FROM/TO (each as --since reads it).
-func parseWindow(s string, end time.Time) (from, to time.Time, err error) {
-	f, t, ok := strings.Cut(s, "/")
-	if !ok {
-		return from, to, fmt.Errorf("window %q: want FROM/TO, e.g. 2020-01-01/2020-01-08", s)
-	}
-	if from, err = parseWhen(f, end); err != nil {
-		return from, to, err
-	}
-	if to, err = parseWhen(t, end); err != nil {
-		return from, to, err
-	}
-	if !to.After(from) {
-		return from, to, fmt.Errorf("window %q ends before it starts", s)
-	}
-	return from, to, nil
-}
-
-// loadWindows reads every instance of a source (within win, when given),
-// with what reading it left out, one line each.
-func loadWindows(cmd *cobra.Command, path, win string) ([]*sample.Window, []string, error) {
-	bar := newProgress(cmd.ErrOrStderr(), "reading "+path)
-	st, cleanup, ist, err := source.OpenStore(path, source.IngestOptions{Progress: bar.update})
-	bar.done()
-	if err != nil {
-		return nil, nil, err
-	}
-	var notes []string
-	for _, n := range ist.Notes {
-		notes = append(notes, n.Source+": "+n.Message)
-	}
-	defer cleanup()
-	insts, err := st.Instances()
-	if err != nil {
-		return nil, nil, err
-	}
-	var out []*sample.Window
-	for _, inst := range insts {
-		first, last, err := st.TimeRange(inst)
-		if err != nil {
-			return nil, nil, err
-		}
-		from, to := first, last
-		if win != "" {
-			if from, to, err = parseWindow(win, last); err != nil {
-				return nil, nil, err
-			}
-		}
-		ss, err := st.Select(store.Query{Instance: inst, Names: compare.WindowNames, From: from, To: to})
-		if err != nil {
-			return nil, nil, err
-		}
-		w := &sample.Window{Instance: inst, From: from, To: to}
-		for _, s := range ss {
-			w.Add(s)
-		}
-		out = append(out, w)
-	}
-	if len(out) == 0 {
-		return nil, nil, fmt.Errorf("%s holds no samples", path)
-	}
-	return out, notes, nil
-}
-
-func compareSources(cmd *cobra.Command, pa, wa, pb, wb string) (*compare.Result, error) {
-	a, notesA, err := loadWindows(cmd, pa, wa)
-	if err != nil {
-		return nil, fmt.Errorf("group A: %w", err)
-	}
-	b, notesB, err := loadWindows(cmd, pb, wb)
-	if pb == pa {
-		notesB = nil // one source, two windows: its notes once
-	}
-	if err != nil {
-		return nil, fmt.Errorf("group B: %w", err)
-	}
-	perDay := len(a) < 2 || len(b) < 2
-	unit := "host"
-	if perDay {
-		unit = "day"
-	}
-	name := func(p, w string) string {
-		if w != "" {
-			return p + " " + w
-		}
-		return p
-	}
-	res := compare.Compare(name(pa, wa), name(pb, wb), unit, compare.FromWindows(a, perDay), compare.FromWindows(b, perDay))
-	res.Notes = append(res.Notes, compare.NonFinite("A", a)...)
-	res.Notes = append(res.Notes, compare.NonFinite("B", b)...)
-	for _, n := range notesA {
-		res.Notes = append(res.Notes, "group A: "+n)
-	}
-	for _, n := range notesB {
-		res.Notes = append(res.Notes, "group B: "+n)
-	}
-	return res, nil
-}
-
-func compareText(out io.Writer, r *compare.Result) error {
-	w := bufio.NewWriter(out)
-	pf := func(format string, a ...any) { _, _ = termsafe.Fprintf(w, format, a...) } // bufio keeps the first error for Flush
-	pf("memdoctor compare: A = %s\n                   B = %s\n", r.A, r.B)
-	pf("values are %ss; difference of medians with a bootstrap 95%% interval\n\n", r.Unit)
-	for _, row := range r.Rows {
-		pf("%s\n", row.Title)
-		pf("  A: median %-14s (%d %ss)\n", compare.Format(row.MedianA, row.Unit), len(row.A), r.Unit)
-		pf("  B: median %-14s (%d %ss)\n", compare.Format(row.MedianB, row.Unit), len(row.B), r.Unit)
-		pf("  → %s\n\n", row.Verdict)
-	}
-	if len(r.Rows) == 0 {
-		pf("no metric is present in both groups\n")
-	}
-	for _, n := range r.Notes {
-		pf("note: %s\n", n)
-	}
-	return w.Flush()
-}
-
-// isProbeResult reports whether path is a JSON document whose "kind" names
-// a probe result.
-func isProbeResult(path string) bool {
-	f, err := safeio.Open(path)
-	if err != nil {
-		return false
-	}
-	defer func() { _ = f.Close() }()
-	var head struct {
-		Kind string `json:"kind"`
-	}
-	if err := json.NewDecoder(io.LimitReader(f, 64<<20)).Decode(&head); err != nil {
-		return false
-	}
-	return head.Kind == probe.Kind
+	return printed(cmd.OutOrStdout(), asJSON, report.CompareText)(res, nil)
 }
 
 // compareProbes compares two probe results (memory and latency

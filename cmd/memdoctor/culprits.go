@@ -1,117 +1,19 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/cgtrace"
-	"github.com/memdoctor/memdoctor/internal/pagescan"
-	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/spf13/cobra"
 )
 
 // culpritFlags are check's opt-in looks at who made and what pins the dying
-// cgroups: the cgroup trace (--trace) and the page scan (--scan-pages).
-type culpritFlags struct {
-	scanPages   bool
-	scanTimeout time.Duration
-	trace       time.Duration
-	traceMethod string
-
-	traced *cgtrace.Summary
-	notes  []sample.Note
-}
+// cgroups (analysis.Culprits).
+type culpritFlags struct{ analysis.Culprits }
 
 func (f *culpritFlags) register(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&f.scanPages, "scan-pages", false, "read /proc/kpagecgroup and /proc/kpageflags (root; about 30 ms per GiB of RAM) to tell how much page cache, dirty, mapped or shmem, pins the dying memory cgroups")
-	cmd.Flags().DurationVar(&f.scanTimeout, "scan-timeout", 30*time.Second, "stop the page scan after this long (the report says it is partial)")
-	cmd.Flags().DurationVar(&f.trace, "trace", 0, "before reading the host, trace for this `long` (root): memory cgroup creation and removal, to name who does it with rates (BPF, else tracefs), and who stalls in direct or cgroup-limit reclaim (BPF)")
-	cmd.Flags().StringVar(&f.traceMethod, "trace-method", "", "force the tracer: bpf or tracefs (default: BPF, else tracefs)")
+	cmd.Flags().BoolVar(&f.ScanPages, "scan-pages", false, "read /proc/kpagecgroup and /proc/kpageflags (root; about 30 ms per GiB of RAM) to tell how much page cache, dirty, mapped or shmem, pins the dying memory cgroups")
+	cmd.Flags().DurationVar(&f.ScanTimeout, "scan-timeout", 30*time.Second, "stop the page scan after this long (the report says it is partial)")
+	cmd.Flags().DurationVar(&f.Trace, "trace", 0, "before reading the host, trace for this `long` (root): memory cgroup creation and removal, to name who does it with rates (BPF, else tracefs), and who stalls in direct or cgroup-limit reclaim (BPF)")
+	cmd.Flags().StringVar(&f.TraceMethod, "trace-method", "", "force the tracer: bpf or tracefs (default: BPF, else tracefs)")
 }
-
-// before runs the trace (it precedes the reading, so the dying count is
-// the one the trace's operations left).
-func (f *culpritFlags) before(ctx context.Context, live bool, progress io.Writer) error {
-	if f.scanPages && !live {
-		return errors.New("--scan-pages reads this host's page frames: it cannot be used with --root or --capture")
-	}
-	if f.trace <= 0 {
-		return nil
-	}
-	if !live {
-		return errors.New("--trace watches this host: it cannot be used with --root or --capture")
-	}
-	switch f.traceMethod {
-	case "", "bpf", "tracefs":
-	default:
-		return fmt.Errorf("--trace-method %q: want bpf or tracefs", f.traceMethod)
-	}
-	_, _ = fmt.Fprintf(progress, "memdoctor: tracing memory cgroup creation and removal, and reclaim, for %s\n", f.trace)
-	s, err := cgtrace.Run(ctx, cgtrace.Options{Duration: f.trace, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: f.traceMethod})
-	if err != nil {
-		f.notes = append(f.notes, sample.Note{Source: "cgroup trace", Message: err.Error(),
-			Hides: "who creates and removes the memory cgroups", Fix: "run as root on a kernel with BTF, or mount tracefs"})
-		return nil
-	}
-	for _, n := range s.Notes {
-		f.notes = append(f.notes, sample.Note{Source: "cgroup trace", Message: n})
-	}
-	if s.Dropped > 0 {
-		f.notes = append(f.notes, sample.Note{Source: "cgroup trace", Message: fmt.Sprintf("%d events did not fit the ring buffer", s.Dropped),
-			Hides: "part of the cgroup operations (the rates are a lower bound)"})
-	}
-	f.traced = s
-	return nil
-}
-
-// after adds the trace's series and runs the page scan (after the reading).
-func (f *culpritFlags) after(ctx context.Context, live bool, s *sample.Scrape) ([]sample.Note, error) {
-	notes := f.notes
-	if f.traced != nil {
-		f.traced.AddTo(s)
-	}
-	if !f.scanPages {
-		return notes, nil
-	}
-	if !live {
-		return nil, errors.New("--scan-pages reads this host's page frames: it cannot be used with --root or --capture")
-	}
-	return append(notes, pageScan(ctx, s, f.scanTimeout)...), nil
-}
-
-// pageScan runs the kpagecgroup scan and adds its series to s; what it
-// could not do becomes notes, never an error.
-func pageScan(ctx context.Context, s *sample.Scrape, timeout time.Duration) []sample.Note {
-	const src = "proc/kpagecgroup"
-	h, err := pagescan.FindMemoryHierarchy("/proc")
-	if err != nil {
-		return []sample.Note{{Source: src, Message: err.Error(), Hides: "what pins the dying cgroups"}}
-	}
-	res, err := pagescan.Scan(ctx, pagescan.Options{Timeout: timeout})
-	if err != nil {
-		n := sample.Note{Source: src, Message: err.Error(), Hides: "what pins the dying cgroups"}
-		if errors.Is(err, pagescan.ErrNotPermitted) {
-			n.Fix = "run as root"
-		}
-		return []sample.Note{n}
-	}
-	rep := pagescan.Attribute(res, h, "/proc")
-	rep.AddTo(s)
-	var notes []sample.Note
-	if !res.Complete {
-		notes = append(notes, sample.Note{Source: src,
-			Message: fmt.Sprintf("the page scan stopped at its time limit (%s) after %s of RAM", res.Duration.Round(time.Millisecond), humanMiB(res.RAMBytes)),
-			Hides:   "part of the pages pinning dying cgroups", Fix: "raise --scan-timeout"})
-	}
-	if !rep.PinnedKnown {
-		notes = append(notes, sample.Note{Source: src,
-			Message: "on cgroup v2 the kernel counts a removed cgroup's pages to its nearest live ancestor and memory.stat has no local counters: the pages pinning dying cgroups cannot be told from their ancestors' own",
-			Hides:   "how much page cache pins the dying cgroups"})
-	}
-	return notes
-}
-
-func humanMiB(b int64) string { return fmt.Sprintf("%d MiB", b>>20) }

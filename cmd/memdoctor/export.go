@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
-	"time"
 
-	"github.com/memdoctor/memdoctor/internal/outfile"
-	"github.com/memdoctor/memdoctor/internal/termsafe"
-
-	"github.com/memdoctor/memdoctor/internal/source"
-	"github.com/memdoctor/memdoctor/internal/store"
+	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/report"
 	"github.com/spf13/cobra"
 )
 
@@ -43,55 +37,23 @@ has one row per sample: instance, name, labels, timestamp_ms, value.`,
 				return fmt.Errorf("-o FILE is required (\"-\" for standard output)")
 			}
 			bar := newProgress(cmd.ErrOrStderr(), "reading "+from)
-			st, cleanup, ist, err := source.OpenStore(from, source.IngestOptions{Lenient: lenient, Progress: bar.update})
+			s, err := analysis.OpenAll(from, lenient, bar.update)
 			bar.done()
 			if err != nil {
 				return err
 			}
-			defer cleanup()
+			defer s.Close()
 			// What reading left out (dropped NaN samples, skipped lines, a
 			// damaged store read with --lenient) is said, not exported in
 			// silence.
-			for _, n := range ist.Notes {
-				_, _ = termsafe.Fprintf(cmd.ErrOrStderr(), "memdoctor: note: %s: %s\n", n.Source, n.Message)
+			for _, n := range s.Notes {
+				report.Warnf(cmd.ErrOrStderr(), "memdoctor: note: %s: %s\n", n.Source, n.Message)
 			}
-			q := store.Query{Instance: instance}
-			if since != "" || until != "" {
-				insts, err := st.Instances()
-				if err != nil {
-					return err
-				}
-				var last time.Time
-				for _, i := range insts {
-					if _, t, err := st.TimeRange(i); err == nil && t.After(last) {
-						last = t
-					}
-				}
-				if q.From, q.To, err = parseRange(since, until, last); err != nil {
-					return err
-				}
-			}
-			write := func(w io.Writer) error {
-				if format == "parquet" {
-					return st.ExportParquet(w, q)
-				}
-				return st.ExportOpenMetrics(w, q)
-			}
-			if out == "-" {
-				bw := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<20)
-				if err := write(bw); err != nil {
-					return err
-				}
-				return bw.Flush()
-			}
-			// A new or regular file is replaced atomically (an interrupted
-			// export never leaves a truncated file under the final name); a
-			// FIFO or terminal is written through, a device never replaced.
-			if err := outfile.Write(out, 0o644, write); err != nil {
+			if err := s.Export(out, cmd.OutOrStdout(), format, instance, since, until); err != nil || out == "-" {
 				return err
 			}
 			if st, err := os.Stat(out); err == nil && st.Mode().IsRegular() {
-				cmd.PrintErrf("wrote %s (%s)\n", out, humanSize(st.Size()))
+				report.Wrote(cmd.ErrOrStderr(), out, st.Size(), "", "")
 			}
 			return nil
 		},

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/lint"
 	"github.com/spf13/cobra"
 )
@@ -43,7 +44,7 @@ extension and the keys; --format forces one.`,
   memdoctor lint --fail-on warning conf/*.properties   # exit 2 in CI`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			threshold, err := parseFailOn(failOn)
+			threshold, err := analysis.ParseFailOn(failOn)
 			if err != nil {
 				return err
 			}
@@ -67,12 +68,8 @@ extension and the keys; --format forces one.`,
 			if err != nil {
 				return err
 			}
-			if threshold != "" {
-				for _, f := range rep.Findings {
-					if f.Severity.Rank() >= threshold.Rank() {
-						return exitError{2}
-					}
-				}
+			if analysis.Fails(rep.Findings, threshold) {
+				return exitError{2}
 			}
 			return nil
 		},

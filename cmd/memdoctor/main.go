@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/memdoctor/memdoctor/internal/termsafe"
+	"github.com/memdoctor/memdoctor/internal/report"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -66,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &ee) {
 			return ee.code
 		}
-		_, _ = fmt.Fprintln(stderr, "memdoctor:", termsafe.Text(err.Error())) // nowhere left to report a failed write
+		report.Error(stderr, err)
 		return 1
 	}
 	return 0

@@ -8,12 +8,10 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
-	"github.com/memdoctor/memdoctor/internal/malloc"
-	"github.com/memdoctor/memdoctor/internal/termsafe"
+	"github.com/memdoctor/memdoctor/internal/report"
+	"github.com/memdoctor/memdoctor/internal/treat"
 	"github.com/spf13/cobra"
 )
 
@@ -30,20 +28,11 @@ func (f *mallocFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.method, "method", "auto", "how to reach the allocator: auto (the preload library if the process runs it, else ptrace), ptrace (call into the process), or preload (never pauses)")
 }
 
-func (f *mallocFlags) options(stderr io.Writer) (malloc.Options, error) {
-	m := malloc.Method(f.method)
-	switch m {
-	case malloc.MethodAuto, malloc.MethodPtrace, malloc.MethodPreload:
-	case "gdb":
-		mallocWarn(stderr, "memdoctor: --method gdb is now --method ptrace: memdoctor calls into the process itself, gdb is not used\n")
-		m = malloc.MethodPtrace
-	default:
-		return malloc.Options{}, fmt.Errorf("--method %q: want auto, ptrace or preload", f.method)
-	}
-	if f.timeout <= 0 {
-		return malloc.Options{}, fmt.Errorf("--timeout %s: want more than 0", f.timeout)
-	}
-	return malloc.Options{Timeout: f.timeout, Method: m, OnStuck: func(msg string) { mallocWarn(stderr, "memdoctor: %s\n", msg) }}, nil
+// request is the process and how to reach it; warnings go to stderr.
+func (f *mallocFlags) request(pid int, stderr io.Writer) (treat.Request, error) {
+	r := treat.Request{PID: pid, Method: f.method, Timeout: f.timeout,
+		Warn: func(format string, a ...any) { mallocWarn(stderr, format, a...) }}
+	return r, r.Check()
 }
 
 // mallocPID reads the PID argument.
@@ -98,21 +87,14 @@ Only root may inspect another user's process; PID 1 is refused.`,
 			if err != nil {
 				return err
 			}
-			stderr := cmd.ErrOrStderr()
-			opt, err := f.options(stderr)
+			r, err := f.request(pid, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			opt.Mallinfo2 = mallinfo2
-			if malloc.WillPause(pid, opt) {
-				mallocWarn(stderr, "memdoctor: holding one thread of pid %d briefly to call malloc_info in it (about a millisecond)\n", pid)
-			}
+			r.Mallinfo2 = mallinfo2
 			ctx, stop := mallocContext()
 			defer stop()
-			rep, err := malloc.Inspect(ctx, pid, opt)
-			if rep != nil && rep.Pause != nil {
-				mallocWarn(stderr, "memdoctor: %s\n", pauseLine(pid, rep.Pause))
-			}
+			rep, err := treat.Inspect(ctx, r)
 			if err != nil {
 				return err
 			}
@@ -124,7 +106,7 @@ Only root may inspect another user's process; PID 1 is refused.`,
 			case f.asJSON:
 				return writeJSON(out, rep)
 			}
-			return mallocText(out, rep)
+			return treat.MallocText(out, rep)
 		},
 	}
 	f.register(cmd)
@@ -137,85 +119,5 @@ Only root may inspect another user's process; PID 1 is refused.`,
 // mallocWarn writes a line to stderr; a failed write there has nowhere
 // left to be reported.
 func mallocWarn(w io.Writer, format string, a ...any) {
-	_, _ = termsafe.Fprintf(w, format, a...)
-}
-
-// pauseLine says how long memdoctor held a thread of the process.
-func pauseLine(pid int, p *malloc.Pause) string {
-	return fmt.Sprintf("thread %d of pid %d was held %.1f ms (%.1f ms of it in %d calls; %s); its other %d threads ran throughout",
-		p.Thread, pid, p.AttachedMs, p.CallsMs, len(p.Calls), p.Why, max(p.Threads-1, 0))
-}
-
-func mallocText(w io.Writer, r *malloc.Report) error {
-	hb := diagnose.HumanBytes
-	dash := func(n int64) string {
-		if n <= 0 {
-			return "-"
-		}
-		return hb(n)
-	}
-	p := &mallocWriter{w: w}
-	glibc := r.GlibcVersion
-	if glibc == "" {
-		glibc = "unknown"
-	}
-	p.f("pid %d (%s), glibc %s, read through %s\n\n", r.PID, r.Comm, glibc, r.Source)
-	tw := tabwriter.NewWriter(p, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "arena\tsystem\tfree\tin use\tfree chunks\tlargest free\ttop\tretained\t\n")
-	for _, a := range r.Arenas {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", a.Nr, hb(a.SystemBytes), hb(a.FreeBytes), hb(a.InUseBytes),
-			a.FreeChunks, dash(a.LargestFreeChunkBytes), dash(a.TopBytes), hb(a.RetainedBytes))
-	}
-	t := r.Totals
-	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%d\t\t\t%s\t\n", hb(t.SystemBytes), hb(t.FreeBytes), hb(t.InUseBytes), t.FreeChunks, hb(t.RetainedBytes))
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	p.f("\n%d arenas; %s in %d mmapped chunks outside them\n", t.ArenaCount, hb(t.MmapBytes), t.MmapChunks)
-	pct := 0.0
-	if t.SystemBytes > 0 {
-		pct = 100 * float64(t.RetainedBytes) / float64(t.SystemBytes)
-	}
-	p.f("retained: %s (%.0f%% of the arenas) is free memory in whole pages that malloc_trim(0) can give back to the kernel\n", hb(t.RetainedBytes), pct)
-	p.f("  (pages an earlier trim already gave back still count: compare with RssAnon %s, VmRSS %s)\n", hb(r.Process.RssAnon), hb(r.Process.VMRSS))
-	if m := r.Mallinfo2; m != nil {
-		p.f("mallinfo2: arena %d, uordblks %d, fordblks %d, hblkhd %d, keepcost %d\n", m.Arena, m.Uordblks, m.Fordblks, m.Hblkhd, m.Keepcost)
-	}
-	if pp := r.Pause; pp != nil {
-		p.f("hold: thread %d held %.1f ms (calls %.1f ms); %d threads in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, pp.Threads)
-	}
-	if r.PreloadMs > 0 {
-		p.f("asked the preload library: answered in %.0f ms, no pause\n", r.PreloadMs)
-	}
-	for _, w := range r.Warnings {
-		p.f("warning: %s\n", w)
-	}
-	for _, n := range r.Notes {
-		p.f("note: %s\n", n)
-	}
-	if t.RetainedBytes >= 64<<20 {
-		p.f("\nnext: memdoctor trim %d          # the expected gain and what --apply would run\n", r.PID)
-	}
-	return p.err
-}
-
-// mallocWriter keeps the first write error.
-type mallocWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *mallocWriter) Write(b []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(b)
-	e.err = err
-	return n, err
-}
-
-// f writes a line; process names and messages in a are escaped (a
-// process chooses its own name).
-func (e *mallocWriter) f(format string, a ...any) {
-	_, _ = termsafe.Fprintf(e, format, a...) // kept in e.err
+	report.Warnf(w, format, a...)
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/probe"
-	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/spf13/cobra"
 )
 
@@ -90,7 +89,7 @@ sent but never saved; a user:password in the URL is redacted.`,
 			o.Progress = bar.update
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
-			res, err := probe.Run(ctx, procfs.NewFS(root), o)
+			res, err := probe.RunAt(ctx, root, o)
 			bar.done()
 			if err != nil {
 				return err

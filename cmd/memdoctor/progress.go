@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/spf13/cobra"
 )
 
 // progressBar draws "label  42% [=====     ]" on a terminal, redrawn in
@@ -60,5 +63,13 @@ func (p *progressBar) done() {
 	defer p.mu.Unlock()
 	if p.drawn {
 		_, _ = fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", len(p.label)+50))
+	}
+}
+
+// progressBars starts a progress bar on cmd's stderr for each read.
+func progressBars(cmd *cobra.Command) analysis.Bars {
+	return func(label string) (analysis.Progress, func()) {
+		bar := newProgress(cmd.ErrOrStderr(), label)
+		return bar.update, bar.done
 	}
 }

@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/prom"
-	"github.com/memdoctor/memdoctor/internal/promql"
-	"github.com/memdoctor/memdoctor/internal/termsafe"
+	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/report"
 	"github.com/spf13/cobra"
 )
 
@@ -42,49 +41,32 @@ func (f *promFlags) register(cmd *cobra.Command, withRange bool) {
 	}
 }
 
-func (f *promFlags) client() (*prom.Client, error) {
-	if f.deadline < 0 {
-		return nil, fmt.Errorf("--prometheus-deadline %s: give a duration, or 0 for none", f.deadline)
-	}
-	if f.retries < 0 {
-		return nil, fmt.Errorf("--prometheus-retries %d: give 0 (no retry) or more", f.retries)
-	}
-	retries := f.retries
-	if retries == 0 {
-		retries = -1 // prom.Options: 0 is the default (3), negative is none
-	}
-	return prom.New(prom.Options{URL: f.url, BearerTokenFile: f.tokenFile, Username: f.user, PasswordFile: f.passwordFile,
-		CAFile: f.ca, InsecureSkipVerify: f.insecure, Timeout: f.timeout, Retries: retries})
+// server is the server the flags name, for analysis.Connect.
+func (f *promFlags) server() analysis.PromServer {
+	return analysis.PromServer{URL: f.url, TokenFile: f.tokenFile, User: f.user, PasswordFile: f.passwordFile,
+		CA: f.ca, Insecure: f.insecure, Timeout: f.timeout, Retries: f.retries, Deadline: f.deadline}
 }
 
-// window returns the range's end and length: --until (RFC 3339, a date, or
-// -DURATION before now) and --range.
-func (f *promFlags) window(until string) (end time.Time, r time.Duration, step time.Duration, err error) {
-	now := time.Now().UTC()
-	end = now
-	if until != "" {
-		if end, err = parseWhen(until, now); err != nil {
-			return end, 0, 0, fmt.Errorf("--until %w", err)
-		}
+// answering is a Prometheus client as a session sees it.
+type answering interface {
+	URL() string
+	Answers() int64
+}
+
+// window resolves --until (RFC 3339, a date, or -DURATION before now),
+// --range and --step into the window read, and canonicalises --match.
+func (f *promFlags) window(until string) (analysis.Window, error) {
+	win, err := analysis.PromWindow(time.Now().UTC(), until, f.rangeS, f.step)
+	if err != nil {
+		return win, err
 	}
-	if r, err = parseRetention(f.rangeS); err != nil || r <= 0 {
-		return end, 0, 0, fmt.Errorf("--range %q: want a duration such as 14d, 36h", f.rangeS)
-	}
-	if f.step != "" {
-		if step, err = parseRetention(f.step); err != nil || step <= 0 {
-			return end, 0, 0, fmt.Errorf("--step %q: want a duration such as 5m", f.step)
-		}
-	}
-	if err := f.checkMatch(); err != nil {
-		return end, 0, 0, err
-	}
-	return end, r, step, nil
+	return win, f.checkMatch()
 }
 
 // checkMatch parses --match with Prometheus' parser and keeps its
 // canonical form.
 func (f *promFlags) checkMatch() error {
-	m, err := promql.ParseMatch(f.match)
+	m, err := analysis.ParseMatch(f.match)
 	if err != nil {
 		return fmt.Errorf("--match %q: %w", f.match, err)
 	}
@@ -93,11 +75,7 @@ func (f *promFlags) checkMatch() error {
 }
 
 // printWarnings shows the server's partial-data warnings on stderr.
-func printWarnings(w io.Writer, ws []string) {
-	for _, x := range ws {
-		_, _ = fmt.Fprintln(w, "memdoctor: warning from prometheus (results may be partial):", termsafe.Escape(x))
-	}
-}
+func printWarnings(w io.Writer, ws []string) { report.ServerWarnings(w, ws) }
 
 // heartbeatEvery is how often a long read from Prometheus says on stderr
 // how far it got.
@@ -108,7 +86,7 @@ var heartbeatEvery = 10 * time.Second
 // on stderr (through bar, which may draw on a terminal) says how many
 // answers came so far; end stops both and turns an error caused by the
 // deadline into one that names it (calls after the first only do that).
-func (f *promFlags) session(cmd *cobra.Command, c *prom.Client, bar *progressBar, what string) (ctx context.Context, end func(error) error) {
+func (f *promFlags) session(cmd *cobra.Command, c answering, bar *progressBar, what string) (ctx context.Context, end func(error) error) {
 	parent := promContext(cmd)
 	ctx, cancel := context.WithCancel(parent)
 	if f.deadline > 0 {
@@ -119,7 +97,7 @@ func (f *promFlags) session(cmd *cobra.Command, c *prom.Client, bar *progressBar
 	}
 	start := time.Now()
 	status := func() string {
-		s := fmt.Sprintf("memdoctor: %s: %d answers from %s in %s", what, c.Stats().Queries, c.URL(), time.Since(start).Round(time.Second))
+		s := fmt.Sprintf("memdoctor: %s: %d answers from %s in %s", what, c.Answers(), c.URL(), time.Since(start).Round(time.Second))
 		if f.deadline > 0 {
 			s += fmt.Sprintf(" (--prometheus-deadline %s)", f.deadline)
 		}
@@ -150,7 +128,7 @@ func (f *promFlags) session(cmd *cobra.Command, c *prom.Client, bar *progressBar
 		cancel()
 		if err != nil && expired {
 			return fmt.Errorf("%s: gave up at --prometheus-deadline %s with %d answers received (raise it, or narrow --match or --range): %w",
-				what, f.deadline, c.Stats().Queries, err)
+				what, f.deadline, c.Answers(), err)
 		}
 		return err
 	}

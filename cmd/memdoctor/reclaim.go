@@ -1,15 +1,9 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"io"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/cgreclaim"
-	"github.com/memdoctor/memdoctor/internal/diagnose"
-	"github.com/memdoctor/memdoctor/internal/procfs"
-	"github.com/memdoctor/memdoctor/internal/termsafe"
+	"github.com/memdoctor/memdoctor/internal/treat"
 	"github.com/spf13/cobra"
 )
 
@@ -51,40 +45,14 @@ no memory.current to bound the request (drop_caches is the host-wide tool).`,
   memdoctor reclaim --cgroup /jobs --apply --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := cmd.OutOrStdout()
-			plan, err := cgreclaim.MakePlan(procfs.NewFS(root), cgroup)
-			if errors.Is(err, cgreclaim.ErrNoV2) {
-				return fmt.Errorf("%w: reclaim works on cgroup v2 (on v1, write 0 to a cgroup's memory.force_empty before removing it)", err)
-			}
-			if err != nil {
-				return err
-			}
-			if !apply {
-				if asJSON {
-					return writeJSON(out, map[string]any{"plan": plan, "applied": false})
-				}
-				return reclaimPlanText(out, plan, false)
-			}
-			res, err := cgreclaim.Apply(root, plan, wait)
+			r, err := treat.Reclaim(root, cgroup, apply, wait)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSON(out, map[string]any{"plan": plan, "applied": true, "result": res})
+				return writeJSON(cmd.OutOrStdout(), r)
 			}
-			if err := reclaimPlanText(out, plan, true); err != nil {
-				return err
-			}
-			for _, o := range res.Outcomes {
-				switch {
-				case o.Error != "":
-					_, _ = fmt.Fprintf(out, "  %s: %s\n", termsafe.Escape(o.Path), termsafe.Escape(o.Error))
-				case o.Partial:
-					_, _ = fmt.Fprintf(out, "  %s: the kernel reclaimed less than asked (pages in use, dirty or mapped)\n", termsafe.Escape(o.Path))
-				}
-			}
-			_, err = fmt.Fprintf(out, "dying cgroups: %d before, %d after (%.1fs)\n", res.Before, res.After, res.Waited.Seconds())
-			return err
+			return treat.ReclaimText(cmd.OutOrStdout(), r)
 		},
 	}
 	cmd.Flags().BoolVar(&apply, "apply", false, "write to memory.reclaim (without it nothing is changed)")
@@ -94,33 +62,4 @@ no memory.current to bound the request (drop_caches is the host-wide tool).`,
 	cmd.Flags().StringVar(&root, "root", "/", "the host's root (where /proc and /sys are)")
 	_ = cmd.Flags().MarkHidden("root")
 	return cmd
-}
-
-func reclaimPlanText(w io.Writer, p *cgreclaim.Plan, applied bool) error {
-	hb := diagnose.HumanBytes
-	pr := func(format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }
-	pr("memdoctor reclaim: %d dying cgroups below /%s\n", p.Dying, termsafe.Escape(p.Mount))
-	if !p.HasReclaim {
-		pr("  memory.reclaim is missing (kernel before 5.19): drop the page cache host-wide instead (sync; echo 1 > /proc/sys/vm/drop_caches)\n")
-	}
-	verb := "would write"
-	if applied {
-		verb = "wrote"
-	}
-	for _, t := range p.Targets {
-		pr("  %s: %d dying below it; %s %d (%s) to /%s%s/memory.reclaim\n", termsafe.Escape(t.Path), t.Dying, verb, t.Bytes, hb(t.Bytes),
-			termsafe.Escape(p.Mount), termsafe.Escape(t.Path))
-		if t.Dirty > 0 {
-			pr("    %s of dirty cache not asked for: it pins its cgroups until written back (sync, then run again)\n", hb(t.Dirty))
-		}
-	}
-	if p.RootDying > 0 {
-		pr("  /: %d dying right below the root, not reclaimed here (no memory.current to bound the request)\n", p.RootDying)
-	}
-	if len(p.Targets) == 0 {
-		pr("  nothing to reclaim\n")
-	} else if !applied {
-		pr("dry run: nothing changed; --apply writes it\n")
-	}
-	return nil
 }

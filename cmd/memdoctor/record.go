@@ -14,9 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/promql"
+	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/record"
-	"github.com/memdoctor/memdoctor/internal/store"
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +37,7 @@ func defaultDB() string {
 // parseRetention reads a duration flag: a Go duration or a Prometheus one
 // with days ("30d", "720h", "1d12h").
 func parseRetention(s string) (time.Duration, error) {
-	v, err := promql.ParseDuration(s)
+	v, err := analysis.ParseDuration(s)
 	if err != nil {
 		return 0, fmt.Errorf("--retention %q: want a duration such as 30d or 720h", s)
 	}
@@ -88,7 +87,7 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 			if err != nil {
 				return err
 			}
-			if err := rt.validate(); err != nil {
+			if err := rt.Validate(); err != nil {
 				return err
 			}
 			if err := checkInterval(interval, force); err != nil {
@@ -120,7 +119,7 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 				debug.SetMemoryLimit(12<<20 + record.DefaultMaxPendingBytes)
 			}
 			cfg := record.Config{DBPath: db, Interval: interval, Retention: ret, Top: top,
-				Scrape: rt.urls, ScrapeTimeout: rt.timeout, ScrapeAuth: rt.auth,
+				Scrape: rt.URLs, ScrapeTimeout: rt.Timeout, ScrapeAuth: rt.Auth,
 				Instance: instance, Log: cmd.ErrOrStderr(),
 				// Between samples 10 s or more apart, give back what a
 				// sample needed (see record.Config.Lean); closer samples
@@ -128,15 +127,12 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 				Lean: interval >= 10*time.Second}
 			if listen != "" {
 				cfg.PageEvery = max(interval, 30*time.Second)
-				cfg.Page = livePage(db, cfg.PageEvery)
+				cfg.Page = record.ChildPage(db, cfg.PageEvery)
 				if findEvery > 0 {
-					cfg.Findings, cfg.FindingsEvery = liveFindings(db), findEvery
+					cfg.Findings, cfg.FindingsEvery = record.ChildFindings(db), findEvery
 				}
 			}
 			rec, err := record.New(cfg)
-			if errors.Is(err, store.ErrLocked) {
-				return fmt.Errorf("%w: one recorder per store; stop that one first, or record into another file with --db", err)
-			}
 			if err != nil {
 				return err
 			}

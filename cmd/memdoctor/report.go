@@ -2,21 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
-	"github.com/memdoctor/memdoctor/internal/htmlreport"
-	"github.com/memdoctor/memdoctor/internal/outfile"
-	"github.com/memdoctor/memdoctor/internal/sample"
-	"github.com/memdoctor/memdoctor/internal/store"
+	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/spf13/cobra"
 )
 
@@ -24,13 +14,13 @@ func init() { commands = append(commands, newReportCmd) }
 
 // reportSummary is what report --json prints about the file it wrote.
 type reportSummary struct {
-	Output    string           `json:"output"`
-	Bytes     int              `json:"bytes"`
-	Findings  int              `json:"findings"`
-	Charts    int              `json:"charts"`
-	Instances []instanceResult `json:"instances"`
-	Source    string           `json:"source"`
-	Seconds   float64          `json:"seconds"`
+	Output    string                    `json:"output"`
+	Bytes     int                       `json:"bytes"`
+	Findings  int                       `json:"findings"`
+	Charts    int                       `json:"charts"`
+	Instances []analysis.InstanceResult `json:"instances"`
+	Source    string                    `json:"source"`
+	Seconds   float64                   `json:"seconds"`
 }
 
 func newReportCmd() *cobra.Command {
@@ -66,46 +56,40 @@ phone and prints cleanly.`,
 				return fmt.Errorf("-o FILE is required: where to write the HTML report ('-' for standard output)")
 			}
 			start := time.Now()
-			var page *htmlreport.Page
-			var results []instanceResult
+			var (
+				rp  *analysis.PageReport
+				err error
+			)
 			source := src.from
 			if fleetF.prom.url != "" {
 				if src.from != "" || src.since != "" || src.instance != "" {
 					return errors.New("with --prometheus the range is --range (ending at --until) and one host is --match '{instance=\"HOST\"}'; give no --from, --since or --instance")
 				}
-				var err error
-				if page, results, err = buildFleetPage(cmd, &fleetF, src.until); err != nil {
+				if rp, err = buildFleetPage(cmd, &fleetF, src.until); err != nil {
 					return err
 				}
 				source = fleetF.prom.url
 			} else {
-				st, cleanup, instances, notes, err := src.open(cmd)
+				s, err := src.open(cmd)
 				if err != nil {
 					return err
 				}
-				defer cleanup()
-				if page, results, err = buildPage(st, instances, src.since, src.until, notes, src.from); err != nil {
+				defer s.Close()
+				if rp, err = analysis.Page(s, src.since, src.until); err != nil {
 					return err
 				}
 			}
-			page.Refresh = refresh
-			var buf bytes.Buffer
-			if err := htmlreport.Render(&buf, page); err != nil {
-				return fmt.Errorf("rendering the report: %w", err)
-			}
-			if out == "-" {
-				_, err := cmd.OutOrStdout().Write(buf.Bytes())
+			html, err := rp.Write(out, cmd.OutOrStdout(), refresh)
+			if err != nil || out == "-" {
 				return err
 			}
-			if err := writeFileAtomic(out, buf.Bytes()); err != nil {
-				return err
-			}
-			sum := reportSummary{Output: out, Bytes: buf.Len(), Instances: results, Source: source,
+			results := rp.Instances
+			sum := reportSummary{Output: out, Bytes: len(html), Instances: results, Source: source,
 				Seconds: time.Since(start).Seconds()}
 			for _, r := range results {
-				sum.Findings += len(r.report.Findings)
+				sum.Findings += len(r.Report.Findings)
 			}
-			sum.Charts = bytes.Count(buf.Bytes(), []byte(`<figure class="chart"`))
+			sum.Charts = bytes.Count(html, []byte(`<figure class="chart"`))
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), sum)
 			}
@@ -120,107 +104,4 @@ phone and prints cleanly.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was written (file, size, findings, charts, instances) as JSON")
 	cmd.Flags().DurationVar(&refresh, "refresh", 0, "make the page reload itself every `DURATION` (0: never; record --listen's page uses its interval)")
 	return cmd
-}
-
-// writeFileAtomic writes data to path through outfile: a new or regular
-// file is replaced atomically, so a reader never sees half a report; a
-// terminal, /dev/null or a FIFO is written through, never replaced.
-func writeFileAtomic(path string, data []byte) error {
-	return outfile.WriteBytes(path, 0o644, data)
-}
-
-// buildPage diagnoses each instance (as diagnose does) and loads the
-// charted series at display resolution.
-func buildPage(st *store.Store, instances []string, since, until string, notes []sample.Note, src string) (*htmlreport.Page, []instanceResult, error) {
-	page := &htmlreport.Page{Source: src, Generated: time.Now()}
-	var results []instanceResult
-	for _, inst := range instances {
-		r, err := diagnoseInstance(st, inst, since, until, notes, src, len(instances) > 1)
-		if err != nil {
-			return nil, nil, fmt.Errorf("instance %s: %w", inst, err)
-		}
-		results = append(results, r)
-		w, err := chartWindow(st, inst, r.From, r.To)
-		if err != nil {
-			return nil, nil, fmt.Errorf("instance %s: reading the charted series: %w", inst, err)
-		}
-		page.Instances = append(page.Instances, htmlreport.Instance{Name: inst, From: r.From, To: r.To,
-			Step: time.Duration(r.StepSeconds * float64(time.Second)), Series: r.Series, Report: r.report, Window: w})
-	}
-	return page, results, nil
-}
-
-// chartWindow reads the series charts draw, in steps of half a display
-// bucket (each step keeps its minimum, maximum and mean).
-func chartWindow(st *store.Store, inst string, from, to time.Time) (*sample.Window, error) {
-	step := to.Sub(from) / time.Duration(2*htmlreport.Buckets(false))
-	if step < time.Second {
-		step = 0
-	} else {
-		step = step.Truncate(time.Second)
-	}
-	series, err := st.Select(store.Query{Instance: inst, Names: htmlreport.SeriesNames(), From: from, To: to, Step: step})
-	if err != nil {
-		return nil, err
-	}
-	w := &sample.Window{Instance: inst, From: from, To: to, Step: step}
-	for _, s := range series {
-		w.Add(s)
-	}
-	return w, nil
-}
-
-// livePage renders the report of a recording so far, for record --listen,
-// in a child process (memdoctor report --from DB): reading a month of
-// samples takes far more memory than recording does, and the child gives
-// it all back when it exits, so the recorder stays small.
-func livePage(db string, refresh time.Duration) func(w io.Writer, instance string) error {
-	return func(w io.Writer, instance string) error {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("finding the memdoctor binary to render the page: %w", err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		c := exec.CommandContext(ctx, exe, "report", "--from", db, "--instance", instance, "--refresh", refresh.String(), "-o", "-")
-		var stderr bytes.Buffer
-		c.Stdout, c.Stderr = w, &stderr
-		if err := c.Run(); err != nil {
-			msg := strings.TrimSpace(stderr.String())
-			if msg == "" {
-				msg = err.Error()
-			}
-			return errors.New(msg)
-		}
-		return nil
-	}
-}
-
-// liveFindings diagnoses the recording in db as `memdoctor diagnose --json`
-// does, in a child process (the recorder's own heap stays small whatever
-// the recording's length), and returns the findings.
-func liveFindings(db string) func(ctx context.Context, instance string) ([]diagnose.Finding, error) {
-	return func(ctx context.Context, instance string) ([]diagnose.Finding, error) {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("finding the memdoctor binary: %w", err)
-		}
-		c := exec.CommandContext(ctx, exe, "diagnose", "--from", db, "--instance", instance, "--json")
-		var stdout, stderr bytes.Buffer
-		c.Stdout, c.Stderr = &stdout, &stderr
-		if err := c.Run(); err != nil {
-			msg := strings.TrimSpace(stderr.String())
-			if msg == "" {
-				msg = err.Error()
-			}
-			return nil, errors.New(msg)
-		}
-		var out struct {
-			Findings []diagnose.Finding `json:"findings"`
-		}
-		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-			return nil, fmt.Errorf("reading the diagnosis: %w", err)
-		}
-		return out.Findings, nil
-	}
 }

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
-	"github.com/memdoctor/memdoctor/internal/malloc"
+	"github.com/memdoctor/memdoctor/internal/treat"
 	"github.com/spf13/cobra"
 )
 
@@ -48,8 +47,8 @@ never left stopped.`,
 			if err != nil {
 				return err
 			}
-			stderr, out := cmd.ErrOrStderr(), cmd.OutOrStdout()
-			opt, err := f.options(stderr)
+			out := cmd.OutOrStdout()
+			r, err := f.request(pid, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -58,37 +57,24 @@ never left stopped.`,
 			}
 			ctx, stop := mallocContext()
 			defer stop()
-			paused := malloc.WillPause(pid, opt)
 			if !apply {
-				if paused && !noPause {
-					mallocWarn(stderr, "memdoctor: holding one thread of pid %d briefly to read malloc_info for the estimate (--no-pause to read /proc only)\n", pid)
-				}
-				est, err := malloc.Estimate(ctx, pid, opt, noPause)
-				if est != nil && est.Report != nil && est.Report.Pause != nil {
-					mallocWarn(stderr, "memdoctor: %s\n", pauseLine(pid, est.Report.Pause))
-				}
+				est, err := treat.Estimate(ctx, r, noPause)
 				if err != nil {
 					return err
 				}
 				if f.asJSON {
 					return mallocJSON(out, est)
 				}
-				return estimateText(out, est)
+				return treat.EstimateText(out, est)
 			}
-			if paused {
-				mallocWarn(stderr, "memdoctor: holding one thread of pid %d to call malloc_trim(0) in it\n", pid)
-			}
-			res, err := malloc.Trim(ctx, pid, opt)
-			if res != nil && res.Pause != nil {
-				mallocWarn(stderr, "memdoctor: %s\n", pauseLine(pid, res.Pause))
-			}
+			res, err := treat.Trim(ctx, r)
 			if err != nil {
 				return err
 			}
 			if f.asJSON {
 				return mallocJSON(out, res)
 			}
-			return trimText(out, res)
+			return treat.TrimText(out, res)
 		},
 	}
 	f.register(cmd)
@@ -98,58 +84,3 @@ never left stopped.`,
 }
 
 func mallocJSON(w io.Writer, v any) error { return writeJSON(w, v) }
-
-func estimateText(w io.Writer, e *malloc.TrimEstimate) error {
-	hb := diagnose.HumanBytes
-	p := &mallocWriter{w: w}
-	p.f("dry run, nothing changed: pid %d (%s)\n", e.PID, e.Comm)
-	switch {
-	case e.ExpectedGainBytes != nil:
-		how := "called in the process, one thread held briefly"
-		if e.Source == "preload" {
-			how = "asked the preload library, no pause"
-		}
-		p.f("expected gain: %s (retained %s, RssAnon %s; malloc_info %s)\n",
-			hb(*e.ExpectedGainBytes), hb(*e.RetainedBytes), hb(e.Process.RssAnon), how)
-	case e.UpperBoundBytes != nil:
-		p.f("gain at most %s: the resident memory of its malloc heaps (RssAnon %s)\n", hb(*e.UpperBoundBytes), hb(e.Process.RssAnon))
-		p.f("  without pausing the process its free and used heap memory cannot be told apart; run without --no-pause for the estimate\n")
-	}
-	if e.Apply == "preload" {
-		p.f("\n--apply asks the preload library:\n")
-	} else {
-		p.f("\n--apply calls malloc_trim(0) inside the process:\n")
-	}
-	for i, s := range e.Steps {
-		p.f("  %d. %s\n", i+1, s)
-	}
-	for _, n := range e.Notes {
-		p.f("note: %s\n", n)
-	}
-	p.f("\nto trim: memdoctor trim %d --apply\n", e.PID)
-	return p.err
-}
-
-func trimText(w io.Writer, r *malloc.TrimResult) error {
-	hb := diagnose.HumanBytes
-	p := &mallocWriter{w: w}
-	how := "called in the process"
-	if r.Pause != nil {
-		how = fmt.Sprintf("called in the process, thread %d held %.1f ms", r.Pause.Thread, r.Pause.AttachedMs)
-	}
-	if r.Source == "preload" {
-		how = "by its preload library, no pause"
-	}
-	p.f("trimmed pid %d: RSS %s -> %s (%s given back) in %.1f ms, %s\n",
-		r.PID, hb(r.RSS.Before), hb(r.RSS.After), hb(r.RSS.Diff), r.ElapsedMs, how)
-	if r.PssAnon != nil {
-		p.f("  RssAnon %s -> %s, Pss_Anon %s -> %s\n", hb(r.RssAnon.Before), hb(r.RssAnon.After), hb(r.PssAnon.Before), hb(r.PssAnon.After))
-	}
-	if r.Released != nil && *r.Released == 0 {
-		p.f("  malloc_trim returned 0: there was nothing to give back\n")
-	}
-	for _, n := range r.Notes {
-		p.f("note: %s\n", n)
-	}
-	return p.err
-}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -125,9 +126,12 @@ func flat(m map[string]float64) []float64 {
 
 // Format renders a value in its unit.
 func Format(v float64, unit string) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Sprintf("%.3g", v)
+	}
 	switch unit {
 	case "bytes", "bytes_per_day":
-		s := humanBytes(v)
+		s := human.Bytes(int64(math.Round(v)))
 		if unit == "bytes_per_day" {
 			s += "/day"
 		}
@@ -136,22 +140,6 @@ func Format(v float64, unit string) string {
 		return fmt.Sprintf("%.0f/day", v)
 	}
 	return fmt.Sprintf("%.3g", v)
-}
-
-func humanBytes(v float64) string {
-	neg := v < 0
-	a := math.Abs(v)
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	i := 0
-	for a >= 1024 && i < len(units)-1 {
-		a /= 1024
-		i++
-	}
-	s := fmt.Sprintf("%.3g %s", a, units[i])
-	if neg {
-		s = "-" + s
-	}
-	return s
 }
 
 func verdict(r Row, na, nb int, unit string) string {

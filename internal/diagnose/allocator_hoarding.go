@@ -24,6 +24,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/human"
 )
 
 type allocatorHoarding struct{}
@@ -93,7 +95,7 @@ func (allocatorHoarding) Eval(in *Input) []Finding {
 		pid := fmt.Sprint(p.PID)
 		f := Finding{ID: "allocator_hoarding", Severity: sev, Subject: fmt.Sprintf("process %s (pid %d)", p.Comm, p.PID),
 			Summary: fmt.Sprintf("%s keeps %s of freed heap resident (%.0f%% of its %s anonymous memory; %s in use): allocator retention, not a leak",
-				p.Comm, HumanBytes(ret), 100*share, HumanBytes(p.AnonBytes), HumanBytes(p.Malloc.InUseBytes)),
+				p.Comm, human.Bytes(ret), 100*share, human.Bytes(p.AnonBytes), human.Bytes(p.Malloc.InUseBytes)),
 			Evidence: []Evidence{
 				ev("retained_bytes", float64(ret), "bytes"),
 				ev("in_use_bytes", float64(p.Malloc.InUseBytes), "bytes"),

@@ -29,6 +29,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
@@ -120,7 +121,7 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 	}
 	if since, ok := bootedAt(w, seg); ok && since < warmUp {
 		in.Note("available_memory_decline", fmt.Sprintf("available memory falls %s a day, but the host booted %s ago: caches and pools fill after a boot, so this is judged once %v have passed",
-			HumanBytes(int64(-f.Slope)), spanText(avail), warmUp), "wait, or record longer")
+			human.Bytes(int64(-f.Slope)), spanText(avail), warmUp), "wait, or record longer")
 		return nil
 	}
 	total := lastValue(w.Get("node_memory_MemTotal_bytes"))
@@ -143,7 +144,7 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 	}
 	fd := Finding{ID: "available_memory_decline", Severity: sev, Subject: subject(w, "host"),
 		Summary: fmt.Sprintf("available memory falls %s per day (p=%s over %s); %s left, exhausted in about %.0f days",
-			HumanBytes(int64(-f.Slope)), Number(f.P), spanText(avail), HumanBytes(int64(last)), days),
+			human.Bytes(int64(-f.Slope)), Number(f.P), spanText(avail), human.Bytes(int64(last)), days),
 		Evidence: []Evidence{
 			ev("mem_available_slope_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),
@@ -201,14 +202,7 @@ func spanText(ps []sample.Point) string {
 	if len(ps) < 2 {
 		return "no time"
 	}
-	d := time.Duration(ps[len(ps)-1].T-ps[0].T) * time.Millisecond
-	switch {
-	case d >= 48*time.Hour:
-		return fmt.Sprintf("%.1f days", d.Hours()/24)
-	case d >= time.Hour:
-		return d.Round(time.Minute).String()
-	}
-	return d.Round(time.Second).String()
+	return human.Duration(time.Duration(ps[len(ps)-1].T-ps[0].T) * time.Millisecond)
 }
 
 // subject names the instance when the window has one.

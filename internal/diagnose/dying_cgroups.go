@@ -48,6 +48,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -254,18 +255,18 @@ func dyingPins(s *sample.Scrape) ([]Evidence, string) {
 		v := s.Value("memdoctor_memcg_dying_pinned_bytes", "type", k)
 		out = append(out, ev("pinned_"+k+"_bytes", v, "bytes"))
 		if v > 0 && k != "writeback" && k != "anon" {
-			stuck = append(stuck, HumanBytes(int64(v))+" "+k)
+			stuck = append(stuck, human.Bytes(int64(v))+" "+k)
 		}
 	}
 	for _, m := range s.Select("memdoctor_memcg_dying_pinned_ancestor_bytes") {
 		if m.Value > 0 {
-			out = append(out, evText("pinned_under", fmt.Sprintf("%s: %s of page cache from removed cgroups below it", m.Labels.Get("cgroup"), HumanBytes(int64(m.Value)))))
+			out = append(out, evText("pinned_under", fmt.Sprintf("%s: %s of page cache from removed cgroups below it", m.Labels.Get("cgroup"), human.Bytes(int64(m.Value)))))
 		}
 	}
 	if v, ok := s.Get("memdoctor_pagescan_complete"); ok && v == 0 {
 		out = append(out, evText("page_scan", "stopped at its time limit: the pinned amounts are a lower bound"))
 	}
-	sum := fmt.Sprintf("; %s of page cache pins them", HumanBytes(int64(file)))
+	sum := fmt.Sprintf("; %s of page cache pins them", human.Bytes(int64(file)))
 	if len(stuck) > 0 {
 		sum += " (" + strings.Join(stuck, ", ") + ": drop_caches cannot free these)"
 	}
@@ -405,7 +406,7 @@ func (dyingCgroups) trend(in *Input) *Finding {
 			fd.Evidence = append(fd.Evidence,
 				ev("slab_unreclaimable_bytes_per_cgroup", perCg, "bytes"),
 				ev("capacity_lost_bytes_per_day", perCg*f.Slope, "bytes_per_day"))
-			fd.Summary += fmt.Sprintf("; each costs %s of unreclaimable slab, %s a day", HumanBytes(int64(perCg)), HumanBytes(int64(perCg*f.Slope)))
+			fd.Summary += fmt.Sprintf("; each costs %s of unreclaimable slab, %s a day", human.Bytes(int64(perCg)), human.Bytes(int64(perCg*f.Slope)))
 		}
 	}
 	kernel := ""

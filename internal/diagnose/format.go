@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/human"
 )
 
 // FormatValue writes an evidence's value for people, in its unit: bytes
@@ -19,9 +21,9 @@ func FormatValue(e Evidence) string {
 	v := e.Value
 	switch e.Unit {
 	case "bytes":
-		return HumanBytes(int64(math.Round(v)))
+		return human.Bytes(int64(math.Round(v)))
 	case "bytes_per_day":
-		return HumanBytes(int64(math.Round(v))) + " a day"
+		return human.Bytes(int64(math.Round(v))) + " a day"
 	case "kB":
 		return Number(v) + " kB" // a sysctl's own unit, to paste
 	case "percent":
@@ -80,7 +82,7 @@ func Seconds(v float64) string {
 	case a < 120:
 		return trimZeros(strconv.FormatFloat(v, 'f', 2, 64)) + " s"
 	}
-	return humanDur(time.Duration(v * float64(time.Second)))
+	return human.Duration(time.Duration(v * float64(time.Second)))
 }
 
 func trimZeros(s string) string {

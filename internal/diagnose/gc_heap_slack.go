@@ -58,6 +58,8 @@ package diagnose
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/memdoctor/memdoctor/internal/human"
 )
 
 type gcHeapSlack struct{}
@@ -124,7 +126,7 @@ func (gcHeapSlack) Eval(in *Input) []Finding {
 		}
 		f := Finding{ID: "gc_heap_slack", Severity: sev, Subject: runtimeSubject(r),
 			Summary: fmt.Sprintf("%s holds %s of heap for %s live (%.1f×; %s): garbage waits for a major collection",
-				runtimeSubject(r), HumanBytes(int64(held)), HumanBytes(int64(live)), held/live, rare),
+				runtimeSubject(r), human.Bytes(int64(held)), human.Bytes(int64(live)), held/live, rare),
 			Evidence: []Evidence{
 				ev(heldName, held, "bytes"),
 				ev("heap_live_bytes", live, "bytes"),
@@ -184,7 +186,7 @@ func pendingSlack(r *Runtime) (Finding, bool) {
 	sub := runtimeSubject(r)
 	of := ""
 	if r.ResidentBytes != nil {
-		of = fmt.Sprintf(" of its %s resident", HumanBytes(int64(*r.ResidentBytes)))
+		of = fmt.Sprintf(" of its %s resident", human.Bytes(int64(*r.ResidentBytes)))
 	}
 	rate := ""
 	if known {
@@ -192,7 +194,7 @@ func pendingSlack(r *Runtime) (Finding, bool) {
 	}
 	f := Finding{ID: "gc_heap_slack", Severity: sev, Subject: sub,
 		Summary: fmt.Sprintf("%s lets up to %s%s pile up as garbage before a major collection frees it (%s allocated and not freed since the last one%s)",
-			sub, HumanBytes(int64(peak)), of, HumanBytes(int64(pending)), rate),
+			sub, human.Bytes(int64(peak)), of, human.Bytes(int64(pending)), rate),
 		Evidence: []Evidence{
 			ev("gc_pending_bytes", pending, "bytes"),
 			ev("slack_bytes", peak, "bytes"),

@@ -39,7 +39,11 @@ package diagnose
 // a larger heap); CPython counts generation-2 collections that its
 // long-lived-objects heuristic skipped as none, so its ratio is exact.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/memdoctor/memdoctor/internal/human"
+)
 
 type gcOldGenerationChurn struct{}
 
@@ -119,7 +123,7 @@ func (gcOldGenerationChurn) Eval(in *Input) []Finding {
 			runtimeSubject(r), old, g.Young, span, 100*ratio)
 		if promo >= promotedWarn && (ratio < churnWarn || old < churnMinOld) {
 			summary = fmt.Sprintf("%s promoted %.0f%% of what it allocated to the old generation %s (%s of %s), and old collections reclaim it: objects live long enough to be promoted, then die",
-				runtimeSubject(r), 100*promo, span, HumanBytes(int64(g.PromotedBytes)), HumanBytes(int64(g.AllocatedBytes)))
+				runtimeSubject(r), 100*promo, span, human.Bytes(int64(g.PromotedBytes)), human.Bytes(int64(g.AllocatedBytes)))
 		}
 		if diesOld >= diesOldWarn {
 			summary = fmt.Sprintf("%s freed %.0f%% of its garbage in the old generation %s (%.0f of %.0f objects; healthy services free nearly all of it young): objects live long enough to be promoted, then die",

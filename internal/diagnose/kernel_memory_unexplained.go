@@ -22,7 +22,11 @@ package diagnose
 // with deflate-on-OOM). A recording tells a leak (growth) from a fixed
 // reservation.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/memdoctor/memdoctor/internal/human"
+)
 
 type kernelMemoryUnexplained struct{}
 
@@ -75,7 +79,7 @@ func (kernelMemoryUnexplained) Eval(in *Input) []Finding {
 	}
 	f := Finding{ID: "kernel_memory_unexplained", Severity: sev, Subject: "host",
 		Summary: fmt.Sprintf("%s (%.1f%% of memory) is held by the kernel outside every meminfo category (slab, page tables, stacks, caches): not available, and not shown by any other row",
-			HumanBytes(rest.Bytes), rest.Percent),
+			human.Bytes(rest.Bytes), rest.Percent),
 		Evidence: []Evidence{
 			ev("unexplained_bytes", float64(rest.Bytes), "bytes"),
 			ev("unexplained_percent_of_total", rest.Percent, "percent"),

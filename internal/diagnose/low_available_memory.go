@@ -15,7 +15,11 @@ package diagnose
 // (hugepages for a database, a VM host's guests) — the category table shows
 // hugepages and the rule says so.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/memdoctor/memdoctor/internal/human"
+)
 
 type lowAvailableMemory struct{}
 
@@ -47,7 +51,7 @@ func (lowAvailableMemory) Eval(in *Input) []Finding {
 	}
 	f := Finding{ID: "low_available_memory", Severity: sev, Subject: "host",
 		Summary: fmt.Sprintf("only %s of %s available (%.1f%% used); free alone (%s) would mislead either way",
-			HumanBytes(a.AvailableBytes), HumanBytes(a.TotalBytes), a.UsedPercent, HumanBytes(a.FreeBytes)),
+			human.Bytes(a.AvailableBytes), human.Bytes(a.TotalBytes), a.UsedPercent, human.Bytes(a.FreeBytes)),
 		Evidence: []Evidence{
 			ev("mem_total_bytes", float64(a.TotalBytes), "bytes"),
 			ev("mem_available_bytes", float64(a.AvailableBytes), "bytes"),
@@ -73,13 +77,13 @@ func (lowAvailableMemory) Eval(in *Input) []Finding {
 	}
 	if len(h.Processes) > 0 {
 		p := h.Processes[0]
-		f.Evidence = append(f.Evidence, evText("largest_process", fmt.Sprintf("%s (pid %d) %s", p.Comm, p.PID, HumanBytes(rankOf(p)))))
+		f.Evidence = append(f.Evidence, evText("largest_process", fmt.Sprintf("%s (pid %d) %s", p.Comm, p.PID, human.Bytes(rankOf(p)))))
 	}
 	if h.Reclaim.PSISomeAvg60 >= 0 {
 		f.Evidence = append(f.Evidence, ev("psi_memory_some_avg60_percent", h.Reclaim.PSISomeAvg60, "percent"))
 	}
 	if hp := a.Category("hugepages"); hp > a.TotalBytes/4 {
-		f.Evidence = append(f.Evidence, evText("note", "hugepages reserve "+HumanBytes(hp)+": intended for an application, not a leak"))
+		f.Evidence = append(f.Evidence, evText("note", "hugepages reserve "+human.Bytes(hp)+": intended for an application, not a leak"))
 	}
 	f.Remedies = []Remedy{
 		{Title: "find what grew: the largest processes and cgroups by PSS",

@@ -32,6 +32,8 @@ package diagnose
 import (
 	"fmt"
 	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/human"
 )
 
 type mallocArenasMany struct{}
@@ -69,7 +71,7 @@ func (mallocArenasMany) Eval(in *Input) []Finding {
 			}
 			if rt.HeapCommittedBytes == nil {
 				in.Note("malloc_arenas_many", fmt.Sprintf("%s (pid %d) is a %s process whose committed heap is unknown: its %s of anonymous memory cannot be told from malloc's, so its arenas were not judged",
-					p.Comm, p.PID, rt.Runtime, HumanBytes(p.AnonBytes)), "make its heap visible: "+runtimeHeapHint(rt.Runtime))
+					p.Comm, p.PID, rt.Runtime, human.Bytes(p.AnonBytes)), "make its heap visible: "+runtimeHeapHint(rt.Runtime))
 				continue
 			}
 			heap = int64(*rt.HeapCommittedBytes)
@@ -79,9 +81,9 @@ func (mallocArenasMany) Eval(in *Input) []Finding {
 			}
 		}
 		a := *p.MallocArenas
-		mem := HumanBytes(p.AnonBytes) + " anonymous memory"
+		mem := human.Bytes(p.AnonBytes) + " anonymous memory"
 		if rt != nil {
-			mem = fmt.Sprintf("%s anonymous memory outside its %s heap (%s of %s)", HumanBytes(outside), rt.Runtime, HumanBytes(heap), HumanBytes(p.AnonBytes))
+			mem = fmt.Sprintf("%s anonymous memory outside its %s heap (%s of %s)", human.Bytes(outside), rt.Runtime, human.Bytes(heap), human.Bytes(p.AnonBytes))
 		}
 		f := Finding{ID: "malloc_arenas_many", Severity: Warning, Subject: fmt.Sprintf("process %s (pid %d)", p.Comm, p.PID),
 			Summary: fmt.Sprintf("%s has ~%d malloc arenas across %d threads and %s: freed memory may be held per arena instead of returned",

@@ -20,6 +20,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -180,7 +181,7 @@ func baselineFinding(w *sample.Window, subj, what string, peaks []float64, minEx
 	}
 	return &Finding{ID: "memory_baseline_exceeded", Severity: Warning, Subject: subject(w, subj),
 		Summary: fmt.Sprintf("%s peaked at %s today, %.0f%% above the median of the previous %d daily peaks (%s)",
-			what, HumanBytes(int64(latest)), 100*(latest/base-1), baselineDays, HumanBytes(int64(base))),
+			what, human.Bytes(int64(latest)), 100*(latest/base-1), baselineDays, human.Bytes(int64(base))),
 		Evidence: []Evidence{
 			ev("latest_daily_peak_bytes", latest, "bytes"),
 			ev("baseline_median_bytes", base, "bytes"),

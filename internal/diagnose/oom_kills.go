@@ -24,6 +24,8 @@ package diagnose
 import (
 	"fmt"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/human"
 )
 
 type oomKills struct{}
@@ -56,7 +58,7 @@ func (oomKills) Eval(in *Input) []Finding {
 		Evidence: []Evidence{ev("oom_kills_since_boot", n, "count")}}
 	if up := h.Info.UptimeSeconds; up > 0 {
 		boot := h.Info.Time.Add(-time.Duration(up * float64(time.Second)))
-		since = fmt.Sprintf("since boot (%s ago, %s)", humanDur(time.Duration(up*float64(time.Second))), boot.UTC().Format("2006-01-02 15:04 UTC"))
+		since = fmt.Sprintf("since boot (%s ago, %s)", human.Duration(time.Duration(up*float64(time.Second))), boot.UTC().Format("2006-01-02 15:04 UTC"))
 		f.Evidence = append(f.Evidence, ev("uptime_seconds", up, "seconds"))
 		if days := up / 86400; days >= 1 {
 			f.Evidence = append(f.Evidence, ev("oom_kills_per_day", n/days, "per_day"))
@@ -112,16 +114,6 @@ func plural(n float64, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%.0f %s", n, many)
-}
-
-func humanDur(d time.Duration) string {
-	switch {
-	case d >= 48*time.Hour:
-		return fmt.Sprintf("%.1f days", d.Hours()/24)
-	case d >= time.Hour:
-		return d.Round(time.Minute).String()
-	}
-	return d.Round(time.Second).String()
 }
 
 // oomRemedies fit the data: the kernel log of the kills' time (a range

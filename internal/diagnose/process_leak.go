@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/human"
 )
 
 type processLeak struct{}
@@ -57,7 +59,7 @@ func (processLeak) Eval(in *Input) []Finding {
 		comm, pid := s.Labels.Get("comm"), s.Labels.Get("pid")
 		fd := Finding{ID: "process_leak", Severity: Warning, Subject: subject(w, fmt.Sprintf("process %s (pid %s)", comm, pid)),
 			Summary: fmt.Sprintf("%s's in-use heap grows %s a day (p=%s, +%s over %s, now %s): a leak, not allocator retention",
-				comm, HumanBytes(int64(f.Slope)), Number(f.P), HumanBytes(int64(growth)), spanText(ps), HumanBytes(int64(now))),
+				comm, human.Bytes(int64(f.Slope)), Number(f.P), human.Bytes(int64(growth)), spanText(ps), human.Bytes(int64(now))),
 			Evidence: []Evidence{
 				ev("in_use_growth_bytes_per_day", f.Slope, "bytes_per_day"),
 				ev("mann_kendall_p", f.P, ""),

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -123,7 +124,7 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *Finding {
 	fd := &Finding{ID: "process_memory_growth", Severity: sev,
 		Subject: subject(w, fmt.Sprintf("process %s (pid %s)", sg.comm, sg.pid)),
 		Summary: fmt.Sprintf("%s grows %s a day (p=%s, +%s over %s), now %s",
-			sg.comm, HumanBytes(int64(f.Slope)), Number(f.P), HumanBytes(int64(growth)), spanText(ps), HumanBytes(int64(now))),
+			sg.comm, human.Bytes(int64(f.Slope)), Number(f.P), human.Bytes(int64(growth)), spanText(ps), human.Bytes(int64(now))),
 		Evidence: []Evidence{
 			ev("growth_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),

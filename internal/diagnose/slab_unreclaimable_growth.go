@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/human"
 )
 
 // The rule fires from a growth of this share of MemTotal per day and at
@@ -100,7 +102,7 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []Finding {
 	}
 	fd := Finding{ID: "slab_unreclaimable_growth", Severity: sev, Subject: subject(w, "host"),
 		Summary: fmt.Sprintf("unreclaimable slab grows %s per day (p=%s, %s over %s), now %s (%.1f%% of memory)",
-			HumanBytes(int64(f.Slope)), Number(f.P), HumanBytes(int64(grown)), spanText(su), HumanBytes(int64(last)), 100*last/total),
+			human.Bytes(int64(f.Slope)), Number(f.P), human.Bytes(int64(grown)), spanText(su), human.Bytes(int64(last)), 100*last/total),
 		Evidence: []Evidence{
 			ev("slab_unreclaimable_slope_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),
@@ -113,7 +115,7 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []Finding {
 		if i == 5 {
 			break
 		}
-		fd.Evidence = append(fd.Evidence, evText("cache", fmt.Sprintf("%s +%s (now %s%s)", c.name, HumanBytes(int64(c.growth)), HumanBytes(int64(c.now)), c.kind)))
+		fd.Evidence = append(fd.Evidence, evText("cache", fmt.Sprintf("%s +%s (now %s%s)", c.name, human.Bytes(int64(c.growth)), human.Bytes(int64(c.now)), c.kind)))
 	}
 	fd.Remedies = []Remedy{
 		{Title: "check for dying memory cgroups pinning slab (see dying_cgroups), and which caches grow",

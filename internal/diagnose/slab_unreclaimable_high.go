@@ -14,7 +14,11 @@ package diagnose
 // Known false positives: hosts with very many network connections or files
 // open hold large legitimate kmalloc/sock caches; the cache list says which.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/memdoctor/memdoctor/internal/human"
+)
 
 type slabUnreclaimableHigh struct{}
 
@@ -49,7 +53,7 @@ func (slabUnreclaimableHigh) Eval(in *Input) []Finding {
 	}
 	f := Finding{ID: "slab_unreclaimable_high", Severity: sev, Subject: "host",
 		Summary: fmt.Sprintf("unreclaimable slab holds %s (%.1f%% of memory, %.0f%% of all slab); the kernel cannot free it under pressure",
-			HumanBytes(s.UnreclaimableBytes), s.UnreclaimablePercent, s.UnreclaimableShare),
+			human.Bytes(s.UnreclaimableBytes), s.UnreclaimablePercent, s.UnreclaimableShare),
 		Evidence: []Evidence{
 			ev("slab_unreclaimable_bytes", float64(s.UnreclaimableBytes), "bytes"),
 			ev("slab_unreclaimable_percent_of_total", s.UnreclaimablePercent, "percent"),
@@ -61,7 +65,7 @@ func (slabUnreclaimableHigh) Eval(in *Input) []Finding {
 		if c.Reclaimable != nil && *c.Reclaimable {
 			continue
 		}
-		f.Evidence = append(f.Evidence, evText("cache", fmt.Sprintf("%s %s (%d objects of %d B)", c.Name, HumanBytes(c.Bytes), c.Objects, c.ObjectSizeBytes)))
+		f.Evidence = append(f.Evidence, evText("cache", fmt.Sprintf("%s %s (%d objects of %d B)", c.Name, human.Bytes(c.Bytes), c.Objects, c.ObjectSizeBytes)))
 		if n++; n == 5 {
 			break
 		}

@@ -39,6 +39,7 @@ package diagnose
 import (
 	"fmt"
 
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/vmcalc"
 )
 
@@ -149,7 +150,7 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 	}
 	f := Finding{ID: "watermark_gap_small", Severity: sev, Subject: "zone " + cur.Zone,
 		Summary: fmt.Sprintf("kswapd's window on %s is %s (low−min); reclaim bursts cross it: %s",
-			cur.Zone, HumanBytes(cur.LowMinGapBytes), seen),
+			cur.Zone, human.Bytes(cur.LowMinGapBytes), seen),
 		Evidence: append([]Evidence{
 			ev("watermark_scale_factor", float64(w.WatermarkScaleFactor), ""),
 			ev("min_free_kbytes", float64(w.MinFreeKbytes), "kB"),
@@ -177,13 +178,13 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 	}
 	f.Remedies = []Remedy{
 		{Title: fmt.Sprintf("widen kswapd's window: watermark_scale_factor %d → %d (%s window on %s; MemAvailable %s)",
-			w.WatermarkScaleFactor, rec, HumanBytes(next.LowMinGapBytes), next.Zone, HumanBytes(next.MemAvailableDeltaBytes)),
+			w.WatermarkScaleFactor, rec, human.Bytes(next.LowMinGapBytes), next.Zone, human.Bytes(next.MemAvailableDeltaBytes)),
 			Commands: []string{
 				fmt.Sprintf("sysctl -w vm.watermark_scale_factor=%d", rec),
 				fmt.Sprintf("echo 'vm.watermark_scale_factor = %d' > /etc/sysctl.d/60-memdoctor-watermarks.conf", rec),
 			},
 			Risk: fmt.Sprintf("kswapd starts earlier and keeps %s more free, which lowers MemAvailable by that much; takes effect at once, no restart",
-				HumanBytes(-next.MemAvailableDeltaBytes)),
+				human.Bytes(-next.MemAvailableDeltaBytes)),
 			Undo: fmt.Sprintf("sysctl -w vm.watermark_scale_factor=%d; rm /etc/sysctl.d/60-memdoctor-watermarks.conf", w.WatermarkScaleFactor)},
 		{Title: "verify: kswapd_low_wmark_hit_quickly and allocstall_* per day should fall (incident 3: 1000 → 100 per day)",
 			Commands: []string{"grep -E 'kswapd_low_wmark_hit_quickly|allocstall' /proc/vmstat"},

@@ -32,6 +32,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
@@ -289,7 +290,7 @@ func (watermarkThrash) Eval(in *Input) []Finding {
 			ev("mem_available_delta_bytes", float64(r.MemAvailableDeltaBytes), "bytes"))
 		f.Remedies = append(f.Remedies, Remedy{
 			Title: fmt.Sprintf("widen kswapd's window: watermark_scale_factor %.0f → %d (%s on %s, MemAvailable %s)",
-				cw, r.WatermarkScaleFactor, HumanBytes(r.LowMinGapBytes), r.Zone, HumanBytes(r.MemAvailableDeltaBytes)),
+				cw, r.WatermarkScaleFactor, human.Bytes(r.LowMinGapBytes), r.Zone, human.Bytes(r.MemAvailableDeltaBytes)),
 			Commands: []string{fmt.Sprintf("sysctl -w vm.watermark_scale_factor=%d", r.WatermarkScaleFactor),
 				fmt.Sprintf("echo 'vm.watermark_scale_factor = %d' > /etc/sysctl.d/60-memdoctor-watermarks.conf", r.WatermarkScaleFactor)},
 			Risk: "kswapd reclaims earlier and keeps more free; MemAvailable drops by the amount shown",

@@ -10,6 +10,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -33,8 +34,8 @@ type Options struct {
 	// End of the range (default now) and its length (default 14 days).
 	End   time.Time
 	Range time.Duration
-	// Step is the resolution of suspects' full ranges (default: the range
-	// over 4000 points, at least 1 minute).
+	// Step is the resolution of suspects' full ranges (required: the
+	// caller resolves it, internal/analysis.PromStep by default).
 	Step time.Duration
 	// By lists labels to correlate findings with, besides the kernel
 	// release.
@@ -123,7 +124,7 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 		o.End = time.Now()
 	}
 	if o.Step <= 0 {
-		o.Step = max(time.Minute, (o.Range / 4000).Round(time.Second))
+		return nil, errors.New("fleet scan: no step given")
 	}
 	if o.Workers <= 0 {
 		o.Workers = 2

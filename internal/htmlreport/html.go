@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -53,7 +54,7 @@ var tmpl = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap
 	"fmtMs": func(ms int64) string {
 		return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04 UTC")
 	},
-	"span":  humanSpan,
+	"span":  human.Span,
 	"plus":  func(a, b int) int { return b + a },
 	"minus": func(a, b int) int { return b - a },
 	"css":   func() template.CSS { return template.CSS(style) },
@@ -142,7 +143,7 @@ func Render(w io.Writer, p *Page) error {
 	skipped := map[string]bool{}
 	for i := range p.Instances {
 		in := &p.Instances[i]
-		iv := instanceView{Name: in.Name, From: in.From, To: in.To, Span: humanSpan(in.To.Sub(in.From)), Series: in.Series,
+		iv := instanceView{Name: in.Name, From: in.From, To: in.To, Span: human.Span(in.To.Sub(in.From)), Series: in.Series,
 			Step: "raw samples"}
 		if in.Step > 0 {
 			iv.Step = "steps of " + in.Step.String()
@@ -174,8 +175,8 @@ func Render(w io.Writer, p *Page) error {
 			if h := in.Report.Host; h != nil && h.Accounting.TotalBytes > 0 {
 				a := h.Accounting
 				iv.AtTheEnd = fmt.Sprintf("total %s, available %s, used %.1f%%, unreclaimable slab %s",
-					diagnose.HumanBytes(a.TotalBytes), diagnose.HumanBytes(a.AvailableBytes), a.UsedPercent,
-					diagnose.HumanBytes(h.Slab.UnreclaimableBytes))
+					human.Bytes(a.TotalBytes), human.Bytes(a.AvailableBytes), a.UsedPercent,
+					human.Bytes(h.Slab.UnreclaimableBytes))
 				if d := h.Cgroups.MemoryDying; d != nil {
 					iv.AtTheEnd += fmt.Sprintf(", dying memory cgroups %d", *d)
 				}
@@ -279,10 +280,3 @@ func caption(in *Instance) string {
 }
 
 func evidenceValue(e diagnose.Evidence) string { return diagnose.FormatValue(e) }
-
-func humanSpan(d time.Duration) string {
-	if d >= 48*time.Hour {
-		return strconv.FormatFloat(d.Hours()/24, 'f', 1, 64) + " days"
-	}
-	return d.Round(time.Second).String()
-}

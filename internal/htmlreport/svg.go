@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -214,7 +214,7 @@ func niceRange(lo, hi float64, n int) (float64, float64, []float64) {
 func format(v float64, unit string) string {
 	switch unit {
 	case UnitBytes:
-		return diagnose.HumanBytes(int64(v))
+		return human.Bytes(int64(v))
 	case UnitRatio:
 		return strconv.FormatFloat(v*100, 'g', 3, 64) + "%"
 	case UnitPerSecond:

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/memdoctor/memdoctor/internal/safeio"
 	"io"
 	"math"
 	"os"
@@ -268,4 +269,21 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+// IsResult reports whether path is a JSON document whose "kind" names
+// a probe result.
+func IsResult(path string) bool {
+	f, err := safeio.Open(path)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = f.Close() }()
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.NewDecoder(io.LimitReader(f, 64<<20)).Decode(&head); err != nil {
+		return false
+	}
+	return head.Kind == Kind
 }

@@ -421,3 +421,9 @@ func notes(r *Result) []string {
 	}
 	return n
 }
+
+// RunAt is Run on the processes of the host whose /proc and /sys are
+// below root ("/" for this host).
+func RunAt(ctx context.Context, root string, o Options) (*Result, error) {
+	return Run(ctx, procfs.NewFS(root), o)
+}

@@ -189,6 +189,9 @@ func (c *Client) URL() string {
 	return u.String()
 }
 
+// Answers is how many requests got an answer so far (Stats().Queries).
+func (c *Client) Answers() int64 { return c.queries.Load() }
+
 // Stats returns what the client has cost so far.
 func (c *Client) Stats() Stats {
 	return Stats{Queries: c.queries.Load(), Retries: c.retried.Load(), WireBytes: c.wire.Load(), BodyBytes: c.body.Load(),

@@ -185,6 +185,9 @@ func New(cfg Config) (*Recorder, error) {
 		r.cfg.Instance = diagnose.HostName(h)
 	}
 	lock, err := store.AcquireLock(cfg.DBPath)
+	if errors.Is(err, store.ErrLocked) {
+		return nil, fmt.Errorf("%w: one recorder per store; stop that one first, or record into another file with --db", err)
+	}
 	if err != nil {
 		return nil, err
 	}

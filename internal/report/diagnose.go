@@ -1,11 +1,11 @@
 package report
 
 import (
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/human"
 )
 
 // WindowSummary says what data one instance's diagnosis read.
@@ -35,7 +35,7 @@ func DiagnoseText(w io.Writer, r *diagnose.Report, ws []WindowSummary, opt TextO
 			res = "steps of " + s.Step.String()
 		}
 		p.f("  %s: %s … %s (%s), %d series read at %s, %d findings\n", s.Instance,
-			s.From.UTC().Format("2006-01-02 15:04"), s.To.UTC().Format("2006-01-02 15:04"), humanSpan(s.To.Sub(s.From)),
+			s.From.UTC().Format("2006-01-02 15:04"), s.To.UTC().Format("2006-01-02 15:04"), human.Span(s.To.Sub(s.From)),
 			s.Series, res, s.Findings)
 	}
 	if len(ws) == 1 && r.Host != nil && r.Accounting.TotalBytes > 0 && r.Accounting.Invalid == "" && r.Accounting.AvailableMissing == "" {
@@ -58,11 +58,4 @@ func DiagnoseText(w io.Writer, r *diagnose.Report, ws []WindowSummary, opt TextO
 		}
 	}
 	return p.err
-}
-
-func humanSpan(d time.Duration) string {
-	if d >= 48*time.Hour {
-		return fmt.Sprintf("%.1f days", d.Hours()/24)
-	}
-	return d.Round(time.Second).String()
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
@@ -63,7 +64,7 @@ func (p *printer) sev(s diagnose.Severity) termsafe.Trusted {
 	return p.paint("36", label)
 }
 
-var hb = diagnose.HumanBytes
+var hb = human.Bytes
 
 // Text writes the terminal report.
 func Text(w io.Writer, r *diagnose.Report, opt TextOptions) error {

@@ -1,4 +1,4 @@
-package main
+package treat
 
 import (
 	"context"
@@ -45,12 +45,12 @@ func mallocCandidates(s *sample.Scrape, n int) []mallocCandidate {
 	return out
 }
 
-// inspectAllocators reads malloc_info from the n largest glibc processes
+// InspectAllocators reads malloc_info from the n largest glibc processes
 // that do not run memdoctor's preload library (by calling into each: one
 // thread held for about a millisecond) and adds their allocator view to
 // the scrape, so that allocator_hoarding can judge them. Failures become
 // notes.
-func inspectAllocators(ctx context.Context, s *sample.Scrape, n int, timeout time.Duration, progress io.Writer) []sample.Note {
+func InspectAllocators(ctx context.Context, s *sample.Scrape, n int, timeout time.Duration, progress io.Writer) []sample.Note {
 	var notes []sample.Note
 	for _, c := range mallocCandidates(s, n) {
 		_, _ = termsafe.Fprintf(progress, "memdoctor: reading malloc_info of pid %d (%s): one of its threads is held briefly\n", c.pid, c.comm)

@@ -1,0 +1,108 @@
+package analysis
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/memdoctor/memdoctor/internal/compare"
+	"github.com/memdoctor/memdoctor/internal/prom"
+	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/memdoctor/memdoctor/internal/store"
+)
+
+// ComparePrometheus compares two label selectors' hosts over the window
+// (each selector is canonicalised first; flags name them in errors).
+func ComparePrometheus(ctx context.Context, c *prom.Client, a, b, match string, win Window) (*compare.Result, error) {
+	va, vb, err := compare.PromGroups(ctx, c, a, b, match, win.To, win.Range())
+	if err != nil {
+		return nil, err
+	}
+	return compare.Compare(a, b, "host", va, vb), nil
+}
+
+// CompareSources compares two sources, or two windows (FROM/TO) of them
+// (wa and wb empty: all their data). The values are hosts, or days when
+// a group is a single host.
+func CompareSources(pa, wa, pb, wb string, bars Bars) (*compare.Result, error) {
+	a, notesA, err := loadWindows(pa, wa, bars)
+	if err != nil {
+		return nil, fmt.Errorf("group A: %w", err)
+	}
+	var b []*sample.Window
+	var notesB []string
+	if pb == pa {
+		b, _, err = loadWindows(pb, wb, bars) // one source, two windows: its notes once
+	} else {
+		b, notesB, err = loadWindows(pb, wb, bars)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("group B: %w", err)
+	}
+	perDay := len(a) < 2 || len(b) < 2
+	unit := "host"
+	if perDay {
+		unit = "day"
+	}
+	name := func(p, w string) string {
+		if w != "" {
+			return p + " " + w
+		}
+		return p
+	}
+	res := compare.Compare(name(pa, wa), name(pb, wb), unit, compare.FromWindows(a, perDay), compare.FromWindows(b, perDay))
+	res.Notes = append(res.Notes, compare.NonFinite("A", a)...)
+	res.Notes = append(res.Notes, compare.NonFinite("B", b)...)
+	for _, n := range notesA {
+		res.Notes = append(res.Notes, "group A: "+n)
+	}
+	for _, n := range notesB {
+		res.Notes = append(res.Notes, "group B: "+n)
+	}
+	return res, nil
+}
+
+// loadWindows reads every instance of a source (within win, when given),
+// with what reading it left out, one line each.
+func loadWindows(path, win string, bars Bars) ([]*sample.Window, []string, error) {
+	update, done := bars("reading " + path)
+	s, err := OpenAll(path, false, update)
+	done()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.Close()
+	var notes []string
+	for _, n := range s.Notes {
+		notes = append(notes, n.Source+": "+n.Message)
+	}
+	insts, err := s.Store.Instances()
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*sample.Window
+	for _, inst := range insts {
+		first, last, err := s.Store.TimeRange(inst)
+		if err != nil {
+			return nil, nil, err
+		}
+		from, to := first, last
+		if win != "" {
+			if from, to, err = ParseWindow(win, last); err != nil {
+				return nil, nil, err
+			}
+		}
+		ss, err := s.Store.Select(store.Query{Instance: inst, Names: compare.WindowNames, From: from, To: to})
+		if err != nil {
+			return nil, nil, err
+		}
+		w := &sample.Window{Instance: inst, From: from, To: to}
+		for _, x := range ss {
+			w.Add(x)
+		}
+		out = append(out, w)
+	}
+	if len(out) == 0 {
+		return nil, nil, fmt.Errorf("%s holds no samples", path)
+	}
+	return out, notes, nil
+}

@@ -1,0 +1,248 @@
+package analysis
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/outfile"
+	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/memdoctor/memdoctor/internal/source"
+	"github.com/memdoctor/memdoctor/internal/store"
+)
+
+// Progress is told how much of a long read is done (a progress bar's
+// update).
+type Progress func(done, total int64)
+
+// Bars start the display of a read's progress (label says what is read)
+// and return its update and what ends it.
+type Bars func(label string) (update Progress, done func())
+
+// Source is history opened for reading: a recording, a directory of saved
+// files or captures, or an OpenMetrics file, as a store.
+type Source struct {
+	// Path is what was opened (the --from argument).
+	Path  string
+	Store *store.Store
+	// Instances are the instances to read; Notes say what reading the
+	// source left out.
+	Instances []string
+	Notes     []sample.Note
+	cleanup   func()
+}
+
+// Open opens path as a store and lists its instances (only instance,
+// when given: it must be there).
+func Open(path, instance string, lenient bool, progress Progress) (*Source, error) {
+	if path == "" {
+		return nil, errors.New("no source given")
+	}
+	st, cleanup, ist, err := source.OpenStore(path, source.IngestOptions{Lenient: lenient, Progress: progress})
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{Path: path, Store: st, Notes: ist.Notes, cleanup: cleanup}
+	if s.Instances, err = st.Instances(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if instance != "" {
+		found := false
+		for _, i := range s.Instances {
+			found = found || i == instance
+		}
+		if !found {
+			s.Close()
+			return nil, fmt.Errorf("--instance %q: not in %s (it has: %s)", instance, path, strings.Join(s.Instances, ", "))
+		}
+		s.Instances = []string{instance}
+	}
+	if len(s.Instances) == 0 {
+		s.Close()
+		return nil, fmt.Errorf("%s holds no samples", path)
+	}
+	return s, nil
+}
+
+// Close releases the store (and the temporary one ingesting made).
+func (s *Source) Close() {
+	if s.cleanup != nil {
+		s.cleanup()
+		s.cleanup = nil
+	}
+}
+
+// InstanceResult is one instance's diagnosis.
+type InstanceResult struct {
+	Instance string    `json:"instance"`
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+	// StepSeconds is the resolution rules saw (0: raw samples).
+	StepSeconds float64 `json:"step_seconds"`
+	Series      int     `json:"series"`
+	// Report is the instance's report (not part of the JSON summary).
+	Report *diagnose.Report `json:"-"`
+}
+
+// Step is the resolution rules saw.
+func (r InstanceResult) Step() time.Duration {
+	return time.Duration(r.StepSeconds * float64(time.Second))
+}
+
+// Diagnosis is what diagnose prints as JSON: the check shape (host,
+// accounting, zones, ... of the single instance's last state) plus every
+// instance's findings and notes, and what data each instance had.
+type Diagnosis struct {
+	*diagnose.Report
+	Instances []InstanceResult `json:"instances"`
+	Source    string           `json:"source"`
+}
+
+// Diagnose diagnoses every instance of s over since … until and merges
+// them.
+func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
+	var results []InstanceResult
+	for _, inst := range s.Instances {
+		r, err := s.DiagnoseInstance(inst, since, until)
+		if err != nil {
+			return nil, fmt.Errorf("instance %s: %w", inst, err)
+		}
+		results = append(results, r)
+	}
+	return Merge(results, s.Path), nil
+}
+
+// DiagnoseInstance diagnoses one instance over its window. The findings'
+// follow-up commands name the source and, when it holds several
+// instances, the instance: to paste as they are.
+func (s *Source) DiagnoseInstance(inst, since, until string) (InstanceResult, error) {
+	first, last, err := s.Store.TimeRange(inst)
+	if err != nil {
+		return InstanceResult{}, err
+	}
+	win, err := StoreWindow(first, last, since, until)
+	if err != nil {
+		return InstanceResult{}, err
+	}
+	w, n, err := s.window(inst, diagnose.WindowSeries(diagnose.Rules()), win)
+	if err != nil {
+		return InstanceResult{}, err
+	}
+	latest, err := s.Store.Latest(inst, win.To, 3*max(win.Step, time.Minute))
+	if err != nil {
+		return InstanceResult{}, err
+	}
+	rep := diagnose.CheckRecording(latest, w, "store", s.Notes)
+	if len(s.Instances) > 1 {
+		rep.FitSource(s.Path, inst)
+	} else {
+		rep.FitSource(s.Path, "")
+	}
+	return InstanceResult{Instance: inst, From: win.From, To: win.To, StepSeconds: win.Step.Seconds(), Series: n, Report: rep}, nil
+}
+
+// window reads the named series of inst over win into a sample.Window,
+// with how many series it read.
+func (s *Source) window(inst string, names []string, win Window) (*sample.Window, int, error) {
+	series, err := s.Store.Select(store.Query{Instance: inst, Names: names, From: win.From, To: win.To, Step: win.Step})
+	if err != nil {
+		return nil, 0, err
+	}
+	w := &sample.Window{Instance: inst, From: win.From, To: win.To, Step: win.Step}
+	for _, x := range series {
+		w.Add(x)
+	}
+	return w, len(series), nil
+}
+
+// Merge combines instances: the check shape of the only (or first)
+// instance, with every instance's findings and notes.
+func Merge(rs []InstanceResult, src string) *Diagnosis {
+	out := &Diagnosis{Report: rs[0].Report, Instances: rs, Source: src}
+	if len(rs) == 1 {
+		return out
+	}
+	merged := *rs[0].Report
+	merged.Findings = nil
+	merged.Notes = nil
+	for _, r := range rs {
+		merged.Findings = append(merged.Findings, r.Report.Findings...)
+		for _, n := range r.Report.Notes {
+			n.Source = r.Instance + ": " + n.Source
+			merged.Notes = append(merged.Notes, n)
+		}
+	}
+	diagnose.SortFindings(merged.Findings)
+	var names []string
+	var covs []diagnose.Coverage
+	for _, r := range rs {
+		names = append(names, r.Instance)
+		covs = append(covs, r.Report.Coverage)
+	}
+	merged.Coverage = diagnose.MergeCoverage(names, covs)
+	out.Report = &merged
+	return out
+}
+
+// LastTime is the end of the data of every instance of s.
+func (s *Source) LastTime() (time.Time, error) {
+	var last time.Time
+	insts, err := s.Store.Instances()
+	if err != nil {
+		return last, err
+	}
+	for _, i := range insts {
+		if _, t, err := s.Store.TimeRange(i); err == nil && t.After(last) {
+			last = t
+		}
+	}
+	return last, nil
+}
+
+// OpenAll opens path as a store with every instance it holds (none is an
+// empty list, not an error): for export.
+func OpenAll(path string, lenient bool, progress Progress) (*Source, error) {
+	st, cleanup, ist, err := source.OpenStore(path, source.IngestOptions{Lenient: lenient, Progress: progress})
+	if err != nil {
+		return nil, err
+	}
+	return &Source{Path: path, Store: st, Notes: ist.Notes, cleanup: cleanup}, nil
+}
+
+// Export resolves since … until against the end of the data and writes
+// the samples of instance (every instance when "") in that range as
+// OpenMetrics or Parquet: to w when out is "-", else to the file out (a
+// new or regular file is replaced atomically, so an interrupted export
+// never leaves a truncated file under the final name; a FIFO or terminal
+// is written through, a device never replaced).
+func (s *Source) Export(out string, w io.Writer, format, instance, since, until string) error {
+	q := store.Query{Instance: instance}
+	if since != "" || until != "" {
+		last, err := s.LastTime()
+		if err != nil {
+			return err
+		}
+		if q.From, q.To, err = ParseRange(since, until, last); err != nil {
+			return err
+		}
+	}
+	write := func(w io.Writer) error {
+		if format == "parquet" {
+			return s.Store.ExportParquet(w, q)
+		}
+		return s.Store.ExportOpenMetrics(w, q)
+	}
+	if out == "-" {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	return outfile.Write(out, 0o644, write)
+}

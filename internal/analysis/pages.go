@@ -1,0 +1,154 @@
+package analysis
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/fleet"
+	"github.com/memdoctor/memdoctor/internal/htmlreport"
+	"github.com/memdoctor/memdoctor/internal/outfile"
+	"github.com/memdoctor/memdoctor/internal/prom"
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+// Page diagnoses each instance of s (as Diagnose does) and loads the
+// charted series at display resolution.
+func Page(s *Source, since, until string) (*PageReport, error) {
+	page := &htmlreport.Page{Source: s.Path, Generated: time.Now()}
+	var results []InstanceResult
+	for _, inst := range s.Instances {
+		r, err := s.DiagnoseInstance(inst, since, until)
+		if err != nil {
+			return nil, fmt.Errorf("instance %s: %w", inst, err)
+		}
+		results = append(results, r)
+		win := Window{From: r.From, To: r.To, Step: chartStep(r.To.Sub(r.From), htmlreport.Buckets(false))}
+		w, _, err := s.window(inst, htmlreport.SeriesNames(), win)
+		if err != nil {
+			return nil, fmt.Errorf("instance %s: reading the charted series: %w", inst, err)
+		}
+		page.Instances = append(page.Instances, htmlreport.Instance{Name: inst, From: r.From, To: r.To,
+			Step: r.Step(), Series: r.Series, Report: r.Report, Window: w})
+	}
+	return &PageReport{Page: page, Instances: results}, nil
+}
+
+// PageReport is a report page and the diagnoses of the instances it
+// shows.
+type PageReport struct {
+	Page      *htmlreport.Page
+	Instances []InstanceResult
+}
+
+// Write renders the page, reloading itself every refresh (0: never), and
+// writes it to w when out is "-", else to the file out: a new or regular
+// file is replaced atomically, so a reader never sees half a report; a
+// terminal, /dev/null or a FIFO is written through, never replaced. It
+// returns the HTML.
+func (r *PageReport) Write(out string, w io.Writer, refresh time.Duration) ([]byte, error) {
+	r.Page.Refresh = refresh
+	var buf bytes.Buffer
+	if err := htmlreport.Render(&buf, r.Page); err != nil {
+		return nil, fmt.Errorf("rendering the report: %w", err)
+	}
+	if out == "-" {
+		_, err := w.Write(buf.Bytes())
+		return buf.Bytes(), err
+	}
+	return buf.Bytes(), outfile.WriteBytes(out, 0o644, buf.Bytes())
+}
+
+// Fleet is a scan of the fleet behind a Prometheus server.
+type Fleet struct {
+	Client *prom.Client
+	// Match is the canonical label selector every series must match.
+	Match  string
+	Window Window
+	// By are labels to correlate findings with; All skips the pre-filter.
+	By  []string
+	All bool
+}
+
+// Scan diagnoses the fleet: aggregated queries score every instance, the
+// suspects' full ranges are fetched at the window's step and judged.
+func (f *Fleet) Scan(ctx context.Context, progress Progress) (*fleet.Result, error) {
+	return fleet.Scan(ctx, f.Client, fleet.Options{Match: f.Match, End: f.Window.To, Range: f.Window.Range(),
+		Step: f.Window.Step, By: f.By, All: f.All, Progress: progress})
+}
+
+// Shown are the instances with findings, worst first, at most top of
+// them, and how many have findings in all.
+func Shown(res *fleet.Result, top int) (shown []*fleet.Instance, affected int) {
+	for _, in := range res.Instances { // ranked worst first
+		if len(in.Findings) == 0 {
+			continue
+		}
+		affected++
+		if len(shown) < top {
+			shown = append(shown, in)
+		}
+	}
+	return shown, affected
+}
+
+// FleetPage is the report page of a scan: its summary, and the top worst
+// instances with findings, each with its charted series read at display
+// resolution (the page's findings are the scan's; the charts never feed
+// them). charting is called before the series are read; an error reading
+// them is returned as the client gave it.
+func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, charting func()) (*PageReport, error) {
+	shown, affected := Shown(res, top)
+	page := &htmlreport.Page{Source: f.Client.URL(), Generated: time.Now()}
+	page.Summary = append(page.Summary, fmt.Sprintf("%d instances scanned with %d aggregated queries; %d suspects read in full; %d with findings%s.",
+		len(res.Instances), res.Cost.ScanQueries, res.Suspects, affected, shownText(len(shown), affected)))
+	for _, co := range res.Correlation {
+		if co.Summary != "" {
+			page.Summary = append(page.Summary, co.Summary)
+		}
+	}
+	if len(shown) == 0 {
+		return &PageReport{Page: page}, nil
+	}
+	names := make([]string, 0, len(htmlreport.SeriesNames()))
+	for _, n := range htmlreport.SeriesNames() {
+		names = append(names, regexp.QuoteMeta(n))
+	}
+	var insts []string
+	for _, in := range shown {
+		insts = append(insts, in.Instance)
+	}
+	step := max(f.Window.Step, chartStep(f.Window.Range(), htmlreport.Buckets(false)))
+	if charting != nil {
+		charting()
+	}
+	windows, err := fleet.FetchWindows(ctx, f.Client, insts, f.Match, strings.Join(names, "|"), res.From, res.To, step)
+	if err != nil {
+		return nil, err
+	}
+	var results []InstanceResult
+	for _, in := range shown {
+		w := windows[in.Instance]
+		if w == nil {
+			w = &sample.Window{Instance: in.Instance, From: res.From, To: res.To, Step: step}
+		}
+		rep := &diagnose.Report{SchemaVersion: diagnose.SchemaVersion, Findings: in.Findings, Notes: in.Notes}
+		r := InstanceResult{Instance: in.Instance, From: res.From, To: res.To, StepSeconds: res.StepSeconds, Series: in.Series, Report: rep}
+		page.Instances = append(page.Instances, htmlreport.Instance{Name: in.Instance, From: res.From, To: res.To,
+			Step: r.Step(), Series: in.Series, Report: rep, Window: w})
+		results = append(results, r)
+	}
+	return &PageReport{Page: page, Instances: results}, nil
+}
+
+func shownText(shown, affected int) string {
+	if shown < affected {
+		return fmt.Sprintf(" (the %d worst shown; --top to see more)", shown)
+	}
+	return ""
+}

@@ -1,0 +1,56 @@
+package human
+
+import (
+	"testing"
+	"time"
+)
+
+func TestBytes(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[int64]string{
+		0:                  "0 B",
+		1023:               "1023 B",
+		1536:               "1.50 KiB",
+		15 << 20:           "15.0 MiB",
+		312 << 30:          "312 GiB",
+		-(3 << 30) / 2:     "-1.50 GiB",
+		5 << 50:            "5.00 PiB",
+		2048 << 50:         "2048 PiB",
+		10*(1<<20) + 1<<19: "10.5 MiB",
+		999*(1<<10) + 1<<9: "1000 KiB",
+		1<<10*1024 - 1<<10: "1023 KiB",
+	} {
+		if got := Bytes(in); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSpan(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[time.Duration]string{
+		90 * time.Second:                    "1m30s",
+		36*time.Hour + 400*time.Millisecond: "36h0m0s",
+		48 * time.Hour:                      "2.0 days",
+		14*24*time.Hour - 30*time.Minute:    "14.0 days",
+		10*24*time.Hour + 12*time.Hour:      "10.5 days",
+	} {
+		if got := Span(in); got != want {
+			t.Errorf("Span(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[time.Duration]string{
+		42*time.Second + 300*time.Millisecond:         "42s",
+		5*time.Hour + 12*time.Minute + 31*time.Second: "5h13m0s",
+		47 * time.Hour:               "47h0m0s",
+		3*24*time.Hour + 6*time.Hour: "3.2 days",
+	} {
+		if got := Duration(in); got != want {
+			t.Errorf("Duration(%v) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package treat
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/malloc"
+	"github.com/memdoctor/memdoctor/internal/termsafe"
+)
+
+// pauseLine says how long memdoctor held a thread of the process.
+func pauseLine(pid int, p *malloc.Pause) string {
+	return fmt.Sprintf("thread %d of pid %d was held %.1f ms (%.1f ms of it in %d calls; %s); its other %d threads ran throughout",
+		p.Thread, pid, p.AttachedMs, p.CallsMs, len(p.Calls), p.Why, max(p.Threads-1, 0))
+}
+
+// MallocText prints a process' allocator state: each arena, the totals,
+// what malloc_trim could give back, and the next command.
+func MallocText(w io.Writer, r *malloc.Report) error {
+	hb := human.Bytes
+	dash := func(n int64) string {
+		if n <= 0 {
+			return "-"
+		}
+		return hb(n)
+	}
+	p := &mallocWriter{w: w}
+	glibc := r.GlibcVersion
+	if glibc == "" {
+		glibc = "unknown"
+	}
+	p.f("pid %d (%s), glibc %s, read through %s\n\n", r.PID, r.Comm, glibc, r.Source)
+	tw := tabwriter.NewWriter(p, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "arena\tsystem\tfree\tin use\tfree chunks\tlargest free\ttop\tretained\t\n")
+	for _, a := range r.Arenas {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", a.Nr, hb(a.SystemBytes), hb(a.FreeBytes), hb(a.InUseBytes),
+			a.FreeChunks, dash(a.LargestFreeChunkBytes), dash(a.TopBytes), hb(a.RetainedBytes))
+	}
+	t := r.Totals
+	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%d\t\t\t%s\t\n", hb(t.SystemBytes), hb(t.FreeBytes), hb(t.InUseBytes), t.FreeChunks, hb(t.RetainedBytes))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	p.f("\n%d arenas; %s in %d mmapped chunks outside them\n", t.ArenaCount, hb(t.MmapBytes), t.MmapChunks)
+	pct := 0.0
+	if t.SystemBytes > 0 {
+		pct = 100 * float64(t.RetainedBytes) / float64(t.SystemBytes)
+	}
+	p.f("retained: %s (%.0f%% of the arenas) is free memory in whole pages that malloc_trim(0) can give back to the kernel\n", hb(t.RetainedBytes), pct)
+	p.f("  (pages an earlier trim already gave back still count: compare with RssAnon %s, VmRSS %s)\n", hb(r.Process.RssAnon), hb(r.Process.VMRSS))
+	if m := r.Mallinfo2; m != nil {
+		p.f("mallinfo2: arena %d, uordblks %d, fordblks %d, hblkhd %d, keepcost %d\n", m.Arena, m.Uordblks, m.Fordblks, m.Hblkhd, m.Keepcost)
+	}
+	if pp := r.Pause; pp != nil {
+		p.f("hold: thread %d held %.1f ms (calls %.1f ms); %d threads in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, pp.Threads)
+	}
+	if r.PreloadMs > 0 {
+		p.f("asked the preload library: answered in %.0f ms, no pause\n", r.PreloadMs)
+	}
+	for _, w := range r.Warnings {
+		p.f("warning: %s\n", w)
+	}
+	for _, n := range r.Notes {
+		p.f("note: %s\n", n)
+	}
+	if t.RetainedBytes >= 64<<20 {
+		p.f("\nnext: memdoctor trim %d          # the expected gain and what --apply would run\n", r.PID)
+	}
+	return p.err
+}
+
+// mallocWriter keeps the first write error.
+type mallocWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *mallocWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.err = err
+	return n, err
+}
+
+// f writes a line; process names and messages in a are escaped (a
+// process chooses its own name).
+func (e *mallocWriter) f(format string, a ...any) {
+	_, _ = termsafe.Fprintf(e, format, a...) // kept in e.err
+}
+
+// EstimateText prints trim's dry run: the expected gain (or its upper
+// bound) and the steps --apply takes.
+func EstimateText(w io.Writer, e *malloc.TrimEstimate) error {
+	hb := human.Bytes
+	p := &mallocWriter{w: w}
+	p.f("dry run, nothing changed: pid %d (%s)\n", e.PID, e.Comm)
+	switch {
+	case e.ExpectedGainBytes != nil:
+		how := "called in the process, one thread held briefly"
+		if e.Source == "preload" {
+			how = "asked the preload library, no pause"
+		}
+		p.f("expected gain: %s (retained %s, RssAnon %s; malloc_info %s)\n",
+			hb(*e.ExpectedGainBytes), hb(*e.RetainedBytes), hb(e.Process.RssAnon), how)
+	case e.UpperBoundBytes != nil:
+		p.f("gain at most %s: the resident memory of its malloc heaps (RssAnon %s)\n", hb(*e.UpperBoundBytes), hb(e.Process.RssAnon))
+		p.f("  without pausing the process its free and used heap memory cannot be told apart; run without --no-pause for the estimate\n")
+	}
+	if e.Apply == "preload" {
+		p.f("\n--apply asks the preload library:\n")
+	} else {
+		p.f("\n--apply calls malloc_trim(0) inside the process:\n")
+	}
+	for i, s := range e.Steps {
+		p.f("  %d. %s\n", i+1, s)
+	}
+	for _, n := range e.Notes {
+		p.f("note: %s\n", n)
+	}
+	p.f("\nto trim: memdoctor trim %d --apply\n", e.PID)
+	return p.err
+}
+
+// TrimText prints what a trim gave back.
+func TrimText(w io.Writer, r *malloc.TrimResult) error {
+	hb := human.Bytes
+	p := &mallocWriter{w: w}
+	how := "called in the process"
+	if r.Pause != nil {
+		how = fmt.Sprintf("called in the process, thread %d held %.1f ms", r.Pause.Thread, r.Pause.AttachedMs)
+	}
+	if r.Source == "preload" {
+		how = "by its preload library, no pause"
+	}
+	p.f("trimmed pid %d: RSS %s -> %s (%s given back) in %.1f ms, %s\n",
+		r.PID, hb(r.RSS.Before), hb(r.RSS.After), hb(r.RSS.Diff), r.ElapsedMs, how)
+	if r.PssAnon != nil {
+		p.f("  RssAnon %s -> %s, Pss_Anon %s -> %s\n", hb(r.RssAnon.Before), hb(r.RssAnon.After), hb(r.PssAnon.Before), hb(r.PssAnon.After))
+	}
+	if r.Released != nil && *r.Released == 0 {
+		p.f("  malloc_trim returned 0: there was nothing to give back\n")
+	}
+	for _, n := range r.Notes {
+		p.f("note: %s\n", n)
+	}
+	return p.err
+}
