@@ -46,6 +46,7 @@ var allowed = map[string][]string{
 	"capture":  {"outfile", "safeio"},
 	"inject":   {"procfs"},
 	"malloc":   {"inject", "procfs", "preload"},
+	"heapprof": {"procfs"},
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
