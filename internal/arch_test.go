@@ -42,7 +42,7 @@ var allowed = map[string][]string{
 	"procfs": {"safeio"},
 	// Collection reads this host and turns it into samples.
 	"runtimes": {"httpsafe", "procfs", "redact", "sample"},
-	"collect":  {"procfs", "runtimes", "sample", "preload"},
+	"collect":  {"heapprof", "inject", "procfs", "runtimes", "sample", "preload"},
 	"capture":  {"outfile", "safeio"},
 	"inject":   {"procfs"},
 	"malloc":   {"inject", "procfs", "preload"},

@@ -11,20 +11,18 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/inject"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/preload"
 )
 
-// The variables of the heap profile, and the library's default path.
+// maxProfile bounds the dump read (4096 stacks and the maps).
+const maxProfile = 64 << 20
+
 const (
-	profileVar         = "MEMDOCTOR_PROFILE"
-	profilePathVar     = "MEMDOCTOR_PROFILE_PATH"
-	defaultProfilePath = "/tmp/memdoctor-heap.%p"
-	// maxProfile bounds the dump read (4096 stacks and the maps).
-	maxProfile = 64 << 20
+	profileVar     = preload.ProfileVar
+	profilePathVar = preload.ProfilePathVar
 )
 
 // ErrNoProfile says the process writes no heap profile (yet).
@@ -55,12 +53,12 @@ func ReadHeapProfile(ctx context.Context, pid int) (*HeapProfile, error) {
 		return nil, fmt.Errorf("%w: pid %d (%s) does not map %s: start it with LD_PRELOAD=$(memdoctor preload --print-path) %s=512KiB", ErrNoProfile, pid, t.comm, preloadName, profileVar)
 	}
 	env := readEnv(pid, profileVar, profilePathVar)
-	if env[profileVar] == "" || env[profileVar] == "0" || strings.EqualFold(env[profileVar], "off") {
+	if !preload.ProfileOn(env[profileVar]) {
 		return nil, fmt.Errorf("%w: pid %d (%s) runs %s but was started without %s=RATE (such as 512KiB)", ErrNoProfile, pid, t.comm, preloadName, profileVar)
 	}
 	pattern := env[profilePathVar]
 	if pattern == "" {
-		pattern = defaultProfilePath
+		pattern = preload.DefaultProfilePath
 	}
 	p, ok := preload.ExpandStatsPath(pattern, t.ownPID)
 	if !ok {
