@@ -54,7 +54,7 @@
 #define MAX_DEPTH 32
 #define NSTACKS 4096          /* distinct stacks kept; slot 0 takes the rest */
 #define NBLOCKS (1u << 16)    /* live sampled blocks at most NBLOCKS*3/4 */
-#define NFILTER (1u << 15)    /* counters free() checks before the table */
+#define NFILTER (1u << 16)    /* counters free() checks before the table */
 
 typedef void *(*malloc_fn)(size_t);
 typedef void *(*calloc_fn)(size_t, size_t);
@@ -290,13 +290,29 @@ struct tables {
 static struct tables *tab;
 static _Atomic int tab_lock;
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* lock spins briefly (the lock is held for a few hundred instructions),
+ * then yields the CPU to a holder that was preempted. */
 static void lock(void)
 {
-	int zero = 0;
-	while (!atomic_compare_exchange_weak_explicit(&tab_lock, &zero, 1, memory_order_acquire,
-						      memory_order_relaxed)) {
-		zero = 0;
-		sched_yield();
+	for (unsigned i = 0;; i++) {
+		int zero = 0;
+		if (atomic_load_explicit(&tab_lock, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_weak_explicit(&tab_lock, &zero, 1, memory_order_acquire,
+							  memory_order_relaxed))
+			return;
+		if (i < 100)
+			cpu_relax();
+		else
+			sched_yield();
 	}
 }
 
