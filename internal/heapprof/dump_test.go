@@ -54,3 +54,15 @@ func TestParseDamaged(t *testing.T) {
 		}
 	}
 }
+
+// A site's title keeps its first functions and cuts names a hostile or
+// C++ binary makes long.
+func TestSiteTitle(t *testing.T) {
+	long := strings.Repeat("x", 500)
+	s := Site{Stack: []string{"leaf", long, "c", "d", "e"}, Object: "/usr/lib/libingest.so"}
+	got := s.Title(4)
+	want := "leaf ← " + strings.Repeat("x", maxName) + "… ← c ← d (libingest.so)"
+	if got != want {
+		t.Errorf("Title(4) = %q, want %q", got, want)
+	}
+}

@@ -29,13 +29,24 @@ type Site struct {
 	key         string
 }
 
+// maxName bounds each function name in a title (C++ names run to
+// kilobytes; the names come from the target's files).
+const maxName = 120
+
 // Title is "leaf ← caller ← caller (object)", at most depth functions.
 func (s Site) Title(depth int) string {
 	st := s.Stack
 	if len(st) > depth {
 		st = st[:depth]
 	}
-	t := strings.Join(st, " ← ")
+	names := make([]string, len(st))
+	for i, n := range st {
+		if len(n) > maxName {
+			n = strings.ToValidUTF8(n[:maxName], "") + "…"
+		}
+		names[i] = n
+	}
+	t := strings.Join(names, " ← ")
 	if s.Object != "" {
 		t += " (" + path.Base(s.Object) + ")"
 	}

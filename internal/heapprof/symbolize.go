@@ -62,6 +62,12 @@ func (s *Symbolizer) object(m procfs.Mapping) *object {
 	}
 	o := &object{}
 	s.objects[key] = o
+	defer func() {
+		// debug/elf on a hostile file: a parse that panics names nothing.
+		if r := recover(); r != nil {
+			o.syms, o.loads, o.err = nil, nil, fmt.Errorf("%s: malformed ELF file: %v", m.Path, r)
+		}
+	}()
 	f, err := s.open(m)
 	if err != nil {
 		o.err = err

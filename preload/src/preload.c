@@ -552,11 +552,25 @@ static void free_full(void *p)
 	account(n, threshold);
 }
 
+/* free_prof: free() with MEMDOCTOR_PROFILE alone: one counter read to
+ * tell that p was never sampled, then a tail call to the real free. */
+static void free_prof(void *p)
+{
+	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
+	_Atomic uint16_t *flt = atomic_load_explicit(&md_prof_filter, memory_order_relaxed);
+	if (unlikely(atomic_load_explicit(&flt[MD_FILTER_SLOT(p)], memory_order_relaxed)) && p)
+		md_prof_untrack_slow(p);
+	f(p);
+}
+
 void md_free_route(void)
 {
 	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
-	if (atomic_load(&cfg_freed) || atomic_load(&md_prof_rate) || atomic_load(&md_boot_used) || !f)
+	int prof = atomic_load(&md_prof_rate) && atomic_load(&md_prof_filter);
+	if (!f || atomic_load(&cfg_freed) || atomic_load(&md_boot_used))
 		atomic_store(&dispatch, free_full);
+	else if (prof)
+		atomic_store(&dispatch, free_prof);
 	else
 		atomic_store(&dispatch, f);
 }
@@ -794,12 +808,10 @@ static void fork_prepare(void)
 	}
 	acquire();
 	fork_owned = 0;
-	md_prof_fork_prepare();
 }
 
 static void fork_parent(void)
 {
-	md_prof_fork_parent();
 	if (!fork_owned)
 		release();
 	fork_owned = 0;

@@ -91,10 +91,15 @@ extern _Atomic uint64_t md_prof_rate;
 const char *md_prof_path(void);
 /* md_prof_untrack forgets p if it is a sampled block (before the real free). */
 void md_prof_untrack(void *p);
+/* md_prof_untrack_slow: the same, once md_prof_filter said p may be sampled. */
+void md_prof_untrack_slow(void *p);
+/* md_prof_filter counts the sampled blocks by MD_FILTER_SLOT(p): free() of a
+ * block whose counter is 0 was never sampled and need not look further. */
+#define MD_NFILTER (1u << 16)
+#define MD_FILTER_SLOT(p) ((uint32_t)(((uintptr_t)(p) >> 4) ^ ((uintptr_t)(p) >> 20)) & (MD_NFILTER - 1))
+extern _Atomic(_Atomic uint16_t *) md_prof_filter;
 /* md_prof_dump writes the profile (callers hold preload.c's busy); 0 or an errno. */
 int md_prof_dump(void);
-void md_prof_fork_prepare(void);
-void md_prof_fork_parent(void);
 void md_prof_fork_child(void);
 /* md_boot_owns: p came from the bootstrap buffer (never freed); md_boot_used
  * says the buffer was used. */

@@ -17,7 +17,8 @@
  *   - Nothing here allocates. The tables are one anonymous mapping made
  *     by the constructor; a fork child replaces it with fresh zero pages.
  *   - The only lock is a spin lock around the two tables, held for a few
- *     hundred instructions and never across a call into libc. A thread
+ *     hundred instructions and never across a call into libc, and not
+ *     across fork (the child starts with fresh tables). A thread
  *     that is interrupted by a signal handler while holding it, and whose
  *     handler allocates, does not sample in the handler (tl_in_table).
  *   - The stack is read by a frame-pointer walk bounded by the mapping of
@@ -54,7 +55,7 @@
 #define MAX_DEPTH 32
 #define NSTACKS 4096          /* distinct stacks kept; slot 0 takes the rest */
 #define NBLOCKS (1u << 16)    /* live sampled blocks at most NBLOCKS*3/4 */
-#define NFILTER (1u << 16)    /* counters free() checks before the table */
+#define NFILTER MD_NFILTER    /* counters free() checks before the table */
 
 typedef void *(*malloc_fn)(size_t);
 typedef void *(*calloc_fn)(size_t, size_t);
@@ -263,7 +264,6 @@ _Atomic uint64_t md_prof_rate; /* mean bytes between samples; 0 = off */
 static TLS int64_t tl_next;     /* bytes left before the next sample */
 static TLS uint64_t tl_rng;     /* 0 = this thread has not drawn yet */
 static TLS int tl_in_table;     /* inside a table operation (a signal handler must not wait) */
-static TLS int tl_fork_locked;  /* this thread holds the lock for fork */
 static TLS uintptr_t tl_stack_lo, tl_stack_hi;
 
 struct stack {
@@ -289,6 +289,7 @@ struct tables {
 
 static struct tables *tab;
 static _Atomic int tab_lock;
+_Atomic(_Atomic uint16_t *) md_prof_filter; /* tab->filter, for free() */
 
 static inline void cpu_relax(void)
 {
@@ -483,7 +484,7 @@ static uint32_t stack_slot(uint64_t h, const uintptr_t *pc, int depth)
 }
 
 static inline uint32_t block_home(uintptr_t p) { return (uint32_t)mix(p) & (NBLOCKS - 1); }
-static inline uint32_t filter_slot(uintptr_t p) { return (uint32_t)(mix(p) >> 40) & (NFILTER - 1); }
+static inline uint32_t filter_slot(uintptr_t p) { return MD_FILTER_SLOT(p); }
 
 static void block_freed(const struct block *b)
 {
@@ -545,15 +546,13 @@ static int table_enter(void)
 	if (tl_in_table)
 		return -1;
 	tl_in_table = 1;
-	if (!tl_fork_locked)
-		lock();
+	lock();
 	return 0;
 }
 
 static void table_leave(void)
 {
-	if (!tl_fork_locked)
-		unlock();
+	unlock();
 	tl_in_table = 0;
 }
 
@@ -602,6 +601,11 @@ void md_prof_untrack(void *p)
 {
 	if (!tab || !atomic_load_explicit(&tab->filter[filter_slot((uintptr_t)p)], memory_order_relaxed))
 		return;
+	md_prof_untrack_slow(p);
+}
+
+void md_prof_untrack_slow(void *p)
+{
 	if (table_enter() < 0)
 		return;
 	struct block b;
@@ -610,24 +614,55 @@ void md_prof_untrack(void *p)
 	table_leave();
 }
 
-static void *malloc_prof(size_t n)
+/*
+ * The sampling versions. The common case (not due) tail-calls the real
+ * function; only a due allocation enters a *_sampled function, which runs
+ * the real one and samples with its own frame: reached through tail calls
+ * only, that frame's return address is in the caller of malloc.
+ */
+#define FAST __attribute__((optimize("omit-frame-pointer")))
+#define SLOW __attribute__((noinline, optimize("no-omit-frame-pointer")))
+
+SLOW static void *malloc_sampled(size_t n)
 {
 	void *p = real.malloc(n);
-	if (unlikely(due(n)) && p)
+	if (p)
 		sample(p, n, __builtin_frame_address(0));
 	return p;
 }
 
-static void *calloc_prof(size_t k, size_t n)
+FAST static void *malloc_prof(size_t n)
+{
+	if (likely(!due(n)))
+		return real.malloc(n);
+	return malloc_sampled(n);
+}
+
+SLOW static void *calloc_sampled(size_t k, size_t n, size_t t)
 {
 	void *p = real.calloc(k, n);
-	size_t t;
-	if (!__builtin_mul_overflow(k, n, &t) && unlikely(due(t)) && p)
+	if (p)
 		sample(p, t, __builtin_frame_address(0));
 	return p;
 }
 
-static void *realloc_prof(void *p, size_t n)
+FAST static void *calloc_prof(size_t k, size_t n)
+{
+	size_t t;
+	if (__builtin_mul_overflow(k, n, &t) || likely(!due(t)))
+		return real.calloc(k, n);
+	return calloc_sampled(k, n, t);
+}
+
+SLOW static void *realloc_sampled(void *p, size_t n)
+{
+	void *q = real.realloc(p, n);
+	if (q && n)
+		sample(q, n, __builtin_frame_address(0));
+	return q;
+}
+
+FAST static void *realloc_prof(void *p, size_t n)
 {
 	if (unlikely(md_boot_owns(p))) {
 		void *q = malloc(n);
@@ -638,40 +673,59 @@ static void *realloc_prof(void *p, size_t n)
 		}
 		return q;
 	}
-	if (!p)
-		return malloc(n);
 	/* The old block is gone once realloc returns (moved or shrunk in
 	 * place); the new one is a new allocation. On failure it stays but is
 	 * no longer followed: rare, and costs one sample. */
-	md_prof_untrack(p);
-	void *q = real.realloc(p, n);
-	if (q && unlikely(due(n)))
-		sample(q, n, __builtin_frame_address(0));
-	return q;
+	if (p)
+		md_prof_untrack(p);
+	if (likely(!due(n)))
+		return real.realloc(p, n);
+	return realloc_sampled(p, n);
 }
 
-static void *memalign_prof(size_t a, size_t n)
+SLOW static void *memalign_sampled(size_t a, size_t n)
 {
 	void *p = real.memalign(a, n);
-	if (unlikely(due(n)) && p)
+	if (p)
 		sample(p, n, __builtin_frame_address(0));
 	return p;
 }
 
-static void *aligned_alloc_prof(size_t a, size_t n)
+FAST static void *memalign_prof(size_t a, size_t n)
+{
+	if (likely(!due(n)))
+		return real.memalign(a, n);
+	return memalign_sampled(a, n);
+}
+
+SLOW static void *aligned_alloc_sampled(size_t a, size_t n)
 {
 	void *p = real.aligned_alloc(a, n);
-	if (unlikely(due(n)) && p)
+	if (p)
 		sample(p, n, __builtin_frame_address(0));
 	return p;
 }
 
-static int posix_memalign_prof(void **pp, size_t a, size_t n)
+FAST static void *aligned_alloc_prof(size_t a, size_t n)
+{
+	if (likely(!due(n)))
+		return real.aligned_alloc(a, n);
+	return aligned_alloc_sampled(a, n);
+}
+
+SLOW static int posix_memalign_sampled(void **pp, size_t a, size_t n)
 {
 	int r = real.posix_memalign(pp, a, n);
-	if (!r && unlikely(due(n)))
+	if (!r)
 		sample(*pp, n, __builtin_frame_address(0));
 	return r;
+}
+
+FAST static int posix_memalign_prof(void **pp, size_t a, size_t n)
+{
+	if (likely(!due(n)))
+		return real.posix_memalign(pp, a, n);
+	return posix_memalign_sampled(pp, a, n);
 }
 
 /* realloc_checked: profiling off, but a bootstrap block may come back. */
@@ -726,6 +780,7 @@ int md_prof_init(uint64_t rate, const char *pattern)
 	tab = map_tables(NULL);
 	if (!tab)
 		return -1;
+	atomic_store(&md_prof_filter, tab->filter);
 	atomic_store(&md_prof_rate, rate);
 	resolve_alloc();
 	route();
@@ -735,35 +790,24 @@ int md_prof_init(uint64_t rate, const char *pattern)
 
 const char *md_prof_path(void) { return prof_path; }
 
-void md_prof_fork_prepare(void)
-{
-	if (!tab)
-		return;
-	if (tl_in_table) /* fork from a handler that interrupted a table operation */
-		return;
-	lock();
-	tl_fork_locked = 1;
-}
-
-void md_prof_fork_parent(void)
-{
-	if (!tab || !tl_fork_locked)
-		return;
-	tl_fork_locked = 0;
-	unlock();
-}
-
-/* The child starts an empty profile of its own (fresh zero pages: no
- * copy of the parent's tables), written to its own file. */
+/*
+ * The child starts an empty profile of its own (fresh zero pages: no copy
+ * of the parent's tables), written to its own file. The lock is not taken
+ * around fork: another thread may hold it, or be halfway through a table
+ * update, when the parent forks, but the child drops the tables and the
+ * lock word altogether. Taking it in a prepare handler would deadlock: a
+ * thread that allocates while holding a stdio lock (getline) could wait
+ * for it, while fork waits for stdio's list lock.
+ */
 void md_prof_fork_child(void)
 {
 	if (!tab)
 		return;
-	tl_fork_locked = 0;
 	tl_in_table = 0;
 	if (!map_tables(tab)) {
 		atomic_store(&md_prof_rate, 0);
 		route();
+		md_free_route();
 	}
 	atomic_store(&tab_lock, 0);
 	if (md_expand_path(prof_pattern, getpid(), prof_path, sizeof prof_path) < 0)
