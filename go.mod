@@ -7,6 +7,7 @@ require (
 	fortio.org/log v1.18.3
 	github.com/cilium/ebpf v0.22.0
 	github.com/google/go-cmp v0.7.0
+	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

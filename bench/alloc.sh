@@ -9,7 +9,8 @@
 #            allocator, interleaved, median reported (default 3)
 # env:     THREADS (8), MIB (128 per thread), ROUNDS (4) for the workload;
 #          INTERVAL, FREED override the calibrated trim settings (30s, 1GiB);
-#          SWEEP=1 also measures a few other intervals and thresholds.
+#          SWEEP=1 also measures a few other intervals and thresholds;
+#          PROFILE_ONLY=1 measures only the heap profile's cost (below).
 #
 # What is measured, per allocator:
 #   peak / final RSS   `alloc_workload hoard THREADS MIB ROUNDS`: VmHWM, and
@@ -25,6 +26,10 @@
 # since the last trim); cost per trim = elapsed + released pages x the page
 # fault cost measured here; interval = cost / (2% of the CPUs), rounded up;
 # the freed threshold = the measured free rate x that interval (same trim rate).
+# Heap profile cost (MEMDOCTOR_PROFILE, also at the end of a full run): the
+# same two workloads (hoard throughput in ops per CPU-second, freebench in ns
+# per malloc+free pair, 1 and 8 threads) under glibc alone, the library loaded
+# with nothing set, and the library sampling every 512 KiB, interleaved.
 # Root recommended (installs libjemalloc2 and libtcmalloc-minimal4 if missing).
 set -eu
 secs=${1:-15}
@@ -46,6 +51,59 @@ fi
 make -s -C preload
 cc -O2 -pthread -o "$out/alloc_workload" testdata/programs/alloc_workload.c
 cc -O2 -pthread -fno-builtin -o "$out/freebench" preload/test/freebench.c
+
+# profile_cost: the heap profile's cost, three configurations interleaved.
+profile_cost() {
+  python3 - "$out" "$secs" "$reps" "$PWD/preload/libmemdoctor_preload.so" <<'PY'
+import json, os, statistics, subprocess, sys, time
+out, secs, reps, lib = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+T, M = os.environ.get("THREADS", "8"), os.environ.get("MIB", "128")
+wl, fb = os.path.join(out, "alloc_workload"), os.path.join(out, "freebench")
+base = {k: v for k, v in os.environ.items() if not k.startswith("MEMDOCTOR_")}
+configs = [("glibc", {}), ("library loaded, not sampling", {"LD_PRELOAD": lib}),
+           ("library sampling every 512 KiB", {"LD_PRELOAD": lib, "MEMDOCTOR_PROFILE": "512KiB",
+            "MEMDOCTOR_PROFILE_PATH": os.path.join(out, "heap.%p")})]
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        f = f.read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+def hoard(env):
+    p = subprocess.Popen([wl, "hoard", T, M, "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         env=dict(base, **env), text=True)
+    def info():
+        p.stdin.write("info\n"); p.stdin.flush()
+        return json.loads(p.stdout.readline()[6:])
+    p.stdout.readline(); time.sleep(3)
+    a = info(); c0 = cpu_s(p.pid); time.sleep(secs); b = info(); c1 = cpu_s(p.pid)
+    p.stdin.write("exit\n"); p.stdin.flush(); p.wait(timeout=60)
+    return (b["ops"] - a["ops"]) / (c1 - c0)
+def free_ns(env, threads):
+    r = subprocess.run([fb, threads, "2"], env=dict(base, **env), capture_output=True, text=True, check=True)
+    return float(r.stdout.split()[1])
+res = {n: {"hoard": [], "fb1": [], "fb8": []} for n, _ in configs}
+for r in range(reps):
+    for name, env in configs[r % 3:] + configs[:r % 3]:
+        res[name]["hoard"].append(hoard(env))
+        res[name]["fb1"].append(free_ns(env, "1"))
+        res[name]["fb8"].append(free_ns(env, "8"))
+med = statistics.median
+g = res["glibc"]
+print(f"\nheap profile cost: medians of {reps} interleaved runs (hoard: {T} threads x {M} MiB, {secs:.0f} s each; "
+      f"freebench: 2 s each); cost against glibc alone")
+print(f"{'configuration':32} {'hoard ops/CPU-s':>16} {'cost':>7} {'freebench 1 thr':>16} {'cost':>7} {'freebench 8 thr':>16} {'cost':>7}")
+for name, _ in configs:
+    x = res[name]
+    h, f1, f8 = med(x["hoard"]), med(x["fb1"]), med(x["fb8"])
+    print(f"{name:32} {h/1e6:>15.2f}M {1 - h/med(g['hoard']):>+7.1%} {f1:>13.2f} ns {f1/med(g['fb1']) - 1:>+7.1%} "
+          f"{f8:>13.2f} ns {f8/med(g['fb8']) - 1:>+7.1%}")
+    print(f"{'':32} runs: hoard " + ", ".join(f"{v/1e6:.2f}M" for v in x["hoard"]) +
+          "; fb1 " + ", ".join(f"{v:.1f}" for v in x["fb1"]) + "; fb8 " + ", ".join(f"{v:.1f}" for v in x["fb8"]))
+PY
+}
+if [ -n "${PROFILE_ONLY:-}" ]; then
+  profile_cost
+  exit 0
+fi
 
 python3 - "$out" "$secs" "$reps" "$PWD/preload/libmemdoctor_preload.so" "$libdir" <<'PY'
 import json, math, mmap, os, statistics, subprocess, sys, time
@@ -228,3 +286,6 @@ print(f"idle free() cost, {threads} thread(s), malloc+free pair, 9 alternating r
       f"differences range {min(y - x for x, y in zip(a, b)):+.2f} .. {max(y - x for x, y in zip(a, b)):+.2f} ns")
 PY
 done
+
+# ---- cost of the heap profile ----
+profile_cost

@@ -44,7 +44,7 @@ var allowed = map[string][]string{
 	"procfs": {"safeio"},
 	// Collection reads this host and turns it into samples.
 	"runtimes": {"httpsafe", "procfs", "redact", "sample"},
-	"collect":  {"procfs", "runtimes", "sample", "preload"},
+	"collect":  {"heapprof", "inject", "procfs", "runtimes", "sample", "preload"},
 	"capture":  {"outfile", "safeio"},
 	"inject":   {"procfs"},
 	// Writes memory.reclaim (with --apply only); reads the tree with procfs.
@@ -54,7 +54,8 @@ var allowed = map[string][]string{
 	// (live only, like inject): its results are samples.
 	"pagescan": {"sample"},
 	// The cgroup tracer loads BPF (or reads tracefs) on the live host.
-	"cgtrace": {"sample"},
+	"cgtrace":  {"sample"},
+	"heapprof": {"procfs"},
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
@@ -73,7 +74,7 @@ var allowed = map[string][]string{
 	"compare": {"human", "prom", "promql", "sample", "stats"},
 	// The use cases: what commands call (cmd/memdoctor parses flags and
 	// renders; this opens, resolves windows and steps, diagnoses, merges).
-	"analysis": {"alerts", "capture", "cgtrace", "collect", "compare", "diagnose", "fleet", "htmlreport", "human", "outfile", "pagescan", "procfs",
+	"analysis": {"alerts", "capture", "cgtrace", "collect", "compare", "diagnose", "fleet", "heapprof", "htmlreport", "human", "malloc", "outfile", "pagescan", "procfs", "termsafe",
 		"prom", "promql", "runtimes", "safeio", "sample", "source", "store", "treat"},
 	// Remedies that change the host: a running process' allocator (malloc, trim,
 	// check --malloc) and dying cgroups (reclaim).

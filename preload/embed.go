@@ -20,9 +20,9 @@ const LibName = "libmemdoctor_preload.so"
 // The flags of the Makefile's library target (a test checks they agree).
 var (
 	// CFLAGS are the compiler flags.
-	CFLAGS = []string{"-O2", "-g", "-fPIC", "-Wall", "-Wextra", "-std=gnu11", "-fvisibility=hidden"}
+	CFLAGS = []string{"-O2", "-g", "-fPIC", "-Wall", "-Wextra", "-std=gnu11", "-fvisibility=hidden", "-fno-omit-frame-pointer"}
 	// LDFLAGS are the linker flags.
 	LDFLAGS = []string{"-shared", "-Wl,-z,now", "-Wl,-z,relro"}
 	// LDLIBS are the libraries linked.
-	LDLIBS = []string{"-lpthread", "-ldl"}
+	LDLIBS = []string{"-lpthread", "-ldl", "-lm"}
 )

@@ -1,6 +1,9 @@
 package preload
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // pathMax is the library's buffer for MEMDOCTOR_STATS and its expansion
 // (PATH_MAX, terminating NUL included).
@@ -43,4 +46,19 @@ func ExpandStatsPath(pattern string, pid int) (path string, ok bool) {
 		return "", false
 	}
 	return string(out), true
+}
+
+// The heap profile's variables (README.md "Heap profile") and the path the
+// library writes to when MEMDOCTOR_PROFILE_PATH is unset.
+const (
+	ProfileVar         = "MEMDOCTOR_PROFILE"
+	ProfilePathVar     = "MEMDOCTOR_PROFILE_PATH"
+	DefaultProfilePath = "/tmp/memdoctor-heap.%p"
+)
+
+// ProfileOn reports whether a MEMDOCTOR_PROFILE value turns sampling on:
+// set, and not "0" or "off" (a value the library cannot parse also leaves
+// it off, and says so on the process' stderr).
+func ProfileOn(v string) bool {
+	return v != "" && v != "0" && !strings.EqualFold(v, "off")
 }

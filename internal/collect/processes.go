@@ -322,6 +322,9 @@ func collectProcesses(c *ctx) error {
 				c.add("memdoctor_process_malloc_arenas", float64(arenas), l...)
 			}
 			collectAllocator(c, p.pid, maps, l)
+			if hasPreload(maps) {
+				collectHeapSites(c, p.pid, l)
+			}
 		}
 	}
 	return nil

@@ -15,6 +15,12 @@ package diagnose
 //
 // Known false positives: caches that fill to a bound (the curve flattens);
 // a longer window shows the plateau.
+//
+// Sites: when the process runs memdoctor's preload library with
+// MEMDOCTOR_PROFILE, the recording holds the bytes its largest allocation
+// sites keep (memdoctor_heap_site_in_use_bytes{site}); the finding names
+// the site that grew most over the window and its share of the sites'
+// growth ("91% from parse_record ← ingest_batch ← worker_main (libingest.so)").
 
 import (
 	"fmt"
@@ -22,6 +28,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
 type processLeak struct{}
@@ -31,7 +38,7 @@ func init() { register(processLeak{}) }
 func (processLeak) Meta() Meta {
 	return Meta{ID: "process_leak", Trend: true, Title: "processes whose in-use heap grows (a leak)",
 		Needs:     []Need{{"memdoctor_malloc_in_use_bytes", "record the allocator's view over time: run the process with memdoctor's preload library (MEMDOCTOR_STATS) while memdoctor record runs"}},
-		Reads:     []string{"memdoctor_process_anon_bytes"},
+		Reads:     []string{"memdoctor_process_anon_bytes", "memdoctor_heap_site_in_use_bytes"},
 		Charts:    []string{ChartAllocatorView, ChartProcessMemory},
 		Prefilter: presentPrefilter("memdoctor_malloc_in_use_bytes"),
 		Doc:       "the allocator's in-use heap itself grows: a leak, not retention"}
@@ -74,6 +81,17 @@ func (processLeak) Eval(in *Input) []Finding {
 				{Title: "until fixed: restart before it runs out (the growth rate gives the time left)", Risk: "a restart"},
 			},
 		}
+		if site, share, ok := topLeakSite(w, pid, span{ps[0].T, ps[len(ps)-1].T}); ok {
+			fd.Summary += fmt.Sprintf("; %.0f%% of the sampled growth from %s", 100*share, site)
+			fd.Evidence = append(fd.Evidence, ev("top_site_growth_share", share, "ratio"))
+			fd.Remedies = append([]Remedy{{Title: "see the sites and their stacks, and write a pprof profile",
+				Commands: []string{"memdoctor leaks " + pid + " --interval 10m --output heap.pb.gz"}}}, fd.Remedies...)
+		} else {
+			fd.Remedies = append(fd.Remedies, Remedy{Title: "name the code that leaks at low cost: restart it with memdoctor's heap profile, then ask",
+				Commands: []string{"LD_PRELOAD=$(memdoctor preload --print-path) MEMDOCTOR_PROFILE=512KiB " + comm + " ...",
+					"memdoctor leaks PID --interval 10m"},
+				Risk: "a restart; sampling costs a few percent of allocation throughput"})
+		}
 		if a := w.Get("memdoctor_process_anon_bytes", "pid", pid); a != nil {
 			if g := fitTrend(within(a, span{ps[0].T, ps[len(ps)-1].T})); g.OK {
 				fd.Evidence = append(fd.Evidence, ev("anon_growth_bytes_per_day", g.Slope, "bytes_per_day"))
@@ -87,3 +105,34 @@ func (processLeak) Eval(in *Input) []Finding {
 
 // Advise does not advise the preload library to a process that runs it.
 func (processLeak) Advise(in *Input, how string) string { return preloadGiven(in, how) }
+
+// topLeakSite finds, among the heap profile sites of pid, the one whose
+// in-use bytes grew most over sp, and its share of the growth of all sites
+// that grew. ok is false without sites or without growth.
+func topLeakSite(w *sample.Window, pid string, sp span) (site string, share float64, ok bool) {
+	var total, best float64
+	for _, s := range w.Select("memdoctor_heap_site_in_use_bytes", "pid", pid) {
+		ps := within(s, sp)
+		if len(ps) == 0 {
+			continue
+		}
+		// A site may enter the kept few only late: its growth counts from 0
+		// when it first appears after the start of the window.
+		first := ps[0].V
+		if ps[0].T > sp.From+(sp.To-sp.From)/10 {
+			first = 0
+		}
+		g := ps[len(ps)-1].V - first
+		if g <= 0 {
+			continue
+		}
+		total += g
+		if name := s.Labels.Get("site"); g > best || g == best && name < site {
+			best, site = g, name
+		}
+	}
+	if total <= 0 || site == "" {
+		return "", 0, false
+	}
+	return site, best / total, true
+}

@@ -196,3 +196,10 @@ func parseDynsyms(ef *elf.File) (map[string]elf.Symbol, []elf.ProgHeader, error)
 	}
 	return syms, progs, nil
 }
+
+// OpenMapped opens the file behind mapping m of process pid: its
+// /proc/PID/map_files entry, else the path in the process' root checked
+// against the mapping's device and inode (never a file replaced since).
+func OpenMapped(pid int, m procfs.Mapping) (*os.File, error) {
+	return openMapped(pid, m)
+}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memdoctor/memdoctor/preload"
 )
 
 func buildPreload(t *testing.T) string {
@@ -26,8 +28,8 @@ func buildPreload(t *testing.T) string {
 		return lib
 	}
 	files, _ := filepath.Glob(filepath.Join(src, "*.c"))
-	args := append([]string{"-O2", "-g", "-fPIC", "-std=gnu11", "-fvisibility=hidden", "-shared", "-o", lib}, files...)
-	args = append(args, "-lpthread", "-ldl")
+	args := append(append(append([]string{}, preload.CFLAGS...), preload.LDFLAGS...), "-o", lib)
+	args = append(append(args, files...), preload.LDLIBS...)
 	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("building the preload library: %v\n%s", err, out)
 	}

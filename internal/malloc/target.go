@@ -268,15 +268,26 @@ func (t *target) readELF() {
 }
 
 // readStatsVar finds MEMDOCTOR_STATS in the process' initial environment.
-// Every other variable is skipped unread: environments hold secrets.
 func (t *target) readStatsVar() {
-	buf, err := os.ReadFile(procPath(t.pid, "environ"))
+	if v, ok := readEnv(t.pid, statsVar)[statsVar]; ok {
+		// expanded with the pid the process sees as its own
+		if p, ok := preload.ExpandStatsPath(v, t.ownPID); ok {
+			t.statsPath = p
+		}
+	}
+}
+
+// readEnv finds the named variables in a process' initial environment (the
+// first of each, as getenv finds it). Every other variable is skipped
+// unread: environments hold secrets.
+func readEnv(pid int, names ...string) map[string]string {
+	out := map[string]string{}
+	buf, err := os.ReadFile(procPath(pid, "environ"))
 	if err != nil {
-		return
+		return out
 	}
 	defer clear(buf) // do not leave the environment in memory longer than needed
 	data := buf
-	prefix := []byte(statsVar + "=")
 	for len(data) > 0 {
 		entry := data
 		if i := bytes.IndexByte(data, 0); i >= 0 {
@@ -284,15 +295,13 @@ func (t *target) readStatsVar() {
 		} else {
 			data = nil
 		}
-		if bytes.HasPrefix(entry, prefix) {
-			// the first one, as getenv finds it, expanded with the pid
-			// the process sees as its own
-			if p, ok := preload.ExpandStatsPath(string(entry[len(prefix):]), t.ownPID); ok {
-				t.statsPath = p
+		for _, n := range names {
+			if _, seen := out[n]; !seen && len(entry) > len(n) && entry[len(n)] == '=' && string(entry[:len(n)]) == n {
+				out[n] = string(entry[len(n)+1:])
 			}
-			return
 		}
 	}
+	return out
 }
 
 // glibcAtLeast reports whether the process' glibc is at least major.minor

@@ -86,13 +86,18 @@ static char stats_path[PATH_MAX];       /* expanded for this process */
 static atomic_int stats_fd = -1;        /* -1 = stats off */
 static int active;                      /* some feature is on: fork handlers work */
 static int request_off;                 /* the request file could not be removed */
+static uint64_t cfg_dump_ms = 10000;    /* MEMDOCTOR_PROFILE_INTERVAL */
+#define DEFAULT_PROFILE_PATH "/tmp/memdoctor-heap.%p"
+static int dump_failed;                 /* a dump failed: said once, no more dumps */
 
 /* ---- state ---- */
 
 static _Atomic(free_fn) real_free;
 /* What free() calls: free_bootstrap until the real free is known, then the
- * real free itself (idle) or free_counting (MEMDOCTOR_TRIM_FREED). */
+ * real free itself (idle) or free_full (counting, profiling). */
 static void free_bootstrap(void *p);
+static void free_full(void *p);
+static void dump_profile(void);
 static _Atomic(free_fn) dispatch = free_bootstrap;
 static TLS int in_resolve;
 static _Atomic uint64_t bootstrap_leaks;
@@ -185,7 +190,7 @@ static free_fn resolve_free(void)
 	/* From now on free() jumps straight there, unless the constructor
 	 * already switched it to counting. */
 	free_fn boot = free_bootstrap;
-	atomic_compare_exchange_strong(&dispatch, &boot, f);
+	atomic_compare_exchange_strong(&dispatch, &boot, atomic_load(&md_boot_used) ? free_full : f);
 	return f;
 }
 
@@ -516,21 +521,58 @@ static void free_bootstrap(void *p)
 		atomic_fetch_add(&bootstrap_leaks, 1);
 		return;
 	}
+	if (md_boot_owns(p))
+		return;
 	f(p);
 }
 
-/* free_counting: free() with MEMDOCTOR_TRIM_FREED set. */
-static void free_counting(void *p)
+/*
+ * free_full: free() with MEMDOCTOR_TRIM_FREED or MEMDOCTOR_PROFILE set, or
+ * once the allocation bootstrap handed out a block of its own.
+ */
+static void free_full(void *p)
 {
 	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
-	if (!p) {
+	if (!f && !(f = resolve_free())) {
+		atomic_fetch_add(&bootstrap_leaks, 1);
+		return;
+	}
+	if (!p || md_boot_owns(p))
+		return; /* free(NULL) does nothing; a bootstrap block is never freed */
+	if (atomic_load_explicit(&md_prof_rate, memory_order_relaxed))
+		md_prof_untrack(p); /* before: afterwards p may be handed out again */
+	uint64_t threshold = atomic_load_explicit(&cfg_freed, memory_order_relaxed);
+	if (!threshold) {
 		f(p);
 		return;
 	}
 	/* Measure before: after free the chunk may already belong to someone else. */
 	size_t n = malloc_usable_size(p);
 	f(p);
-	account(n, atomic_load_explicit(&cfg_freed, memory_order_relaxed));
+	account(n, threshold);
+}
+
+/* free_prof: free() with MEMDOCTOR_PROFILE alone: one counter read to
+ * tell that p was never sampled, then a tail call to the real free. */
+static void free_prof(void *p)
+{
+	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
+	_Atomic uint16_t *flt = atomic_load_explicit(&md_prof_filter, memory_order_relaxed);
+	if (unlikely(atomic_load_explicit(&flt[MD_FILTER_SLOT(p)], memory_order_relaxed)) && p)
+		md_prof_untrack_slow(p);
+	f(p);
+}
+
+void md_free_route(void)
+{
+	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
+	int prof = atomic_load(&md_prof_rate) && atomic_load(&md_prof_filter);
+	if (!f || atomic_load(&cfg_freed) || atomic_load(&md_boot_used))
+		atomic_store(&dispatch, free_full);
+	else if (prof)
+		atomic_store(&dispatch, free_prof);
+	else
+		atomic_store(&dispatch, f);
 }
 
 /* free: the idle path is one load and an indirect tail jump to the real free. */
@@ -658,6 +700,7 @@ static void *background(void *arg)
 	uint64_t now = mono_ns();
 	uint64_t next_trim = cfg_interval_ms ? now + cfg_interval_ms * ms : never;
 	uint64_t next_summary = never, next_poll = never;
+	uint64_t next_dump = atomic_load(&md_prof_rate) ? now + cfg_dump_ms * ms : never;
 	if (atomic_load(&stats_fd) >= 0) {
 		next_poll = now + REQUEST_POLL_MS * ms;
 		if (cfg_stats_interval_ms)
@@ -673,6 +716,10 @@ static void *background(void *arg)
 			next = next_summary;
 		if (next_poll < next)
 			next = next_poll;
+		if (dump_failed)
+			next_dump = never;
+		if (next_dump < next)
+			next = next_dump;
 		if (next == never)
 			return NULL; /* nothing left to do (stats failed, no interval) */
 		sleep_until(next);
@@ -688,6 +735,12 @@ static void *background(void *arg)
 			/* From the end of the trim: a slow trim never runs back to back. */
 			next_trim = mono_ns() + cfg_interval_ms * ms;
 		}
+		if (now >= next_dump) {
+			acquire();
+			dump_profile();
+			release();
+			next_dump = mono_ns() + cfg_dump_ms * ms;
+		}
 		if (now >= next_summary) {
 			acquire();
 			write_summary("summary", NULL);
@@ -699,9 +752,21 @@ static void *background(void *arg)
 	}
 }
 
+/* dump_profile writes the heap profile (callers hold busy). */
+static void dump_profile(void)
+{
+	if (dump_failed || !atomic_load(&md_prof_rate))
+		return;
+	int e = md_prof_dump();
+	if (e) {
+		dump_failed = 1;
+		say("writing the heap profile ", md_prof_path(), ": ", errtext(e), "; no more dumps", (char *)NULL);
+	}
+}
+
 static void start_thread(void)
 {
-	if (!cfg_interval_ms && atomic_load(&stats_fd) < 0)
+	if (!cfg_interval_ms && atomic_load(&stats_fd) < 0 && !atomic_load(&md_prof_rate))
 		return;
 	pthread_t tid;
 	pthread_attr_t attr;
@@ -762,6 +827,8 @@ static void fork_child(void)
 	atomic_store(&freed_since_trim, 0);
 	atomic_store(&trims, 0);
 	atomic_store(&released_bytes, 0);
+	md_prof_fork_child();
+	dump_failed = 0;
 	if (atomic_load(&stats_fd) >= 0) {
 		if (strstr(stats_pattern, "%p")) {
 			close(atomic_exchange(&stats_fd, -1));
@@ -848,8 +915,24 @@ __attribute__((constructor)) static void md_init(void)
 	}
 	cfg_batch = threshold / 16 < MAX_BATCH ? threshold / 16 : MAX_BATCH;
 	atomic_store_explicit(&cfg_freed, threshold, memory_order_release);
-	if (threshold)
-		atomic_store(&dispatch, free_counting); /* real_free was resolved above */
+	if ((v = env("MEMDOCTOR_PROFILE"))) {
+		if (md_parse_size(v, &x) < 0) {
+			bad_value("MEMDOCTOR_PROFILE", v,
+				  "want a sampling rate in bytes such as 512KiB or 1MiB; heap profile disabled");
+		} else if (x) {
+			const char *pi = env("MEMDOCTOR_PROFILE_INTERVAL");
+			if (pi && (md_parse_duration(pi, &cfg_dump_ms) < 0 || !cfg_dump_ms)) {
+				bad_value("MEMDOCTOR_PROFILE_INTERVAL", pi,
+					  "want a duration such as 10s or 1m; using 10s");
+				cfg_dump_ms = 10000;
+			}
+			const char *pp = env("MEMDOCTOR_PROFILE_PATH");
+			if (md_prof_init(x, pp ? pp : DEFAULT_PROFILE_PATH) < 0)
+				bad_value("MEMDOCTOR_PROFILE_PATH", pp ? pp : DEFAULT_PROFILE_PATH,
+					  "too long, a % other than %p and %%, or no memory for the tables; heap profile disabled");
+		}
+	}
+	md_free_route(); /* real_free was resolved above */
 	if ((v = env("MEMDOCTOR_STATS"))) {
 		const char *si = env("MEMDOCTOR_STATS_INTERVAL");
 		if (si) {
@@ -867,11 +950,27 @@ __attribute__((constructor)) static void md_init(void)
 			open_stats(getpid());
 		}
 	}
-	active = cfg_interval_ms || threshold || atomic_load(&stats_fd) >= 0;
+	active = cfg_interval_ms || threshold || atomic_load(&stats_fd) >= 0 || atomic_load(&md_prof_rate);
 	if (!active)
 		return; /* idle: free() only passes through */
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	start_thread();
+}
+
+/* At exit: a last dump, so a program that ends leaves its profile. Waits
+ * at most about a second for a trim or dump in progress. */
+__attribute__((destructor)) static void md_fini(void)
+{
+	if (!atomic_load(&md_prof_rate) || dump_failed)
+		return;
+	for (int i = 0; i < 5000; i++) {
+		if (try_acquire()) {
+			dump_profile();
+			release();
+			return;
+		}
+		sleep_ns(200000);
+	}
 }
 
 #ifdef MD_TEST_HOOKS

@@ -80,6 +80,35 @@ struct md_heap_counter {
 };
 void md_heap_count(struct md_heap_counter *c, const char *p, size_t n);
 
+/* ---- profile.c: sampled heap profile (MEMDOCTOR_PROFILE) ---- */
+
+/* md_prof_init turns sampling on: rate = mean bytes between samples, pattern
+ * = the dump path (%p = pid). 0, or -1 when the path or tables fail. */
+int md_prof_init(uint64_t rate, const char *pattern);
+/* md_prof_rate is the sampling rate in effect, 0 = off. */
+extern _Atomic uint64_t md_prof_rate;
+/* md_prof_path is the expanded dump path. */
+const char *md_prof_path(void);
+/* md_prof_untrack forgets p if it is a sampled block (before the real free). */
+void md_prof_untrack(void *p);
+/* md_prof_untrack_slow: the same, once md_prof_filter said p may be sampled. */
+void md_prof_untrack_slow(void *p);
+/* md_prof_filter counts the sampled blocks by MD_FILTER_SLOT(p): free() of a
+ * block whose counter is 0 was never sampled and need not look further. */
+#define MD_NFILTER (1u << 16)
+#define MD_FILTER_SLOT(p) ((uint32_t)(((uintptr_t)(p) >> 4) ^ ((uintptr_t)(p) >> 20)) & (MD_NFILTER - 1))
+extern _Atomic(_Atomic uint16_t *) md_prof_filter;
+/* md_prof_dump writes the profile (callers hold preload.c's busy); 0 or an errno. */
+int md_prof_dump(void);
+void md_prof_fork_child(void);
+/* md_boot_owns: p came from the bootstrap buffer (never freed); md_boot_used
+ * says the buffer was used. */
+int md_boot_owns(const void *p);
+extern _Atomic int md_boot_used;
+/* md_free_route points free() at the real free or at the full path
+ * (counting, profiling, bootstrap blocks); preload.c. */
+void md_free_route(void);
+
 /* ---- preload.c: test hooks ---- */
 #ifdef MD_TEST_HOOKS
 /* md_test_dlsym replaces dlsym when resolving the real free (tests only). */

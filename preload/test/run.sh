@@ -15,6 +15,13 @@
 #   (f)      bad values: one "memdoctor-preload:" line each, program unchanged
 #   (g)      after another preloaded allocator (jemalloc, if installed): frees
 #            go to it, not to glibc
+#   (h)      heap profile: leak_workload leaks 64 MiB on one path and frees as
+#            much on another; the dump's largest in-use stack is within 10%
+#            of the 64 MiB, every other stack holds less than 2% of that
+#            (stdio's buffers are live)
+#   (i)      profile safety: profsafe (threads allocating with every function,
+#            300 fork+exec, SIGALRM every 2 ms, dlopen) prints the same
+#            with sampling every 4 KiB as without the library
 #
 # Needs cc and python3 (JSON/XML checks). Prints "ok"/"FAIL" per test and
 # exits 1 if any failed.
@@ -48,10 +55,13 @@ build() { # build NAME SOURCE [extra flags]
   $CC -O2 -g -Wall -Wextra -std=gnu11 -fno-builtin -pthread -o "$BIN/$name" "$src" "$@" || {
     echo "FAIL setup: cannot build $name"; exit 1; }
 }
-build unit test/unit.c src/preload.c src/parse.c src/format.c -DMD_TEST_HOOKS -ldl
+build unit test/unit.c src/preload.c src/parse.c src/format.c src/profile.c -DMD_TEST_HOOKS -ldl -lm
 build forker test/forker.c
 build stress test/stress.c
 build alloc_workload "$PROGRAMS/alloc_workload.c"
+build profsafe test/profsafe.c -ldl
+$CC -O1 -fno-omit-frame-pointer -pthread -o "$BIN/leak_workload" "$PROGRAMS/leak_workload.c" || {
+  echo "FAIL setup: cannot build leak_workload"; exit 1; }
 
 # ---- helpers for a workload that reads commands on stdin ----
 
@@ -305,6 +315,38 @@ elif out=$(echo exit | timeout 60 env LD_PRELOAD="$LIB $je" MEMDOCTOR_TRIM_FREED
      echo "$out" | grep -q '"arena":0,'; then
   ok "(g) with jemalloc preloaded after us: frees reach jemalloc"
 else fail "(g)" "$out"; fi
+
+# ---- (h) heap profile ----
+mkdir "$TMP/prof"
+if out=$(printf 'leak 64\nexit\n' | timeout 60 env LD_PRELOAD="$LIB" MEMDOCTOR_PROFILE=64KiB \
+    MEMDOCTOR_PROFILE_PATH="$TMP/prof/heap.%p" "$BIN/leak_workload" 2>&1); then
+  leaked=$(echo "$out" | sed -n 's/^ready leaked=\([0-9]*\) .*/\1/p' | head -1)
+  if why=$(python3 - "$TMP/prof" "$leaked" <<'PY'
+import os, sys
+d, leaked = sys.argv[1], int(sys.argv[2])
+files = os.listdir(d)
+if len(files) != 1: print("want one dump, got %r" % files); sys.exit(1)
+lines = open(os.path.join(d, files[0])).read().split("\n")
+if lines[0] != "memdoctor heap profile 1": print("header %r" % lines[0]); sys.exit(1)
+st = sorted((int(l.split()[4]), len(l.split()) - 5) for l in lines if l.startswith("stack "))
+if len(st) < 2: print("want the leaking and the healthy stacks: %r" % st); sys.exit(1)
+top, depth = st[-1]
+if abs(top - leaked) > leaked / 10: print("top stack holds %d, the workload leaked %d" % (top, leaked)); sys.exit(1)
+if any(b > leaked / 50 for b, _ in st[:-1]): print("other stacks hold bytes: %r" % st); sys.exit(1)
+if depth < 3: print("top stack has %d frames" % depth); sys.exit(1)
+print("in use %d MiB on the top stack (%d frames), the workload counts %d MiB" % (top >> 20, depth, leaked >> 20))
+PY
+  ); then ok "(h) heap profile: $why"; else fail "(h)" "$why"; fi
+else fail "(h)" "leak_workload failed (status $?): $out"; fi
+
+# ---- (i) profile safety ----
+want=$("$BIN/profsafe" 2 300 400000 2>&1)
+got=$(timeout 120 env LD_PRELOAD="$LIB" MEMDOCTOR_PROFILE=4KiB MEMDOCTOR_PROFILE_PATH="$TMP/prof/safe.%p" \
+  "$BIN/profsafe" 2 300 400000 2>&1)
+rc=$?
+if [ $rc -eq 124 ]; then fail "(i)" "deadlock: still running after 120 s"
+elif [ $rc -ne 0 ] || [ "$got" != "$want" ]; then fail "(i)" "status $rc, output: $got; want: $want"
+else ok "(i) profile safety: output unchanged under 300 fork+exec, signals and dlopen"; fi
 
 if [ $failed -ne 0 ]; then
   echo "preload tests: FAILED"

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/heapprof"
+	"github.com/memdoctor/memdoctor/preload"
+)
+
+// leakWorkload is testdata/programs/leak_workload.c running under the
+// preload library with sampling on.
+type leakWorkload struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Scanner
+	dumps string // the profile path pattern's directory
+}
+
+// startLeakWorkload builds the library and the workload (with cflags) and
+// starts it with MEMDOCTOR_PROFILE=rate, dumping every 300 ms.
+func startLeakWorkload(t *testing.T, rate string, cflags ...string) *leakWorkload {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	dir := t.TempDir()
+	lib, err := preload.Build(context.Background(), preload.BuildOptions{CacheDir: filepath.Join(dir, "cache")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "leak_workload")
+	args := append(append([]string{}, cflags...), "-pthread", "-o", bin, filepath.Join(repoRoot(t), "testdata", "programs", "leak_workload.c"))
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, out)
+	}
+	w := &leakWorkload{cmd: exec.Command(bin), dumps: filepath.Join(dir, "dumps")}
+	if err := os.Mkdir(w.dumps, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib, "MEMDOCTOR_PROFILE="+rate,
+		"MEMDOCTOR_PROFILE_INTERVAL=300ms", "MEMDOCTOR_PROFILE_PATH="+filepath.Join(w.dumps, "heap.%p"))
+	w.cmd.Stderr = os.Stderr
+	if w.in, err = w.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := w.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.out = bufio.NewScanner(out)
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = w.in.Close() // EOF ends the workload
+		_ = w.cmd.Wait()
+	})
+	return w
+}
+
+// leak makes the workload leak mib MiB and returns the bytes it has leaked
+// in all, as it counts them itself.
+func (w *leakWorkload) leak(t *testing.T, mib int) int64 {
+	t.Helper()
+	if _, err := fmt.Fprintf(w.in, "leak %d\n", mib); err != nil {
+		t.Fatal(err)
+	}
+	if !w.out.Scan() {
+		t.Fatalf("workload ended: %v", w.out.Err())
+	}
+	var leaked, healthy int64
+	if _, err := fmt.Sscanf(w.out.Text(), "ready leaked=%d healthy_live=%d", &leaked, &healthy); err != nil || healthy != 0 {
+		t.Fatalf("workload said %q", w.out.Text())
+	}
+	return leaked
+}
+
+// waitDump waits until the library has written a profile after now.
+func (w *leakWorkload) waitDump(t *testing.T) {
+	t.Helper()
+	since := time.Now()
+	p := filepath.Join(w.dumps, "heap."+strconv.Itoa(w.cmd.Process.Pid))
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if st, err := os.Stat(p); err == nil && st.ModTime().After(since) {
+			return
+		}
+	}
+	t.Fatalf("no profile written to %s within 10 s", p)
+}
+
+func leaksJSON(t *testing.T, args ...string) *heapprof.Report {
+	t.Helper()
+	out, errOut, code := runCLI(t, append([]string{"leaks", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("leaks %v exited %d: %s", args, code, errOut)
+	}
+	var r heapprof.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("leaks --json: %v\n%s", err, out)
+	}
+	return &r
+}
+
+func within(got, want int64, frac float64) bool {
+	d := float64(got - want)
+	return d <= frac*float64(want) && -d <= frac*float64(want)
+}
+
+// The leaking call path is the top site by bytes in use and by growth,
+// its bytes within 10% of what the workload counts; the healthy path,
+// which allocates as much through every allocation function and frees it,
+// holds nothing and does not grow; go tool pprof reads the profile written
+// and names the same function first.
+func TestLeaksFindsTheLeakingSite(t *testing.T) {
+	w := startLeakWorkload(t, "64KiB", "-O1", "-fno-omit-frame-pointer")
+	first := w.leak(t, 48)
+	w.waitDump(t)
+	pid := strconv.Itoa(w.cmd.Process.Pid)
+	pb := filepath.Join(t.TempDir(), "heap.pb.gz")
+	type result struct {
+		r    *heapprof.Report
+		out  string
+		code int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, errOut, code := runCLI(t, "leaks", pid, "--json", "--interval", "2s", "--output", pb)
+		var r heapprof.Report
+		if code == 0 {
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				code = -1
+			}
+		}
+		done <- result{&r, out + errOut, code}
+	}()
+	time.Sleep(700 * time.Millisecond) // the first profile is read at once
+	second := w.leak(t, 32)
+	res := <-done
+	if res.code != 0 {
+		t.Fatalf("leaks --interval exited %d: %s", res.code, res.out)
+	}
+	r := res.r
+	if len(r.Sites) == 0 {
+		t.Fatalf("no sites: %s", res.out)
+	}
+	top := r.Sites[0]
+	if want := []string{"parse_record", "ingest_batch", "worker_main"}; len(top.Stack) < 3 || !slices.Equal(top.Stack[:3], want) {
+		t.Errorf("top site %v, want %v first", top.Stack, want)
+	}
+	if !within(top.InUseBytes, second, 0.10) {
+		t.Errorf("top site holds %d bytes, the workload leaked %d (want within 10%%)", top.InUseBytes, second)
+	}
+	if len(r.Growth) == 0 || r.Growth[0].Stack[0] != "parse_record" {
+		t.Fatalf("growth %+v, want parse_record first", r.Growth)
+	}
+	if !within(r.Growth[0].GrowthBytes, second-first, 0.15) {
+		t.Errorf("parse_record grew %d bytes, the workload leaked %d more (want within 15%%)", r.Growth[0].GrowthBytes, second-first)
+	}
+	for _, s := range append(r.Growth, r.Sites...) {
+		if slices.Contains(s.Stack, "scratch_buffer") {
+			t.Errorf("the healthy path is listed: %+v", s)
+		}
+	}
+	t.Logf("parse_record: %d bytes in use (workload: %d), +%d (workload: +%d), %d samples",
+		top.InUseBytes, second, r.Growth[0].GrowthBytes, second-first, r.Samples)
+
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go is needed to read the profile: %v", err)
+	}
+	out, err := exec.Command(goTool, "tool", "pprof", "-top", pb).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -top: %v\n%s", err, out)
+	}
+	// The first row after the header is the top function by inuse_space.
+	var first3 []string
+	lines := strings.Split(string(out), "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "flat%") && i+1 < len(lines) {
+			first3 = strings.Fields(lines[i+1])
+			break
+		}
+	}
+	if len(first3) == 0 || first3[len(first3)-1] != "parse_record" {
+		t.Errorf("go tool pprof -top: want parse_record first:\n%s", out)
+	}
+}
+
+// Without frame pointers the stack beyond the allocating function may be
+// cut short or wrong, but the allocating function and its bytes are right
+// and the program runs on.
+func TestLeaksWithoutFramePointers(t *testing.T) {
+	w := startLeakWorkload(t, "64KiB", "-O2", "-fomit-frame-pointer")
+	leaked := w.leak(t, 48)
+	w.waitDump(t)
+	r := leaksJSON(t, strconv.Itoa(w.cmd.Process.Pid))
+	if len(r.Sites) == 0 || r.Sites[0].Stack[0] != "parse_record" {
+		t.Fatalf("sites %+v, want parse_record first", r.Sites)
+	}
+	if !within(r.Sites[0].InUseBytes, leaked, 0.10) {
+		t.Errorf("parse_record holds %d bytes, the workload leaked %d", r.Sites[0].InUseBytes, leaked)
+	}
+	if again := w.leak(t, 8); again <= leaked {
+		t.Errorf("the workload stopped counting: %d after %d", again, leaked)
+	}
+	t.Logf("stack without frame pointers: %v", r.Sites[0].Stack)
+}
+
+// A process without the library, or without MEMDOCTOR_PROFILE, is told
+// how to start it.
+func TestLeaksNoProfile(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	_, errOut, code := runCLI(t, "leaks", strconv.Itoa(cmd.Process.Pid))
+	if code == 0 || !strings.Contains(errOut, "MEMDOCTOR_PROFILE=512KiB") {
+		t.Errorf("exit %d, stderr %q: want the way to start it", code, errOut)
+	}
+}

@@ -1,0 +1,133 @@
+package heapprof
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
+)
+
+// Frame is one symbolized address.
+type Frame struct {
+	PC       uint64
+	Function string // "" when no symbol covers it
+	Object   string // the mapped file, "" when the address is in none
+	Mapping  *procfs.Mapping
+}
+
+// Name is the function, or object+offset, or the address.
+func (f Frame) Name() string {
+	switch {
+	case f.Function != "":
+		return f.Function
+	case f.Mapping != nil:
+		return fmt.Sprintf("%s+0x%x", path.Base(f.Object), f.PC-f.Mapping.Start+f.Mapping.Offset)
+	}
+	return fmt.Sprintf("0x%x", f.PC)
+}
+
+// OpenFunc opens the file behind a mapping (for a live process: its
+// map_files entry or the path in its root, checked against the mapping).
+type OpenFunc func(m procfs.Mapping) (*os.File, error)
+
+// Symbolizer names addresses from the ELF symbol tables (.symtab, else
+// .dynsym) of the files the process mapped; each file is read once.
+type Symbolizer struct {
+	open    OpenFunc
+	objects map[string]*object
+}
+
+type object struct {
+	syms  []elf.Symbol // functions, by address
+	loads []elf.ProgHeader
+	err   error
+}
+
+// NewSymbolizer returns a symbolizer that opens files with open.
+func NewSymbolizer(open OpenFunc) *Symbolizer {
+	return &Symbolizer{open: open, objects: map[string]*object{}}
+}
+
+// maxObject bounds the file read (the target's files are not trusted).
+const maxObject = 1 << 30
+
+func (s *Symbolizer) object(m procfs.Mapping) *object {
+	key := fmt.Sprintf("%s %d %s", m.Dev, m.Inode, m.Path)
+	if o, ok := s.objects[key]; ok {
+		return o
+	}
+	o := &object{}
+	s.objects[key] = o
+	defer func() {
+		// debug/elf on a hostile file: a parse that panics names nothing.
+		if r := recover(); r != nil {
+			o.syms, o.loads, o.err = nil, nil, fmt.Errorf("%s: malformed ELF file: %v", m.Path, r)
+		}
+	}()
+	f, err := s.open(m)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer func() { _ = f.Close() }() // read-only
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > maxObject {
+		o.err = fmt.Errorf("%s: not a regular file of sane size", m.Path)
+		return o
+	}
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer func() { _ = ef.Close() }()
+	syms, _ := ef.Symbols()
+	if len(syms) == 0 {
+		syms, _ = ef.DynamicSymbols()
+	}
+	for _, y := range syms {
+		if elf.ST_TYPE(y.Info) == elf.STT_FUNC && y.Value != 0 && y.Section != elf.SHN_UNDEF {
+			o.syms = append(o.syms, y)
+		}
+	}
+	sort.Slice(o.syms, func(i, j int) bool { return o.syms[i].Value < o.syms[j].Value })
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD {
+			o.loads = append(o.loads, p.ProgHeader)
+		}
+	}
+	return o
+}
+
+// Frame names pc, a return address (the call is the byte before it) in
+// the process whose mappings are maps.
+func (s *Symbolizer) Frame(maps []procfs.Mapping, pc uint64) Frame {
+	fr := Frame{PC: pc}
+	i := sort.Search(len(maps), func(i int) bool { return maps[i].End > pc })
+	if i == len(maps) || maps[i].Start > pc || !strings.HasPrefix(maps[i].Path, "/") {
+		return fr
+	}
+	m := maps[i]
+	fr.Mapping = &maps[i]
+	fr.Object = strings.TrimSuffix(m.Path, " (deleted)")
+	o := s.object(m)
+	if o.err != nil {
+		return fr
+	}
+	// The load bias: file offset -> the address the ELF file was linked for.
+	off := pc - 1 - m.Start + m.Offset
+	for _, p := range o.loads {
+		if off >= p.Off && off < p.Off+p.Filesz {
+			v := off - p.Off + p.Vaddr
+			j := sort.Search(len(o.syms), func(j int) bool { return o.syms[j].Value > v }) - 1
+			if j >= 0 && (o.syms[j].Size == 0 || v < o.syms[j].Value+o.syms[j].Size) {
+				fr.Function = o.syms[j].Name
+			}
+			break
+		}
+	}
+	return fr
+}
