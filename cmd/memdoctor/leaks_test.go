@@ -226,6 +226,17 @@ func TestLeaksNoProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// Until sleep runs: before its exec the child is a copy of this test
+	// binary, which has no libc.
+	maps := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "maps")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile(maps); strings.Contains(string(b), "libc.so.6") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sleep (pid %d) never mapped libc.so.6", cmd.Process.Pid)
+		}
+	}
 	_, errOut, code := runCLI(t, "leaks", strconv.Itoa(cmd.Process.Pid))
 	if code == 0 || !strings.Contains(errOut, "MEMDOCTOR_PROFILE=512KiB") {
 		t.Errorf("exit %d, stderr %q: want the way to start it", code, errOut)
