@@ -40,9 +40,12 @@ var allowed = map[string][]string{
 	"sample": nil,
 	// Parsers are leaves: they return their own types.
 	"procfs": {"safeio"},
+	// One memory cgroup's files, which cgroups to read, and who a cgroup
+	// path belongs to.
+	"cgroups": {"procfs"},
 	// Collection reads this host and turns it into samples.
 	"runtimes": {"httpsafe", "procfs", "redact", "sample"},
-	"collect":  {"procfs", "runtimes", "sample", "preload"},
+	"collect":  {"cgroups", "procfs", "runtimes", "sample", "preload"},
 	"capture":  {"outfile", "safeio"},
 	"inject":   {"procfs"},
 	"malloc":   {"inject", "procfs", "preload"},
