@@ -38,7 +38,7 @@ func BenchmarkScan(b *testing.B) {
 					b.Fatalf("walked %d directories, want %d", dirs, n+1)
 				}
 				for _, s := range Select(briefs, 20, 50) {
-					r.Read(s.Path)
+					r.ReadBrief(s)
 				}
 			}
 		})

@@ -156,12 +156,21 @@ func (r Reader) Brief(cg string) (b Brief, ok bool) {
 // Read reads every memory file of one cgroup. A missing file leaves its
 // field unset (Has says); ok is false when the usage file itself is gone.
 func (r Reader) Read(cg string) (m Memory, ok bool) {
-	m = Memory{Path: cg, V1: r.V1, Max: Unlimited, High: Unlimited, Low: 0, Min: 0, Peak: 0,
-		SwapMax: Unlimited, Stat: map[string]int64{}, Events: map[string]int64{}, Has: map[string]bool{}}
-	if m.Usage, ok = r.Usage(cg); !ok {
-		return m, false
+	u, ok := r.Usage(cg)
+	if !ok {
+		return Memory{Path: cg}, false
 	}
-	m.Has["usage"] = true
+	return r.ReadBrief(Brief{Path: cg, Usage: u}), true
+}
+
+// ReadBrief reads the rest of a cgroup's files after its Brief, keeping the
+// Brief's usage (one reading of usage per collection: its parts and limit
+// are judged against the same number).
+func (r Reader) ReadBrief(b Brief) Memory {
+	cg := b.Path
+	m := Memory{Path: cg, V1: r.V1, Max: Unlimited, High: Unlimited, Low: 0, Min: 0, Peak: 0,
+		SwapMax: Unlimited, Stat: map[string]int64{}, Events: map[string]int64{}, Has: map[string]bool{"usage": true},
+		Usage: b.Usage}
 	set := func(dst *int64, key, file string) {
 		if v, ok := r.int(cg, file); ok {
 			*dst = v
@@ -207,7 +216,7 @@ func (r Reader) Read(cg string) (m Memory, ok bool) {
 				}
 			}
 		}
-		return m, true
+		return m
 	}
 	set(&m.Max, "max", "memory.max")
 	set(&m.High, "high", "memory.high")
@@ -244,7 +253,7 @@ func (r Reader) Read(cg string) (m Memory, ok bool) {
 			m.Has["pressure"] = true
 		}
 	}
-	return m, true
+	return m
 }
 
 // v1Stat turns v1's memory.stat into v2 names: the hierarchical total_*
