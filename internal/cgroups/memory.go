@@ -19,7 +19,8 @@
 // are the total_* ones without the prefix (usage_in_bytes is hierarchical,
 // so its parts must be too), rss is anon and cache is file; memory.failcnt
 // is the "max" event (usage hit the limit) and oom_control's oom_kill the
-// "oom_kill" event. Files go through procfs (bounded reads of regular
+// "oom_kill" event; unlike v2's, both count only where the limit was hit,
+// not in the ancestors. Files go through procfs (bounded reads of regular
 // files) and the fuzzed parsers there.
 package cgroups
 
@@ -55,9 +56,9 @@ type Memory struct {
 	SwapUsage, SwapMax int64
 	// Stat is memory.stat in v2 names (see the package comment).
 	Stat map[string]int64
-	// Events are hierarchical memory.events (v1: failcnt as "max",
-	// oom_control's oom_kill and under_oom); EventsLocal is v2's
-	// memory.events.local.
+	// Events are memory.events (v2: this cgroup and its descendants; v1:
+	// failcnt as "max", oom_control's oom_kill and under_oom, this cgroup's
+	// own); EventsLocal is v2's memory.events.local.
 	Events, EventsLocal map[string]int64
 	// Pressure is memory.pressure (v2 with PSI).
 	Pressure procfs.PSI
