@@ -123,10 +123,11 @@ func TestReadV1Real(t *testing.T) {
 	if _, ok := m.Events["oom_kill"]; !ok {
 		t.Errorf("no oom_kill event from memory.oom_control: %v", m.Events)
 	}
-	// The parent's v1 stat is hierarchical: it sees the leaf's anon.
+	// The parent's usage counts the leaf's (page counters are exact;
+	// memory.stat may lag a flush behind, so it is not compared).
 	p, ok := r.Read(strings.TrimPrefix(dir, v1Mount))
-	if !ok || p.Stat["anon"] < m.Stat["anon"] {
-		t.Errorf("parent anon %d below the leaf's %d: stat not hierarchical", p.Stat["anon"], m.Stat["anon"])
+	if !ok || p.Usage < m.Usage {
+		t.Errorf("parent usage %d below the leaf's %d", p.Usage, m.Usage)
 	}
 	b, ok := r.Brief(cg)
 	if !ok || b.Limit != m.Max || b.Usage <= 0 {
