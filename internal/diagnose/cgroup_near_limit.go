@@ -14,7 +14,9 @@ package diagnose
 //
 // Method: per cgroup the collector read in full (the largest, plus every
 // one within 10% of a limit), on the latest sample: working set against
-// the lower of memory.max and memory.high.
+// the lower of memory.max and memory.high. On a time range, the working
+// set's slope over the last 6 hours of the newest boot, when significant,
+// says how long until the limit.
 //
 // Thresholds: warning at 90 % of the limit, critical at 97 %: the share
 // the kubelet's default eviction margins and most container alerts use
@@ -31,6 +33,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
@@ -126,9 +129,41 @@ func (cgroupNearLimit) Eval(in *Input) []Finding {
 			},
 			Remedies: cgroupLimitRemedies(n.path, hier),
 		}
+		if left, perHour, ok := timeToLimit(in, n.path, n.ws, n.limit); ok {
+			f.Summary += fmt.Sprintf("; growing %s an hour, it reaches the limit in about %s", HumanBytes(int64(perHour)), humanDur(left))
+			f.Evidence = append(f.Evidence, ev("working_set_growth_bytes_per_hour", perHour, "bytes"),
+				ev("time_to_limit_seconds", left.Seconds(), "seconds"))
+		}
 		out = append(out, f)
 	}
 	return out
+}
+
+// cgroupSlopeSpan is how far back the working set's slope is fitted: the
+// last hours say where it is heading now, not last week's growth.
+const cgroupSlopeSpan = 6 * time.Hour
+
+// cgroupSlopeP is the Mann–Kendall p-value under which the rise counts as
+// a trend (the other trend rules' 1 %).
+const cgroupSlopeP = 0.01
+
+// timeToLimit: on a time range, the working set's slope (Theil–Sen, with
+// a significant Mann–Kendall trend) over its last hours within the newest
+// boot, and the time left to the limit at that slope; ok is false without
+// a range, a rising trend or room left.
+func timeToLimit(in *Input, p string, ws, limit float64) (left time.Duration, perHour float64, ok bool) {
+	if in.Window == nil || ws >= limit {
+		return 0, 0, false
+	}
+	sp := lastSegment(in.Window)
+	sp.From = max(sp.From, sp.To-cgroupSlopeSpan.Milliseconds())
+	ps := within(in.Window.Get("memdoctor_cgroup_memory_working_set_bytes", "cgroup", p), sp)
+	f := fitTrend(ps)
+	if !f.OK || f.P >= cgroupSlopeP || f.Slope <= 0 {
+		return 0, 0, false
+	}
+	days := (limit - ws) / f.Slope
+	return time.Duration(days * 24 * float64(time.Hour)), f.Slope / 24, true
 }
 
 // cgroupOwner is the display name the collector gave a cgroup (its unit,
