@@ -42,9 +42,12 @@ var allowed = map[string][]string{
 	"sample": nil,
 	// Parsers are leaves: they return their own types.
 	"procfs": {"safeio"},
+	// One memory cgroup's files, which cgroups to read, and who a cgroup
+	// path belongs to.
+	"cgroups": {"procfs"},
 	// Collection reads this host and turns it into samples.
 	"runtimes": {"httpsafe", "procfs", "redact", "sample"},
-	"collect":  {"heapprof", "inject", "procfs", "runtimes", "sample", "preload"},
+	"collect":  {"cgroups", "heapprof", "inject", "procfs", "runtimes", "sample", "preload"},
 	"capture":  {"outfile", "safeio"},
 	"inject":   {"procfs"},
 	// Writes memory.reclaim (with --apply only); reads the tree with procfs.

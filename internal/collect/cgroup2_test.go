@@ -89,6 +89,16 @@ func TestCgroupV2(t *testing.T) {
 			if got := s.Value("memdoctor_cgroup_memory_anon_bytes", "cgroup", "/system.slice"); got != 104857600 {
 				t.Errorf("system.slice anon = %v", got)
 			}
+			// usage minus inactive_file (absent here: the whole usage)
+			if got := s.Value("memdoctor_cgroup_memory_working_set_bytes", "cgroup", "/system.slice/db.service"); got != 157286400 {
+				t.Errorf("db.service working set = %v", got)
+			}
+			if o := s.Select("memdoctor_cgroup_owner_info", "cgroup", "/system.slice/db.service"); len(o) != 1 || o[0].Labels.Get("unit") != "db.service" || o[0].Labels.Get("kind") != "systemd" {
+				t.Errorf("db.service owner %+v", o)
+			}
+			if got := s.Value("memdoctor_cgroup_memory_stat", "cgroup", "/system.slice", "stat", "slab_unreclaimable"); got != 2 {
+				t.Errorf("system.slice slab_unreclaimable = %v", got)
+			}
 			if got := s.Value("memdoctor_cgroup_memory_events_total", "cgroup", "/system.slice", "event", "oom_kill"); got != 0 || !s.Has("memdoctor_cgroup_memory_events_total") {
 				t.Errorf("memory.events not collected")
 			}

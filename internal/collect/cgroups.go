@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
@@ -61,11 +62,6 @@ func findCgroupMounts(c *ctx) (cgroupMounts, error) {
 		}
 	}
 	return m, nil
-}
-
-type cgUsage struct {
-	path  string // relative to the hierarchy root, "/" for the root
-	bytes int64
 }
 
 func collectCgroups(c *ctx) error {
@@ -141,17 +137,18 @@ func collectCgroups(c *ctx) error {
 		}
 	}
 
-	var root, usageFile string
+	var root string
 	switch memOn {
 	case "v1":
-		root, usageFile = m.v1Memory, "memory.usage_in_bytes"
+		root = m.v1Memory
 	case "v2":
-		root, usageFile = m.v2, "memory.current"
+		root = m.v2
 	default:
 		c.note("cgroups", "no memory cgroup hierarchy is mounted", "memory cgroups and dying cgroups", "mount cgroup2 (or the v1 memory controller)")
 		return nil
 	}
-	usages, dirs, capped := walkCgroups(c, root, usageFile)
+	r := cgroups.Reader{FS: c.fs, Root: root, V1: memOn == "v1"}
+	briefs, dirs, capped := r.Scan(c.opt.MaxCgroupDirs)
 	if capped {
 		c.note(root, "more than the directory limit of memory cgroups; counted the first ones only",
 			"the exact live/dying split (dying is over-estimated)", "raise the cgroup directory limit")
@@ -179,76 +176,89 @@ func collectCgroups(c *ctx) error {
 	if dying >= 0 {
 		c.add("memdoctor_memcg_dying_cgroups", float64(dying))
 	}
-
-	sort.Slice(usages, func(i, j int) bool { return usages[i].bytes > usages[j].bytes })
-	n := 0
-	for _, u := range usages {
-		if n >= c.opt.TopCgroups {
-			break
-		}
-		if u.path == "/" {
-			continue
-		}
-		n++
-		dir := root + u.path
-		c.add("memdoctor_cgroup_memory_usage_bytes", float64(u.bytes), "cgroup", u.path)
-		limitFile := "/memory.max"
-		if memOn == "v1" {
-			limitFile = "/memory.limit_in_bytes"
-		}
-		// "max" reads as -1; v1 prints "unlimited" as a huge page-aligned number.
-		if lim, err := c.fs.CgroupInt(dir + limitFile); err == nil && lim >= 0 && lim < 1<<62 {
-			c.add("memdoctor_cgroup_memory_limit_bytes", float64(lim), "cgroup", u.path)
-		}
-		st, err := c.fs.CgroupKV(dir + "/memory.stat")
-		if err != nil {
-			continue
-		}
-		anon, file, shmem := "anon", "file", "shmem"
-		if memOn == "v1" {
-			anon, file, shmem = "total_rss", "total_cache", "total_shmem"
-		}
-		c.add("memdoctor_cgroup_memory_anon_bytes", float64(st.Value(anon)), "cgroup", u.path)
-		c.add("memdoctor_cgroup_memory_file_bytes", float64(st.Value(file)), "cgroup", u.path)
-		c.add("memdoctor_cgroup_memory_shmem_bytes", float64(st.Value(shmem)), "cgroup", u.path)
-		if memOn == "v2" {
-			if ev, err := c.fs.CgroupKV(dir + "/memory.events"); err == nil {
-				for _, k := range ev.Keys {
-					c.add("memdoctor_cgroup_memory_events_total", float64(ev.Num[k]), "cgroup", u.path, "event", k)
-				}
-			}
-		}
+	for _, b := range cgroups.Select(briefs, c.opt.TopCgroups, c.opt.ExtraCgroups) {
+		mem := r.ReadBrief(b)
+		addCgroup(c, &mem)
 	}
 	return nil
 }
 
-// walkCgroups counts the directories of a hierarchy (root included) and
-// reads each one's usage file, up to MaxCgroupDirs directories.
-func walkCgroups(c *ctx, root, usageFile string) (usages []cgUsage, dirs int, capped bool) {
-	queue := []string{""}
-	for len(queue) > 0 {
-		rel := queue[0]
-		queue = queue[1:]
-		if dirs >= c.opt.MaxCgroupDirs {
-			return usages, dirs, true
+// cgroupStats are the memory.stat keys recorded per cgroup (in v2 names;
+// anon, file and shmem have series of their own).
+var cgroupStats = []string{"active_anon", "inactive_anon", "active_file", "inactive_file", "kernel", "kernel_stack",
+	"pagetables", "slab", "slab_reclaimable", "slab_unreclaimable", "sock", "file_mapped", "file_dirty", "file_writeback",
+	"anon_thp", "unevictable", "workingset_refault_anon", "workingset_refault_file", "workingset_activate_anon",
+	"workingset_activate_file", "workingset_restore_anon", "workingset_restore_file", "pgmajfault"}
+
+// addCgroup records one selected cgroup: its accounting, limits, events,
+// pressure and who it belongs to.
+func addCgroup(c *ctx, m *cgroups.Memory) {
+	p := m.Path
+	c.add("memdoctor_cgroup_memory_usage_bytes", float64(m.Usage), "cgroup", p)
+	limits := []struct {
+		name string
+		v    int64
+		has  string
+	}{{"limit", m.Max, "max"}, {"high", m.High, "high"}, {"low", m.Low, "low"}, {"min", m.Min, "min"}, {"peak", m.Peak, "peak"}}
+	for _, l := range limits {
+		// An unset limit has no series (max, and low/min at 0, say none).
+		if !m.Has[l.has] || l.v == cgroups.Unlimited || (l.v == 0 && (l.name == "low" || l.name == "min")) {
+			continue
 		}
-		dirs++
-		p := rel
-		if p == "" {
-			p = "/"
+		c.add("memdoctor_cgroup_memory_"+l.name+"_bytes", float64(l.v), "cgroup", p)
+	}
+	if m.Has["swap"] {
+		c.add("memdoctor_cgroup_memory_swap_bytes", float64(m.SwapUsage), "cgroup", p)
+		if m.SwapMax != cgroups.Unlimited {
+			c.add("memdoctor_cgroup_memory_swap_limit_bytes", float64(m.SwapMax), "cgroup", p)
 		}
-		if v, err := c.fs.CgroupInt(root + rel + "/" + usageFile); err == nil {
-			usages = append(usages, cgUsage{p, v})
-		}
-		ents, err := c.fs.ReadDir(root + rel)
-		if err != nil {
-			continue // removed while walking
-		}
-		for _, e := range ents {
-			if e.IsDir() {
-				queue = append(queue, rel+"/"+e.Name())
+	}
+	if m.Has["stat"] {
+		c.add("memdoctor_cgroup_memory_anon_bytes", float64(m.Stat["anon"]), "cgroup", p)
+		c.add("memdoctor_cgroup_memory_file_bytes", float64(m.Stat["file"]), "cgroup", p)
+		c.add("memdoctor_cgroup_memory_shmem_bytes", float64(m.Stat["shmem"]), "cgroup", p)
+		c.add("memdoctor_cgroup_memory_working_set_bytes", float64(m.WorkingSet()), "cgroup", p)
+		for _, k := range cgroupStats {
+			if v, ok := m.Stat[k]; ok {
+				c.add("memdoctor_cgroup_memory_stat", float64(v), "cgroup", p, "stat", k)
 			}
 		}
 	}
-	return usages, dirs, false
+	for _, k := range sortedKeys(m.Events) {
+		if k == "under_oom" {
+			c.add("memdoctor_cgroup_memory_under_oom", float64(m.Events[k]), "cgroup", p)
+			continue
+		}
+		c.add("memdoctor_cgroup_memory_events_total", float64(m.Events[k]), "cgroup", p, "event", k)
+	}
+	for _, k := range sortedKeys(m.EventsLocal) {
+		c.add("memdoctor_cgroup_memory_events_local_total", float64(m.EventsLocal[k]), "cgroup", p, "event", k)
+	}
+	if m.Has["pressure"] {
+		ps := m.Pressure
+		c.add("memdoctor_cgroup_memory_pressure_seconds_total", float64(ps.Some.TotalMicros)/1e6, "cgroup", p, "kind", "some")
+		c.add("memdoctor_cgroup_memory_pressure_avg10_percent", ps.Some.Avg10, "cgroup", p, "kind", "some")
+		if ps.HasFull {
+			c.add("memdoctor_cgroup_memory_pressure_seconds_total", float64(ps.Full.TotalMicros)/1e6, "cgroup", p, "kind", "full")
+			c.add("memdoctor_cgroup_memory_pressure_avg10_percent", ps.Full.Avg10, "cgroup", p, "kind", "full")
+		}
+	}
+	id := cgroups.Name(p)
+	labels := []string{"cgroup", p}
+	for _, kv := range [][2]string{{"kind", id.Kind}, {"name", id.Name}, {"runtime", id.Runtime}, {"container_id", id.ContainerID},
+		{"pod_uid", id.PodUID}, {"qos", id.QoS}, {"unit", id.Unit}} {
+		if kv[1] != "" {
+			labels = append(labels, kv[0], kv[1])
+		}
+	}
+	c.add("memdoctor_cgroup_owner_info", 1, labels...)
+}
+
+func sortedKeys(m map[string]int64) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }

@@ -29,6 +29,9 @@ type Options struct {
 	MaxSmapsReads int
 	// TopCgroups is how many memory cgroups are reported by charged memory.
 	TopCgroups int
+	// ExtraCgroups bounds the cgroups read beyond the top ones because they
+	// are near a limit or had OOM kills (default 50).
+	ExtraCgroups int
 	// MaxCgroupDirs bounds the cgroup directories read per collection.
 	MaxCgroupDirs int
 	// ArenaScan enables the glibc arena estimate from /proc/PID/maps for the
@@ -77,6 +80,9 @@ func (f ProcessFocus) Active() bool { return len(f.PIDs) > 0 || f.Cgroup != "" |
 func (o *Options) defaults() {
 	if o.MaxSmapsReads == 0 {
 		o.MaxSmapsReads = 4 * o.TopProcesses
+	}
+	if o.ExtraCgroups == 0 {
+		o.ExtraCgroups = 50
 	}
 	if o.MaxCgroupDirs == 0 {
 		o.MaxCgroupDirs = 20000

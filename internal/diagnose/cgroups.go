@@ -28,6 +28,31 @@ type CgroupUse struct {
 	AnonBytes  int64  `json:"anon_bytes"`
 	FileBytes  int64  `json:"file_bytes"`
 	ShmemBytes int64  `json:"shmem_bytes"`
+	// WorkingSetBytes is usage minus inactive file, when memory.stat was read.
+	WorkingSetBytes *int64 `json:"working_set_bytes,omitempty"`
+	// LimitBytes is the lower of memory.max and memory.high, when set.
+	LimitBytes *int64 `json:"limit_bytes,omitempty"`
+	// OOMKills and LimitHits are the oom_kill and max events (v1: the
+	// cgroup's own oom_kill and failcnt), when read.
+	OOMKills  *int64 `json:"oom_kills,omitempty"`
+	LimitHits *int64 `json:"limit_hits,omitempty"`
+	// PressureSomeAvg10 is the share of the last 10 s its tasks stalled on
+	// memory, in percent (v2 memory.pressure).
+	PressureSomeAvg10 *float64 `json:"pressure_some_avg10_percent,omitempty"`
+	// Owner is who it belongs to (unit, container, pod), from its path;
+	// nil for a plain directory.
+	Owner *CgroupOwner `json:"owner,omitempty"`
+}
+
+// CgroupOwner is what a cgroup's path says about who owns it.
+type CgroupOwner struct {
+	Kind        string `json:"kind,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Runtime     string `json:"runtime,omitempty"`
+	ContainerID string `json:"container_id,omitempty"`
+	PodUID      string `json:"pod_uid,omitempty"`
+	QoS         string `json:"qos,omitempty"`
+	Unit        string `json:"unit,omitempty"`
 }
 
 func optInt(s *sample.Scrape, name string, match ...string) *int64 {
@@ -58,11 +83,27 @@ func cgroups(s *sample.Scrape) Cgroups {
 	}
 	for _, m := range s.Select("memdoctor_cgroup_memory_usage_bytes") {
 		p := m.Labels.Get("cgroup")
-		c.Top = append(c.Top, CgroupUse{Cgroup: p, UsageBytes: int64(m.Value),
-			AnonBytes:  int64(s.Value("memdoctor_cgroup_memory_anon_bytes", "cgroup", p)),
-			FileBytes:  int64(s.Value("memdoctor_cgroup_memory_file_bytes", "cgroup", p)),
-			ShmemBytes: int64(s.Value("memdoctor_cgroup_memory_shmem_bytes", "cgroup", p)),
-		})
+		u := CgroupUse{Cgroup: p, UsageBytes: int64(m.Value),
+			AnonBytes:       int64(s.Value("memdoctor_cgroup_memory_anon_bytes", "cgroup", p)),
+			FileBytes:       int64(s.Value("memdoctor_cgroup_memory_file_bytes", "cgroup", p)),
+			ShmemBytes:      int64(s.Value("memdoctor_cgroup_memory_shmem_bytes", "cgroup", p)),
+			WorkingSetBytes: optInt(s, "memdoctor_cgroup_memory_working_set_bytes", "cgroup", p),
+			LimitBytes:      optInt(s, "memdoctor_cgroup_memory_limit_bytes", "cgroup", p),
+			OOMKills:        optInt(s, "memdoctor_cgroup_memory_events_total", "cgroup", p, "event", "oom_kill"),
+			LimitHits:       optInt(s, "memdoctor_cgroup_memory_events_total", "cgroup", p, "event", "max"),
+		}
+		if h := optInt(s, "memdoctor_cgroup_memory_high_bytes", "cgroup", p); h != nil && (u.LimitBytes == nil || *h < *u.LimitBytes) {
+			u.LimitBytes = h
+		}
+		if v, ok := s.Get("memdoctor_cgroup_memory_pressure_avg10_percent", "cgroup", p, "kind", "some"); ok {
+			u.PressureSomeAvg10 = &v
+		}
+		if o := s.Select("memdoctor_cgroup_owner_info", "cgroup", p); len(o) > 0 && o[0].Labels.Get("kind") != "" {
+			l := o[0].Labels
+			u.Owner = &CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
+				PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit")}
+		}
+		c.Top = append(c.Top, u)
 	}
 	sort.SliceStable(c.Top, func(i, j int) bool { return c.Top[i].UsageBytes > c.Top[j].UsageBytes })
 	return c

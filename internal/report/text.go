@@ -87,6 +87,7 @@ func Text(w io.Writer, r *diagnose.Report, opt TextOptions) error {
 	memory(p, h)
 	zones(p, h)
 	cgroups(p, h, opt.Top)
+	containers(p, h, opt.Top)
 	slab(p, h, opt.Top)
 	processes(p, h, opt.Top, opt.Sort)
 	users(p, h, opt.Top)
@@ -339,6 +340,52 @@ func cgroups(p *printer, h *diagnose.Host, top int) {
 			break
 		}
 		_, _ = termsafe.Fprintf(tw, "  \t%s\t%s\t%s\t%s\t %s\n", hb(u.UsageBytes), hb(u.AnonBytes), hb(u.FileBytes), hb(u.ShmemBytes), u.Cgroup)
+	}
+	_ = tw.Flush()
+}
+
+// containers lists the cgroups read in full that have a limit, OOM kills
+// or an owner (unit, container, pod): what each may use, what it holds
+// that reclaim cannot take cheaply (working set), its page cache, and its
+// events.
+func containers(p *printer, h *diagnose.Host, top int) {
+	var rows []diagnose.CgroupUse
+	for _, u := range h.Cgroups.Top {
+		if u.WorkingSetBytes != nil && (u.LimitBytes != nil || (u.OOMKills != nil && *u.OOMKills > 0) || (u.Owner != nil && u.Owner.Kind != "")) {
+			rows = append(rows, u)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p.heading("CONTAINERS (working set = usage - inactive file, as the kubelet computes it)")
+	tw := tab(p)
+	_, _ = termsafe.Fprintf(tw, "  \tlimit\tworking set\tof limit\tcache\toom kills\tlimit hits\tpressure\t name\n")
+	opt := func(v *int64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprint(*v)
+	}
+	for i, u := range rows {
+		if i == top {
+			break
+		}
+		limit, share := "none", "-"
+		if u.LimitBytes != nil && *u.LimitBytes > 0 {
+			limit = hb(*u.LimitBytes)
+			share = fmt.Sprintf("%.0f%%", 100*float64(*u.WorkingSetBytes)/float64(*u.LimitBytes))
+		}
+		psi := "-"
+		if u.PressureSomeAvg10 != nil {
+			psi = fmt.Sprintf("%.1f%%", *u.PressureSomeAvg10)
+		}
+		name := u.Cgroup
+		if u.Owner != nil && u.Owner.Name != "" && u.Owner.Name != u.Cgroup {
+			name = u.Owner.Name + " (" + u.Cgroup + ")"
+		}
+		_, _ = termsafe.Fprintf(tw, "  \t%s\t%s\t%s\t%s\t%s\t%s\t%s\t %s\n", limit, hb(*u.WorkingSetBytes), share, hb(u.FileBytes),
+			opt(u.OOMKills), opt(u.LimitHits), psi, name)
 	}
 	_ = tw.Flush()
 }

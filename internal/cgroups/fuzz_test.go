@@ -1,0 +1,40 @@
+package cgroups
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
+)
+
+// FuzzRead: one cgroup's files with any contents, v1 or v2, read without
+// panicking; a working set is never negative and never above usage.
+func FuzzRead(f *testing.F) {
+	f.Add(false, []byte("209715200\n"), []byte("max\n"), []byte("anon 1\nfile 2\ninactive_file 3\n"), []byte("oom_kill 1\n"), []byte("some avg10=1.00 avg60=0 avg300=0 total=5\n"))
+	f.Add(true, []byte("9223372036854771712\n"), []byte("9223372036854771712\n"), []byte("rss 1\ntotal_rss 5\ntotal_inactive_file 9999999999\n"), []byte("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n"), []byte(""))
+	f.Add(true, []byte("-5\n"), []byte("x"), []byte("total_\n\x00"), []byte("oom_kill -1"), []byte("\xff"))
+	f.Fuzz(func(t *testing.T, v1 bool, usage, limit, stat, events, pressure []byte) {
+		dir := t.TempDir()
+		files := map[string][]byte{"memory.max": limit, "memory.stat": stat, "memory.events": events, "memory.pressure": pressure,
+			"memory.current": usage, "memory.usage_in_bytes": usage, "memory.limit_in_bytes": limit, "memory.oom_control": events,
+			"memory.failcnt": limit, "memory.memsw.usage_in_bytes": usage}
+		if err := os.MkdirAll(filepath.Join(dir, "cg", "x"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, b := range files {
+			if err := os.WriteFile(filepath.Join(dir, "cg", "x", name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := Reader{FS: procfs.NewFS(dir), Root: "cg", V1: v1}
+		briefs, _, _ := r.Scan(10)
+		for _, b := range Select(briefs, 1, 1) {
+			m := r.ReadBrief(b)
+			if ws := m.WorkingSet(); ws < 0 || (m.Usage >= 0 && ws > m.Usage) {
+				t.Errorf("working set %d with usage %d", ws, m.Usage)
+			}
+			_ = Name(m.Path)
+		}
+	})
+}

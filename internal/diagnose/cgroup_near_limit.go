@@ -1,0 +1,235 @@
+package diagnose
+
+// cgroup_near_limit: a memory cgroup's working set is close to its limit.
+//
+// Mechanism: a cgroup at its limit (memory.max on v2, memory.limit_in_bytes
+// on v1) reclaims from itself; what reclaim cannot take back — anonymous
+// memory without swap, active page cache, kernel memory — stays charged,
+// and when nothing more can be reclaimed the kernel's OOM killer kills a
+// process in it. memory.high (v2), when lower, is where reclaim and
+// throttling start. Usage alone says little: it counts page cache, which
+// is reclaimed at the limit without harm. The working set (usage minus
+// inactive file pages, what the kubelet and cadvisor compute and evict on)
+// is the part that is not cheap to take back.
+//
+// Method: per cgroup the collector read in full (the largest, plus every
+// one within 10% of a limit), on the latest sample: working set against
+// the lower of memory.max and memory.high. On a time range, the working
+// set's slope over the last 6 hours of the newest boot, when significant,
+// says how long until the limit.
+//
+// Thresholds: warning at 90 % of the limit, critical at 97 %: the share
+// the kubelet's default eviction margins and most container alerts use
+// (container_memory_working_set_bytes / limit > 0.9); at 97 % a single
+// burst is a kill.
+//
+// Known false positives: active page cache counts in the working set: a
+// cgroup that re-reads a file set as large as its limit looks full and is
+// not killed (reclaim demotes active pages first); the evidence splits
+// anon from file so this shows. A limit set at the workload's own size on
+// purpose (a JVM with -Xmx at the limit) runs near it by design.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+type cgroupNearLimit struct{}
+
+func init() { register(cgroupNearLimit{}) }
+
+// Working set as a share of the limit, in percent, from which the rule
+// warns, and from which it is critical.
+const (
+	cgroupNearWarnPct = 90
+	cgroupNearCritPct = 97
+	// cgroupNearMaxFindings bounds the findings: the nearest cgroups first.
+	cgroupNearMaxFindings = 10
+)
+
+func (cgroupNearLimit) Meta() Meta {
+	return Meta{ID: "cgroup_near_limit", Title: "a memory cgroup's working set close to its limit",
+		Needs: []Need{{"memdoctor_cgroup_memory_working_set_bytes", "memdoctor check or record (memory cgroups' usage and memory.stat)"}},
+		Reads: []string{"memdoctor_cgroup_memory_limit_bytes", "memdoctor_cgroup_memory_high_bytes", "memdoctor_cgroup_memory_usage_bytes",
+			"memdoctor_cgroup_memory_anon_bytes", "memdoctor_cgroup_memory_file_bytes", "memdoctor_cgroup_memory_stat", "memdoctor_cgroup_owner_info"},
+		Charts:    []string{ChartMemoryCategories},
+		Prefilter: &Prefilter{About: "the latest working set against the limit, per cgroup", Queries: cgroupNearQueries, Score: cgroupNearScore},
+		Alerts:    cgroupNearAlerts,
+		Doc:       fmt.Sprintf("a memory cgroup's working set (usage minus inactive file, as the kubelet computes it) at %d %% of its limit (memory.max, or memory.high when lower; critical at %d %%): page cache alone does not fire", cgroupNearWarnPct, cgroupNearCritPct)}
+}
+
+func (cgroupNearLimit) Eval(in *Input) []Finding {
+	if in.Host == nil {
+		return nil
+	}
+	s := in.Host.S
+	type near struct {
+		path                       string
+		ws, limit, usage, inactive float64
+		pct                        float64
+		limitName                  string
+	}
+	var all []near
+	for _, m := range s.Select("memdoctor_cgroup_memory_working_set_bytes") {
+		p := m.Labels.Get("cgroup")
+		limit, name := -1.0, "memory.max"
+		if in.Host.Cgroups.MemoryHierarchy == "v1" {
+			name = "memory.limit_in_bytes"
+		}
+		if v, ok := s.Get("memdoctor_cgroup_memory_limit_bytes", "cgroup", p); ok && v > 0 {
+			limit = v
+		}
+		if v, ok := s.Get("memdoctor_cgroup_memory_high_bytes", "cgroup", p); ok && v > 0 && (limit < 0 || v < limit) {
+			limit, name = v, "memory.high"
+		}
+		if limit <= 0 {
+			continue
+		}
+		pct := 100 * m.Value / limit
+		if pct < cgroupNearWarnPct {
+			continue
+		}
+		all = append(all, near{path: p, ws: m.Value, limit: limit, pct: pct, limitName: name,
+			usage:    s.Value("memdoctor_cgroup_memory_usage_bytes", "cgroup", p),
+			inactive: s.Value("memdoctor_cgroup_memory_stat", "cgroup", p, "stat", "inactive_file")})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].pct > all[j].pct })
+	if len(all) > cgroupNearMaxFindings {
+		all = all[:cgroupNearMaxFindings]
+	}
+	hier := in.Host.Cgroups.MemoryHierarchy
+	var out []Finding
+	for _, n := range all {
+		sev := Warning
+		if n.pct >= cgroupNearCritPct {
+			sev = Critical
+		}
+		who := cgroupOwner(s, n.path)
+		anon := s.Value("memdoctor_cgroup_memory_anon_bytes", "cgroup", n.path)
+		file := s.Value("memdoctor_cgroup_memory_file_bytes", "cgroup", n.path)
+		// The subject names the cgroup; the summary carries no ids (hex
+		// reads as numbers).
+		f := Finding{ID: "cgroup_near_limit", Severity: sev, Subject: "cgroup " + n.path,
+			Summary: fmt.Sprintf("working set %s is %.0f%% of its %s %s (anon %s, page cache %s of which %s inactive): reclaim cannot take this back cheaply; past the limit the OOM killer kills in it",
+				human.Bytes(int64(n.ws)), n.pct, n.limitName, human.Bytes(int64(n.limit)), human.Bytes(int64(anon)), human.Bytes(int64(file)), human.Bytes(int64(n.inactive))),
+			Evidence: []Evidence{
+				evText("cgroup", n.path),
+				evText("owner", who),
+				ev("working_set_bytes", n.ws, "bytes"),
+				ev("limit_bytes", n.limit, "bytes"),
+				ev("working_set_percent_of_limit", n.pct, "percent"),
+				ev("usage_bytes", n.usage, "bytes"),
+				ev("anon_bytes", anon, "bytes"),
+				ev("file_bytes", file, "bytes"),
+				ev("inactive_file_bytes", n.inactive, "bytes"),
+			},
+			Remedies: cgroupLimitRemedies(n.path, hier),
+		}
+		if left, perHour, ok := timeToLimit(in, n.path, n.ws, n.limit); ok {
+			f.Summary += fmt.Sprintf("; growing %s an hour, it reaches the limit in about %s", human.Bytes(int64(perHour)), human.Duration(left))
+			f.Evidence = append(f.Evidence, ev("working_set_growth_bytes_per_hour", perHour, "bytes"),
+				ev("time_to_limit_seconds", left.Seconds(), "seconds"))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// cgroupSlopeSpan is how far back the working set's slope is fitted: the
+// last hours say where it is heading now, not last week's growth.
+const cgroupSlopeSpan = 6 * time.Hour
+
+// cgroupSlopeP is the Mann–Kendall p-value under which the rise counts as
+// a trend (the other trend rules' 1 %).
+const cgroupSlopeP = 0.01
+
+// timeToLimit: on a time range, the working set's slope (Theil–Sen, with
+// a significant Mann–Kendall trend) over its last hours within the newest
+// boot, and the time left to the limit at that slope; ok is false without
+// a range, a rising trend or room left.
+func timeToLimit(in *Input, p string, ws, limit float64) (left time.Duration, perHour float64, ok bool) {
+	if in.Window == nil || ws >= limit {
+		return 0, 0, false
+	}
+	sp := lastSegment(in.Window)
+	sp.From = max(sp.From, sp.To-cgroupSlopeSpan.Milliseconds())
+	ps := within(in.Window.Get("memdoctor_cgroup_memory_working_set_bytes", "cgroup", p), sp)
+	f := fitTrend(ps)
+	if !f.OK || f.P >= cgroupSlopeP || f.Slope <= 0 {
+		return 0, 0, false
+	}
+	days := (limit - ws) / f.Slope
+	return time.Duration(days * 24 * float64(time.Hour)), f.Slope / 24, true
+}
+
+// cgroupOwner is the display name the collector gave a cgroup (its unit,
+// pod or container), else its path.
+func cgroupOwner(s *sample.Scrape, p string) string {
+	for _, m := range s.Select("memdoctor_cgroup_owner_info", "cgroup", p) {
+		if n := m.Labels.Get("name"); n != "" && n != p {
+			return n + " (" + p + ")"
+		}
+	}
+	return p
+}
+
+// cgroupLimitRemedies: what is in the cgroup, and its limit in the host's
+// layout; for a systemd unit, the unit's own property; for a Kubernetes
+// pod, its spec.
+func cgroupLimitRemedies(p, hier string) []Remedy {
+	v1 := "/sys/fs/cgroup/memory" + p
+	v2 := "/sys/fs/cgroup" + p
+	var look, raise []string
+	switch hier {
+	case "v1":
+		look = []string{fmt.Sprintf("cat %s/memory.usage_in_bytes %s/memory.limit_in_bytes %s/memory.failcnt; grep -E '^total_(rss|cache|inactive_file|active_file) ' %s/memory.stat", v1, v1, v1, v1),
+			fmt.Sprintf("ps -o pid,rss,comm -p $(cat %s/cgroup.procs | paste -sd,)", v1)}
+	default:
+		look = []string{fmt.Sprintf("cat %s/memory.current %s/memory.max %s/memory.high %s/memory.events; grep -E '^(anon|file|inactive_file|active_file) ' %s/memory.stat", v2, v2, v2, v2, v2),
+			fmt.Sprintf("ps -o pid,rss,comm -p $(cat %s/cgroup.procs | paste -sd,)", v2)}
+	}
+	rs := []Remedy{{Title: "see what fills it: anonymous memory (the processes' own) or active page cache, and which processes are in it",
+		Commands: look, Risk: "none (read-only)"}}
+	unit := p[strings.LastIndex(p, "/")+1:]
+	switch {
+	case strings.Contains(p, "kubepods"):
+		raise = []string{"kubectl get pods -A -o json | jq -r '.items[] | select(.metadata.uid == \"<pod uid>\") | .metadata.namespace + \"/\" + .metadata.name'   # the pod uid is in the evidence",
+			"kubectl set resources deployment/<name> -n <namespace> --limits=memory=<new limit>"}
+	case strings.HasSuffix(unit, ".service") || strings.HasSuffix(unit, ".scope") || strings.HasSuffix(unit, ".slice"):
+		raise = []string{fmt.Sprintf("systemctl show %s -p MemoryMax -p MemoryHigh -p MemoryCurrent", unit),
+			fmt.Sprintf("systemctl set-property %s MemoryMax=<new limit>", unit)}
+	case hier == "v1":
+		raise = []string{fmt.Sprintf("echo <new limit in bytes> > %s/memory.limit_in_bytes", v1)}
+	default:
+		raise = []string{fmt.Sprintf("echo <new limit in bytes> > %s/memory.max", v2)}
+	}
+	rs = append(rs, Remedy{Title: "if the workload needs this much, raise its limit where it is set (the runtime or unit resets a value written by hand); else find why it grew (a leak shows as anon rising across samples)",
+		Commands: raise, Risk: "a higher limit lets the cgroup take memory from the rest of the host"})
+	return rs
+}
+
+// cgroupNearQueries: the latest working set against the limit, the nearest
+// cgroup per instance, for the instances near the threshold only.
+func cgroupNearQueries(a PrefilterArgs) []PromQuery {
+	ratio := "100 * last_over_time(" + sel("memdoctor_cgroup_memory_working_set_bytes", a.Match) + "[" + a.Latest() + "]) / on (instance, cgroup) last_over_time(" +
+		sel("memdoctor_cgroup_memory_limit_bytes", a.Match) + "[" + a.Latest() + "])"
+	return []PromQuery{{"percent", byInstance(ratio) + " > " + promNum(cgroupNearWarnPct*PrefilterFactor)}}
+}
+
+func cgroupNearScore(v PrefilterValues) float64 {
+	if !v.Has("percent") {
+		return 0
+	}
+	return v.V("percent") / cgroupNearWarnPct
+}
+
+func cgroupNearAlerts(o AlertOptions) []Alert {
+	ratio := "100 * " + sel("memdoctor_cgroup_memory_working_set_bytes", o.Match) + " / on (instance, cgroup) " + sel("memdoctor_cgroup_memory_limit_bytes", o.Match)
+	return []Alert{{Name: "MemdoctorCgroupNearLimit", Expr: ratio + " > " + promNum(cgroupNearWarnPct), For: "10m", Severity: "warning",
+		Summary: "cgroup {{ $labels.cgroup }} on {{ $labels.instance }}: working set over " + promNum(cgroupNearWarnPct) + "% of its memory limit"}}
+}

@@ -1,0 +1,202 @@
+package diagnose
+
+// cgroup_oom_kills: the OOM killer killed a process in a memory cgroup.
+//
+// Mechanism: a memory cgroup that reaches its limit (memory.max,
+// memory.limit_in_bytes) and cannot reclaim below it invokes the OOM killer
+// on its own tasks; the rest of the host may have plenty free. Each kill
+// counts in the cgroup's oom_kill event: on v2 in memory.events of the
+// cgroup and every ancestor (memory.events.local holds its own), on v1 in
+// memory.oom_control of the cgroup whose limit was hit only (4.13+).
+//
+// Method: per cgroup the collector read (the largest, plus every cgroup
+// with OOM kills, up to a bound): on a snapshot (check), the counter since
+// the cgroup was made; on a time range, its increase within the range
+// (a counter that dropped is a new cgroup of the same path: its value
+// counts). On v2 a cgroup's kills are those of its counter minus those of
+// its nearest read descendants, so an ancestor tells of kills in children
+// removed since (a pod's container restarted with a new cgroup) and no kill
+// is told twice; on v1 the counters are each cgroup's own.
+//
+// Fires (warning) on any kill.
+//
+// Known false positives: none: a kill happened. A v1 leaf removed before
+// it was read took its count with it: the host-wide oom_kills rule still
+// counts that kill.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+type cgroupOOMKills struct{}
+
+func init() { register(cgroupOOMKills{}) }
+
+// cgroupOOMMaxFindings bounds the findings: the most killed first.
+const cgroupOOMMaxFindings = 10
+
+func (cgroupOOMKills) Meta() Meta {
+	return Meta{ID: "cgroup_oom_kills", Title: "processes OOM-killed in a memory cgroup",
+		Needs: []Need{{"memdoctor_cgroup_memory_events_total", "memdoctor check or record (memory cgroups' memory.events or memory.oom_control)"}},
+		Reads: []string{"memdoctor_cgroup_memory_limit_bytes", "memdoctor_cgroup_memory_peak_bytes", "memdoctor_cgroup_memory_usage_bytes",
+			"memdoctor_cgroup_owner_info", "node_boot_time_seconds"},
+		Charts:    []string{ChartMemoryCategories},
+		Prefilter: &Prefilter{About: "cgroup OOM kills within the range", Queries: cgroupOOMQueries, Score: cgroupOOMScore},
+		Alerts:    cgroupOOMAlerts,
+		Doc:       "the OOM killer killed a process in a memory cgroup at its limit: since the cgroup was made (check) or within the range (diagnose), per cgroup, with who it belongs to, its limit and peak"}
+}
+
+type cgKills struct {
+	path  string
+	kills float64
+}
+
+func (cgroupOOMKills) Eval(in *Input) []Finding {
+	if in.Host == nil {
+		return nil
+	}
+	var counts []cgKills
+	var from, to time.Time
+	inRange := in.Window != nil && in.Window.Has("memdoctor_cgroup_memory_events_total")
+	if inRange {
+		counts, from, to = cgroupKillsInWindow(in)
+	} else {
+		for _, m := range in.Host.S.Select("memdoctor_cgroup_memory_events_total", "event", "oom_kill") {
+			if m.Value > 0 {
+				counts = append(counts, cgKills{m.Labels.Get("cgroup"), m.Value})
+			}
+		}
+	}
+	hier := in.Host.Cgroups.MemoryHierarchy
+	if hier != "v1" {
+		counts = ownKills(counts)
+	}
+	sort.SliceStable(counts, func(i, j int) bool { return counts[i].kills > counts[j].kills })
+	if len(counts) > cgroupOOMMaxFindings {
+		counts = counts[:cgroupOOMMaxFindings]
+	}
+	s := in.Host.S
+	var out []Finding
+	for _, c := range counts {
+		if c.kills <= 0 {
+			continue
+		}
+		who := cgroupOwner(s, c.path)
+		when := "since the cgroup was made"
+		ev0 := ev("oom_kills_since_created", c.kills, "count")
+		if inRange {
+			when = fmt.Sprintf("between %s and %s", from.Format("2006-01-02 15:04:05"), to.Format("2006-01-02 15:04:05 UTC"))
+			ev0 = ev("oom_kills_in_range", c.kills, "count")
+		}
+		f := Finding{ID: "cgroup_oom_kills", Severity: Warning, Subject: "cgroup " + c.path,
+			Summary: fmt.Sprintf("the OOM killer killed %s in this cgroup %s, at its limit: work was lost; the kernel log names the victim",
+				plural(c.kills, "process", "processes"), when),
+			Evidence: []Evidence{evText("cgroup", c.path), evText("owner", who), ev0}}
+		if v, ok := s.Get("memdoctor_cgroup_memory_limit_bytes", "cgroup", c.path); ok {
+			f.Evidence = append(f.Evidence, ev("limit_bytes", v, "bytes"))
+		}
+		if v, ok := s.Get("memdoctor_cgroup_memory_peak_bytes", "cgroup", c.path); ok {
+			f.Evidence = append(f.Evidence, ev("peak_bytes", v, "bytes"))
+		}
+		if v, ok := s.Get("memdoctor_cgroup_memory_usage_bytes", "cgroup", c.path); ok {
+			f.Evidence = append(f.Evidence, ev("usage_bytes", v, "bytes"))
+		}
+		f.Remedies = cgroupOOMRemedies(c.path, hier)
+		out = append(out, f)
+	}
+	return out
+}
+
+// cgroupKillsInWindow: each cgroup's kill counter's increase within the
+// range, through reboots and recreated cgroups (a drop restarts from 0).
+func cgroupKillsInWindow(in *Input) (out []cgKills, from, to time.Time) {
+	w := in.Window
+	var first, last int64
+	for _, sr := range w.Select("memdoctor_cgroup_memory_events_total", "event", "oom_kill") {
+		var inc float64
+		for _, sp := range segments(w) {
+			ps := within(sr, sp)
+			for i := 1; i < len(ps); i++ {
+				d := ps[i].V - ps[i-1].V
+				if d < 0 {
+					d = ps[i].V
+				}
+				if d > 0 {
+					inc += d
+					if first == 0 || ps[i-1].T < first {
+						first = ps[i-1].T
+					}
+					last = max(last, ps[i].T)
+				}
+			}
+		}
+		if inc > 0 {
+			out = append(out, cgKills{sr.Labels.Get("cgroup"), inc})
+		}
+	}
+	return out, time.UnixMilli(first).UTC(), time.UnixMilli(last).UTC()
+}
+
+// ownKills turns v2's hierarchical counts into each cgroup's own: its
+// count minus those of its nearest descendants in the list (what is left
+// happened in it, or in descendants removed or not read).
+func ownKills(all []cgKills) []cgKills {
+	out := make([]cgKills, 0, len(all))
+	for _, c := range all {
+		own := c.kills
+		for _, d := range all {
+			if d.path != c.path && isBelow(d.path, c.path) && nearest(all, d.path, c.path) {
+				own -= d.kills
+			}
+		}
+		if own > 0 {
+			out = append(out, cgKills{c.path, own})
+		}
+	}
+	return out
+}
+
+// isBelow says whether cgroup d is a descendant of a.
+func isBelow(d, a string) bool {
+	if a == "/" {
+		return d != "/"
+	}
+	return strings.HasPrefix(d, a+"/")
+}
+
+// nearest says whether no other listed cgroup lies between d and its
+// ancestor a.
+func nearest(all []cgKills, d, a string) bool {
+	for _, m := range all {
+		if m.path != d && m.path != a && isBelow(m.path, a) && isBelow(d, m.path) {
+			return false
+		}
+	}
+	return true
+}
+
+func cgroupOOMRemedies(p, hier string) []Remedy {
+	rs := []Remedy{{Title: "find the victims: the kernel log names each killed process, its memory and the cgroup whose limit was hit (oom_memcg=)",
+		Commands: []string{fmt.Sprintf("journalctl -k -b | grep -E 'oom-kill:.*oom_memcg=%s[,/]|Memory cgroup out of memory|Killed process'", p),
+			"dmesg -T | grep -E 'oom-kill:|Killed process'   # without a journal (this boot only)"},
+		Risk: "none (read-only)"}}
+	return append(rs, cgroupLimitRemedies(p, hier)...)
+}
+
+// cgroupOOMQueries: cgroup kills within the range (any is a finding).
+func cgroupOOMQueries(a PrefilterArgs) []PromQuery {
+	return []PromQuery{{"kills", byInstance("increase("+sel("memdoctor_cgroup_memory_events_total", a.Match, `event="oom_kill"`)+"["+a.Window()+"])") + " > 0"}}
+}
+
+func cgroupOOMScore(v PrefilterValues) float64 { return v.V("kills") }
+
+func cgroupOOMAlerts(o AlertOptions) []Alert {
+	return []Alert{{Name: "MemdoctorCgroupOOMKill",
+		Expr:     "increase(" + sel("memdoctor_cgroup_memory_events_total", o.Match, `event="oom_kill"`) + "[10m]) > 0",
+		For:      "0m",
+		Severity: "warning",
+		Summary:  "the OOM killer killed a process in cgroup {{ $labels.cgroup }} on {{ $labels.instance }}"}}
+}
