@@ -129,7 +129,10 @@ func (s *Source) DiagnoseInstance(inst, since, until string) (InstanceResult, er
 	if err != nil {
 		return InstanceResult{}, err
 	}
-	w, n, err := s.window(inst, diagnose.WindowSeries(diagnose.Rules()), win)
+	// Only the series and the step aggregates rules read: of 30 days at a
+	// 648 s step, Points alone are 16 of the 40 bytes a step takes.
+	rules := diagnose.Rules()
+	w, n, err := s.window(store.Query{Instance: inst, Names: diagnose.WindowSeries(rules), Keep: diagnose.WindowAggregates(rules)}, win)
 	if err != nil {
 		return InstanceResult{}, err
 	}
@@ -146,14 +149,15 @@ func (s *Source) DiagnoseInstance(inst, since, until string) (InstanceResult, er
 	return InstanceResult{Instance: inst, From: win.From, To: win.To, StepSeconds: win.Step.Seconds(), Series: n, Report: rep}, nil
 }
 
-// window reads the named series of inst over win into a sample.Window,
-// with how many series it read.
-func (s *Source) window(inst string, names []string, win Window) (*sample.Window, int, error) {
-	series, err := s.Store.Select(store.Query{Instance: inst, Names: names, From: win.From, To: win.To, Step: win.Step})
+// window reads the series q selects (of q.Instance) over win into a
+// sample.Window, with how many series it read.
+func (s *Source) window(q store.Query, win Window) (*sample.Window, int, error) {
+	q.From, q.To, q.Step = win.From, win.To, win.Step
+	series, err := s.Store.Select(q)
 	if err != nil {
 		return nil, 0, err
 	}
-	w := &sample.Window{Instance: inst, From: win.From, To: win.To, Step: win.Step}
+	w := &sample.Window{Instance: q.Instance, From: win.From, To: win.To, Step: win.Step}
 	for _, x := range series {
 		w.Add(x)
 	}

@@ -81,6 +81,10 @@ type Meta struct {
 	// Reads lists the series names a trend rule reads from a window beyond
 	// Needs (a source loads only what some rule reads).
 	Reads []string
+	// StepMin and StepMax list the series (of Needs or Reads) whose step
+	// minima and maxima the rule reads when the window is downsampled:
+	// a source keeps those aggregates for these series only.
+	StepMin, StepMax []string
 	// Trend marks a rule that judges a time range only: it is not
 	// evaluated on a single snapshot (check), and the report says so.
 	Trend bool
@@ -300,6 +304,23 @@ func WindowSeries(rules []Rule) []string {
 				seen[n] = true
 				out = append(out, n)
 			}
+		}
+	}
+	return out
+}
+
+// WindowAggregates is, per series name of WindowSeries, the step
+// aggregates some rule reads (a name absent reads Points only): for
+// store.Query.Keep. No rule reads the step means.
+func WindowAggregates(rules []Rule) map[string]sample.Aggregates {
+	out := map[string]sample.Aggregates{}
+	for _, r := range rules {
+		m := r.Meta()
+		for _, n := range m.StepMin {
+			out[n] |= sample.KeepMin
+		}
+		for _, n := range m.StepMax {
+			out[n] |= sample.KeepMax
 		}
 	}
 	return out
