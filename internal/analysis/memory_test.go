@@ -3,12 +3,14 @@ package analysis
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/incidenttest"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
@@ -154,5 +156,75 @@ func TestDiagnose30DaysPeakHeap(t *testing.T) {
 	}
 	if peak > 150<<20 {
 		t.Errorf("diagnosing %s: heap in use peaked at %.1f MiB, want under 150 MiB", db, float64(peak)/(1<<20))
+	}
+}
+
+// The slab caches slab_unreclaimable_growth ranks are read only at the
+// ends of the last segment: a diagnosis keeps those points alone and
+// finds the same, caches included (incident 1's 5.0 rack, 14 days).
+func TestDiagnoseThinsEndsOnlySeries(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	opt := incidenttest.Incident1Options{Days: 14, Interval: 10 * time.Minute, Shape: incidenttest.Shape50,
+		Capture: filepath.Join("..", "..", incidenttest.Incident1BaseCapture)}
+	if err := incidenttest.WriteIncident1CronDir(dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, "", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	inst := s.Instances[0]
+	first, last, err := s.Store.TimeRange(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	win, err := StoreWindow(first, last, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := diagnose.Rules()
+	full, nf, err := s.diagnosisWindow(inst, win, rules, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	thin, nt, err := s.diagnosisWindow(inst, win, rules, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slabs := len(thin.Select("memdoctor_slabinfo_size_bytes"))
+	if nf != nt || slabs < 2 || len(full.Select("memdoctor_slabinfo_size_bytes")) != slabs {
+		t.Fatalf("%d and %d series read, %d slab caches thinned: want the same count and caches", nf, nt, slabs)
+	}
+	for _, x := range thin.Select("memdoctor_slabinfo_size_bytes") {
+		if len(x.Points) > 4 {
+			t.Errorf("%s kept %d points: want the ends of its segments only", x.Key(), len(x.Points))
+		}
+	}
+	if tb, fb := windowBytes(thin), windowBytes(full); tb >= fb {
+		t.Errorf("thinned window %d bytes, full %d", tb, fb)
+	}
+	latest, err := s.Store.Latest(inst, win.To, 3*max(win.Step, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := diagnose.CheckRecording(latest, full, "store", s.Notes)
+	b := diagnose.CheckRecording(latest, thin, "store", s.Notes)
+	ja, _ := json.Marshal(a.Findings)
+	jb, _ := json.Marshal(b.Findings)
+	if string(ja) != string(jb) {
+		t.Fatalf("findings differ when the slab caches are thinned:\n full: %.600s\n thin: %.600s", ja, jb)
+	}
+	caches := 0
+	for _, f := range a.Findings {
+		for _, e := range f.Evidence {
+			if f.ID == "slab_unreclaimable_growth" && e.Name == "cache" {
+				caches++
+			}
+		}
+	}
+	if caches == 0 {
+		t.Fatalf("slab_unreclaimable_growth names no growing cache: %s", ja)
 	}
 }

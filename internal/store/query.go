@@ -60,24 +60,40 @@ func (q Query) bounds() (from, to int64) {
 // sample in [From, To], sorted by name then labels. Chunks are decoded one
 // at a time, so a stepped read of months holds only its steps in memory.
 func (s *Store) Select(q Query) ([]*sample.Series, error) {
-	sn, err := s.snapshot(q, false)
+	var out []*sample.Series
+	err := s.SelectEach(q, func(ser *sample.Series) error {
+		out = append(out, ser)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// SelectEach reads the series Select reads, in the same order, and hands
+// each to fn as soon as it is read: a caller that keeps only part of a
+// series never holds more than one whole. An error from fn ends the read.
+func (s *Store) SelectEach(q Query, fn func(*sample.Series) error) error {
+	sn, err := s.snapshot(q, false)
+	if err != nil {
+		return err
+	}
 	defer sn.close()
 	from, to := q.bounds()
-	var out []*sample.Series
 	for i := range sn.series {
 		sel := &sn.series[i]
 		b := newBuilder(sel, from, to, q.Step.Milliseconds(), q.keeps(sel.name))
 		if err := sn.samples(sel, from, to, b.add); err != nil {
-			return nil, err
+			return err
 		}
 		if ser := b.finish(); ser != nil {
-			out = append(out, ser)
+			if err := fn(ser); err != nil {
+				return err
+			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // selected is one series a snapshot reads.
