@@ -15,6 +15,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/memdoctor/memdoctor/internal/store"
 )
 
 // Page diagnoses each instance of s (as Diagnose does) and loads the
@@ -29,7 +30,7 @@ func Page(s *Source, since, until string) (*PageReport, error) {
 		}
 		results = append(results, r)
 		win := Window{From: r.From, To: r.To, Step: chartStep(r.To.Sub(r.From), htmlreport.Buckets(false))}
-		w, _, err := s.window(inst, htmlreport.SeriesNames(), win)
+		w, _, err := s.window(store.Query{Instance: inst, Names: htmlreport.SeriesNames()}, win)
 		if err != nil {
 			return nil, fmt.Errorf("instance %s: reading the charted series: %w", inst, err)
 		}

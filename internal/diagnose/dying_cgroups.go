@@ -64,6 +64,7 @@ func (dyingCgroups) Meta() Meta {
 			"node_memory_MemTotal_bytes", "node_uname_info", "node_boot_time_seconds",
 			"memdoctor_memcg_dying_pinned_bytes", "memdoctor_memcg_dying_pinned_ancestor_bytes", "memdoctor_pagescan_complete",
 			"memdoctor_cgroup_trace_seconds", "memdoctor_cgroup_trace_ops"},
+		StepMin:   []string{"memdoctor_memcg_dying_cgroups", "node_cgroups_cgroups"}, // dailyMinima
 		Charts:    []string{ChartSlabVsCgroups},
 		Prefilter: &Prefilter{About: "the memory cgroup count's growth per day, fitted and of its daily floor", Queries: dyingQueries, Score: dyingScore},
 		Alerts:    dyingAlerts,

@@ -5,6 +5,7 @@
 package diagnose
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -81,6 +82,15 @@ type Meta struct {
 	// Reads lists the series names a trend rule reads from a window beyond
 	// Needs (a source loads only what some rule reads).
 	Reads []string
+	// StepMin and StepMax list the series (of Needs or Reads) whose step
+	// minima and maxima the rule reads when the window is downsampled:
+	// a source keeps those aggregates for these series only.
+	StepMin, StepMax []string
+	// EndsOnly lists the series (of Reads) the rule reads only at the ends
+	// of a segment (the first and last point within it, as within gives
+	// them) and for their last value: a source may keep just those points
+	// (ThinToEnds) when no other rule reads more of them.
+	EndsOnly []string
 	// Trend marks a rule that judges a time range only: it is not
 	// evaluated on a single snapshot (check), and the report says so.
 	Trend bool
@@ -300,6 +310,50 @@ func WindowSeries(rules []Rule) []string {
 				seen[n] = true
 				out = append(out, n)
 			}
+		}
+	}
+	return out
+}
+
+// WindowAggregates is, per series name of WindowSeries, the step
+// aggregates some rule reads (a name absent reads Points only): for
+// store.Query.Keep. No rule reads the step means.
+func WindowAggregates(rules []Rule) map[string]sample.Aggregates {
+	out := map[string]sample.Aggregates{}
+	for _, r := range rules {
+		m := r.Meta()
+		for _, n := range m.StepMin {
+			out[n] |= sample.KeepMin
+		}
+		for _, n := range m.StepMax {
+			out[n] |= sample.KeepMax
+		}
+	}
+	return out
+}
+
+// WindowEndsOnly lists the series names of WindowSeries that every rule
+// loading them reads only at the ends of segments (Meta.EndsOnly).
+func WindowEndsOnly(rules []Rule) []string {
+	ends, more := map[string]bool{}, map[string]bool{}
+	for _, r := range rules {
+		m := r.Meta()
+		loads := append([]string(nil), m.Reads...)
+		for _, n := range m.Needs {
+			loads = append(loads, n.Series)
+		}
+		for _, n := range loads {
+			if slices.Contains(m.EndsOnly, n) {
+				ends[n] = true
+			} else {
+				more[n] = true
+			}
+		}
+	}
+	var out []string
+	for _, n := range WindowSeries(rules) {
+		if ends[n] && !more[n] {
+			out = append(out, n)
 		}
 	}
 	return out

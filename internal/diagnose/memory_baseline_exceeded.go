@@ -33,6 +33,8 @@ func (memoryBaselineExceeded) Meta() Meta {
 	return Meta{ID: "memory_baseline_exceeded", Trend: true, Title: "daily memory peak above the two-week baseline",
 		Needs:     []Need{{"node_memory_MemAvailable_bytes", "record /proc/meminfo over time"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
 		Reads:     []string{"node_memory_MemTotal_bytes", "memdoctor_process_rss_bytes"},
+		StepMin:   []string{"node_memory_MemAvailable_bytes"},
+		StepMax:   []string{"memdoctor_process_rss_bytes"},
 		Charts:    []string{ChartMemoryCategories},
 		Prefilter: &Prefilter{About: "the lowest MemAvailable of each day (the day's peak of use)", Daily: DailyMinAvailable, Score: baselineScore},
 		Alerts:    baselineAlerts,

@@ -43,6 +43,9 @@ func (slabUnreclaimableGrowth) Meta() Meta {
 		Needs: []Need{{"node_memory_SUnreclaim_bytes", "record /proc/meminfo over time"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
 		Reads: []string{"node_memory_MemTotal_bytes", "node_boot_time_seconds", "memdoctor_slabinfo_size_bytes",
 			"node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable"},
+		// growingCaches: the first and last point of the last segment,
+		// lastValue: the last point.
+		EndsOnly:  []string{"memdoctor_slabinfo_size_bytes", "node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable"},
 		Charts:    []string{ChartSlabVsCgroups, ChartMemoryCategories},
 		Prefilter: &Prefilter{About: "SUnreclaim's growth per day, fitted and of its daily floor, against MemTotal", Queries: slabGrowthQueries, Score: slabGrowthScore},
 		Alerts:    slabGrowthAlerts,

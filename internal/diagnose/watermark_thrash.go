@@ -53,6 +53,7 @@ func (watermarkThrash) Meta() Meta {
 	return Meta{ID: "watermark_thrash", Trend: true, Title: "reclaim bursts crossing the watermarks",
 		Needs:     []Need{{"node_vmstat_kswapd_low_wmark_hit_quickly", "record /proc/vmstat over time (node_exporter: --collector.vmstat.fields including kswapd and allocstall)"}},
 		Reads:     reads,
+		StepMin:   []string{"memdoctor_zoneinfo_free_pages", "node_zoneinfo_nr_free_pages"},
 		Charts:    []string{ChartZoneWatermarks, ChartReclaimRates, ChartCPUSysSoftirq},
 		Prefilter: &Prefilter{About: "quick kswapd wake-ups and direct-reclaim stalls, over the range and the last day", Queries: thrashQueries, Score: thrashScore},
 		Alerts:    thrashAlerts,

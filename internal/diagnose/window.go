@@ -39,6 +39,46 @@ func segments(w *sample.Window) []span {
 	return out
 }
 
+// ThinToEnds returns what keeps, of a series read over w, the points rules
+// that declare it EndsOnly read: the first and last point within each
+// segment of w (w must hold node_boot_time_seconds already, when the
+// source has it) and the series' first and last point. Step aggregates
+// are kept for the same points.
+func ThinToEnds(w *sample.Window) func(*sample.Series) *sample.Series {
+	segs := segments(w)
+	return func(s *sample.Series) *sample.Series {
+		n := len(s.Points)
+		keep := make([]bool, n)
+		if n > 0 {
+			keep[0], keep[n-1] = true, true
+		}
+		for _, sp := range segs {
+			lo := sort.Search(n, func(i int) bool { return s.Points[i].T >= sp.From })
+			hi := sort.Search(n, func(i int) bool { return s.Points[i].T > sp.To })
+			if lo < hi {
+				keep[lo], keep[hi-1] = true, true
+			}
+		}
+		out := &sample.Series{Name: s.Name, Labels: s.Labels}
+		for i, k := range keep {
+			if !k {
+				continue
+			}
+			out.Points = append(out.Points, s.Points[i])
+			if s.Max != nil {
+				out.Max = append(out.Max, s.Max[i])
+			}
+			if s.Min != nil {
+				out.Min = append(out.Min, s.Min[i])
+			}
+			if s.Mean != nil {
+				out.Mean = append(out.Mean, s.Mean[i])
+			}
+		}
+		return out
+	}
+}
+
 // lastSegment returns the newest segment.
 func lastSegment(w *sample.Window) span {
 	s := segments(w)

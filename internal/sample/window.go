@@ -24,6 +24,18 @@ type Series struct {
 	Mean   []float64
 }
 
+// Aggregates says which step aggregates (Max, Min, Mean) a downsampled
+// read keeps for a series; the others are left nil.
+type Aggregates uint8
+
+// The step aggregates, one bit each.
+const (
+	KeepMax Aggregates = 1 << iota
+	KeepMin
+	KeepMean
+	KeepAll = KeepMax | KeepMin | KeepMean
+)
+
 // Key identifies the series: name plus labels.
 func (s *Series) Key() string { return s.Name + s.Labels.String() }
 

@@ -78,7 +78,7 @@ func (sn *snapshot) exported(sel *selected, from, to, step int64, fn func(t int6
 	if step <= 0 {
 		return sn.samples(sel, from, to, fn)
 	}
-	b := newBuilder(sel, from, to, step)
+	b := newBuilder(sel, from, to, step, 0) // Points only: an export writes the last sample of each step
 	if err := sn.samples(sel, from, to, b.add); err != nil {
 		return err
 	}

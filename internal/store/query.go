@@ -32,6 +32,18 @@ type Query struct {
 	// Min, Mean the step's aggregates. 0 returns raw samples. Steps
 	// without samples are left out.
 	Step time.Duration
+	// Keep, when not nil, says per series name which step aggregates a
+	// stepped read keeps (a name it lacks keeps none: Points only, a
+	// quarter of the memory of the four slices); nil keeps all three.
+	Keep map[string]sample.Aggregates
+}
+
+// keeps returns the step aggregates q keeps for series name.
+func (q Query) keeps(name string) sample.Aggregates {
+	if q.Keep == nil {
+		return sample.KeepAll
+	}
+	return q.Keep[name]
 }
 
 // bounds returns the query's time range in milliseconds.
@@ -48,24 +60,40 @@ func (q Query) bounds() (from, to int64) {
 // sample in [From, To], sorted by name then labels. Chunks are decoded one
 // at a time, so a stepped read of months holds only its steps in memory.
 func (s *Store) Select(q Query) ([]*sample.Series, error) {
-	sn, err := s.snapshot(q, false)
+	var out []*sample.Series
+	err := s.SelectEach(q, func(ser *sample.Series) error {
+		out = append(out, ser)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// SelectEach reads the series Select reads, in the same order, and hands
+// each to fn as soon as it is read: a caller that keeps only part of a
+// series never holds more than one whole. An error from fn ends the read.
+func (s *Store) SelectEach(q Query, fn func(*sample.Series) error) error {
+	sn, err := s.snapshot(q, false)
+	if err != nil {
+		return err
+	}
 	defer sn.close()
 	from, to := q.bounds()
-	var out []*sample.Series
 	for i := range sn.series {
 		sel := &sn.series[i]
-		b := newBuilder(sel, from, to, q.Step.Milliseconds())
+		b := newBuilder(sel, from, to, q.Step.Milliseconds(), q.keeps(sel.name))
 		if err := sn.samples(sel, from, to, b.add); err != nil {
-			return nil, err
+			return err
 		}
 		if ser := b.finish(); ser != nil {
-			out = append(out, ser)
+			if err := fn(ser); err != nil {
+				return err
+			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // selected is one series a snapshot reads.
@@ -289,6 +317,7 @@ func (sn *snapshot) chunkSamples(id int64, name, text string, minT, maxT, n int6
 type builder struct {
 	ser        *sample.Series
 	from, step int64
+	keep       sample.Aggregates
 	// the open step
 	open   bool
 	bucket int64
@@ -299,15 +328,21 @@ type builder struct {
 }
 
 // newBuilder starts a series; with a step and a bounded range it sizes the
-// step slices up front.
-func newBuilder(sel *selected, from, to, step int64) *builder {
-	b := &builder{ser: &sample.Series{Name: sel.name, Labels: sel.labels}, from: from, step: step}
+// step slices up front (only the aggregates in keep; the others stay nil).
+func newBuilder(sel *selected, from, to, step int64, keep sample.Aggregates) *builder {
+	b := &builder{ser: &sample.Series{Name: sel.name, Labels: sel.labels}, from: from, step: step, keep: keep}
 	if step > 0 && to != math.MaxInt64 && to >= from {
 		if n := (to-from)/step + 1; n <= 1<<16 {
 			b.ser.Points = make([]sample.Point, 0, n)
-			b.ser.Max = make([]float64, 0, n)
-			b.ser.Min = make([]float64, 0, n)
-			b.ser.Mean = make([]float64, 0, n)
+			if keep&sample.KeepMax != 0 {
+				b.ser.Max = make([]float64, 0, n)
+			}
+			if keep&sample.KeepMin != 0 {
+				b.ser.Min = make([]float64, 0, n)
+			}
+			if keep&sample.KeepMean != 0 {
+				b.ser.Mean = make([]float64, 0, n)
+			}
 		}
 	}
 	return b
@@ -334,9 +369,15 @@ func (b *builder) flush() {
 		return
 	}
 	b.ser.Points = append(b.ser.Points, b.last)
-	b.ser.Max = append(b.ser.Max, b.mx)
-	b.ser.Min = append(b.ser.Min, b.mn)
-	b.ser.Mean = append(b.ser.Mean, b.sum/float64(b.n))
+	if b.keep&sample.KeepMax != 0 {
+		b.ser.Max = append(b.ser.Max, b.mx)
+	}
+	if b.keep&sample.KeepMin != 0 {
+		b.ser.Min = append(b.ser.Min, b.mn)
+	}
+	if b.keep&sample.KeepMean != 0 {
+		b.ser.Mean = append(b.ser.Mean, b.sum/float64(b.n))
+	}
 	b.open = false
 }
 

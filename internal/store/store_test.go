@@ -507,3 +507,47 @@ func TestAppendTimestamp(t *testing.T) {
 }
 
 func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
+
+// A stepped read keeps only the step aggregates Keep names for a series
+// (none for a name it lacks), each equal to the full read's.
+func TestSelectKeepsNamedAggregates(t *testing.T) {
+	t.Parallel()
+	st, _ := openTest(t, Options{})
+	for i := range 120 {
+		if err := st.Append("h", scrape(t0.Add(time.Duration(i)*15*time.Second), "a", i%7, "b", 100-i%5, "c", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := Query{Instance: "h", From: t0, To: t0.Add(30 * time.Minute), Step: 2 * time.Minute}
+	full, err := st.Select(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Keep = map[string]sample.Aggregates{"a": sample.KeepMin, "b": sample.KeepMax | sample.KeepMean}
+	lean, err := st.Select(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full) != 3 || len(lean) != 3 {
+		t.Fatalf("%d and %d series, want 3", len(full), len(lean))
+	}
+	for i, l := range lean {
+		f := full[i]
+		k := q.Keep[l.Name]
+		if len(f.Points) != 15 || !slices.Equal(l.Points, f.Points) {
+			t.Fatalf("%s: %d points, the full read %d (want 15, equal)", l.Name, len(l.Points), len(f.Points))
+		}
+		for _, c := range []struct {
+			what      string
+			bit       sample.Aggregates
+			got, want []float64
+		}{{"max", sample.KeepMax, l.Max, f.Max}, {"min", sample.KeepMin, l.Min, f.Min}, {"mean", sample.KeepMean, l.Mean, f.Mean}} {
+			if k&c.bit == 0 && c.got != nil {
+				t.Errorf("%s: %s kept, not asked for", l.Name, c.what)
+			}
+			if k&c.bit != 0 && !slices.Equal(c.got, c.want) {
+				t.Errorf("%s: %s %v, the full read %v", l.Name, c.what, c.got, c.want)
+			}
+		}
+	}
+}
