@@ -89,7 +89,6 @@ type CheckOptions struct {
 // runtimes have GC data to measure), runs every rule and ranks the
 // processes by the focus' key.
 func Check(ctx context.Context, h *Host, o CheckOptions) (*diagnose.Report, error) {
-	start := time.Now()
 	rt, fo := o.Runtimes, o.Focus
 	if rt == nil {
 		rt = &Runtimes{}
@@ -110,7 +109,7 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*diagnose.Report, erro
 	if err := cu.before(ctx, h.live, o.Log); err != nil {
 		return nil, err
 	}
-	start = time.Now() // the cost is the reading's, not the trace's
+	start := time.Now() // the cost is the reading's, not the trace's
 	res, err := collect.Collect(h.fs, opt)
 	if err != nil {
 		return nil, fmt.Errorf("%w (is this a Linux host with /proc mounted? use --root or --capture for saved data)", err)
