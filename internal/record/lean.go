@@ -3,6 +3,7 @@ package record
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -54,11 +55,19 @@ func (r *Recorder) settle() {
 // recorder that then runs a small part of that code. The pages stay in the
 // page cache, shared and reclaimable; those used again are mapped again on
 // their next access. Writable mappings are never touched (their private
-// copies would be lost). Returns the bytes of address space released.
+// copies would be lost), and in a position-independent executable only
+// code is: its read-only data may hold relocations the loader wrote before
+// making it read-only (RELRO), which the file does not have. Returns the
+// bytes of address space released.
 func releaseExecutablePages() (int64, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0, err
+	}
+	codeOnly := true
+	if ef, err := elf.Open("/proc/self/exe"); err == nil {
+		codeOnly = ef.Type != elf.ET_EXEC
+		_ = ef.Close() // read-only
 	}
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
@@ -73,7 +82,7 @@ func releaseExecutablePages() (int64, error) {
 			continue
 		}
 		perms := f[1]
-		if len(perms) < 4 || perms[1] == 'w' || perms[3] != 'p' {
+		if len(perms) < 4 || perms[1] == 'w' || perms[3] != 'p' || codeOnly && perms[2] != 'x' {
 			continue
 		}
 		lo, hi, ok := strings.Cut(f[0], "-")
