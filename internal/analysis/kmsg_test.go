@@ -2,6 +2,7 @@ package analysis_test
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,4 +84,52 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// An unreadable kernel log (absent here; not permitted alike) gives no
+// series and a note that says what it hides.
+func TestKernelLogUnreadableIsANote(t *testing.T) {
+	fsys, prov, err := capture.LoadFile("../../testdata/captures/healthy-6.1-x86_64-v2.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := collect.Collect(procfs.NewFSFrom(fsys, prov.PageSize), collect.Options{KmsgPath: filepath.Join(t.TempDir(), "kmsg")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Scrape.Has("memdoctor_kmsg_oom_kill_seconds") {
+		t.Error("series from no log")
+	}
+	var note string
+	for _, n := range res.Notes {
+		if n.Source == "dev/kmsg" {
+			note = n.Message + " / " + n.Hides
+		}
+	}
+	if !strings.Contains(note, "not readable") || !strings.Contains(note, "OOM killer") {
+		t.Errorf("note %q in %+v", note, res.Notes)
+	}
+}
+
+// A hostile log: a comm with a terminal escape and an overlong field; the
+// victim comes out with the escape replaced, the overlong cgroup dropped.
+func TestKernelLogHostileComm(t *testing.T) {
+	fsys, prov, err := capture.LoadFile("../../testdata/captures/healthy-6.1-x86_64-v2.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "kmsg")
+	text := "6,1,5000000,-;oom-kill:constraint=CONSTRAINT_NONE,oom_memcg=/" + strings.Repeat("x", 300) +
+		",task=ev\x1b[31mil,pid=77,uid=0\n6,2,5000001,-;Out of memory: Killed process 77 (ev\x1b[31mil) total-vm:10kB, anon-rss:8kB, file-rss:0kB, shmem-rss:0kB\n"
+	if err := os.WriteFile(log, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := collect.Collect(procfs.NewFSFrom(fsys, prov.PageSize), collect.Options{KmsgPath: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := res.Scrape.Select("memdoctor_kmsg_oom_kill_seconds")
+	if len(ms) != 1 || ms[0].Labels.Get("task") != "ev?[31mil" || ms[0].Labels.Get("oom_memcg") != "" {
+		t.Errorf("series %+v", ms)
+	}
 }
