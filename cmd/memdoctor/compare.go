@@ -44,7 +44,8 @@ values are hosts; when a group is a single host, its days.
 
 Recordings and other sources also give the reclaim counters
 (kswapd_low_wmark_hit_quickly, allocstall, pgscan_direct) per day over
-the span watermark_thrash judges; for a single host the values are six
+the span diagnose judges them over (since the last change of
+watermark_scale_factor); for a single host the values are six
 equal parts of that span, and a note gives each recording's counts and
 span (and says when it is too short for daily rates).`,
 		Example: `  memdoctor compare --prometheus http://prom:9090 --a '{release=~"5.0.*"}' --b '{release=~"5.3.*"}' --range 7d
