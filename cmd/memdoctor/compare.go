@@ -40,7 +40,14 @@ For unreclaimable slab growth per day, memory-cgroup growth per day,
 available memory and the recorded processes' USS it shows the values,
 the difference of the medians (B − A) with a bootstrap 95% interval
 (seeded: the same data gives the same interval) and a plain verdict. The
-values are hosts; when a group is a single host, its days.`,
+values are hosts; when a group is a single host, its days.
+
+Recordings and other sources also give the reclaim counters
+(kswapd_low_wmark_hit_quickly, allocstall, pgscan_direct) per day over
+the span diagnose judges them over (since the last change of
+watermark_scale_factor); for a single host the values are six
+equal parts of that span, and a note gives each recording's counts and
+span (and says when it is too short for daily rates).`,
 		Example: `  memdoctor compare --prometheus http://prom:9090 --a '{release=~"5.0.*"}' --b '{release=~"5.3.*"}' --range 7d
   memdoctor compare rack1.db rack2.db
   memdoctor compare host.db --a-window 2020-01-01/2020-01-08 --b-window 2020-01-08/2020-01-15 --json

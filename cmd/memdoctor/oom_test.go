@@ -38,7 +38,7 @@ func vmstatOOMKill(t *testing.T) float64 {
 // oomKillInCgroup makes a real OOM kill: a memory cgroup of the test's own
 // with a 32 MiB limit, and a Python allocator in it that touches memory
 // until the kernel kills it. The cgroup is removed afterwards.
-func oomKillInCgroup(t *testing.T) {
+func oomKillInCgroup(t *testing.T) string {
 	t.Helper()
 	root, v2 := memoryHierarchy(t)
 	if _, err := exec.LookPath("python3"); err != nil {
@@ -79,6 +79,7 @@ func oomKillInCgroup(t *testing.T) {
 	if err == nil || !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("the allocator was not OOM-killed: %v %s", err, out)
 	}
+	return "/" + filepath.Base(dir)
 }
 
 // TestOOMKillIsAFinding makes a real OOM kill in a memory cgroup and shows
@@ -157,4 +158,58 @@ func TestOOMKillIsAFinding(t *testing.T) {
 		killedAfter.Sub(first) > slack || last.Sub(killedBy) > slack {
 		t.Errorf("kill placed in [%v, %v], it happened in [%v, %v]", first, last, killedAfter, killedBy)
 	}
+}
+
+// TestOOMKillCheckNamesKernelLogVictim makes a real kill in a cgroup of its
+// own, then shows that check names the victim the kernel log (dmesg) names,
+// with the test's cgroup and its 32 MiB limit. The log is only read.
+func TestOOMKillCheckNamesKernelLogVictim(t *testing.T) {
+	requireLinuxRoot(t)
+	if _, err := os.Stat("/dev/kmsg"); err != nil {
+		t.Skip("no /dev/kmsg:", err)
+	}
+	cg := oomKillInCgroup(t)
+	out, err := exec.Command("dmesg").Output()
+	if err != nil {
+		t.Skip("no dmesg:", err)
+	}
+	var pid, comm string
+	for _, l := range strings.Split(string(out), "\n") {
+		if i := strings.Index(l, "oom-kill:"); i >= 0 && strings.Contains(l, "oom_memcg="+cg+",") {
+			for _, kv := range strings.Split(l[i+len("oom-kill:"):], ",") {
+				if v, ok := strings.CutPrefix(kv, "pid="); ok {
+					pid = v
+				}
+				if v, ok := strings.CutPrefix(kv, "task="); ok {
+					comm = v
+				}
+			}
+		}
+	}
+	if pid == "" {
+		t.Fatalf("dmesg does not name the kill in %s", cg)
+	}
+	rep := checkJSON(t)
+	f := finding(rep, "oom_kills")
+	if f == nil {
+		t.Fatalf("oom_kills did not fire; findings %+v", rep.Findings)
+	}
+	ev := map[string]string{}
+	for _, e := range f.Evidence {
+		ev[e.Name] = e.Text
+	}
+	victim := comm + " (pid " + pid + ")"
+	if ev["kmsg_kill_1_victim"] != victim || ev["kmsg_kill_1_cgroup"] != cg {
+		t.Errorf("newest kill %q in %q, dmesg says %q in %s; evidence %+v", ev["kmsg_kill_1_victim"], ev["kmsg_kill_1_cgroup"], victim, cg, f.Evidence)
+	}
+	if lim, ok := evidence(f, "kmsg_kill_1_cgroup_limit_bytes"); !ok || lim != 32<<20 {
+		t.Errorf("limit %v, want 32 MiB", lim)
+	}
+	if rss, ok := evidence(f, "kmsg_kill_1_rss_bytes"); !ok || rss <= 0 || rss > 64<<20 {
+		t.Errorf("victim RSS %v", rss)
+	}
+	if !strings.Contains(f.Summary, victim) || !strings.Contains(f.Summary, "cgroup "+cg+" at its limit 32") {
+		t.Errorf("summary %q", f.Summary)
+	}
+	t.Logf("%s", f.Summary)
 }

@@ -3,8 +3,11 @@ package analysis
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/memdoctor/memdoctor/internal/compare"
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
@@ -49,7 +52,10 @@ func CompareSources(pa, wa, pb, wb string, bars Bars) (*compare.Result, error) {
 		}
 		return p
 	}
-	res := compare.Compare(name(pa, wa), name(pb, wb), unit, compare.FromWindows(a, perDay), compare.FromWindows(b, perDay))
+	va, vb := compare.FromWindows(a, perDay), compare.FromWindows(b, perDay)
+	reclaimNotes := append(reclaimValues("A", a, perDay, va), reclaimValues("B", b, perDay, vb)...)
+	res := compare.Compare(name(pa, wa), name(pb, wb), unit, va, vb)
+	res.Notes = append(res.Notes, reclaimNotes...)
 	res.Notes = append(res.Notes, compare.NonFinite("A", a)...)
 	res.Notes = append(res.Notes, compare.NonFinite("B", b)...)
 	for _, n := range notesA {
@@ -91,7 +97,7 @@ func loadWindows(path, win string, bars Bars) ([]*sample.Window, []string, error
 				return nil, nil, err
 			}
 		}
-		ss, err := s.Store.Select(store.Query{Instance: inst, Names: compare.WindowNames, From: from, To: to})
+		ss, err := s.Store.Select(store.Query{Instance: inst, Names: append(diagnose.ReclaimSeries(), compare.WindowNames...), From: from, To: to})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -105,4 +111,51 @@ func loadWindows(path, win string, bars Bars) ([]*sample.Window, []string, error
 		return nil, nil, fmt.Errorf("%s holds no samples", path)
 	}
 	return out, notes, nil
+}
+
+// reclaimValues adds the reclaim counters' per-day rates of each window to
+// v, from diagnose's Reclaim model (the span watermark_thrash judges): per
+// host, or, for a group of one host, per equal part of its span. The notes
+// say each window's counts and span, and when the span is too short for
+// daily rates to mean more than the counts.
+func reclaimValues(group string, ws []*sample.Window, parts bool, v compare.Values) []string {
+	var notes []string
+	keys := []string{"kswapd_low_wmark_hit_quickly", "allocstall", "pgscan_direct"}
+	for _, w := range ws {
+		n := 0
+		if parts {
+			n = compare.RecordingParts
+		}
+		whole, each, ok := diagnose.WindowReclaim(w, n)
+		if !ok {
+			continue
+		}
+		put := func(k, unit string, x float64) {
+			if v[k] == nil {
+				v[k] = map[string]float64{}
+			}
+			v[k][unit] = x
+		}
+		for _, k := range keys {
+			if !parts {
+				put(k, w.Instance, whole.PerDay[k])
+				continue
+			}
+			for i, r := range each {
+				u := fmt.Sprintf("part %d/%d", i+1, len(each))
+				if len(ws) > 1 {
+					u = w.Instance + " " + u
+				}
+				put(k, u, r.PerDay[k])
+			}
+		}
+		short := ""
+		if whole.Short() {
+			short = ": too short a span for daily rates, the per-day figures extrapolate these counts"
+		}
+		notes = append(notes, fmt.Sprintf("group %s, %s: %.0f quick kswapd wake-ups, %.0f direct-reclaim stalls, %.0f pages scanned directly in %s%s",
+			group, w.Instance, whole.Counts["kswapd_low_wmark_hit_quickly"], whole.Counts["allocstall"], whole.Counts["pgscan_direct"],
+			human.Duration(time.Duration(whole.Seconds*float64(time.Second))), short))
+	}
+	return notes
 }

@@ -61,6 +61,9 @@ type Options struct {
 	// UserTotals reads smaps_rollup of every (focused) process and adds
 	// per-user totals (memdoctor_user_*), as smem -u does.
 	UserTotals bool
+	// KmsgPath, when set, is the kernel log to read the OOM killer's
+	// reports from (/dev/kmsg on the live host; a saved log in tests).
+	KmsgPath string
 }
 
 // ProcessFocus selects processes; a process must match every set field.
@@ -148,6 +151,7 @@ var collectors = []collector{
 	{"cgroups", false, collectCgroups},
 	{"processes", false, collectProcesses},
 	{"runtimes", false, collectRuntimes},
+	{"kmsg", false, collectKmsg},
 }
 
 // Collect reads one snapshot.

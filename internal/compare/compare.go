@@ -23,15 +23,25 @@ type Metric struct {
 	ID    string `json:"id"`
 	Title string `json:"title"`
 	Unit  string `json:"unit"`
+	// Parts: when a group is one recording, this metric's values are
+	// equal parts of it (a rate within a recording), not its days.
+	Parts bool `json:"-"`
 }
 
 // Metrics are what compare measures per host.
 var Metrics = []Metric{
-	{"slab_unreclaimable_growth_per_day", "unreclaimable slab growth per day", "bytes_per_day"},
-	{"memory_cgroups_growth_per_day", "memory cgroup count growth per day", "per_day"},
-	{"available_memory", "available memory (mean)", "bytes"},
-	{"process_uss", "USS of the recorded processes (mean of their sum)", "bytes"},
+	{"slab_unreclaimable_growth_per_day", "unreclaimable slab growth per day", "bytes_per_day", false},
+	{"memory_cgroups_growth_per_day", "memory cgroup count growth per day", "per_day", false},
+	{"available_memory", "available memory (mean)", "bytes", false},
+	{"process_uss", "USS of the recorded processes (mean of their sum)", "bytes", false},
+	{"kswapd_low_wmark_hit_quickly", "quick kswapd wake-ups (kswapd_low_wmark_hit_quickly) per day", "per_day", true},
+	{"allocstall", "direct-reclaim stalls (allocstall) per day", "per_day", true},
+	{"pgscan_direct", "pages scanned by direct reclaim (pgscan_direct) per day", "per_day", true},
 }
+
+// RecordingParts is how many equal parts a single recording is cut into
+// for the metrics with Parts.
+const RecordingParts = 6
 
 // Values are one group's per-unit values of each metric: unit (host, or
 // day of a single host) → value.
@@ -54,6 +64,9 @@ type Row struct {
 	// Real is true when the interval excludes zero.
 	Real    bool   `json:"real"`
 	Verdict string `json:"verdict"`
+	// Of is what each value of this row is when it differs from the
+	// result's Unit ("part": equal parts of one recording).
+	Of string `json:"of,omitempty"`
 }
 
 // Result is a comparison.
@@ -105,7 +118,11 @@ func Compare(nameA, nameB, unit string, a, b Values) *Result {
 			row.Lo, row.Hi = 0, 0
 		}
 		row.Real = row.Interval && (row.Lo > 0 || row.Hi < 0)
-		row.Verdict = verdict(row, len(xa), len(xb), unit)
+		of := unit
+		if m.Parts && unit == "day" {
+			of, row.Of = "part", "part"
+		}
+		row.Verdict = verdict(row, len(xa), len(xb), of)
 		r.Rows = append(r.Rows, row)
 	}
 	return r

@@ -10,7 +10,9 @@ package diagnose
 // kernel log names the victim and which limit was hit (constraint=
 // CONSTRAINT_MEMCG with oom_memcg=, or CONSTRAINT_NONE for the whole host).
 //
-// Method: on a snapshot (check), the counter since boot; on a time range
+// Method: on a snapshot (check), the counter since boot, and on the live
+// host the kernel log's newest reports (/dev/kmsg): victim, RSS, cgroup and
+// limit, and when by the log's clock; on a time range
 // (diagnose, report, a recording), the counter's increase within the
 // range, counted through reboots, and when it rose (first and last kill,
 // to the resolution of the samples). Kills before the range are not the
@@ -23,6 +25,9 @@ package diagnose
 
 import (
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/human"
@@ -35,10 +40,10 @@ func init() { register(oomKills{}) }
 func (oomKills) Meta() Meta {
 	return Meta{ID: "oom_kills", Title: "processes killed by the OOM killer",
 		Needs:     []Need{{"node_vmstat_oom_kill", "/proc/vmstat's oom_kill (kernel 4.13+)"}},
-		Reads:     []string{"node_boot_time_seconds"},
+		Reads:     []string{"node_boot_time_seconds", "memdoctor_kmsg_oom_kill_seconds", "memdoctor_kmsg_oom_kill_bytes"},
 		Charts:    []string{ChartMemoryCategories},
 		Prefilter: &Prefilter{About: "OOM kills within the range", Queries: oomQueries, Score: oomScore},
-		Doc:       "the OOM killer killed a process: since boot (check) or within the range (diagnose), with when, and the killed cgroup's limit in the host's layout"}
+		Doc:       "the OOM killer killed a process: since boot (check, with the kernel log's newest reports on the live host: victim, RSS, cgroup and limit) or within the range (diagnose), with when, and the killed cgroup's limit in the host's layout"}
 }
 
 func (oomKills) Eval(in *Input) []Finding {
@@ -66,8 +71,66 @@ func (oomKills) Eval(in *Input) []Finding {
 	}
 	f.Summary = fmt.Sprintf("the OOM killer killed %s %s: work was lost; the kernel log says which process and which limit (a memory cgroup's or the whole host's)",
 		plural(n, "process", "processes"), since)
+	if said := kmsgOOMReports(h, &f); said != "" {
+		f.Summary += "; the kernel log's latest: " + said
+	}
 	f.Remedies = oomRemedies(h, h.Info.Source == "live", time.Time{}, time.Time{})
 	return []Finding{f}
+}
+
+// kmsgOOMReports adds the kernel log's newest OOM-kill reports (live check)
+// to the finding's evidence, newest first, and says the newest three.
+func kmsgOOMReports(h *Host, f *Finding) string {
+	ms := h.S.Select("memdoctor_kmsg_oom_kill_seconds")
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Value > ms[j].Value })
+	boot, hasBoot := h.S.Get("node_boot_time_seconds")
+	var said []string
+	for i, m := range ms {
+		l := m.Labels
+		key := []string{"boot_usec", l.Get("boot_usec"), "pid", l.Get("pid")}
+		size := func(kind string) float64 {
+			v, ok := h.S.Get("memdoctor_kmsg_oom_kill_bytes", append(key, "kind", kind)...)
+			if !ok {
+				return -1
+			}
+			return v
+		}
+		n := strconv.Itoa(i + 1)
+		victim := fmt.Sprintf("%s (pid %s)", l.Get("task"), l.Get("pid"))
+		f.Evidence = append(f.Evidence, evText("kmsg_kill_"+n+"_victim", victim),
+			ev("kmsg_kill_"+n+"_seconds_after_boot", m.Value, "seconds"))
+		text := victim
+		if rss := size("rss"); rss >= 0 {
+			f.Evidence = append(f.Evidence, ev("kmsg_kill_"+n+"_rss_bytes", rss, "bytes"))
+			text += ", RSS " + human.Bytes(int64(rss))
+			if anon := size("anon_rss"); anon >= 0 {
+				f.Evidence = append(f.Evidence, ev("kmsg_kill_"+n+"_anon_rss_bytes", anon, "bytes"))
+				text += " (anon " + human.Bytes(int64(anon)) + ")"
+			}
+		}
+		if cg := l.Get("oom_memcg"); cg != "" {
+			f.Evidence = append(f.Evidence, evText("kmsg_kill_"+n+"_cgroup", cg))
+			text += ", cgroup " + cg
+			if lim := size("limit"); lim >= 0 {
+				f.Evidence = append(f.Evidence, ev("kmsg_kill_"+n+"_cgroup_limit_bytes", lim, "bytes"))
+				text += " at its limit " + human.Bytes(int64(lim))
+			}
+		} else {
+			text += ", the whole host (" + l.Get("constraint") + ")"
+		}
+		// The log's clock (the scheduler's) stops in suspend and can lag
+		// the wall clock in a VM: the date is approximate.
+		text += fmt.Sprintf(", logged %s after boot", human.Duration(time.Duration(m.Value*float64(time.Second))))
+		if hasBoot && boot > 0 {
+			at := time.Unix(0, int64((boot+m.Value)*1e9)).UTC()
+			f.Evidence = append(f.Evidence, evText("kmsg_kill_"+n+"_at", at.Format(time.RFC3339)))
+			text += " (about " + at.Format("2006-01-02 15:04 UTC") + ")"
+		}
+		if i < 3 {
+			said = append(said, text)
+		}
+	}
+	return strings.Join(said, "; ")
 }
 
 // oomInWindow judges the counter's increase within the range.

@@ -156,15 +156,24 @@ func humanSeconds(s float64) string {
 // watermark_scale_factor, the span watermark_thrash judges (false with
 // fewer than 3 samples of the kswapd counter).
 func currentReclaim(w *sample.Window) (reclaimRates, bool) {
+	cur, ok := currentSpan(w)
+	if !ok {
+		return reclaimRates{}, false
+	}
+	return reclaimOver(w, cur), true
+}
+
+// currentSpan is the span currentReclaim judges.
+func currentSpan(w *sample.Window) (span, bool) {
 	seg := lastSegment(w)
 	if len(within(w.Get("node_vmstat_kswapd_low_wmark_hit_quickly"), seg)) < 3 {
-		return reclaimRates{}, false
+		return span{}, false
 	}
 	cur := seg
 	if ch := settingChanges(w.Get("node_sysctl_vm_watermark_scale_factor"), seg); len(ch) > 0 {
 		cur = span{ch[len(ch)-1].T, seg.To}
 	}
-	return reclaimOver(w, cur), true
+	return cur, true
 }
 
 // settingChanges returns the times where the series' value changed.
@@ -385,4 +394,46 @@ func improved(w *sample.Window, change *sample.Point, before, now reclaimRates) 
 		Remedies: []Remedy{{Title: "keep the setting (persist it in /etc/sysctl.d) and keep watching the rates",
 			Commands: []string{"sysctl vm.watermark_scale_factor"}, Risk: "none"}},
 	}
+}
+
+// ReclaimSeries are the series WindowReclaim reads.
+func ReclaimSeries() []string {
+	return append([]string{"node_vmstat_kswapd_low_wmark_hit_quickly", "node_vmstat_pgscan_direct",
+		"node_sysctl_vm_watermark_scale_factor", "node_boot_time_seconds"}, allocstallSeries...)
+}
+
+// WindowReclaim is the Reclaim model of a window over the span
+// watermark_thrash judges (the newest boot, since the last change of
+// watermark_scale_factor): counts, their span and per-day rates of
+// kswapd_low_wmark_hit_quickly, allocstall and pgscan_direct; and, with
+// parts > 1, the same over that many equal parts of the span, for an
+// interval within one recording (false with fewer than 3 samples).
+func WindowReclaim(w *sample.Window, parts int) (whole Reclaim, each []Reclaim, ok bool) {
+	cur, ok := currentSpan(w)
+	if !ok {
+		return Reclaim{}, nil, false
+	}
+	model := func(sp span) (Reclaim, bool) {
+		rr := reclaimOver(w, sp)
+		if rr.seconds <= 0 {
+			return Reclaim{}, false
+		}
+		var r Reclaim
+		r.setRates(rr.seconds, map[string]float64{
+			"kswapd_low_wmark_hit_quickly": rr.nHits, "allocstall": rr.nStalls, "pgscan_direct": rr.nScans})
+		return r, true
+	}
+	whole, ok = model(cur)
+	if !ok {
+		return Reclaim{}, nil, false
+	}
+	if parts > 1 {
+		d := (cur.To - cur.From) / int64(parts)
+		for i := range int64(parts) {
+			if r, ok := model(span{cur.From + i*d, cur.From + (i+1)*d}); ok {
+				each = append(each, r)
+			}
+		}
+	}
+	return whole, each, true
 }

@@ -16,9 +16,13 @@ func CompareText(out io.Writer, r *compare.Result) error {
 	pf("memdoctor compare: A = %s\n                   B = %s\n", r.A, r.B)
 	pf("values are %ss; difference of medians with a bootstrap 95%% interval\n\n", r.Unit)
 	for _, row := range r.Rows {
+		of := r.Unit
+		if row.Of != "" {
+			of = row.Of
+		}
 		pf("%s\n", row.Title)
-		pf("  A: median %-14s (%d %ss)\n", compare.Format(row.MedianA, row.Unit), len(row.A), r.Unit)
-		pf("  B: median %-14s (%d %ss)\n", compare.Format(row.MedianB, row.Unit), len(row.B), r.Unit)
+		pf("  A: median %-14s (%d %ss)\n", compare.Format(row.MedianA, row.Unit), len(row.A), of)
+		pf("  B: median %-14s (%d %ss)\n", compare.Format(row.MedianB, row.Unit), len(row.B), of)
 		pf("  → %s\n\n", row.Verdict)
 	}
 	if len(r.Rows) == 0 {

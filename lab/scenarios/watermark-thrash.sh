@@ -1,7 +1,8 @@
 # Scenario 2 (incident 3): in the 1 GB guest without swap, a reader streams
 # a 1.5 GB file (sparse: page cache without disk I/O) while two processes
 # allocate 24 MiB bursts (150 of them, 100 ms apart). Recorded at 1 s, once
-# with watermark_scale_factor 10 and once with 200, the same workload.
+# with watermark_scale_factor 10 and once with 200, the same workload;
+# compare reads the two recordings.
 set -u
 step() { read -r up _ < /proc/uptime; echo "step $up: $*" >&2; }
 truncate -s 1536M /mnt/big
@@ -22,4 +23,6 @@ for WSF in 10 200; do
   grep -E '^(kswapd_low_wmark_hit_quickly|allocstall_[a-z0-9]+|pgscan_direct) ' /proc/vmstat > $OUT/vm.after.$WSF
   memdoctor diagnose --from $OUT/md-$WSF.db --json > $OUT/diagnose-$WSF.json 2> $OUT/diagnose-$WSF.err
 done
+memdoctor compare --json $OUT/md-10.db $OUT/md-200.db > $OUT/compare.json 2> $OUT/compare.err
+memdoctor compare $OUT/md-10.db $OUT/md-200.db > $OUT/compare.txt 2>> $OUT/compare.err
 step done

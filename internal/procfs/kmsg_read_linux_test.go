@@ -1,0 +1,71 @@
+package procfs
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A saved log (the lab's) reads whole, and the byte bound keeps the newest
+// whole records.
+func TestReadKmsgFileAndBounds(t *testing.T) {
+	want, err := os.ReadFile("testdata/kmsg-oom-memcg-6.1.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadKmsg("testdata/kmsg-oom-memcg-6.1.txt", MaxKmsgRecords, MaxKmsgBytes)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes (%v), want %d", len(got), err, len(want))
+	}
+	small, err := ReadKmsg("testdata/kmsg-oom-memcg-6.1.txt", MaxKmsgRecords, 1000)
+	if err != nil || len(small) > 1000 || len(small) == 0 || !bytes.HasSuffix(want, small) {
+		t.Fatalf("bounded read: %d bytes (%v)", len(small), err)
+	}
+	if i := bytes.Index(want, small); i > 0 && want[i-1] != '\n' {
+		t.Errorf("bounded read starts inside a record")
+	}
+	if _, err := ReadKmsg("testdata/no-such-log", 10, 10); !IsNotExist(err) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+// The live /dev/kmsg: the read ends (it does not block for new records),
+// starts at the ring's oldest record, and holds what dmesg shows last.
+func TestReadKmsgLive(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reading /dev/kmsg needs CAP_SYSLOG here")
+	}
+	if _, err := os.Stat("/dev/kmsg"); err != nil {
+		t.Skip("no /dev/kmsg:", err)
+	}
+	start := time.Now()
+	data, err := ReadKmsg("/dev/kmsg", MaxKmsgRecords, MaxKmsgBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("read took %v", d)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) == 0 || !strings.Contains(lines[0], ";") {
+		t.Fatalf("no records: %q", data)
+	}
+	ts, _ := kmsgText(lines[0])
+	if ts < 0 {
+		t.Fatalf("first record %q has no time", lines[0])
+	}
+	out, err := exec.Command("dmesg").Output()
+	if err != nil {
+		t.Skip("no dmesg:", err)
+	}
+	dl := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	// The first record dmesg shows (the ring's oldest) is in the read.
+	_, first := kmsgText(dl[0])
+	if !strings.Contains(string(data), first) {
+		t.Errorf("dmesg's first record %q is not in the read (read starts %q)", first, lines[0])
+	}
+	t.Logf("%d records, %d bytes, in %v", len(lines), len(data), time.Since(start))
+}
