@@ -399,6 +399,15 @@ func TestRecordingsDiagnosed(t *testing.T) {
 		compress(t, c.db, z, factor)
 		rep := diagnoseJSON(t, z)
 		f := finding(rep, "dying_cgroups")
+		// On a host that already has dying cgroups the rule also reports
+		// their count; the growth is the finding this recording is about.
+		for i := range rep.Findings {
+			if g := &rep.Findings[i]; g.ID == "dying_cgroups" {
+				if _, ok := evidence(g, "memory_cgroups_per_day"); ok {
+					f = g
+				}
+			}
+		}
 		switch {
 		case c.fire && f == nil:
 			t.Errorf("%s: dying_cgroups did not fire; findings %+v notes %+v", filepath.Base(c.db), rep.Findings, rep.Notes)

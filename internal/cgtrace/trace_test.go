@@ -329,11 +329,12 @@ func TestTraceMemcgReclaimStalls(t *testing.T) {
 	}()
 	time.Sleep(500 * time.Millisecond)
 	// The writer's memory cgroup is read from /proc when the tracer drains
-	// its ring buffer (every 100 ms): conv=fsync keeps dd alive for the
-	// writeback after its stalls, so a loaded host still finds it there.
+	// its ring buffer (every 100 ms), so a writer gone by then has none:
+	// dd waits a second for the end of its input after writing, and is
+	// still there to be read.
 	write := func(cg, bin, out string) {
 		t.Helper()
-		cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" if=/dev/zero of="$3" bs=1M count=96 conv=fsync status=none`, "w", cg, bin, out)
+		cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && { head -c 96M /dev/zero; sleep 1; } | "$2" of="$3" bs=1M iflag=fullblock status=none`, "w", cg, bin, out)
 		if o, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %s", err, o)
 		}

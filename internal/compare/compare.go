@@ -222,6 +222,9 @@ func PromGroups(ctx context.Context, c *prom.Client, selA, selB, match string, e
 	}
 	a, b = Values{}, Values{}
 	for _, m := range Metrics {
+		if qs[m.ID] == "" {
+			continue // measured from recordings only (the reclaim rates of Parts)
+		}
 		v, err := c.Query(ctx, qs[m.ID], end)
 		if err != nil {
 			return nil, nil, err
