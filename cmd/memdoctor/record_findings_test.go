@@ -60,7 +60,9 @@ func TestRecorderServesFindings(t *testing.T) {
 		}
 	}
 	before := dyingOf(t)
-	quiet := before < 100 && !strings.Contains(body, `memdoctor_finding{id="dying_cgroups"`)
+	// The finding fires from 100; a host within 50 of that (its own churn
+	// adds some while the test runs) cannot show it going.
+	quiet := before < 50 && !strings.Contains(body, `memdoctor_finding{id="dying_cgroups"`)
 	if !quiet {
 		t.Logf("host already has %d dying memory cgroups: the quiet state is not checked", before)
 	}
