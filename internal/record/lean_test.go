@@ -77,9 +77,9 @@ func TestReleaseExecutablePagesPIE(t *testing.T) {
 	if os.Getenv("MEMDOCTOR_PIE_CHILD") != "" {
 		t.Skip("already the PIE build")
 	}
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		t.Skip("no Go toolchain to build a PIE")
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no Go toolchain on PATH to build a PIE")
 	}
 	cmd := exec.Command(gobin, "test", "-buildmode=pie", "-count=1", "-run", "^(TestReleaseExecutablePages|TestSettleAfterSampleAndScrape)$", ".")
 	cmd.Env = append(os.Environ(), "MEMDOCTOR_PIE_CHILD=1")
