@@ -152,7 +152,7 @@ func TestScrapeCredentialsRedacted(t *testing.T) {
 	// A refused scrape is named without its secrets too.
 	bad := strings.Replace(scrape, secret+"@", "wrong@", 1)
 	out, errOut, _ := runCLI(t, "check", "--gc-interval", "0", "--scrape", bad)
-	if strings.Contains(out+errOut, secret) || !strings.Contains(out, "401") {
+	if strings.Contains(out+errOut, secret) || !strings.Contains(out, "HTTP 401") {
 		t.Errorf("failed scrape: secret shown or failure not noted:\n%s", out)
 	}
 
@@ -207,7 +207,7 @@ func TestScrapeCredentialsFromFiles(t *testing.T) {
 		if strings.Contains(out+errOut, secret) {
 			t.Errorf("%v: the secret is shown", auth)
 		}
-		refused := strings.Contains(out, "401")
+		refused := strings.Contains(out, "HTTP 401")
 		if refused != (auth == nil) {
 			t.Errorf("%v: scrape refused=%v\n%s%s", auth, refused, out, errOut)
 		}

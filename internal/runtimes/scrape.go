@@ -95,7 +95,11 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape %s: HTTP %s (check the path: usually /metrics)", shown, resp.Status)
+		hint := "check the path: usually /metrics"
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			hint = "the service wants credentials: --scrape-token-file, or --scrape-user with --scrape-password-file"
+		}
+		return nil, fmt.Errorf("scrape %s: HTTP %s (%s)", shown, resp.Status, hint)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
 	if err != nil {
