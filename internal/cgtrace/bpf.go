@@ -13,7 +13,6 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
-	"golang.org/x/sys/unix"
 )
 
 // Layout of struct event in cgtrace.c, from its generated Go twin.
@@ -33,6 +32,9 @@ var (
 const (
 	commLen = 16
 	pathLen = 160
+	// bpfStatsRunTime is BPF_STATS_RUN_TIME of linux/bpf.h (named here so
+	// the package builds where x/sys/unix lacks Linux's constants).
+	bpfStatsRunTime = 0
 )
 
 // cstr is the NUL-terminated string at the start of b.
@@ -129,7 +131,7 @@ func runBPF(ctx context.Context, opt Options, agg *aggregator) (*Summary, error)
 	}
 	defer t.Close()
 	if opt.KernelStats {
-		if st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
+		if st, err := ebpf.EnableStats(bpfStatsRunTime); err == nil {
 			defer func() { _ = st.Close() }()
 		}
 	}

@@ -1,4 +1,4 @@
-//go:build linux && !amd64
+//go:build !linux || !amd64
 
 package inject
 
@@ -29,7 +29,7 @@ type Session struct {
 }
 
 func unsupported() error {
-	return fmt.Errorf("%w: calling into a process is implemented for x86-64 only (this is %s)", ErrUnsupported, runtime.GOARCH)
+	return fmt.Errorf("%w: calling into a process is implemented for Linux on x86-64 only (this is %s/%s)", ErrUnsupported, runtime.GOOS, runtime.GOARCH)
 }
 
 // With is refused on this architecture.
@@ -62,6 +62,9 @@ func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint
 
 // Detach does nothing.
 func (s *Session) Detach() error { return nil }
+
+// WindDown marks the calls that follow as cleanup (no calls are made here).
+func (s *Session) WindDown() {}
 
 // Canary is refused.
 func Canary() error { return unsupported() }

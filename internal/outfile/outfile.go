@@ -113,7 +113,7 @@ func kindOK(path string, fi os.FileInfo) (through bool, err error) {
 		if !ok {
 			return false, fmt.Errorf("%w: %s is a character device", ErrRefused, path)
 		}
-		major, minor := unix.Major(st.Rdev), unix.Minor(st.Rdev)
+		major, minor := unix.Major(uint64(st.Rdev)), unix.Minor(uint64(st.Rdev)) // int32 on some systems
 		if harmlessChar(major, minor) {
 			return true, nil
 		}

@@ -56,7 +56,7 @@ func Open(path string) (*os.File, error) {
 	}
 	if k := st.Mode & unix.S_IFMT; k != unix.S_IFREG && k != unix.S_IFDIR {
 		_ = unix.Close(fd)
-		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, kind(k))}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, kind(uint32(k)))}
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
