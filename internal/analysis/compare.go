@@ -153,8 +153,10 @@ func reclaimValues(group string, ws []*sample.Window, parts bool, v compare.Valu
 		if whole.Short() {
 			short = ": too short a span for daily rates, the per-day figures extrapolate these counts"
 		}
-		notes = append(notes, fmt.Sprintf("group %s, %s: %.0f quick kswapd wake-ups, %.0f direct-reclaim stalls, %.0f pages scanned directly in %s%s",
-			group, w.Instance, whole.Counts["kswapd_low_wmark_hit_quickly"], whole.Counts["allocstall"], whole.Counts["pgscan_direct"],
+		notes = append(notes, fmt.Sprintf("group %s, %s: %s, %s, %s directly in %s%s",
+			group, w.Instance, human.Count(whole.Counts["kswapd_low_wmark_hit_quickly"], "quick kswapd wake-up", "quick kswapd wake-ups"),
+			human.Count(whole.Counts["allocstall"], "direct-reclaim stall", "direct-reclaim stalls"),
+			human.Count(whole.Counts["pgscan_direct"], "page scanned", "pages scanned"),
 			human.Duration(time.Duration(whole.Seconds*float64(time.Second))), short))
 	}
 	return notes

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
@@ -77,10 +78,14 @@ func TestCompareReclaimRecordings(t *testing.T) {
 	// The counts over the 30 s the 31 samples span.
 	notes := strings.Join(res.Notes, "\n")
 	for _, want := range []string{
-		fmt.Sprintf("group A, lab: %.0f quick kswapd wake-ups, %.0f direct-reclaim stalls, %.0f pages scanned directly in 30s: too short",
-			rises(ha, 30), rises(sa, 30), rises(pa, 30)),
-		fmt.Sprintf("group B, lab: %.0f quick kswapd wake-ups, %.0f direct-reclaim stalls, %.0f pages scanned directly in 30s: too short",
-			rises(hb, 30), rises(sb, 30), rises(pb, 30))} {
+		fmt.Sprintf("group A, lab: %s, %s, %s directly in 30s: too short",
+			human.Count(rises(ha, 30), "quick kswapd wake-up", "quick kswapd wake-ups"),
+			human.Count(rises(sa, 30), "direct-reclaim stall", "direct-reclaim stalls"),
+			human.Count(rises(pa, 30), "page scanned", "pages scanned")),
+		fmt.Sprintf("group B, lab: %s, %s, %s directly in 30s: too short",
+			human.Count(rises(hb, 30), "quick kswapd wake-up", "quick kswapd wake-ups"),
+			human.Count(rises(sb, 30), "direct-reclaim stall", "direct-reclaim stalls"),
+			human.Count(rises(pb, 30), "page scanned", "pages scanned"))} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}

@@ -143,8 +143,8 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 		return nil
 	}
 	fd := Finding{ID: "available_memory_decline", Severity: sev, Subject: subject(w, "host"),
-		Summary: fmt.Sprintf("available memory falls %s per day (p=%s over %s); %s left, exhausted in about %.0f days",
-			human.Bytes(int64(-f.Slope)), Number(f.P), spanText(avail), human.Bytes(int64(last)), days),
+		Summary: fmt.Sprintf("available memory falls %s per day (p=%s over %s); %s left, exhausted in about %s",
+			human.Bytes(int64(-f.Slope)), Number(f.P), spanText(avail), human.Bytes(int64(last)), human.Count(days, "day", "days")),
 		Evidence: []Evidence{
 			ev("mem_available_slope_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),

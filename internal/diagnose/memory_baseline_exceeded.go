@@ -139,7 +139,7 @@ func (memoryBaselineExceeded) Eval(in *Input) []Finding {
 	}
 	days, peaks := DailyPeaks(avail.Points, used)
 	if len(days) < baselineDays+1 {
-		in.Note("memory_baseline_exceeded", fmt.Sprintf("%d days with data: the baseline needs %d", len(days), baselineDays+1), "record longer")
+		in.Note("memory_baseline_exceeded", fmt.Sprintf("%s with data: the baseline needs %d", human.Count(float64(len(days)), "day", "days"), baselineDays+1), "record longer")
 		return nil
 	}
 	var out []Finding

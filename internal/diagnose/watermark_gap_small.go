@@ -139,8 +139,9 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 		ev("pgscan_direct_per_day", r.Judged("pgscan_direct"), "per_day"),
 	}
 	if r.PerDay != nil && r.Short() {
-		seen = fmt.Sprintf("%.0f direct-reclaim stalls and %.0f quick low-watermark wake-ups in %s (too short a span for daily rates)",
-			r.Counts["allocstall"], r.Counts["kswapd_low_wmark_hit_quickly"], humanSeconds(r.Seconds))
+		seen = fmt.Sprintf("%s and %s in %s (too short a span for daily rates)",
+			human.Count(r.Counts["allocstall"], "direct-reclaim stall", "direct-reclaim stalls"),
+			human.Count(r.Counts["kswapd_low_wmark_hit_quickly"], "quick low-watermark wake-up", "quick low-watermark wake-ups"), humanSeconds(r.Seconds))
 		rates = []Evidence{
 			ev("kswapd_low_wmark_hit_quickly_count", r.Counts["kswapd_low_wmark_hit_quickly"], "count"),
 			ev("allocstall_count", r.Counts["allocstall"], "count"),

@@ -117,10 +117,10 @@ func (r reclaimRates) judged() (hits, stalls float64) {
 // describe says what was seen, as rates or, on a short span, as counts.
 func (r reclaimRates) describe() string {
 	if r.short() {
-		return fmt.Sprintf("%.0f quick kswapd wake-ups and %.0f direct-reclaim stalls in %s (too short a span for daily rates)",
-			r.nHits, r.nStalls, humanSeconds(r.seconds))
+		return fmt.Sprintf("%s and %s in %s (too short a span for daily rates)",
+			human.Count(r.nHits, "quick kswapd wake-up", "quick kswapd wake-ups"), human.Count(r.nStalls, "direct-reclaim stall", "direct-reclaim stalls"), humanSeconds(r.seconds))
 	}
-	return fmt.Sprintf("%.0f quick kswapd wake-ups and %.0f direct-reclaim stalls a day (over %.1f days)", r.hits, r.stalls, r.days)
+	return fmt.Sprintf("%s and %s a day (over %.1f days)", human.Count(r.hits, "quick kswapd wake-up", "quick kswapd wake-ups"), human.Count(r.stalls, "direct-reclaim stall", "direct-reclaim stalls"), r.days)
 }
 
 func reclaimOver(w *sample.Window, sp span) reclaimRates {

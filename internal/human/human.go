@@ -60,3 +60,13 @@ func Duration(d time.Duration) string {
 	}
 	return d.Round(time.Second).String()
 }
+
+// Count renders a count with its noun in the right number: "1 stall",
+// "0 stalls", "3 stalls" (n is rounded to a whole number first).
+func Count(n float64, one, many string) string {
+	s := strconv.FormatFloat(n, 'f', 0, 64)
+	if s == "1" || s == "-1" {
+		return s + " " + one
+	}
+	return s + " " + many
+}

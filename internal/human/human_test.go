@@ -54,3 +54,14 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		n    float64
+		want string
+	}{{0, "0 stalls"}, {1, "1 stall"}, {0.6, "1 stall"}, {1.4, "1 stall"}, {2, "2 stalls"}, {1.5, "2 stalls"}, {-1, "-1 stall"}, {191, "191 stalls"}} {
+		if got := Count(c.n, "stall", "stalls"); got != c.want {
+			t.Errorf("Count(%v) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
