@@ -248,7 +248,7 @@ func (r Reader) ReadBrief(b Brief) Memory {
 			m.EventsLocal[k] = v
 		}
 	}
-	if data, err := r.FS.ReadFile(r.file(cg, "memory.pressure")); err == nil {
+	if data, err := r.FS.ReadSmall(r.file(cg, "memory.pressure")); err == nil {
 		if p, err := procfs.ParsePSI(data, r.file(cg, "memory.pressure")); err == nil {
 			m.Pressure = p
 			m.Has["pressure"] = true

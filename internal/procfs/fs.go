@@ -55,6 +55,18 @@ func (f FS) ReadFile(name string) ([]byte, error) {
 	return fs.ReadFile(f.fsys, clean(name))
 }
 
+// ReadSmall reads a small kernel file (a cgroup's memory.* file): on the
+// live host in one open, read and close (safeio.ReadSmall), elsewhere as
+// ReadFile.
+func (f FS) ReadSmall(name string) ([]byte, error) {
+	if s, ok := f.fsys.(interface {
+		ReadSmall(name string) ([]byte, error)
+	}); ok {
+		return s.ReadSmall(clean(name))
+	}
+	return f.ReadFile(name)
+}
+
 // ReadDir lists a directory.
 func (f FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return fs.ReadDir(f.fsys, clean(name))
