@@ -2,9 +2,12 @@ package safeio
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -132,5 +135,48 @@ func TestReadSmallRefuses(t *testing.T) {
 	}
 	if b, err := ReadSmall("/proc/self/status", Config); err != nil || !bytes.Contains(b, []byte("VmRSS")) {
 		t.Errorf("/proc/self/status: %v", err)
+	}
+}
+
+// TestDir: files read relative to an open directory, its subdirectories
+// listed (not its files, nor a link to a directory), a missing file is
+// fs.ErrNotExist, and a FIFO is refused.
+func TestDir(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"cg/a", "cg/b", "cg/b/c"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "cg/memory.current"), []byte("4096\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "cg/a"), filepath.Join(root, "cg/link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mkfifo(filepath.Join(root, "cg/memory.stat")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDirFS(root, Config).OpenDir("cg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if b, err := d.ReadSmall("memory.current"); err != nil || string(b) != "4096\n" {
+		t.Errorf("memory.current: %q, %v", b, err)
+	}
+	if _, err := d.ReadSmall("memory.max"); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "cg/memory.max") {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := d.ReadSmall("memory.stat"); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("fifo: %v", err)
+	}
+	subs, err := d.SubDirs()
+	sort.Strings(subs)
+	if err != nil || strings.Join(subs, ",") != "a,b" {
+		t.Errorf("subdirectories: %v, %v; want a,b", subs, err)
+	}
+	if _, err := NewDirFS(root, Config).OpenDir("cg/memory.current"); err == nil {
+		t.Error("a file opened as a directory")
 	}
 }
