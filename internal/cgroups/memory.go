@@ -21,7 +21,9 @@
 // is the "max" event (usage hit the limit) and oom_control's oom_kill the
 // "oom_kill" event; unlike v2's, both count only where the limit was hit,
 // not in the ancestors. Files go through procfs (bounded reads of regular
-// files) and the fuzzed parsers there.
+// files) and the fuzzed parsers there; on the live host each cgroup's
+// directory is opened once and its files are read relative to it (openat,
+// one read, close: no path walk per file).
 package cgroups
 
 import (
