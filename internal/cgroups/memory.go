@@ -21,7 +21,9 @@
 // is the "max" event (usage hit the limit) and oom_control's oom_kill the
 // "oom_kill" event; unlike v2's, both count only where the limit was hit,
 // not in the ancestors. Files go through procfs (bounded reads of regular
-// files) and the fuzzed parsers there.
+// files) and the fuzzed parsers there; on the live host each cgroup's
+// directory is opened once and its files are read relative to it (openat,
+// one read, close: no path walk per file).
 package cgroups
 
 import (
@@ -95,29 +97,74 @@ type Reader struct {
 }
 
 func (r Reader) file(cg, name string) string {
-	if cg == "/" {
-		return r.Root + "/" + name
-	}
-	return r.Root + cg + "/" + name
+	return r.dirName(cg) + "/" + name
 }
 
-func (r Reader) int(cg, name string) (int64, bool) {
-	v, err := r.FS.CgroupInt(r.file(cg, name))
+func (r Reader) dirName(cg string) string {
+	if cg == "/" {
+		return r.Root
+	}
+	return r.Root + cg
+}
+
+// files reads one cgroup's files through its open directory (one path
+// walk for the cgroup, none per file).
+type files struct {
+	r  Reader
+	cg string
+	d  procfs.Dir
+}
+
+// open opens a cgroup's directory; ok is false when it is gone.
+func (r Reader) open(cg string) (files, bool) {
+	d, err := r.FS.OpenDir(r.dirName(cg))
+	if err != nil {
+		return files{}, false
+	}
+	return files{r, cg, d}, true
+}
+
+func (f files) close() { _ = f.d.Close() } // read-only
+
+func (f files) int(name string) (int64, bool) {
+	data, err := f.d.ReadSmall(name)
 	if err != nil {
 		return 0, false
 	}
-	if r.V1 && v >= v1Unlimited {
+	v, err := procfs.ParseCgroupInt(data, f.r.file(f.cg, name))
+	if err != nil {
+		return 0, false
+	}
+	if f.r.V1 && v >= v1Unlimited {
 		v = Unlimited
 	}
 	return v, true
 }
 
+func (f files) kv(name string) (procfs.KV, bool) {
+	data, err := f.d.ReadSmall(name)
+	if err != nil {
+		return procfs.KV{}, false
+	}
+	kv, err := procfs.ParseKV(data, f.r.file(f.cg, name))
+	return kv, err == nil
+}
+
+func (f files) usage() (int64, bool) {
+	if f.r.V1 {
+		return f.int("memory.usage_in_bytes")
+	}
+	return f.int("memory.current")
+}
+
 // Usage reads only the usage file: the cheap pass over every cgroup.
 func (r Reader) Usage(cg string) (int64, bool) {
-	if r.V1 {
-		return r.int(cg, "memory.usage_in_bytes")
+	f, ok := r.open(cg)
+	if !ok {
+		return 0, false
 	}
-	return r.int(cg, "memory.current")
+	defer f.close()
+	return f.usage()
 }
 
 // Brief is what the selection needs of every cgroup: usage, the limit and
@@ -132,23 +179,32 @@ type Brief struct {
 // Brief reads the three files the selection needs; ok is false when the
 // cgroup has no usage file (removed while walking, or no memory controller).
 func (r Reader) Brief(cg string) (b Brief, ok bool) {
-	b = Brief{Path: cg, Limit: Unlimited}
-	if b.Usage, ok = r.Usage(cg); !ok {
+	f, ok := r.open(cg)
+	if !ok {
+		return Brief{Path: cg, Limit: Unlimited}, false
+	}
+	defer f.close()
+	return f.brief()
+}
+
+func (f files) brief() (b Brief, ok bool) {
+	b = Brief{Path: f.cg, Limit: Unlimited}
+	if b.Usage, ok = f.usage(); !ok {
 		return b, false
 	}
 	limit, events := "memory.max", "memory.events"
-	if r.V1 {
+	if f.r.V1 {
 		limit, events = "memory.limit_in_bytes", "memory.oom_control"
 	}
-	if v, ok := r.int(cg, limit); ok {
+	if v, ok := f.int(limit); ok {
 		b.Limit = v
 	}
-	if !r.V1 {
-		if h, ok := r.int(cg, "memory.high"); ok && h != Unlimited && (b.Limit == Unlimited || h < b.Limit) {
+	if !f.r.V1 {
+		if h, ok := f.int("memory.high"); ok && h != Unlimited && (b.Limit == Unlimited || h < b.Limit) {
 			b.Limit = h
 		}
 	}
-	if kv, err := r.FS.CgroupKV(r.file(cg, events)); err == nil {
+	if kv, ok := f.kv(events); ok {
 		b.OOMKills = kv.Value("oom_kill")
 	}
 	return b, true
@@ -157,32 +213,44 @@ func (r Reader) Brief(cg string) (b Brief, ok bool) {
 // Read reads every memory file of one cgroup. A missing file leaves its
 // field unset (Has says); ok is false when the usage file itself is gone.
 func (r Reader) Read(cg string) (m Memory, ok bool) {
-	u, ok := r.Usage(cg)
+	f, ok := r.open(cg)
 	if !ok {
 		return Memory{Path: cg}, false
 	}
-	return r.ReadBrief(Brief{Path: cg, Usage: u}), true
+	defer f.close()
+	u, ok := f.usage()
+	if !ok {
+		return Memory{Path: cg}, false
+	}
+	return f.read(Brief{Path: cg, Usage: u}), true
 }
 
 // ReadBrief reads the rest of a cgroup's files after its Brief, keeping the
 // Brief's usage (one reading of usage per collection: its parts and limit
 // are judged against the same number).
 func (r Reader) ReadBrief(b Brief) Memory {
+	f, ok := r.open(b.Path)
+	if !ok {
+		return Memory{Path: b.Path, V1: r.V1, Max: Unlimited, High: Unlimited, SwapMax: Unlimited, Usage: b.Usage,
+			Stat: map[string]int64{}, Events: map[string]int64{}, Has: map[string]bool{"usage": true}}
+	}
+	defer f.close()
+	return f.read(b)
+}
+
+func (f files) read(b Brief) Memory {
 	cg := b.Path
-	m := Memory{Path: cg, V1: r.V1, Max: Unlimited, High: Unlimited, Low: 0, Min: 0, Peak: 0,
+	m := Memory{Path: cg, V1: f.r.V1, Max: Unlimited, High: Unlimited, Low: 0, Min: 0, Peak: 0,
 		SwapMax: Unlimited, Stat: map[string]int64{}, Events: map[string]int64{}, Has: map[string]bool{"usage": true},
 		Usage: b.Usage}
 	set := func(dst *int64, key, file string) {
-		if v, ok := r.int(cg, file); ok {
+		if v, ok := f.int(file); ok {
 			*dst = v
 			m.Has[key] = true
 		}
 	}
-	kv := func(file string) (procfs.KV, bool) {
-		v, err := r.FS.CgroupKV(r.file(cg, file))
-		return v, err == nil
-	}
-	if r.V1 {
+	kv := f.kv
+	if f.r.V1 {
 		set(&m.Max, "max", "memory.limit_in_bytes")
 		set(&m.Low, "low", "memory.soft_limit_in_bytes")
 		if m.Low == Unlimited {
@@ -190,11 +258,11 @@ func (r Reader) ReadBrief(b Brief) Memory {
 		}
 		set(&m.Peak, "peak", "memory.max_usage_in_bytes")
 		var memsw, memswMax int64
-		if v, ok := r.int(cg, "memory.memsw.usage_in_bytes"); ok {
+		if v, ok := f.int("memory.memsw.usage_in_bytes"); ok {
 			memsw = v
 			m.SwapUsage = max(memsw-m.Usage, 0)
 			m.Has["swap"] = true
-			if l, ok := r.int(cg, "memory.memsw.limit_in_bytes"); ok && l != Unlimited {
+			if l, ok := f.int("memory.memsw.limit_in_bytes"); ok && l != Unlimited {
 				memswMax = l
 				if m.Max != Unlimited {
 					m.SwapMax = max(memswMax-m.Max, 0)
@@ -205,7 +273,7 @@ func (r Reader) ReadBrief(b Brief) Memory {
 			m.Has["stat"] = true
 			m.Stat = v1Stat(st)
 		}
-		if v, ok := r.int(cg, "memory.failcnt"); ok {
+		if v, ok := f.int("memory.failcnt"); ok {
 			m.Events["max"] = v
 			m.Has["events"] = true
 		}
@@ -224,7 +292,7 @@ func (r Reader) ReadBrief(b Brief) Memory {
 	set(&m.Low, "low", "memory.low")
 	set(&m.Min, "min", "memory.min")
 	set(&m.Peak, "peak", "memory.peak")
-	if v, ok := r.int(cg, "memory.swap.current"); ok {
+	if v, ok := f.int("memory.swap.current"); ok {
 		m.SwapUsage = v
 		m.Has["swap"] = true
 		set(&m.SwapMax, "swap", "memory.swap.max")
@@ -248,8 +316,8 @@ func (r Reader) ReadBrief(b Brief) Memory {
 			m.EventsLocal[k] = v
 		}
 	}
-	if data, err := r.FS.ReadFile(r.file(cg, "memory.pressure")); err == nil {
-		if p, err := procfs.ParsePSI(data, r.file(cg, "memory.pressure")); err == nil {
+	if data, err := f.d.ReadSmall("memory.pressure"); err == nil {
+		if p, err := procfs.ParsePSI(data, f.r.file(cg, "memory.pressure")); err == nil {
 			m.Pressure = p
 			m.Has["pressure"] = true
 		}

@@ -1,6 +1,9 @@
 package cgroups
 
-// Scan walks the hierarchy breadth-first and reads every cgroup's Brief,
+import "sort"
+
+// Scan walks the hierarchy breadth-first and reads every cgroup's Brief
+// (through its open directory: one path walk a cgroup),
 // up to maxDirs directories (root included); dirs counts the directories
 // seen, capped says the walk stopped at maxDirs. A cgroup removed while
 // walking is skipped.
@@ -17,17 +20,21 @@ func (r Reader) Scan(maxDirs int) (briefs []Brief, dirs int, capped bool) {
 		if p == "" {
 			p = "/"
 		}
-		if b, ok := r.Brief(p); ok {
+		f, ok := r.open(p)
+		if !ok {
+			continue
+		}
+		if b, ok := f.brief(); ok {
 			briefs = append(briefs, b)
 		}
-		ents, err := r.FS.ReadDir(r.Root + rel)
+		subs, err := f.d.SubDirs()
+		f.close()
 		if err != nil {
 			continue
 		}
-		for _, e := range ents {
-			if e.IsDir() {
-				queue = append(queue, rel+"/"+e.Name())
-			}
+		sort.Strings(subs) // the same walk, whatever order the file system lists
+		for _, name := range subs {
+			queue = append(queue, rel+"/"+name)
 		}
 	}
 	return briefs, dirs, false

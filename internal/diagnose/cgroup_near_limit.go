@@ -58,7 +58,7 @@ func (cgroupNearLimit) Meta() Meta {
 		Reads: []string{"memdoctor_cgroup_memory_limit_bytes", "memdoctor_cgroup_memory_high_bytes", "memdoctor_cgroup_memory_usage_bytes",
 			"memdoctor_cgroup_memory_anon_bytes", "memdoctor_cgroup_memory_file_bytes", "memdoctor_cgroup_memory_stat", "memdoctor_cgroup_owner_info"},
 		Charts:    []string{ChartMemoryCategories},
-		Prefilter: &Prefilter{About: "the latest working set against the limit, per cgroup", Queries: cgroupNearQueries, Score: cgroupNearScore},
+		Prefilter: &Prefilter{About: "the latest working set against the limit, per cgroup and per cadvisor container", Queries: cgroupNearQueries, Score: cgroupNearScore},
 		Alerts:    cgroupNearAlerts,
 		Doc:       fmt.Sprintf("a memory cgroup's working set (usage minus inactive file, as the kubelet computes it) at %d %% of its limit (memory.max, or memory.high when lower; critical at %d %%): page cache alone does not fire", cgroupNearWarnPct, cgroupNearCritPct)}
 }
@@ -182,6 +182,16 @@ func cgroupOwner(s *sample.Scrape, p string) string {
 // layout; for a systemd unit, the unit's own property; for a Kubernetes
 // pod, its spec.
 func cgroupLimitRemedies(p, hier string) []Remedy {
+	if ns, pod, ctr, ok := containerName(p); ok {
+		return []Remedy{{Title: "see what fills it: the container's processes and its memory as the kubelet sees it",
+			Commands: []string{fmt.Sprintf("kubectl top pod %s -n %s --containers", pod, ns),
+				fmt.Sprintf("kubectl describe pod %s -n %s | grep -A3 -E 'Limits|Last State'", pod, ns)},
+			Risk: "none (read-only)"},
+			{Title: "if the workload needs this much, raise the container's memory limit in its pod template; else find why it grew (a leak shows as RSS rising across samples)",
+				Commands: []string{fmt.Sprintf("kubectl get pod %s -n %s -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}'", pod, ns),
+					fmt.Sprintf("kubectl set resources <kind>/<owner> -n %s -c %s --limits=memory=<new limit>", ns, ctr)},
+				Risk: "a higher limit lets the container take memory from the rest of the node (and restarts its pods)"}}
+	}
 	v1 := "/sys/fs/cgroup/memory" + p
 	v2 := "/sys/fs/cgroup" + p
 	var look, raise []string
@@ -213,19 +223,39 @@ func cgroupLimitRemedies(p, hier string) []Remedy {
 	return rs
 }
 
+// containerName splits the name a Kubernetes container read through
+// Prometheus gets (namespace/pod/container, where host cgroups are paths
+// from "/").
+func containerName(p string) (ns, pod, ctr string, ok bool) {
+	if strings.HasPrefix(p, "/") {
+		return "", "", "", false
+	}
+	parts := strings.Split(p, "/")
+	if len(parts) != 3 {
+		return "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], true
+}
+
 // cgroupNearQueries: the latest working set against the limit, the nearest
-// cgroup per instance, for the instances near the threshold only.
+// cgroup per instance, for the instances near the threshold only; the
+// same of cadvisor's containers (its working set is already usage minus
+// inactive file), on the host of their node.
 func cgroupNearQueries(a PrefilterArgs) []PromQuery {
 	ratio := "100 * last_over_time(" + sel("memdoctor_cgroup_memory_working_set_bytes", a.Match) + "[" + a.Latest() + "]) / on (instance, cgroup) last_over_time(" +
 		sel("memdoctor_cgroup_memory_limit_bytes", a.Match) + "[" + a.Latest() + "])"
-	return []PromQuery{{"percent", byInstance(ratio) + " > " + promNum(cgroupNearWarnPct*PrefilterFactor)}}
+	const by = "max by (node, namespace, pod, container) "
+	containers := "100 * " + by + "(last_over_time(" + containerSel(CadvisorWorkingSet, a.Match) + "[" + a.Latest() + "])) / on (node, namespace, pod, container) (" +
+		by + "(last_over_time(" + containerSel(CadvisorLimit, a.Match) + "[" + a.Latest() + "])) > 0)"
+	limit := " > " + promNum(cgroupNearWarnPct*PrefilterFactor)
+	return []PromQuery{{"percent", byInstance(ratio) + limit}, {"container_percent", onHost(containers+limit, a)}}
 }
 
 func cgroupNearScore(v PrefilterValues) float64 {
-	if !v.Has("percent") {
+	if !v.Has("percent") && !v.Has("container_percent") {
 		return 0
 	}
-	return v.V("percent") / cgroupNearWarnPct
+	return max(v.V("percent"), v.V("container_percent")) / cgroupNearWarnPct
 }
 
 func cgroupNearAlerts(o AlertOptions) []Alert {

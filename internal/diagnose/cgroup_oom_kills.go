@@ -44,7 +44,7 @@ func (cgroupOOMKills) Meta() Meta {
 		Reads: []string{"memdoctor_cgroup_memory_limit_bytes", "memdoctor_cgroup_memory_peak_bytes", "memdoctor_cgroup_memory_usage_bytes",
 			"memdoctor_cgroup_owner_info", "node_boot_time_seconds"},
 		Charts:    []string{ChartMemoryCategories},
-		Prefilter: &Prefilter{About: "cgroup OOM kills within the range", Queries: cgroupOOMQueries, Score: cgroupOOMScore},
+		Prefilter: &Prefilter{About: "cgroup OOM kills within the range, and containers' (cadvisor's OOM events, kube-state-metrics' OOMKilled restarts)", Queries: cgroupOOMQueries, Score: cgroupOOMScore},
 		Alerts:    cgroupOOMAlerts,
 		Doc:       "the OOM killer killed a process in a memory cgroup at its limit: since the cgroup was made (check) or within the range (diagnose), per cgroup, with who it belongs to, its limit and peak"}
 }
@@ -179,6 +179,13 @@ func nearest(all []cgKills, d, a string) bool {
 }
 
 func cgroupOOMRemedies(p, hier string) []Remedy {
+	if ns, pod, ctr, ok := containerName(p); ok {
+		rs := []Remedy{{Title: "see the kill: the container's last state (OOMKilled, exit code 137), its restarts, and the node's kernel log",
+			Commands: []string{fmt.Sprintf("kubectl get pod %s -n %s -o jsonpath='{range .status.containerStatuses[?(@.name==\"%s\")]}{.restartCount} {.lastState.terminated.reason} {.lastState.terminated.finishedAt}{\"\\n\"}{end}'", pod, ns, ctr),
+				"journalctl -k | grep -E 'oom-kill:|Killed process'   # on the node"},
+			Risk: "none (read-only)"}}
+		return append(rs, cgroupLimitRemedies(p, hier)...)
+	}
 	rs := []Remedy{{Title: "find the victims: the kernel log names each killed process, its memory and the cgroup whose limit was hit (oom_memcg=)",
 		Commands: []string{fmt.Sprintf("journalctl -k -b | grep -E 'oom-kill:.*oom_memcg=%s[,/]|Memory cgroup out of memory|Killed process'", p),
 			"dmesg -T | grep -E 'oom-kill:|Killed process'   # without a journal (this boot only)"},
@@ -186,12 +193,20 @@ func cgroupOOMRemedies(p, hier string) []Remedy {
 	return append(rs, cgroupLimitRemedies(p, hier)...)
 }
 
-// cgroupOOMQueries: cgroup kills within the range (any is a finding).
+// cgroupOOMQueries: cgroup kills within the range (any is a finding);
+// containers' kills too: cadvisor's OOM events, or kube-state-metrics'
+// restarts of containers whose last termination was OOMKilled, on the host
+// of their node.
 func cgroupOOMQueries(a PrefilterArgs) []PromQuery {
-	return []PromQuery{{"kills", byInstance("increase("+sel("memdoctor_cgroup_memory_events_total", a.Match, `event="oom_kill"`)+"["+a.Window()+"])") + " > 0"}}
+	const by = "max by (namespace, pod, container) "
+	cadvisor := "sum by (node, namespace, pod, container) (increase(" + containerSel(CadvisorOOMEvents, a.Match) + "[" + a.Window() + "])) > 0"
+	ksm := podNode("("+by+"(increase("+sel(KSMRestarts, ContainerMatch(a.Match))+"["+a.Window()+"])) > 0) and on (namespace, pod, container) "+
+		by+"(last_over_time("+sel(KSMLastTerminated, ContainerMatch(a.Match), `reason="OOMKilled"`)+"["+a.Window()+"]))", a)
+	return []PromQuery{{"kills", byInstance("increase("+sel("memdoctor_cgroup_memory_events_total", a.Match, `event="oom_kill"`)+"["+a.Window()+"])") + " > 0"},
+		{"container_kills", onHost("("+cadvisor+") or ("+ksm+")", a)}}
 }
 
-func cgroupOOMScore(v PrefilterValues) float64 { return v.V("kills") }
+func cgroupOOMScore(v PrefilterValues) float64 { return max(v.V("kills"), v.V("container_kills")) }
 
 func cgroupOOMAlerts(o AlertOptions) []Alert {
 	return []Alert{{Name: "MemdoctorCgroupOOMKill",

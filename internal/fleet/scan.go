@@ -361,7 +361,8 @@ var dropLabels = map[model.LabelName]bool{"instance": true, "job": true, model.M
 
 // FetchWindows reads the instances' series the rules read (re: a regexp
 // of their names), over [from, to] every step, one window per instance,
-// in one range query.
+// in one range query; then the Kubernetes containers on their nodes
+// (cadvisor and kube-state-metrics, see containers.go) in four more.
 func FetchWindows(ctx context.Context, c *prom.Client, instances []string, match, re string, from, to time.Time, step time.Duration) (map[string]*sample.Window, error) {
 	var alts []string
 	for _, i := range instances {
@@ -391,6 +392,9 @@ func FetchWindows(ctx context.Context, c *prom.Client, instances []string, match
 			ser.Points[i] = sample.Point{T: int64(p.Timestamp), V: float64(p.Value)}
 		}
 		w.Add(ser)
+	}
+	if err := fetchContainers(ctx, c, instances, match, from, to, step, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

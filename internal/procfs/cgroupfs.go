@@ -24,7 +24,7 @@ package procfs
 // CgroupInt reads a one-number cgroup file (memory.current,
 // memory.usage_in_bytes, ...). "max" reads as -1.
 func (f FS) CgroupInt(name string) (int64, error) {
-	data, err := f.ReadFile(name)
+	data, err := f.ReadSmall(name)
 	if err != nil {
 		return 0, err
 	}
@@ -46,7 +46,7 @@ func ParseCgroupInt(data []byte, file string) (int64, error) {
 
 // CgroupKV reads a key-value cgroup file (memory.stat, cgroup.stat, memory.events).
 func (f FS) CgroupKV(name string) (KV, error) {
-	data, err := f.ReadFile(name)
+	data, err := f.ReadSmall(name)
 	if err != nil {
 		return KV{}, err
 	}

@@ -55,6 +55,67 @@ func (f FS) ReadFile(name string) ([]byte, error) {
 	return fs.ReadFile(f.fsys, clean(name))
 }
 
+// ReadSmall reads a small kernel file (a cgroup's memory.* file): on the
+// live host in one open, read and close (safeio.ReadSmall), elsewhere as
+// ReadFile.
+func (f FS) ReadSmall(name string) ([]byte, error) {
+	if s, ok := f.fsys.(interface {
+		ReadSmall(name string) ([]byte, error)
+	}); ok {
+		return s.ReadSmall(clean(name))
+	}
+	return f.ReadFile(name)
+}
+
+// Dir is an open directory: its small files and its subdirectories.
+type Dir interface {
+	// ReadSmall reads a small file of the directory (see FS.ReadSmall).
+	ReadSmall(file string) ([]byte, error)
+	// SubDirs lists the names of its subdirectories.
+	SubDirs() ([]string, error)
+	Close() error
+}
+
+// OpenDir opens a directory: on the live host one descriptor its files
+// are opened relative to (safeio.Dir: no path walk per file), elsewhere
+// paths below name.
+func (f FS) OpenDir(name string) (Dir, error) {
+	if o, ok := f.fsys.(interface {
+		OpenDir(name string) (*safeio.Dir, error)
+	}); ok {
+		d, err := o.OpenDir(clean(name))
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
+	return pathDir{f, clean(name)}, nil
+}
+
+// pathDir is a Dir of any fs.FS, by path.
+type pathDir struct {
+	f    FS
+	name string
+}
+
+func (d pathDir) ReadSmall(file string) ([]byte, error) { return d.f.ReadSmall(d.name + "/" + file) }
+
+func (d pathDir) SubDirs() ([]string, error) {
+	ents, err := d.f.ReadDir(d.name)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+func (pathDir) Close() error { return nil }
+
 // ReadDir lists a directory.
 func (f FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return fs.ReadDir(f.fsys, clean(name))

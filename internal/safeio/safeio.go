@@ -40,25 +40,35 @@ const (
 // Open opens path for reading, refusing anything but a regular file or a
 // directory without blocking.
 func Open(path string) (*os.File, error) {
+	fd, _, err := openFD(path)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// openFD opens path without blocking and checks its kind: a regular file
+// or a directory (st says which), anything else refused.
+func openFD(path string) (int, *unix.Stat_t, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		// A socket cannot be opened (ENXIO): name what it is.
 		var st unix.Stat_t
 		if unix.Stat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK {
-			return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is a socket", ErrNotRegular)}
+			return -1, nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is a socket", ErrNotRegular)}
 		}
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return -1, nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		_ = unix.Close(fd)
-		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+		return -1, nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if k := st.Mode & unix.S_IFMT; k != unix.S_IFREG && k != unix.S_IFDIR {
 		_ = unix.Close(fd)
-		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, kind(uint32(k)))}
+		return -1, nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, kind(uint32(k)))}
 	}
-	return os.NewFile(uintptr(fd), path), nil
+	return fd, &st, nil
 }
 
 func kind(k uint32) string {
@@ -77,21 +87,79 @@ func kind(k uint32) string {
 	return "not a regular file"
 }
 
-// ReadFile reads a regular file of at most limit bytes.
+// ReadFile reads a regular file of at most limit bytes. It costs open,
+// fstat, the reads and close, and nothing else: the descriptor never
+// becomes an *os.File (which would add fcntl, a second fstat and the
+// poller's registration and removal, a third of the cost of a small cgroup
+// or proc file), and the first read asks for the whole file when its size
+// is known, else a page (proc and cgroup files say 0 or 4096).
 func ReadFile(path string, limit int64) ([]byte, error) {
-	f, err := Open(path)
+	fd, st, err := openFD(path)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = f.Close() }() // read-only
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+	defer func() { _ = unix.Close(fd) }() // read-only
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: it is a directory", ErrNotRegular)}
 	}
-	b, err := ReadAll(f, limit)
-	if err != nil {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	size := int64(4096)
+	if st.Size >= size {
+		size = st.Size + 1 // one more byte: the end is seen in the first read
 	}
-	return b, nil
+	buf := make([]byte, 0, min(size, limit+1))
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: more than %d MiB", ErrTooLarge, limit>>20)}
+			}
+			buf = append(buf, 0)[:len(buf)] // grow
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR { //nolint:errorlint // raw errno from the syscall
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+	}
+	if int64(len(buf)) > limit {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: more than %d MiB", ErrTooLarge, limit>>20)}
+	}
+	return buf, nil
+}
+
+// smallBuf is the first read of ReadSmall: a cgroup file's whole content
+// (memory.stat is under 2 KiB).
+const smallBuf = 4096
+
+// ReadSmall reads a small kernel file (a cgroup's memory.* file, a
+// sysfs attribute) of at most limit bytes in three system calls: open,
+// one read, close. Such files are generated whole by a single show
+// callback, so a read that returns less than was asked is the whole file.
+// The file's kind is checked (fstat) only when the first read does not
+// settle it: empty, an error, or a full buffer (a larger file, which is
+// then read on as ReadFile does). A FIFO, device or socket is still
+// refused, and an open never blocks.
+func ReadSmall(path string, limit int64) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return ReadFile(path, limit) // the same error, with the socket named
+	}
+	buf := make([]byte, min(smallBuf, limit+1))
+	n, err := unix.Read(fd, buf)
+	for err == unix.EINTR { //nolint:errorlint // raw errno from the syscall
+		n, err = unix.Read(fd, buf)
+	}
+	if err == nil && n > 0 && n < len(buf) {
+		_ = unix.Close(fd) // read-only
+		return buf[:n:n], nil
+	}
+	_ = unix.Close(fd) // read-only
+	return ReadFile(path, limit)
 }
 
 // ReadAll reads r to its end, failing with ErrTooLarge past limit bytes.
@@ -152,6 +220,16 @@ func (d DirFS) ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	b, err := ReadFile(p, d.limit)
+	return b, rename(err, name)
+}
+
+// ReadSmall reads a small kernel file (see the function ReadSmall).
+func (d DirFS) ReadSmall(name string) ([]byte, error) {
+	p, err := d.join("read", name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := ReadSmall(p, d.limit)
 	return b, rename(err, name)
 }
 
