@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/diagnose"
+)
+
+// TestCheckCgroupFocus: a unit-like memory cgroup of the test's own, with
+// a 64 MiB limit and a process holding 56 MiB of anon in it, is the whole
+// report of check --cgroup, named by its unit, by its path or by its path
+// under /sys/fs/cgroup: its limits, charge and events, and only the
+// findings about it (its working set near the limit among them). A name
+// one letter off fails, listing the cgroup as a close match.
+func TestCheckCgroupFocus(t *testing.T) {
+	root, v2 := memoryHierarchy(t)
+	if v2 {
+		t.Skip("the test writes v1 limit files")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3")
+	}
+	unit := fmt.Sprintf("memdoctor-focus-%d-%d.service", os.Getpid(), time.Now().UnixNano()%1e6)
+	parent := filepath.Join(root, fmt.Sprintf("memdoctor-focus-%d.slice", os.Getpid()))
+	dir := filepath.Join(parent, unit)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Skipf("cannot make memory cgroups: %v", err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec python3 -c 'import time
+b = bytearray(56 << 20)
+for i in range(0, len(b), 4096): b[i] = 1
+print("ready", flush=True)
+time.sleep(120)'`, dir))
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		for _, d := range []string{dir, parent} {
+			for try := 0; try < 100; try++ {
+				if err := os.Remove(d); err == nil || os.IsNotExist(err) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	})
+	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.Itoa(64<<20)), 0); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := out.Read(buf); err != nil || string(buf) != "ready" {
+		t.Fatalf("workload did not start: %q %v", buf, err)
+	}
+	cg := strings.TrimPrefix(dir, root)
+
+	for _, q := range []string{unit, cg, dir} {
+		start := time.Now()
+		stdout, stderr, code := runCLI(t, "check", "--json", "--top", "0", "--cgroup", q)
+		took := time.Since(start)
+		if code != 0 {
+			t.Fatalf("check --cgroup %s: exit %d: %s", q, code, stderr)
+		}
+		var r diagnose.Report
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("check --cgroup %s: %v", q, took)
+		d := r.Cgroup
+		if d == nil {
+			t.Fatalf("check --cgroup %s: no cgroup in the report", q)
+		}
+		if d.Cgroup != cg || d.Limits["max"] != 64<<20 || d.UsageBytes < 56<<20 || d.Stat["anon"] < 50<<20 {
+			t.Errorf("check --cgroup %s: %+v", q, d)
+		}
+		if d.Owner == nil || d.Owner.Unit != unit {
+			t.Errorf("check --cgroup %s: owner %+v, want unit %s", q, d.Owner, unit)
+		}
+		if _, ok := d.Events["max"]; !ok {
+			t.Errorf("check --cgroup %s: no limit hits (failcnt) among its events: %v", q, d.Events)
+		}
+		near := false
+		for _, f := range r.Findings {
+			if f.Subject != "cgroup "+cg {
+				t.Errorf("check --cgroup %s: a finding about %s: %s", q, f.Subject, f.Summary)
+			}
+			near = near || f.ID == "cgroup_near_limit"
+		}
+		if !near || d.Findings != len(r.Findings) {
+			t.Errorf("check --cgroup %s: findings %+v (counted %d), want its working set near the limit", q, r.Findings, d.Findings)
+		}
+	}
+
+	stdout, stderr, code := runCLI(t, "check", "--top", "0", "--cgroup", unit)
+	if code != 0 && code != 2 {
+		t.Fatalf("check --cgroup %s: exit %d: %s", unit, code, stderr)
+	}
+	for _, want := range []string{"CGROUP " + unit + " (" + cg + ")", "limits: max 64.0 MiB", "findings about it: "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("check --cgroup %s: no %q in\n%s", unit, want, stdout)
+		}
+	}
+
+	typo := strings.Replace(unit, "focus", "focs", 1)
+	_, stderr, code = runCLI(t, "check", "--cgroup", typo)
+	if code == 0 || !strings.Contains(stderr, "no memory cgroup has this path or name") || !strings.Contains(stderr, "close: "+cg) {
+		t.Errorf("check --cgroup %s: exit %d, stderr %q; want an error with %s as a close match", typo, code, stderr, cg)
+	}
+}
