@@ -19,7 +19,8 @@ import (
 // report of check --cgroup, named by its unit, by its path or by its path
 // under /sys/fs/cgroup: its limits, charge and events, and only the
 // findings about it (its working set near the limit among them). A name
-// one letter off fails, listing the cgroup as a close match.
+// one letter off fails, listing the cgroup as a close match. An idle
+// sibling, which check would not read in full, is read when focused on.
 func TestCheckCgroupFocus(t *testing.T) {
 	root, v2 := memoryHierarchy(t)
 	if v2 {
@@ -31,8 +32,14 @@ func TestCheckCgroupFocus(t *testing.T) {
 	unit := fmt.Sprintf("memdoctor-focus-%d-%d.service", os.Getpid(), time.Now().UnixNano()%1e6)
 	parent := filepath.Join(root, fmt.Sprintf("memdoctor-focus-%d.slice", os.Getpid()))
 	dir := filepath.Join(parent, unit)
+	// idle: no process and no limit, so never among the cgroups check
+	// reads in full unless focused on.
+	idle := filepath.Join(parent, "idle-"+unit)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Skipf("cannot make memory cgroups: %v", err)
+	}
+	if err := os.MkdirAll(idle, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec python3 -c 'import time
 b = bytearray(56 << 20)
@@ -44,7 +51,7 @@ time.sleep(120)'`, dir))
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		}
-		for _, d := range []string{dir, parent} {
+		for _, d := range []string{dir, idle, parent} {
 			for try := 0; try < 100; try++ {
 				if err := os.Remove(d); err == nil || os.IsNotExist(err) {
 					break
@@ -110,10 +117,20 @@ time.sleep(120)'`, dir))
 	if code != 0 && code != 2 {
 		t.Fatalf("check --cgroup %s: exit %d: %s", unit, code, stderr)
 	}
-	for _, want := range []string{"CGROUP " + unit + " (" + cg + ")", "limits: max 64.0 MiB", "findings about it: "} {
+	for _, want := range []string{"CGROUP " + unit + " (" + cg + ")", "limits: max 64.0 MiB\n", ", peak ", "findings about it: "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("check --cgroup %s: no %q in\n%s", unit, want, stdout)
 		}
+	}
+
+	r := checkJSON(t, "--top", "0", "--cgroup", "idle-"+unit)
+	if r.Cgroup == nil || r.Cgroup.Cgroup != strings.TrimPrefix(idle, root) || r.Cgroup.PeakBytes == nil {
+		t.Errorf("check --cgroup idle-%s: %+v", unit, r.Cgroup)
+	} else if _, ok := r.Cgroup.Limits["max"]; ok {
+		t.Errorf("check --cgroup idle-%s: a limit where none is set: %v", unit, r.Cgroup.Limits)
+	}
+	if len(r.Findings) != 0 {
+		t.Errorf("check --cgroup idle-%s: findings %+v", unit, r.Findings)
 	}
 
 	typo := strings.Replace(unit, "focus", "focs", 1)

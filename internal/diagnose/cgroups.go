@@ -178,8 +178,12 @@ type CgroupDetail struct {
 	// UsageBytes and WorkingSetBytes as in CgroupUse.
 	UsageBytes      int64  `json:"usage_bytes"`
 	WorkingSetBytes *int64 `json:"working_set_bytes,omitempty"`
-	// Limits by name (max, high, low, min, peak, swap, swap_max), bytes;
-	// an unset limit is absent.
+	// PeakBytes is memory.peak (v1 max_usage_in_bytes), SwapBytes the
+	// swap charged (v2 memory.swap.current, v1 memsw minus usage).
+	PeakBytes *int64 `json:"peak_bytes,omitempty"`
+	SwapBytes *int64 `json:"swap_bytes,omitempty"`
+	// Limits by name (max, high, low, min, swap_max), bytes; an unset
+	// limit is absent.
 	Limits map[string]int64 `json:"limits"`
 	// Stat holds memory.stat's keys memdoctor records (anon, file, shmem,
 	// active/inactive, kernel, slab, workingset_*), in v2 names.
@@ -203,8 +207,9 @@ func CgroupDetailOf(s *sample.Scrape, p string) (d CgroupDetail, ok bool) {
 		return d, false
 	}
 	d = CgroupDetail{Cgroup: p, UsageBytes: int64(u), WorkingSetBytes: optInt(s, "memdoctor_cgroup_memory_working_set_bytes", "cgroup", p),
+		PeakBytes: optInt(s, "memdoctor_cgroup_memory_peak_bytes", "cgroup", p), SwapBytes: optInt(s, "memdoctor_cgroup_memory_swap_bytes", "cgroup", p),
 		Limits: map[string]int64{}, Stat: map[string]int64{}, Events: map[string]int64{}}
-	for name, series := range map[string]string{"max": "limit", "high": "high", "low": "low", "min": "min", "peak": "peak", "swap": "swap", "swap_max": "swap_limit"} {
+	for name, series := range map[string]string{"max": "limit", "high": "high", "low": "low", "min": "min", "swap_max": "swap_limit"} {
 		if v, ok := s.Get("memdoctor_cgroup_memory_"+series+"_bytes", "cgroup", p); ok {
 			d.Limits[name] = int64(v)
 		}

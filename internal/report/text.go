@@ -415,9 +415,16 @@ func cgroupFocus(p *printer, d *diagnose.CgroupDetail) {
 	if d.WorkingSetBytes != nil {
 		ws = hb(*d.WorkingSetBytes)
 	}
-	p.f("  usage %s, working set %s\n", hb(d.UsageBytes), ws)
+	line := fmt.Sprintf("  usage %s, working set %s", hb(d.UsageBytes), ws)
+	if d.PeakBytes != nil {
+		line += ", peak " + hb(*d.PeakBytes)
+	}
+	if d.SwapBytes != nil {
+		line += ", swap " + hb(*d.SwapBytes)
+	}
+	p.f("%s\n", line)
 	var lim []string
-	for _, k := range []string{"max", "high", "low", "min", "peak", "swap", "swap_max"} {
+	for _, k := range []string{"max", "high", "low", "min", "swap_max"} {
 		if v, ok := d.Limits[k]; ok {
 			lim = append(lim, k+" "+hb(v))
 		}
