@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,5 +138,45 @@ time.sleep(120)'`, dir))
 	_, stderr, code = runCLI(t, "check", "--cgroup", typo)
 	if code == 0 || !strings.Contains(stderr, "no memory cgroup has this path or name") || !strings.Contains(stderr, "close: "+cg) {
 		t.Errorf("check --cgroup %s: exit %d, stderr %q; want an error with %s as a close match", typo, code, stderr, cg)
+	}
+}
+
+// TestCheckCgroupFocusCapture: check --cgroup on the kernel lab's capture
+// (cgroup v2): a systemd unit, a container by its id's first 12 digits and
+// a pod by its uid each give that cgroup's accounting, limits, events and
+// pressure and only the findings about it; a path of none fails with close
+// matches.
+func TestCheckCgroupFocusCapture(t *testing.T) {
+	t.Parallel()
+	c := capturePath(t, "cgroups-stalled-6.1-x86_64-v2")
+	const pod = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod3b7e1c2a_94d0_4f8e_a1b2_6c5d4e3f2a1b.slice"
+	for _, tc := range []struct {
+		q, path string
+		finding string
+	}{
+		{"throttled.service", "/system.slice/throttled.service", "cgroup_memory_high_throttled"},
+		{"9a8b7c6d5e4f", pod + "/cri-containerd-9a8b7c6d5e4f30211203f4e5d6c7b8a99a8b7c6d5e4f30211203f4e5d6c7b8a9.scope", "cgroup_memory_pressure"},
+		{"pod 3b7e1c2a-94d0-4f8e-a1b2-6c5d4e3f2a1b", pod, ""},
+	} {
+		r := checkJSON(t, "--capture", c, "--top", "0", "--cgroup", tc.q)
+		d := r.Cgroup
+		if d == nil || d.Cgroup != tc.path || d.UsageBytes <= 0 || d.Pressure["some"]["avg60"] <= 0 || len(d.Events) == 0 {
+			t.Errorf("--cgroup %q: %+v", tc.q, d)
+			continue
+		}
+		var ids []string
+		for _, f := range r.Findings {
+			ids = append(ids, f.ID)
+			if f.Subject != "cgroup "+tc.path {
+				t.Errorf("--cgroup %q: a finding about %s", tc.q, f.Subject)
+			}
+		}
+		if tc.finding != "" && !slices.Contains(ids, tc.finding) {
+			t.Errorf("--cgroup %q: findings %v, want %s", tc.q, ids, tc.finding)
+		}
+	}
+	_, stderr, code := runCLI(t, "check", "--capture", c, "--cgroup", "/system.slice/throtled.service")
+	if code == 0 || !strings.Contains(stderr, "no such cgroup") || !strings.Contains(stderr, "close: /system.slice/throttled.service") {
+		t.Errorf("a misspelt path: exit %d, %q", code, stderr)
 	}
 }

@@ -105,13 +105,14 @@ func lookupUID(s string) (int, error) {
 	return strconv.Atoi(u.Uid)
 }
 
-// check fails on a live host for pids that do not exist and a cgroup path
-// that names no cgroup, before anything is collected.
+// check fails, before anything is collected, on a live host for pids that
+// do not exist, and on any host for a cgroup that names no memory cgroup
+// (a path of another v1 hierarchy still selects processes on a live host).
 func (f *Focus) check(fs procfs.FS, live bool) error {
-	if !live {
-		return nil
-	}
 	for _, pid := range f.parsed.PIDs {
+		if !live {
+			break
+		}
 		if !fs.Exists("proc/" + strconv.Itoa(pid)) {
 			return fmt.Errorf("--pid %d: no such process", pid)
 		}
