@@ -13,7 +13,7 @@ package diagnose
 // MemoryQoS (memory.high at a share of the limit) and podman --memory-
 // reservation set it.
 //
-// Method: on a time range (diagnose, check with two readings), the
+// Method: on a time range (diagnose of a recording or Prometheus), the
 // cgroup's own high events rose between the first and the last reading of
 // the newest boot and its tasks stalled the rule's share of that time; on
 // a snapshot (check), the cgroup has breached memory.high since it was made

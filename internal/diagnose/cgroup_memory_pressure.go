@@ -13,7 +13,7 @@ package diagnose
 //
 // Method: on a snapshot (check), the kernel's own averages: avg10 and avg60
 // both at the threshold say the stall lasts (a burst of a few seconds lifts
-// avg10 only). On a time range (diagnose, check with two readings), the
+// avg10 only). On a time range (diagnose of a recording or Prometheus), the
 // stall counter's increase between the first and the last reading of the
 // newest boot over the time between them: the share of that time. An
 // ancestor is not told when one of its descendants is (the descendant is
