@@ -77,7 +77,7 @@ var allowed = map[string][]string{
 	"compare": {"human", "prom", "promql", "sample", "stats"},
 	// The use cases: what commands call (cmd/memdoctor parses flags and
 	// renders; this opens, resolves windows and steps, diagnoses, merges).
-	"analysis": {"alerts", "capture", "cgtrace", "collect", "compare", "diagnose", "fleet", "heapprof", "htmlreport", "human", "malloc", "outfile", "pagescan", "procfs", "termsafe",
+	"analysis": {"alerts", "capture", "cgroups", "cgtrace", "collect", "compare", "diagnose", "fleet", "heapprof", "htmlreport", "human", "malloc", "outfile", "pagescan", "procfs", "termsafe",
 		"prom", "promql", "runtimes", "safeio", "sample", "source", "store", "treat"},
 	// Remedies that change the host: a running process' allocator (malloc, trim,
 	// check --malloc) and dying cgroups (reclaim).

@@ -28,6 +28,7 @@ type report struct {
 type finding struct {
 	ID       string `json:"id"`
 	Severity string `json:"severity"`
+	Subject  string `json:"subject"`
 	Summary  string `json:"summary"`
 	Evidence []struct {
 		Name  string  `json:"name"`
@@ -43,6 +44,16 @@ type finding struct {
 func (r *report) finding(id string) *finding {
 	for i := range r.Findings {
 		if r.Findings[i].ID == id {
+			return &r.Findings[i]
+		}
+	}
+	return nil
+}
+
+// about returns the finding of a rule about one subject (nil: none).
+func (r *report) about(id, subject string) *finding {
+	for i := range r.Findings {
+		if r.Findings[i].ID == id && r.Findings[i].Subject == subject {
 			return &r.Findings[i]
 		}
 	}

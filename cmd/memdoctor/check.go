@@ -40,6 +40,7 @@ be in the top N by PSS.`,
   memdoctor check --users --top 0              # per-user totals (smem -u), no process table
   memdoctor check --pid 4242,4243 --json
   memdoctor check --cgroup /system.slice/nginx.service --sort swap
+  memdoctor check --cgroup nginx.service --top 0   # one cgroup: limits, charge, events, pressure, its findings
   memdoctor check --scan-pages       # root: how much page cache pins the dying cgroups
   memdoctor check --trace 30s        # root: who creates and removes memory cgroups, at what rate
   memdoctor check --malloc 3          # also read malloc_info of the 3 largest glibc processes (pauses each for ms)

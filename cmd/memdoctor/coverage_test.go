@@ -97,7 +97,7 @@ func TestCheckSaysCoverageUpFront(t *testing.T) {
 	if !strings.Contains(h, "rules: ") || !strings.Contains(h, fmt.Sprintf(" of %d evaluated", len(diagnose.Rules()))) {
 		t.Errorf("the head does not say how many rules ran:\n%s", h)
 	}
-	if strings.Contains(h, "slabinfo") || strings.Contains(h, "pressure") {
+	if strings.Contains(h, "slabinfo") || strings.Contains(h, "proc/pressure") {
 		t.Errorf("slabinfo or PSI called unread in a capture that holds them:\n%s", h)
 	}
 	if !strings.Contains(h, "need a time range") || !strings.Contains(h, "available_memory_decline") {

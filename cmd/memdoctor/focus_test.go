@@ -211,7 +211,7 @@ func TestCheckFocusAndSort(t *testing.T) {
 		{[]string{"--user", "--sort"}, `--user needs a value, but is followed by the flag --sort`},
 		{[]string{"--sort", "vss"}, "want one of pss, uss, rss, swap"},
 		{[]string{"--cgroup", "/no/such/memdoctor.slice"}, "no such cgroup"},
-		{[]string{"--cgroup", "relative"}, "want an absolute path"},
+		{[]string{"--cgroup", "relative"}, "no memory cgroup has this path or name"},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"check"}, c.args...)...)
 		if code == 0 || !strings.Contains(errOut, c.want) {

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"errors"
 	"fmt"
 	"os/user"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/procfs"
@@ -27,6 +29,9 @@ type Focus struct {
 	Users  bool
 
 	parsed collect.ProcessFocus
+	// cgroup is the memory cgroup --cgroup resolved to (relative to the
+	// memory hierarchy's root), "" when none.
+	cgroup string
 }
 
 // flagValue rejects a value that is another flag: `--pid --json` must not
@@ -63,11 +68,8 @@ func (f *Focus) Parse(top int) error {
 		}
 	}
 	if f.Cgroup != "" {
-		if err := flagValue("--cgroup", f.Cgroup, "a cgroup path"); err != nil {
+		if err := flagValue("--cgroup", f.Cgroup, "a cgroup path or name"); err != nil {
 			return err
-		}
-		if !strings.HasPrefix(f.Cgroup, "/") {
-			return fmt.Errorf("--cgroup %q: want an absolute path, as in /proc/PID/cgroup (/system.slice/x.service) or under /sys/fs/cgroup", f.Cgroup)
 		}
 		pf.Cgroup = f.Cgroup
 	}
@@ -81,8 +83,8 @@ func (f *Focus) Parse(top int) error {
 		}
 		pf.UID = &uid
 	}
-	if pf.Active() && top == 0 && !f.Users {
-		return fmt.Errorf("--pid, --cgroup and --user select processes to show: use them with --top above 0 (or --users)")
+	if (len(pf.PIDs) > 0 || pf.UID != nil) && top == 0 && !f.Users {
+		return fmt.Errorf("--pid and --user select processes to show: use them with --top above 0 (or --users)")
 	}
 	f.parsed = pf
 	return nil
@@ -103,40 +105,125 @@ func lookupUID(s string) (int, error) {
 	return strconv.Atoi(u.Uid)
 }
 
-// check fails on a live host for pids that do not exist and a cgroup path
-// that names no cgroup, before anything is collected.
+// check fails, before anything is collected, on a live host for pids that
+// do not exist, and on any host for a cgroup that names no memory cgroup
+// (a path of another v1 hierarchy still selects processes on a live host).
 func (f *Focus) check(fs procfs.FS, live bool) error {
-	if !live {
-		return nil
-	}
 	for _, pid := range f.parsed.PIDs {
+		if !live {
+			break
+		}
 		if !fs.Exists("proc/" + strconv.Itoa(pid)) {
 			return fmt.Errorf("--pid %d: no such process", pid)
 		}
 	}
-	if cg := f.parsed.Cgroup; cg != "" {
-		if strings.HasPrefix(cg, "/sys/fs/cgroup") {
-			if !fs.Exists(strings.TrimPrefix(cg, "/")) {
-				return fmt.Errorf("--cgroup %s: no such cgroup directory", cg)
-			}
-			return nil
-		}
-		// A /proc/PID/cgroup path: a directory under the v2 root or a v1
-		// hierarchy's mount.
-		dirs := []string{"sys/fs/cgroup" + cg}
-		if ents, err := fs.ReadDir("sys/fs/cgroup"); err == nil {
-			for _, e := range ents {
-				dirs = append(dirs, "sys/fs/cgroup/"+e.Name()+cg)
-			}
-		}
-		for _, d := range dirs {
-			if fs.Exists(strings.TrimSuffix(d, "/")) {
-				return nil
-			}
-		}
-		return fmt.Errorf("--cgroup %s: no such cgroup (not under /sys/fs/cgroup; see /proc/PID/cgroup for a process' path)", cg)
+	if f.parsed.Cgroup != "" {
+		return f.resolveCgroup(fs, live)
 	}
 	return nil
+}
+
+// memoryHierarchy is the FS-relative mount point of the hierarchy holding
+// the memory controller, as the collector reads it: v1's memory hierarchy
+// when mounted (hybrid hosts too), else the unified one.
+func memoryHierarchy(fs procfs.FS) (root string, v1 bool, ok bool) {
+	if fs.Exists("sys/fs/cgroup/memory/memory.usage_in_bytes") {
+		return "sys/fs/cgroup/memory", true, true
+	}
+	if fs.Exists("sys/fs/cgroup/cgroup.controllers") {
+		return "sys/fs/cgroup", false, true
+	}
+	return "", false, false
+}
+
+// maxFocusDirs bounds the walk that resolves --cgroup.
+const maxFocusDirs = 100000
+
+// resolveCgroup turns --cgroup (a path as in /proc/PID/cgroup, a path
+// under /sys/fs/cgroup, or a name: systemd unit, pod, container id) into a
+// memory cgroup whose accounting check shows, and the processes' focus.
+// A name must match one memory cgroup; a path that is no memory cgroup
+// (another v1 hierarchy's) still selects processes on a live host.
+func (f *Focus) resolveCgroup(fs procfs.FS, live bool) error {
+	q := f.parsed.Cgroup
+	root, v1, ok := memoryHierarchy(fs)
+	isPath := strings.HasPrefix(q, "/")
+	if !ok {
+		if isPath && !live {
+			return nil
+		}
+		if isPath {
+			return f.checkProcessCgroup(fs)
+		}
+		return fmt.Errorf("--cgroup %s: no memory cgroup hierarchy to look the name up in (give a path)", q)
+	}
+	rel := q
+	if isPath {
+		if r, ok := strings.CutPrefix(q, "/"+root); ok && (r == "" || strings.HasPrefix(r, "/")) {
+			rel = r
+		} else if r, ok := strings.CutPrefix(q, "/sys/fs/cgroup"); ok && (r == "" || strings.HasPrefix(r, "/")) && !v1 {
+			rel = r
+		}
+		if rel == "" {
+			rel = "/"
+		}
+	}
+	briefs, _, _ := cgroups.Reader{FS: fs, Root: root, V1: v1}.Scan(maxFocusDirs)
+	paths := make([]string, 0, len(briefs))
+	for _, b := range briefs {
+		paths = append(paths, b.Path)
+	}
+	found, near := cgroups.Match(paths, rel)
+	switch {
+	case len(found) == 1:
+		f.cgroup = found[0]
+		if !isPath {
+			f.parsed.Cgroup = found[0]
+		}
+		return nil
+	case len(found) > 1:
+		return fmt.Errorf("--cgroup %s: matches %d memory cgroups, give one's path: %s", q, len(found), strings.Join(found, ", "))
+	}
+	if isPath && live {
+		// Not a memory cgroup, but maybe another hierarchy's: its processes.
+		if err := f.checkProcessCgroup(fs); err == nil {
+			return nil
+		}
+	}
+	msg := fmt.Sprintf("--cgroup %s: no memory cgroup has this path or name (a systemd unit, a pod uid, a container id of 12 hex digits or more)", q)
+	if isPath {
+		msg = fmt.Sprintf("--cgroup %s: no such cgroup: no memory cgroup has this path or name (see /proc/PID/cgroup for a process' path)", q)
+	}
+	if len(near) > 0 {
+		msg += "; close: " + strings.Join(near, ", ")
+	}
+	return errors.New(msg)
+}
+
+// checkProcessCgroup accepts a cgroup path of any hierarchy as a focus on
+// its processes.
+func (f *Focus) checkProcessCgroup(fs procfs.FS) error {
+	cg := f.parsed.Cgroup
+	if strings.HasPrefix(cg, "/sys/fs/cgroup") {
+		if !fs.Exists(strings.TrimPrefix(cg, "/")) {
+			return fmt.Errorf("--cgroup %s: no such cgroup directory", cg)
+		}
+		return nil
+	}
+	// A /proc/PID/cgroup path: a directory under the v2 root or a v1
+	// hierarchy's mount.
+	dirs := []string{"sys/fs/cgroup" + cg}
+	if ents, err := fs.ReadDir("sys/fs/cgroup"); err == nil {
+		for _, e := range ents {
+			dirs = append(dirs, "sys/fs/cgroup/"+e.Name()+cg)
+		}
+	}
+	for _, d := range dirs {
+		if fs.Exists(strings.TrimSuffix(d, "/")) {
+			return nil
+		}
+	}
+	return fmt.Errorf("--cgroup %s: no such cgroup (not under /sys/fs/cgroup; see /proc/PID/cgroup for a process' path)", cg)
 }
 
 // apply ranks the report's processes by --sort and says what the focus
@@ -160,6 +247,11 @@ func (f *Focus) apply(rep *diagnose.Report, res *collect.Result) {
 		return p.RSSBytes
 	}
 	sort.SliceStable(rep.Processes, func(i, j int) bool { return key(rep.Processes[i]) > key(rep.Processes[j]) })
+	if f.cgroup != "" {
+		hidden := rep.FocusCgroup(&res.Scrape, f.cgroup)
+		rep.Notes = append(rep.Notes, sample.Note{Source: "check", Message: fmt.Sprintf("findings limited to cgroup %s: %d about it, %d others left out", f.cgroup, len(rep.Findings), hidden),
+			Hides: "the findings about the rest of the host (run check without --cgroup for them)"})
+	}
 	if !f.parsed.Active() {
 		return
 	}
@@ -178,6 +270,9 @@ func (f *Focus) apply(rep *diagnose.Report, res *collect.Result) {
 	if n == 0 {
 		msg += " (none: check the selection)"
 	}
-	rep.Notes = append(rep.Notes, sample.Note{Source: "check", Message: msg,
-		Hides: "every other process, and per-process findings about them (host-wide rows and findings still cover the whole host)"})
+	hides := "every other process, and per-process findings about them (host-wide rows and findings still cover the whole host)"
+	if f.cgroup != "" {
+		hides = "every other process"
+	}
+	rep.Notes = append(rep.Notes, sample.Note{Source: "check", Message: msg, Hides: hides})
 }

@@ -96,14 +96,14 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*diagnose.Report, erro
 	if fo == nil {
 		fo = &Focus{Sort: "pss"}
 	}
-	opt := collect.Options{TopProcesses: o.Top, TopCgroups: o.Top, ArenaScan: true,
-		Live: h.live, Now: h.now(), Runtimes: h.live, Scrape: rt.URLs, ScrapeTimeout: rt.Timeout, ScrapeAuth: rt.Auth,
-		Focus: fo.parsed, SortBy: fo.Sort, UserTotals: fo.Users}
-	if h.live {
-		opt.KmsgPath = "/dev/kmsg"
-	}
 	if err := fo.check(h.fs, h.live); err != nil {
 		return nil, err
+	}
+	opt := collect.Options{TopProcesses: o.Top, TopCgroups: o.Top, ArenaScan: true,
+		Live: h.live, Now: h.now(), Runtimes: h.live, Scrape: rt.URLs, ScrapeTimeout: rt.Timeout, ScrapeAuth: rt.Auth,
+		Focus: fo.parsed, SortBy: fo.Sort, UserTotals: fo.Users, FocusCgroup: fo.cgroup}
+	if h.live {
+		opt.KmsgPath = "/dev/kmsg"
 	}
 	cu := o.Culprits
 	if cu == nil {

@@ -167,13 +167,16 @@ func (r Reader) Usage(cg string) (int64, bool) {
 	return f.usage()
 }
 
-// Brief is what the selection needs of every cgroup: usage, the limit and
-// the OOM kills so far.
+// Brief is what the selection needs of every cgroup: usage, the limit, the
+// OOM kills and memory.high breaches so far.
 type Brief struct {
 	Path     string
 	Usage    int64
 	Limit    int64 // Unlimited when none
 	OOMKills int64
+	// HighEvents is v2's memory.events "high": how often usage went over
+	// memory.high (the cgroup was reclaimed and throttled); 0 on v1.
+	HighEvents int64
 }
 
 // Brief reads the three files the selection needs; ok is false when the
@@ -206,6 +209,7 @@ func (f files) brief() (b Brief, ok bool) {
 	}
 	if kv, ok := f.kv(events); ok {
 		b.OOMKills = kv.Value("oom_kill")
+		b.HighEvents = kv.Value("high")
 	}
 	return b, true
 }

@@ -210,12 +210,13 @@ func TestSelect(t *testing.T) {
 		{Path: "/small-at", Usage: 100, Limit: 100},
 		{Path: "/small-far", Usage: 50, Limit: 100},
 		{Path: "/killed", Usage: 1, Limit: Unlimited, OOMKills: 3},
+		{Path: "/throttled", Usage: 2, Limit: Unlimited, HighEvents: 40},
 	}
 	var got []string
 	for _, b := range Select(all, 2, 10) {
 		got = append(got, b.Path)
 	}
-	want := "/bigger /big /small-at /small-near /killed"
+	want := "/bigger /big /small-at /small-near /killed /throttled"
 	if strings.Join(got, " ") != want {
 		t.Errorf("Select = %v, want %s", got, want)
 	}

@@ -8,7 +8,8 @@ const NearShare = 0.9
 
 // Select picks the cgroups worth reading in full from every cgroup's
 // Brief: the top n by usage, then every cgroup within NearShare of its
-// limit or with OOM kills, the nearest and most killed first, at most
+// limit, with OOM kills or with memory.high breaches (throttled), the
+// nearest, most killed and most throttled first, at most
 // extra of them. The hierarchy's root ("/") is never picked: it is the host.
 func Select(all []Brief, n, extra int) []Brief {
 	cand := make([]Brief, 0, len(all))
@@ -22,7 +23,7 @@ func Select(all []Brief, n, extra int) []Brief {
 	out := append([]Brief(nil), cand[:top]...)
 	var more []Brief
 	for _, b := range cand[top:] {
-		if b.OOMKills > 0 || share(b) >= NearShare {
+		if b.OOMKills > 0 || b.HighEvents > 0 || share(b) >= NearShare {
 			more = append(more, b)
 		}
 	}
@@ -31,7 +32,10 @@ func Select(all []Brief, n, extra int) []Brief {
 		if si != sj {
 			return si > sj
 		}
-		return more[i].OOMKills > more[j].OOMKills
+		if more[i].OOMKills != more[j].OOMKills {
+			return more[i].OOMKills > more[j].OOMKills
+		}
+		return more[i].HighEvents > more[j].HighEvents
 	})
 	if len(more) > extra {
 		more = more[:extra]

@@ -176,9 +176,19 @@ func collectCgroups(c *ctx) error {
 	if dying >= 0 {
 		c.add("memdoctor_memcg_dying_cgroups", float64(dying))
 	}
+	focused := c.opt.FocusCgroup == ""
 	for _, b := range cgroups.Select(briefs, c.opt.TopCgroups, c.opt.ExtraCgroups) {
 		mem := r.ReadBrief(b)
 		addCgroup(c, &mem)
+		focused = focused || b.Path == c.opt.FocusCgroup
+	}
+	if !focused {
+		if mem, ok := r.Read(c.opt.FocusCgroup); ok {
+			addCgroup(c, &mem)
+		} else {
+			c.note(root+c.opt.FocusCgroup, "the focused cgroup has no memory accounting (removed, or the memory controller is not enabled for it)",
+				"its accounting, limits, events and pressure", "")
+		}
 	}
 	return nil
 }
@@ -238,9 +248,11 @@ func addCgroup(c *ctx, m *cgroups.Memory) {
 		ps := m.Pressure
 		c.add("memdoctor_cgroup_memory_pressure_seconds_total", float64(ps.Some.TotalMicros)/1e6, "cgroup", p, "kind", "some")
 		c.add("memdoctor_cgroup_memory_pressure_avg10_percent", ps.Some.Avg10, "cgroup", p, "kind", "some")
+		c.add("memdoctor_cgroup_memory_pressure_avg60_percent", ps.Some.Avg60, "cgroup", p, "kind", "some")
 		if ps.HasFull {
 			c.add("memdoctor_cgroup_memory_pressure_seconds_total", float64(ps.Full.TotalMicros)/1e6, "cgroup", p, "kind", "full")
 			c.add("memdoctor_cgroup_memory_pressure_avg10_percent", ps.Full.Avg10, "cgroup", p, "kind", "full")
+			c.add("memdoctor_cgroup_memory_pressure_avg60_percent", ps.Full.Avg60, "cgroup", p, "kind", "full")
 		}
 	}
 	id := cgroups.Name(p)

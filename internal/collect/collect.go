@@ -61,6 +61,10 @@ type Options struct {
 	// UserTotals reads smaps_rollup of every (focused) process and adds
 	// per-user totals (memdoctor_user_*), as smem -u does.
 	UserTotals bool
+	// FocusCgroup, when set, is a memory cgroup (path relative to the
+	// memory hierarchy's root) read in full whether or not it is among the
+	// largest or near a limit (check --cgroup).
+	FocusCgroup string
 	// KmsgPath, when set, is the kernel log to read the OOM killer's
 	// reports from (/dev/kmsg on the live host; a saved log in tests).
 	KmsgPath string

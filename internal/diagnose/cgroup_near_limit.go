@@ -57,7 +57,7 @@ func (cgroupNearLimit) Meta() Meta {
 		Needs: []Need{{"memdoctor_cgroup_memory_working_set_bytes", "memdoctor check or record (memory cgroups' usage and memory.stat)"}},
 		Reads: []string{"memdoctor_cgroup_memory_limit_bytes", "memdoctor_cgroup_memory_high_bytes", "memdoctor_cgroup_memory_usage_bytes",
 			"memdoctor_cgroup_memory_anon_bytes", "memdoctor_cgroup_memory_file_bytes", "memdoctor_cgroup_memory_stat", "memdoctor_cgroup_owner_info"},
-		Charts:    []string{ChartMemoryCategories},
+		Charts:    []string{ChartCgroupMemory, ChartMemoryCategories},
 		Prefilter: &Prefilter{About: "the latest working set against the limit, per cgroup and per cadvisor container", Queries: cgroupNearQueries, Score: cgroupNearScore},
 		Alerts:    cgroupNearAlerts,
 		Doc:       fmt.Sprintf("a memory cgroup's working set (usage minus inactive file, as the kubelet computes it) at %d %% of its limit (memory.max, or memory.high when lower; critical at %d %%): page cache alone does not fire", cgroupNearWarnPct, cgroupNearCritPct)}

@@ -18,6 +18,9 @@ package diagnose
 // removed since (a pod's container restarted with a new cgroup) and no kill
 // is told twice; on v1 the counters are each cgroup's own.
 //
+// On the live host, the kernel log's reports of kills at the cgroup's limit
+// (/dev/kmsg, oom_memcg=) name the victims and their RSS.
+//
 // Fires (warning) on any kill.
 //
 // Known false positives: none: a kill happened. A v1 leaf removed before
@@ -29,6 +32,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
 type cgroupOOMKills struct{}
@@ -42,8 +48,8 @@ func (cgroupOOMKills) Meta() Meta {
 	return Meta{ID: "cgroup_oom_kills", Title: "processes OOM-killed in a memory cgroup",
 		Needs: []Need{{"memdoctor_cgroup_memory_events_total", "memdoctor check or record (memory cgroups' memory.events or memory.oom_control)"}},
 		Reads: []string{"memdoctor_cgroup_memory_limit_bytes", "memdoctor_cgroup_memory_peak_bytes", "memdoctor_cgroup_memory_usage_bytes",
-			"memdoctor_cgroup_owner_info", "node_boot_time_seconds"},
-		Charts:    []string{ChartMemoryCategories},
+			"memdoctor_cgroup_owner_info", "node_boot_time_seconds", "memdoctor_kmsg_oom_kill_seconds", "memdoctor_kmsg_oom_kill_bytes"},
+		Charts:    []string{ChartCgroupMemory, ChartMemoryCategories},
 		Prefilter: &Prefilter{About: "cgroup OOM kills within the range, and containers' (cadvisor's OOM events, kube-state-metrics' OOMKilled restarts)", Queries: cgroupOOMQueries, Score: cgroupOOMScore},
 		Alerts:    cgroupOOMAlerts,
 		Doc:       "the OOM killer killed a process in a memory cgroup at its limit: since the cgroup was made (check) or within the range (diagnose), per cgroup, with who it belongs to, its limit and peak"}
@@ -104,11 +110,44 @@ func (cgroupOOMKills) Eval(in *Input) []Finding {
 		if v, ok := s.Get("memdoctor_cgroup_memory_usage_bytes", "cgroup", c.path); ok {
 			f.Evidence = append(f.Evidence, ev("usage_bytes", v, "bytes"))
 		}
+		if victims := cgroupKmsgVictims(s, c.path); len(victims) > 0 {
+			f.Summary = strings.Replace(f.Summary, "the kernel log names the victim", "the kernel log names "+strings.Join(victims, "; "), 1)
+			for i, v := range victims {
+				f.Evidence = append(f.Evidence, evText(fmt.Sprintf("victim_%d", i+1), v))
+			}
+		}
 		f.Remedies = cgroupOOMRemedies(c.path, hier)
 		out = append(out, f)
 	}
 	return out
 }
+
+// cgroupKmsgVictims: the kernel log's reports (live check) of kills at
+// this cgroup's limit, newest first, at most cgroupOOMMaxVictims: the task,
+// its pid and RSS, the cgroup it ran in when that is a descendant.
+func cgroupKmsgVictims(s *sample.Scrape, p string) []string {
+	ms := s.Select("memdoctor_kmsg_oom_kill_seconds", "oom_memcg", p)
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Value > ms[j].Value })
+	var out []string
+	for _, m := range ms {
+		if len(out) == cgroupOOMMaxVictims {
+			break
+		}
+		l := m.Labels
+		v := fmt.Sprintf("%s (pid %s)", l.Get("task"), l.Get("pid"))
+		if rss, ok := s.Get("memdoctor_kmsg_oom_kill_bytes", "boot_usec", l.Get("boot_usec"), "pid", l.Get("pid"), "kind", "rss"); ok {
+			v += " with RSS " + human.Bytes(int64(rss))
+		}
+		if tc := l.Get("task_memcg"); tc != "" && tc != p {
+			v += " in " + tc
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// cgroupOOMMaxVictims bounds the victims named per cgroup.
+const cgroupOOMMaxVictims = 3
 
 // cgroupKillsInWindow: each cgroup's kill counter's increase within the
 // range, through reboots and recreated cgroups (a drop restarts from 0).

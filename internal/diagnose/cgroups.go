@@ -169,3 +169,104 @@ func slab(s *sample.Scrape) SlabReport {
 	r.Top = append(r.Top, all...)
 	return r
 }
+
+// CgroupDetail is everything read of one memory cgroup (check --cgroup):
+// its accounting, limits, events and pressure, and the findings about it.
+type CgroupDetail struct {
+	Cgroup string       `json:"cgroup"`
+	Owner  *CgroupOwner `json:"owner,omitempty"`
+	// UsageBytes and WorkingSetBytes as in CgroupUse.
+	UsageBytes      int64  `json:"usage_bytes"`
+	WorkingSetBytes *int64 `json:"working_set_bytes,omitempty"`
+	// PeakBytes is memory.peak (v1 max_usage_in_bytes), SwapBytes the
+	// swap charged (v2 memory.swap.current, v1 memsw minus usage).
+	PeakBytes *int64 `json:"peak_bytes,omitempty"`
+	SwapBytes *int64 `json:"swap_bytes,omitempty"`
+	// Limits by name (max, high, low, min, swap_max), bytes; an unset
+	// limit is absent.
+	Limits map[string]int64 `json:"limits"`
+	// Stat holds memory.stat's keys memdoctor records (anon, file, shmem,
+	// active/inactive, kernel, slab, workingset_*), in v2 names.
+	Stat map[string]int64 `json:"stat"`
+	// Events are memory.events (v1: failcnt as max, oom_kill);
+	// EventsLocal v2's memory.events.local.
+	Events      map[string]int64 `json:"events"`
+	EventsLocal map[string]int64 `json:"events_local,omitempty"`
+	// Pressure is memory.pressure by kind (some, full): avg10, avg60 in
+	// percent, total_seconds.
+	Pressure map[string]map[string]float64 `json:"pressure,omitempty"`
+	// Findings counts the findings about it (listed in the report).
+	Findings int `json:"findings"`
+}
+
+// CgroupDetailOf gathers what a scrape holds of one cgroup; ok is false
+// when it holds nothing of it.
+func CgroupDetailOf(s *sample.Scrape, p string) (d CgroupDetail, ok bool) {
+	u, ok := s.Get("memdoctor_cgroup_memory_usage_bytes", "cgroup", p)
+	if !ok {
+		return d, false
+	}
+	d = CgroupDetail{Cgroup: p, UsageBytes: int64(u), WorkingSetBytes: optInt(s, "memdoctor_cgroup_memory_working_set_bytes", "cgroup", p),
+		PeakBytes: optInt(s, "memdoctor_cgroup_memory_peak_bytes", "cgroup", p), SwapBytes: optInt(s, "memdoctor_cgroup_memory_swap_bytes", "cgroup", p),
+		Limits: map[string]int64{}, Stat: map[string]int64{}, Events: map[string]int64{}}
+	for name, series := range map[string]string{"max": "limit", "high": "high", "low": "low", "min": "min", "swap_max": "swap_limit"} {
+		if v, ok := s.Get("memdoctor_cgroup_memory_"+series+"_bytes", "cgroup", p); ok {
+			d.Limits[name] = int64(v)
+		}
+	}
+	for _, k := range []string{"anon", "file", "shmem"} {
+		if v, ok := s.Get("memdoctor_cgroup_memory_"+k+"_bytes", "cgroup", p); ok {
+			d.Stat[k] = int64(v)
+		}
+	}
+	for _, m := range s.Select("memdoctor_cgroup_memory_stat", "cgroup", p) {
+		d.Stat[m.Labels.Get("stat")] = int64(m.Value)
+	}
+	for _, m := range s.Select("memdoctor_cgroup_memory_events_total", "cgroup", p) {
+		d.Events[m.Labels.Get("event")] = int64(m.Value)
+	}
+	for _, m := range s.Select("memdoctor_cgroup_memory_events_local_total", "cgroup", p) {
+		if d.EventsLocal == nil {
+			d.EventsLocal = map[string]int64{}
+		}
+		d.EventsLocal[m.Labels.Get("event")] = int64(m.Value)
+	}
+	for series, key := range map[string]string{"memdoctor_cgroup_memory_pressure_avg10_percent": "avg10",
+		"memdoctor_cgroup_memory_pressure_avg60_percent": "avg60", "memdoctor_cgroup_memory_pressure_seconds_total": "total_seconds"} {
+		for _, m := range s.Select(series, "cgroup", p) {
+			if d.Pressure == nil {
+				d.Pressure = map[string]map[string]float64{}
+			}
+			kind := m.Labels.Get("kind")
+			if d.Pressure[kind] == nil {
+				d.Pressure[kind] = map[string]float64{}
+			}
+			d.Pressure[kind][key] = m.Value
+		}
+	}
+	if o := s.Select("memdoctor_cgroup_owner_info", "cgroup", p); len(o) > 0 && o[0].Labels.Get("kind") != "" {
+		l := o[0].Labels
+		d.Owner = &CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
+			PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit")}
+	}
+	return d, true
+}
+
+// FocusCgroup keeps the report's findings about one cgroup (their subject
+// is the cgroup) and adds its detail; it returns how many other findings
+// it left out.
+func (r *Report) FocusCgroup(s *sample.Scrape, p string) (hidden int) {
+	var keep []Finding
+	for _, f := range r.Findings {
+		if f.Subject == "cgroup "+p {
+			keep = append(keep, f)
+		}
+	}
+	hidden = len(r.Findings) - len(keep)
+	r.Findings = append([]Finding{}, keep...)
+	if d, ok := CgroupDetailOf(s, p); ok {
+		d.Findings = len(keep)
+		r.Cgroup = &d
+	}
+	return hidden
+}

@@ -27,12 +27,15 @@ const (
 	ChartAllocatorView    = "allocator_view"
 	ChartGCTimeShare      = "gc_time_share"
 	ChartGCCollections    = "gc_collections"
+	// ChartCgroupMemory draws the memory cgroup a finding's subject names
+	// ("cgroup PATH"): its charge against its limits, and its stall share.
+	ChartCgroupMemory = "cgroup_memory"
 )
 
 // ChartKinds lists every kind of chart a rule may name.
 func ChartKinds() []string {
 	return []string{ChartMemoryCategories, ChartSlabVsCgroups, ChartZoneWatermarks, ChartReclaimRates,
-		ChartCPUSysSoftirq, ChartProcessMemory, ChartAllocatorView, ChartGCTimeShare, ChartGCCollections}
+		ChartCPUSysSoftirq, ChartProcessMemory, ChartAllocatorView, ChartGCTimeShare, ChartGCCollections, ChartCgroupMemory}
 }
 
 // PrefilterFactor is how near a rule's threshold a fleet scan's aggregate

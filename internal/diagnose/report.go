@@ -25,6 +25,8 @@ type Report struct {
 	Coverage Coverage `json:"coverage"`
 	// Cost is what collecting took (live collections only).
 	Cost *Cost `json:"cost,omitempty"`
+	// Cgroup is the cgroup check --cgroup focused on.
+	Cgroup *CgroupDetail `json:"cgroup,omitempty"`
 }
 
 // Cost is the price of looking.

@@ -74,6 +74,7 @@ var chartKinds = map[string]chartFunc{
 	diagnose.ChartAllocatorView:    allocatorView,
 	diagnose.ChartGCTimeShare:      gcTimeShare,
 	diagnose.ChartGCCollections:    gcCollections,
+	diagnose.ChartCgroupMemory:     cgroupMemory,
 }
 
 // ChartIDs lists the kinds of chart a rule's findings get: what the rule
@@ -119,6 +120,10 @@ func SeriesNames() []string {
 		"memdoctor_process_uss_bytes", "memdoctor_process_pss_bytes", "memdoctor_process_rss_bytes",
 		"memdoctor_malloc_system_bytes", "memdoctor_malloc_in_use_bytes", "memdoctor_malloc_free_bytes", "memdoctor_malloc_retained_bytes",
 		gcSeconds, gcCollectionsTotal}
+	for _, c := range cgroupLines {
+		names = append(names, c.series)
+	}
+	names = append(names, cgroupPressure)
 	for _, c := range categories {
 		names = append(names, c.series)
 	}
@@ -147,6 +152,56 @@ var categories = []struct{ label, series string }{
 	{"buffers", "node_memory_Buffers_bytes"},
 	{"reclaimable slab", "node_memory_SReclaimable_bytes"},
 	{"free", "node_memory_MemFree_bytes"},
+}
+
+// cgroupLines are what the cgroup chart draws of one cgroup: its charge,
+// then its limits (dashed).
+var cgroupLines = []struct {
+	label, series string
+	limit         bool
+}{
+	{"usage", "memdoctor_cgroup_memory_usage_bytes", false},
+	{"working set", "memdoctor_cgroup_memory_working_set_bytes", false},
+	{"anon", "memdoctor_cgroup_memory_anon_bytes", false},
+	{"page cache", "memdoctor_cgroup_memory_file_bytes", false},
+	{"memory.max", "memdoctor_cgroup_memory_limit_bytes", true},
+	{"memory.high", "memdoctor_cgroup_memory_high_bytes", true},
+	{"memory.low", "memdoctor_cgroup_memory_low_bytes", true},
+}
+
+// cgroupPressure is the cgroup's stall counter (v2 memory.pressure).
+const cgroupPressure = "memdoctor_cgroup_memory_pressure_seconds_total"
+
+// cgroupMemory draws the cgroup a finding is about ("cgroup PATH"): its
+// usage, working set, anon and page cache against its limits, and the
+// share of time its tasks stalled on memory (some, full).
+func cgroupMemory(w *sample.Window, f *diagnose.Finding) []Chart {
+	if f == nil || !strings.HasPrefix(f.Subject, "cgroup ") {
+		return nil
+	}
+	p := strings.TrimPrefix(f.Subject, "cgroup ")
+	c := Chart{ID: diagnose.ChartCgroupMemory, Title: "Memory of cgroup " + p + " against its limits", Unit: UnitBytes}
+	for _, l := range cgroupLines {
+		if s := w.Get(l.series, "cgroup", p); s != nil {
+			ln := lineOf(s, l.label)
+			ln.Dashed = l.limit
+			c.Lines = append(c.Lines, ln)
+		}
+	}
+	var out []Chart
+	if len(c.Lines) > 0 {
+		out = append(out, c)
+	}
+	ps := Chart{ID: diagnose.ChartCgroupMemory, Title: "Share of time the tasks of cgroup " + p + " stalled on memory", Unit: UnitRatio}
+	for _, kind := range []string{"some", "full"} {
+		if s := w.Get(cgroupPressure, "cgroup", p, "kind", kind); s != nil {
+			ps.Lines = append(ps.Lines, rateLine(s, kind))
+		}
+	}
+	if len(ps.Lines) > 0 {
+		out = append(out, ps)
+	}
+	return out
 }
 
 // allocstall are the direct-reclaim stall counters (watermark_thrash's).

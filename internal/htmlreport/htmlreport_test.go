@@ -58,6 +58,7 @@ func fixtureFindings() []diagnose.Finding {
 		mk("gc_time_high", diagnose.Warning, "jvm java (pid 20)"),
 		mk("gc_old_generation_churn", diagnose.Info, "jvm java (pid 20)"),
 		mk("glibc_version_changed", diagnose.Info, "web1 host"),
+		mk("cgroup_memory_pressure", diagnose.Warning, "cgroup /system.slice/worker.service"),
 	}
 }
 
@@ -145,6 +146,9 @@ var wantCharts = map[string][]string{
 	"gc_time_high":            {"gc_time_share", "gc_collections"},
 	"gc_old_generation_churn": {"gc_time_share", "gc_collections"},
 	"glibc_version_changed":   nil,
+	// The finding's own cgroup only (not other.service): its memory
+	// against its limits, and its stall share.
+	"cgroup_memory_pressure": {"cgroup_memory", "cgroup_memory", "reclaim_rates"},
 }
 
 // Each finding shows its charts, and each chart shows exactly the series it
@@ -539,5 +543,32 @@ func TestPageEvidenceFormatted(t *testing.T) {
 	}
 	if strings.Contains(txt, "71.808") || strings.Contains(txt, "e+08") {
 		t.Error("page shows raw numbers")
+	}
+}
+
+// A cgroup finding charts its own cgroup, named by its subject: another
+// cgroup's series never, and no stall chart for a cgroup without one.
+func TestCgroupChartIsTheFindingsCgroup(t *testing.T) {
+	t.Parallel()
+	w := fixture(t)
+	for _, c := range []struct {
+		cgroup string
+		charts int
+	}{{"/system.slice/worker.service", 2}, {"/system.slice/other.service", 1}, {"/system.slice/none.service", 0}} {
+		f := diagnose.Finding{ID: "cgroup_near_limit", Subject: "cgroup " + c.cgroup}
+		got := cgroupMemory(w, &f)
+		if len(got) != c.charts {
+			t.Errorf("%s: %d cgroup charts, want %d", c.cgroup, len(got), c.charts)
+		}
+		for _, ch := range got {
+			for _, l := range ch.Lines {
+				if !strings.Contains(l.Expr, `cgroup="`+c.cgroup+`"`) {
+					t.Errorf("%s: chart %q draws %s", c.cgroup, ch.Title, l.Expr)
+				}
+			}
+		}
+	}
+	if got := cgroupMemory(w, &diagnose.Finding{ID: "low_available_memory", Subject: "host"}); got != nil {
+		t.Errorf("a host finding gets cgroup charts: %v", got)
 	}
 }

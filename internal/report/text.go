@@ -84,6 +84,7 @@ func Text(w io.Writer, r *diagnose.Report, opt TextOptions) error {
 	}
 	coverage(p, r)
 	findings(p, r)
+	cgroupFocus(p, r.Cgroup)
 	memory(p, h)
 	zones(p, h)
 	cgroups(p, h, opt.Top)
@@ -388,6 +389,83 @@ func containers(p *printer, h *diagnose.Host, top int) {
 			opt(u.OOMKills), opt(u.LimitHits), psi, name)
 	}
 	_ = tw.Flush()
+}
+
+// cgroupFocus shows the one cgroup check --cgroup focused on: who owns
+// it, its limits, what is charged to it, its events and its pressure.
+func cgroupFocus(p *printer, d *diagnose.CgroupDetail) {
+	if d == nil {
+		return
+	}
+	name := d.Cgroup
+	if d.Owner != nil && d.Owner.Name != "" && d.Owner.Name != d.Cgroup {
+		name = d.Owner.Name + " (" + d.Cgroup + ")"
+	}
+	p.heading("CGROUP " + name)
+	if o := d.Owner; o != nil {
+		var parts []string
+		for _, kv := range [][2]string{{"kind", o.Kind}, {"unit", o.Unit}, {"runtime", o.Runtime}, {"container", o.ContainerID}, {"pod", o.PodUID}, {"qos", o.QoS}} {
+			if kv[1] != "" {
+				parts = append(parts, kv[0]+" "+kv[1])
+			}
+		}
+		p.f("  owner: %s\n", strings.Join(parts, ", "))
+	}
+	ws := "-"
+	if d.WorkingSetBytes != nil {
+		ws = hb(*d.WorkingSetBytes)
+	}
+	line := fmt.Sprintf("  usage %s, working set %s", hb(d.UsageBytes), ws)
+	if d.PeakBytes != nil {
+		line += ", peak " + hb(*d.PeakBytes)
+	}
+	if d.SwapBytes != nil {
+		line += ", swap " + hb(*d.SwapBytes)
+	}
+	p.f("%s\n", line)
+	var lim []string
+	for _, k := range []string{"max", "high", "low", "min", "swap_max"} {
+		if v, ok := d.Limits[k]; ok {
+			lim = append(lim, k+" "+hb(v))
+		}
+	}
+	if len(lim) == 0 {
+		lim = []string{"none set"}
+	}
+	p.f("  limits: %s\n", strings.Join(lim, ", "))
+	var st []string
+	for _, k := range []string{"anon", "file", "shmem", "active_file", "inactive_file", "kernel", "slab", "sock", "file_dirty"} {
+		if v, ok := d.Stat[k]; ok {
+			st = append(st, k+" "+hb(v))
+		}
+	}
+	if len(st) > 0 {
+		p.f("  charged: %s\n", strings.Join(st, ", "))
+	}
+	counts := func(m map[string]int64) string {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var out []string
+		for _, k := range keys {
+			out = append(out, fmt.Sprintf("%s %d", k, m[k]))
+		}
+		return strings.Join(out, ", ")
+	}
+	if len(d.Events) > 0 {
+		p.f("  events: %s\n", counts(d.Events))
+	}
+	if len(d.EventsLocal) > 0 {
+		p.f("  events (its own): %s\n", counts(d.EventsLocal))
+	}
+	for _, kind := range []string{"some", "full"} {
+		if ps, ok := d.Pressure[kind]; ok {
+			p.f("  pressure %s: avg10 %.2f%%, avg60 %.2f%%, stalled %.1fs in all\n", kind, ps["avg10"], ps["avg60"], ps["total_seconds"])
+		}
+	}
+	p.f("  findings about it: %d (listed above)\n", d.Findings)
 }
 
 func slab(p *printer, h *diagnose.Host, top int) {

@@ -55,6 +55,7 @@ var catalog = []struct {
 	{"memdoctor_cgroup_memory_events_local_total", Description{"cgroup v2 memory.events.local counters (this cgroup only).", Counter}},
 	{"memdoctor_cgroup_memory_pressure_seconds_total", Description{"Memory stall time of the cgroup (v2 memory.pressure).", Counter}},
 	{"memdoctor_cgroup_memory_pressure_avg10_percent", Description{"Share of the last 10 s the cgroup's tasks stalled on memory (v2 memory.pressure).", Gauge}},
+	{"memdoctor_cgroup_memory_pressure_avg60_percent", Description{"Share of the last 60 s the cgroup's tasks stalled on memory (v2 memory.pressure).", Gauge}},
 	{"memdoctor_cgroup_memory_stat", Description{"memory.stat keys of the cgroup, in v2 names.", Gauge}},
 	{"memdoctor_cgroup_owner_info", Description{"Who a memory cgroup belongs to (systemd unit, container, Kubernetes pod), from its path.", Gauge}},
 	{"memdoctor_cgroup_memory_", Description{"Memory charged to the cgroup.", Gauge}},

@@ -1,0 +1,347 @@
+package diagnose
+
+// cgroup_memory_pressure: a memory cgroup's tasks stall on memory for a
+// sustained share of the time.
+//
+// Mechanism: cgroup v2's memory.pressure (PSI) counts the time a cgroup's
+// tasks wait on memory: reclaiming it themselves (at the cgroup's limit, or
+// for the host), faulting back pages reclaimed too early (refaults of
+// page cache or swapped anon), or sleeping in memory.high throttling.
+// "some" is the share of time at least one task waited, "full" the share
+// all of them did (no progress at all). The counts are hierarchical: a
+// cgroup's stall shows in every ancestor.
+//
+// Method: on a snapshot (check), the kernel's own averages: avg10 and avg60
+// both at the threshold say the stall lasts (a burst of a few seconds lifts
+// avg10 only). On a time range (diagnose of a recording or Prometheus), the
+// stall counter's increase between the first and the last reading of the
+// newest boot over the time between them: the share of that time. An
+// ancestor is not told when one of its descendants is (the descendant is
+// where it happens), nor a cgroup whose memory.high breaches rose
+// (cgroup_memory_high_throttled tells those).
+//
+// Thresholds: "some" at 10 % (warning): a tenth of the time waiting on
+// memory is a latency a service notices (systemd-oomd's default kill
+// threshold is 60 % "full" over 30 s; 10 % is where to act before that);
+// "full" at 10 % is critical: the whole cgroup stands still a tenth of the
+// time.
+//
+// Known false positives: a batch job that streams more data than fits in
+// memory stalls by design and may not care; a cgroup whose only task is
+// blocked on one page for a long time (a slow disk) counts as stalled.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
+
+type cgroupMemoryPressure struct{}
+
+func init() { register(cgroupMemoryPressure{}) }
+
+// Stall shares, in percent, from which the rule fires.
+const (
+	cgroupPressureSomePct = 10
+	cgroupPressureFullPct = 10
+	// cgroupPressureMinSpan is the shortest time between two readings
+	// that says the stall lasts (the kernel's own avg60 on a snapshot).
+	cgroupPressureMinSpan = 30 * time.Second
+	// cgroupPressureMaxFindings bounds the findings: the most stalled first.
+	cgroupPressureMaxFindings = 10
+)
+
+func (cgroupMemoryPressure) Meta() Meta {
+	return Meta{ID: "cgroup_memory_pressure", Title: "a memory cgroup's tasks stalled on memory",
+		Needs: []Need{{"memdoctor_cgroup_memory_pressure_seconds_total", "memdoctor check or record on cgroup v2 with PSI (memory cgroups' memory.pressure)"}},
+		Reads: []string{"memdoctor_cgroup_memory_pressure_avg10_percent", "memdoctor_cgroup_memory_pressure_avg60_percent",
+			"memdoctor_cgroup_memory_events_total", "memdoctor_cgroup_memory_events_local_total", "memdoctor_cgroup_memory_working_set_bytes",
+			"memdoctor_cgroup_memory_limit_bytes", "memdoctor_cgroup_memory_high_bytes", "memdoctor_cgroup_memory_low_bytes",
+			"memdoctor_cgroup_memory_stat", "memdoctor_cgroup_owner_info"},
+		EndsOnly:  []string{"memdoctor_cgroup_memory_events_total", "memdoctor_cgroup_memory_events_local_total"},
+		Charts:    []string{ChartCgroupMemory, ChartReclaimRates},
+		Prefilter: &Prefilter{About: "the share of the range a cgroup's tasks stalled on memory (some)", Queries: cgroupPressureQueries, Score: cgroupPressureScore},
+		Alerts:    cgroupPressureAlerts,
+		Doc: fmt.Sprintf("a memory cgroup's tasks stalled on memory %d %% of the time or more (memory.pressure some; full at %d %% is critical), sustained: avg10 and avg60 on a snapshot, the stall counter between two readings on a range; with what to change (its limit, memory.low protection, the workload)",
+			cgroupPressureSomePct, cgroupPressureFullPct)}
+}
+
+// cgStall is one cgroup's stall shares, in percent.
+type cgStall struct {
+	path string
+	// some, full: the share over the range, or the snapshot's avg60.
+	some, full float64
+	// avg10 of "some" on a snapshot; seconds between the two readings and
+	// the stall counter's increase over them on a range.
+	someAvg10, seconds, someStalled, fullStalled float64
+	hasFull, inRange                             bool
+	// highEvents: memory.high breaches (this cgroup's own when read),
+	// since made or within the range.
+	highEvents float64
+}
+
+// cgroupStalls reads every cgroup's memory stall: over the newest boot's
+// readings of a range when the window has them, else the snapshot's
+// averages.
+func cgroupStalls(in *Input) []cgStall {
+	if in.Window != nil && in.Window.Has("memdoctor_cgroup_memory_pressure_seconds_total") {
+		return windowStalls(in.Window)
+	}
+	if in.Host == nil {
+		return nil
+	}
+	s := in.Host.S
+	var out []cgStall
+	for _, m := range s.Select("memdoctor_cgroup_memory_pressure_avg60_percent", "kind", "some") {
+		p := m.Labels.Get("cgroup")
+		c := cgStall{path: p, some: m.Value, someAvg10: s.Value("memdoctor_cgroup_memory_pressure_avg10_percent", "cgroup", p, "kind", "some")}
+		if v, ok := s.Get("memdoctor_cgroup_memory_pressure_avg60_percent", "cgroup", p, "kind", "full"); ok {
+			c.full, c.hasFull = v, true
+		}
+		c.highEvents = snapshotHighEvents(s, p)
+		out = append(out, c)
+	}
+	return out
+}
+
+// snapshotHighEvents is a cgroup's own memory.high breaches since it was
+// made (memory.events.local), else those of its subtree.
+func snapshotHighEvents(s *sample.Scrape, p string) float64 {
+	if v, ok := s.Get("memdoctor_cgroup_memory_events_local_total", "cgroup", p, "event", "high"); ok {
+		return v
+	}
+	return s.Value("memdoctor_cgroup_memory_events_total", "cgroup", p, "event", "high")
+}
+
+func windowStalls(w *sample.Window) []cgStall {
+	sp := lastSegment(w)
+	var out []cgStall
+	for _, sr := range w.Select("memdoctor_cgroup_memory_pressure_seconds_total", "kind", "some") {
+		p := sr.Labels.Get("cgroup")
+		ps := within(sr, sp)
+		if len(ps) < 2 {
+			continue
+		}
+		secs := float64(ps[len(ps)-1].T-ps[0].T) / 1000
+		if secs <= 0 {
+			continue
+		}
+		c := cgStall{path: p, inRange: true, seconds: secs, someStalled: increase(ps)}
+		c.some = 100 * c.someStalled / secs
+		if fs := w.Select("memdoctor_cgroup_memory_pressure_seconds_total", "cgroup", p, "kind", "full"); len(fs) > 0 {
+			if fp := within(fs[0], sp); len(fp) >= 2 {
+				c.fullStalled, c.hasFull = increase(fp), true
+				c.full = 100 * c.fullStalled / secs
+			}
+		}
+		ev := w.Select("memdoctor_cgroup_memory_events_local_total", "cgroup", p, "event", "high")
+		if len(ev) == 0 {
+			ev = w.Select("memdoctor_cgroup_memory_events_total", "cgroup", p, "event", "high")
+		}
+		if len(ev) > 0 {
+			c.highEvents = increase(within(ev[0], sp))
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// sustained says whether the stall reached the rule's thresholds, and how
+// badly.
+func (c cgStall) sustained() (Severity, bool) {
+	if c.inRange && c.seconds < cgroupPressureMinSpan.Seconds() {
+		return "", false
+	}
+	if c.hasFull && c.full >= cgroupPressureFullPct && (c.inRange || c.someAvg10 >= cgroupPressureFullPct) {
+		return Critical, true
+	}
+	if c.some >= cgroupPressureSomePct && (c.inRange || c.someAvg10 >= cgroupPressureSomePct) {
+		return Warning, true
+	}
+	return "", false
+}
+
+// deepest drops each cgroup that has a descendant in the list: PSI is
+// hierarchical, and the descendant is where the stall happens.
+func deepest(all []cgStall) []cgStall {
+	var out []cgStall
+	for _, c := range all {
+		below := false
+		for _, d := range all {
+			if d.path != c.path && isBelow(d.path, c.path) {
+				below = true
+				break
+			}
+		}
+		if !below {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (cgroupMemoryPressure) Eval(in *Input) []Finding {
+	if in.Host == nil {
+		return nil
+	}
+	s := in.Host.S
+	var hit []cgStall
+	for _, c := range cgroupStalls(in) {
+		if c.path == "/" {
+			continue
+		}
+		if _, ok := c.sustained(); ok {
+			hit = append(hit, c)
+		}
+	}
+	hit = deepest(hit)
+	sort.SliceStable(hit, func(i, j int) bool { return hit[i].some > hit[j].some })
+	hier := in.Host.Cgroups.MemoryHierarchy
+	var out []Finding
+	for _, c := range hit {
+		if len(out) == cgroupPressureMaxFindings {
+			break
+		}
+		if c.highEvents > 0 && cgroupHighSet(s, c.path) {
+			continue // its memory.high throttles it: cgroup_memory_high_throttled says so
+		}
+		sev, _ := c.sustained()
+		ws, hasWS := s.Get("memdoctor_cgroup_memory_working_set_bytes", "cgroup", c.path)
+		limit, limitName := cgroupLimitOf(s, c.path, hier)
+		f := Finding{ID: "cgroup_memory_pressure", Severity: sev, Subject: "cgroup " + c.path,
+			Evidence: []Evidence{evText("cgroup", c.path), evText("owner", cgroupOwner(s, c.path))}}
+		what := fmt.Sprintf("its tasks stalled on memory %.0f%% of the time", c.some)
+		if c.hasFull && c.full > 0 {
+			what += fmt.Sprintf(" (all of them at once %.0f%%)", c.full)
+		}
+		if c.inRange {
+			what += fmt.Sprintf(" over %s between two readings", human.Duration(time.Duration(c.seconds*float64(time.Second))))
+			f.Evidence = append(f.Evidence, ev("some_stall_percent", c.some, "percent"), ev("some_stall_seconds", c.someStalled, "seconds"),
+				ev("interval_seconds", c.seconds, "seconds"))
+			if c.hasFull {
+				f.Evidence = append(f.Evidence, ev("full_stall_percent", c.full, "percent"), ev("full_stall_seconds", c.fullStalled, "seconds"))
+			}
+		} else {
+			what += fmt.Sprintf(" over the last minute (%.0f%% over the last 10 s)", c.someAvg10)
+			f.Evidence = append(f.Evidence, ev("some_avg10_percent", c.someAvg10, "percent"), ev("some_avg60_percent", c.some, "percent"))
+			if c.hasFull {
+				f.Evidence = append(f.Evidence, ev("full_avg60_percent", c.full, "percent"))
+			}
+		}
+		why := "the host's reclaim takes its memory back (no limit of its own is near)"
+		nearLimit := false
+		if hasWS {
+			f.Evidence = append(f.Evidence, ev("working_set_bytes", ws, "bytes"))
+		}
+		if limit > 0 {
+			f.Evidence = append(f.Evidence, ev("limit_bytes", limit, "bytes"))
+			if hasWS {
+				pct := 100 * ws / limit
+				f.Evidence = append(f.Evidence, ev("working_set_percent_of_limit", pct, "percent"))
+				if pct >= cgroupPressureNearPct {
+					nearLimit = true
+					why = fmt.Sprintf("its working set is %.0f%% of its %s %s: it reclaims from itself to stay under it", pct, limitName, human.Bytes(int64(limit)))
+				}
+			}
+		}
+		if rf, ok := s.Get("memdoctor_cgroup_memory_stat", "cgroup", c.path, "stat", "workingset_refault_file"); ok {
+			f.Evidence = append(f.Evidence, ev("workingset_refault_file", rf, "count"))
+		}
+		f.Summary = what + ": " + why + "; latency suffers and, at its limit, the OOM killer is next"
+		f.Remedies = cgroupPressureRemedies(c.path, hier, ws, nearLimit)
+		out = append(out, f)
+	}
+	return out
+}
+
+// cgroupPressureNearPct: a working set at this share of the limit is what
+// the stall comes from (the cgroup reclaims from itself).
+const cgroupPressureNearPct = 80
+
+// cgroupHighSet says whether the cgroup has a memory.high of its own.
+func cgroupHighSet(s *sample.Scrape, p string) bool {
+	_, ok := s.Get("memdoctor_cgroup_memory_high_bytes", "cgroup", p)
+	return ok
+}
+
+// cgroupLimitOf is the lower of memory.max and memory.high, and its name
+// (0 when none).
+func cgroupLimitOf(s *sample.Scrape, p, hier string) (float64, string) {
+	limit, name := 0.0, "memory.max"
+	if hier == "v1" {
+		name = "memory.limit_in_bytes"
+	}
+	if v, ok := s.Get("memdoctor_cgroup_memory_limit_bytes", "cgroup", p); ok && v > 0 {
+		limit = v
+	}
+	if v, ok := s.Get("memdoctor_cgroup_memory_high_bytes", "cgroup", p); ok && v > 0 && (limit == 0 || v < limit) {
+		limit, name = v, "memory.high"
+	}
+	return limit, name
+}
+
+// cgroupPressureRemedies: where the stall comes from, then what to change:
+// the limit when the cgroup is at it, else protection from the host's
+// reclaim (memory.low), and the workload itself.
+func cgroupPressureRemedies(p, hier string, ws float64, nearLimit bool) []Remedy {
+	dir := "/sys/fs/cgroup" + p
+	rs := []Remedy{{Title: "see how it stalls: memory.pressure, its limits, and whether it re-reads what reclaim took (workingset_refault_*)",
+		Commands: []string{fmt.Sprintf("cat %s/memory.pressure %s/memory.current %s/memory.max %s/memory.high %s/memory.low", dir, dir, dir, dir, dir),
+			fmt.Sprintf("grep -E '^(anon|file|inactive_file|active_file|workingset_refault_(anon|file)|pgmajfault) ' %s/memory.stat", dir)},
+		Risk: "none (read-only)"}}
+	if nearLimit {
+		return append(rs, cgroupLimitRemedies(p, hier)[1:]...)
+	}
+	unit := p[strings.LastIndex(p, "/")+1:]
+	low := roundUpMiB(ws)
+	r := Remedy{Title: "protect its working set from the host's reclaim with memory.low (reclaimed last, only when nothing else is left)",
+		Risk: "protected memory is taken from the rest of the host under pressure: the others stall or are killed instead"}
+	switch {
+	case strings.Contains(p, "kubepods"):
+		r.Commands = []string{"# Kubernetes protects a pod's memory requests with memory.min when the kubelet's MemoryQoS feature gate is on: raise the pod's request",
+			"kubectl set resources deployment/<name> -n <namespace> --requests=memory=" + human.Bytes(int64(low))}
+	case isUnitName(unit):
+		r.Commands = []string{fmt.Sprintf("systemctl set-property --runtime %s MemoryLow=%d   # --runtime: until reboot; drop it to keep the setting", unit, int64(low))}
+		r.Undo = fmt.Sprintf("systemctl set-property --runtime %s MemoryLow=0", unit)
+	default:
+		r.Commands = []string{fmt.Sprintf("echo %d > %s/memory.low", int64(low), dir)}
+		r.Undo = fmt.Sprintf("echo 0 > %s/memory.low", dir)
+	}
+	rs = append(rs, r)
+	return append(rs, Remedy{Title: "or make the workload need less: a smaller heap or cache, fewer workers, or move it to a host with room",
+		Risk: "none until changed"})
+}
+
+// roundUpMiB rounds bytes up to a whole MiB.
+func roundUpMiB(b float64) float64 {
+	const mib = 1 << 20
+	return float64((int64(b) + mib - 1) / mib * mib)
+}
+
+func isUnitName(c string) bool {
+	return strings.HasSuffix(c, ".service") || strings.HasSuffix(c, ".scope") || strings.HasSuffix(c, ".slice")
+}
+
+// cgroupPressureQueries: the share of the range the most stalled cgroup of
+// each instance stalled, for instances near the threshold only.
+func cgroupPressureQueries(a PrefilterArgs) []PromQuery {
+	share := "100 * rate(" + sel("memdoctor_cgroup_memory_pressure_seconds_total", a.Match, `kind="some"`) + "[" + a.Window() + "])"
+	return []PromQuery{{"percent", byInstance(share) + " > " + promNum(cgroupPressureSomePct*PrefilterFactor)}}
+}
+
+func cgroupPressureScore(v PrefilterValues) float64 {
+	if !v.Has("percent") {
+		return 0
+	}
+	return v.V("percent") / cgroupPressureSomePct
+}
+
+func cgroupPressureAlerts(o AlertOptions) []Alert {
+	share := "100 * rate(" + sel("memdoctor_cgroup_memory_pressure_seconds_total", o.Match, `kind="some"`) + "[5m])"
+	return []Alert{{Name: "MemdoctorCgroupMemoryPressure", Expr: share + " > " + promNum(cgroupPressureSomePct), For: "10m", Severity: "warning",
+		Summary: "cgroup {{ $labels.cgroup }} on {{ $labels.instance }}: its tasks stall on memory over " + promNum(cgroupPressureSomePct) + "% of the time"}}
+}
