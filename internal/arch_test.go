@@ -4,6 +4,7 @@ package internal_test
 // golangci-lint depguard rules say the same for editors):
 //
 //	procfs <- collect -> sample <- store/source <- diagnose <- report/htmlreport
+//	                              sample, vmcalc <- model (the JSON schema) <- diagnose and every reader of a report
 //	analysis (the use cases) <- cmd/memdoctor (flags, wiring: at most cmdImports packages)
 //
 // Every package under internal/ is listed with the internal packages (and
@@ -62,23 +63,25 @@ var allowed = map[string][]string{
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
-	"record": {"collect", "diagnose", "procfs", "runtimes", "sample", "store"},
+	"record": {"collect", "diagnose", "model", "procfs", "runtimes", "sample", "store"},
+	// The stable JSON schema (check --json): data only, no judging.
+	"model": {"sample", "vmcalc"},
 	// Judging works on samples only: never /proc.
-	"diagnose":   {"human", "promql", "sample", "stats", "vmcalc"},
-	"report":     {"compare", "diagnose", "fleet", "human", "termsafe"}, // text of check, diagnose, fleet scans, comparisons
-	"htmlreport": {"diagnose", "human", "sample"},
-	"lint":       {"diagnose", "safeio", "termsafe"},
+	"diagnose":   {"human", "model", "promql", "sample", "stats", "vmcalc"},
+	"report":     {"compare", "diagnose", "fleet", "human", "model", "termsafe"}, // text of check, diagnose, fleet scans, comparisons
+	"htmlreport": {"diagnose", "human", "model", "sample"},
+	"lint":       {"diagnose", "model", "safeio", "termsafe"},
 	// Probing a live service measures it from outside.
 	"probe": {"httpsafe", "outfile", "procfs", "redact", "safeio", "stats", "termsafe"},
 	// Fleets read Prometheus, never this host.
 	"prom":    {"httpsafe", "safeio"},
-	"fleet":   {"diagnose", "prom", "promql", "sample"},
+	"fleet":   {"diagnose", "model", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "promql"},
 	"compare": {"human", "prom", "promql", "sample", "stats"},
 	// The use cases: what commands call (cmd/memdoctor parses flags and
 	// renders; this opens, resolves windows and steps, diagnoses, merges).
-	"analysis": {"alerts", "capture", "cgtrace", "collect", "compare", "diagnose", "fleet", "heapprof", "htmlreport", "human", "malloc", "outfile", "pagescan", "procfs", "termsafe",
-		"prom", "promql", "runtimes", "safeio", "sample", "source", "store", "treat"},
+	"analysis": {"alerts", "capture", "cgtrace", "collect", "compare", "diagnose", "fleet", "heapprof", "htmlreport", "human", "malloc", "model", "outfile",
+		"pagescan", "procfs", "prom", "promql", "runtimes", "safeio", "sample", "source", "store", "termsafe", "treat"},
 	// Remedies that change the host: a running process' allocator (malloc, trim,
 	// check --malloc) and dying cgroups (reclaim).
 	"treat": {"cgreclaim", "human", "malloc", "procfs", "sample", "termsafe"},

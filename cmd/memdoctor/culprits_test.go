@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // TestCheckScanPagesNamesPinnedCache (root, cgroup v1 memory controller): a
@@ -167,7 +168,7 @@ func TestCheckTraceNamesCgroupCreators(t *testing.T) {
 	if err := check.Wait(); err != nil {
 		t.Fatalf("check: %v: %s", err, msg)
 	}
-	var rep diagnose.Report
+	var rep model.Report
 	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
 		t.Fatalf("%v: %s", err, stdout.String())
 	}

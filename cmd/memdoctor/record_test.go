@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
@@ -328,13 +328,13 @@ func sortInt64(a []int64) {
 	}
 }
 
-func diagnoseJSON(t *testing.T, from string) *diagnose.Report {
+func diagnoseJSON(t *testing.T, from string) *model.Report {
 	t.Helper()
 	out, errOut, code := runCLI(t, "diagnose", "--from", from, "--json")
 	if code != 0 {
 		t.Fatalf("diagnose: exit %d: %s", code, errOut)
 	}
-	var r diagnose.Report
+	var r model.Report
 	if err := jsonUnmarshal(out, &r); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/collect"
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
@@ -141,8 +141,8 @@ func (f *Focus) check(fs procfs.FS, live bool) error {
 
 // apply ranks the report's processes by --sort and says what the focus
 // selected.
-func (f *Focus) apply(rep *diagnose.Report, res *collect.Result) {
-	key := func(p diagnose.Process) int64 {
+func (f *Focus) apply(rep *model.Report, res *collect.Result) {
+	key := func(p model.Process) int64 {
 		switch f.Sort {
 		case "rss":
 			return p.RSSBytes

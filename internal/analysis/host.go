@@ -12,6 +12,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/capture"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/treat"
 )
@@ -88,7 +89,7 @@ type CheckOptions struct {
 // Check reads the host once (twice, o.Runtimes.Interval apart, when
 // runtimes have GC data to measure), runs every rule and ranks the
 // processes by the focus' key.
-func Check(ctx context.Context, h *Host, o CheckOptions) (*diagnose.Report, error) {
+func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) {
 	rt, fo := o.Runtimes, o.Focus
 	if rt == nil {
 		rt = &Runtimes{}
@@ -130,11 +131,11 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*diagnose.Report, erro
 		res.Notes = append(res.Notes, treat.InspectAllocators(mctx, &res.Scrape, o.MallocN, o.MallocTimeout, o.Log)...)
 		cancel()
 	}
-	var rep *diagnose.Report
+	var rep *model.Report
 	if earlier := rt.secondReading(h.fs, opt, res, o.Bars); earlier != nil {
-		rep = diagnose.CheckInterval(earlier, &res.Scrape, h.name, res.Notes)
+		rep = diagnose.Run(diagnose.Data{Latest: &res.Scrape, Earlier: earlier, Source: h.name, Notes: res.Notes})
 	} else {
-		rep = diagnose.Check(&res.Scrape, h.name, res.Notes)
+		rep = diagnose.Run(diagnose.Data{Latest: &res.Scrape, Source: h.name, Notes: res.Notes})
 	}
 	if h.live {
 		rep.Cost = costOf(res, time.Since(start))
@@ -143,8 +144,8 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*diagnose.Report, erro
 	return rep, nil
 }
 
-func costOf(res *collect.Result, d time.Duration) *diagnose.Cost {
-	c := &diagnose.Cost{DurationSeconds: d.Seconds(), Collectors: map[string]float64{}}
+func costOf(res *collect.Result, d time.Duration) *model.Cost {
+	c := &model.Cost{DurationSeconds: d.Seconds(), Collectors: map[string]float64{}}
 	for _, t := range res.Timings {
 		c.Collectors[t.Collector] = t.Duration.Seconds()
 	}
@@ -155,7 +156,7 @@ func costOf(res *collect.Result, d time.Duration) *diagnose.Cost {
 
 // Fails says whether a finding is of severity threshold or worse ("":
 // never).
-func Fails(findings []diagnose.Finding, threshold diagnose.Severity) bool {
+func Fails(findings []model.Finding, threshold model.Severity) bool {
 	if threshold == "" {
 		return false
 	}
@@ -169,12 +170,12 @@ func Fails(findings []diagnose.Finding, threshold diagnose.Severity) bool {
 
 // ParseFailOn reads --fail-on: "" for none, else the lowest severity that
 // makes the command exit with status 2.
-func ParseFailOn(s string) (diagnose.Severity, error) {
+func ParseFailOn(s string) (model.Severity, error) {
 	switch s {
 	case "", "none":
 		return "", nil
 	case "info", "warning", "critical":
-		return diagnose.Severity(s), nil
+		return model.Severity(s), nil
 	}
 	return "", fmt.Errorf("--fail-on %q: want none, info, warning or critical", s)
 }

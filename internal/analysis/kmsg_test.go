@@ -10,6 +10,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/capture"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
@@ -40,9 +41,8 @@ func TestOOMKillsKernelLogLab61(t *testing.T) {
 				s.Metrics[i].Value = 1
 			}
 		}
-		h := diagnose.Analyze(s, "test")
-		found, _ := diagnose.Run(&diagnose.Input{Host: h}, diagnose.Rules())
-		var f *diagnose.Finding
+		found := diagnose.Run(diagnose.Data{Latest: s, Source: "test"}).Findings
+		var f *model.Finding
 		for i := range found {
 			if found[i].ID == "oom_kills" {
 				f = &found[i]
@@ -51,7 +51,7 @@ func TestOOMKillsKernelLogLab61(t *testing.T) {
 		if f == nil {
 			t.Fatalf("oom_kills did not fire: %+v", found)
 		}
-		evs := map[string]diagnose.Evidence{}
+		evs := map[string]model.Evidence{}
 		for _, e := range f.Evidence {
 			evs[e.Name] = e
 		}

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/fleet"
 	"github.com/memdoctor/memdoctor/internal/htmlreport"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -138,7 +138,7 @@ func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, chart
 		if w == nil {
 			w = &sample.Window{Instance: in.Instance, From: res.From, To: res.To, Step: step}
 		}
-		rep := &diagnose.Report{SchemaVersion: diagnose.SchemaVersion, Findings: in.Findings, Notes: in.Notes}
+		rep := &model.Report{SchemaVersion: model.SchemaVersion, Findings: in.Findings, Notes: in.Notes}
 		r := InstanceResult{Instance: in.Instance, From: res.From, To: res.To, StepSeconds: res.StepSeconds, Series: in.Series, Report: rep}
 		page.Instances = append(page.Instances, htmlreport.Instance{Name: in.Instance, From: res.From, To: res.To,
 			Step: r.Step(), Series: in.Series, Report: rep, Window: w})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -25,7 +26,7 @@ func TestUnexplainedParts(t *testing.T) {
 	s.Add("node_vmstat_nr_memmap_pages", 1024)
 	s.Add("node_vmstat_nr_iommu_pages", 2048)
 	a := diagnose.Analyze(s, "test").Accounting
-	var rest *diagnose.Category
+	var rest *model.Category
 	var known int64
 	for i, c := range a.Categories {
 		if c.Name == "unexplained" {
@@ -81,7 +82,7 @@ func TestUnexplainedParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, src := range []string{"VmallocUsed", "KReclaimable", "Zswap", "nr_memmap_pages", "nr_iommu_pages", "alloc_pages", "balloon", "per-CPU", "Unevictable"} {
-		if !strings.Contains(diagnose.UnexplainedSource, src) {
+		if !strings.Contains(model.UnexplainedSource, src) {
 			t.Errorf("UnexplainedSource does not mention %s", src)
 		}
 		if !strings.Contains(string(docs), src) {

@@ -29,6 +29,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/model"
+
 	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -100,7 +102,7 @@ const (
 	maxFitPoints     = 1000
 )
 
-func (availableMemoryDecline) Eval(in *Input) []Finding {
+func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 	w := in.Window
 	if w == nil {
 		return nil
@@ -131,21 +133,21 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 		return nil
 	}
 	days := last / -f.Slope
-	var sev Severity
+	var sev model.Severity
 	switch {
 	case days <= 7:
-		sev = Critical
+		sev = model.Critical
 	case days <= 30:
-		sev = Warning
+		sev = model.Warning
 	case days <= declineMaxDays:
-		sev = Info
+		sev = model.Info
 	default:
 		return nil
 	}
-	fd := Finding{ID: "available_memory_decline", Severity: sev, Subject: subject(w, "host"),
+	fd := model.Finding{ID: "available_memory_decline", Severity: sev, Subject: subject(w, "host"),
 		Summary: fmt.Sprintf("available memory falls %s per day (p=%s over %s); %s left, exhausted in about %.0f days",
 			human.Bytes(int64(-f.Slope)), Number(f.P), spanText(avail), human.Bytes(int64(last)), days),
-		Evidence: []Evidence{
+		Evidence: []model.Evidence{
 			ev("mem_available_slope_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),
 			ev("mem_available_bytes", last, "bytes"),
@@ -177,7 +179,7 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 	} else {
 		fd.Summary += "; growing: " + grew[0].name
 	}
-	fd.Remedies = []Remedy{
+	fd.Remedies = []model.Remedy{
 		{Title: "find the growth in the recording: diagnose names the growing processes, slab caches and cgroups",
 			Commands: []string{"memdoctor diagnose --from SRC --json | jq '.findings[] | select(.id != \"available_memory_decline\")'"},
 			Risk:     "none (read-only)"},
@@ -185,7 +187,7 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 			Commands: []string{"memdoctor check --top 20"},
 			Risk:     "none (read-only)"},
 	}
-	return []Finding{fd}
+	return []model.Finding{fd}
 }
 
 func lastValue(s *sample.Series) float64 {

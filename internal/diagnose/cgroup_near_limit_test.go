@@ -12,6 +12,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
@@ -78,7 +79,7 @@ func runIn(t *testing.T, dir, script string) {
 	}
 }
 
-func nearLimitFindings(t *testing.T, dir string) (usage, ws float64, fs []diagnose.Finding) {
+func nearLimitFindings(t *testing.T, dir string) (usage, ws float64, fs []model.Finding) {
 	t.Helper()
 	res, err := collect.Collect(procfs.NewFS("/"), collect.Options{TopCgroups: 3, Live: true})
 	if err != nil {
@@ -90,7 +91,7 @@ func nearLimitFindings(t *testing.T, dir string) (usage, ws float64, fs []diagno
 		t.Fatalf("the test's cgroup %s, near its limit, was not read in full", cg)
 	}
 	ws = res.Scrape.Value("memdoctor_cgroup_memory_working_set_bytes", "cgroup", cg)
-	for _, f := range diagnose.Check(&res.Scrape, "live", res.Notes).Findings {
+	for _, f := range diagnose.Run(diagnose.Data{Latest: &res.Scrape, Source: "live", Notes: res.Notes}).Findings {
 		if f.ID == "cgroup_near_limit" && f.Subject == "cgroup "+cg {
 			fs = append(fs, f)
 		}

@@ -29,6 +29,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 type cgroupOOMKills struct{}
@@ -54,7 +56,7 @@ type cgKills struct {
 	kills float64
 }
 
-func (cgroupOOMKills) Eval(in *Input) []Finding {
+func (cgroupOOMKills) Eval(in *Input) []model.Finding {
 	if in.Host == nil {
 		return nil
 	}
@@ -79,7 +81,7 @@ func (cgroupOOMKills) Eval(in *Input) []Finding {
 		counts = counts[:cgroupOOMMaxFindings]
 	}
 	s := in.Host.S
-	var out []Finding
+	var out []model.Finding
 	for _, c := range counts {
 		if c.kills <= 0 {
 			continue
@@ -91,10 +93,10 @@ func (cgroupOOMKills) Eval(in *Input) []Finding {
 			when = fmt.Sprintf("between %s and %s", from.Format("2006-01-02 15:04:05"), to.Format("2006-01-02 15:04:05 UTC"))
 			ev0 = ev("oom_kills_in_range", c.kills, "count")
 		}
-		f := Finding{ID: "cgroup_oom_kills", Severity: Warning, Subject: "cgroup " + c.path,
+		f := model.Finding{ID: "cgroup_oom_kills", Severity: model.Warning, Subject: "cgroup " + c.path,
 			Summary: fmt.Sprintf("the OOM killer killed %s in this cgroup %s, at its limit: work was lost; the kernel log names the victim",
 				plural(c.kills, "process", "processes"), when),
-			Evidence: []Evidence{evText("cgroup", c.path), evText("owner", who), ev0}}
+			Evidence: []model.Evidence{evText("cgroup", c.path), evText("owner", who), ev0}}
 		if v, ok := s.Get("memdoctor_cgroup_memory_limit_bytes", "cgroup", c.path); ok {
 			f.Evidence = append(f.Evidence, ev("limit_bytes", v, "bytes"))
 		}
@@ -178,8 +180,8 @@ func nearest(all []cgKills, d, a string) bool {
 	return true
 }
 
-func cgroupOOMRemedies(p, hier string) []Remedy {
-	rs := []Remedy{{Title: "find the victims: the kernel log names each killed process, its memory and the cgroup whose limit was hit (oom_memcg=)",
+func cgroupOOMRemedies(p, hier string) []model.Remedy {
+	rs := []model.Remedy{{Title: "find the victims: the kernel log names each killed process, its memory and the cgroup whose limit was hit (oom_memcg=)",
 		Commands: []string{fmt.Sprintf("journalctl -k -b | grep -E 'oom-kill:.*oom_memcg=%s[,/]|Memory cgroup out of memory|Killed process'", p),
 			"dmesg -T | grep -E 'oom-kill:|Killed process'   # without a journal (this boot only)"},
 		Risk: "none (read-only)"}}

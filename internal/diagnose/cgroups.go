@@ -3,57 +3,10 @@ package diagnose
 import (
 	"sort"
 
+	"github.com/memdoctor/memdoctor/internal/model"
+
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
-
-// Cgroups summarises memory cgroups.
-type Cgroups struct {
-	// Mode is the cgroup layout: v1, v2, hybrid or none.
-	Mode string `json:"mode"`
-	// MemoryHierarchy says where the memory controller is: v1, v2 or none.
-	MemoryHierarchy string `json:"memory_hierarchy"`
-	MemoryTotal     *int64 `json:"memory_total"`
-	MemoryLive      *int64 `json:"memory_live"`
-	MemoryDying     *int64 `json:"memory_dying"`
-	// V2DyingDescendants is the unified root's nr_dying_descendants (any
-	// controller), when cgroup2 is mounted.
-	V2DyingDescendants *int64      `json:"v2_dying_descendants,omitempty"`
-	Top                []CgroupUse `json:"top"`
-}
-
-// CgroupUse is one cgroup's charged memory.
-type CgroupUse struct {
-	Cgroup     string `json:"cgroup"`
-	UsageBytes int64  `json:"usage_bytes"`
-	AnonBytes  int64  `json:"anon_bytes"`
-	FileBytes  int64  `json:"file_bytes"`
-	ShmemBytes int64  `json:"shmem_bytes"`
-	// WorkingSetBytes is usage minus inactive file, when memory.stat was read.
-	WorkingSetBytes *int64 `json:"working_set_bytes,omitempty"`
-	// LimitBytes is the lower of memory.max and memory.high, when set.
-	LimitBytes *int64 `json:"limit_bytes,omitempty"`
-	// OOMKills and LimitHits are the oom_kill and max events (v1: the
-	// cgroup's own oom_kill and failcnt), when read.
-	OOMKills  *int64 `json:"oom_kills,omitempty"`
-	LimitHits *int64 `json:"limit_hits,omitempty"`
-	// PressureSomeAvg10 is the share of the last 10 s its tasks stalled on
-	// memory, in percent (v2 memory.pressure).
-	PressureSomeAvg10 *float64 `json:"pressure_some_avg10_percent,omitempty"`
-	// Owner is who it belongs to (unit, container, pod), from its path;
-	// nil for a plain directory.
-	Owner *CgroupOwner `json:"owner,omitempty"`
-}
-
-// CgroupOwner is what a cgroup's path says about who owns it.
-type CgroupOwner struct {
-	Kind        string `json:"kind,omitempty"`
-	Name        string `json:"name,omitempty"`
-	Runtime     string `json:"runtime,omitempty"`
-	ContainerID string `json:"container_id,omitempty"`
-	PodUID      string `json:"pod_uid,omitempty"`
-	QoS         string `json:"qos,omitempty"`
-	Unit        string `json:"unit,omitempty"`
-}
 
 func optInt(s *sample.Scrape, name string, match ...string) *int64 {
 	v, ok := s.Get(name, match...)
@@ -64,8 +17,8 @@ func optInt(s *sample.Scrape, name string, match ...string) *int64 {
 	return &x
 }
 
-func cgroups(s *sample.Scrape) Cgroups {
-	c := Cgroups{Mode: "unknown", MemoryHierarchy: "unknown", Top: []CgroupUse{}}
+func cgroups(s *sample.Scrape) model.Cgroups {
+	c := model.Cgroups{Mode: "unknown", MemoryHierarchy: "unknown", Top: []model.CgroupUse{}}
 	if i := s.Select("memdoctor_cgroup_info"); len(i) > 0 {
 		c.Mode = i[0].Labels.Get("mode")
 		c.MemoryHierarchy = i[0].Labels.Get("memory")
@@ -83,7 +36,7 @@ func cgroups(s *sample.Scrape) Cgroups {
 	}
 	for _, m := range s.Select("memdoctor_cgroup_memory_usage_bytes") {
 		p := m.Labels.Get("cgroup")
-		u := CgroupUse{Cgroup: p, UsageBytes: int64(m.Value),
+		u := model.CgroupUse{Cgroup: p, UsageBytes: int64(m.Value),
 			AnonBytes:       int64(s.Value("memdoctor_cgroup_memory_anon_bytes", "cgroup", p)),
 			FileBytes:       int64(s.Value("memdoctor_cgroup_memory_file_bytes", "cgroup", p)),
 			ShmemBytes:      int64(s.Value("memdoctor_cgroup_memory_shmem_bytes", "cgroup", p)),
@@ -100,7 +53,7 @@ func cgroups(s *sample.Scrape) Cgroups {
 		}
 		if o := s.Select("memdoctor_cgroup_owner_info", "cgroup", p); len(o) > 0 && o[0].Labels.Get("kind") != "" {
 			l := o[0].Labels
-			u.Owner = &CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
+			u.Owner = &model.CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
 				PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit")}
 		}
 		c.Top = append(c.Top, u)
@@ -109,45 +62,21 @@ func cgroups(s *sample.Scrape) Cgroups {
 	return c
 }
 
-// SlabReport summarises slab memory.
-type SlabReport struct {
-	ReclaimableBytes   int64 `json:"reclaimable_bytes"`
-	UnreclaimableBytes int64 `json:"unreclaimable_bytes"`
-	// UnreclaimablePercent is SUnreclaim as a share of MemTotal.
-	UnreclaimablePercent float64 `json:"unreclaimable_percent_of_total"`
-	// UnreclaimableShare is SUnreclaim as a share of all slab.
-	UnreclaimableShare float64     `json:"unreclaimable_share_percent"`
-	Top                []SlabCache `json:"top"`
-	// CachesVisible is false when slabinfo could not be read.
-	CachesVisible bool `json:"caches_visible"`
-}
-
-// SlabCache is one slab cache.
-type SlabCache struct {
-	Name            string `json:"name"`
-	Bytes           int64  `json:"bytes"`
-	Objects         int64  `json:"objects"`
-	ActiveObjects   int64  `json:"active_objects"`
-	ObjectSizeBytes int64  `json:"object_size_bytes"`
-	// Reclaimable is the cache's SLAB_RECLAIM_ACCOUNT flag, when known.
-	Reclaimable *bool `json:"reclaimable,omitempty"`
-}
-
 // slabTop is how many caches the report lists.
 const slabTop = 15
 
-func slab(s *sample.Scrape) SlabReport {
-	r := SlabReport{ReclaimableBytes: mi(s, "SReclaimable"), UnreclaimableBytes: mi(s, "SUnreclaim"), Top: []SlabCache{}}
+func slab(s *sample.Scrape) model.SlabReport {
+	r := model.SlabReport{ReclaimableBytes: mi(s, "SReclaimable"), UnreclaimableBytes: mi(s, "SUnreclaim"), Top: []model.SlabCache{}}
 	if t := mi(s, "MemTotal"); t > 0 {
 		r.UnreclaimablePercent = 100 * float64(r.UnreclaimableBytes) / float64(t)
 	}
 	if t := r.ReclaimableBytes + r.UnreclaimableBytes; t > 0 {
 		r.UnreclaimableShare = 100 * float64(r.UnreclaimableBytes) / float64(t)
 	}
-	var all []SlabCache
+	var all []model.SlabCache
 	for _, m := range s.Select("node_slabinfo_objects") {
 		name := m.Labels.Get("slab")
-		c := SlabCache{Name: name, Objects: int64(m.Value),
+		c := model.SlabCache{Name: name, Objects: int64(m.Value),
 			ActiveObjects:   int64(s.Value("node_slabinfo_active_objects", "slab", name)),
 			ObjectSizeBytes: int64(s.Value("node_slabinfo_object_size_bytes", "slab", name))}
 		if b, ok := s.Get("memdoctor_slabinfo_size_bytes", "slab", name); ok {

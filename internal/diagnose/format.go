@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/model"
+
 	"github.com/memdoctor/memdoctor/internal/human"
 )
 
@@ -14,7 +16,7 @@ import (
 // numbers, other numbers to three significant digits without exponents.
 // Text evidence is its text. JSON keeps the exact value; only the text and
 // HTML reports use this.
-func FormatValue(e Evidence) string {
+func FormatValue(e model.Evidence) string {
 	if e.Text != "" {
 		return e.Text
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/memdoctor/memdoctor/internal/model"
+
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -18,7 +20,7 @@ const stallersNamed = 5
 // direct (host-wide) reclaim during the trace, most time first, and a
 // clause for the summary; nothing when no trace ran. A trace that saw none
 // says so.
-func directReclaimStallers(s *sample.Scrape) ([]Evidence, string) {
+func directReclaimStallers(s *sample.Scrape) ([]model.Evidence, string) {
 	if s == nil {
 		return nil, ""
 	}
@@ -41,10 +43,10 @@ func directReclaimStallers(s *sample.Scrape) ([]Evidence, string) {
 	}
 	window := Number(secs) + " s"
 	if len(rows) == 0 {
-		return []Evidence{evText("direct_reclaim_stallers", "no process entered direct reclaim during the "+window+" trace")}, ""
+		return []model.Evidence{evText("direct_reclaim_stallers", "no process entered direct reclaim during the "+window+" trace")}, ""
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].total > rows[j].total })
-	var out []Evidence
+	var out []model.Evidence
 	var named string
 	for i, r := range rows {
 		if i >= stallersNamed {

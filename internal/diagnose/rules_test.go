@@ -34,6 +34,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/capture"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -250,13 +251,13 @@ func TestRuleCases(t *testing.T) {
 			}
 			name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(file), ".prom"), ".series")
 			t.Run(id+"/"+name, func(t *testing.T) {
-				var rep *diagnose.Report
+				var rep *model.Report
 				if isSeries {
-					rep = diagnose.CheckWindow(seriestest.MustParse(t, c.src), "test", nil)
+					rep = diagnose.Run(diagnose.Data{Window: seriestest.MustParse(t, c.src), Source: "test"})
 				} else {
-					rep = diagnose.Check(apply(baseScrape(t, c.base), c), "test", nil)
+					rep = diagnose.Run(diagnose.Data{Latest: apply(baseScrape(t, c.base), c), Source: "test"})
 				}
-				var got []diagnose.Finding
+				var got []model.Finding
 				for _, f := range rep.Findings {
 					if f.ID == id {
 						got = append(got, f)
@@ -270,7 +271,7 @@ func TestRuleCases(t *testing.T) {
 					// cannot be true or lacks MemTotal (cases built on a base
 					// host must keep its sizes consistent).
 					for _, sk := range rep.Coverage.NotEvaluated {
-						if sk.ID == id && (sk.Reason == diagnose.SkipInvalidData || strings.Contains(sk.Detail, "MemTotal")) {
+						if sk.ID == id && (sk.Reason == model.SkipInvalidData || strings.Contains(sk.Detail, "MemTotal")) {
 							t.Errorf("%s is quiet only because it was not evaluated: %s (%s)", id, sk.Reason, sk.Detail)
 						}
 					}

@@ -39,6 +39,8 @@ package diagnose
 import (
 	"fmt"
 
+	"github.com/memdoctor/memdoctor/internal/model"
+
 	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/vmcalc"
 )
@@ -73,15 +75,15 @@ const (
 // RecommendScaleFactor returns the recommended watermark_scale_factor for
 // the host (never below the current one), or 0 when watermarks could not be
 // recomputed.
-func RecommendScaleFactor(h *Host) int64 {
+func RecommendScaleFactor(h *model.Host) int64 {
 	w := &h.Watermarks
-	if !w.Recomputed {
+	if !w.Recomputed || w.Calc == nil {
 		return 0
 	}
 	cur := w.WatermarkScaleFactor
 	best := int64(0)
 	var bigManaged int64
-	for _, z := range w.zones {
+	for _, z := range w.Calc.Zones {
 		if vmcalc.IsLowmem(z.Name) && z.Managed > bigManaged {
 			bigManaged = z.Managed
 		}
@@ -89,7 +91,7 @@ func RecommendScaleFactor(h *Host) int64 {
 	if bigManaged == 0 {
 		return 0
 	}
-	ps := int64(w.params.PageSize)
+	ps := int64(w.Calc.Params.PageSize)
 	target := min(max(bigManaged*ps*targetGapPercent/100, targetGapFloor), targetGapCeiling)
 	for f := int64(10); f <= maxScaleFactor; f += 10 {
 		wi := w.Evaluate(f)
@@ -107,7 +109,7 @@ func RecommendScaleFactor(h *Host) int64 {
 	return max(best, cur)
 }
 
-func (watermarkGapSmall) Eval(in *Input) []Finding {
+func (watermarkGapSmall) Eval(in *Input) []model.Finding {
 	if !memoryUsable(in, "watermark_gap_small", false) {
 		return nil
 	}
@@ -128,12 +130,12 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 	}
 	rec := next.WatermarkScaleFactor
 	cur := w.Evaluate(w.WatermarkScaleFactor)
-	sev := Warning
+	sev := model.Warning
 	if r.Judged("allocstall") >= 1000 {
-		sev = Critical
+		sev = model.Critical
 	}
 	seen := fmt.Sprintf("%.0f direct-reclaim stalls and %.0f quick low-watermark wake-ups per day", r.Judged("allocstall"), hits)
-	rates := []Evidence{
+	rates := []model.Evidence{
 		ev("kswapd_low_wmark_hit_quickly_per_day", hits, "per_day"),
 		ev("allocstall_per_day", r.Judged("allocstall"), "per_day"),
 		ev("pgscan_direct_per_day", r.Judged("pgscan_direct"), "per_day"),
@@ -141,23 +143,23 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 	if r.PerDay != nil && r.Short() {
 		seen = fmt.Sprintf("%.0f direct-reclaim stalls and %.0f quick low-watermark wake-ups in %s (too short a span for daily rates)",
 			r.Counts["allocstall"], r.Counts["kswapd_low_wmark_hit_quickly"], humanSeconds(r.Seconds))
-		rates = []Evidence{
+		rates = []model.Evidence{
 			ev("kswapd_low_wmark_hit_quickly_count", r.Counts["kswapd_low_wmark_hit_quickly"], "count"),
 			ev("allocstall_count", r.Counts["allocstall"], "count"),
 			ev("pgscan_direct_count", r.Counts["pgscan_direct"], "count"),
 			ev("span_seconds", r.Seconds, "seconds"),
 		}
 	}
-	f := Finding{ID: "watermark_gap_small", Severity: sev, Subject: "zone " + cur.Zone,
+	f := model.Finding{ID: "watermark_gap_small", Severity: sev, Subject: "zone " + cur.Zone,
 		Summary: fmt.Sprintf("kswapd's window on %s is %s (low−min); reclaim bursts cross it: %s",
 			cur.Zone, human.Bytes(cur.LowMinGapBytes), seen),
-		Evidence: append([]Evidence{
+		Evidence: append([]model.Evidence{
 			ev("watermark_scale_factor", float64(w.WatermarkScaleFactor), ""),
 			ev("min_free_kbytes", float64(w.MinFreeKbytes), "kB"),
 			ev("scale_factor_effective_from", float64(w.EffectiveFrom), ""),
 			ev("low_min_gap_bytes", float64(cur.LowMinGapBytes), "bytes")}, rates...),
 	}
-	f.Evidence = append(f.Evidence, []Evidence{
+	f.Evidence = append(f.Evidence, []model.Evidence{
 		ev("recommended_watermark_scale_factor", float64(rec), ""),
 		ev("recommended_low_min_gap_bytes", float64(next.LowMinGapBytes), "bytes"),
 		ev("recommended_min_pages", float64(next.MinPages), "pages"),
@@ -176,7 +178,7 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 		f.Evidence = append(f.Evidence, ev...)
 		f.Summary += sum
 	}
-	f.Remedies = []Remedy{
+	f.Remedies = []model.Remedy{
 		{Title: fmt.Sprintf("widen kswapd's window: watermark_scale_factor %d → %d (%s window on %s; MemAvailable %s)",
 			w.WatermarkScaleFactor, rec, human.Bytes(next.LowMinGapBytes), next.Zone, human.Bytes(next.MemAvailableDeltaBytes)),
 			Commands: []string{
@@ -190,7 +192,7 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 			Commands: []string{"grep -E 'kswapd_low_wmark_hit_quickly|allocstall' /proc/vmstat"},
 			Risk:     "none (read-only)"},
 	}
-	return []Finding{f}
+	return []model.Finding{f}
 }
 
 // gapMinHitsPerDay is the reclaim trouble the rule needs without direct

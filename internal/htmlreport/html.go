@@ -16,6 +16,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -40,7 +41,7 @@ type Instance struct {
 	// Step is the resolution the rules read (0: raw samples).
 	Step   time.Duration
 	Series int
-	Report *diagnose.Report
+	Report *model.Report
 	// Window holds the charted series at display resolution (the
 	// findings' numbers never come from it).
 	Window *sample.Window
@@ -103,7 +104,7 @@ type findingView struct {
 	Subject  string
 	Summary  string
 	Evidence []evidenceView
-	Remedies []diagnose.Remedy
+	Remedies []model.Remedy
 	Charts   []chartView
 	NoCharts string
 }
@@ -137,7 +138,7 @@ func Render(w io.Writer, p *Page) error {
 	}
 	type found struct {
 		inst *Instance
-		f    diagnose.Finding
+		f    model.Finding
 	}
 	var all []found
 	skipped := map[string]bool{}
@@ -191,7 +192,7 @@ func Render(w io.Writer, p *Page) error {
 		return all[i].f.ID < all[j].f.ID
 	})
 	v.Evaluated = v.Rules - len(skipped)
-	counts := map[diagnose.Severity]int{}
+	counts := map[model.Severity]int{}
 	charts := chartSet{seen: map[string]string{}}
 	for k, fd := range all {
 		f := fd.f
@@ -233,7 +234,7 @@ func Render(w io.Writer, p *Page) error {
 		}
 		v.Instances[i].NoCharted = len(v.Instances[i].Overview) == 0
 	}
-	for _, s := range []diagnose.Severity{diagnose.Critical, diagnose.Warning, diagnose.Info} {
+	for _, s := range []model.Severity{model.Critical, model.Warning, model.Info} {
 		if counts[s] > 0 {
 			v.Counts = append(v.Counts, sevCount{string(s), counts[s]})
 		}
@@ -279,4 +280,4 @@ func caption(in *Instance) string {
 	return c
 }
 
-func evidenceValue(e diagnose.Evidence) string { return diagnose.FormatValue(e) }
+func evidenceValue(e model.Evidence) string { return diagnose.FormatValue(e) }

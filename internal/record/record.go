@@ -26,6 +26,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/runtimes"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -70,7 +71,7 @@ type Config struct {
 	// once: first once a sample is stored, then every FindingsEvery
 	// (default 5 min) but never sooner than 20 times its own last duration
 	// after it, so that it costs at most 5 % of one CPU on a long recording.
-	Findings      func(ctx context.Context, instance string) ([]diagnose.Finding, error)
+	Findings      func(ctx context.Context, instance string) ([]model.Finding, error)
 	FindingsEvery time.Duration
 	// Lean, for a recorder that is its own process: after each sample,
 	// each answer on /metrics and each evaluation of the findings, the heap
@@ -131,7 +132,7 @@ type Recorder struct {
 // findingsState holds the last evaluation of the findings.
 type findingsState struct {
 	mu      sync.Mutex
-	list    []diagnose.Finding
+	list    []model.Finding
 	okAt    time.Time // when the served list was evaluated
 	took    time.Duration
 	ok      bool // the last evaluation succeeded

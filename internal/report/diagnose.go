@@ -4,8 +4,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // WindowSummary says what data one instance's diagnosis read.
@@ -20,7 +20,7 @@ type WindowSummary struct {
 // DiagnoseText writes the terminal report of a diagnosis over time:
 // findings first, then what data each instance had, the state at the end
 // (single instance) and the notes.
-func DiagnoseText(w io.Writer, r *diagnose.Report, ws []WindowSummary, opt TextOptions) error {
+func DiagnoseText(w io.Writer, r *model.Report, ws []WindowSummary, opt TextOptions) error {
 	if opt.Top <= 0 {
 		opt.Top = 5
 	}
