@@ -265,7 +265,7 @@ func twoHostStore(t *testing.T) string {
 	if _, err := source.Ingest(incidentDir(t, incidenttest.Shape50), st, source.IngestOptions{Instance: "game7"}); err != nil {
 		t.Fatal(err)
 	}
-	seriesToStore(t, st, filepath.Join(repoRoot(t), "internal", "htmlreport", "testdata", "host.series"), "web1")
+	seriesToStore(t, st, filepath.Join(repoRoot(t), "internal", "render", "html", "testdata", "host.series"), "web1")
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}

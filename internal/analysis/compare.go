@@ -7,8 +7,8 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/compare"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
-	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/prom"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
@@ -155,7 +155,7 @@ func reclaimValues(group string, ws []*sample.Window, parts bool, v compare.Valu
 		}
 		notes = append(notes, fmt.Sprintf("group %s, %s: %.0f quick kswapd wake-ups, %.0f direct-reclaim stalls, %.0f pages scanned directly in %s%s",
 			group, w.Instance, whole.Counts["kswapd_low_wmark_hit_quickly"], whole.Counts["allocstall"], whole.Counts["pgscan_direct"],
-			human.Duration(time.Duration(whole.Seconds*float64(time.Second))), short))
+			render.Duration(time.Duration(whole.Seconds*float64(time.Second))), short))
 	}
 	return notes
 }

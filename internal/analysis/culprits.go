@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/cgtrace"
-	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/pagescan"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -96,7 +96,7 @@ func pageScan(ctx context.Context, s *sample.Scrape, timeout time.Duration) []sa
 	var notes []sample.Note
 	if !res.Complete {
 		notes = append(notes, sample.Note{Source: src,
-			Message: fmt.Sprintf("the page scan stopped at its time limit (%s) after %s of RAM", res.Duration.Round(time.Millisecond), human.Bytes(res.RAMBytes)),
+			Message: fmt.Sprintf("the page scan stopped at its time limit (%s) after %s of RAM", res.Duration.Round(time.Millisecond), render.Bytes(res.RAMBytes)),
 			Hides:   "part of the pages pinning dying cgroups", Fix: "raise --scan-timeout"})
 	}
 	if !rep.PinnedKnown {

@@ -36,8 +36,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -118,7 +117,7 @@ func (cgroupNearLimit) Eval(in *Input) []model.Finding {
 		// reads as numbers).
 		f := model.Finding{ID: "cgroup_near_limit", Severity: sev, Subject: "cgroup " + n.path,
 			Summary: fmt.Sprintf("working set %s is %.0f%% of its %s %s (anon %s, page cache %s of which %s inactive): reclaim cannot take this back cheaply; past the limit the OOM killer kills in it",
-				human.Bytes(int64(n.ws)), n.pct, n.limitName, human.Bytes(int64(n.limit)), human.Bytes(int64(anon)), human.Bytes(int64(file)), human.Bytes(int64(n.inactive))),
+				render.Bytes(int64(n.ws)), n.pct, n.limitName, render.Bytes(int64(n.limit)), render.Bytes(int64(anon)), render.Bytes(int64(file)), render.Bytes(int64(n.inactive))),
 			Evidence: []model.Evidence{
 				evText("cgroup", n.path),
 				evText("owner", who),
@@ -133,7 +132,7 @@ func (cgroupNearLimit) Eval(in *Input) []model.Finding {
 			Remedies: cgroupLimitRemedies(n.path, hier),
 		}
 		if left, perHour, ok := timeToLimit(in, n.path, n.ws, n.limit); ok {
-			f.Summary += fmt.Sprintf("; growing %s an hour, it reaches the limit in about %s", human.Bytes(int64(perHour)), human.Duration(left))
+			f.Summary += fmt.Sprintf("; growing %s an hour, it reaches the limit in about %s", render.Bytes(int64(perHour)), render.Duration(left))
 			f.Evidence = append(f.Evidence, ev("working_set_growth_bytes_per_hour", perHour, "bytes"),
 				ev("time_to_limit_seconds", left.Seconds(), "seconds"))
 		}

@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 

@@ -49,8 +49,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -216,7 +215,7 @@ func dyingCreators(s *sample.Scrape) ([]model.Evidence, string) {
 		a, b := by[order[i]], by[order[j]]
 		return a.mkdir+a.rmdir > b.mkdir+b.rmdir
 	})
-	window := Number(secs) + " s"
+	window := render.Number(secs) + " s"
 	out := []model.Evidence{ev("trace_seconds", secs, "seconds"), evText("trace_method", tr[0].Labels.Get("method"))}
 	if len(order) == 0 {
 		out = append(out, evText("creators", "no memory cgroup was created or removed during the "+window+" trace"))
@@ -233,9 +232,9 @@ func dyingCreators(s *sample.Scrape) ([]model.Evidence, string) {
 			who += ", parent " + c.parent
 		}
 		out = append(out, evText("creator", fmt.Sprintf("%s: %s mkdir/s, %s rmdir/s (%.0f and %.0f in %s)",
-			who, Number(c.mkdir/secs), Number(c.rmdir/secs), c.mkdir, c.rmdir, window)))
+			who, render.Number(c.mkdir/secs), render.Number(c.rmdir/secs), c.mkdir, c.rmdir, window)))
 		if i < creatorsNamed {
-			named = append(named, fmt.Sprintf("%s (%s/s)", c.comm, Number(max(c.mkdir, c.rmdir)/secs)))
+			named = append(named, fmt.Sprintf("%s (%s/s)", c.comm, render.Number(max(c.mkdir, c.rmdir)/secs)))
 		}
 	}
 	return out, fmt.Sprintf("; made and removed by %s in a trace of %s", strings.Join(named, ", "), window)
@@ -258,18 +257,18 @@ func dyingPins(s *sample.Scrape) ([]model.Evidence, string) {
 		v := s.Value("memdoctor_memcg_dying_pinned_bytes", "type", k)
 		out = append(out, ev("pinned_"+k+"_bytes", v, "bytes"))
 		if v > 0 && k != "writeback" && k != "anon" {
-			stuck = append(stuck, human.Bytes(int64(v))+" "+k)
+			stuck = append(stuck, render.Bytes(int64(v))+" "+k)
 		}
 	}
 	for _, m := range s.Select("memdoctor_memcg_dying_pinned_ancestor_bytes") {
 		if m.Value > 0 {
-			out = append(out, evText("pinned_under", fmt.Sprintf("%s: %s of page cache from removed cgroups below it", m.Labels.Get("cgroup"), human.Bytes(int64(m.Value)))))
+			out = append(out, evText("pinned_under", fmt.Sprintf("%s: %s of page cache from removed cgroups below it", m.Labels.Get("cgroup"), render.Bytes(int64(m.Value)))))
 		}
 	}
 	if v, ok := s.Get("memdoctor_pagescan_complete"); ok && v == 0 {
 		out = append(out, evText("page_scan", "stopped at its time limit: the pinned amounts are a lower bound"))
 	}
-	sum := fmt.Sprintf("; %s of page cache pins them", human.Bytes(int64(file)))
+	sum := fmt.Sprintf("; %s of page cache pins them", render.Bytes(int64(file)))
 	if len(stuck) > 0 {
 		sum += " (" + strings.Join(stuck, ", ") + ": drop_caches cannot free these)"
 	}
@@ -390,7 +389,7 @@ func (dyingCgroups) trend(in *Input) *model.Finding {
 	}
 	fd := &model.Finding{ID: "dying_cgroups", Severity: sev, Subject: subject(w, "host"),
 		Summary: fmt.Sprintf("%s grow by %.0f a day (p=%s, %+.0f over %s, now %.0f): removed cgroups stay pinned",
-			what, f.Slope, Number(f.P), growth, spanText(ps), last),
+			what, f.Slope, render.Number(f.P), growth, spanText(ps), last),
 		Evidence: []model.Evidence{
 			ev("memory_cgroups_per_day", f.Slope, "per_day"),
 			ev("mann_kendall_p", f.P, ""),
@@ -409,7 +408,7 @@ func (dyingCgroups) trend(in *Input) *model.Finding {
 			fd.Evidence = append(fd.Evidence,
 				ev("slab_unreclaimable_bytes_per_cgroup", perCg, "bytes"),
 				ev("capacity_lost_bytes_per_day", perCg*f.Slope, "bytes_per_day"))
-			fd.Summary += fmt.Sprintf("; each costs %s of unreclaimable slab, %s a day", human.Bytes(int64(perCg)), human.Bytes(int64(perCg*f.Slope)))
+			fd.Summary += fmt.Sprintf("; each costs %s of unreclaimable slab, %s a day", render.Bytes(int64(perCg)), render.Bytes(int64(perCg*f.Slope)))
 		}
 	}
 	kernel := ""

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 

@@ -60,8 +60,7 @@ import (
 	"strconv"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type gcHeapSlack struct{}
@@ -128,7 +127,7 @@ func (gcHeapSlack) Eval(in *Input) []model.Finding {
 		}
 		f := model.Finding{ID: "gc_heap_slack", Severity: sev, Subject: runtimeSubject(r),
 			Summary: fmt.Sprintf("%s holds %s of heap for %s live (%.1f×; %s): garbage waits for a major collection",
-				runtimeSubject(r), human.Bytes(int64(held)), human.Bytes(int64(live)), held/live, rare),
+				runtimeSubject(r), render.Bytes(int64(held)), render.Bytes(int64(live)), held/live, rare),
 			Evidence: []model.Evidence{
 				ev(heldName, held, "bytes"),
 				ev("heap_live_bytes", live, "bytes"),
@@ -188,7 +187,7 @@ func pendingSlack(r *model.Runtime) (model.Finding, bool) {
 	sub := runtimeSubject(r)
 	of := ""
 	if r.ResidentBytes != nil {
-		of = fmt.Sprintf(" of its %s resident", human.Bytes(int64(*r.ResidentBytes)))
+		of = fmt.Sprintf(" of its %s resident", render.Bytes(int64(*r.ResidentBytes)))
 	}
 	rate := ""
 	if known {
@@ -196,7 +195,7 @@ func pendingSlack(r *model.Runtime) (model.Finding, bool) {
 	}
 	f := model.Finding{ID: "gc_heap_slack", Severity: sev, Subject: sub,
 		Summary: fmt.Sprintf("%s lets up to %s%s pile up as garbage before a major collection frees it (%s allocated and not freed since the last one%s)",
-			sub, human.Bytes(int64(peak)), of, human.Bytes(int64(pending)), rate),
+			sub, render.Bytes(int64(peak)), of, render.Bytes(int64(pending)), rate),
 		Evidence: []model.Evidence{
 			ev("gc_pending_bytes", pending, "bytes"),
 			ev("slack_bytes", peak, "bytes"),

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 

@@ -19,8 +19,7 @@ import (
 	"fmt"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type lowAvailableMemory struct{}
@@ -53,7 +52,7 @@ func (lowAvailableMemory) Eval(in *Input) []model.Finding {
 	}
 	f := model.Finding{ID: "low_available_memory", Severity: sev, Subject: "host",
 		Summary: fmt.Sprintf("only %s of %s available (%.1f%% used); free alone (%s) would mislead either way",
-			human.Bytes(a.AvailableBytes), human.Bytes(a.TotalBytes), a.UsedPercent, human.Bytes(a.FreeBytes)),
+			render.Bytes(a.AvailableBytes), render.Bytes(a.TotalBytes), a.UsedPercent, render.Bytes(a.FreeBytes)),
 		Evidence: []model.Evidence{
 			ev("mem_total_bytes", float64(a.TotalBytes), "bytes"),
 			ev("mem_available_bytes", float64(a.AvailableBytes), "bytes"),
@@ -79,13 +78,13 @@ func (lowAvailableMemory) Eval(in *Input) []model.Finding {
 	}
 	if len(h.Processes) > 0 {
 		p := h.Processes[0]
-		f.Evidence = append(f.Evidence, evText("largest_process", fmt.Sprintf("%s (pid %d) %s", p.Comm, p.PID, human.Bytes(rankOf(p)))))
+		f.Evidence = append(f.Evidence, evText("largest_process", fmt.Sprintf("%s (pid %d) %s", p.Comm, p.PID, render.Bytes(rankOf(p)))))
 	}
 	if h.Reclaim.PSISomeAvg60 >= 0 {
 		f.Evidence = append(f.Evidence, ev("psi_memory_some_avg60_percent", h.Reclaim.PSISomeAvg60, "percent"))
 	}
 	if hp := a.Category("hugepages"); hp > a.TotalBytes/4 {
-		f.Evidence = append(f.Evidence, evText("note", "hugepages reserve "+human.Bytes(hp)+": intended for an application, not a leak"))
+		f.Evidence = append(f.Evidence, evText("note", "hugepages reserve "+render.Bytes(hp)+": intended for an application, not a leak"))
 	}
 	f.Remedies = []model.Remedy{
 		{Title: "find what grew: the largest processes and cgroups by PSS",

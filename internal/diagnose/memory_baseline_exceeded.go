@@ -21,8 +21,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -185,7 +184,7 @@ func baselineFinding(w *sample.Window, subj, what string, peaks []float64, minEx
 	}
 	return &model.Finding{ID: "memory_baseline_exceeded", Severity: model.Warning, Subject: subject(w, subj),
 		Summary: fmt.Sprintf("%s peaked at %s today, %.0f%% above the median of the previous %d daily peaks (%s)",
-			what, human.Bytes(int64(latest)), 100*(latest/base-1), baselineDays, human.Bytes(int64(base))),
+			what, render.Bytes(int64(latest)), 100*(latest/base-1), baselineDays, render.Bytes(int64(base))),
 		Evidence: []model.Evidence{
 			ev("latest_daily_peak_bytes", latest, "bytes"),
 			ev("baseline_median_bytes", base, "bytes"),

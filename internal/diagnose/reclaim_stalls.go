@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -41,7 +41,7 @@ func directReclaimStallers(s *sample.Scrape) ([]model.Evidence, string) {
 			p99:    s.Value("memdoctor_reclaim_trace_stall_p99_seconds", l...),
 			maxSec: s.Value("memdoctor_reclaim_trace_stall_max_seconds", l...)})
 	}
-	window := Number(secs) + " s"
+	window := render.Number(secs) + " s"
 	if len(rows) == 0 {
 		return []model.Evidence{evText("direct_reclaim_stallers", "no process entered direct reclaim during the "+window+" trace")}, ""
 	}
@@ -53,12 +53,12 @@ func directReclaimStallers(s *sample.Scrape) ([]model.Evidence, string) {
 			break
 		}
 		out = append(out, evText("direct_reclaim_staller", fmt.Sprintf("%s in %s: %.0f stalls, %s ms in total, p99 %s ms, max %s ms over %s",
-			r.comm, r.cgroup, r.n, Number(1000*r.total), Number(1000*r.p99), Number(1000*r.maxSec), window)))
+			r.comm, r.cgroup, r.n, render.Number(1000*r.total), render.Number(1000*r.p99), render.Number(1000*r.maxSec), window)))
 		if i < 3 {
 			if named != "" {
 				named += ", "
 			}
-			named += fmt.Sprintf("%s (%s ms)", r.comm, Number(1000*r.total))
+			named += fmt.Sprintf("%s (%s ms)", r.comm, render.Number(1000*r.total))
 		}
 	}
 	return out, "; stalled in direct reclaim during the trace: " + named

@@ -19,10 +19,9 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -335,5 +334,5 @@ func runtimeSubject(r *model.Runtime) string {
 
 // spanWords says what span a rate covers.
 func spanWords(g *model.GCRates) string {
-	return "over " + (time.Duration(g.Seconds * float64(time.Second))).Round(time.Second).String()
+	return "over " + render.ClockSeconds(g.Seconds)
 }

@@ -25,8 +25,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 // The rule fires from a growth of this share of MemTotal per day and at
@@ -107,7 +106,7 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []model.Finding {
 	}
 	fd := model.Finding{ID: "slab_unreclaimable_growth", Severity: sev, Subject: subject(w, "host"),
 		Summary: fmt.Sprintf("unreclaimable slab grows %s per day (p=%s, %s over %s), now %s (%.1f%% of memory)",
-			human.Bytes(int64(f.Slope)), Number(f.P), human.Bytes(int64(grown)), spanText(su), human.Bytes(int64(last)), 100*last/total),
+			render.Bytes(int64(f.Slope)), render.Number(f.P), render.Bytes(int64(grown)), spanText(su), render.Bytes(int64(last)), 100*last/total),
 		Evidence: []model.Evidence{
 			ev("slab_unreclaimable_slope_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),
@@ -120,7 +119,7 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []model.Finding {
 		if i == 5 {
 			break
 		}
-		fd.Evidence = append(fd.Evidence, evText("cache", fmt.Sprintf("%s +%s (now %s%s)", c.name, human.Bytes(int64(c.growth)), human.Bytes(int64(c.now)), c.kind)))
+		fd.Evidence = append(fd.Evidence, evText("cache", fmt.Sprintf("%s +%s (now %s%s)", c.name, render.Bytes(int64(c.growth)), render.Bytes(int64(c.now)), c.kind)))
 	}
 	fd.Remedies = []model.Remedy{
 		{Title: "check for dying memory cgroups pinning slab (see dying_cgroups), and which caches grow",

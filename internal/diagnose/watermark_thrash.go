@@ -30,12 +30,10 @@ package diagnose
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
-	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/promql"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -120,7 +118,7 @@ func (r reclaimRates) judged() (hits, stalls float64) {
 func (r reclaimRates) describe() string {
 	if r.short() {
 		return fmt.Sprintf("%.0f quick kswapd wake-ups and %.0f direct-reclaim stalls in %s (too short a span for daily rates)",
-			r.nHits, r.nStalls, humanSeconds(r.seconds))
+			r.nHits, r.nStalls, render.ClockSeconds(r.seconds))
 	}
 	return fmt.Sprintf("%.0f quick kswapd wake-ups and %.0f direct-reclaim stalls a day (over %.1f days)", r.hits, r.stalls, r.days)
 }
@@ -147,11 +145,6 @@ func reclaimOver(w *sample.Window, sp span) reclaimRates {
 		r.hits, r.stalls, r.scans = r.nHits/r.days, r.nStalls/r.days, r.nScans/r.days
 	}
 	return r
-}
-
-// humanSeconds: "44s", "12m30s", "3h5m".
-func humanSeconds(s float64) string {
-	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
 }
 
 // currentReclaim: the rates over the newest boot since the last change of
@@ -302,7 +295,7 @@ func (watermarkThrash) Eval(in *Input) []model.Finding {
 			ev("mem_available_delta_bytes", float64(r.MemAvailableDeltaBytes), "bytes"))
 		f.Remedies = append(f.Remedies, model.Remedy{
 			Title: fmt.Sprintf("widen kswapd's window: watermark_scale_factor %.0f → %d (%s on %s, MemAvailable %s)",
-				cw, r.WatermarkScaleFactor, human.Bytes(r.LowMinGapBytes), r.Zone, human.Bytes(r.MemAvailableDeltaBytes)),
+				cw, r.WatermarkScaleFactor, render.Bytes(r.LowMinGapBytes), r.Zone, render.Bytes(r.MemAvailableDeltaBytes)),
 			Commands: []string{fmt.Sprintf("sysctl -w vm.watermark_scale_factor=%d", r.WatermarkScaleFactor),
 				fmt.Sprintf("echo 'vm.watermark_scale_factor = %d' > /etc/sysctl.d/60-memdoctor-watermarks.conf", r.WatermarkScaleFactor)},
 			Risk: "kswapd reclaims earlier and keeps more free; MemAvailable drops by the amount shown",
@@ -381,7 +374,7 @@ func improved(w *sample.Window, change *sample.Point, before, now reclaimRates) 
 		change.V, before.hits, now.hits, before.stalls, now.stalls)
 	if before.short() || now.short() {
 		summary = fmt.Sprintf("after watermark_scale_factor changed from %.0f: quick kswapd wake-ups %.0f in %s before, %.0f in %s after; direct-reclaim stalls %.0f before, %.0f after (spans too short for daily rates: record longer to verify)",
-			change.V, before.nHits, humanSeconds(before.seconds), now.nHits, humanSeconds(now.seconds), before.nStalls, now.nStalls)
+			change.V, before.nHits, render.ClockSeconds(before.seconds), now.nHits, render.ClockSeconds(now.seconds), before.nStalls, now.nStalls)
 	}
 	return model.Finding{ID: "watermark_thrash", Severity: model.Info, Subject: subject(w, "host"),
 		Summary: summary,

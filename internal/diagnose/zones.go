@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/vmcalc"
 )

@@ -28,6 +28,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/runtimes"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
@@ -253,7 +254,7 @@ func (r *Recorder) Close() error {
 		r.logf("exiting with %d scrapes not stored: %v", len(r.pending), r.lastErr)
 	}
 	if n := r.pendDrops - r.pendDropsLogged; n > 0 {
-		r.logf("%d scrapes were dropped while storing failed (held in memory up to %s, %d samples)", n, mib(r.cfg.MaxPendingBytes), r.cfg.MaxPending)
+		r.logf("%d scrapes were dropped while storing failed (held in memory up to %s, %d samples)", n, render.MiB(float64(r.cfg.MaxPendingBytes)), r.cfg.MaxPending)
 	}
 	var err error
 	if r.st != nil {
@@ -380,7 +381,7 @@ func (r *Recorder) holdLocked(s *sample.Scrape) {
 	if dropped > 0 {
 		if r.pendDrops == r.pendDropsLogged {
 			r.logf("the samples held in memory reached %d (%s, the limit): dropping the oldest while storing fails",
-				len(r.pending), mib(r.pendBytes))
+				len(r.pending), render.MiB(float64(r.pendBytes)))
 		}
 		r.pendDrops += int64(dropped)
 	}
@@ -398,8 +399,6 @@ func scrapeBytes(s *sample.Scrape) int64 {
 	}
 	return n
 }
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func (r *Recorder) flushLocked() {
 	if len(r.pending) == 0 {
@@ -439,7 +438,7 @@ func (r *Recorder) flushLocked() {
 	if r.lastErr != nil {
 		lost := ""
 		if n := r.pendDrops - r.pendDropsLogged; n > 0 {
-			lost = fmt.Sprintf("; %d dropped while it failed (samples held in memory are bounded: %s, %d samples)", n, mib(r.cfg.MaxPendingBytes), r.cfg.MaxPending)
+			lost = fmt.Sprintf("; %d dropped while it failed (samples held in memory are bounded: %s, %d samples)", n, render.MiB(float64(r.cfg.MaxPendingBytes)), r.cfg.MaxPending)
 		}
 		r.logf("storing works again: %d scrapes written%s", len(r.pending), lost)
 	}
@@ -647,7 +646,7 @@ func (r *Recorder) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	case r.lastErr != nil:
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = fmt.Fprintf(w, "collecting, but storing fails (%d scrapes pending, %s; %d dropped to stay within %s): %v\n",
-			len(r.pending), mib(r.pendBytes), r.pendDrops-r.pendDropsLogged, mib(r.cfg.MaxPendingBytes), r.lastErr)
+			len(r.pending), render.MiB(float64(r.pendBytes)), r.pendDrops-r.pendDropsLogged, render.MiB(float64(r.cfg.MaxPendingBytes)), r.lastErr)
 	default:
 		_, _ = fmt.Fprintf(w, "ok: last sample %s, %d stored\n", r.latest.Time.UTC().Format(time.RFC3339), r.appends)
 	}

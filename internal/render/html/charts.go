@@ -1,4 +1,4 @@
-package htmlreport
+package html
 
 // The chart builders: a rule names in its Meta the kinds of chart that
 // prove its findings; a builder reads a window (at display resolution) and

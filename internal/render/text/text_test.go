@@ -1,4 +1,4 @@
-package report
+package text
 
 import (
 	"strings"
@@ -17,7 +17,7 @@ func TestTextEvidenceFormatted(t *testing.T) {
 			{Name: "heap_live", Value: 1.00663296e+08},
 		}}}}
 	var b strings.Builder
-	if err := Text(&b, r, TextOptions{}); err != nil {
+	if err := Text(&b, r, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

@@ -1,6 +1,7 @@
-// Package report renders diagnosis reports: a readable terminal report and a
+// Package text renders for the terminal: a readable report of a diagnosis
+// (check, diagnose, fleet scans, comparisons), every line on stderr, and a
 // stable JSON document.
-package report
+package text
 
 import (
 	"fmt"
@@ -10,16 +11,16 @@ import (
 	"text/tabwriter"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
-	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
 // JSON writes the report as indented JSON (see WriteJSON).
 func JSON(w io.Writer, r *model.Report) error { return WriteJSON(w, r) }
 
-// TextOptions control the terminal report.
-type TextOptions struct {
+// Options control the terminal report.
+type Options struct {
 	// Color enables ANSI colour (only on a terminal, never with NO_COLOR).
 	Color bool
 	// Top limits the table rows per section.
@@ -65,10 +66,10 @@ func (p *printer) sev(s model.Severity) termsafe.Trusted {
 	return p.paint("36", label)
 }
 
-var hb = human.Bytes
+var hb = render.Bytes
 
 // Text writes the terminal report.
-func Text(w io.Writer, r *model.Report, opt TextOptions) error {
+func Text(w io.Writer, r *model.Report, opt Options) error {
 	if opt.Top <= 0 {
 		opt.Top = 10
 	}
@@ -216,7 +217,7 @@ func findings(p *printer, r *model.Report) {
 }
 
 func evidenceString(e model.Evidence) string {
-	return e.Name + " " + diagnose.FormatValue(e)
+	return e.Name + " " + render.FormatValue(e)
 }
 
 func tab(p *printer) *tabwriter.Writer {

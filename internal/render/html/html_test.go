@@ -1,4 +1,4 @@
-package htmlreport
+package html
 
 import (
 	"bytes"
@@ -368,7 +368,7 @@ func TestGapsBreakLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := Chart{ID: "slab_vs_cgroups", Unit: UnitBytes, Lines: []Line{lineOf(w.Series[0], "SUnreclaim")}}
-	v := render(c, w.From.UnixMilli(), w.To.UnixMilli(), "")
+	v := drawChart(c, w.From.UnixMilli(), w.To.UnixMilli(), "")
 	if got := strings.Count(v.Paths[0].D, "M"); got != 2 {
 		t.Errorf("%d subpaths, want 2 (one each side of the gap)", got)
 	}
@@ -476,13 +476,13 @@ func TestGoldenStructure(t *testing.T) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v (run go test ./internal/htmlreport -run Golden -update to create it)", err)
+		t.Fatalf("%v (run go test ./internal/render/html -run Golden -update to create it)", err)
 	}
 	if b.String() != string(want) {
 		gl, wl := strings.Split(b.String(), "\n"), strings.Split(string(want), "\n")
 		for i := 0; i < min(len(gl), len(wl)); i++ {
 			if gl[i] != wl[i] {
-				t.Fatalf("structure differs from %s at line %d:\n got: %s\nwant: %s\n(go test ./internal/htmlreport -run Golden -update after a deliberate change)", golden, i+1, gl[i], wl[i])
+				t.Fatalf("structure differs from %s at line %d:\n got: %s\nwant: %s\n(go test ./internal/render/html -run Golden -update after a deliberate change)", golden, i+1, gl[i], wl[i])
 			}
 		}
 		t.Fatalf("structure differs from %s in length: %d lines, want %d", golden, len(gl), len(wl))
