@@ -25,7 +25,7 @@ func reclaimRecording(t *testing.T, wsf float64, n int, hits, stalls, scans []fl
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var h, s, p float64
 	for i := range n {
-		sc := &sample.Scrape{Time: t0.Add(time.Duration(i) * time.Second)}
+		sc := &sample.Snapshot{Time: t0.Add(time.Duration(i) * time.Second)}
 		sc.Add("node_vmstat_kswapd_low_wmark_hit_quickly", 1000+h)
 		sc.Add("node_vmstat_allocstall_normal", 50+s)
 		sc.Add("node_vmstat_allocstall_movable", 7)

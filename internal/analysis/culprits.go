@@ -61,7 +61,7 @@ func (f *Culprits) before(ctx context.Context, live bool, progress io.Writer) er
 }
 
 // after adds the trace's series and runs the page scan (after the reading).
-func (f *Culprits) after(ctx context.Context, live bool, s *sample.Scrape) ([]sample.Note, error) {
+func (f *Culprits) after(ctx context.Context, live bool, s *sample.Snapshot) ([]sample.Note, error) {
 	notes := f.notes
 	if f.traced != nil {
 		f.traced.AddTo(s)
@@ -77,7 +77,7 @@ func (f *Culprits) after(ctx context.Context, live bool, s *sample.Scrape) ([]sa
 
 // pageScan runs the kpagecgroup scan and adds its series to s; what it
 // could not do becomes notes, never an error.
-func pageScan(ctx context.Context, s *sample.Scrape, timeout time.Duration) []sample.Note {
+func pageScan(ctx context.Context, s *sample.Snapshot, timeout time.Duration) []sample.Note {
 	const src = "proc/kpagecgroup"
 	h, err := pagescan.FindMemoryHierarchy("/proc")
 	if err != nil {

@@ -173,7 +173,7 @@ func (f *Focus) apply(rep *model.Report, res *collect.Result) {
 	if f.parsed.UID != nil {
 		sel = append(sel, "--user "+f.User)
 	}
-	n := int(res.Scrape.Value("memdoctor_processes_focused"))
+	n := int(res.Snapshot.Value("memdoctor_processes_focused"))
 	msg := fmt.Sprintf("processes limited to %s: %d matched", strings.Join(sel, " "), n)
 	if n == 0 {
 		msg += " (none: check the selection)"

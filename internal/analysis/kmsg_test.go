@@ -34,7 +34,7 @@ func TestOOMKillsKernelLogLab61(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &res.Scrape
+		s := &res.Snapshot
 		// The capture's host had no kill: count one, as the lab's did.
 		for i, m := range s.Metrics {
 			if m.Name == "node_vmstat_oom_kill" {
@@ -97,7 +97,7 @@ func TestKernelLogUnreadableIsANote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Scrape.Has("memdoctor_kmsg_oom_kill_seconds") {
+	if res.Snapshot.Has("memdoctor_kmsg_oom_kill_seconds") {
 		t.Error("series from no log")
 	}
 	var note string
@@ -128,7 +128,7 @@ func TestKernelLogHostileComm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := res.Scrape.Select("memdoctor_kmsg_oom_kill_seconds")
+	ms := res.Snapshot.Select("memdoctor_kmsg_oom_kill_seconds")
 	if len(ms) != 1 || ms[0].Labels.Get("task") != "ev?[31mil" || ms[0].Labels.Get("oom_memcg") != "" {
 		t.Errorf("series %+v", ms)
 	}

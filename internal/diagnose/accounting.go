@@ -7,7 +7,7 @@ import (
 
 // mi returns a meminfo size in bytes; one that cannot be (negative, NaN,
 // beyond 8 EiB) is 0 here and named by meminfoInvalid.
-func mi(s *sample.Scrape, key string) int64 {
+func mi(s *sample.Snapshot, key string) int64 {
 	v := s.Value("node_memory_" + key + "_bytes")
 	if !(v >= 0 && v < maxBytes) {
 		return 0
@@ -15,7 +15,7 @@ func mi(s *sample.Scrape, key string) int64 {
 	return int64(v)
 }
 
-func accounting(s *sample.Scrape) model.Accounting {
+func accounting(s *sample.Snapshot) model.Accounting {
 	a := model.Accounting{
 		TotalBytes:     mi(s, "MemTotal"),
 		AvailableBytes: mi(s, "MemAvailable"),
@@ -77,7 +77,7 @@ func accounting(s *sample.Scrape) model.Accounting {
 
 // unexplainedParts attributes what meminfo can within the unexplained
 // bytes, each part at most what is left.
-func unexplainedParts(s *sample.Scrape, other int64) []model.Category {
+func unexplainedParts(s *sample.Snapshot, other int64) []model.Category {
 	var parts []model.Category
 	left := other
 	add := func(name string, b int64, src string) {

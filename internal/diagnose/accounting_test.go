@@ -16,7 +16,7 @@ import (
 func TestUnexplainedParts(t *testing.T) {
 	t.Parallel()
 	const gib = 1 << 30
-	s := &sample.Scrape{}
+	s := &sample.Snapshot{}
 	for k, v := range map[string]float64{"MemTotal": 16 * gib, "MemFree": 8 * gib, "AnonPages": 2 * gib,
 		"Active_file": 1 * gib, "Inactive_file": 1 * gib, "SReclaimable": 256 << 20, "KReclaimable": 320 << 20,
 		"SUnreclaim": 128 << 20, "VmallocUsed": 512 << 20, "Zswap": 64 << 20, "MemAvailable": 10 * gib} {
@@ -58,7 +58,7 @@ func TestUnexplainedParts(t *testing.T) {
 	}
 
 	// A part larger than what is left is capped: the parts never exceed the row.
-	s2 := &sample.Scrape{}
+	s2 := &sample.Snapshot{}
 	s2.Add("node_memory_MemTotal_bytes", 4*gib)
 	s2.Add("node_memory_MemFree_bytes", 3*gib)
 	s2.Add("node_memory_VmallocUsed_bytes", 2*gib)

@@ -170,7 +170,7 @@ func timeToLimit(in *Input, p string, ws, limit float64) (left time.Duration, pe
 
 // cgroupOwner is the display name the collector gave a cgroup (its unit,
 // pod or container), else its path.
-func cgroupOwner(s *sample.Scrape, p string) string {
+func cgroupOwner(s *sample.Snapshot, p string) string {
 	for _, m := range s.Select("memdoctor_cgroup_owner_info", "cgroup", p) {
 		if n := m.Labels.Get("name"); n != "" && n != p {
 			return n + " (" + p + ")"

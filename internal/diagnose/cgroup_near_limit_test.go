@@ -86,12 +86,12 @@ func nearLimitFindings(t *testing.T, dir string) (usage, ws float64, fs []model.
 		t.Fatal(err)
 	}
 	cg := strings.TrimPrefix(dir, v1Memory)
-	usage, ok := res.Scrape.Get("memdoctor_cgroup_memory_usage_bytes", "cgroup", cg)
+	usage, ok := res.Snapshot.Get("memdoctor_cgroup_memory_usage_bytes", "cgroup", cg)
 	if !ok {
 		t.Fatalf("the test's cgroup %s, near its limit, was not read in full", cg)
 	}
-	ws = res.Scrape.Value("memdoctor_cgroup_memory_working_set_bytes", "cgroup", cg)
-	for _, f := range diagnose.Run(diagnose.Data{Latest: &res.Scrape, Source: "live", Notes: res.Notes}).Findings {
+	ws = res.Snapshot.Value("memdoctor_cgroup_memory_working_set_bytes", "cgroup", cg)
+	for _, f := range diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Source: "live", Notes: res.Notes}).Findings {
 		if f.ID == "cgroup_near_limit" && f.Subject == "cgroup "+cg {
 			fs = append(fs, f)
 		}

@@ -21,7 +21,7 @@ func cgroupOOMFindings(t *testing.T, cg string) []model.Finding {
 		t.Fatal(err)
 	}
 	var fs []model.Finding
-	for _, f := range diagnose.Run(diagnose.Data{Latest: &res.Scrape, Source: "live", Notes: res.Notes}).Findings {
+	for _, f := range diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Source: "live", Notes: res.Notes}).Findings {
 		if f.ID == "cgroup_oom_kills" && f.Subject == "cgroup "+cg {
 			fs = append(fs, f)
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
-func optInt(s *sample.Scrape, name string, match ...string) *int64 {
+func optInt(s *sample.Snapshot, name string, match ...string) *int64 {
 	v, ok := s.Get(name, match...)
 	if !ok {
 		return nil
@@ -16,7 +16,7 @@ func optInt(s *sample.Scrape, name string, match ...string) *int64 {
 	return &x
 }
 
-func cgroups(s *sample.Scrape) model.Cgroups {
+func cgroups(s *sample.Snapshot) model.Cgroups {
 	c := model.Cgroups{Mode: "unknown", MemoryHierarchy: "unknown", Top: []model.CgroupUse{}}
 	if i := s.Select("memdoctor_cgroup_info"); len(i) > 0 {
 		c.Mode = i[0].Labels.Get("mode")
@@ -64,7 +64,7 @@ func cgroups(s *sample.Scrape) model.Cgroups {
 // slabTop is how many caches the report lists.
 const slabTop = 15
 
-func slab(s *sample.Scrape) model.SlabReport {
+func slab(s *sample.Snapshot) model.SlabReport {
 	r := model.SlabReport{ReclaimableBytes: mi(s, "SReclaimable"), UnreclaimableBytes: mi(s, "SUnreclaim"), Top: []model.SlabCache{}}
 	if t := mi(s, "MemTotal"); t > 0 {
 		r.UnreclaimablePercent = 100 * float64(r.UnreclaimableBytes) / float64(t)

@@ -182,7 +182,7 @@ const creatorsNamed = 3
 
 // dyingCreators reads the cgroup trace (check --trace): who created and
 // removed memory cgroups, at what rate, and a clause for the summary.
-func dyingCreators(s *sample.Scrape) ([]model.Evidence, string) {
+func dyingCreators(s *sample.Snapshot) ([]model.Evidence, string) {
 	if s == nil {
 		return nil, ""
 	}
@@ -242,7 +242,7 @@ func dyingCreators(s *sample.Scrape) ([]model.Evidence, string) {
 
 // dyingPins reads the page scan (check --scan-pages): the evidence of what
 // pins the dying cgroups and a clause for the summary.
-func dyingPins(s *sample.Scrape) ([]model.Evidence, string) {
+func dyingPins(s *sample.Snapshot) ([]model.Evidence, string) {
 	if s == nil {
 		return nil, ""
 	}

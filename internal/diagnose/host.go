@@ -8,8 +8,8 @@ import (
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
-// Analyze builds the host model from one scrape.
-func Analyze(s *sample.Scrape, source string) *model.Host {
+// Analyze builds the host model from one snapshot.
+func Analyze(s *sample.Snapshot, source string) *model.Host {
 	h := &model.Host{S: s}
 	h.Info = hostInfo(s, source)
 	h.Accounting = accounting(s)
@@ -32,7 +32,7 @@ const UnsetHostName = sample.UnsetHostName
 // HostName is sample.HostName: "localhost" for a host never named.
 func HostName(nodename string) string { return sample.HostName(nodename) }
 
-func hostInfo(s *sample.Scrape, source string) model.HostInfo {
+func hostInfo(s *sample.Snapshot, source string) model.HostInfo {
 	hi := model.HostInfo{Time: s.Time, Source: source, PageSize: int(s.Value("memdoctor_page_size_bytes"))}
 	if hi.PageSize == 0 {
 		hi.PageSize = 4096
@@ -56,7 +56,7 @@ func hostInfo(s *sample.Scrape, source string) model.HostInfo {
 	return hi
 }
 
-func reclaim(s *sample.Scrape, uptime float64) model.Reclaim {
+func reclaim(s *sample.Snapshot, uptime float64) model.Reclaim {
 	r := model.Reclaim{
 		KswapdLowWmarkHitQuickly:  s.Value("node_vmstat_kswapd_low_wmark_hit_quickly"),
 		KswapdHighWmarkHitQuickly: s.Value("node_vmstat_kswapd_high_wmark_hit_quickly"),
@@ -97,7 +97,7 @@ func setRates(r *model.Reclaim, seconds float64, counts map[string]float64) {
 	}
 }
 
-func processes(s *sample.Scrape) []model.Process {
+func processes(s *sample.Snapshot) []model.Process {
 	byPID := map[int]*model.Process{}
 	var order []int
 	get := func(m sample.Metric) *model.Process {
@@ -158,7 +158,7 @@ func rankOf(p model.Process) int64 {
 	return p.RSSBytes
 }
 
-func users(s *sample.Scrape) []model.UserTotal {
+func users(s *sample.Snapshot) []model.UserTotal {
 	by := map[string]*model.UserTotal{}
 	var order []string
 	for _, f := range []struct {

@@ -14,7 +14,7 @@ import (
 // guest is quiet.
 func TestLabCapturesCgroupV2(t *testing.T) {
 	t.Parallel()
-	ds := baseScrape(t, "dying-cgroups-6.1-x86_64-v2")
+	ds := baseSnapshot(t, "dying-cgroups-6.1-x86_64-v2")
 	r := diagnose.Run(diagnose.Data{Latest: &ds, Source: "test"})
 	f := findingOf(r, "dying_cgroups")
 	if f == nil {
@@ -42,7 +42,7 @@ func TestLabCapturesCgroupV2(t *testing.T) {
 	if strings.Contains(cmds, "force_empty") {
 		t.Errorf("v1 remedy on a v2 host:\n%s", cmds)
 	}
-	hs := baseScrape(t, "healthy-6.1-x86_64-v2")
+	hs := baseSnapshot(t, "healthy-6.1-x86_64-v2")
 	q := diagnose.Run(diagnose.Data{Latest: &hs, Source: "test"})
 	for _, f := range q.Findings {
 		if f.Severity >= model.Warning {
@@ -55,7 +55,7 @@ func TestLabCapturesCgroupV2(t *testing.T) {
 // is "(none)") is called localhost, never "(none)".
 func TestUnsetHostnameIsLocalhost(t *testing.T) {
 	t.Parallel()
-	s := baseScrape(t, "healthy-6.1-x86_64-v2")
+	s := baseSnapshot(t, "healthy-6.1-x86_64-v2")
 	if u := s.Select("node_uname_info"); len(u) == 0 || u[0].Labels.Get("nodename") != diagnose.UnsetHostName {
 		t.Fatalf("the capture's nodename is not the kernel's unset name: %v", u)
 	}

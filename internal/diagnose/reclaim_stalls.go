@@ -20,7 +20,7 @@ const stallersNamed = 5
 // direct (host-wide) reclaim during the trace, most time first, and a
 // clause for the summary; nothing when no trace ran. A trace that saw none
 // says so.
-func directReclaimStallers(s *sample.Scrape) ([]model.Evidence, string) {
+func directReclaimStallers(s *sample.Snapshot) ([]model.Evidence, string) {
 	if s == nil {
 		return nil, ""
 	}

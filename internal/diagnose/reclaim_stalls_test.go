@@ -29,7 +29,7 @@ func TestWatermarkGapNamesDirectReclaimStallers(t *testing.T) {
 	run := func(extra ...sample.Metric) *model.Finding {
 		c := parseCase(t, filepath.Join("testdata", "watermark_gap_small", "fire_stalls.prom"))
 		c.overrides = append(c.overrides, extra...)
-		f := findingOf(diagnose.Run(diagnose.Data{Latest: apply(baseScrape(t, c.base), c), Source: "test"}), "watermark_gap_small")
+		f := findingOf(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, c.base), c), Source: "test"}), "watermark_gap_small")
 		if f == nil {
 			t.Fatal("watermark_gap_small did not fire on fire_stalls")
 		}

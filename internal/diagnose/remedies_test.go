@@ -41,7 +41,7 @@ func dyingOn(t *testing.T, kernel, layout string) *model.Finding {
 	if layout != "" {
 		c.overrides = append(c.overrides, sample.Metric{Name: "memdoctor_cgroup_info", Labels: sample.L("memory", layout, "mode", layout), Value: 1})
 	}
-	f := findingOf(diagnose.Run(diagnose.Data{Latest: apply(baseScrape(t, "dying-cgroups-6.18-x86_64-hybrid"), c), Source: "test"}), "dying_cgroups")
+	f := findingOf(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, "dying-cgroups-6.18-x86_64-hybrid"), c), Source: "test"}), "dying_cgroups")
 	if f == nil {
 		t.Fatalf("dying_cgroups did not fire on %s %s", kernel, layout)
 	}
@@ -82,7 +82,7 @@ func TestDyingRemediesFitHost(t *testing.T) {
 func TestCodeIsNotACommand(t *testing.T) {
 	t.Parallel()
 	c := parseCase(t, "testdata/gc_heap_slack/fire_ruby_oldmalloc.prom")
-	f := findingOf(diagnose.Run(diagnose.Data{Latest: apply(baseScrape(t, c.base), c), Source: "test"}), "gc_heap_slack")
+	f := findingOf(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, c.base), c), Source: "test"}), "gc_heap_slack")
 	if f == nil {
 		t.Fatal("gc_heap_slack did not fire")
 	}
@@ -116,12 +116,12 @@ func TestScrapeAdviceFitsContext(t *testing.T) {
 		}
 		return b.String()
 	}
-	snap := fixes(diagnose.Run(diagnose.Data{Latest: apply(baseScrape(t, "healthy-6.18-x86_64-hybrid"), ruleCase{}), Source: "live"}))
+	snap := fixes(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, "healthy-6.18-x86_64-hybrid"), ruleCase{}), Source: "live"}))
 	if !strings.Contains(snap, "memdoctor check --scrape URL") {
 		t.Errorf("check's fix: %q", snap)
 	}
 	w := seriestest.MustParse(t, "interval 15m\nnode_memory_MemTotal_bytes 16e9+0x100\nnode_memory_MemAvailable_bytes 8e9+0x100\n")
-	rec := fixes(diagnose.Run(diagnose.Data{Latest: diagnose.LatestScrape(w, 0), Window: w, Source: "store"}))
+	rec := fixes(diagnose.Run(diagnose.Data{Latest: diagnose.LatestSnapshot(w, 0), Window: w, Source: "store"}))
 	if !strings.Contains(rec, "memdoctor record --scrape URL") || strings.Contains(rec, "check --scrape") {
 		t.Errorf("a recording's fix: %q", rec)
 	}
@@ -139,10 +139,10 @@ func TestScrapeAdviceFitsContext(t *testing.T) {
 		}
 		return ""
 	}
-	if live := alloc(diagnose.Run(diagnose.Data{Latest: apply(baseScrape(t, "healthy-6.18-x86_64-hybrid"), ruleCase{}), Source: "live"})); !strings.Contains(live, "check --malloc") {
+	if live := alloc(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, "healthy-6.18-x86_64-hybrid"), ruleCase{}), Source: "live"})); !strings.Contains(live, "check --malloc") {
 		t.Errorf("check's allocator fix: %q", live)
 	}
-	recAlloc := alloc(diagnose.Run(diagnose.Data{Latest: diagnose.LatestScrape(w, 0), Window: w, Source: "store"}))
+	recAlloc := alloc(diagnose.Run(diagnose.Data{Latest: diagnose.LatestSnapshot(w, 0), Window: w, Source: "store"}))
 	if recAlloc == "" || strings.Contains(recAlloc, "check --malloc") || !strings.Contains(recAlloc, "memdoctor record") {
 		t.Errorf("a recording's allocator fix: %q", recAlloc)
 	}

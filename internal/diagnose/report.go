@@ -18,8 +18,8 @@ import (
 // recording, ingested history, a Prometheus query), on which the trend
 // rules judge. At least one of Latest and Window is set.
 type Data struct {
-	Latest  *sample.Scrape
-	Earlier *sample.Scrape
+	Latest  *sample.Snapshot
+	Earlier *sample.Snapshot
 	Window  *sample.Window
 	// Source names where the data came from (the report's host.source).
 	Source string
@@ -33,7 +33,7 @@ type Data struct {
 func Run(d Data) *model.Report {
 	latest := d.Latest
 	if latest == nil {
-		latest = LatestScrape(d.Window, latestMaxAge(d.Window))
+		latest = LatestSnapshot(d.Window, latestMaxAge(d.Window))
 	}
 	h := Analyze(latest, d.Source)
 	if d.Earlier != nil {

@@ -162,14 +162,14 @@ func parseSeries(l string) (sample.Metric, error) {
 	return m, nil
 }
 
-var bases = map[string]*sample.Scrape{}
+var bases = map[string]*sample.Snapshot{}
 
 // rawNumber matches what people should never be shown: exponents and
 // more than three decimals.
 var rawNumber = regexp.MustCompile(`\d[eE][+-]?\d|\.\d{4,}`)
 
-// baseScrape collects a real capture (cached per test binary).
-func baseScrape(t *testing.T, name string) sample.Scrape {
+// baseSnapshot collects a real capture (cached per test binary).
+func baseSnapshot(t *testing.T, name string) sample.Snapshot {
 	t.Helper()
 	if s, ok := bases[name]; ok {
 		return clone(s)
@@ -186,18 +186,18 @@ func baseScrape(t *testing.T, name string) sample.Scrape {
 	if err != nil {
 		t.Fatalf("base %s: %v", name, err)
 	}
-	bases[name] = &res.Scrape
-	return clone(&res.Scrape)
+	bases[name] = &res.Snapshot
+	return clone(&res.Snapshot)
 }
 
-func clone(s *sample.Scrape) sample.Scrape {
-	c := sample.Scrape{Time: s.Time, Instance: s.Instance}
+func clone(s *sample.Snapshot) sample.Snapshot {
+	c := sample.Snapshot{Time: s.Time, Instance: s.Instance}
 	c.Metrics = append(c.Metrics, s.Metrics...)
 	return c
 }
 
-func apply(s sample.Scrape, c ruleCase) *sample.Scrape {
-	out := &sample.Scrape{Time: s.Time, Instance: s.Instance}
+func apply(s sample.Snapshot, c ruleCase) *sample.Snapshot {
+	out := &sample.Snapshot{Time: s.Time, Instance: s.Instance}
 	drop := map[string]bool{}
 	for _, d := range c.drops {
 		drop[d] = true
@@ -256,7 +256,7 @@ func TestRuleCases(t *testing.T) {
 				if isSeries {
 					rep = diagnose.Run(diagnose.Data{Window: seriestest.MustParse(t, c.src), Source: "test"})
 				} else {
-					rep = diagnose.Run(diagnose.Data{Latest: apply(baseScrape(t, c.base), c), Source: "test"})
+					rep = diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, c.base), c), Source: "test"})
 				}
 				var got []model.Finding
 				for _, f := range rep.Findings {

@@ -19,8 +19,8 @@ import (
 func TestRunWhatTheDataHolds(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(1767225600, 0)
-	reading := func(at time.Time, gcSeconds float64) *sample.Scrape {
-		s := &sample.Scrape{Time: at}
+	reading := func(at time.Time, gcSeconds float64) *sample.Snapshot {
+		s := &sample.Snapshot{Time: at}
 		s.Add("node_memory_MemTotal_bytes", 16e9)
 		s.Add("node_memory_MemAvailable_bytes", 8e9)
 		s.Add("memdoctor_runtime_info", 1, "target", "pid/42", "runtime", "go", "pid", "42")

@@ -48,8 +48,8 @@ const (
 // runtimeSeries lists every normalised series, for rules' Reads.
 var runtimeSeries = []string{rtInfo, rtGCSeconds, rtColl, rtInduced, rtLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated, rtPending, rtPendLimit}
 
-// RuntimesOf builds the runtime models of a scrape, one per target.
-func RuntimesOf(s *sample.Scrape) []model.Runtime {
+// RuntimesOf builds the runtime models of a snapshot, one per target.
+func RuntimesOf(s *sample.Snapshot) []model.Runtime {
 	byTarget := map[string]*model.Runtime{}
 	var order []string
 	get := func(l sample.Labels) *model.Runtime {
@@ -196,7 +196,7 @@ func between(a, b *model.Runtime, seconds float64) *model.GCRates {
 
 // intervalRates fills the runtimes' Recent rates from the change of their
 // counters since an earlier reading of the same host.
-func intervalRates(h *model.Host, earlier *sample.Scrape) {
+func intervalRates(h *model.Host, earlier *sample.Snapshot) {
 	prev := map[string]model.Runtime{}
 	for _, r := range RuntimesOf(earlier) {
 		prev[r.Target] = r

@@ -30,7 +30,7 @@ var meminfoChecked = []string{
 }
 
 // meminfoInvalid names the first impossible meminfo value in s, or "".
-func meminfoInvalid(s *sample.Scrape) string {
+func meminfoInvalid(s *sample.Snapshot) string {
 	for _, k := range meminfoChecked {
 		name := "node_memory_" + k + "_bytes"
 		v, ok := s.Get(name)
@@ -63,7 +63,7 @@ func meminfoInvalid(s *sample.Scrape) string {
 
 // availableMissing names the series MemAvailable is missing for: neither
 // MemAvailable nor everything the pre-3.14 estimate adds up.
-func availableMissing(s *sample.Scrape) string {
+func availableMissing(s *sample.Snapshot) string {
 	if s.Has("node_memory_MemAvailable_bytes") {
 		return ""
 	}

@@ -54,7 +54,7 @@ func TestImpossibleMeminfoNotEvaluated(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := &sample.Scrape{Time: time.Unix(1700000000, 0)}
+			s := &sample.Snapshot{Time: time.Unix(1700000000, 0)}
 			for k, v := range healthy {
 				if nv, ok := tc.set[k]; ok {
 					v = nv
@@ -129,7 +129,7 @@ func TestImpossibleWindowNotEvaluated(t *testing.T) {
 // Rules not evaluated for the same impossible value share one note.
 func TestImpossibleDataOneNote(t *testing.T) {
 	t.Parallel()
-	s := &sample.Scrape{Time: time.Unix(1700000000, 0)}
+	s := &sample.Snapshot{Time: time.Unix(1700000000, 0)}
 	for _, k := range []string{"MemFree", "MemAvailable", "AnonPages", "Active_file", "Inactive_file", "Shmem",
 		"SReclaimable", "SUnreclaim", "KernelStack", "PageTables"} {
 		s.Add("node_memory_"+k+"_bytes", 1<<20)

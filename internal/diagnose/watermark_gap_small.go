@@ -16,7 +16,7 @@ package diagnose
 // (any allocstall or pgscan_direct), or kswapd_low_wmark_hit_quickly at 10
 // or more per day; and only while the largest lowmem zone's window is below
 // the recommended size. Critical from 1000 direct-reclaim stalls per day.
-// The rates are over the uptime for one scrape, and over the span
+// The rates are over the uptime for one snapshot, and over the span
 // watermark_thrash judges for a time range (the same numbers in both
 // findings); from less than an hour the counts themselves are compared
 // with the daily thresholds and shown with their span, never extrapolated.

@@ -25,7 +25,7 @@ func TestWatermarkRulesShareRates(t *testing.T) {
 		}
 		over = append(over, m)
 	}
-	latest := apply(baseScrape(t, "healthy-6.18-x86_64-hybrid"), ruleCase{uptime: 5 * time.Hour, overrides: over})
+	latest := apply(baseSnapshot(t, "healthy-6.18-x86_64-hybrid"), ruleCase{uptime: 5 * time.Hour, overrides: over})
 	w := seriestest.MustParse(t, `interval 1m
 node_sysctl_vm_watermark_scale_factor 10+0x240
 node_vmstat_kswapd_low_wmark_hit_quickly 0+5x240

@@ -19,7 +19,7 @@ var WhatIfFactors = []int64{50, 100, 200, 500}
 // are simply missing).
 var zoneIndex = map[string]int{"DMA": 0, "DMA32": 1, "Normal": 2, "HighMem": 3, "Movable": 4, "Device": 5}
 
-func zones(s *sample.Scrape, pageSize int) ([]model.ZoneReport, model.Watermarks) {
+func zones(s *sample.Snapshot, pageSize int) ([]model.ZoneReport, model.Watermarks) {
 	var out []model.ZoneReport
 	for _, m := range s.Select("node_zoneinfo_managed_pages") {
 		node, _ := strconv.Atoi(m.Labels.Get("node"))

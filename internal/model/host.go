@@ -14,7 +14,7 @@ const MinEvidenceSeconds = 3600
 
 // Host is the model of one host at one instant, derived from samples only.
 type Host struct {
-	S *sample.Scrape `json:"-"`
+	S *sample.Snapshot `json:"-"`
 
 	Info       HostInfo     `json:"host"`
 	Accounting Accounting   `json:"accounting"`
@@ -101,7 +101,7 @@ type Reclaim struct {
 	CompactStall              float64 `json:"compact_stall"`
 	OOMKill                   float64 `json:"oom_kill"`
 	// PerDay divides each counter's increase over Seconds by that span
-	// (nil when it is unknown): since boot for one scrape; over the newest
+	// (nil when it is unknown): since boot for one snapshot; over the newest
 	// boot, since the last change of watermark_scale_factor, for a time
 	// range (the span watermark_thrash judges, so both rules show the same
 	// rates). Counts are those increases.
