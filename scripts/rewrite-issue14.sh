@@ -32,6 +32,7 @@ for f in "$@"; do
   sed -i "s#\"$M/human\"#\"$M/render\"#; s#\"$M/report\"#\"$M/render/text\"#; s#\"$M/htmlreport\"#\"$M/render/html\"#" "$f"
   perl -pi -e 's/(?<![.\w])human\.(?=[A-Z])/render./g; s/(?<![.\w])report\.(?=[A-Z])/text./g; s/(?<![.\w])htmlreport\.(?=[A-Z])/html./g; s/\btext\.TextOptions\b/text.Options/g' "$f"
   perl -pi -e 's/\bsample\.Scrape\b/sample.Snapshot/g; s/\bLatestScrape\b/LatestSnapshot/g' "$f"
-  go run scripts/renid.go scrapes=snapshots,baseScrape=baseSnapshot "$f"
+  perl -pi -e 's/\bbaseScrape\b/baseSnapshot/g' "$f"
+  go run scripts/renid.go scrapes=snapshots "$f"
 done
 "${GOIMPORTS:-goimports}" -w "$@"
