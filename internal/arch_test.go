@@ -3,7 +3,8 @@ package internal_test
 // The package direction of the architecture, checked on every test run (the
 // golangci-lint depguard rules say the same for editors):
 //
-//	procfs <- collect -> sample <- store/source <- diagnose <- report/htmlreport
+//	procfs <- collect -> sample <- store/source <- diagnose <- render/text, render/html
+//	                              sample, vmcalc <- model (the JSON schema) <- diagnose and every reader of a report
 //	analysis (the use cases) <- cmd/memdoctor (flags, wiring: at most cmdImports packages)
 //
 // Every package under internal/ is listed with the internal packages (and
@@ -15,7 +16,7 @@ package internal_test
 import (
 	"errors"
 	"go/build"
-	"os"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -38,7 +39,6 @@ var allowed = map[string][]string{
 	"stats":  nil,
 	"promql": nil,
 	"vmcalc": nil,
-	"human":  nil, // the one set of byte and duration formats
 	"sample": nil,
 	// Parsers are leaves: they return their own types.
 	"procfs": {"safeio"},
@@ -62,61 +62,73 @@ var allowed = map[string][]string{
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
-	"record": {"collect", "diagnose", "procfs", "runtimes", "sample", "store"},
+	"record": {"collect", "diagnose", "model", "procfs", "render", "runtimes", "sample", "store"},
+	// The stable JSON schema (check --json): data only, no judging.
+	"model": {"sample", "vmcalc"},
 	// Judging works on samples only: never /proc.
-	"diagnose":   {"human", "promql", "sample", "stats", "vmcalc"},
-	"report":     {"compare", "diagnose", "fleet", "human", "termsafe"}, // text of check, diagnose, fleet scans, comparisons
-	"htmlreport": {"diagnose", "human", "sample"},
-	"lint":       {"diagnose", "safeio", "termsafe"},
+	"diagnose": {"model", "promql", "render", "sample", "stats", "vmcalc"},
+	// Rendering, in one tree: the one set of formats (bytes, durations,
+	// evidence values) every layer may use, the text and JSON output of
+	// the commands, and the HTML report.
+	"render":      {"model"},
+	"render/text": {"compare", "diagnose", "fleet", "model", "render", "termsafe"}, // check, diagnose, fleet scans, comparisons, stderr lines
+	"render/html": {"diagnose", "model", "render", "sample"},
+	"lint":        {"diagnose", "model", "safeio", "termsafe"},
 	// Probing a live service measures it from outside.
-	"probe": {"httpsafe", "outfile", "procfs", "redact", "safeio", "stats", "termsafe"},
+	"probe": {"httpsafe", "outfile", "procfs", "redact", "render", "safeio", "stats", "termsafe"},
 	// Fleets read Prometheus, never this host.
 	"prom":    {"httpsafe", "safeio"},
-	"fleet":   {"diagnose", "prom", "promql", "sample"},
+	"fleet":   {"diagnose", "model", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "promql"},
-	"compare": {"human", "prom", "promql", "sample", "stats"},
+	"compare": {"prom", "promql", "render", "sample", "stats"},
 	// The use cases: what commands call (cmd/memdoctor parses flags and
 	// renders; this opens, resolves windows and steps, diagnoses, merges).
-	"analysis": {"alerts", "capture", "cgroups", "cgtrace", "collect", "compare", "diagnose", "fleet", "heapprof", "htmlreport", "human", "malloc", "outfile", "pagescan", "procfs", "termsafe",
-		"prom", "promql", "runtimes", "safeio", "sample", "source", "store", "treat"},
+	"analysis": {"alerts", "capture", "cgroups", "cgtrace", "collect", "compare", "diagnose", "fleet", "heapprof", "malloc", "model", "outfile", "pagescan", "procfs", "prom",
+		"promql", "render", "render/html", "runtimes", "safeio", "sample", "source", "store", "termsafe", "treat"},
 	// Remedies that change the host: a running process' allocator (malloc, trim,
 	// check --malloc) and dying cgroups (reclaim).
-	"treat": {"cgreclaim", "human", "malloc", "procfs", "sample", "termsafe"},
+	"treat": {"cgreclaim", "malloc", "procfs", "render", "sample", "termsafe"},
 	// Test support: imported by tests (and bench tools) only, never by the
 	// binary (TestBinaryHasNoTestCode). Its names end in "test".
-	"fleettest":         {"sample"},
-	"incidenttest":      {"capture"},
-	"seriestest":        {"promql", "sample"},
-	"preloadattacktest": nil,
-	"redirecttest":      nil,
-	"workloadtest":      nil, // programs that tests build and run
+	"fleettest":              {"sample"},
+	"incidenttest":           {"capture"},
+	"seriestest":             {"promql", "sample"},
+	"preloadattacktest":      nil,
+	"redirecttest":           nil,
+	"workloadtest":           nil, // programs that tests build and run
+	"workloadtest/goservice": nil,
 }
 
 func TestPackageDirection(t *testing.T) {
 	t.Parallel()
-	ents, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
 	seen := map[string]bool{}
-	for _, e := range ents {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || e.Name() == "testdata" {
-			continue
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
 		}
-		pkg := e.Name()
+		if !d.IsDir() || path == "." {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		pkg := filepath.ToSlash(path) // nested packages by their path: render/text
+		bp, err := build.ImportDir(path, 0)
+		if err != nil {
+			var noGo *build.NoGoError
+			if errors.As(err, &noGo) {
+				if _, listed := allowed[pkg]; listed {
+					seen[pkg] = true // a directory of programs (workloadtest)
+				}
+				return nil
+			}
+			t.Fatalf("%s: %v", pkg, err)
+		}
 		seen[pkg] = true
 		allow, listed := allowed[pkg]
 		if !listed {
 			t.Errorf("internal/%s is not in arch_test.go's map: say what it may import", pkg)
-			continue
-		}
-		bp, err := build.ImportDir(filepath.Join(".", pkg), 0)
-		if err != nil {
-			var noGo *build.NoGoError
-			if errors.As(err, &noGo) {
-				continue // a directory of programs (workloadtest)
-			}
-			t.Fatalf("%s: %v", pkg, err)
+			return nil
 		}
 		for _, imp := range bp.Imports {
 			rest, ok := strings.CutPrefix(imp, module)
@@ -124,11 +136,14 @@ func TestPackageDirection(t *testing.T) {
 				continue
 			}
 			target := strings.TrimPrefix(rest, "internal/")
-			target = strings.SplitN(target, "/", 2)[0]
 			if !slices.Contains(allow, target) {
 				t.Errorf("internal/%s imports %s, which arch_test.go does not allow it (the package direction)", pkg, rest)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for pkg := range allowed {
 		if !seen[pkg] {
@@ -140,7 +155,7 @@ func TestPackageDirection(t *testing.T) {
 // cmdImports is the most internal packages cmd/memdoctor may import. The
 // command files parse flags and render; what a command does lives behind
 // a few packages: analysis (the use cases over history and this host),
-// treat (remedies on a process' allocator), report (text, and every line
+// treat (remedies on a process' allocator), render/text (text, and every line
 // on stderr), and the self-contained lint, probe and record. A command
 // that needs a seventh package puts its logic in one of these instead.
 const cmdImports = 6
@@ -161,7 +176,7 @@ func TestCmdImportsFewPackages(t *testing.T) {
 		t.Fatalf("cmd/memdoctor imports no internal package: %v", bp.Imports)
 	}
 	if len(internal) > cmdImports {
-		t.Errorf("cmd/memdoctor imports %d internal packages, at most %d allowed: %s\n(move the logic behind internal/analysis, treat or report; the command files keep flags and wiring)",
+		t.Errorf("cmd/memdoctor imports %d internal packages, at most %d allowed: %s\n(move the logic behind internal/analysis, treat or render/text; the command files keep flags and wiring)",
 			len(internal), cmdImports, strings.Join(internal, ", "))
 	}
 }

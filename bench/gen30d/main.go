@@ -51,7 +51,7 @@ func run(out string, days int, interval time.Duration, base string) (err error) 
 	if err != nil {
 		return err
 	}
-	ms := res.Scrape.Metrics
+	ms := res.Snapshot.Metrics
 	st, err := store.Open(out, store.Options{})
 	if err != nil {
 		return err
@@ -68,10 +68,10 @@ func run(out string, days int, interval time.Duration, base string) (err error) 
 	}
 	start := time.Now().Add(-time.Duration(days) * 24 * time.Hour).Truncate(interval)
 	n := int(time.Duration(days) * 24 * time.Hour / interval)
-	batch := make([]*sample.Scrape, 0, 512)
+	batch := make([]*sample.Snapshot, 0, 512)
 	began := time.Now()
 	for k := 0; k < n; k++ {
-		s := &sample.Scrape{Time: start.Add(time.Duration(k) * interval), Metrics: make([]sample.Metric, len(ms))}
+		s := &sample.Snapshot{Time: start.Add(time.Duration(k) * interval), Metrics: make([]sample.Metric, len(ms))}
 		for i, m := range ms {
 			switch {
 			case m.Name == "node_boot_time_seconds" || strings.HasSuffix(m.Name, "_info") || m.Name == "node_memory_MemTotal_bytes":

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 func TestCheckClassifiesAllocatorRetention(t *testing.T) {
@@ -140,11 +140,11 @@ func TestCheckMallocPausesToRead(t *testing.T) {
 	if !strings.Contains(errOut, "pid "+hoard.pid()) || !strings.Contains(errOut, "held briefly") {
 		t.Errorf("check --malloc did not say it pauses pid %s: %q", hoard.pid(), errOut)
 	}
-	var r diagnose.Report
+	var r model.Report
 	if err := jsonUnmarshal(out, &r); err != nil {
 		t.Fatal(err)
 	}
-	fired := map[string]*diagnose.Finding{}
+	fired := map[string]*model.Finding{}
 	for i, f := range r.Findings {
 		if f.ID == "allocator_hoarding" {
 			for _, w := range []*workload{hoard, healthy} {
@@ -229,7 +229,7 @@ func TestAllocatorRecordingsClassified(t *testing.T) {
 	z := strings.TrimSuffix(db, ".db") + "-x900.db"
 	compress(t, db, z, 900)
 	rep := diagnoseJSON(t, z)
-	got := func(id string, w *workload) *diagnose.Finding {
+	got := func(id string, w *workload) *model.Finding {
 		for i, f := range rep.Findings {
 			if f.ID == id && strings.Contains(f.Subject, "pid "+w.pid()+")") {
 				return &rep.Findings[i]
@@ -333,7 +333,7 @@ func TestCheckReadsStatsPathWithPid(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	r = checkJSON(t, "--top", "40")
-	var f *diagnose.Finding
+	var f *model.Finding
 	for i := range r.Findings {
 		if r.Findings[i].ID == "allocator_hoarding" && strings.Contains(r.Findings[i].Subject, "(pid "+w.pid()+")") {
 			f = &r.Findings[i]

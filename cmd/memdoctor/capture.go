@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
-	"github.com/memdoctor/memdoctor/internal/report"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/spf13/cobra"
 )
 
@@ -47,7 +47,7 @@ command lines whole.`,
 			if noRedact {
 				redacted = "command lines kept whole (--no-redact)"
 			}
-			report.Wrote(cmd.ErrOrStderr(), c.Path, size, fmt.Sprintf("%d files, ", c.Files), "; "+redacted)
+			text.Wrote(cmd.ErrOrStderr(), c.Path, size, fmt.Sprintf("%d files, ", c.Files), "; "+redacted)
 			for _, n := range c.Notes {
 				cmd.PrintErrf("note: %s\n", n)
 			}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // TestCheckCgroupFocus: a unit-like memory cgroup of the test's own, with
@@ -84,7 +84,7 @@ time.sleep(120)'`, dir))
 		if code != 0 {
 			t.Fatalf("check --cgroup %s: exit %d: %s", q, code, stderr)
 		}
-		var r diagnose.Report
+		var r model.Report
 		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 			t.Fatal(err)
 		}

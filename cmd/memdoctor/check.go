@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
-	"github.com/memdoctor/memdoctor/internal/report"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/spf13/cobra"
 )
 
@@ -71,9 +71,9 @@ be in the top N by PSS.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				err = report.JSON(out, rep)
+				err = text.JSON(out, rep)
 			} else {
-				err = report.Text(out, rep, report.TextOptions{Color: colorOK(out), Top: top, Sort: focus.Sort})
+				err = text.Text(out, rep, text.Options{Color: colorOK(out), Top: top, Sort: focus.Sort})
 			}
 			if err != nil {
 				return err

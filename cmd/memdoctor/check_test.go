@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 func capturePath(t *testing.T, name string) string {
@@ -80,7 +80,7 @@ func TestLiveWatermarksMatchKernel(t *testing.T) {
 	if _, err := os.Stat("/proc/zoneinfo"); err != nil {
 		t.Skip("no /proc/zoneinfo")
 	}
-	var r *diagnose.Report
+	var r *model.Report
 	// A zone whose managed pages grow while zoneinfo is printed (lazily
 	// initialised memory) can differ once; a second read settles it.
 	for try := 0; try < 3; try++ {
@@ -177,7 +177,7 @@ func TestCheckWithoutRoot(t *testing.T) {
 	if err != nil {
 		t.Fatalf("check as nobody: %v", err)
 	}
-	var r diagnose.Report
+	var r model.Report
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatal(err)
 	}

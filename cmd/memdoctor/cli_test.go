@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // runCLI runs memdoctor in-process.
@@ -22,20 +22,20 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 }
 
 // checkJSON runs `check --json` with extra args and decodes the report.
-func checkJSON(t *testing.T, args ...string) *diagnose.Report {
+func checkJSON(t *testing.T, args ...string) *model.Report {
 	t.Helper()
 	out, errOut, code := runCLI(t, append([]string{"check", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("check exited %d: %s", code, errOut)
 	}
-	var r diagnose.Report
+	var r model.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("check --json: %v\n%s", err, out)
 	}
 	return &r
 }
 
-func finding(r *diagnose.Report, id string) *diagnose.Finding {
+func finding(r *model.Report, id string) *model.Finding {
 	for i := range r.Findings {
 		if r.Findings[i].ID == id {
 			return &r.Findings[i]
@@ -44,7 +44,7 @@ func finding(r *diagnose.Report, id string) *diagnose.Finding {
 	return nil
 }
 
-func evidence(f *diagnose.Finding, name string) (float64, bool) {
+func evidence(f *model.Finding, name string) (float64, bool) {
 	for _, e := range f.Evidence {
 		if e.Name == name {
 			return e.Value, true

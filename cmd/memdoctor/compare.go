@@ -6,7 +6,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/probe"
-	"github.com/memdoctor/memdoctor/internal/report"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/spf13/cobra"
 )
 
@@ -54,7 +54,7 @@ span (and says when it is too short for daily rates).`,
   memdoctor compare before.json after.json`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			show := printed(cmd.OutOrStdout(), asJSON, report.CompareText)
+			show := printed(cmd.OutOrStdout(), asJSON, text.CompareText)
 			switch {
 			case pf.url != "":
 				if len(args) > 0 || winA != "" {
@@ -115,7 +115,7 @@ func comparePrometheus(cmd *cobra.Command, pf *promFlags, a, b, until string, as
 		return err
 	}
 	printWarnings(cmd.ErrOrStderr(), c.Warnings())
-	return printed(cmd.OutOrStdout(), asJSON, report.CompareText)(res, nil)
+	return printed(cmd.OutOrStdout(), asJSON, text.CompareText)(res, nil)
 }
 
 // compareProbes compares two probe results (memory and latency

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"golang.org/x/tools/txtar"
 )
 
@@ -56,7 +57,7 @@ func head(out string) string {
 // checkCoverage asserts what every coverage must hold: each rule is either
 // evaluated or not, with a reason; trend rules are not evaluated on a
 // snapshot.
-func checkCoverage(t *testing.T, c diagnose.Coverage) {
+func checkCoverage(t *testing.T, c model.Coverage) {
 	t.Helper()
 	if c.Rules != len(diagnose.Rules()) {
 		t.Errorf("coverage counts %d rules, memdoctor has %d", c.Rules, len(diagnose.Rules()))
@@ -70,7 +71,7 @@ func checkCoverage(t *testing.T, c diagnose.Coverage) {
 		}
 		found := false
 		for _, s := range c.NotEvaluated {
-			found = found || (s.ID == r.Meta().ID && s.Reason == diagnose.SkipNeedsRange && s.Fix != "")
+			found = found || (s.ID == r.Meta().ID && s.Reason == model.SkipNeedsRange && s.Fix != "")
 		}
 		if !found {
 			t.Errorf("trend rule %s is not listed as needing a time range on a snapshot: %+v", r.Meta().ID, c.NotEvaluated)
@@ -173,7 +174,7 @@ func TestCheckWithoutRootSaysPartial(t *testing.T) {
 	if strings.Contains(out, "ok: no problems") {
 		t.Errorf("a partial view says ok:\n%s", out)
 	}
-	var r diagnose.Report
+	var r model.Report
 	if err := json.Unmarshal([]byte(run("check", "--json")), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestDiagnoseSaysCoverageUpFront(t *testing.T) {
 		}
 	}
 	out, _, _ = runCLI(t, "diagnose", "--from", om, "--json")
-	var r diagnose.Report
+	var r model.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}

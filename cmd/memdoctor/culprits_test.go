@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 // TestCheckScanPagesNamesPinnedCache (root, cgroup v1 memory controller): a
@@ -167,7 +168,7 @@ func TestCheckTraceNamesCgroupCreators(t *testing.T) {
 	if err := check.Wait(); err != nil {
 		t.Fatalf("check: %v: %s", err, msg)
 	}
-	var rep diagnose.Report
+	var rep model.Report
 	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
 		t.Fatalf("%v: %s", err, stdout.String())
 	}
@@ -204,7 +205,7 @@ func TestCheckTraceNamesCgroupCreators(t *testing.T) {
 			t.Errorf("%s: want %q in %q", name, want, line)
 		}
 		rate := float64(r.count) / secs
-		if want := diagnose.Number(rate) + " mkdir/s"; !strings.Contains(line, want) {
+		if want := render.Number(rate) + " mkdir/s"; !strings.Contains(line, want) {
 			t.Errorf("%s: want %q in %q", name, want, line)
 		}
 		if i == 0 && idx != 0 {

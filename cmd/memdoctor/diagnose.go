@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
-	"github.com/memdoctor/memdoctor/internal/report"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/spf13/cobra"
 )
 
@@ -63,11 +63,11 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), out)
 			}
-			var sums []report.WindowSummary
+			var sums []text.WindowSummary
 			for _, r := range out.Instances {
-				sums = append(sums, report.WindowSummary{Instance: r.Instance, From: r.From, To: r.To, Step: r.Step(), Series: r.Series, Findings: len(r.Report.Findings)})
+				sums = append(sums, text.WindowSummary{Instance: r.Instance, From: r.From, To: r.To, Step: r.Step(), Series: r.Series, Findings: len(r.Report.Findings)})
 			}
-			return report.DiagnoseText(cmd.OutOrStdout(), out.Report, sums, report.TextOptions{Color: colorOK(cmd.OutOrStdout())})
+			return text.DiagnoseText(cmd.OutOrStdout(), out.Report, sums, text.Options{Color: colorOK(cmd.OutOrStdout())})
 		},
 	}
 	src.register(cmd)

@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
-	"github.com/memdoctor/memdoctor/internal/report"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/spf13/cobra"
 )
 
@@ -47,13 +47,13 @@ has one row per sample: instance, name, labels, timestamp_ms, value.`,
 			// damaged store read with --lenient) is said, not exported in
 			// silence.
 			for _, n := range s.Notes {
-				report.Warnf(cmd.ErrOrStderr(), "memdoctor: note: %s: %s\n", n.Source, n.Message)
+				text.Warnf(cmd.ErrOrStderr(), "memdoctor: note: %s: %s\n", n.Source, n.Message)
 			}
 			if err := s.Export(out, cmd.OutOrStdout(), format, instance, since, until); err != nil || out == "-" {
 				return err
 			}
 			if st, err := os.Stat(out); err == nil && st.Mode().IsRegular() {
-				report.Wrote(cmd.ErrOrStderr(), out, st.Size(), "", "")
+				text.Wrote(cmd.ErrOrStderr(), out, st.Size(), "", "")
 			}
 			return nil
 		},

@@ -5,7 +5,7 @@ import (
 	"runtime/debug"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
-	"github.com/memdoctor/memdoctor/internal/report"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/spf13/cobra"
 )
 
@@ -64,5 +64,5 @@ func runFleet(cmd *cobra.Command, f *fleetFlags, until string, asJSON bool) erro
 	if asJSON {
 		return writeJSON(cmd.OutOrStdout(), res)
 	}
-	return report.FleetText(cmd.OutOrStdout(), res, f.top)
+	return text.FleetText(cmd.OutOrStdout(), res, f.top)
 }

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // incident2Families sizes the server's response (7.8 MB at 200 families):
@@ -67,14 +67,14 @@ func procKB(t *testing.T, path, field string) float64 {
 }
 
 // checkBinary runs the memdoctor binary's check --json.
-func checkBinary(t *testing.T, args ...string) *diagnose.Report {
+func checkBinary(t *testing.T, args ...string) *model.Report {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"check", "--json"}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	// check exits 1 or 2 when it finds something: only a report matters.
-	var r diagnose.Report
+	var r model.Report
 	if jerr := json.Unmarshal(out, &r); jerr != nil {
 		t.Fatalf("memdoctor check %v: %v, %v\n%s", args, err, jerr, stderr.String())
 	}
@@ -86,7 +86,7 @@ type incident2Run struct {
 	url      string
 	before   string // the last /metrics page before check
 	after    string // a /metrics page after check
-	report   *diagnose.Report
+	report   *model.Report
 	rss, uss float64 // from /proc after check
 }
 

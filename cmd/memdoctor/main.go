@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/memdoctor/memdoctor/internal/report"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -66,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &ee) {
 			return ee.code
 		}
-		report.Error(stderr, err)
+		text.Error(stderr, err)
 		return 1
 	}
 	return 0

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/report"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/memdoctor/memdoctor/internal/treat"
 	"github.com/spf13/cobra"
 )
@@ -119,5 +119,5 @@ Only root may inspect another user's process; PID 1 is refused.`,
 // mallocWarn writes a line to stderr; a failed write there has nowhere
 // left to be reported.
 func mallocWarn(w io.Writer, format string, a ...any) {
-	report.Warnf(w, format, a...)
+	text.Warnf(w, format, a...)
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
-	"github.com/memdoctor/memdoctor/internal/report"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/spf13/cobra"
 )
 
@@ -75,7 +75,7 @@ func (f *promFlags) checkMatch() error {
 }
 
 // printWarnings shows the server's partial-data warnings on stderr.
-func printWarnings(w io.Writer, ws []string) { report.ServerWarnings(w, ws) }
+func printWarnings(w io.Writer, ws []string) { text.ServerWarnings(w, ws) }
 
 // heartbeatEvery is how often a long read from Prometheus says on stderr
 // how far it got.

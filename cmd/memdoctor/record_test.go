@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
@@ -277,7 +277,7 @@ func compress(t *testing.T, src, dst string, factor int64) {
 		t.Fatal(err)
 	}
 	insts, _ := in.Instances()
-	byT := map[int64]*sample.Scrape{}
+	byT := map[int64]*sample.Snapshot{}
 	var times []int64
 	var t0 int64 = -1
 	for _, s := range ss {
@@ -292,7 +292,7 @@ func compress(t *testing.T, src, dst string, factor int64) {
 			nt := t0 + (p.T-t0)*factor
 			sc, ok := byT[nt]
 			if !ok {
-				sc = &sample.Scrape{Time: time.UnixMilli(nt)}
+				sc = &sample.Snapshot{Time: time.UnixMilli(nt)}
 				byT[nt] = sc
 				times = append(times, nt)
 			}
@@ -311,11 +311,11 @@ func compress(t *testing.T, src, dst string, factor int64) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	var scrapes []*sample.Scrape
+	var snapshots []*sample.Snapshot
 	for _, tm := range times {
-		scrapes = append(scrapes, byT[tm])
+		snapshots = append(snapshots, byT[tm])
 	}
-	if err := out.Append(insts[0], scrapes...); err != nil {
+	if err := out.Append(insts[0], snapshots...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -328,13 +328,13 @@ func sortInt64(a []int64) {
 	}
 }
 
-func diagnoseJSON(t *testing.T, from string) *diagnose.Report {
+func diagnoseJSON(t *testing.T, from string) *model.Report {
 	t.Helper()
 	out, errOut, code := runCLI(t, "diagnose", "--from", from, "--json")
 	if code != 0 {
 		t.Fatalf("diagnose: exit %d: %s", code, errOut)
 	}
-	var r diagnose.Report
+	var r model.Report
 	if err := jsonUnmarshal(out, &r); err != nil {
 		t.Fatal(err)
 	}

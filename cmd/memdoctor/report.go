@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/spf13/cobra"
 )
 
@@ -93,8 +94,7 @@ phone and prints cleanly.`,
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), sum)
 			}
-			cmd.Printf("wrote %s: %d findings, %d charts, %.1f KiB in %.1f s\n", out, sum.Findings, sum.Charts,
-				float64(sum.Bytes)/1024, sum.Seconds)
+			text.PageWritten(cmd.OutOrStdout(), out, sum.Findings, sum.Charts, int64(sum.Bytes), sum.Seconds)
 			return nil
 		},
 	}

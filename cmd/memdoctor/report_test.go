@@ -232,23 +232,23 @@ func seriesToStore(t *testing.T, st *store.Store, file, instance string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byT := map[int64]*sample.Scrape{}
+	byT := map[int64]*sample.Snapshot{}
 	for _, s := range w.Series {
 		for _, p := range s.Points {
 			sc := byT[p.T]
 			if sc == nil {
-				sc = &sample.Scrape{Time: time.UnixMilli(p.T)}
+				sc = &sample.Snapshot{Time: time.UnixMilli(p.T)}
 				byT[p.T] = sc
 			}
 			sc.AddMetric(sample.Metric{Name: s.Name, Labels: s.Labels, Value: p.V})
 		}
 	}
-	var scrapes []*sample.Scrape
+	var snapshots []*sample.Snapshot
 	for _, sc := range byT {
-		scrapes = append(scrapes, sc)
+		snapshots = append(snapshots, sc)
 	}
-	sort.Slice(scrapes, func(i, j int) bool { return scrapes[i].Time.Before(scrapes[j].Time) })
-	if err := st.Append(instance, scrapes...); err != nil {
+	sort.Slice(snapshots, func(i, j int) bool { return snapshots[i].Time.Before(snapshots[j].Time) })
+	if err := st.Append(instance, snapshots...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -265,7 +265,7 @@ func twoHostStore(t *testing.T) string {
 	if _, err := source.Ingest(incidentDir(t, incidenttest.Shape50), st, source.IngestOptions{Instance: "game7"}); err != nil {
 		t.Fatal(err)
 	}
-	seriesToStore(t, st, filepath.Join(repoRoot(t), "internal", "htmlreport", "testdata", "host.series"), "web1")
+	seriesToStore(t, st, filepath.Join(repoRoot(t), "internal", "render", "html", "testdata", "host.series"), "web1")
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}

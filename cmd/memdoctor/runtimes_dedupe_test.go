@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // runtimesOfPID returns the report's runtimes of one process.
-func runtimesOfPID(r *diagnose.Report, pid int) []diagnose.Runtime {
-	var out []diagnose.Runtime
+func runtimesOfPID(r *model.Report, pid int) []model.Runtime {
+	var out []model.Runtime
 	for _, rt := range r.Runtimes {
 		if rt.PID == pid || rt.Target == "pid/"+strconv.Itoa(pid) {
 			out = append(out, rt)

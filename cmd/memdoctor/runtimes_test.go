@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // freePort returns a loopback port nobody listens on now.
@@ -77,7 +77,7 @@ func get(t *testing.T, url string) string {
 }
 
 // runCheck runs the real binary's check --json.
-func runCheck(t *testing.T, args ...string) *diagnose.Report {
+func runCheck(t *testing.T, args ...string) *model.Report {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"check", "--json", "--top", "3"}, args...)...)
 	out, err := cmd.Output()
@@ -89,7 +89,7 @@ func runCheck(t *testing.T, args ...string) *diagnose.Report {
 		}
 		t.Fatalf("memdoctor check: %v\n%s", err, stderr)
 	}
-	var r diagnose.Report
+	var r model.Report
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("check --json: %v", err)
 	}
@@ -98,8 +98,8 @@ func runCheck(t *testing.T, args ...string) *diagnose.Report {
 
 // findingsAbout returns the runtime findings whose subject names the
 // target (a URL, or "(pid N)").
-func findingsAbout(r *diagnose.Report, what string) map[string]*diagnose.Finding {
-	out := map[string]*diagnose.Finding{}
+func findingsAbout(r *model.Report, what string) map[string]*model.Finding {
+	out := map[string]*model.Finding{}
 	for i, f := range r.Findings {
 		if strings.HasPrefix(f.ID, "gc_") && strings.Contains(f.Subject, what) {
 			out[f.ID] = &r.Findings[i]
@@ -108,7 +108,7 @@ func findingsAbout(r *diagnose.Report, what string) map[string]*diagnose.Finding
 	return out
 }
 
-func runtimeOf(t *testing.T, r *diagnose.Report, target string) *diagnose.Runtime {
+func runtimeOf(t *testing.T, r *model.Report, target string) *model.Runtime {
 	t.Helper()
 	for i := range r.Runtimes {
 		if r.Runtimes[i].Target == target {
@@ -370,7 +370,7 @@ func TestRuntimeRecordDiagnose(t *testing.T) {
 	if err != nil {
 		t.Fatalf("diagnose: %v", err)
 	}
-	var rep diagnose.Report
+	var rep model.Report
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +466,7 @@ func TestRuntimeJavaHeapSlack(t *testing.T) {
 	}
 	slackPID := fmt.Sprintf("(pid %d)", slack.Process.Pid)
 	fixedPID := fmt.Sprintf("(pid %d)", fixed.Process.Pid)
-	reports := map[string]*diagnose.Report{slackPID: hsRep, slackURL: rep, fixedPID: hsRep, fixedURL: rep,
+	reports := map[string]*model.Report{slackPID: hsRep, slackURL: rep, fixedPID: hsRep, fixedURL: rep,
 		fmt.Sprintf("pid/%d", fixed.Process.Pid): hsRep}
 	for _, who := range []string{slackPID, slackURL} {
 		f := findingsAbout(reports[who], who)["gc_heap_slack"]

@@ -23,7 +23,7 @@ func writeStore(t *testing.T, path string) {
 	}
 	start := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 2 * 24 * 60 {
-		sc := &sample.Scrape{Time: start.Add(time.Duration(i) * time.Minute)}
+		sc := &sample.Snapshot{Time: start.Add(time.Duration(i) * time.Minute)}
 		sc.Add("node_memory_MemTotal_bytes", 16<<30)
 		sc.Add("node_memory_MemAvailable_bytes", float64(12<<30-i*(1<<20)+(i*7919)%(64<<20)))
 		sc.Add("node_memory_MemFree_bytes", float64(4<<30+(i*104729)%(256<<20)))

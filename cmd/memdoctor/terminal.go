@@ -3,12 +3,12 @@ package main
 import (
 	"io"
 
-	"github.com/memdoctor/memdoctor/internal/report"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 )
 
 // writeJSON writes v as indented JSON: exact strings, DEL and C1 written as
 // \u escapes, and a NaN or infinity an error naming where it is.
-func writeJSON(w io.Writer, v any) error { return report.WriteJSON(w, v) }
+func writeJSON(w io.Writer, v any) error { return text.WriteJSON(w, v) }
 
 // printed returns what prints a command's result: as JSON (asJSON) or
 // with text; a non-nil error is returned instead.

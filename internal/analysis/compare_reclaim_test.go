@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
@@ -26,7 +26,7 @@ func reclaimRecording(t *testing.T, wsf float64, n int, hits, stalls, scans []fl
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var h, s, p float64
 	for i := range n {
-		sc := &sample.Scrape{Time: t0.Add(time.Duration(i) * time.Second)}
+		sc := &sample.Snapshot{Time: t0.Add(time.Duration(i) * time.Second)}
 		sc.Add("node_vmstat_kswapd_low_wmark_hit_quickly", 1000+h)
 		sc.Add("node_vmstat_allocstall_normal", 50+s)
 		sc.Add("node_vmstat_allocstall_movable", 7)
@@ -79,13 +79,13 @@ func TestCompareReclaimRecordings(t *testing.T) {
 	notes := strings.Join(res.Notes, "\n")
 	for _, want := range []string{
 		fmt.Sprintf("group A, lab: %s, %s, %s directly in 30s: too short",
-			human.Count(rises(ha, 30), "quick kswapd wake-up", "quick kswapd wake-ups"),
-			human.Count(rises(sa, 30), "direct-reclaim stall", "direct-reclaim stalls"),
-			human.Count(rises(pa, 30), "page scanned", "pages scanned")),
+			render.Count(rises(ha, 30), "quick kswapd wake-up", "quick kswapd wake-ups"),
+			render.Count(rises(sa, 30), "direct-reclaim stall", "direct-reclaim stalls"),
+			render.Count(rises(pa, 30), "page scanned", "pages scanned")),
 		fmt.Sprintf("group B, lab: %s, %s, %s directly in 30s: too short",
-			human.Count(rises(hb, 30), "quick kswapd wake-up", "quick kswapd wake-ups"),
-			human.Count(rises(sb, 30), "direct-reclaim stall", "direct-reclaim stalls"),
-			human.Count(rises(pb, 30), "page scanned", "pages scanned"))} {
+			render.Count(rises(hb, 30), "quick kswapd wake-up", "quick kswapd wake-ups"),
+			render.Count(rises(sb, 30), "direct-reclaim stall", "direct-reclaim stalls"),
+			render.Count(rises(pb, 30), "page scanned", "pages scanned"))} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/cgtrace"
-	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/pagescan"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -61,7 +61,7 @@ func (f *Culprits) before(ctx context.Context, live bool, progress io.Writer) er
 }
 
 // after adds the trace's series and runs the page scan (after the reading).
-func (f *Culprits) after(ctx context.Context, live bool, s *sample.Scrape) ([]sample.Note, error) {
+func (f *Culprits) after(ctx context.Context, live bool, s *sample.Snapshot) ([]sample.Note, error) {
 	notes := f.notes
 	if f.traced != nil {
 		f.traced.AddTo(s)
@@ -77,7 +77,7 @@ func (f *Culprits) after(ctx context.Context, live bool, s *sample.Scrape) ([]sa
 
 // pageScan runs the kpagecgroup scan and adds its series to s; what it
 // could not do becomes notes, never an error.
-func pageScan(ctx context.Context, s *sample.Scrape, timeout time.Duration) []sample.Note {
+func pageScan(ctx context.Context, s *sample.Snapshot, timeout time.Duration) []sample.Note {
 	const src = "proc/kpagecgroup"
 	h, err := pagescan.FindMemoryHierarchy("/proc")
 	if err != nil {
@@ -96,7 +96,7 @@ func pageScan(ctx context.Context, s *sample.Scrape, timeout time.Duration) []sa
 	var notes []sample.Note
 	if !res.Complete {
 		notes = append(notes, sample.Note{Source: src,
-			Message: fmt.Sprintf("the page scan stopped at its time limit (%s) after %s of RAM", res.Duration.Round(time.Millisecond), human.Bytes(res.RAMBytes)),
+			Message: fmt.Sprintf("the page scan stopped at its time limit (%s) after %s of RAM", res.Duration.Round(time.Millisecond), render.Bytes(res.RAMBytes)),
 			Hides:   "part of the pages pinning dying cgroups", Fix: "raise --scan-timeout"})
 	}
 	if !rep.PinnedKnown {

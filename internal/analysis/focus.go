@@ -12,6 +12,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
@@ -228,8 +229,8 @@ func (f *Focus) checkProcessCgroup(fs procfs.FS) error {
 
 // apply ranks the report's processes by --sort and says what the focus
 // selected.
-func (f *Focus) apply(rep *diagnose.Report, res *collect.Result) {
-	key := func(p diagnose.Process) int64 {
+func (f *Focus) apply(rep *model.Report, res *collect.Result) {
+	key := func(p model.Process) int64 {
 		switch f.Sort {
 		case "rss":
 			return p.RSSBytes
@@ -248,7 +249,7 @@ func (f *Focus) apply(rep *diagnose.Report, res *collect.Result) {
 	}
 	sort.SliceStable(rep.Processes, func(i, j int) bool { return key(rep.Processes[i]) > key(rep.Processes[j]) })
 	if f.cgroup != "" {
-		hidden := rep.FocusCgroup(&res.Scrape, f.cgroup)
+		hidden := diagnose.FocusCgroup(rep, &res.Snapshot, f.cgroup)
 		rep.Notes = append(rep.Notes, sample.Note{Source: "check", Message: fmt.Sprintf("findings limited to cgroup %s: %d about it, %d others left out", f.cgroup, len(rep.Findings), hidden),
 			Hides: "the findings about the rest of the host (run check without --cgroup for them)"})
 	}
@@ -265,7 +266,7 @@ func (f *Focus) apply(rep *diagnose.Report, res *collect.Result) {
 	if f.parsed.UID != nil {
 		sel = append(sel, "--user "+f.User)
 	}
-	n := int(res.Scrape.Value("memdoctor_processes_focused"))
+	n := int(res.Snapshot.Value("memdoctor_processes_focused"))
 	msg := fmt.Sprintf("processes limited to %s: %d matched", strings.Join(sel, " "), n)
 	if n == 0 {
 		msg += " (none: check the selection)"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/source"
@@ -87,7 +88,7 @@ type InstanceResult struct {
 	StepSeconds float64 `json:"step_seconds"`
 	Series      int     `json:"series"`
 	// Report is the instance's report (not part of the JSON summary).
-	Report *diagnose.Report `json:"-"`
+	Report *model.Report `json:"-"`
 }
 
 // Step is the resolution rules saw.
@@ -99,7 +100,7 @@ func (r InstanceResult) Step() time.Duration {
 // accounting, zones, ... of the single instance's last state) plus every
 // instance's findings and notes, and what data each instance had.
 type Diagnosis struct {
-	*diagnose.Report
+	*model.Report
 	Instances []InstanceResult `json:"instances"`
 	Source    string           `json:"source"`
 }
@@ -138,7 +139,7 @@ func (s *Source) DiagnoseInstance(inst, since, until string) (InstanceResult, er
 	if err != nil {
 		return InstanceResult{}, err
 	}
-	rep := diagnose.CheckRecording(latest, w, "store", s.Notes)
+	rep := diagnose.Run(diagnose.Data{Latest: latest, Window: w, Source: "store", Notes: s.Notes})
 	if len(s.Instances) > 1 {
 		rep.FitSource(s.Path, inst)
 	} else {
@@ -214,14 +215,14 @@ func Merge(rs []InstanceResult, src string) *Diagnosis {
 			merged.Notes = append(merged.Notes, n)
 		}
 	}
-	diagnose.SortFindings(merged.Findings)
+	model.SortFindings(merged.Findings)
 	var names []string
-	var covs []diagnose.Coverage
+	var covs []model.Coverage
 	for _, r := range rs {
 		names = append(names, r.Instance)
 		covs = append(covs, r.Report.Coverage)
 	}
-	merged.Coverage = diagnose.MergeCoverage(names, covs)
+	merged.Coverage = model.MergeCoverage(names, covs)
 	out.Report = &merged
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/capture"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/treat"
 )
@@ -88,7 +89,7 @@ type CheckOptions struct {
 // Check reads the host once (twice, o.Runtimes.Interval apart, when
 // runtimes have GC data to measure), runs every rule and ranks the
 // processes by the focus' key.
-func Check(ctx context.Context, h *Host, o CheckOptions) (*diagnose.Report, error) {
+func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) {
 	rt, fo := o.Runtimes, o.Focus
 	if rt == nil {
 		rt = &Runtimes{}
@@ -117,7 +118,7 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*diagnose.Report, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w (is this a Linux host with /proc mounted? use --root or --capture for saved data)", err)
 	}
-	notes, err := cu.after(ctx, h.live, &res.Scrape)
+	notes, err := cu.after(ctx, h.live, &res.Snapshot)
 	if err != nil {
 		return nil, err
 	}
@@ -127,14 +128,14 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*diagnose.Report, erro
 			return nil, fmt.Errorf("--malloc reads running processes: it cannot be used with --root or --capture")
 		}
 		mctx, cancel := context.WithTimeout(ctx, time.Duration(o.MallocN+1)*o.MallocTimeout)
-		res.Notes = append(res.Notes, treat.InspectAllocators(mctx, &res.Scrape, o.MallocN, o.MallocTimeout, o.Log)...)
+		res.Notes = append(res.Notes, treat.InspectAllocators(mctx, &res.Snapshot, o.MallocN, o.MallocTimeout, o.Log)...)
 		cancel()
 	}
-	var rep *diagnose.Report
+	var rep *model.Report
 	if earlier := rt.secondReading(h.fs, opt, res, o.Bars); earlier != nil {
-		rep = diagnose.CheckInterval(earlier, &res.Scrape, h.name, res.Notes)
+		rep = diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Earlier: earlier, Source: h.name, Notes: res.Notes})
 	} else {
-		rep = diagnose.Check(&res.Scrape, h.name, res.Notes)
+		rep = diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Source: h.name, Notes: res.Notes})
 	}
 	if h.live {
 		rep.Cost = costOf(res, time.Since(start))
@@ -143,19 +144,19 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*diagnose.Report, erro
 	return rep, nil
 }
 
-func costOf(res *collect.Result, d time.Duration) *diagnose.Cost {
-	c := &diagnose.Cost{DurationSeconds: d.Seconds(), Collectors: map[string]float64{}}
+func costOf(res *collect.Result, d time.Duration) *model.Cost {
+	c := &model.Cost{DurationSeconds: d.Seconds(), Collectors: map[string]float64{}}
 	for _, t := range res.Timings {
 		c.Collectors[t.Collector] = t.Duration.Seconds()
 	}
-	c.SmapsReads = int(res.Scrape.Value("memdoctor_smaps_rollup_reads"))
-	c.Vanished = int(res.Scrape.Value("memdoctor_processes_vanished"))
+	c.SmapsReads = int(res.Snapshot.Value("memdoctor_smaps_rollup_reads"))
+	c.Vanished = int(res.Snapshot.Value("memdoctor_processes_vanished"))
 	return c
 }
 
 // Fails says whether a finding is of severity threshold or worse ("":
 // never).
-func Fails(findings []diagnose.Finding, threshold diagnose.Severity) bool {
+func Fails(findings []model.Finding, threshold model.Severity) bool {
 	if threshold == "" {
 		return false
 	}
@@ -169,12 +170,12 @@ func Fails(findings []diagnose.Finding, threshold diagnose.Severity) bool {
 
 // ParseFailOn reads --fail-on: "" for none, else the lowest severity that
 // makes the command exit with status 2.
-func ParseFailOn(s string) (diagnose.Severity, error) {
+func ParseFailOn(s string) (model.Severity, error) {
 	switch s {
 	case "", "none":
 		return "", nil
 	case "info", "warning", "critical":
-		return diagnose.Severity(s), nil
+		return model.Severity(s), nil
 	}
 	return "", fmt.Errorf("--fail-on %q: want none, info, warning or critical", s)
 }
@@ -201,21 +202,21 @@ func Capture(top int, note, tool string, noRedact bool, out string, w io.Writer)
 	}
 	prov := capture.Provenance{
 		PageSize: live.PageSize,
-		Time:     res.Scrape.Time.UTC().Truncate(time.Second),
+		Time:     res.Snapshot.Time.UTC().Truncate(time.Second),
 		Tool:     tool,
 		Note:     note,
 		Arch:     runtime.GOARCH,
 	}
-	if u := res.Scrape.Select("node_uname_info"); len(u) > 0 {
+	if u := res.Snapshot.Select("node_uname_info"); len(u) > 0 {
 		prov.Kernel = u[0].Labels.Get("release")
 		if m := u[0].Labels.Get("machine"); m != "" {
 			prov.Arch = m
 		}
 	}
-	if c := res.Scrape.Select("memdoctor_cgroup_info"); len(c) > 0 && c[0].Labels.Get("mode") != "none" {
+	if c := res.Snapshot.Select("memdoctor_cgroup_info"); len(c) > 0 && c[0].Labels.Get("mode") != "none" {
 		prov.CgroupMode = c[0].Labels.Get("mode")
 	}
-	if g := res.Scrape.Select("memdoctor_glibc_info"); len(g) > 0 {
+	if g := res.Snapshot.Select("memdoctor_glibc_info"); len(g) > 0 {
 		prov.Glibc = g[0].Labels.Get("banner")
 	}
 	contents := rec.Contents()
@@ -225,7 +226,7 @@ func Capture(top int, note, tool string, noRedact bool, out string, w io.Writer)
 	}
 	if out == "" {
 		host := "host"
-		if u := res.Scrape.Select("node_uname_info"); len(u) > 0 && u[0].Labels.Get("nodename") != "" {
+		if u := res.Snapshot.Select("node_uname_info"); len(u) > 0 && u[0].Labels.Get("nodename") != "" {
 			host = diagnose.HostName(u[0].Labels.Get("nodename"))
 		}
 		out = fmt.Sprintf("memdoctor-%s-%s.txtar", sanitize(host), prov.Time.Format("20060102T150405Z"))

@@ -10,6 +10,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/capture"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
@@ -33,16 +34,15 @@ func TestOOMKillsKernelLogLab61(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &res.Scrape
+		s := &res.Snapshot
 		// The capture's host had no kill: count one, as the lab's did.
 		for i, m := range s.Metrics {
 			if m.Name == "node_vmstat_oom_kill" {
 				s.Metrics[i].Value = 1
 			}
 		}
-		h := diagnose.Analyze(s, "test")
-		found, _ := diagnose.Run(&diagnose.Input{Host: h}, diagnose.Rules())
-		var f *diagnose.Finding
+		found := diagnose.Run(diagnose.Data{Latest: s, Source: "test"}).Findings
+		var f *model.Finding
 		for i := range found {
 			if found[i].ID == "oom_kills" {
 				f = &found[i]
@@ -51,7 +51,7 @@ func TestOOMKillsKernelLogLab61(t *testing.T) {
 		if f == nil {
 			t.Fatalf("oom_kills did not fire: %+v", found)
 		}
-		evs := map[string]diagnose.Evidence{}
+		evs := map[string]model.Evidence{}
 		for _, e := range f.Evidence {
 			evs[e.Name] = e
 		}
@@ -97,7 +97,7 @@ func TestKernelLogUnreadableIsANote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Scrape.Has("memdoctor_kmsg_oom_kill_seconds") {
+	if res.Snapshot.Has("memdoctor_kmsg_oom_kill_seconds") {
 		t.Error("series from no log")
 	}
 	var note string
@@ -128,7 +128,7 @@ func TestKernelLogHostileComm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := res.Scrape.Select("memdoctor_kmsg_oom_kill_seconds")
+	ms := res.Snapshot.Select("memdoctor_kmsg_oom_kill_seconds")
 	if len(ms) != 1 || ms[0].Labels.Get("task") != "ev?[31mil" || ms[0].Labels.Get("oom_memcg") != "" {
 		t.Errorf("series %+v", ms)
 	}

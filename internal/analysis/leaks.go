@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/heapprof"
-	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/malloc"
 	"github.com/memdoctor/memdoctor/internal/outfile"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
@@ -105,7 +105,7 @@ func waitLeakDump(ctx context.Context, pid int, after time.Time, interval, timeo
 
 // LeaksText prints a leaks report read from path.
 func LeaksText(w io.Writer, path string, r *heapprof.Report) error {
-	hb := human.Bytes
+	hb := render.Bytes
 	pf := func(format string, a ...any) { _, _ = termsafe.Fprintf(w, format, a...) }
 	pf("pid %d, heap profile %s written %s: %s in use in sampled sites (one sample per %s allocated, %d samples",
 		r.PID, path, r.Time.Format(time.RFC3339), hb(r.InUseBytes), hb(int64(r.Rate)), r.Samples)
@@ -117,7 +117,7 @@ func LeaksText(w io.Writer, path string, r *heapprof.Report) error {
 		pf("  %10s %5.1f%%  %s\n", hb(s.InUseBytes), 100*s.Share, s.Title(4))
 	}
 	if !r.Base.IsZero() {
-		pf("\ngrowth over %s: %s\n", r.Time.Sub(r.Base).Round(time.Second), hb(r.GrowthBytes))
+		pf("\ngrowth over %s: %s\n", render.Clock(r.Time.Sub(r.Base)), hb(r.GrowthBytes))
 		if len(r.Growth) == 0 {
 			pf("  no site grew\n")
 		}

@@ -82,8 +82,8 @@ func TestDiagnoseWindowKeepsOnlyReadAggregates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := diagnose.CheckRecording(latest, full, "store", s.Notes)
-		b := diagnose.CheckRecording(latest, lean, "store", s.Notes)
+		a := diagnose.Run(diagnose.Data{Latest: latest, Window: full, Source: "store", Notes: s.Notes})
+		b := diagnose.Run(diagnose.Data{Latest: latest, Window: lean, Source: "store", Notes: s.Notes})
 		ja, _ := json.Marshal(a.Findings)
 		jb, _ := json.Marshal(b.Findings)
 		if string(ja) != string(jb) {
@@ -209,8 +209,8 @@ func TestDiagnoseThinsEndsOnlySeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := diagnose.CheckRecording(latest, full, "store", s.Notes)
-	b := diagnose.CheckRecording(latest, thin, "store", s.Notes)
+	a := diagnose.Run(diagnose.Data{Latest: latest, Window: full, Source: "store", Notes: s.Notes})
+	b := diagnose.Run(diagnose.Data{Latest: latest, Window: thin, Source: "store", Notes: s.Notes})
 	ja, _ := json.Marshal(a.Findings)
 	jb, _ := json.Marshal(b.Findings)
 	if string(ja) != string(jb) {

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/fleet"
-	"github.com/memdoctor/memdoctor/internal/htmlreport"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/memdoctor/memdoctor/internal/prom"
+	"github.com/memdoctor/memdoctor/internal/render/html"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
@@ -21,7 +21,7 @@ import (
 // Page diagnoses each instance of s (as Diagnose does) and loads the
 // charted series at display resolution.
 func Page(s *Source, since, until string) (*PageReport, error) {
-	page := &htmlreport.Page{Source: s.Path, Generated: time.Now()}
+	page := &html.Page{Source: s.Path, Generated: time.Now()}
 	var results []InstanceResult
 	for _, inst := range s.Instances {
 		r, err := s.DiagnoseInstance(inst, since, until)
@@ -29,12 +29,12 @@ func Page(s *Source, since, until string) (*PageReport, error) {
 			return nil, fmt.Errorf("instance %s: %w", inst, err)
 		}
 		results = append(results, r)
-		win := Window{From: r.From, To: r.To, Step: chartStep(r.To.Sub(r.From), htmlreport.Buckets(false))}
-		w, _, err := s.window(store.Query{Instance: inst, Names: htmlreport.SeriesNames()}, win)
+		win := Window{From: r.From, To: r.To, Step: chartStep(r.To.Sub(r.From), html.Buckets(false))}
+		w, _, err := s.window(store.Query{Instance: inst, Names: html.SeriesNames()}, win)
 		if err != nil {
 			return nil, fmt.Errorf("instance %s: reading the charted series: %w", inst, err)
 		}
-		page.Instances = append(page.Instances, htmlreport.Instance{Name: inst, From: r.From, To: r.To,
+		page.Instances = append(page.Instances, html.Instance{Name: inst, From: r.From, To: r.To,
 			Step: r.Step(), Series: r.Series, Report: r.Report, Window: w})
 	}
 	return &PageReport{Page: page, Instances: results}, nil
@@ -43,7 +43,7 @@ func Page(s *Source, since, until string) (*PageReport, error) {
 // PageReport is a report page and the diagnoses of the instances it
 // shows.
 type PageReport struct {
-	Page      *htmlreport.Page
+	Page      *html.Page
 	Instances []InstanceResult
 }
 
@@ -55,7 +55,7 @@ type PageReport struct {
 func (r *PageReport) Write(out string, w io.Writer, refresh time.Duration) ([]byte, error) {
 	r.Page.Refresh = refresh
 	var buf bytes.Buffer
-	if err := htmlreport.Render(&buf, r.Page); err != nil {
+	if err := html.Render(&buf, r.Page); err != nil {
 		return nil, fmt.Errorf("rendering the report: %w", err)
 	}
 	if out == "-" {
@@ -105,7 +105,7 @@ func Shown(res *fleet.Result, top int) (shown []*fleet.Instance, affected int) {
 // them is returned as the client gave it.
 func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, charting func()) (*PageReport, error) {
 	shown, affected := Shown(res, top)
-	page := &htmlreport.Page{Source: f.Client.URL(), Generated: time.Now()}
+	page := &html.Page{Source: f.Client.URL(), Generated: time.Now()}
 	page.Summary = append(page.Summary, fmt.Sprintf("%d instances scanned with %d aggregated queries; %d suspects read in full; %d with findings%s.",
 		len(res.Instances), res.Cost.ScanQueries, res.Suspects, affected, shownText(len(shown), affected)))
 	for _, co := range res.Correlation {
@@ -116,15 +116,15 @@ func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, chart
 	if len(shown) == 0 {
 		return &PageReport{Page: page}, nil
 	}
-	names := make([]string, 0, len(htmlreport.SeriesNames()))
-	for _, n := range htmlreport.SeriesNames() {
+	names := make([]string, 0, len(html.SeriesNames()))
+	for _, n := range html.SeriesNames() {
 		names = append(names, regexp.QuoteMeta(n))
 	}
 	var insts []string
 	for _, in := range shown {
 		insts = append(insts, in.Instance)
 	}
-	step := max(f.Window.Step, chartStep(f.Window.Range(), htmlreport.Buckets(false)))
+	step := max(f.Window.Step, chartStep(f.Window.Range(), html.Buckets(false)))
 	if charting != nil {
 		charting()
 	}
@@ -138,9 +138,9 @@ func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, chart
 		if w == nil {
 			w = &sample.Window{Instance: in.Instance, From: res.From, To: res.To, Step: step}
 		}
-		rep := &diagnose.Report{SchemaVersion: diagnose.SchemaVersion, Findings: in.Findings, Notes: in.Notes}
+		rep := &model.Report{SchemaVersion: model.SchemaVersion, Findings: in.Findings, Notes: in.Notes}
 		r := InstanceResult{Instance: in.Instance, From: res.From, To: res.To, StepSeconds: res.StepSeconds, Series: in.Series, Report: rep}
-		page.Instances = append(page.Instances, htmlreport.Instance{Name: in.Instance, From: res.From, To: res.To,
+		page.Instances = append(page.Instances, html.Instance{Name: in.Instance, From: res.From, To: res.To,
 			Step: r.Step(), Series: in.Series, Report: rep, Window: w})
 		results = append(results, r)
 	}

@@ -49,12 +49,12 @@ func (f *Runtimes) Validate() error {
 // first reading's runtime series in res with the second, and returns a
 // scrape of the first reading. It returns nil when there is nothing to
 // measure twice.
-func (f *Runtimes) secondReading(fsys procfs.FS, opt collect.Options, res *collect.Result, bars Bars) *sample.Scrape {
+func (f *Runtimes) secondReading(fsys procfs.FS, opt collect.Options, res *collect.Result, bars Bars) *sample.Snapshot {
 	first := res.Runtimes
 	if f.Interval <= 0 || first == nil || !hasGC(first) {
 		return nil
 	}
-	earlier := &sample.Scrape{Time: res.Scrape.Time}
+	earlier := &sample.Snapshot{Time: res.Snapshot.Time}
 	for _, m := range first.Metrics() {
 		earlier.AddMetric(m)
 	}
@@ -74,7 +74,7 @@ func (f *Runtimes) secondReading(fsys procfs.FS, opt collect.Options, res *colle
 	}
 	tick.Stop()
 	done()
-	ro := collect.RuntimeOptions(opt, &res.Scrape)
+	ro := collect.RuntimeOptions(opt, &res.Snapshot)
 	ro.PIDs = nil
 	ro.NoHostJVMs = true
 	for _, rd := range first.Readings {
@@ -86,8 +86,8 @@ func (f *Runtimes) secondReading(fsys procfs.FS, opt collect.Options, res *colle
 	}
 	ro.Watch = watch
 	second := runtimes.Read(context.Background(), fsys, ro)
-	later := sample.Scrape{Time: opt.Now(), Instance: res.Scrape.Instance}
-	for _, m := range res.Scrape.Metrics {
+	later := sample.Snapshot{Time: opt.Now(), Instance: res.Snapshot.Instance}
+	for _, m := range res.Snapshot.Metrics {
 		if !isRuntimeGC(m.Name) {
 			later.AddMetric(m)
 		}
@@ -103,7 +103,7 @@ func (f *Runtimes) secondReading(fsys procfs.FS, opt collect.Options, res *colle
 	for _, m := range second.Metrics() {
 		later.AddMetric(m)
 	}
-	res.Scrape = later
+	res.Snapshot = later
 	// A source that failed both times (a scrape target down) is noted once.
 	noted := map[string]bool{}
 	for _, n := range res.Notes {

@@ -2,7 +2,7 @@
 // host: it opens what a command reads, resolves the window and the step
 // it is read at (once, here), diagnoses each instance, merges them, builds
 // report pages, computes baselines and comparisons. Commands parse their
-// flags and call it; rendering is internal/report and internal/htmlreport.
+// flags and call it; rendering is internal/render (text, html).
 package analysis
 
 import (

@@ -459,9 +459,9 @@ func MemoryHierarchyID(proc string) int {
 // TopCreators is how many creators a summary exports as series.
 const TopCreators = 10
 
-// AddTo adds the trace's series to a scrape: counts over the window, whose
+// AddTo adds the trace's series to a snapshot: counts over the window, whose
 // length is memdoctor_cgroup_trace_seconds (rates are count / seconds).
-func (s *Summary) AddTo(sc *sample.Scrape) {
+func (s *Summary) AddTo(sc *sample.Snapshot) {
 	sc.Add("memdoctor_cgroup_trace_seconds", s.Seconds, "method", s.Method)
 	sc.Add("memdoctor_cgroup_trace_events", float64(s.Events))
 	sc.Add("memdoctor_cgroup_trace_memory_events", float64(s.Kept))

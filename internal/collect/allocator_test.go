@@ -95,7 +95,7 @@ func TestPreloadStatsOfRealProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &res.Scrape
+		s := &res.Snapshot
 		inUse := func(pid int) (float64, bool) {
 			return s.Get("memdoctor_malloc_in_use_bytes", "pid", strconv.Itoa(pid))
 		}

@@ -41,6 +41,6 @@ func BenchmarkCheckCapture(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		diagnose.Check(&res.Scrape, "bench", res.Notes)
+		diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Source: "bench", Notes: res.Notes})
 	}
 }

@@ -67,7 +67,7 @@ func TestCgroupV2(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := &res.Scrape
+			s := &res.Snapshot
 			if ms := s.Select("memdoctor_cgroup_info"); len(ms) != 1 || ms[0].Labels.Get("mode") != "v2" || ms[0].Labels.Get("memory") != "v2" {
 				t.Errorf("cgroup info %+v, want mode v2 memory v2", ms)
 			}

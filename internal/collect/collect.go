@@ -101,8 +101,8 @@ func (o *Options) defaults() {
 
 // Result is one collection.
 type Result struct {
-	Scrape sample.Scrape
-	Notes  []sample.Note
+	Snapshot sample.Snapshot
+	Notes    []sample.Note
 	// Timings per collector.
 	Timings []Timing
 	// Runtimes is what the runtimes collector read (nil when disabled).
@@ -126,11 +126,11 @@ type ctx struct {
 	live bool // reading this host's own /proc
 	root bool // running with euid 0
 	// maps keeps the mappings the process collector read, for the
-	// runtimes collector (each /proc/PID/maps is read once per scrape).
+	// runtimes collector (each /proc/PID/maps is read once per snapshot).
 	maps map[int][]procfs.Mapping
 }
 
-func (c *ctx) add(name string, v float64, labels ...string) { c.res.Scrape.Add(name, v, labels...) }
+func (c *ctx) add(name string, v float64, labels ...string) { c.res.Snapshot.Add(name, v, labels...) }
 
 func (c *ctx) note(source, msg, hides, fix string) {
 	c.res.Notes = append(c.res.Notes, sample.Note{Source: source, Message: msg, Hides: hides, Fix: fix})
@@ -162,7 +162,7 @@ var collectors = []collector{
 func Collect(fsys procfs.FS, opt Options) (*Result, error) {
 	opt.defaults()
 	res := &Result{}
-	res.Scrape.Time = opt.Now()
+	res.Snapshot.Time = opt.Now()
 	c := &ctx{fs: fsys, opt: opt, res: res, live: opt.Live, root: os.Geteuid() == 0}
 	for _, col := range collectors {
 		start := time.Now()

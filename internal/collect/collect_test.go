@@ -53,7 +53,7 @@ func TestCollectRealCapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &res.Scrape
+	s := &res.Snapshot
 	for _, name := range []string{"node_memory_MemTotal_bytes", "node_vmstat_pgfault", "node_zoneinfo_min_pages",
 		"node_slabinfo_objects", "node_cgroups_cgroups", "node_cpu_seconds_total", "node_sysctl_vm_min_free_kbytes",
 		"node_pressure_memory_waiting_seconds_total", "node_uname_info", "memdoctor_process_pss_bytes"} {
@@ -83,10 +83,10 @@ func TestProcessVanishedMidRead(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a vanished process must not fail the collection: %v", err)
 	}
-	if got := res.Scrape.Value("memdoctor_processes_vanished"); got != 1 {
+	if got := res.Snapshot.Value("memdoctor_processes_vanished"); got != 1 {
 		t.Errorf("vanished = %v, want 1", got)
 	}
-	if ms := res.Scrape.Select("memdoctor_process_rss_bytes", "pid", "7130"); len(ms) != 0 {
+	if ms := res.Snapshot.Select("memdoctor_process_rss_bytes", "pid", "7130"); len(ms) != 0 {
 		t.Errorf("the vanished process is still reported: %+v", ms)
 	}
 }
@@ -148,7 +148,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	prov := capture.Provenance{PageSize: live.PageSize}
-	if g := a.Scrape.Select("memdoctor_glibc_info"); len(g) > 0 {
+	if g := a.Snapshot.Select("memdoctor_glibc_info"); len(g) > 0 {
 		prov.Glibc = g[0].Labels.Get("banner") // the libc binary is not archived
 	}
 	if err := capture.Write(&buf, prov, rec.Contents(), capture.WriteOptions{}); err != nil {
@@ -164,7 +164,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	strip := func(s sample.Scrape) map[string]float64 {
+	strip := func(s sample.Snapshot) map[string]float64 {
 		m := map[string]float64{}
 		for _, x := range s.Metrics {
 			switch x.Name {
@@ -175,7 +175,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 		}
 		return m
 	}
-	if d := cmp.Diff(strip(a.Scrape), strip(b.Scrape)); d != "" {
+	if d := cmp.Diff(strip(a.Snapshot), strip(b.Snapshot)); d != "" {
 		t.Errorf("replayed capture differs from the live collection (-live +replay):\n%s", d)
 	}
 }
@@ -203,12 +203,12 @@ func TestMountinfoBadLineKeepsCgroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	for _, m := range clean.Scrape.Metrics {
+	for _, m := range clean.Snapshot.Metrics {
 		if !strings.HasPrefix(m.Name, "memdoctor_cgroup") && !strings.HasPrefix(m.Name, "node_cgroups") {
 			continue
 		}
 		n++
-		if v, ok := res.Scrape.Get(m.Name, labelPairs(m.Labels)...); !ok || v != m.Value {
+		if v, ok := res.Snapshot.Get(m.Name, labelPairs(m.Labels)...); !ok || v != m.Value {
 			t.Errorf("%s%v: %v, %v with the bad line; %v without", m.Name, m.Labels, v, ok, m.Value)
 		}
 	}

@@ -55,7 +55,7 @@ func TestMetricsDocumented(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, m := range res.Scrape.Metrics {
+			for _, m := range res.Snapshot.Metrics {
 				seen[m.Name] = true
 			}
 		}

@@ -40,7 +40,7 @@ func TestExpositionPassesPromtool(t *testing.T) {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		if err := sample.WriteText(&buf, &res.Scrape); err != nil {
+		if err := sample.WriteText(&buf, &res.Snapshot); err != nil {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(promtool, "check", "metrics")

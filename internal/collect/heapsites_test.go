@@ -69,7 +69,7 @@ func TestHeapSitesOfARealProcess(t *testing.T) {
 	pid := strconv.Itoa(cmd.Process.Pid)
 	var sites []string
 	var leak float64
-	for _, m := range res.Scrape.Metrics {
+	for _, m := range res.Snapshot.Metrics {
 		if m.Name != "memdoctor_heap_site_in_use_bytes" || m.Labels.Get("pid") != pid {
 			continue
 		}

@@ -143,7 +143,7 @@ func TestAgreesWithNodeExporter(t *testing.T) {
 			t.Fatal(err)
 		}
 		mine = map[string]float64{}
-		for _, m := range res.Scrape.Metrics {
+		for _, m := range res.Snapshot.Metrics {
 			mine[m.Key()] = m.Value
 		}
 		compared, exactN, bad = compare(mine, theirs)

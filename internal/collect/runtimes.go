@@ -14,8 +14,8 @@ import (
 )
 
 // RuntimeOptions turns the collection options into what the runtimes reader
-// needs, with the reported processes of a scrape as the ones to inspect.
-func RuntimeOptions(opt Options, s *sample.Scrape) runtimes.Options {
+// needs, with the reported processes of a snapshot as the ones to inspect.
+func RuntimeOptions(opt Options, s *sample.Snapshot) runtimes.Options {
 	ro := runtimes.Options{URLs: opt.Scrape, Scraper: runtimes.Scraper{Timeout: opt.ScrapeTimeout, Auth: opt.ScrapeAuth}, Comms: map[int]string{}}
 	if !opt.Runtimes {
 		return ro
@@ -37,7 +37,7 @@ func collectRuntimes(c *ctx) error {
 	if !c.opt.Runtimes && len(c.opt.Scrape) == 0 {
 		return nil
 	}
-	ro := RuntimeOptions(c.opt, &c.res.Scrape)
+	ro := RuntimeOptions(c.opt, &c.res.Snapshot)
 	ro.Maps = c.maps
 	var res *runtimes.Result
 	if c.opt.Runtimes {
@@ -47,7 +47,7 @@ func collectRuntimes(c *ctx) error {
 	}
 	c.res.Runtimes = res
 	for _, m := range res.Metrics() {
-		c.res.Scrape.AddMetric(m)
+		c.res.Snapshot.AddMetric(m)
 	}
 	c.res.Notes = append(c.res.Notes, res.Notes...)
 	return nil

@@ -11,9 +11,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/promql"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -148,7 +148,7 @@ func Format(v float64, unit string) string {
 	}
 	switch unit {
 	case "bytes", "bytes_per_day":
-		s := human.Bytes(int64(math.Round(v)))
+		s := render.Bytes(int64(math.Round(v)))
 		if unit == "bytes_per_day" {
 			s += "/day"
 		}

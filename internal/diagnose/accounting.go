@@ -1,59 +1,13 @@
 package diagnose
 
-import "github.com/memdoctor/memdoctor/internal/sample"
-
-// Accounting says where the memory is. Used is (total − available) / total:
-// "free" is not the number to watch, because Linux fills idle memory with
-// page cache that it gives back on demand; MemAvailable (3.14+) estimates
-// what can be had without swapping.
-type Accounting struct {
-	TotalBytes     int64      `json:"total_bytes"`
-	AvailableBytes int64      `json:"available_bytes"`
-	FreeBytes      int64      `json:"free_bytes"`
-	UsedBytes      int64      `json:"used_bytes"`
-	UsedPercent    float64    `json:"used_percent"`
-	SwapTotalBytes int64      `json:"swap_total_bytes"`
-	SwapFreeBytes  int64      `json:"swap_free_bytes"`
-	Categories     []Category `json:"categories"`
-	// Explain says in one sentence why free is not the number to watch.
-	Explain string `json:"explain"`
-	// Invalid names an impossible value among the meminfo series (a
-	// negative or wrapped size, MemTotal 0, MemAvailable above MemTotal,
-	// NaN); the numbers above are then not to be trusted, and the rules
-	// that read them are not evaluated.
-	Invalid string `json:"invalid,omitempty"`
-	// AvailableMissing names what is missing to know MemAvailable ("" when
-	// it is known or estimated); AvailableBytes is then 0 and means nothing.
-	AvailableMissing string `json:"available_missing,omitempty"`
-}
-
-// Category is one place memory is.
-type Category struct {
-	Name    string  `json:"name"`
-	Bytes   int64   `json:"bytes"`
-	Percent float64 `json:"percent"`
-	// Reclaimable says whether the kernel counts it (at least in part) as
-	// available.
-	Reclaimable bool   `json:"reclaimable"`
-	Source      string `json:"source"`
-	// Parts are what meminfo attributes within the unexplained row (each a
-	// bound: see UnexplainedSource); the rest of it no field counts.
-	Parts []Category `json:"parts,omitempty"`
-}
-
-// UnexplainedSource says what the unexplained row holds: the memory in
-// MemTotal that no meminfo field of the other rows counts.
-const UnexplainedSource = "MemTotal minus every other row: kernel memory that no meminfo category counts. " +
-	"In part attributed by meminfo: vmalloc (VmallocUsed, 5.3+; it includes vmapped kernel stacks, already in kernel_stack, so it is an upper bound), " +
-	"other reclaimable kernel memory (KReclaimable - SReclaimable, 4.20+), the zswap pool (Zswap), " +
-	"and in /proc/vmstat struct pages allocated after boot (nr_memmap_pages) and IOMMU page tables (nr_iommu_pages). " +
-	"The rest no field counts: pages drivers take with alloc_pages (GPU and DMA buffers, network page pools and socket data), " +
-	"pages a balloon driver took without lowering MemTotal, the per-CPU lists of free pages, page cache that is mlocked or on ramfs (Unevictable, not in the file LRU), " +
-	"and pages in transit (isolated for migration or compaction)."
+import (
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/sample"
+)
 
 // mi returns a meminfo size in bytes; one that cannot be (negative, NaN,
 // beyond 8 EiB) is 0 here and named by meminfoInvalid.
-func mi(s *sample.Scrape, key string) int64 {
+func mi(s *sample.Snapshot, key string) int64 {
 	v := s.Value("node_memory_" + key + "_bytes")
 	if !(v >= 0 && v < maxBytes) {
 		return 0
@@ -61,8 +15,8 @@ func mi(s *sample.Scrape, key string) int64 {
 	return int64(v)
 }
 
-func accounting(s *sample.Scrape) Accounting {
-	a := Accounting{
+func accounting(s *sample.Snapshot) model.Accounting {
+	a := model.Accounting{
 		TotalBytes:     mi(s, "MemTotal"),
 		AvailableBytes: mi(s, "MemAvailable"),
 		FreeBytes:      mi(s, "MemFree"),
@@ -83,7 +37,7 @@ func accounting(s *sample.Scrape) Accounting {
 	if !s.Has("node_memory_Hugetlb_bytes") {
 		hugetlb = int64(s.Value("node_memory_HugePages_Total") * s.Value("node_memory_Hugepagesize_bytes"))
 	}
-	cats := []Category{
+	cats := []model.Category{
 		{Name: "free", Bytes: a.FreeBytes, Reclaimable: true, Source: "MemFree"},
 		{Name: "anon", Bytes: mi(s, "AnonPages"), Source: "AnonPages"},
 		{Name: "page_cache_active", Bytes: mi(s, "Active_file"), Reclaimable: true, Source: "Active(file)"},
@@ -105,7 +59,7 @@ func accounting(s *sample.Scrape) Accounting {
 	if other < 0 {
 		other = 0
 	}
-	cats = append(cats, Category{Name: "unexplained", Bytes: other, Source: UnexplainedSource, Parts: unexplainedParts(s, other)})
+	cats = append(cats, model.Category{Name: "unexplained", Bytes: other, Source: model.UnexplainedSource, Parts: unexplainedParts(s, other)})
 	for i := range cats {
 		if a.TotalBytes > 0 {
 			cats[i].Percent = 100 * float64(cats[i].Bytes) / float64(a.TotalBytes)
@@ -123,8 +77,8 @@ func accounting(s *sample.Scrape) Accounting {
 
 // unexplainedParts attributes what meminfo can within the unexplained
 // bytes, each part at most what is left.
-func unexplainedParts(s *sample.Scrape, other int64) []Category {
-	var parts []Category
+func unexplainedParts(s *sample.Snapshot, other int64) []model.Category {
+	var parts []model.Category
 	left := other
 	add := func(name string, b int64, src string) {
 		b = min(b, left)
@@ -132,7 +86,7 @@ func unexplainedParts(s *sample.Scrape, other int64) []Category {
 			return
 		}
 		left -= b
-		parts = append(parts, Category{Name: name, Bytes: b, Source: src})
+		parts = append(parts, model.Category{Name: name, Bytes: b, Source: src})
 	}
 	add("vmalloc", mi(s, "VmallocUsed"), "VmallocUsed (an upper bound: it includes vmapped kernel stacks)")
 	if s.Has("node_memory_KReclaimable_bytes") {
@@ -146,18 +100,8 @@ func unexplainedParts(s *sample.Scrape, other int64) []Category {
 	add("memmap_runtime", int64(s.Value("node_vmstat_nr_memmap_pages"))*ps, "vmstat nr_memmap_pages: struct pages allocated after boot (memory hotplug), 6.7+")
 	add("iommu_page_tables", int64(s.Value("node_vmstat_nr_iommu_pages"))*ps, "vmstat nr_iommu_pages: IOMMU page tables, 6.9+")
 	if len(parts) > 0 {
-		parts = append(parts, Category{Name: "not_in_meminfo", Bytes: left,
+		parts = append(parts, model.Category{Name: "not_in_meminfo", Bytes: left,
 			Source: "driver pages (alloc_pages), balloon, per-CPU free lists, mlocked or ramfs page cache, pages in transit"})
 	}
 	return parts
-}
-
-// Category returns the named category's bytes.
-func (a Accounting) Category(name string) int64 {
-	for _, c := range a.Categories {
-		if c.Name == name {
-			return c.Bytes
-		}
-	}
-	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestUnexplainedParts(t *testing.T) {
 	t.Parallel()
 	const gib = 1 << 30
-	s := &sample.Scrape{}
+	s := &sample.Snapshot{}
 	for k, v := range map[string]float64{"MemTotal": 16 * gib, "MemFree": 8 * gib, "AnonPages": 2 * gib,
 		"Active_file": 1 * gib, "Inactive_file": 1 * gib, "SReclaimable": 256 << 20, "KReclaimable": 320 << 20,
 		"SUnreclaim": 128 << 20, "VmallocUsed": 512 << 20, "Zswap": 64 << 20, "MemAvailable": 10 * gib} {
@@ -25,7 +26,7 @@ func TestUnexplainedParts(t *testing.T) {
 	s.Add("node_vmstat_nr_memmap_pages", 1024)
 	s.Add("node_vmstat_nr_iommu_pages", 2048)
 	a := diagnose.Analyze(s, "test").Accounting
-	var rest *diagnose.Category
+	var rest *model.Category
 	var known int64
 	for i, c := range a.Categories {
 		if c.Name == "unexplained" {
@@ -57,7 +58,7 @@ func TestUnexplainedParts(t *testing.T) {
 	}
 
 	// A part larger than what is left is capped: the parts never exceed the row.
-	s2 := &sample.Scrape{}
+	s2 := &sample.Snapshot{}
 	s2.Add("node_memory_MemTotal_bytes", 4*gib)
 	s2.Add("node_memory_MemFree_bytes", 3*gib)
 	s2.Add("node_memory_VmallocUsed_bytes", 2*gib)
@@ -81,7 +82,7 @@ func TestUnexplainedParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, src := range []string{"VmallocUsed", "KReclaimable", "Zswap", "nr_memmap_pages", "nr_iommu_pages", "alloc_pages", "balloon", "per-CPU", "Unevictable"} {
-		if !strings.Contains(diagnose.UnexplainedSource, src) {
+		if !strings.Contains(model.UnexplainedSource, src) {
 			t.Errorf("UnexplainedSource does not mention %s", src)
 		}
 		if !strings.Contains(string(docs), src) {

@@ -25,7 +25,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type allocatorHoarding struct{}
@@ -49,7 +50,7 @@ const (
 
 // retainedOf is the resident free heap: the allocator's own figure when
 // malloc_info gave one, else anonymous memory minus the in-use heap.
-func retainedOf(p Process) int64 {
+func retainedOf(p model.Process) int64 {
 	if p.Malloc == nil {
 		return 0
 	}
@@ -63,7 +64,7 @@ func retainedOf(p Process) int64 {
 // of one trim: at most 0.1 % of the time spent trimming, at least 30 s. An
 // unmeasured trim is estimated at 50 ms per GiB retained (incident 5: 37 GB
 // in 1.97 s).
-func trimInterval(p Process, retained int64) (time.Duration, float64) {
+func trimInterval(p model.Process, retained int64) (time.Duration, float64) {
 	cost := 0.05 * float64(retained) / (1 << 30)
 	if p.Malloc != nil && p.Malloc.TrimSeconds != nil && *p.Malloc.TrimSeconds > 0 {
 		cost = *p.Malloc.TrimSeconds
@@ -72,12 +73,12 @@ func trimInterval(p Process, retained int64) (time.Duration, float64) {
 	return iv, cost
 }
 
-func (allocatorHoarding) Eval(in *Input) []Finding {
+func (allocatorHoarding) Eval(in *Input) []model.Finding {
 	h := in.Host
 	if h == nil {
 		return nil
 	}
-	var out []Finding
+	var out []model.Finding
 	for _, p := range h.Processes {
 		if p.Malloc == nil || p.AnonBytes <= 0 {
 			continue
@@ -87,16 +88,16 @@ func (allocatorHoarding) Eval(in *Input) []Finding {
 		if ret < hoardMin || share < hoardShare {
 			continue
 		}
-		sev := Warning
+		sev := model.Warning
 		if ret >= hoardCrit && share >= hoardCritShar {
-			sev = Critical
+			sev = model.Critical
 		}
 		iv, cost := trimInterval(p, ret)
 		pid := fmt.Sprint(p.PID)
-		f := Finding{ID: "allocator_hoarding", Severity: sev, Subject: fmt.Sprintf("process %s (pid %d)", p.Comm, p.PID),
+		f := model.Finding{ID: "allocator_hoarding", Severity: sev, Subject: fmt.Sprintf("process %s (pid %d)", p.Comm, p.PID),
 			Summary: fmt.Sprintf("%s keeps %s of freed heap resident (%.0f%% of its %s anonymous memory; %s in use): allocator retention, not a leak",
-				p.Comm, human.Bytes(ret), 100*share, human.Bytes(p.AnonBytes), human.Bytes(p.Malloc.InUseBytes)),
-			Evidence: []Evidence{
+				p.Comm, render.Bytes(ret), 100*share, render.Bytes(p.AnonBytes), render.Bytes(p.Malloc.InUseBytes)),
+			Evidence: []model.Evidence{
 				ev("retained_bytes", float64(ret), "bytes"),
 				ev("in_use_bytes", float64(p.Malloc.InUseBytes), "bytes"),
 				ev("anon_bytes", float64(p.AnonBytes), "bytes"),
@@ -117,7 +118,7 @@ func (allocatorHoarding) Eval(in *Input) []Finding {
 			preload = ""
 			restart = "it already runs the library: add the variable to the environment it starts with; a restart is needed to read it"
 		}
-		f.Remedies = []Remedy{
+		f.Remedies = []model.Remedy{
 			{Title: "give it back now (the process pauses for the trim)",
 				Commands: []string{"memdoctor trim " + pid + "            # dry run: the expected gain", "memdoctor trim " + pid + " --apply"},
 				Risk:     fmt.Sprintf("the process stops for about %.2f s while glibc walks its arenas", cost)},

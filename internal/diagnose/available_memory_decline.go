@@ -29,8 +29,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/promql"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -100,7 +101,7 @@ const (
 	maxFitPoints     = 1000
 )
 
-func (availableMemoryDecline) Eval(in *Input) []Finding {
+func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 	w := in.Window
 	if w == nil {
 		return nil
@@ -121,7 +122,7 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 	}
 	if since, ok := bootedAt(w, seg); ok && since < warmUp {
 		in.Note("available_memory_decline", fmt.Sprintf("available memory falls %s a day, but the host booted %s ago: caches and pools fill after a boot, so this is judged once %v have passed",
-			human.Bytes(int64(-f.Slope)), spanText(avail), warmUp), "wait, or record longer")
+			render.Bytes(int64(-f.Slope)), spanText(avail), warmUp), "wait, or record longer")
 		return nil
 	}
 	total := lastValue(w.Get("node_memory_MemTotal_bytes"))
@@ -131,21 +132,21 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 		return nil
 	}
 	days := last / -f.Slope
-	var sev Severity
+	var sev model.Severity
 	switch {
 	case days <= 7:
-		sev = Critical
+		sev = model.Critical
 	case days <= 30:
-		sev = Warning
+		sev = model.Warning
 	case days <= declineMaxDays:
-		sev = Info
+		sev = model.Info
 	default:
 		return nil
 	}
-	fd := Finding{ID: "available_memory_decline", Severity: sev, Subject: subject(w, "host"),
+	fd := model.Finding{ID: "available_memory_decline", Severity: sev, Subject: subject(w, "host"),
 		Summary: fmt.Sprintf("available memory falls %s per day (p=%s over %s); %s left, exhausted in about %s",
-			human.Bytes(int64(-f.Slope)), Number(f.P), spanText(avail), human.Bytes(int64(last)), human.Count(days, "day", "days")),
-		Evidence: []Evidence{
+			render.Bytes(int64(-f.Slope)), render.Number(f.P), spanText(avail), render.Bytes(int64(last)), render.Count(days, "day", "days")),
+		Evidence: []model.Evidence{
 			ev("mem_available_slope_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),
 			ev("mem_available_bytes", last, "bytes"),
@@ -177,7 +178,7 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 	} else {
 		fd.Summary += "; growing: " + grew[0].name
 	}
-	fd.Remedies = []Remedy{
+	fd.Remedies = []model.Remedy{
 		{Title: "find the growth in the recording: diagnose names the growing processes, slab caches and cgroups",
 			Commands: []string{"memdoctor diagnose --from SRC --json | jq '.findings[] | select(.id != \"available_memory_decline\")'"},
 			Risk:     "none (read-only)"},
@@ -185,7 +186,7 @@ func (availableMemoryDecline) Eval(in *Input) []Finding {
 			Commands: []string{"memdoctor check --top 20"},
 			Risk:     "none (read-only)"},
 	}
-	return []Finding{fd}
+	return []model.Finding{fd}
 }
 
 func lastValue(s *sample.Series) float64 {
@@ -202,7 +203,7 @@ func spanText(ps []sample.Point) string {
 	if len(ps) < 2 {
 		return "no time"
 	}
-	return human.Duration(time.Duration(ps[len(ps)-1].T-ps[0].T) * time.Millisecond)
+	return render.Duration(time.Duration(ps[len(ps)-1].T-ps[0].T) * time.Millisecond)
 }
 
 // subject names the instance when the window has one.

@@ -9,6 +9,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/capture"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/seriestest"
 )
@@ -20,7 +21,7 @@ const (
 )
 
 // subjects lists a rule's findings' subjects in a report.
-func subjects(r *diagnose.Report, id string) []string {
+func subjects(r *model.Report, id string) []string {
 	var out []string
 	for _, f := range r.Findings {
 		if f.ID == id {
@@ -37,12 +38,12 @@ func subjects(r *diagnose.Report, id string) []string {
 // theirs (the pod and QoS slices above the container are not told again).
 func TestLabCapturesCgroupRules(t *testing.T) {
 	t.Parallel()
-	qs := baseScrape(t, "cgroups-quiet-6.1-x86_64-v2")
-	quiet := diagnose.Check(&qs, "test", nil)
-	ss := baseScrape(t, "cgroups-stalled-6.1-x86_64-v2")
-	stalled := diagnose.Check(&ss, "test", nil)
+	qs := baseSnapshot(t, "cgroups-quiet-6.1-x86_64-v2")
+	quiet := diagnose.Run(diagnose.Data{Latest: &qs, Source: "test"})
+	ss := baseSnapshot(t, "cgroups-stalled-6.1-x86_64-v2")
+	stalled := diagnose.Run(diagnose.Data{Latest: &ss, Source: "test"})
 	for _, c := range []struct {
-		r    *diagnose.Report
+		r    *model.Report
 		name string
 		id   string
 		want string
@@ -86,7 +87,7 @@ func TestLabCgroupOOMVictim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := findingOf(diagnose.Check(&res.Scrape, "test", nil), "cgroup_oom_kills")
+	f := findingOf(diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Source: "test"}), "cgroup_oom_kills")
 	if f == nil || f.Subject != "cgroup "+labOOMed {
 		t.Fatalf("cgroup_oom_kills: %+v", f)
 	}
@@ -113,7 +114,7 @@ memdoctor_cgroup_memory_pressure_seconds_total{cgroup="/kubepods.slice/pod-a.sli
 memdoctor_cgroup_memory_pressure_seconds_total{cgroup="/kubepods.slice/pod-a.slice/c2.scope",kind="some"} 0+0.1x20
 memdoctor_cgroup_memory_pressure_seconds_total{cgroup="/system.slice/web.service",kind="some"} 0+2x20
 `)
-	got := subjects(diagnose.CheckWindow(w, "test", nil), "cgroup_memory_pressure")
+	got := subjects(diagnose.Run(diagnose.Data{Window: w, Source: "test"}), "cgroup_memory_pressure")
 	if strings.Join(got, " ") != "/kubepods.slice/pod-a.slice/c1.scope /system.slice/web.service" {
 		t.Errorf("findings about %v", got)
 	}

@@ -35,7 +35,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -70,7 +72,7 @@ func (cgroupMemoryHighThrottled) Meta() Meta {
 			cgroupHighStallPct, cgroupHighStallCritPct)}
 }
 
-func (cgroupMemoryHighThrottled) Eval(in *Input) []Finding {
+func (cgroupMemoryHighThrottled) Eval(in *Input) []model.Finding {
 	if in.Host == nil {
 		return nil
 	}
@@ -94,24 +96,24 @@ func (cgroupMemoryHighThrottled) Eval(in *Input) []Finding {
 	if len(hit) > cgroupHighMaxFindings {
 		hit = hit[:cgroupHighMaxFindings]
 	}
-	var out []Finding
+	var out []model.Finding
 	for _, c := range hit {
 		high := s.Value("memdoctor_cgroup_memory_high_bytes", "cgroup", c.path)
 		usage := s.Value("memdoctor_cgroup_memory_usage_bytes", "cgroup", c.path)
 		anon := s.Value("memdoctor_cgroup_memory_anon_bytes", "cgroup", c.path)
 		file := s.Value("memdoctor_cgroup_memory_file_bytes", "cgroup", c.path)
-		sev := Warning
+		sev := model.Warning
 		if stall(c) >= cgroupHighStallCritPct {
-			sev = Critical
+			sev = model.Critical
 		}
-		f := Finding{ID: "cgroup_memory_high_throttled", Severity: sev, Subject: "cgroup " + c.path,
-			Evidence: []Evidence{evText("cgroup", c.path), evText("owner", cgroupOwner(s, c.path)),
+		f := model.Finding{ID: "cgroup_memory_high_throttled", Severity: sev, Subject: "cgroup " + c.path,
+			Evidence: []model.Evidence{evText("cgroup", c.path), evText("owner", cgroupOwner(s, c.path)),
 				ev("memory_high_bytes", high, "bytes"), ev("usage_bytes", usage, "bytes"),
 				ev("anon_bytes", anon, "bytes"), ev("file_bytes", file, "bytes")}}
 		var when string
 		if c.inRange {
 			when = fmt.Sprintf("%s over memory.high in %s between two readings, its tasks stalled %.0f%% of that time",
-				plural(c.highEvents, "breach", "breaches"), human.Duration(time.Duration(c.seconds*float64(time.Second))), c.some)
+				plural(c.highEvents, "breach", "breaches"), render.Duration(time.Duration(c.seconds*float64(time.Second))), c.some)
 			f.Evidence = append(f.Evidence, ev("high_events_in_range", c.highEvents, "count"), ev("some_stall_percent", c.some, "percent"),
 				ev("some_stall_seconds", c.someStalled, "seconds"), ev("interval_seconds", c.seconds, "seconds"))
 		} else {
@@ -121,7 +123,7 @@ func (cgroupMemoryHighThrottled) Eval(in *Input) []Finding {
 				ev("some_avg60_percent", c.some, "percent"))
 		}
 		f.Summary = fmt.Sprintf("%s: usage %s against memory.high %s (anon %s, page cache %s); the kernel reclaims from it and puts its allocating tasks to sleep: it runs slower, it is not killed",
-			when, human.Bytes(int64(usage)), human.Bytes(int64(high)), human.Bytes(int64(anon)), human.Bytes(int64(file)))
+			when, render.Bytes(int64(usage)), render.Bytes(int64(high)), render.Bytes(int64(anon)), render.Bytes(int64(file)))
 		f.Remedies = cgroupHighRemedies(s, c.path, high)
 		out = append(out, f)
 	}
@@ -130,9 +132,9 @@ func (cgroupMemoryHighThrottled) Eval(in *Input) []Finding {
 
 // cgroupHighRemedies: what fills the cgroup, then memory.high raised where
 // it is set (the unit, the pod, the file), or the workload made smaller.
-func cgroupHighRemedies(s *sample.Scrape, p string, high float64) []Remedy {
+func cgroupHighRemedies(s *sample.Snapshot, p string, high float64) []model.Remedy {
 	dir := "/sys/fs/cgroup" + p
-	rs := []Remedy{{Title: "see what is over memory.high: anonymous memory (the processes' own) or page cache, and the breaches and stall",
+	rs := []model.Remedy{{Title: "see what is over memory.high: anonymous memory (the processes' own) or page cache, and the breaches and stall",
 		Commands: []string{fmt.Sprintf("cat %s/memory.high %s/memory.current %s/memory.events.local %s/memory.pressure", dir, dir, dir, dir),
 			fmt.Sprintf("grep -E '^(anon|file|inactive_file|active_file) ' %s/memory.stat", dir),
 			fmt.Sprintf("ps -o pid,rss,comm -p $(cat %s/cgroup.procs | paste -sd,)", dir)},
@@ -142,7 +144,7 @@ func cgroupHighRemedies(s *sample.Scrape, p string, high float64) []Remedy {
 		raised = maxV // past memory.max it would never apply
 	}
 	unit := p[strings.LastIndex(p, "/")+1:]
-	r := Remedy{Title: fmt.Sprintf("if the workload needs more, raise memory.high where it is set (%s to %s here)", human.Bytes(int64(high)), human.Bytes(int64(raised))),
+	r := model.Remedy{Title: fmt.Sprintf("if the workload needs more, raise memory.high where it is set (%s to %s here)", render.Bytes(int64(high)), render.Bytes(int64(raised))),
 		Risk: "the cgroup may then take that much more from the rest of the host; memory.max still bounds it"}
 	switch {
 	case strings.Contains(p, "kubepods"):
@@ -157,7 +159,7 @@ func cgroupHighRemedies(s *sample.Scrape, p string, high float64) []Remedy {
 		r.Undo = fmt.Sprintf("echo %d > %s/memory.high", int64(high), dir)
 	}
 	rs = append(rs, r)
-	return append(rs, Remedy{Title: "or make the workload fit under memory.high: a smaller heap or cache, fewer workers; a leak shows as anon rising across readings",
+	return append(rs, model.Remedy{Title: "or make the workload fit under memory.high: a smaller heap or cache, fewer workers; a leak shows as anon rising across readings",
 		Risk: "none until changed"})
 }
 

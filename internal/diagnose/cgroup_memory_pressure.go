@@ -36,7 +36,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -110,7 +112,7 @@ func cgroupStalls(in *Input) []cgStall {
 
 // snapshotHighEvents is a cgroup's own memory.high breaches since it was
 // made (memory.events.local), else those of its subtree.
-func snapshotHighEvents(s *sample.Scrape, p string) float64 {
+func snapshotHighEvents(s *sample.Snapshot, p string) float64 {
 	if v, ok := s.Get("memdoctor_cgroup_memory_events_local_total", "cgroup", p, "event", "high"); ok {
 		return v
 	}
@@ -152,15 +154,15 @@ func windowStalls(w *sample.Window) []cgStall {
 
 // sustained says whether the stall reached the rule's thresholds, and how
 // badly.
-func (c cgStall) sustained() (Severity, bool) {
+func (c cgStall) sustained() (model.Severity, bool) {
 	if c.inRange && c.seconds < cgroupPressureMinSpan.Seconds() {
 		return "", false
 	}
 	if c.hasFull && c.full >= cgroupPressureFullPct && (c.inRange || c.someAvg10 >= cgroupPressureFullPct) {
-		return Critical, true
+		return model.Critical, true
 	}
 	if c.some >= cgroupPressureSomePct && (c.inRange || c.someAvg10 >= cgroupPressureSomePct) {
-		return Warning, true
+		return model.Warning, true
 	}
 	return "", false
 }
@@ -184,7 +186,7 @@ func deepest(all []cgStall) []cgStall {
 	return out
 }
 
-func (cgroupMemoryPressure) Eval(in *Input) []Finding {
+func (cgroupMemoryPressure) Eval(in *Input) []model.Finding {
 	if in.Host == nil {
 		return nil
 	}
@@ -201,7 +203,7 @@ func (cgroupMemoryPressure) Eval(in *Input) []Finding {
 	hit = deepest(hit)
 	sort.SliceStable(hit, func(i, j int) bool { return hit[i].some > hit[j].some })
 	hier := in.Host.Cgroups.MemoryHierarchy
-	var out []Finding
+	var out []model.Finding
 	for _, c := range hit {
 		if len(out) == cgroupPressureMaxFindings {
 			break
@@ -212,14 +214,14 @@ func (cgroupMemoryPressure) Eval(in *Input) []Finding {
 		sev, _ := c.sustained()
 		ws, hasWS := s.Get("memdoctor_cgroup_memory_working_set_bytes", "cgroup", c.path)
 		limit, limitName := cgroupLimitOf(s, c.path, hier)
-		f := Finding{ID: "cgroup_memory_pressure", Severity: sev, Subject: "cgroup " + c.path,
-			Evidence: []Evidence{evText("cgroup", c.path), evText("owner", cgroupOwner(s, c.path))}}
+		f := model.Finding{ID: "cgroup_memory_pressure", Severity: sev, Subject: "cgroup " + c.path,
+			Evidence: []model.Evidence{evText("cgroup", c.path), evText("owner", cgroupOwner(s, c.path))}}
 		what := fmt.Sprintf("its tasks stalled on memory %.0f%% of the time", c.some)
 		if c.hasFull && c.full > 0 {
 			what += fmt.Sprintf(" (all of them at once %.0f%%)", c.full)
 		}
 		if c.inRange {
-			what += fmt.Sprintf(" over %s between two readings", human.Duration(time.Duration(c.seconds*float64(time.Second))))
+			what += fmt.Sprintf(" over %s between two readings", render.Duration(time.Duration(c.seconds*float64(time.Second))))
 			f.Evidence = append(f.Evidence, ev("some_stall_percent", c.some, "percent"), ev("some_stall_seconds", c.someStalled, "seconds"),
 				ev("interval_seconds", c.seconds, "seconds"))
 			if c.hasFull {
@@ -244,7 +246,7 @@ func (cgroupMemoryPressure) Eval(in *Input) []Finding {
 				f.Evidence = append(f.Evidence, ev("working_set_percent_of_limit", pct, "percent"))
 				if pct >= cgroupPressureNearPct {
 					nearLimit = true
-					why = fmt.Sprintf("its working set is %.0f%% of its %s %s: it reclaims from itself to stay under it", pct, limitName, human.Bytes(int64(limit)))
+					why = fmt.Sprintf("its working set is %.0f%% of its %s %s: it reclaims from itself to stay under it", pct, limitName, render.Bytes(int64(limit)))
 				}
 			}
 		}
@@ -263,14 +265,14 @@ func (cgroupMemoryPressure) Eval(in *Input) []Finding {
 const cgroupPressureNearPct = 80
 
 // cgroupHighSet says whether the cgroup has a memory.high of its own.
-func cgroupHighSet(s *sample.Scrape, p string) bool {
+func cgroupHighSet(s *sample.Snapshot, p string) bool {
 	_, ok := s.Get("memdoctor_cgroup_memory_high_bytes", "cgroup", p)
 	return ok
 }
 
 // cgroupLimitOf is the lower of memory.max and memory.high, and its name
 // (0 when none).
-func cgroupLimitOf(s *sample.Scrape, p, hier string) (float64, string) {
+func cgroupLimitOf(s *sample.Snapshot, p, hier string) (float64, string) {
 	limit, name := 0.0, "memory.max"
 	if hier == "v1" {
 		name = "memory.limit_in_bytes"
@@ -287,9 +289,9 @@ func cgroupLimitOf(s *sample.Scrape, p, hier string) (float64, string) {
 // cgroupPressureRemedies: where the stall comes from, then what to change:
 // the limit when the cgroup is at it, else protection from the host's
 // reclaim (memory.low), and the workload itself.
-func cgroupPressureRemedies(p, hier string, ws float64, nearLimit bool) []Remedy {
+func cgroupPressureRemedies(p, hier string, ws float64, nearLimit bool) []model.Remedy {
 	dir := "/sys/fs/cgroup" + p
-	rs := []Remedy{{Title: "see how it stalls: memory.pressure, its limits, and whether it re-reads what reclaim took (workingset_refault_*)",
+	rs := []model.Remedy{{Title: "see how it stalls: memory.pressure, its limits, and whether it re-reads what reclaim took (workingset_refault_*)",
 		Commands: []string{fmt.Sprintf("cat %s/memory.pressure %s/memory.current %s/memory.max %s/memory.high %s/memory.low", dir, dir, dir, dir, dir),
 			fmt.Sprintf("grep -E '^(anon|file|inactive_file|active_file|workingset_refault_(anon|file)|pgmajfault) ' %s/memory.stat", dir)},
 		Risk: "none (read-only)"}}
@@ -298,12 +300,12 @@ func cgroupPressureRemedies(p, hier string, ws float64, nearLimit bool) []Remedy
 	}
 	unit := p[strings.LastIndex(p, "/")+1:]
 	low := roundUpMiB(ws)
-	r := Remedy{Title: "protect its working set from the host's reclaim with memory.low (reclaimed last, only when nothing else is left)",
+	r := model.Remedy{Title: "protect its working set from the host's reclaim with memory.low (reclaimed last, only when nothing else is left)",
 		Risk: "protected memory is taken from the rest of the host under pressure: the others stall or are killed instead"}
 	switch {
 	case strings.Contains(p, "kubepods"):
 		r.Commands = []string{"# Kubernetes protects a pod's memory requests with memory.min when the kubelet's MemoryQoS feature gate is on: raise the pod's request",
-			"kubectl set resources deployment/<name> -n <namespace> --requests=memory=" + human.Bytes(int64(low))}
+			"kubectl set resources deployment/<name> -n <namespace> --requests=memory=" + render.Bytes(int64(low))}
 	case isUnitName(unit):
 		r.Commands = []string{fmt.Sprintf("systemctl set-property --runtime %s MemoryLow=%d   # --runtime: until reboot; drop it to keep the setting", unit, int64(low))}
 		r.Undo = fmt.Sprintf("systemctl set-property --runtime %s MemoryLow=0", unit)
@@ -312,7 +314,7 @@ func cgroupPressureRemedies(p, hier string, ws float64, nearLimit bool) []Remedy
 		r.Undo = fmt.Sprintf("echo 0 > %s/memory.low", dir)
 	}
 	rs = append(rs, r)
-	return append(rs, Remedy{Title: "or make the workload need less: a smaller heap or cache, fewer workers, or move it to a host with room",
+	return append(rs, model.Remedy{Title: "or make the workload need less: a smaller heap or cache, fewer workers, or move it to a host with room",
 		Risk: "none until changed"})
 }
 

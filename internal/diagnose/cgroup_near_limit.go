@@ -35,7 +35,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -63,7 +64,7 @@ func (cgroupNearLimit) Meta() Meta {
 		Doc:       fmt.Sprintf("a memory cgroup's working set (usage minus inactive file, as the kubelet computes it) at %d %% of its limit (memory.max, or memory.high when lower; critical at %d %%): page cache alone does not fire", cgroupNearWarnPct, cgroupNearCritPct)}
 }
 
-func (cgroupNearLimit) Eval(in *Input) []Finding {
+func (cgroupNearLimit) Eval(in *Input) []model.Finding {
 	if in.Host == nil {
 		return nil
 	}
@@ -103,21 +104,21 @@ func (cgroupNearLimit) Eval(in *Input) []Finding {
 		all = all[:cgroupNearMaxFindings]
 	}
 	hier := in.Host.Cgroups.MemoryHierarchy
-	var out []Finding
+	var out []model.Finding
 	for _, n := range all {
-		sev := Warning
+		sev := model.Warning
 		if n.pct >= cgroupNearCritPct {
-			sev = Critical
+			sev = model.Critical
 		}
 		who := cgroupOwner(s, n.path)
 		anon := s.Value("memdoctor_cgroup_memory_anon_bytes", "cgroup", n.path)
 		file := s.Value("memdoctor_cgroup_memory_file_bytes", "cgroup", n.path)
 		// The subject names the cgroup; the summary carries no ids (hex
 		// reads as numbers).
-		f := Finding{ID: "cgroup_near_limit", Severity: sev, Subject: "cgroup " + n.path,
+		f := model.Finding{ID: "cgroup_near_limit", Severity: sev, Subject: "cgroup " + n.path,
 			Summary: fmt.Sprintf("working set %s is %.0f%% of its %s %s (anon %s, page cache %s of which %s inactive): reclaim cannot take this back cheaply; past the limit the OOM killer kills in it",
-				human.Bytes(int64(n.ws)), n.pct, n.limitName, human.Bytes(int64(n.limit)), human.Bytes(int64(anon)), human.Bytes(int64(file)), human.Bytes(int64(n.inactive))),
-			Evidence: []Evidence{
+				render.Bytes(int64(n.ws)), n.pct, n.limitName, render.Bytes(int64(n.limit)), render.Bytes(int64(anon)), render.Bytes(int64(file)), render.Bytes(int64(n.inactive))),
+			Evidence: []model.Evidence{
 				evText("cgroup", n.path),
 				evText("owner", who),
 				ev("working_set_bytes", n.ws, "bytes"),
@@ -131,7 +132,7 @@ func (cgroupNearLimit) Eval(in *Input) []Finding {
 			Remedies: cgroupLimitRemedies(n.path, hier),
 		}
 		if left, perHour, ok := timeToLimit(in, n.path, n.ws, n.limit); ok {
-			f.Summary += fmt.Sprintf("; growing %s an hour, it reaches the limit in about %s", human.Bytes(int64(perHour)), human.Duration(left))
+			f.Summary += fmt.Sprintf("; growing %s an hour, it reaches the limit in about %s", render.Bytes(int64(perHour)), render.Duration(left))
 			f.Evidence = append(f.Evidence, ev("working_set_growth_bytes_per_hour", perHour, "bytes"),
 				ev("time_to_limit_seconds", left.Seconds(), "seconds"))
 		}
@@ -169,7 +170,7 @@ func timeToLimit(in *Input, p string, ws, limit float64) (left time.Duration, pe
 
 // cgroupOwner is the display name the collector gave a cgroup (its unit,
 // pod or container), else its path.
-func cgroupOwner(s *sample.Scrape, p string) string {
+func cgroupOwner(s *sample.Snapshot, p string) string {
 	for _, m := range s.Select("memdoctor_cgroup_owner_info", "cgroup", p) {
 		if n := m.Labels.Get("name"); n != "" && n != p {
 			return n + " (" + p + ")"
@@ -181,9 +182,9 @@ func cgroupOwner(s *sample.Scrape, p string) string {
 // cgroupLimitRemedies: what is in the cgroup, and its limit in the host's
 // layout; for a systemd unit, the unit's own property; for a Kubernetes
 // pod, its spec.
-func cgroupLimitRemedies(p, hier string) []Remedy {
+func cgroupLimitRemedies(p, hier string) []model.Remedy {
 	if ns, pod, ctr, ok := containerName(p); ok {
-		return []Remedy{{Title: "see what fills it: the container's processes and its memory as the kubelet sees it",
+		return []model.Remedy{{Title: "see what fills it: the container's processes and its memory as the kubelet sees it",
 			Commands: []string{fmt.Sprintf("kubectl top pod %s -n %s --containers", pod, ns),
 				fmt.Sprintf("kubectl describe pod %s -n %s | grep -A3 -E 'Limits|Last State'", pod, ns)},
 			Risk: "none (read-only)"},
@@ -203,7 +204,7 @@ func cgroupLimitRemedies(p, hier string) []Remedy {
 		look = []string{fmt.Sprintf("cat %s/memory.current %s/memory.max %s/memory.high %s/memory.events; grep -E '^(anon|file|inactive_file|active_file) ' %s/memory.stat", v2, v2, v2, v2, v2),
 			fmt.Sprintf("ps -o pid,rss,comm -p $(cat %s/cgroup.procs | paste -sd,)", v2)}
 	}
-	rs := []Remedy{{Title: "see what fills it: anonymous memory (the processes' own) or active page cache, and which processes are in it",
+	rs := []model.Remedy{{Title: "see what fills it: anonymous memory (the processes' own) or active page cache, and which processes are in it",
 		Commands: look, Risk: "none (read-only)"}}
 	unit := p[strings.LastIndex(p, "/")+1:]
 	switch {
@@ -218,7 +219,7 @@ func cgroupLimitRemedies(p, hier string) []Remedy {
 	default:
 		raise = []string{fmt.Sprintf("echo <new limit in bytes> > %s/memory.max", v2)}
 	}
-	rs = append(rs, Remedy{Title: "if the workload needs this much, raise its limit where it is set (the runtime or unit resets a value written by hand); else find why it grew (a leak shows as anon rising across samples)",
+	rs = append(rs, model.Remedy{Title: "if the workload needs this much, raise its limit where it is set (the runtime or unit resets a value written by hand); else find why it grew (a leak shows as anon rising across samples)",
 		Commands: raise, Risk: "a higher limit lets the cgroup take memory from the rest of the host"})
 	return rs
 }

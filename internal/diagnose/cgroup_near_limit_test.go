@@ -12,6 +12,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
@@ -78,19 +79,19 @@ func runIn(t *testing.T, dir, script string) {
 	}
 }
 
-func nearLimitFindings(t *testing.T, dir string) (usage, ws float64, fs []diagnose.Finding) {
+func nearLimitFindings(t *testing.T, dir string) (usage, ws float64, fs []model.Finding) {
 	t.Helper()
 	res, err := collect.Collect(procfs.NewFS("/"), collect.Options{TopCgroups: 3, Live: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cg := strings.TrimPrefix(dir, v1Memory)
-	usage, ok := res.Scrape.Get("memdoctor_cgroup_memory_usage_bytes", "cgroup", cg)
+	usage, ok := res.Snapshot.Get("memdoctor_cgroup_memory_usage_bytes", "cgroup", cg)
 	if !ok {
 		t.Fatalf("the test's cgroup %s, near its limit, was not read in full", cg)
 	}
-	ws = res.Scrape.Value("memdoctor_cgroup_memory_working_set_bytes", "cgroup", cg)
-	for _, f := range diagnose.Check(&res.Scrape, "live", res.Notes).Findings {
+	ws = res.Snapshot.Value("memdoctor_cgroup_memory_working_set_bytes", "cgroup", cg)
+	for _, f := range diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Source: "live", Notes: res.Notes}).Findings {
 		if f.ID == "cgroup_near_limit" && f.Subject == "cgroup "+cg {
 			fs = append(fs, f)
 		}

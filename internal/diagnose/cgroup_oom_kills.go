@@ -33,7 +33,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -60,7 +61,7 @@ type cgKills struct {
 	kills float64
 }
 
-func (cgroupOOMKills) Eval(in *Input) []Finding {
+func (cgroupOOMKills) Eval(in *Input) []model.Finding {
 	if in.Host == nil {
 		return nil
 	}
@@ -85,7 +86,7 @@ func (cgroupOOMKills) Eval(in *Input) []Finding {
 		counts = counts[:cgroupOOMMaxFindings]
 	}
 	s := in.Host.S
-	var out []Finding
+	var out []model.Finding
 	for _, c := range counts {
 		if c.kills <= 0 {
 			continue
@@ -97,10 +98,10 @@ func (cgroupOOMKills) Eval(in *Input) []Finding {
 			when = fmt.Sprintf("between %s and %s", from.Format("2006-01-02 15:04:05"), to.Format("2006-01-02 15:04:05 UTC"))
 			ev0 = ev("oom_kills_in_range", c.kills, "count")
 		}
-		f := Finding{ID: "cgroup_oom_kills", Severity: Warning, Subject: "cgroup " + c.path,
+		f := model.Finding{ID: "cgroup_oom_kills", Severity: model.Warning, Subject: "cgroup " + c.path,
 			Summary: fmt.Sprintf("the OOM killer killed %s in this cgroup %s, at its limit: work was lost; the kernel log names the victim",
 				plural(c.kills, "process", "processes"), when),
-			Evidence: []Evidence{evText("cgroup", c.path), evText("owner", who), ev0}}
+			Evidence: []model.Evidence{evText("cgroup", c.path), evText("owner", who), ev0}}
 		if v, ok := s.Get("memdoctor_cgroup_memory_limit_bytes", "cgroup", c.path); ok {
 			f.Evidence = append(f.Evidence, ev("limit_bytes", v, "bytes"))
 		}
@@ -125,7 +126,7 @@ func (cgroupOOMKills) Eval(in *Input) []Finding {
 // cgroupKmsgVictims: the kernel log's reports (live check) of kills at
 // this cgroup's limit, newest first, at most cgroupOOMMaxVictims: the task,
 // its pid and RSS, the cgroup it ran in when that is a descendant.
-func cgroupKmsgVictims(s *sample.Scrape, p string) []string {
+func cgroupKmsgVictims(s *sample.Snapshot, p string) []string {
 	ms := s.Select("memdoctor_kmsg_oom_kill_seconds", "oom_memcg", p)
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Value > ms[j].Value })
 	var out []string
@@ -136,7 +137,7 @@ func cgroupKmsgVictims(s *sample.Scrape, p string) []string {
 		l := m.Labels
 		v := fmt.Sprintf("%s (pid %s)", l.Get("task"), l.Get("pid"))
 		if rss, ok := s.Get("memdoctor_kmsg_oom_kill_bytes", "boot_usec", l.Get("boot_usec"), "pid", l.Get("pid"), "kind", "rss"); ok {
-			v += " with RSS " + human.Bytes(int64(rss))
+			v += " with RSS " + render.Bytes(int64(rss))
 		}
 		if tc := l.Get("task_memcg"); tc != "" && tc != p {
 			v += " in " + tc
@@ -217,15 +218,15 @@ func nearest(all []cgKills, d, a string) bool {
 	return true
 }
 
-func cgroupOOMRemedies(p, hier string) []Remedy {
+func cgroupOOMRemedies(p, hier string) []model.Remedy {
 	if ns, pod, ctr, ok := containerName(p); ok {
-		rs := []Remedy{{Title: "see the kill: the container's last state (OOMKilled, exit code 137), its restarts, and the node's kernel log",
+		rs := []model.Remedy{{Title: "see the kill: the container's last state (OOMKilled, exit code 137), its restarts, and the node's kernel log",
 			Commands: []string{fmt.Sprintf("kubectl get pod %s -n %s -o jsonpath='{range .status.containerStatuses[?(@.name==\"%s\")]}{.restartCount} {.lastState.terminated.reason} {.lastState.terminated.finishedAt}{\"\\n\"}{end}'", pod, ns, ctr),
 				"journalctl -k | grep -E 'oom-kill:|Killed process'   # on the node"},
 			Risk: "none (read-only)"}}
 		return append(rs, cgroupLimitRemedies(p, hier)...)
 	}
-	rs := []Remedy{{Title: "find the victims: the kernel log names each killed process, its memory and the cgroup whose limit was hit (oom_memcg=)",
+	rs := []model.Remedy{{Title: "find the victims: the kernel log names each killed process, its memory and the cgroup whose limit was hit (oom_memcg=)",
 		Commands: []string{fmt.Sprintf("journalctl -k -b | grep -E 'oom-kill:.*oom_memcg=%s[,/]|Memory cgroup out of memory|Killed process'", p),
 			"dmesg -T | grep -E 'oom-kill:|Killed process'   # without a journal (this boot only)"},
 		Risk: "none (read-only)"}}

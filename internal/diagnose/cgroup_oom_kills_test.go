@@ -10,17 +10,18 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
-func cgroupOOMFindings(t *testing.T, cg string) []diagnose.Finding {
+func cgroupOOMFindings(t *testing.T, cg string) []model.Finding {
 	t.Helper()
 	res, err := collect.Collect(procfs.NewFS("/"), collect.Options{TopCgroups: 3, Live: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fs []diagnose.Finding
-	for _, f := range diagnose.Check(&res.Scrape, "live", res.Notes).Findings {
+	var fs []model.Finding
+	for _, f := range diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Source: "live", Notes: res.Notes}).Findings {
 		if f.ID == "cgroup_oom_kills" && f.Subject == "cgroup "+cg {
 			fs = append(fs, f)
 		}

@@ -3,59 +3,11 @@ package diagnose
 import (
 	"sort"
 
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
-// Cgroups summarises memory cgroups.
-type Cgroups struct {
-	// Mode is the cgroup layout: v1, v2, hybrid or none.
-	Mode string `json:"mode"`
-	// MemoryHierarchy says where the memory controller is: v1, v2 or none.
-	MemoryHierarchy string `json:"memory_hierarchy"`
-	MemoryTotal     *int64 `json:"memory_total"`
-	MemoryLive      *int64 `json:"memory_live"`
-	MemoryDying     *int64 `json:"memory_dying"`
-	// V2DyingDescendants is the unified root's nr_dying_descendants (any
-	// controller), when cgroup2 is mounted.
-	V2DyingDescendants *int64      `json:"v2_dying_descendants,omitempty"`
-	Top                []CgroupUse `json:"top"`
-}
-
-// CgroupUse is one cgroup's charged memory.
-type CgroupUse struct {
-	Cgroup     string `json:"cgroup"`
-	UsageBytes int64  `json:"usage_bytes"`
-	AnonBytes  int64  `json:"anon_bytes"`
-	FileBytes  int64  `json:"file_bytes"`
-	ShmemBytes int64  `json:"shmem_bytes"`
-	// WorkingSetBytes is usage minus inactive file, when memory.stat was read.
-	WorkingSetBytes *int64 `json:"working_set_bytes,omitempty"`
-	// LimitBytes is the lower of memory.max and memory.high, when set.
-	LimitBytes *int64 `json:"limit_bytes,omitempty"`
-	// OOMKills and LimitHits are the oom_kill and max events (v1: the
-	// cgroup's own oom_kill and failcnt), when read.
-	OOMKills  *int64 `json:"oom_kills,omitempty"`
-	LimitHits *int64 `json:"limit_hits,omitempty"`
-	// PressureSomeAvg10 is the share of the last 10 s its tasks stalled on
-	// memory, in percent (v2 memory.pressure).
-	PressureSomeAvg10 *float64 `json:"pressure_some_avg10_percent,omitempty"`
-	// Owner is who it belongs to (unit, container, pod), from its path;
-	// nil for a plain directory.
-	Owner *CgroupOwner `json:"owner,omitempty"`
-}
-
-// CgroupOwner is what a cgroup's path says about who owns it.
-type CgroupOwner struct {
-	Kind        string `json:"kind,omitempty"`
-	Name        string `json:"name,omitempty"`
-	Runtime     string `json:"runtime,omitempty"`
-	ContainerID string `json:"container_id,omitempty"`
-	PodUID      string `json:"pod_uid,omitempty"`
-	QoS         string `json:"qos,omitempty"`
-	Unit        string `json:"unit,omitempty"`
-}
-
-func optInt(s *sample.Scrape, name string, match ...string) *int64 {
+func optInt(s *sample.Snapshot, name string, match ...string) *int64 {
 	v, ok := s.Get(name, match...)
 	if !ok {
 		return nil
@@ -64,8 +16,8 @@ func optInt(s *sample.Scrape, name string, match ...string) *int64 {
 	return &x
 }
 
-func cgroups(s *sample.Scrape) Cgroups {
-	c := Cgroups{Mode: "unknown", MemoryHierarchy: "unknown", Top: []CgroupUse{}}
+func cgroups(s *sample.Snapshot) model.Cgroups {
+	c := model.Cgroups{Mode: "unknown", MemoryHierarchy: "unknown", Top: []model.CgroupUse{}}
 	if i := s.Select("memdoctor_cgroup_info"); len(i) > 0 {
 		c.Mode = i[0].Labels.Get("mode")
 		c.MemoryHierarchy = i[0].Labels.Get("memory")
@@ -83,7 +35,7 @@ func cgroups(s *sample.Scrape) Cgroups {
 	}
 	for _, m := range s.Select("memdoctor_cgroup_memory_usage_bytes") {
 		p := m.Labels.Get("cgroup")
-		u := CgroupUse{Cgroup: p, UsageBytes: int64(m.Value),
+		u := model.CgroupUse{Cgroup: p, UsageBytes: int64(m.Value),
 			AnonBytes:       int64(s.Value("memdoctor_cgroup_memory_anon_bytes", "cgroup", p)),
 			FileBytes:       int64(s.Value("memdoctor_cgroup_memory_file_bytes", "cgroup", p)),
 			ShmemBytes:      int64(s.Value("memdoctor_cgroup_memory_shmem_bytes", "cgroup", p)),
@@ -100,7 +52,7 @@ func cgroups(s *sample.Scrape) Cgroups {
 		}
 		if o := s.Select("memdoctor_cgroup_owner_info", "cgroup", p); len(o) > 0 && o[0].Labels.Get("kind") != "" {
 			l := o[0].Labels
-			u.Owner = &CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
+			u.Owner = &model.CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
 				PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit")}
 		}
 		c.Top = append(c.Top, u)
@@ -109,45 +61,21 @@ func cgroups(s *sample.Scrape) Cgroups {
 	return c
 }
 
-// SlabReport summarises slab memory.
-type SlabReport struct {
-	ReclaimableBytes   int64 `json:"reclaimable_bytes"`
-	UnreclaimableBytes int64 `json:"unreclaimable_bytes"`
-	// UnreclaimablePercent is SUnreclaim as a share of MemTotal.
-	UnreclaimablePercent float64 `json:"unreclaimable_percent_of_total"`
-	// UnreclaimableShare is SUnreclaim as a share of all slab.
-	UnreclaimableShare float64     `json:"unreclaimable_share_percent"`
-	Top                []SlabCache `json:"top"`
-	// CachesVisible is false when slabinfo could not be read.
-	CachesVisible bool `json:"caches_visible"`
-}
-
-// SlabCache is one slab cache.
-type SlabCache struct {
-	Name            string `json:"name"`
-	Bytes           int64  `json:"bytes"`
-	Objects         int64  `json:"objects"`
-	ActiveObjects   int64  `json:"active_objects"`
-	ObjectSizeBytes int64  `json:"object_size_bytes"`
-	// Reclaimable is the cache's SLAB_RECLAIM_ACCOUNT flag, when known.
-	Reclaimable *bool `json:"reclaimable,omitempty"`
-}
-
 // slabTop is how many caches the report lists.
 const slabTop = 15
 
-func slab(s *sample.Scrape) SlabReport {
-	r := SlabReport{ReclaimableBytes: mi(s, "SReclaimable"), UnreclaimableBytes: mi(s, "SUnreclaim"), Top: []SlabCache{}}
+func slab(s *sample.Snapshot) model.SlabReport {
+	r := model.SlabReport{ReclaimableBytes: mi(s, "SReclaimable"), UnreclaimableBytes: mi(s, "SUnreclaim"), Top: []model.SlabCache{}}
 	if t := mi(s, "MemTotal"); t > 0 {
 		r.UnreclaimablePercent = 100 * float64(r.UnreclaimableBytes) / float64(t)
 	}
 	if t := r.ReclaimableBytes + r.UnreclaimableBytes; t > 0 {
 		r.UnreclaimableShare = 100 * float64(r.UnreclaimableBytes) / float64(t)
 	}
-	var all []SlabCache
+	var all []model.SlabCache
 	for _, m := range s.Select("node_slabinfo_objects") {
 		name := m.Labels.Get("slab")
-		c := SlabCache{Name: name, Objects: int64(m.Value),
+		c := model.SlabCache{Name: name, Objects: int64(m.Value),
 			ActiveObjects:   int64(s.Value("node_slabinfo_active_objects", "slab", name)),
 			ObjectSizeBytes: int64(s.Value("node_slabinfo_object_size_bytes", "slab", name))}
 		if b, ok := s.Get("memdoctor_slabinfo_size_bytes", "slab", name); ok {
@@ -170,43 +98,14 @@ func slab(s *sample.Scrape) SlabReport {
 	return r
 }
 
-// CgroupDetail is everything read of one memory cgroup (check --cgroup):
-// its accounting, limits, events and pressure, and the findings about it.
-type CgroupDetail struct {
-	Cgroup string       `json:"cgroup"`
-	Owner  *CgroupOwner `json:"owner,omitempty"`
-	// UsageBytes and WorkingSetBytes as in CgroupUse.
-	UsageBytes      int64  `json:"usage_bytes"`
-	WorkingSetBytes *int64 `json:"working_set_bytes,omitempty"`
-	// PeakBytes is memory.peak (v1 max_usage_in_bytes), SwapBytes the
-	// swap charged (v2 memory.swap.current, v1 memsw minus usage).
-	PeakBytes *int64 `json:"peak_bytes,omitempty"`
-	SwapBytes *int64 `json:"swap_bytes,omitempty"`
-	// Limits by name (max, high, low, min, swap_max), bytes; an unset
-	// limit is absent.
-	Limits map[string]int64 `json:"limits"`
-	// Stat holds memory.stat's keys memdoctor records (anon, file, shmem,
-	// active/inactive, kernel, slab, workingset_*), in v2 names.
-	Stat map[string]int64 `json:"stat"`
-	// Events are memory.events (v1: failcnt as max, oom_kill);
-	// EventsLocal v2's memory.events.local.
-	Events      map[string]int64 `json:"events"`
-	EventsLocal map[string]int64 `json:"events_local,omitempty"`
-	// Pressure is memory.pressure by kind (some, full): avg10, avg60 in
-	// percent, total_seconds.
-	Pressure map[string]map[string]float64 `json:"pressure,omitempty"`
-	// Findings counts the findings about it (listed in the report).
-	Findings int `json:"findings"`
-}
-
 // CgroupDetailOf gathers what a scrape holds of one cgroup; ok is false
 // when it holds nothing of it.
-func CgroupDetailOf(s *sample.Scrape, p string) (d CgroupDetail, ok bool) {
+func CgroupDetailOf(s *sample.Snapshot, p string) (d model.CgroupDetail, ok bool) {
 	u, ok := s.Get("memdoctor_cgroup_memory_usage_bytes", "cgroup", p)
 	if !ok {
 		return d, false
 	}
-	d = CgroupDetail{Cgroup: p, UsageBytes: int64(u), WorkingSetBytes: optInt(s, "memdoctor_cgroup_memory_working_set_bytes", "cgroup", p),
+	d = model.CgroupDetail{Cgroup: p, UsageBytes: int64(u), WorkingSetBytes: optInt(s, "memdoctor_cgroup_memory_working_set_bytes", "cgroup", p),
 		PeakBytes: optInt(s, "memdoctor_cgroup_memory_peak_bytes", "cgroup", p), SwapBytes: optInt(s, "memdoctor_cgroup_memory_swap_bytes", "cgroup", p),
 		Limits: map[string]int64{}, Stat: map[string]int64{}, Events: map[string]int64{}}
 	for name, series := range map[string]string{"max": "limit", "high": "high", "low": "low", "min": "min", "swap_max": "swap_limit"} {
@@ -246,7 +145,7 @@ func CgroupDetailOf(s *sample.Scrape, p string) (d CgroupDetail, ok bool) {
 	}
 	if o := s.Select("memdoctor_cgroup_owner_info", "cgroup", p); len(o) > 0 && o[0].Labels.Get("kind") != "" {
 		l := o[0].Labels
-		d.Owner = &CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
+		d.Owner = &model.CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
 			PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit")}
 	}
 	return d, true
@@ -255,15 +154,15 @@ func CgroupDetailOf(s *sample.Scrape, p string) (d CgroupDetail, ok bool) {
 // FocusCgroup keeps the report's findings about one cgroup (their subject
 // is the cgroup) and adds its detail; it returns how many other findings
 // it left out.
-func (r *Report) FocusCgroup(s *sample.Scrape, p string) (hidden int) {
-	var keep []Finding
+func FocusCgroup(r *model.Report, s *sample.Snapshot, p string) (hidden int) {
+	var keep []model.Finding
 	for _, f := range r.Findings {
 		if f.Subject == "cgroup "+p {
 			keep = append(keep, f)
 		}
 	}
 	hidden = len(r.Findings) - len(keep)
-	r.Findings = append([]Finding{}, keep...)
+	r.Findings = append([]model.Finding{}, keep...)
 	if d, ok := CgroupDetailOf(s, p); ok {
 		d.Findings = len(keep)
 		r.Cgroup = &d

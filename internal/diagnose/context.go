@@ -1,7 +1,6 @@
 package diagnose
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -9,59 +8,6 @@ import (
 // "memdoctor diagnose --from SRC ...": SRC stands for the data, which a rule
 // does not know. The command that made the report fills it in with one of
 // these, so what is printed can be pasted as it stands.
-
-var fromSRC = regexp.MustCompile(`--from SRC( --since -(\S+))?`)
-
-// FitSource puts the data's own source in the report's commands: from is
-// the --from argument, instance the instance to name (empty when the data
-// holds only one).
-func (r *Report) FitSource(from, instance string) {
-	arg := "--from " + ShellQuote(from)
-	if instance != "" {
-		arg += " --instance " + ShellQuote(instance)
-	}
-	r.rewrite(func(c string) string {
-		return fromSRC.ReplaceAllStringFunc(c, func(m string) string {
-			return strings.Replace(m, "--from SRC", arg, 1)
-		})
-	})
-}
-
-// FitPrometheus puts a Prometheus source in the report's commands: one
-// instance through --prometheus and --match, a range as --range.
-func (r *Report) FitPrometheus(url, instance string) {
-	arg := "--prometheus " + ShellQuote(url) + " --match " + ShellQuote(`{instance="`+instance+`"}`)
-	r.rewrite(func(c string) string {
-		return fromSRC.ReplaceAllStringFunc(c, func(m string) string {
-			sub := fromSRC.FindStringSubmatch(m)
-			if sub[2] != "" {
-				return arg + " --range " + sub[2]
-			}
-			return arg
-		})
-	})
-}
-
-func (r *Report) rewrite(f func(string) string) {
-	for i := range r.Findings {
-		for j := range r.Findings[i].Remedies {
-			cs := r.Findings[i].Remedies[j].Commands
-			for k := range cs {
-				cs[k] = f(cs[k])
-			}
-		}
-	}
-}
-
-// ShellQuote quotes s for a POSIX shell when it needs it.
-func ShellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && !strings.ContainsRune("-_./:=@,+", r)
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
 
 // mallocHowTo is how the allocator rules' needs say to read a live
 // process' allocator without the preload library.

@@ -48,7 +48,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -116,10 +117,10 @@ func KernelAtLeast(release string, major, minor int) bool {
 	return ma > major || (ma == major && mi >= minor)
 }
 
-func (r dyingCgroups) Eval(in *Input) []Finding {
+func (r dyingCgroups) Eval(in *Input) []model.Finding {
 	if in.Window != nil {
 		if f := r.trend(in); f != nil {
-			return []Finding{*f}
+			return []model.Finding{*f}
 		}
 	}
 	h := in.Host
@@ -135,20 +136,20 @@ func (r dyingCgroups) Eval(in *Input) []Finding {
 	if c.MemoryLive != nil {
 		live = *c.MemoryLive
 	}
-	var sev Severity
+	var sev model.Severity
 	switch {
 	case dying >= 10000:
-		sev = Critical
+		sev = model.Critical
 	case dying >= 100 && dying > live:
-		sev = Warning
+		sev = model.Warning
 	default:
 		return nil
 	}
 	k := h.Info.Kernel
 	slabPins := k != "" && !KernelAtLeast(k, 5, 3)
-	f := Finding{ID: "dying_cgroups", Severity: sev, Subject: "host",
+	f := model.Finding{ID: "dying_cgroups", Severity: sev, Subject: "host",
 		Summary: fmt.Sprintf("%d removed memory cgroups are still allocated (%d live): pages charged to them keep them alive", dying, live),
-		Evidence: []Evidence{
+		Evidence: []model.Evidence{
 			ev("memory_cgroups_dying", float64(dying), "count"),
 			ev("memory_cgroups_live", float64(live), "count"),
 			ev("slab_unreclaimable_bytes", float64(h.Slab.UnreclaimableBytes), "bytes"),
@@ -173,7 +174,7 @@ func (r dyingCgroups) Eval(in *Input) []Finding {
 		f.Summary += sum
 	}
 	f.Remedies = dyingRemedies(c.MemoryHierarchy, k, slabPins)
-	return []Finding{f}
+	return []model.Finding{f}
 }
 
 // creatorsNamed is how many creators the summary names.
@@ -181,7 +182,7 @@ const creatorsNamed = 3
 
 // dyingCreators reads the cgroup trace (check --trace): who created and
 // removed memory cgroups, at what rate, and a clause for the summary.
-func dyingCreators(s *sample.Scrape) ([]Evidence, string) {
+func dyingCreators(s *sample.Snapshot) ([]model.Evidence, string) {
 	if s == nil {
 		return nil, ""
 	}
@@ -214,8 +215,8 @@ func dyingCreators(s *sample.Scrape) ([]Evidence, string) {
 		a, b := by[order[i]], by[order[j]]
 		return a.mkdir+a.rmdir > b.mkdir+b.rmdir
 	})
-	window := Number(secs) + " s"
-	out := []Evidence{ev("trace_seconds", secs, "seconds"), evText("trace_method", tr[0].Labels.Get("method"))}
+	window := render.Number(secs) + " s"
+	out := []model.Evidence{ev("trace_seconds", secs, "seconds"), evText("trace_method", tr[0].Labels.Get("method"))}
 	if len(order) == 0 {
 		out = append(out, evText("creators", "no memory cgroup was created or removed during the "+window+" trace"))
 		return out, ""
@@ -231,9 +232,9 @@ func dyingCreators(s *sample.Scrape) ([]Evidence, string) {
 			who += ", parent " + c.parent
 		}
 		out = append(out, evText("creator", fmt.Sprintf("%s: %s mkdir/s, %s rmdir/s (%.0f and %.0f in %s)",
-			who, Number(c.mkdir/secs), Number(c.rmdir/secs), c.mkdir, c.rmdir, window)))
+			who, render.Number(c.mkdir/secs), render.Number(c.rmdir/secs), c.mkdir, c.rmdir, window)))
 		if i < creatorsNamed {
-			named = append(named, fmt.Sprintf("%s (%s/s)", c.comm, Number(max(c.mkdir, c.rmdir)/secs)))
+			named = append(named, fmt.Sprintf("%s (%s/s)", c.comm, render.Number(max(c.mkdir, c.rmdir)/secs)))
 		}
 	}
 	return out, fmt.Sprintf("; made and removed by %s in a trace of %s", strings.Join(named, ", "), window)
@@ -241,7 +242,7 @@ func dyingCreators(s *sample.Scrape) ([]Evidence, string) {
 
 // dyingPins reads the page scan (check --scan-pages): the evidence of what
 // pins the dying cgroups and a clause for the summary.
-func dyingPins(s *sample.Scrape) ([]Evidence, string) {
+func dyingPins(s *sample.Snapshot) ([]model.Evidence, string) {
 	if s == nil {
 		return nil, ""
 	}
@@ -250,24 +251,24 @@ func dyingPins(s *sample.Scrape) ([]Evidence, string) {
 		return nil, ""
 	}
 	kinds := []string{"dirty", "mapped", "shmem", "writeback", "anon"}
-	out := []Evidence{ev("pinned_page_cache_bytes", file, "bytes")}
+	out := []model.Evidence{ev("pinned_page_cache_bytes", file, "bytes")}
 	var stuck []string
 	for _, k := range kinds {
 		v := s.Value("memdoctor_memcg_dying_pinned_bytes", "type", k)
 		out = append(out, ev("pinned_"+k+"_bytes", v, "bytes"))
 		if v > 0 && k != "writeback" && k != "anon" {
-			stuck = append(stuck, human.Bytes(int64(v))+" "+k)
+			stuck = append(stuck, render.Bytes(int64(v))+" "+k)
 		}
 	}
 	for _, m := range s.Select("memdoctor_memcg_dying_pinned_ancestor_bytes") {
 		if m.Value > 0 {
-			out = append(out, evText("pinned_under", fmt.Sprintf("%s: %s of page cache from removed cgroups below it", m.Labels.Get("cgroup"), human.Bytes(int64(m.Value)))))
+			out = append(out, evText("pinned_under", fmt.Sprintf("%s: %s of page cache from removed cgroups below it", m.Labels.Get("cgroup"), render.Bytes(int64(m.Value)))))
 		}
 	}
 	if v, ok := s.Get("memdoctor_pagescan_complete"); ok && v == 0 {
 		out = append(out, evText("page_scan", "stopped at its time limit: the pinned amounts are a lower bound"))
 	}
-	sum := fmt.Sprintf("; %s of page cache pins them", human.Bytes(int64(file)))
+	sum := fmt.Sprintf("; %s of page cache pins them", render.Bytes(int64(file)))
 	if len(stuck) > 0 {
 		sum += " (" + strings.Join(stuck, ", ") + ": drop_caches cannot free these)"
 	}
@@ -278,12 +279,12 @@ func dyingPins(s *sample.Scrape) ([]Evidence, string) {
 // files (v1 memory.force_empty, v2 memory.reclaim), and memory.reclaim is
 // offered only where the kernel has it (5.19+). A layout the data does not
 // say gets both, each named.
-func dyingRemedies(hierarchy, kernel string, slabPins bool) []Remedy {
+func dyingRemedies(hierarchy, kernel string, slabPins bool) []model.Remedy {
 	root := "/sys/fs/cgroup"
 	if hierarchy == "v1" {
 		root = "/sys/fs/cgroup/memory"
 	}
-	rs := []Remedy{
+	rs := []model.Remedy{
 		{Title: "find who creates and removes cgroups (job runner, systemd transient units, container runtime); reuse a fixed set of cgroups instead of one per job",
 			Commands: []string{"find " + root + " -mindepth 1 -maxdepth 3 -type d -newermt '-10 minutes' | head"},
 			Risk:     "none (read-only)"},
@@ -293,7 +294,7 @@ func dyingRemedies(hierarchy, kernel string, slabPins bool) []Remedy {
 	hasReclaim := kernel == "" || KernelAtLeast(kernel, 5, 19)
 	switch {
 	case hierarchy == "v1":
-		rs = append(rs, Remedy{Title: "before removing a job's cgroup (JOB: its path under the hierarchy), reclaim what it charged so rmdir frees it at once",
+		rs = append(rs, model.Remedy{Title: "before removing a job's cgroup (JOB: its path under the hierarchy), reclaim what it charged so rmdir frees it at once",
 			Commands: []string{v1},
 			Risk:     "reclaims (writes back and drops) the job's page cache; later readers re-read it from disk"})
 	case hierarchy == "v2" && hasReclaim:
@@ -301,13 +302,13 @@ func dyingRemedies(hierarchy, kernel string, slabPins bool) []Remedy {
 		if kernel == "" {
 			title += " (memory.reclaim needs kernel 5.19+)"
 		}
-		rs = append(rs, Remedy{Title: title, Commands: []string{v2},
+		rs = append(rs, model.Remedy{Title: title, Commands: []string{v2},
 			Risk: "drops the job's page cache; later readers re-read it from disk"})
 		now := "now: free the dying cgroups already there: reclaim, through the memory.reclaim of the cgroup above them (the job runner's), what they still hold"
 		if kernel == "" {
 			now += " (5.19+)"
 		}
-		rs = append(rs, Remedy{Title: now,
+		rs = append(rs, model.Remedy{Title: now,
 			Commands: []string{"memdoctor reclaim           # what --apply would write, and where", "memdoctor reclaim --apply"},
 			Risk:     "drops page cache below that cgroup, the live jobs' included in part; later readers re-read it from disk"})
 	case hierarchy == "v2":
@@ -318,18 +319,18 @@ func dyingRemedies(hierarchy, kernel string, slabPins bool) []Remedy {
 		if hasReclaim {
 			cmds = append(cmds, v2+"   # cgroup v2, kernel 5.19+")
 		}
-		rs = append(rs, Remedy{Title: "before removing a job's cgroup (JOB: its path under the hierarchy), reclaim what it charged (the data does not say the cgroup layout: the v1 line, or the v2 one)",
+		rs = append(rs, model.Remedy{Title: "before removing a job's cgroup (JOB: its path under the hierarchy), reclaim what it charged (the data does not say the cgroup layout: the v1 line, or the v2 one)",
 			Commands: cmds,
 			Risk:     "reclaims (writes back and drops) the job's page cache; later readers re-read it from disk"})
 	}
 	rs = append(rs,
-		Remedy{Title: "have jobs drop the cache of files they will not read again (delete temporary files, or POSIX_FADV_DONTNEED)",
+		model.Remedy{Title: "have jobs drop the cache of files they will not read again (delete temporary files, or POSIX_FADV_DONTNEED)",
 			Risk: "none for other workloads; a change in the job"},
-		Remedy{Title: "one-off: drop clean page cache host-wide, which frees the dying cgroups it pinned",
+		model.Remedy{Title: "one-off: drop clean page cache host-wide, which frees the dying cgroups it pinned",
 			Commands: []string{"sync", "echo 1 > /proc/sys/vm/drop_caches"},
 			Risk:     "every workload re-reads its files from disk afterwards (I/O spike, slower requests for minutes); does not help with dirty, mapped or tmpfs pages; the count grows back"})
 	if slabPins {
-		rs = append(rs, Remedy{Title: "upgrade to kernel 5.3 or later, which reparents slab of removed cgroups",
+		rs = append(rs, model.Remedy{Title: "upgrade to kernel 5.3 or later, which reparents slab of removed cgroups",
 			Risk: "a kernel upgrade; incident 1 measured unreclaimable slab ~2 GB after a week on 5.3 vs +4 GB/week on 5.0"})
 	}
 	return rs
@@ -341,7 +342,7 @@ const (
 )
 
 // trend judges the memory-cgroup count over the window.
-func (dyingCgroups) trend(in *Input) *Finding {
+func (dyingCgroups) trend(in *Input) *model.Finding {
 	w := in.Window
 	seg := lastSegment(w)
 	what := "dying memory cgroups"
@@ -382,14 +383,14 @@ func (dyingCgroups) trend(in *Input) *Finding {
 		return nil
 	}
 	last := ps[len(ps)-1].V
-	sev := Warning
+	sev := model.Warning
 	if last+30*f.Slope >= 10000 {
-		sev = Critical
+		sev = model.Critical
 	}
-	fd := &Finding{ID: "dying_cgroups", Severity: sev, Subject: subject(w, "host"),
+	fd := &model.Finding{ID: "dying_cgroups", Severity: sev, Subject: subject(w, "host"),
 		Summary: fmt.Sprintf("%s grow by %.0f a day (p=%s, %+.0f over %s, now %.0f): removed cgroups stay pinned",
-			what, f.Slope, Number(f.P), growth, spanText(ps), last),
-		Evidence: []Evidence{
+			what, f.Slope, render.Number(f.P), growth, spanText(ps), last),
+		Evidence: []model.Evidence{
 			ev("memory_cgroups_per_day", f.Slope, "per_day"),
 			ev("mann_kendall_p", f.P, ""),
 			ev("memory_cgroups_growth", growth, "count"),
@@ -407,7 +408,7 @@ func (dyingCgroups) trend(in *Input) *Finding {
 			fd.Evidence = append(fd.Evidence,
 				ev("slab_unreclaimable_bytes_per_cgroup", perCg, "bytes"),
 				ev("capacity_lost_bytes_per_day", perCg*f.Slope, "bytes_per_day"))
-			fd.Summary += fmt.Sprintf("; each costs %s of unreclaimable slab, %s a day", human.Bytes(int64(perCg)), human.Bytes(int64(perCg*f.Slope)))
+			fd.Summary += fmt.Sprintf("; each costs %s of unreclaimable slab, %s a day", render.Bytes(int64(perCg)), render.Bytes(int64(perCg*f.Slope)))
 		}
 	}
 	kernel := ""

@@ -5,16 +5,17 @@ import (
 	"testing"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
-func evidenceOf(f *diagnose.Finding, name string) (diagnose.Evidence, bool) {
+func evidenceOf(f *model.Finding, name string) (model.Evidence, bool) {
 	for _, e := range f.Evidence {
 		if e.Name == name {
 			return e, true
 		}
 	}
-	return diagnose.Evidence{}, false
+	return model.Evidence{}, false
 }
 
 // With a page scan (check --scan-pages) the finding says how much page
@@ -31,7 +32,7 @@ func TestDyingCgroupsNamesWhatPinsThem(t *testing.T) {
 		{Name: "memdoctor_memcg_dying_pinned_ancestor_bytes", Labels: sample.L("cgroup", "/jobs", "type", "file"), Value: 400 << 20},
 		{Name: "memdoctor_pagescan_complete", Value: 1},
 	}}
-	f := findingOf(diagnose.Check(apply(baseScrape(t, "dying-cgroups-6.18-x86_64-hybrid"), c), "test", nil), "dying_cgroups")
+	f := findingOf(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, "dying-cgroups-6.18-x86_64-hybrid"), c), Source: "test"}), "dying_cgroups")
 	if f == nil {
 		t.Fatal("dying_cgroups did not fire on the dying-cgroups capture")
 	}
@@ -53,8 +54,8 @@ func TestDyingCgroupsNamesWhatPinsThem(t *testing.T) {
 		t.Errorf("summary names mapped pages the scan did not find: %s", f.Summary)
 	}
 
-	base := baseScrape(t, "dying-cgroups-6.18-x86_64-hybrid")
-	plain := findingOf(diagnose.Check(&base, "test", nil), "dying_cgroups")
+	base := baseSnapshot(t, "dying-cgroups-6.18-x86_64-hybrid")
+	plain := findingOf(diagnose.Run(diagnose.Data{Latest: &base, Source: "test"}), "dying_cgroups")
 	if plain == nil {
 		t.Fatal("dying_cgroups did not fire without a page scan")
 	}
@@ -76,7 +77,7 @@ func TestDyingCgroupsNamesCreators(t *testing.T) {
 		ops("mkdir", "slowjob", "cron.service", 20), ops("rmdir", "slowjob", "cron.service", 20),
 		ops("mkdir", "runner", "gitlab-runner.service", 250), ops("rmdir", "runner", "gitlab-runner.service", 240),
 	}}
-	f := findingOf(diagnose.Check(apply(baseScrape(t, "dying-cgroups-6.18-x86_64-hybrid"), c), "test", nil), "dying_cgroups")
+	f := findingOf(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, "dying-cgroups-6.18-x86_64-hybrid"), c), Source: "test"}), "dying_cgroups")
 	if f == nil {
 		t.Fatal("dying_cgroups did not fire on the dying-cgroups capture")
 	}
@@ -97,7 +98,7 @@ func TestDyingCgroupsNamesCreators(t *testing.T) {
 		t.Errorf("summary: %s", f.Summary)
 	}
 
-	quiet := findingOf(diagnose.Check(apply(baseScrape(t, "dying-cgroups-6.18-x86_64-hybrid"), ruleCase{overrides: []sample.Metric{secs}}), "test", nil), "dying_cgroups")
+	quiet := findingOf(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, "dying-cgroups-6.18-x86_64-hybrid"), ruleCase{overrides: []sample.Metric{secs}}), Source: "test"}), "dying_cgroups")
 	if quiet == nil {
 		t.Fatal("dying_cgroups did not fire")
 	}

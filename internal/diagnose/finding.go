@@ -8,66 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
-
-// Severity of a finding.
-type Severity string
-
-// Severities, least to most urgent.
-const (
-	Info     Severity = "info"
-	Warning  Severity = "warning"
-	Critical Severity = "critical"
-)
-
-// Rank orders severities (critical highest).
-func (s Severity) Rank() int {
-	switch s {
-	case Critical:
-		return 3
-	case Warning:
-		return 2
-	case Info:
-		return 1
-	}
-	return 0
-}
-
-// Evidence is one number that proves a finding.
-type Evidence struct {
-	Name  string  `json:"name"`
-	Value float64 `json:"value"`
-	// Unit is bytes, pages, percent, count, per_day, seconds, ratio or "".
-	Unit string `json:"unit,omitempty"`
-	// Text is a non-numeric value (a kernel release, a cache name).
-	Text string `json:"text,omitempty"`
-}
-
-// Remedy is one exact thing to do.
-type Remedy struct {
-	Title string `json:"title"`
-	// Commands are exact shell commands, in order.
-	Commands []string `json:"commands,omitempty"`
-	// Code is source to put in the program (Language names its language),
-	// not a shell command: reports show it apart, without a prompt.
-	Code     []string `json:"code,omitempty"`
-	Language string   `json:"language,omitempty"`
-	// Risk says what can go wrong and what it costs.
-	Risk string `json:"risk"`
-	// Undo says how to revert.
-	Undo string `json:"undo,omitempty"`
-}
-
-// Finding is one diagnosed mechanism.
-type Finding struct {
-	ID       string     `json:"id"`
-	Severity Severity   `json:"severity"`
-	Subject  string     `json:"subject"`
-	Summary  string     `json:"summary"`
-	Evidence []Evidence `json:"evidence"`
-	Remedies []Remedy   `json:"remedies"`
-}
 
 // Meta describes a rule.
 type Meta struct {
@@ -121,7 +64,7 @@ type advisor interface {
 // when the source has no instant data) and, for recordings and ingested
 // history, every series over the time range (nil for a single snapshot).
 type Input struct {
-	Host   *Host
+	Host   *model.Host
 	Window *sample.Window
 	notes  []sample.Note
 }
@@ -135,7 +78,7 @@ func (in *Input) Note(rule, message, fix string) {
 // Rule detects one mechanism.
 type Rule interface {
 	Meta() Meta
-	Eval(in *Input) []Finding
+	Eval(in *Input) []model.Finding
 }
 
 // registry holds every rule; rules register from init in their own file.
@@ -167,61 +110,19 @@ func addMissing(notes []sample.Note, m Meta, series, how string) []sample.Note {
 		Hides:   m.Title, Fix: how})
 }
 
-// Coverage says how much of the diagnosis was done: which rules were
-// evaluated, which could not be and why, and whether the data itself is a
-// partial view (something could not be read). A report that finds nothing
-// means "ok" only as far as its coverage goes.
-type Coverage struct {
-	// Rules is how many rules memdoctor has.
-	Rules int `json:"rules"`
-	// Evaluated lists the rules that judged the data.
-	Evaluated []string `json:"evaluated"`
-	// NotEvaluated lists the rules that could not judge, each with why.
-	NotEvaluated []RuleSkip `json:"not_evaluated"`
-	// Partial is true when some of the host's data could not be read
-	// (permissions, a missing kernel interface, a malformed file).
-	Partial bool `json:"partial"`
-	// Unread lists what could not be read, one line each.
-	Unread []string `json:"unread,omitempty"`
-}
-
-// RuleSkip is one rule that was not evaluated.
-type RuleSkip struct {
-	ID string `json:"id"`
-	// Reason is "needs a time range", "missing data", "too little data" or
-	// "impossible data" (a value that cannot be: MemTotal 0, a negative size).
-	Reason string `json:"reason"`
-	// Detail says what exactly was missing.
-	Detail string `json:"detail,omitempty"`
-	Fix    string `json:"fix,omitempty"`
-}
-
-// Reasons a rule was not evaluated.
-const (
-	SkipNeedsRange  = "needs a time range"
-	SkipMissingData = "missing data"
-	SkipTooLittle   = "too little data"
-	SkipInvalidData = "impossible data"
-)
-
-// Run evaluates every rule. A rule whose needed series are missing is
-// skipped with a note saying what is missing and how to get it.
-func Run(in *Input, rules []Rule) ([]Finding, []sample.Note) {
-	out, notes, _ := RunCovered(in, rules)
-	return out, notes
-}
-
-// RunCovered is Run that also says which rules were evaluated and which
-// were not (a trend rule on a snapshot, a rule without its series, a rule
-// that noted it had too little data to judge).
-func RunCovered(in *Input, rules []Rule) ([]Finding, []sample.Note, Coverage) {
-	var out []Finding
+// evaluate runs the rules. A rule whose needed series are missing is
+// skipped with a note saying what is missing and how to get it; the
+// coverage says which rules were evaluated and which were not (a trend
+// rule on a snapshot, a rule without its series, a rule that noted it had
+// too little data to judge).
+func evaluate(in *Input, rules []Rule) ([]model.Finding, []sample.Note, model.Coverage) {
+	var out []model.Finding
 	var notes []sample.Note
-	cov := Coverage{Rules: len(rules), Evaluated: []string{}, NotEvaluated: []RuleSkip{}}
+	cov := model.Coverage{Rules: len(rules), Evaluated: []string{}, NotEvaluated: []model.RuleSkip{}}
 	for _, r := range rules {
 		m := r.Meta()
 		if m.Trend && in.Window == nil {
-			cov.NotEvaluated = append(cov.NotEvaluated, RuleSkip{ID: m.ID, Reason: SkipNeedsRange,
+			cov.NotEvaluated = append(cov.NotEvaluated, model.RuleSkip{ID: m.ID, Reason: model.SkipNeedsRange,
 				Detail: m.Title + " is judged over time", Fix: "memdoctor record, then memdoctor diagnose"})
 			continue
 		}
@@ -239,7 +140,7 @@ func RunCovered(in *Input, rules []Rule) ([]Finding, []sample.Note, Coverage) {
 		if missing != "" {
 			how = fitHowTo(how, in)
 			notes = addMissing(notes, m, missing, how)
-			cov.NotEvaluated = append(cov.NotEvaluated, RuleSkip{ID: m.ID, Reason: SkipMissingData,
+			cov.NotEvaluated = append(cov.NotEvaluated, model.RuleSkip{ID: m.ID, Reason: model.SkipMissingData,
 				Detail: "series " + missing + " is missing", Fix: how})
 			continue
 		}
@@ -248,21 +149,21 @@ func RunCovered(in *Input, rules []Rule) ([]Finding, []sample.Note, Coverage) {
 		out = append(out, found...)
 		if len(found) == 0 && len(in.notes) > before && in.notes[len(in.notes)-1].Source == "rule "+m.ID {
 			n := in.notes[len(in.notes)-1]
-			reason := SkipTooLittle
+			reason := model.SkipTooLittle
 			switch {
 			case strings.HasPrefix(n.Message, notEvaluatedMissing):
-				reason = SkipMissingData
+				reason = model.SkipMissingData
 			case strings.HasPrefix(n.Message, notEvaluatedInvalid):
-				reason = SkipInvalidData
+				reason = model.SkipInvalidData
 			}
-			cov.NotEvaluated = append(cov.NotEvaluated, RuleSkip{ID: m.ID, Reason: reason, Detail: n.Message, Fix: n.Fix})
+			cov.NotEvaluated = append(cov.NotEvaluated, model.RuleSkip{ID: m.ID, Reason: reason, Detail: n.Message, Fix: n.Fix})
 			continue
 		}
 		cov.Evaluated = append(cov.Evaluated, m.ID)
 	}
 	notes = append(notes, mergeInvalid(in.notes)...)
 	in.notes = nil
-	sortFindings(out)
+	model.SortFindings(out)
 	return out, notes, cov
 }
 
@@ -354,39 +255,6 @@ func WindowEndsOnly(rules []Rule) []string {
 	for _, n := range WindowSeries(rules) {
 		if ends[n] && !more[n] {
 			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// MergeCoverage combines the coverage of several instances' reports: a
-// rule counts as evaluated only if it was on every instance; a rule not
-// evaluated somewhere is listed once, naming the instance, and unread data
-// names its instance too.
-func MergeCoverage(names []string, cs []Coverage) Coverage {
-	out := Coverage{Evaluated: []string{}, NotEvaluated: []RuleSkip{}}
-	skipped := map[string]bool{}
-	for i, c := range cs {
-		out.Rules = max(out.Rules, c.Rules)
-		out.Partial = out.Partial || c.Partial
-		for _, u := range c.Unread {
-			out.Unread = append(out.Unread, names[i]+": "+u)
-		}
-		for _, s := range c.NotEvaluated {
-			if !skipped[s.ID] {
-				skipped[s.ID] = true
-				s.Detail = names[i] + ": " + s.Detail
-				out.NotEvaluated = append(out.NotEvaluated, s)
-			}
-		}
-	}
-	seen := map[string]bool{}
-	for _, c := range cs {
-		for _, id := range c.Evaluated {
-			if !skipped[id] && !seen[id] {
-				seen[id] = true
-				out.Evaluated = append(out.Evaluated, id)
-			}
 		}
 	}
 	return out

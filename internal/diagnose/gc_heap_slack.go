@@ -59,7 +59,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type gcHeapSlack struct{}
@@ -83,11 +84,11 @@ func (gcHeapSlack) Meta() Meta {
 		Doc:       "the heap held far above the live heap between rare major collections; GC-after-request and runtime knobs, with the latency cost"}
 }
 
-func (gcHeapSlack) Eval(in *Input) []Finding {
+func (gcHeapSlack) Eval(in *Input) []model.Finding {
 	if in.Host == nil {
 		return nil
 	}
-	var out []Finding
+	var out []model.Finding
 	for i := range in.Host.Runtimes {
 		r := &in.Host.Runtimes[i]
 		if f, ok := pendingSlack(r); ok {
@@ -116,18 +117,18 @@ func (gcHeapSlack) Eval(in *Input) []Finding {
 		if known && majorsPerMin >= slackMaxMajors {
 			continue
 		}
-		sev := Warning
+		sev := model.Warning
 		if held >= slackCritFact*live && slack >= slackCritBytes {
-			sev = Critical
+			sev = model.Critical
 		}
 		rare := "major collections are not published"
 		if known {
 			rare = fmt.Sprintf("%.2f major collections a minute", majorsPerMin)
 		}
-		f := Finding{ID: "gc_heap_slack", Severity: sev, Subject: runtimeSubject(r),
+		f := model.Finding{ID: "gc_heap_slack", Severity: sev, Subject: runtimeSubject(r),
 			Summary: fmt.Sprintf("%s holds %s of heap for %s live (%.1f×; %s): garbage waits for a major collection",
-				runtimeSubject(r), human.Bytes(int64(held)), human.Bytes(int64(live)), held/live, rare),
-			Evidence: []Evidence{
+				runtimeSubject(r), render.Bytes(int64(held)), render.Bytes(int64(live)), held/live, rare),
+			Evidence: []model.Evidence{
 				ev(heldName, held, "bytes"),
 				ev("heap_live_bytes", live, "bytes"),
 				ev("slack_bytes", slack, "bytes"),
@@ -147,8 +148,8 @@ func (gcHeapSlack) Eval(in *Input) []Finding {
 
 // majorRate is the runtime's major collections a minute, recent else
 // lifetime, and the span it covers (nil when unknown).
-func majorRate(r *Runtime) (float64, *GCRates) {
-	for _, g := range []*GCRates{r.Recent, r.Lifetime} {
+func majorRate(r *model.Runtime) (float64, *model.GCRates) {
+	for _, g := range []*model.GCRates{r.Recent, r.Lifetime} {
 		if g != nil && g.Seconds > 0 && (r.OldCollections != nil || r.FullCollections != nil) {
 			return 60 * (g.Old + g.Full) / g.Seconds, g
 		}
@@ -162,9 +163,9 @@ const pendingShareMin = 0.25
 
 // pendingSlack judges a runtime that publishes the memory allocated since
 // its last major collection (Ruby).
-func pendingSlack(r *Runtime) (Finding, bool) {
+func pendingSlack(r *model.Runtime) (model.Finding, bool) {
 	if r.GCPendingBytes == nil && r.GCPendingLimitBytes == nil {
-		return Finding{}, false
+		return model.Finding{}, false
 	}
 	pending := val(r.GCPendingBytes)
 	if r.Recent != nil && r.Recent.PendingMaxBytes != nil {
@@ -172,30 +173,30 @@ func pendingSlack(r *Runtime) (Finding, bool) {
 	}
 	peak := max(pending, val(r.GCPendingLimitBytes))
 	if peak < slackMinBytes {
-		return Finding{}, false
+		return model.Finding{}, false
 	}
 	if r.ResidentBytes != nil && *r.ResidentBytes > 0 && peak < pendingShareMin**r.ResidentBytes {
-		return Finding{}, false
+		return model.Finding{}, false
 	}
-	sev := Warning
+	sev := model.Warning
 	if peak >= slackCritBytes {
-		sev = Critical
+		sev = model.Critical
 	}
 	majorsPerMin, span := majorRate(r)
 	known := span != nil
 	sub := runtimeSubject(r)
 	of := ""
 	if r.ResidentBytes != nil {
-		of = fmt.Sprintf(" of its %s resident", human.Bytes(int64(*r.ResidentBytes)))
+		of = fmt.Sprintf(" of its %s resident", render.Bytes(int64(*r.ResidentBytes)))
 	}
 	rate := ""
 	if known {
 		rate = fmt.Sprintf("; %.2f major collections a minute %s", majorsPerMin, spanWords(span))
 	}
-	f := Finding{ID: "gc_heap_slack", Severity: sev, Subject: sub,
+	f := model.Finding{ID: "gc_heap_slack", Severity: sev, Subject: sub,
 		Summary: fmt.Sprintf("%s lets up to %s%s pile up as garbage before a major collection frees it (%s allocated and not freed since the last one%s)",
-			sub, human.Bytes(int64(peak)), of, human.Bytes(int64(pending)), rate),
-		Evidence: []Evidence{
+			sub, render.Bytes(int64(peak)), of, render.Bytes(int64(pending)), rate),
+		Evidence: []model.Evidence{
 			ev("gc_pending_bytes", pending, "bytes"),
 			ev("slack_bytes", peak, "bytes"),
 		}}
@@ -218,8 +219,8 @@ func pendingSlack(r *Runtime) (Finding, bool) {
 
 const latencyRisk = "each major collection pauses the process (incident 2: mean latency 99 → 134 ms, p99 125 → 234 ms for a ~80% smaller heap): only where requests are rare and the latency cost acceptable, not in request-serving workers; measure both with memdoctor probe before and after the change, then memdoctor probe --compare"
 
-func slackRemedies(r *Runtime) []Remedy {
-	after := Remedy{Title: "run a major collection after each low-rate request (a metrics endpoint, a batch job) or periodically", Risk: latencyRisk}
+func slackRemedies(r *model.Runtime) []model.Remedy {
+	after := model.Remedy{Title: "run a major collection after each low-rate request (a metrics endpoint, a batch job) or periodically", Risk: latencyRisk}
 	pid := "PID"
 	if r.PID > 0 {
 		pid = strconv.Itoa(r.PID)
@@ -232,7 +233,7 @@ func slackRemedies(r *Runtime) []Remedy {
 			"memdoctor probe --pid " + pid + " --url URL -n 100 -c 1 --out before.json   # URL: the endpoint; then again with the change: --out after.json",
 			"memdoctor probe --compare before.json after.json   # USS/PSS/RSS against latency, the cost this rule cannot know",
 		}
-		return []Remedy{after,
+		return []model.Remedy{after,
 			{Title: "or lower the malloc'd bytes that start a major GC (RUBY_GC_OLDMALLOC_LIMIT: the first limit, 16 MiB; _MAX: its ceiling, 128 MiB; _GROWTH_FACTOR: 1.2 per major GC it starts, and Ruby ignores values not above 1.0)",
 				Commands: []string{"RUBY_GC_OLDMALLOC_LIMIT_MAX=33554432 <command>   # at most about 32 MiB of malloc'd garbage between major GCs"},
 				Risk:     "more major GCs, each a pause as long as marking the whole heap, when the server is busy as well as idle"},
@@ -241,27 +242,27 @@ func slackRemedies(r *Runtime) []Remedy {
 				Risk:     "they act on the object slots only (a few MB in a typical exporter); a too-small heap makes minor GCs frequent: measure with memdoctor probe"}}
 	case "python":
 		after.Language, after.Code = "python", []string{"gc.collect()   # after each low-rate request"}
-		return []Remedy{after}
+		return []model.Remedy{after}
 	case "go":
 		after.Language, after.Code = "go", []string{"runtime.GC(); debug.FreeOSMemory()   // after each low-rate request"}
-		return []Remedy{{Title: "bound the heap with a soft limit and collect earlier",
+		return []model.Remedy{{Title: "bound the heap with a soft limit and collect earlier",
 			Commands: []string{"GOMEMLIMIT=<live heap × 1.5> GOGC=50 <command>"},
 			Risk:     "more CPU in GC; a limit below the live heap makes the GC run continuously"}, after}
 	case "jvm":
 		after.Language, after.Code = "java", []string{"System.gc();   // after each low-rate request (run with -XX:+ExplicitGCInvokesConcurrent)"}
-		return []Remedy{{Title: "let G1 collect and give memory back when idle",
+		return []model.Remedy{{Title: "let G1 collect and give memory back when idle",
 			Commands: []string{"java -XX:G1PeriodicGCInterval=60000 -XX:MaxHeapFreeRatio=30 -XX:MinHeapFreeRatio=10 ...   # JDK 12+"},
 			Risk:     "a periodic concurrent cycle every minute when idle: CPU, and regrowth if load returns"}, after}
 	case "dotnet":
 		after.Language, after.Code = "csharp", []string{"GC.Collect(2, GCCollectionMode.Optimized, blocking: false, compacting: true);"}
-		return []Remedy{{Title: "cap the heap or ask the GC to conserve memory",
+		return []model.Remedy{{Title: "cap the heap or ask the GC to conserve memory",
 			Commands: []string{"DOTNET_GCHeapHardLimit=0x20000000 <command>   # 512 MiB (hex)", "DOTNET_GCConserveMemory=5 <command>   # .NET 6+, 0-9"},
 			Risk:     "a hard limit too low brings OutOfMemoryException; conserve-memory costs CPU"}, after}
 	case "node":
 		after.Commands = []string{"node --expose-gc ...   # ... : the service's own arguments"}
 		after.Language, after.Code = "javascript", []string{"global.gc();   // after each low-rate request"}
-		return []Remedy{{Title: "cap V8's old space", Commands: []string{"node --max-old-space-size=<MiB> ..."},
+		return []model.Remedy{{Title: "cap V8's old space", Commands: []string{"node --max-old-space-size=<MiB> ..."},
 			Risk: "a cap below the live heap crashes with heap out of memory"}, after}
 	}
-	return []Remedy{after}
+	return []model.Remedy{after}
 }

@@ -28,6 +28,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 type gcInduced struct{}
@@ -73,11 +75,11 @@ func inducedSource(runtime, cause string) string {
 	return "code or tools asking for a collection"
 }
 
-func (gcInduced) Eval(in *Input) []Finding {
+func (gcInduced) Eval(in *Input) []model.Finding {
 	if in.Host == nil {
 		return nil
 	}
-	var out []Finding
+	var out []model.Finding
 	for i := range in.Host.Runtimes {
 		r := &in.Host.Runtimes[i]
 		g, which := r.Recent, "recent"
@@ -117,9 +119,9 @@ func (gcInduced) Eval(in *Input) []Finding {
 		if g.Seconds > 0 {
 			perMin = 60 * total / g.Seconds
 		}
-		sev := Info
+		sev := model.Info
 		if perMin >= 1 {
-			sev = Warning
+			sev = model.Warning
 		}
 		names := make([]string, 0, len(causes))
 		for c, v := range causes {
@@ -133,10 +135,10 @@ func (gcInduced) Eval(in *Input) []Finding {
 			span = spanWords(g)
 		}
 		var parts []string
-		evs := []Evidence{ev("induced_collections", total, "count"), ev("induced_per_minute", perMin, "per_minute"), evText("span", which)}
+		evs := []model.Evidence{ev("induced_collections", total, "count"), ev("induced_per_minute", perMin, "per_minute"), evText("span", which)}
 		for _, c := range names {
 			parts = append(parts, fmt.Sprintf("%.0f × %s", causes[c], c))
-			evs = append(evs, Evidence{Name: "cause", Value: causes[c], Unit: "count", Text: c + ": " + inducedSource(r.Runtime, c)})
+			evs = append(evs, model.Evidence{Name: "cause", Value: causes[c], Unit: "count", Text: c + ": " + inducedSource(r.Runtime, c)})
 		}
 		if g.Old > 0 {
 			evs = append(evs, ev("old_collections", g.Old, "count"))
@@ -146,7 +148,7 @@ func (gcInduced) Eval(in *Input) []Finding {
 		if inferred {
 			summary += " (inferred: the JVM's last collection cause is explicit and old collections are happening)"
 		}
-		out = append(out, Finding{ID: "gc_induced", Severity: sev, Subject: runtimeSubject(r), Summary: summary,
+		out = append(out, model.Finding{ID: "gc_induced", Severity: sev, Subject: runtimeSubject(r), Summary: summary,
 			Evidence: evs, Remedies: inducedRemedies(r)})
 	}
 	return out
@@ -160,10 +162,10 @@ func explicitCause(c string) bool {
 	return false
 }
 
-func inducedRemedies(r *Runtime) []Remedy {
+func inducedRemedies(r *model.Runtime) []model.Remedy {
 	switch r.Runtime {
 	case "jvm":
-		return []Remedy{
+		return []model.Remedy{
 			{Title: "find the caller", Commands: []string{"java -Xlog:gc*:file=gc.log ...   # causes per collection", "jcmd <pid> Thread.print   # while it happens; or async-profiler -e java.lang.System.gc"},
 				Risk: "logging only"},
 			{Title: "make explicit collections concurrent (G1, ZGC, Shenandoah) instead of full stop-the-world ones",
@@ -172,16 +174,16 @@ func inducedRemedies(r *Runtime) []Remedy {
 				Risk: "NIO direct-buffer allocation relies on System.gc() to free unreachable buffers: OutOfMemoryError: Direct buffer memory becomes possible"},
 		}
 	case "dotnet":
-		return []Remedy{
+		return []model.Remedy{
 			{Title: "remove GC.Collect calls; if the host induces them near its memory limit, raise the limit or lower the heap",
 				Commands: []string{"dotnet-trace collect -p <pid> --profile gc-collect   # GC reasons (Induced, LowMemory)", "DOTNET_GCHeapHardLimitPercent=0x50 <command>   # 80% (hex)"},
 				Risk:     "a higher limit lets the process use more memory before it is stopped"},
 		}
 	case "go":
-		return []Remedy{{Title: "remove runtime.GC()/debug.FreeOSMemory() calls from hot paths; bound memory with GOMEMLIMIT instead",
+		return []model.Remedy{{Title: "remove runtime.GC()/debug.FreeOSMemory() calls from hot paths; bound memory with GOMEMLIMIT instead",
 			Commands: []string{"grep -rn 'runtime.GC()\\|FreeOSMemory' ."}, Risk: "code change"}}
 	}
-	return []Remedy{{Title: "find and remove the code asking for collections (or run it only when the latency cost is acceptable)",
+	return []model.Remedy{{Title: "find and remove the code asking for collections (or run it only when the latency cost is acceptable)",
 		Risk: "code change"}}
 }
 

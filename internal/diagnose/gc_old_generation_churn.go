@@ -42,7 +42,8 @@ package diagnose
 import (
 	"fmt"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type gcOldGenerationChurn struct{}
@@ -72,11 +73,11 @@ func (gcOldGenerationChurn) Meta() Meta {
 		Doc:       "old-generation collections nearly as frequent as young ones (objects promoted, then dying old); LOH growth"}
 }
 
-func (gcOldGenerationChurn) Eval(in *Input) []Finding {
+func (gcOldGenerationChurn) Eval(in *Input) []model.Finding {
 	if in.Host == nil {
 		return nil
 	}
-	var out []Finding
+	var out []model.Finding
 	for i := range in.Host.Runtimes {
 		r := &in.Host.Runtimes[i]
 		g := r.Recent
@@ -85,7 +86,7 @@ func (gcOldGenerationChurn) Eval(in *Input) []Finding {
 			g, which = r.Lifetime, "lifetime"
 		}
 		if g == nil && r.YoungCollections != nil && r.OldCollections != nil {
-			g = &GCRates{Young: *r.YoungCollections, Old: *r.OldCollections, Induced: r.Induced}
+			g = &model.GCRates{Young: *r.YoungCollections, Old: *r.OldCollections, Induced: r.Induced}
 			which = "lifetime"
 		}
 		if g == nil || r.YoungCollections == nil || r.OldCollections == nil {
@@ -111,9 +112,9 @@ func (gcOldGenerationChurn) Eval(in *Input) []Finding {
 		if (ratio < churnWarn || old < churnMinOld) && diesOld < diesOldWarn && promo < promotedWarn {
 			continue
 		}
-		sev := Warning
+		sev := model.Warning
 		if (ratio >= churnCrit && old >= churnMinOld) || diesOld >= diesOldCrit || promo >= promotedCrit {
-			sev = Critical
+			sev = model.Critical
 		}
 		span := "since it started"
 		if which == "recent" {
@@ -123,15 +124,15 @@ func (gcOldGenerationChurn) Eval(in *Input) []Finding {
 			runtimeSubject(r), old, g.Young, span, 100*ratio)
 		if promo >= promotedWarn && (ratio < churnWarn || old < churnMinOld) {
 			summary = fmt.Sprintf("%s promoted %.0f%% of what it allocated to the old generation %s (%s of %s), and old collections reclaim it: objects live long enough to be promoted, then die",
-				runtimeSubject(r), 100*promo, span, human.Bytes(int64(g.PromotedBytes)), human.Bytes(int64(g.AllocatedBytes)))
+				runtimeSubject(r), 100*promo, span, render.Bytes(int64(g.PromotedBytes)), render.Bytes(int64(g.AllocatedBytes)))
 		}
 		if diesOld >= diesOldWarn {
 			summary = fmt.Sprintf("%s freed %.0f%% of its garbage in the old generation %s (%.0f of %.0f objects; healthy services free nearly all of it young): objects live long enough to be promoted, then die",
 				runtimeSubject(r), 100*diesOld, span, g.CollectedOld, freed)
 		}
-		f := Finding{ID: "gc_old_generation_churn", Severity: sev, Subject: runtimeSubject(r),
+		f := model.Finding{ID: "gc_old_generation_churn", Severity: sev, Subject: runtimeSubject(r),
 			Summary: summary,
-			Evidence: []Evidence{
+			Evidence: []model.Evidence{
 				ev("old_to_young_percent", 100*ratio, "percent"),
 				ev("old_collections", old, "count"),
 				ev("young_collections", g.Young, "count"),
@@ -161,23 +162,23 @@ func (gcOldGenerationChurn) Eval(in *Input) []Finding {
 	return out
 }
 
-func churnRemedies(r *Runtime) []Remedy {
-	rem := []Remedy{{Title: "make objects die young or live forever: pool or reuse the medium-lived objects (buffers, request state), stream instead of building intermediate collections, bound caches by count so entries live long",
+func churnRemedies(r *model.Runtime) []model.Remedy {
+	rem := []model.Remedy{{Title: "make objects die young or live forever: pool or reuse the medium-lived objects (buffers, request state), stream instead of building intermediate collections, bound caches by count so entries live long",
 		Risk: "code change; verify with the old/young ratio before and after"}}
 	switch r.Runtime {
 	case "dotnet":
-		rem = append(rem, Remedy{Title: "keep temporary arrays under 85,000 bytes (chunk them, or rent from ArrayPool<T>.Shared): larger ones go to the large-object heap, collected only with gen2",
+		rem = append(rem, model.Remedy{Title: "keep temporary arrays under 85,000 bytes (chunk them, or rent from ArrayPool<T>.Shared): larger ones go to the large-object heap, collected only with gen2",
 			Commands: []string{"dotnet-counters monitor -p <pid> System.Runtime   # gen-2-gc-count, loh-size"},
 			Risk:     "code change"})
 	case "jvm":
-		rem = append(rem, Remedy{Title: "see what gets promoted and how old it is",
+		rem = append(rem, model.Remedy{Title: "see what gets promoted and how old it is",
 			Commands: []string{"jstat -gcutil <pid> 1s", "java -Xlog:gc+age=trace ...   # tenuring distribution"},
 			Risk:     "logging only"},
-			Remedy{Title: "give the young generation room so medium-lived objects die there",
+			model.Remedy{Title: "give the young generation room so medium-lived objects die there",
 				Commands: []string{"java -XX:G1NewSizePercent=30 -XX:+UnlockExperimentalVMOptions ...   # G1", "java -Xmn<size> ...   # Parallel/Serial"},
 				Risk:     "a larger young generation lengthens young pauses"})
 	case "python":
-		rem = append(rem, Remedy{Title: "raise CPython's collection thresholds so long-lived objects are scanned less, or freeze the startup heap",
+		rem = append(rem, model.Remedy{Title: "raise CPython's collection thresholds so long-lived objects are scanned less, or freeze the startup heap",
 			Commands: []string{"python -c 'import gc; print(gc.get_threshold())'", "gc.set_threshold(50000, 50, 100); gc.freeze()   # in the service's startup"},
 			Risk:     "cyclic garbage lives longer before it is collected"})
 	}

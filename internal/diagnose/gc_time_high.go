@@ -25,6 +25,8 @@ package diagnose
 import (
 	"fmt"
 	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 type gcTimeHigh struct{}
@@ -59,11 +61,11 @@ func runtimeRunbook(rule string) string {
 	return "memdoctor check on the host; see the " + rule + " finding"
 }
 
-func (gcTimeHigh) Eval(in *Input) []Finding {
+func (gcTimeHigh) Eval(in *Input) []model.Finding {
 	if in.Host == nil {
 		return nil
 	}
-	var out []Finding
+	var out []model.Finding
 	for i := range in.Host.Runtimes {
 		r := &in.Host.Runtimes[i]
 		if r.GCSeconds == nil {
@@ -97,11 +99,11 @@ func (gcTimeHigh) Eval(in *Input) []Finding {
 		if !fire {
 			continue
 		}
-		sev := Warning
+		sev := model.Warning
 		if share > gcTimeCrit {
-			sev = Critical
+			sev = model.Critical
 		}
-		var evs []Evidence
+		var evs []model.Evidence
 		var words []string
 		if recent != nil {
 			evs = append(evs, ev("gc_time_percent", 100**recent, "percent"),
@@ -119,7 +121,7 @@ func (gcTimeHigh) Eval(in *Input) []Finding {
 		if r.HeapLimitBytes != nil {
 			evs = append(evs, ev("heap_limit_bytes", *r.HeapLimitBytes, "bytes"))
 		}
-		out = append(out, Finding{ID: "gc_time_high", Severity: sev, Subject: runtimeSubject(r),
+		out = append(out, model.Finding{ID: "gc_time_high", Severity: sev, Subject: runtimeSubject(r),
 			Summary: fmt.Sprintf("%s spends %.1f%% of its time in garbage collection (%s; alert line 5%%): pauses queue requests",
 				runtimeSubject(r), 100*share, strings.Join(words, ", ")),
 			Evidence: evs, Remedies: gcTimeRemedies(r)})
@@ -127,31 +129,31 @@ func (gcTimeHigh) Eval(in *Input) []Finding {
 	return out
 }
 
-func gcTimeRemedies(r *Runtime) []Remedy {
-	common := Remedy{Title: "allocate less: find the allocation hot spots (temporary buffers, boxing, string building) with the runtime's allocation profiler",
+func gcTimeRemedies(r *model.Runtime) []model.Remedy {
+	common := model.Remedy{Title: "allocate less: find the allocation hot spots (temporary buffers, boxing, string building) with the runtime's allocation profiler",
 		Risk: "code change; measure the allocation rate before and after"}
 	switch r.Runtime {
 	case "go":
-		return []Remedy{{Title: "let the heap grow before collecting: raise GOGC (default 100) and bound memory with GOMEMLIMIT instead",
+		return []model.Remedy{{Title: "let the heap grow before collecting: raise GOGC (default 100) and bound memory with GOMEMLIMIT instead",
 			Commands: []string{"GOGC=200 GOMEMLIMIT=<90% of the container limit> <command>"},
 			Risk:     "a larger heap between collections: more resident memory"}, common}
 	case "jvm":
-		return []Remedy{{Title: "give the young generation room, or the heap if the live set is near its limit",
+		return []model.Remedy{{Title: "give the young generation room, or the heap if the live set is near its limit",
 			Commands: []string{"java -Xmx<larger> -XX:MaxGCPauseMillis=200 ...", "jstat -gcutil <pid> 1s   # watch occupancy and GC time"},
 			Risk:     "more heap is more resident memory; check the host has it"}, common}
 	case "dotnet":
-		return []Remedy{{Title: "use background Server GC where cores allow, and cut large temporary arrays (≥ 85,000 bytes go to the large-object heap)",
+		return []model.Remedy{{Title: "use background Server GC where cores allow, and cut large temporary arrays (≥ 85,000 bytes go to the large-object heap)",
 			Commands: []string{"DOTNET_gcServer=1 DOTNET_GCgen0size=<bytes> <command>", "dotnet-counters monitor -p <pid> System.Runtime"},
 			Risk:     "Server GC uses more memory per core"}, common}
 	case "node":
-		return []Remedy{{Title: "give V8's young generation more room", Commands: []string{"node --max-semi-space-size=64 ..."},
+		return []model.Remedy{{Title: "give V8's young generation more room", Commands: []string{"node --max-semi-space-size=64 ..."},
 			Risk: "more memory per isolate"}, common}
 	case "ruby":
-		return []Remedy{{Title: "grow Ruby's heap in larger steps so minor GCs run less often",
+		return []model.Remedy{{Title: "grow Ruby's heap in larger steps so minor GCs run less often",
 			Commands: []string{"RUBY_GC_HEAP_GROWTH_FACTOR=1.5 RUBY_GC_MALLOC_LIMIT=64000000 <command>"},
 			Risk:     "a larger heap"}, common}
 	}
-	return []Remedy{common}
+	return []model.Remedy{common}
 }
 
 // gcTimeQueries: the largest share of time in GC of an instance's

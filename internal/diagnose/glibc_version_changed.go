@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -28,7 +29,7 @@ func (glibcVersionChanged) Meta() Meta {
 		Doc:       "the C library changed during the recording: a suspect for what changed since"}
 }
 
-func (glibcVersionChanged) Eval(in *Input) []Finding {
+func (glibcVersionChanged) Eval(in *Input) []model.Finding {
 	w := in.Window
 	if w == nil {
 		return nil
@@ -60,11 +61,11 @@ func (glibcVersionChanged) Eval(in *Input) []Finding {
 		return nil
 	}
 	when := spanText([]sample.Point{{T: w.From.UnixMilli()}, {T: last.first}})
-	return []Finding{{ID: "glibc_version_changed", Severity: Info, Subject: subject(w, "host"),
+	return []model.Finding{{ID: "glibc_version_changed", Severity: model.Info, Subject: subject(w, "host"),
 		Summary: fmt.Sprintf("glibc changed from %s to %s (%s into the window): a suspect for any change in processes' memory since",
 			first.version, last.version, when),
-		Evidence: []Evidence{evText("glibc_before", first.version), evText("glibc_after", last.version)},
-		Remedies: []Remedy{{Title: "compare memory before and after the upgrade; check the allocator's view of the processes that grew (PID: one of them)",
+		Evidence: []model.Evidence{evText("glibc_before", first.version), evText("glibc_after", last.version)},
+		Remedies: []model.Remedy{{Title: "compare memory before and after the upgrade; check the allocator's view of the processes that grew (PID: one of them)",
 			Commands: []string{"memdoctor diagnose --from SRC --until " + time.UnixMilli(last.first).UTC().Format(time.RFC3339), "memdoctor malloc PID"},
 			Risk:     "none (read-only; malloc pauses the process briefly)"}},
 	}}

@@ -25,7 +25,8 @@ package diagnose
 import (
 	"fmt"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type kernelMemoryUnexplained struct{}
@@ -53,13 +54,13 @@ var unexplainedNeeds = func() []Need {
 	return ns
 }()
 
-func (kernelMemoryUnexplained) Eval(in *Input) []Finding {
+func (kernelMemoryUnexplained) Eval(in *Input) []model.Finding {
 	if !memoryUsable(in, "kernel_memory_unexplained", false) {
 		return nil
 	}
 	h := in.Host
 	a := h.Accounting
-	var rest *Category
+	var rest *model.Category
 	for i := range a.Categories {
 		if a.Categories[i].Name == "unexplained" {
 			rest = &a.Categories[i]
@@ -68,19 +69,19 @@ func (kernelMemoryUnexplained) Eval(in *Input) []Finding {
 	if rest == nil || rest.Bytes < unexplainedMinBytes {
 		return nil
 	}
-	var sev Severity
+	var sev model.Severity
 	switch {
 	case rest.Percent >= unexplainedCritPct:
-		sev = Critical
+		sev = model.Critical
 	case rest.Percent >= unexplainedWarnPct:
-		sev = Warning
+		sev = model.Warning
 	default:
 		return nil
 	}
-	f := Finding{ID: "kernel_memory_unexplained", Severity: sev, Subject: "host",
+	f := model.Finding{ID: "kernel_memory_unexplained", Severity: sev, Subject: "host",
 		Summary: fmt.Sprintf("%s (%.1f%% of memory) is held by the kernel outside every meminfo category (slab, page tables, stacks, caches): not available, and not shown by any other row",
-			human.Bytes(rest.Bytes), rest.Percent),
-		Evidence: []Evidence{
+			render.Bytes(rest.Bytes), rest.Percent),
+		Evidence: []model.Evidence{
 			ev("unexplained_bytes", float64(rest.Bytes), "bytes"),
 			ev("unexplained_percent_of_total", rest.Percent, "percent"),
 		},
@@ -96,7 +97,7 @@ func (kernelMemoryUnexplained) Eval(in *Input) []Finding {
 	if largest != "" {
 		f.Evidence = append(f.Evidence, evText("largest_part", largest))
 	}
-	f.Remedies = []Remedy{
+	f.Remedies = []model.Remedy{
 		{Title: "see which allocator holds it: vmalloc callers, and the page allocator's users",
 			Commands: []string{"sudo awk '/pages=/ {s[$3]+=$2} END {for (c in s) print s[c], c}' /proc/vmallocinfo | sort -n -r | head",
 				"grep -E 'VmallocUsed|KReclaimable|Unevictable|Mlocked' /proc/meminfo",
@@ -107,7 +108,7 @@ func (kernelMemoryUnexplained) Eval(in *Input) []Finding {
 		{Title: "record it (memdoctor record): a rest that grows with the uptime is a kernel or driver leak; reproduce with page_owner (boot with page_owner=on) on a test host",
 			Risk: "page_owner costs memory and some CPU per allocation; not for production"},
 	}
-	return []Finding{f}
+	return []model.Finding{f}
 }
 
 // The rest in percent of MemTotal from which the rule warns, from which it

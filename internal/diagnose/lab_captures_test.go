@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // The captures taken in the kernel lab (Debian's 6.1, cgroup v2 only):
@@ -13,8 +14,8 @@ import (
 // guest is quiet.
 func TestLabCapturesCgroupV2(t *testing.T) {
 	t.Parallel()
-	ds := baseScrape(t, "dying-cgroups-6.1-x86_64-v2")
-	r := diagnose.Check(&ds, "test", nil)
+	ds := baseSnapshot(t, "dying-cgroups-6.1-x86_64-v2")
+	r := diagnose.Run(diagnose.Data{Latest: &ds, Source: "test"})
 	f := findingOf(r, "dying_cgroups")
 	if f == nil {
 		t.Fatalf("dying_cgroups did not fire on the 6.1 v2 capture: %+v", r.Findings)
@@ -41,10 +42,10 @@ func TestLabCapturesCgroupV2(t *testing.T) {
 	if strings.Contains(cmds, "force_empty") {
 		t.Errorf("v1 remedy on a v2 host:\n%s", cmds)
 	}
-	hs := baseScrape(t, "healthy-6.1-x86_64-v2")
-	q := diagnose.Check(&hs, "test", nil)
+	hs := baseSnapshot(t, "healthy-6.1-x86_64-v2")
+	q := diagnose.Run(diagnose.Data{Latest: &hs, Source: "test"})
 	for _, f := range q.Findings {
-		if f.Severity >= diagnose.Warning {
+		if f.Severity >= model.Warning {
 			t.Errorf("idle 6.1 guest: %s %s", f.ID, f.Summary)
 		}
 	}
@@ -54,11 +55,11 @@ func TestLabCapturesCgroupV2(t *testing.T) {
 // is "(none)") is called localhost, never "(none)".
 func TestUnsetHostnameIsLocalhost(t *testing.T) {
 	t.Parallel()
-	s := baseScrape(t, "healthy-6.1-x86_64-v2")
+	s := baseSnapshot(t, "healthy-6.1-x86_64-v2")
 	if u := s.Select("node_uname_info"); len(u) == 0 || u[0].Labels.Get("nodename") != diagnose.UnsetHostName {
 		t.Fatalf("the capture's nodename is not the kernel's unset name: %v", u)
 	}
-	if h := diagnose.Check(&s, "test", nil).Info.Hostname; h != "localhost" {
+	if h := diagnose.Run(diagnose.Data{Latest: &s, Source: "test"}).Info.Hostname; h != "localhost" {
 		t.Errorf("hostname %q, want localhost", h)
 	}
 	for in, want := range map[string]string{"(none)": "localhost", "": "localhost", "db-1": "db-1"} {

@@ -16,8 +16,8 @@ import (
 func TestLabWatermarksFollowKernel61(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"healthy-6.1-x86_64-v2", "dying-cgroups-6.1-x86_64-v2"} {
-		s := baseScrape(t, name)
-		r := diagnose.Check(&s, "test", nil)
+		s := baseSnapshot(t, name)
+		r := diagnose.Run(diagnose.Data{Latest: &s, Source: "test"})
 		for _, z := range r.Zones {
 			if z.Zone == "Movable" && (z.MatchesKernel == nil || !*z.MatchesKernel) {
 				t.Errorf("%s: Movable: kernel %d/%d/%d, recomputed %+v", name, z.MinPages, z.LowPages, z.HighPages, z.Computed)
@@ -40,8 +40,8 @@ func TestLabWatermarksFollowKernel61(t *testing.T) {
 	}
 	// The development hosts' 6.18 still match with Movable capped like
 	// HighMem.
-	s := baseScrape(t, "healthy-6.18-x86_64-hybrid")
-	for _, z := range diagnose.Check(&s, "test", nil).Zones {
+	s := baseSnapshot(t, "healthy-6.18-x86_64-hybrid")
+	for _, z := range diagnose.Run(diagnose.Data{Latest: &s, Source: "test"}).Zones {
 		if z.MatchesKernel == nil || !*z.MatchesKernel {
 			t.Errorf("6.18 %s: kernel %d/%d/%d, recomputed %+v", z.Zone, z.MinPages, z.LowPages, z.HighPages, z.Computed)
 		}

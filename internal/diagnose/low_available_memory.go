@@ -18,7 +18,8 @@ package diagnose
 import (
 	"fmt"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type lowAvailableMemory struct{}
@@ -33,33 +34,33 @@ func (lowAvailableMemory) Meta() Meta {
 		Doc:       "MemAvailable under 10 % (critical under 5 %)"}
 }
 
-func (lowAvailableMemory) Eval(in *Input) []Finding {
+func (lowAvailableMemory) Eval(in *Input) []model.Finding {
 	if !memoryUsable(in, "low_available_memory", true) {
 		return nil
 	}
 	h := in.Host
 	a := h.Accounting
 	availPct := 100 * float64(a.AvailableBytes) / float64(a.TotalBytes)
-	var sev Severity
+	var sev model.Severity
 	switch {
 	case availPct < lowAvailCritPct:
-		sev = Critical
+		sev = model.Critical
 	case availPct < lowAvailWarnPct:
-		sev = Warning
+		sev = model.Warning
 	default:
 		return nil
 	}
-	f := Finding{ID: "low_available_memory", Severity: sev, Subject: "host",
+	f := model.Finding{ID: "low_available_memory", Severity: sev, Subject: "host",
 		Summary: fmt.Sprintf("only %s of %s available (%.1f%% used); free alone (%s) would mislead either way",
-			human.Bytes(a.AvailableBytes), human.Bytes(a.TotalBytes), a.UsedPercent, human.Bytes(a.FreeBytes)),
-		Evidence: []Evidence{
+			render.Bytes(a.AvailableBytes), render.Bytes(a.TotalBytes), a.UsedPercent, render.Bytes(a.FreeBytes)),
+		Evidence: []model.Evidence{
 			ev("mem_total_bytes", float64(a.TotalBytes), "bytes"),
 			ev("mem_available_bytes", float64(a.AvailableBytes), "bytes"),
 			ev("used_percent", a.UsedPercent, "percent"),
 		},
 	}
 	// The three biggest non-free categories say where it went.
-	cats := append([]Category(nil), a.Categories...)
+	cats := append([]model.Category(nil), a.Categories...)
 	for i := range cats {
 		for j := i + 1; j < len(cats); j++ {
 			if cats[j].Bytes > cats[i].Bytes {
@@ -77,15 +78,15 @@ func (lowAvailableMemory) Eval(in *Input) []Finding {
 	}
 	if len(h.Processes) > 0 {
 		p := h.Processes[0]
-		f.Evidence = append(f.Evidence, evText("largest_process", fmt.Sprintf("%s (pid %d) %s", p.Comm, p.PID, human.Bytes(rankOf(p)))))
+		f.Evidence = append(f.Evidence, evText("largest_process", fmt.Sprintf("%s (pid %d) %s", p.Comm, p.PID, render.Bytes(rankOf(p)))))
 	}
 	if h.Reclaim.PSISomeAvg60 >= 0 {
 		f.Evidence = append(f.Evidence, ev("psi_memory_some_avg60_percent", h.Reclaim.PSISomeAvg60, "percent"))
 	}
 	if hp := a.Category("hugepages"); hp > a.TotalBytes/4 {
-		f.Evidence = append(f.Evidence, evText("note", "hugepages reserve "+human.Bytes(hp)+": intended for an application, not a leak"))
+		f.Evidence = append(f.Evidence, evText("note", "hugepages reserve "+render.Bytes(hp)+": intended for an application, not a leak"))
 	}
-	f.Remedies = []Remedy{
+	f.Remedies = []model.Remedy{
 		{Title: "find what grew: the largest processes and cgroups by PSS",
 			Commands: []string{"memdoctor check --top 20", "memdoctor check --json | jq '.processes[:5], .cgroups.top[:5]'"},
 			Risk:     "none (read-only)"},
@@ -93,7 +94,7 @@ func (lowAvailableMemory) Eval(in *Input) []Finding {
 			Commands: []string{"memdoctor capture -o memdoctor-$(hostname)-$(date +%s).txtar"},
 			Risk:     "none (read-only; command lines are redacted)"},
 	}
-	return []Finding{f}
+	return []model.Finding{f}
 }
 
 // Available memory in percent of MemTotal below which the rule warns, and

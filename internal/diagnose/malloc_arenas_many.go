@@ -33,7 +33,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type mallocArenasMany struct{}
@@ -53,12 +54,12 @@ const (
 	arenaAnonMin = 256 << 20
 )
 
-func (mallocArenasMany) Eval(in *Input) []Finding {
+func (mallocArenasMany) Eval(in *Input) []model.Finding {
 	h := in.Host
 	if h == nil {
 		return nil
 	}
-	var out []Finding
+	var out []model.Finding
 	for _, p := range h.Processes {
 		if p.MallocArenas == nil || *p.MallocArenas < arenasMin || p.AnonBytes < arenaAnonMin {
 			continue
@@ -71,7 +72,7 @@ func (mallocArenasMany) Eval(in *Input) []Finding {
 			}
 			if rt.HeapCommittedBytes == nil {
 				in.Note("malloc_arenas_many", fmt.Sprintf("%s (pid %d) is a %s process whose committed heap is unknown: its %s of anonymous memory cannot be told from malloc's, so its arenas were not judged",
-					p.Comm, p.PID, rt.Runtime, human.Bytes(p.AnonBytes)), "make its heap visible: "+runtimeHeapHint(rt.Runtime))
+					p.Comm, p.PID, rt.Runtime, render.Bytes(p.AnonBytes)), "make its heap visible: "+runtimeHeapHint(rt.Runtime))
 				continue
 			}
 			heap = int64(*rt.HeapCommittedBytes)
@@ -81,14 +82,14 @@ func (mallocArenasMany) Eval(in *Input) []Finding {
 			}
 		}
 		a := *p.MallocArenas
-		mem := human.Bytes(p.AnonBytes) + " anonymous memory"
+		mem := render.Bytes(p.AnonBytes) + " anonymous memory"
 		if rt != nil {
-			mem = fmt.Sprintf("%s anonymous memory outside its %s heap (%s of %s)", human.Bytes(outside), rt.Runtime, human.Bytes(heap), human.Bytes(p.AnonBytes))
+			mem = fmt.Sprintf("%s anonymous memory outside its %s heap (%s of %s)", render.Bytes(outside), rt.Runtime, render.Bytes(heap), render.Bytes(p.AnonBytes))
 		}
-		f := Finding{ID: "malloc_arenas_many", Severity: Warning, Subject: fmt.Sprintf("process %s (pid %d)", p.Comm, p.PID),
+		f := model.Finding{ID: "malloc_arenas_many", Severity: model.Warning, Subject: fmt.Sprintf("process %s (pid %d)", p.Comm, p.PID),
 			Summary: fmt.Sprintf("%s has ~%d malloc arenas across %d threads and %s: freed memory may be held per arena instead of returned",
 				p.Comm, a, p.Threads, mem),
-			Evidence: []Evidence{
+			Evidence: []model.Evidence{
 				ev("malloc_arenas_estimated", float64(a), "count"),
 				ev("threads", float64(p.Threads), "count"),
 				ev("anon_bytes", float64(p.AnonBytes), "bytes"),
@@ -107,7 +108,7 @@ func (mallocArenasMany) Eval(in *Input) []Finding {
 			f.Evidence = append(f.Evidence, evText("glibc", h.Info.Glibc))
 		}
 		pid := fmt.Sprint(p.PID)
-		f.Remedies = []Remedy{
+		f.Remedies = []model.Remedy{
 			{Title: "prove it: ask the allocator how much of the heap is free",
 				Commands: []string{"memdoctor malloc " + pid},
 				Risk:     "holds one thread of the process for about a millisecond (more for huge heaps); the other threads run"},
@@ -128,8 +129,8 @@ func (mallocArenasMany) Eval(in *Input) []Finding {
 
 // ownHeapRuntime returns the runtime of pid when it keeps a heap of its own
 // (JVM, .NET, Node, Go), preferring a reading with the committed heap.
-func ownHeapRuntime(h *Host, pid int) *Runtime {
-	var found *Runtime
+func ownHeapRuntime(h *model.Host, pid int) *model.Runtime {
+	var found *model.Runtime
 	for i := range h.Runtimes {
 		r := &h.Runtimes[i]
 		if r.PID != pid || pid <= 0 {

@@ -20,7 +20,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -116,7 +117,7 @@ func DailyPeaks(ps []sample.Point, vals []float64) (days []int64, peaks []float6
 	return days, peaks
 }
 
-func (memoryBaselineExceeded) Eval(in *Input) []Finding {
+func (memoryBaselineExceeded) Eval(in *Input) []model.Finding {
 	w := in.Window
 	if w == nil {
 		return nil
@@ -139,10 +140,10 @@ func (memoryBaselineExceeded) Eval(in *Input) []Finding {
 	}
 	days, peaks := DailyPeaks(avail.Points, used)
 	if len(days) < baselineDays+1 {
-		in.Note("memory_baseline_exceeded", fmt.Sprintf("%s with data: the baseline needs %d", human.Count(float64(len(days)), "day", "days"), baselineDays+1), "record longer")
+		in.Note("memory_baseline_exceeded", fmt.Sprintf("%s with data: the baseline needs %d", render.Count(float64(len(days)), "day", "days"), baselineDays+1), "record longer")
 		return nil
 	}
-	var out []Finding
+	var out []model.Finding
 	if f := baselineFinding(w, "host", "used", peaks, total/100); f != nil {
 		out = append(out, *f)
 	}
@@ -175,21 +176,21 @@ func (memoryBaselineExceeded) Eval(in *Input) []Finding {
 	return out
 }
 
-func baselineFinding(w *sample.Window, subj, what string, peaks []float64, minExcess float64) *Finding {
+func baselineFinding(w *sample.Window, subj, what string, peaks []float64, minExcess float64) *model.Finding {
 	latest := peaks[len(peaks)-1]
 	base, _ := BaselineOf(peaks)
 	if latest <= base*baselineMargin || latest-base < minExcess {
 		return nil
 	}
-	return &Finding{ID: "memory_baseline_exceeded", Severity: Warning, Subject: subject(w, subj),
+	return &model.Finding{ID: "memory_baseline_exceeded", Severity: model.Warning, Subject: subject(w, subj),
 		Summary: fmt.Sprintf("%s peaked at %s today, %.0f%% above the median of the previous %d daily peaks (%s)",
-			what, human.Bytes(int64(latest)), 100*(latest/base-1), baselineDays, human.Bytes(int64(base))),
-		Evidence: []Evidence{
+			what, render.Bytes(int64(latest)), 100*(latest/base-1), baselineDays, render.Bytes(int64(base))),
+		Evidence: []model.Evidence{
 			ev("latest_daily_peak_bytes", latest, "bytes"),
 			ev("baseline_median_bytes", base, "bytes"),
 			ev("excess_percent", 100*(latest/base-1), "percent"),
 		},
-		Remedies: []Remedy{
+		Remedies: []model.Remedy{
 			{Title: "find what grew today: diagnose the last day against the two weeks before",
 				Commands: []string{"memdoctor diagnose --from SRC --since -1d"}, Risk: "none (read-only)"},
 		},

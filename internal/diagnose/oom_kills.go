@@ -30,7 +30,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type oomKills struct{}
@@ -46,7 +47,7 @@ func (oomKills) Meta() Meta {
 		Doc:       "the OOM killer killed a process: since boot (check, with the kernel log's newest reports on the live host: victim, RSS, cgroup and limit) or within the range (diagnose), with when, and the killed cgroup's limit in the host's layout"}
 }
 
-func (oomKills) Eval(in *Input) []Finding {
+func (oomKills) Eval(in *Input) []model.Finding {
 	if in.Window != nil && in.Window.Has("node_vmstat_oom_kill") {
 		return oomInWindow(in)
 	}
@@ -59,11 +60,11 @@ func (oomKills) Eval(in *Input) []Finding {
 	}
 	h := in.Host
 	since := "since boot"
-	f := Finding{ID: "oom_kills", Severity: Warning, Subject: "host",
-		Evidence: []Evidence{ev("oom_kills_since_boot", n, "count")}}
+	f := model.Finding{ID: "oom_kills", Severity: model.Warning, Subject: "host",
+		Evidence: []model.Evidence{ev("oom_kills_since_boot", n, "count")}}
 	if up := h.Info.UptimeSeconds; up > 0 {
 		boot := h.Info.Time.Add(-time.Duration(up * float64(time.Second)))
-		since = fmt.Sprintf("since boot (%s ago, %s)", human.Duration(time.Duration(up*float64(time.Second))), boot.UTC().Format("2006-01-02 15:04 UTC"))
+		since = fmt.Sprintf("since boot (%s ago, %s)", render.Duration(time.Duration(up*float64(time.Second))), boot.UTC().Format("2006-01-02 15:04 UTC"))
 		f.Evidence = append(f.Evidence, ev("uptime_seconds", up, "seconds"))
 		if days := up / 86400; days >= 1 {
 			f.Evidence = append(f.Evidence, ev("oom_kills_per_day", n/days, "per_day"))
@@ -75,12 +76,12 @@ func (oomKills) Eval(in *Input) []Finding {
 		f.Summary += "; the kernel log's latest: " + said
 	}
 	f.Remedies = oomRemedies(h, h.Info.Source == "live", time.Time{}, time.Time{})
-	return []Finding{f}
+	return []model.Finding{f}
 }
 
 // kmsgOOMReports adds the kernel log's newest OOM-kill reports (live check)
 // to the finding's evidence, newest first, and says the newest three.
-func kmsgOOMReports(h *Host, f *Finding) string {
+func kmsgOOMReports(h *model.Host, f *model.Finding) string {
 	ms := h.S.Select("memdoctor_kmsg_oom_kill_seconds")
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Value > ms[j].Value })
 	boot, hasBoot := h.S.Get("node_boot_time_seconds")
@@ -102,10 +103,10 @@ func kmsgOOMReports(h *Host, f *Finding) string {
 		text := victim
 		if rss := size("rss"); rss >= 0 {
 			f.Evidence = append(f.Evidence, ev("kmsg_kill_"+n+"_rss_bytes", rss, "bytes"))
-			text += ", RSS " + human.Bytes(int64(rss))
+			text += ", RSS " + render.Bytes(int64(rss))
 			if anon := size("anon_rss"); anon >= 0 {
 				f.Evidence = append(f.Evidence, ev("kmsg_kill_"+n+"_anon_rss_bytes", anon, "bytes"))
-				text += " (anon " + human.Bytes(int64(anon)) + ")"
+				text += " (anon " + render.Bytes(int64(anon)) + ")"
 			}
 		}
 		if cg := l.Get("oom_memcg"); cg != "" {
@@ -113,14 +114,14 @@ func kmsgOOMReports(h *Host, f *Finding) string {
 			text += ", cgroup " + cg
 			if lim := size("limit"); lim >= 0 {
 				f.Evidence = append(f.Evidence, ev("kmsg_kill_"+n+"_cgroup_limit_bytes", lim, "bytes"))
-				text += " at its limit " + human.Bytes(int64(lim))
+				text += " at its limit " + render.Bytes(int64(lim))
 			}
 		} else {
 			text += ", the whole host (" + l.Get("constraint") + ")"
 		}
 		// The log's clock (the scheduler's) stops in suspend and can lag
 		// the wall clock in a VM: the date is approximate.
-		text += fmt.Sprintf(", logged %s after boot", human.Duration(time.Duration(m.Value*float64(time.Second))))
+		text += fmt.Sprintf(", logged %s after boot", render.Duration(time.Duration(m.Value*float64(time.Second))))
 		if hasBoot && boot > 0 {
 			at := time.Unix(0, int64((boot+m.Value)*1e9)).UTC()
 			f.Evidence = append(f.Evidence, evText("kmsg_kill_"+n+"_at", at.Format(time.RFC3339)))
@@ -134,7 +135,7 @@ func kmsgOOMReports(h *Host, f *Finding) string {
 }
 
 // oomInWindow judges the counter's increase within the range.
-func oomInWindow(in *Input) []Finding {
+func oomInWindow(in *Input) []model.Finding {
 	w := in.Window
 	var inc float64
 	var first, last int64
@@ -159,17 +160,17 @@ func oomInWindow(in *Input) []Finding {
 	}
 	from, to := time.UnixMilli(first).UTC(), time.UnixMilli(last).UTC()
 	when := fmt.Sprintf("between %s and %s", from.Format("2006-01-02 15:04:05"), to.Format("2006-01-02 15:04:05 UTC"))
-	f := Finding{ID: "oom_kills", Severity: Warning, Subject: subject(w, "host"),
+	f := model.Finding{ID: "oom_kills", Severity: model.Warning, Subject: subject(w, "host"),
 		Summary: fmt.Sprintf("the OOM killer killed %s within the range, %s: work was lost; the kernel log of that time says which process and which limit",
 			plural(inc, "process", "processes"), when),
-		Evidence: []Evidence{
+		Evidence: []model.Evidence{
 			ev("oom_kills_in_range", inc, "count"),
 			evText("first_kill_after", from.Format(time.RFC3339)),
 			evText("last_kill_by", to.Format(time.RFC3339)),
 		},
 	}
 	f.Remedies = oomRemedies(in.Host, false, from, to)
-	return []Finding{f}
+	return []model.Finding{f}
 }
 
 func plural(n float64, one, many string) string {
@@ -182,7 +183,7 @@ func plural(n float64, one, many string) string {
 // oomRemedies fit the data: the kernel log of the kills' time (a range
 // names it; a live check reads this boot's), and the limits of the host's
 // own cgroup layout.
-func oomRemedies(h *Host, live bool, from, to time.Time) []Remedy {
+func oomRemedies(h *model.Host, live bool, from, to time.Time) []model.Remedy {
 	logCmd := "journalctl -k -b | grep -E 'oom-kill:|Killed process|Memory cgroup out of memory'"
 	title := "find what was killed and which limit was hit: the kernel log names the victim, constraint=CONSTRAINT_MEMCG with oom_memcg= (a cgroup's limit) or CONSTRAINT_NONE (the whole host)"
 	if !from.IsZero() {
@@ -193,13 +194,13 @@ func oomRemedies(h *Host, live bool, from, to time.Time) []Remedy {
 	if !live && from.IsZero() {
 		title += " (on the host the data came from)"
 	}
-	rs := []Remedy{{Title: title, Commands: cmds, Risk: "none (read-only)"}}
+	rs := []model.Remedy{{Title: title, Commands: cmds, Risk: "none (read-only)"}}
 	hier, kernel := "", ""
 	if h != nil {
 		hier, kernel = h.Cgroups.MemoryHierarchy, h.Info.Kernel
 	}
 	rs = append(rs, oomCgroupRemedies(hier, kernel)...)
-	rs = append(rs, Remedy{Title: "if the whole host ran out (CONSTRAINT_NONE): see what holds the memory now (FINDINGS, MEMORY, PROCESSES) and add memory or move work off the host",
+	rs = append(rs, model.Remedy{Title: "if the whole host ran out (CONSTRAINT_NONE): see what holds the memory now (FINDINGS, MEMORY, PROCESSES) and add memory or move work off the host",
 		Risk: "capacity or placement changes"})
 	return rs
 }
@@ -207,7 +208,7 @@ func oomRemedies(h *Host, live bool, from, to time.Time) []Remedy {
 // oomCgroupRemedies read a killed cgroup's limit in the host's own layout:
 // v1's memory.limit_in_bytes, or v2's memory.max (memory.peak only from
 // 5.19 on). Without a known layout, both are given, each named.
-func oomCgroupRemedies(hier, kernel string) []Remedy {
+func oomCgroupRemedies(hier, kernel string) []model.Remedy {
 	memcg := "CG=$( (dmesg; journalctl -k -b) 2>/dev/null | grep -o 'oom_memcg=[^,]*' | tail -1 | cut -d= -f2)   # the last kill's cgroup"
 	risk := "none to read; a higher limit lets that cgroup take memory from the rest of the host"
 	v1 := "cat /sys/fs/cgroup/memory$CG/memory.limit_in_bytes /sys/fs/cgroup/memory$CG/memory.max_usage_in_bytes /sys/fs/cgroup/memory$CG/memory.failcnt"
@@ -218,13 +219,13 @@ func oomCgroupRemedies(hier, kernel string) []Remedy {
 	title := "if a memory cgroup's limit was hit (CONSTRAINT_MEMCG): compare its limit with its peak and its failures, then raise the limit or lower the workload's use"
 	switch hier {
 	case "v1":
-		return []Remedy{{Title: title, Commands: []string{memcg, v1}, Risk: risk}}
+		return []model.Remedy{{Title: title, Commands: []string{memcg, v1}, Risk: risk}}
 	case "v2":
-		return []Remedy{{Title: title, Commands: []string{memcg, v2}, Risk: risk}}
+		return []model.Remedy{{Title: title, Commands: []string{memcg, v2}, Risk: risk}}
 	case "none":
 		return nil
 	}
-	return []Remedy{{Title: title + " (the data does not say the cgroup layout: v1 first, then v2)",
+	return []model.Remedy{{Title: title + " (the data does not say the cgroup layout: v1 first, then v2)",
 		Commands: []string{memcg, v1 + "   # cgroup v1", v2 + "   # cgroup v2"}, Risk: risk}}
 }
 

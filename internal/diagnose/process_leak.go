@@ -27,7 +27,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -44,13 +45,13 @@ func (processLeak) Meta() Meta {
 		Doc:       "the allocator's in-use heap itself grows: a leak, not retention"}
 }
 
-func (processLeak) Eval(in *Input) []Finding {
+func (processLeak) Eval(in *Input) []model.Finding {
 	w := in.Window
 	if w == nil {
 		return nil
 	}
 	end := w.To.UnixMilli()
-	var out []Finding
+	var out []model.Finding
 	for _, s := range w.Select("memdoctor_malloc_in_use_bytes") {
 		ps := s.Points
 		if len(ps) < declineMinPoints || end-ps[len(ps)-1].T > 3*stepOf(w) ||
@@ -64,16 +65,16 @@ func (processLeak) Eval(in *Input) []Finding {
 			continue
 		}
 		comm, pid := s.Labels.Get("comm"), s.Labels.Get("pid")
-		fd := Finding{ID: "process_leak", Severity: Warning, Subject: subject(w, fmt.Sprintf("process %s (pid %s)", comm, pid)),
+		fd := model.Finding{ID: "process_leak", Severity: model.Warning, Subject: subject(w, fmt.Sprintf("process %s (pid %s)", comm, pid)),
 			Summary: fmt.Sprintf("%s's in-use heap grows %s a day (p=%s, +%s over %s, now %s): a leak, not allocator retention",
-				comm, human.Bytes(int64(f.Slope)), Number(f.P), human.Bytes(int64(growth)), spanText(ps), human.Bytes(int64(now))),
-			Evidence: []Evidence{
+				comm, render.Bytes(int64(f.Slope)), render.Number(f.P), render.Bytes(int64(growth)), spanText(ps), render.Bytes(int64(now))),
+			Evidence: []model.Evidence{
 				ev("in_use_growth_bytes_per_day", f.Slope, "bytes_per_day"),
 				ev("mann_kendall_p", f.P, ""),
 				ev("in_use_growth_bytes", growth, "bytes"),
 				ev("in_use_bytes", now, "bytes"),
 			},
-			Remedies: []Remedy{
+			Remedies: []model.Remedy{
 				{Title: "find what holds the memory: a heap profile of the running process",
 					Commands: []string{"memleak-bpfcc -p " + pid + " --older 600000   # outstanding allocations older than 10 min (bcc)",
 						"heaptrack -p " + pid},
@@ -84,10 +85,10 @@ func (processLeak) Eval(in *Input) []Finding {
 		if site, share, ok := topLeakSite(w, pid, span{ps[0].T, ps[len(ps)-1].T}); ok {
 			fd.Summary += fmt.Sprintf("; %.0f%% of the sampled growth from %s", 100*share, site)
 			fd.Evidence = append(fd.Evidence, ev("top_site_growth_share", share, "ratio"))
-			fd.Remedies = append([]Remedy{{Title: "see the sites and their stacks, and write a pprof profile",
+			fd.Remedies = append([]model.Remedy{{Title: "see the sites and their stacks, and write a pprof profile",
 				Commands: []string{"memdoctor leaks " + pid + " --interval 10m --output heap.pb.gz"}}}, fd.Remedies...)
 		} else {
-			fd.Remedies = append(fd.Remedies, Remedy{Title: "name the code that leaks at low cost: restart it with memdoctor's heap profile, then ask",
+			fd.Remedies = append(fd.Remedies, model.Remedy{Title: "name the code that leaks at low cost: restart it with memdoctor's heap profile, then ask",
 				Commands: []string{"LD_PRELOAD=$(memdoctor preload --print-path) MEMDOCTOR_PROFILE=512KiB " + comm + " ...",
 					"memdoctor leaks PID --interval 10m"},
 				Risk: "a restart; sampling costs a few percent of allocation throughput"})

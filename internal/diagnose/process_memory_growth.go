@@ -29,7 +29,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -60,7 +61,7 @@ type procSeg struct {
 	metric    string
 }
 
-func (processMemoryGrowth) Eval(in *Input) []Finding {
+func (processMemoryGrowth) Eval(in *Input) []model.Finding {
 	w := in.Window
 	if w == nil {
 		return nil
@@ -77,7 +78,7 @@ func (processMemoryGrowth) Eval(in *Input) []Finding {
 		byComm[c] = append(byComm[c], procSeg{comm: c, pid: s.Labels.Get("pid"), points: s.Points, metric: metric})
 	}
 	end := w.To.UnixMilli()
-	var out []Finding
+	var out []model.Finding
 	for comm, segs := range byComm {
 		sort.Slice(segs, func(i, j int) bool { return segs[i].points[0].T < segs[j].points[0].T })
 		for i, sg := range segs {
@@ -106,7 +107,7 @@ func stepOf(w *sample.Window) int64 {
 	return (5 * time.Minute).Milliseconds()
 }
 
-func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *Finding {
+func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *model.Finding {
 	ps := sg.points
 	if len(ps) < declineMinPoints || time.Duration(ps[len(ps)-1].T-ps[0].T)*time.Millisecond < procMinSpan {
 		return nil
@@ -117,15 +118,15 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *Finding {
 	if !f.OK || f.P >= 0.01 || f.Slope < procMinPerDay || f.Slope < procMinRelPerDay*now || growth < procMinGrowth {
 		return nil
 	}
-	sev := Warning
+	sev := model.Warning
 	if 7*f.Slope >= now {
-		sev = Critical
+		sev = model.Critical
 	}
-	fd := &Finding{ID: "process_memory_growth", Severity: sev,
+	fd := &model.Finding{ID: "process_memory_growth", Severity: sev,
 		Subject: subject(w, fmt.Sprintf("process %s (pid %s)", sg.comm, sg.pid)),
 		Summary: fmt.Sprintf("%s grows %s a day (p=%s, +%s over %s), now %s",
-			sg.comm, human.Bytes(int64(f.Slope)), Number(f.P), human.Bytes(int64(growth)), spanText(ps), human.Bytes(int64(now))),
-		Evidence: []Evidence{
+			sg.comm, render.Bytes(int64(f.Slope)), render.Number(f.P), render.Bytes(int64(growth)), spanText(ps), render.Bytes(int64(now))),
+		Evidence: []model.Evidence{
 			ev("growth_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),
 			ev("growth_bytes", growth, "bytes"),
@@ -161,7 +162,7 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *Finding {
 		fd.Evidence = append(fd.Evidence, evText("leak_or_retention",
 			"growth alone cannot tell: a leak grows the in-use heap, retention grows free memory the allocator keeps; compare in-use heap (malloc_info, runtime heap metrics) with RSS"))
 	}
-	fd.Remedies = []Remedy{
+	fd.Remedies = []model.Remedy{
 		{Title: "compare the in-use heap with RSS (glibc: malloc_info; runtimes: their heap metrics)",
 			Commands: []string{"memdoctor malloc " + sg.pid,
 				"grep -E 'VmRSS|RssAnon' /proc/" + sg.pid + "/status"},

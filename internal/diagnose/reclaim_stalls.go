@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -18,7 +20,7 @@ const stallersNamed = 5
 // direct (host-wide) reclaim during the trace, most time first, and a
 // clause for the summary; nothing when no trace ran. A trace that saw none
 // says so.
-func directReclaimStallers(s *sample.Scrape) ([]Evidence, string) {
+func directReclaimStallers(s *sample.Snapshot) ([]model.Evidence, string) {
 	if s == nil {
 		return nil, ""
 	}
@@ -39,24 +41,24 @@ func directReclaimStallers(s *sample.Scrape) ([]Evidence, string) {
 			p99:    s.Value("memdoctor_reclaim_trace_stall_p99_seconds", l...),
 			maxSec: s.Value("memdoctor_reclaim_trace_stall_max_seconds", l...)})
 	}
-	window := Number(secs) + " s"
+	window := render.Number(secs) + " s"
 	if len(rows) == 0 {
-		return []Evidence{evText("direct_reclaim_stallers", "no process entered direct reclaim during the "+window+" trace")}, ""
+		return []model.Evidence{evText("direct_reclaim_stallers", "no process entered direct reclaim during the "+window+" trace")}, ""
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].total > rows[j].total })
-	var out []Evidence
+	var out []model.Evidence
 	var named string
 	for i, r := range rows {
 		if i >= stallersNamed {
 			break
 		}
 		out = append(out, evText("direct_reclaim_staller", fmt.Sprintf("%s in %s: %.0f stalls, %s ms in total, p99 %s ms, max %s ms over %s",
-			r.comm, r.cgroup, r.n, Number(1000*r.total), Number(1000*r.p99), Number(1000*r.maxSec), window)))
+			r.comm, r.cgroup, r.n, render.Number(1000*r.total), render.Number(1000*r.p99), render.Number(1000*r.maxSec), window)))
 		if i < 3 {
 			if named != "" {
 				named += ", "
 			}
-			named += fmt.Sprintf("%s (%s ms)", r.comm, Number(1000*r.total))
+			named += fmt.Sprintf("%s (%s ms)", r.comm, render.Number(1000*r.total))
 		}
 	}
 	return out, "; stalled in direct reclaim during the trace: " + named

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -25,10 +26,10 @@ func TestWatermarkGapNamesDirectReclaimStallers(t *testing.T) {
 		}
 	}
 	secs := sample.Metric{Name: "memdoctor_reclaim_trace_seconds", Value: 30}
-	run := func(extra ...sample.Metric) *diagnose.Finding {
+	run := func(extra ...sample.Metric) *model.Finding {
 		c := parseCase(t, filepath.Join("testdata", "watermark_gap_small", "fire_stalls.prom"))
 		c.overrides = append(c.overrides, extra...)
-		f := findingOf(diagnose.Check(apply(baseScrape(t, c.base), c), "test", nil), "watermark_gap_small")
+		f := findingOf(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, c.base), c), Source: "test"}), "watermark_gap_small")
 		if f == nil {
 			t.Fatal("watermark_gap_small did not fire on fire_stalls")
 		}

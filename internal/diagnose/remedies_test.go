@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/seriestest"
 )
 
-func commandsOf(f *diagnose.Finding) string {
+func commandsOf(f *model.Finding) string {
 	var b strings.Builder
 	for _, r := range f.Remedies {
 		b.WriteString(r.Title + "\n")
@@ -20,7 +21,7 @@ func commandsOf(f *diagnose.Finding) string {
 	return b.String()
 }
 
-func findingOf(r *diagnose.Report, id string) *diagnose.Finding {
+func findingOf(r *model.Report, id string) *model.Finding {
 	for i := range r.Findings {
 		if r.Findings[i].ID == id {
 			return &r.Findings[i]
@@ -32,7 +33,7 @@ func findingOf(r *diagnose.Report, id string) *diagnose.Finding {
 // dyingOn runs dying_cgroups on the real dying-cgroups capture as a host of
 // the given kernel and memory-cgroup layout ("" drops the layout, as cron
 // data without mountinfo has none).
-func dyingOn(t *testing.T, kernel, layout string) *diagnose.Finding {
+func dyingOn(t *testing.T, kernel, layout string) *model.Finding {
 	t.Helper()
 	c := ruleCase{drops: []string{"node_uname_info", "memdoctor_cgroup_info"}}
 	c.overrides = append(c.overrides, sample.Metric{Name: "node_uname_info",
@@ -40,7 +41,7 @@ func dyingOn(t *testing.T, kernel, layout string) *diagnose.Finding {
 	if layout != "" {
 		c.overrides = append(c.overrides, sample.Metric{Name: "memdoctor_cgroup_info", Labels: sample.L("memory", layout, "mode", layout), Value: 1})
 	}
-	f := findingOf(diagnose.Check(apply(baseScrape(t, "dying-cgroups-6.18-x86_64-hybrid"), c), "test", nil), "dying_cgroups")
+	f := findingOf(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, "dying-cgroups-6.18-x86_64-hybrid"), c), Source: "test"}), "dying_cgroups")
 	if f == nil {
 		t.Fatalf("dying_cgroups did not fire on %s %s", kernel, layout)
 	}
@@ -81,7 +82,7 @@ func TestDyingRemediesFitHost(t *testing.T) {
 func TestCodeIsNotACommand(t *testing.T) {
 	t.Parallel()
 	c := parseCase(t, "testdata/gc_heap_slack/fire_ruby_oldmalloc.prom")
-	f := findingOf(diagnose.Check(apply(baseScrape(t, c.base), c), "test", nil), "gc_heap_slack")
+	f := findingOf(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, c.base), c), Source: "test"}), "gc_heap_slack")
 	if f == nil {
 		t.Fatal("gc_heap_slack did not fire")
 	}
@@ -106,7 +107,7 @@ func TestCodeIsNotACommand(t *testing.T) {
 // Prometheus source through a recorder it scrapes.
 func TestScrapeAdviceFitsContext(t *testing.T) {
 	t.Parallel()
-	fixes := func(r *diagnose.Report) string {
+	fixes := func(r *model.Report) string {
 		var b strings.Builder
 		for _, n := range r.Notes {
 			if strings.Contains(n.Source, "gc_time_high") {
@@ -115,22 +116,22 @@ func TestScrapeAdviceFitsContext(t *testing.T) {
 		}
 		return b.String()
 	}
-	snap := fixes(diagnose.Check(apply(baseScrape(t, "healthy-6.18-x86_64-hybrid"), ruleCase{}), "live", nil))
+	snap := fixes(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, "healthy-6.18-x86_64-hybrid"), ruleCase{}), Source: "live"}))
 	if !strings.Contains(snap, "memdoctor check --scrape URL") {
 		t.Errorf("check's fix: %q", snap)
 	}
 	w := seriestest.MustParse(t, "interval 15m\nnode_memory_MemTotal_bytes 16e9+0x100\nnode_memory_MemAvailable_bytes 8e9+0x100\n")
-	rec := fixes(diagnose.CheckRecording(diagnose.LatestScrape(w, 0), w, "store", nil))
+	rec := fixes(diagnose.Run(diagnose.Data{Latest: diagnose.LatestSnapshot(w, 0), Window: w, Source: "store"}))
 	if !strings.Contains(rec, "memdoctor record --scrape URL") || strings.Contains(rec, "check --scrape") {
 		t.Errorf("a recording's fix: %q", rec)
 	}
-	prom := fixes(diagnose.CheckWindow(w, "prometheus", nil))
+	prom := fixes(diagnose.Run(diagnose.Data{Window: w, Source: "prometheus"}))
 	if !strings.Contains(prom, "record --scrape URL") || !strings.Contains(prom, "Prometheus") || strings.Contains(prom, "check --scrape") {
 		t.Errorf("a Prometheus source's fix: %q", prom)
 	}
 	// The allocator's view: a live check may pause a process to read it,
 	// a recording cannot.
-	alloc := func(r *diagnose.Report) string {
+	alloc := func(r *model.Report) string {
 		for _, n := range r.Notes {
 			if strings.Contains(n.Source, "allocator_hoarding") {
 				return n.Fix
@@ -138,10 +139,10 @@ func TestScrapeAdviceFitsContext(t *testing.T) {
 		}
 		return ""
 	}
-	if live := alloc(diagnose.Check(apply(baseScrape(t, "healthy-6.18-x86_64-hybrid"), ruleCase{}), "live", nil)); !strings.Contains(live, "check --malloc") {
+	if live := alloc(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, "healthy-6.18-x86_64-hybrid"), ruleCase{}), Source: "live"})); !strings.Contains(live, "check --malloc") {
 		t.Errorf("check's allocator fix: %q", live)
 	}
-	recAlloc := alloc(diagnose.CheckRecording(diagnose.LatestScrape(w, 0), w, "store", nil))
+	recAlloc := alloc(diagnose.Run(diagnose.Data{Latest: diagnose.LatestSnapshot(w, 0), Window: w, Source: "store"}))
 	if recAlloc == "" || strings.Contains(recAlloc, "check --malloc") || !strings.Contains(recAlloc, "memdoctor record") {
 		t.Errorf("a recording's allocator fix: %q", recAlloc)
 	}
@@ -151,7 +152,9 @@ func TestScrapeAdviceFitsContext(t *testing.T) {
 func TestFollowUpCommandsNameTheSource(t *testing.T) {
 	t.Parallel()
 	c := parseSeriesCase(t, "testdata/watermark_thrash/fire_bursts.series")
-	run := func() *diagnose.Report { return diagnose.CheckWindow(seriestest.MustParse(t, c.src), "store", nil) }
+	run := func() *model.Report {
+		return diagnose.Run(diagnose.Data{Window: seriestest.MustParse(t, c.src), Source: "store"})
+	}
 	r := run()
 	if f := findingOf(r, "watermark_thrash"); f == nil || !strings.Contains(commandsOf(f), "--from SRC") {
 		t.Fatal("the case no longer has a follow-up command to fill in")

@@ -34,8 +34,10 @@ import (
 	"github.com/memdoctor/memdoctor/internal/capture"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/promql"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/seriestest"
 )
@@ -160,14 +162,14 @@ func parseSeries(l string) (sample.Metric, error) {
 	return m, nil
 }
 
-var bases = map[string]*sample.Scrape{}
+var bases = map[string]*sample.Snapshot{}
 
 // rawNumber matches what people should never be shown: exponents and
 // more than three decimals.
 var rawNumber = regexp.MustCompile(`\d[eE][+-]?\d|\.\d{4,}`)
 
-// baseScrape collects a real capture (cached per test binary).
-func baseScrape(t *testing.T, name string) sample.Scrape {
+// baseSnapshot collects a real capture (cached per test binary).
+func baseSnapshot(t *testing.T, name string) sample.Snapshot {
 	t.Helper()
 	if s, ok := bases[name]; ok {
 		return clone(s)
@@ -184,18 +186,18 @@ func baseScrape(t *testing.T, name string) sample.Scrape {
 	if err != nil {
 		t.Fatalf("base %s: %v", name, err)
 	}
-	bases[name] = &res.Scrape
-	return clone(&res.Scrape)
+	bases[name] = &res.Snapshot
+	return clone(&res.Snapshot)
 }
 
-func clone(s *sample.Scrape) sample.Scrape {
-	c := sample.Scrape{Time: s.Time, Instance: s.Instance}
+func clone(s *sample.Snapshot) sample.Snapshot {
+	c := sample.Snapshot{Time: s.Time, Instance: s.Instance}
 	c.Metrics = append(c.Metrics, s.Metrics...)
 	return c
 }
 
-func apply(s sample.Scrape, c ruleCase) *sample.Scrape {
-	out := &sample.Scrape{Time: s.Time, Instance: s.Instance}
+func apply(s sample.Snapshot, c ruleCase) *sample.Snapshot {
+	out := &sample.Snapshot{Time: s.Time, Instance: s.Instance}
 	drop := map[string]bool{}
 	for _, d := range c.drops {
 		drop[d] = true
@@ -250,13 +252,13 @@ func TestRuleCases(t *testing.T) {
 			}
 			name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(file), ".prom"), ".series")
 			t.Run(id+"/"+name, func(t *testing.T) {
-				var rep *diagnose.Report
+				var rep *model.Report
 				if isSeries {
-					rep = diagnose.CheckWindow(seriestest.MustParse(t, c.src), "test", nil)
+					rep = diagnose.Run(diagnose.Data{Window: seriestest.MustParse(t, c.src), Source: "test"})
 				} else {
-					rep = diagnose.Check(apply(baseScrape(t, c.base), c), "test", nil)
+					rep = diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, c.base), c), Source: "test"})
 				}
-				var got []diagnose.Finding
+				var got []model.Finding
 				for _, f := range rep.Findings {
 					if f.ID == id {
 						got = append(got, f)
@@ -270,7 +272,7 @@ func TestRuleCases(t *testing.T) {
 					// cannot be true or lacks MemTotal (cases built on a base
 					// host must keep its sizes consistent).
 					for _, sk := range rep.Coverage.NotEvaluated {
-						if sk.ID == id && (sk.Reason == diagnose.SkipInvalidData || strings.Contains(sk.Detail, "MemTotal")) {
+						if sk.ID == id && (sk.Reason == model.SkipInvalidData || strings.Contains(sk.Detail, "MemTotal")) {
 							t.Errorf("%s is quiet only because it was not evaluated: %s (%s)", id, sk.Reason, sk.Detail)
 						}
 					}
@@ -304,7 +306,7 @@ func TestRuleCases(t *testing.T) {
 					t.Errorf("summary shows a raw number: %s", f.Summary)
 				}
 				for _, e := range f.Evidence {
-					if s := diagnose.FormatValue(e); e.Text == "" && rawNumber.MatchString(s) {
+					if s := render.FormatValue(e); e.Text == "" && rawNumber.MatchString(s) {
 						t.Errorf("evidence %s prints as %q: raw number (value %v, unit %q)", e.Name, s, e.Value, e.Unit)
 					}
 				}

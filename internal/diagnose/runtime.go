@@ -8,7 +8,7 @@ package diagnose
 //     --from): the increase of each counter across the window, resets
 //     (restarts) handled by summing only rises;
 //   - over an interval: check reads every runtime twice, a few seconds
-//     apart (check --gc-interval), and CheckInterval compares the two;
+//     apart (check --gc-interval), and Run compares the two (Data.Earlier);
 //   - over the process' life: counters since start divided by the time
 //     since process_start_time_seconds (or the JVM's creation), when known.
 //
@@ -19,107 +19,11 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
-	"time"
 
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
-
-// Runtime is one runtime target's garbage-collector state.
-type Runtime struct {
-	Target  string `json:"target"`
-	Runtime string `json:"runtime"`
-	Version string `json:"version,omitempty"`
-	// Source is scrape, hsperfdata or maps (detected only: no GC data).
-	Source string `json:"source,omitempty"`
-	PID    int    `json:"pid,omitempty"`
-	Comm   string `json:"comm,omitempty"`
-	// Also is the other target the same process was read through (its
-	// scrape URL, or pid/N): one process, one runtime, from the richer
-	// source.
-	Also string `json:"also,omitempty"`
-
-	GCSeconds        *float64           `json:"gc_seconds_total,omitempty"`
-	YoungCollections *float64           `json:"young_collections_total,omitempty"`
-	OldCollections   *float64           `json:"old_collections_total,omitempty"`
-	FullCollections  *float64           `json:"full_collections_total,omitempty"`
-	Induced          map[string]float64 `json:"induced_total,omitempty"`
-	// CollectedYoung and CollectedOld are objects freed per generation
-	// (CPython).
-	CollectedYoung *float64 `json:"collected_young_objects_total,omitempty"`
-	CollectedOld   *float64 `json:"collected_old_objects_total,omitempty"`
-	// PromotedBytes and AllocatedBytes: promoted to the old generation,
-	// allocated in the young one (JVM via Micrometer).
-	PromotedBytes  *float64 `json:"promoted_bytes_total,omitempty"`
-	AllocatedBytes *float64 `json:"allocated_bytes_total,omitempty"`
-	LastCause      string   `json:"last_cause,omitempty"`
-
-	HeapLiveBytes      *float64 `json:"heap_live_bytes,omitempty"`
-	HeapCommittedBytes *float64 `json:"heap_committed_bytes,omitempty"`
-	HeapLimitBytes     *float64 `json:"heap_limit_bytes,omitempty"`
-	ResidentBytes      *float64 `json:"resident_bytes,omitempty"`
-	LargeObjectBytes   *float64 `json:"large_object_bytes,omitempty"`
-	// GCPendingBytes is the memory allocated since the last major
-	// collection and not freed since; GCPendingLimitBytes the amount that
-	// starts the next major collection (Ruby's oldmalloc figures).
-	GCPendingBytes      *float64 `json:"gc_pending_bytes,omitempty"`
-	GCPendingLimitBytes *float64 `json:"gc_pending_limit_bytes,omitempty"`
-	// UptimeSeconds is the time since the process started, when known.
-	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
-
-	// Recent are the rates over the last interval or window (nil for a
-	// single reading).
-	Recent *GCRates `json:"recent,omitempty"`
-	// Lifetime are the rates since the process started (nil when its start
-	// is unknown).
-	Lifetime *GCRates `json:"lifetime,omitempty"`
-}
-
-// GCRates are a runtime's GC counters over a time span.
-type GCRates struct {
-	Seconds float64 `json:"seconds"`
-	// GCTimeShare is GC time over wall time, 0..1 (nil when the runtime
-	// publishes no GC time).
-	GCTimeShare *float64 `json:"gc_time_share,omitempty"`
-	GCSeconds   float64  `json:"gc_seconds"`
-	Young       float64  `json:"young_collections"`
-	Old         float64  `json:"old_collections"`
-	Full        float64  `json:"full_collections"`
-	// CollectedYoung and CollectedOld are objects freed per generation.
-	CollectedYoung float64 `json:"collected_young_objects,omitempty"`
-	CollectedOld   float64 `json:"collected_old_objects,omitempty"`
-	// PromotedBytes and AllocatedBytes over the span.
-	PromotedBytes  float64 `json:"promoted_bytes,omitempty"`
-	AllocatedBytes float64 `json:"allocated_bytes,omitempty"`
-	// Induced collections by cause.
-	Induced map[string]float64 `json:"induced,omitempty"`
-	// PendingMaxBytes is the largest GC-pending figure seen over the span
-	// (it falls to zero at each major collection, so one reading may land
-	// just after one).
-	PendingMaxBytes *float64 `json:"pending_max_bytes,omitempty"`
-	// LargeObjectGrowthBytes is the change of the large-object heap.
-	LargeObjectGrowthBytes *float64 `json:"large_object_growth_bytes,omitempty"`
-	// Sustained is, for a window, the share of its parts whose GC time share
-	// was above the threshold of gc_time_high (nil otherwise).
-	PartsAboveGCThreshold *float64 `json:"parts_above_gc_threshold,omitempty"`
-}
-
-// InducedTotal sums the induced collections of all causes.
-func (g *GCRates) InducedTotal() float64 {
-	var s float64
-	for _, v := range g.Induced {
-		s += v
-	}
-	return s
-}
-
-// Per returns n per second over the span.
-func (g *GCRates) Per(n float64) float64 {
-	if g.Seconds <= 0 {
-		return 0
-	}
-	return n / g.Seconds
-}
 
 // Normalised runtime series names (see internal/runtimes).
 const (
@@ -144,16 +48,16 @@ const (
 // runtimeSeries lists every normalised series, for rules' Reads.
 var runtimeSeries = []string{rtInfo, rtGCSeconds, rtColl, rtInduced, rtLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated, rtPending, rtPendLimit}
 
-// RuntimesOf builds the runtime models of a scrape, one per target.
-func RuntimesOf(s *sample.Scrape) []Runtime {
-	byTarget := map[string]*Runtime{}
+// RuntimesOf builds the runtime models of a snapshot, one per target.
+func RuntimesOf(s *sample.Snapshot) []model.Runtime {
+	byTarget := map[string]*model.Runtime{}
 	var order []string
-	get := func(l sample.Labels) *Runtime {
+	get := func(l sample.Labels) *model.Runtime {
 		t := l.Get("target")
 		r, ok := byTarget[t]
 		if !ok {
 			pid, _ := strconv.Atoi(l.Get("pid"))
-			r = &Runtime{Target: t, Runtime: l.Get("runtime"), PID: pid, Comm: l.Get("comm")}
+			r = &model.Runtime{Target: t, Runtime: l.Get("runtime"), PID: pid, Comm: l.Get("comm")}
 			byTarget[t] = r
 			order = append(order, t)
 		}
@@ -217,7 +121,7 @@ func RuntimesOf(s *sample.Scrape) []Runtime {
 			}
 		}
 	}
-	out := make([]Runtime, 0, len(order))
+	out := make([]model.Runtime, 0, len(order))
 	for _, t := range order {
 		r := byTarget[t]
 		if r.UptimeSeconds > 1 {
@@ -229,11 +133,6 @@ func RuntimesOf(s *sample.Scrape) []Runtime {
 	return out
 }
 
-// hasGC says whether the runtime published any GC counter.
-func (r *Runtime) hasGC() bool {
-	return r.GCSeconds != nil || r.CollectedOld != nil || r.YoungCollections != nil || r.OldCollections != nil || r.FullCollections != nil || r.Induced != nil
-}
-
 func val(p *float64) float64 {
 	if p == nil {
 		return 0
@@ -241,8 +140,8 @@ func val(p *float64) float64 {
 	return *p
 }
 
-func lifetime(r *Runtime) *GCRates {
-	g := &GCRates{Seconds: r.UptimeSeconds, GCSeconds: val(r.GCSeconds), Young: val(r.YoungCollections),
+func lifetime(r *model.Runtime) *model.GCRates {
+	g := &model.GCRates{Seconds: r.UptimeSeconds, GCSeconds: val(r.GCSeconds), Young: val(r.YoungCollections),
 		Old: val(r.OldCollections), Full: val(r.FullCollections), Induced: r.Induced,
 		CollectedYoung: val(r.CollectedYoung), CollectedOld: val(r.CollectedOld),
 		PromotedBytes: val(r.PromotedBytes), AllocatedBytes: val(r.AllocatedBytes)}
@@ -256,7 +155,7 @@ func lifetime(r *Runtime) *GCRates {
 // between computes the rates from an earlier reading a to a later one b. A
 // counter absent from a (a label set that appeared since) counts from 0;
 // one that fell (a restart) counts from its new value.
-func between(a, b *Runtime, seconds float64) *GCRates {
+func between(a, b *model.Runtime, seconds float64) *model.GCRates {
 	inc := func(x, y *float64) float64 {
 		switch {
 		case y == nil:
@@ -266,7 +165,7 @@ func between(a, b *Runtime, seconds float64) *GCRates {
 		}
 		return *y - *x
 	}
-	g := &GCRates{Seconds: seconds, GCSeconds: inc(a.GCSeconds, b.GCSeconds), Young: inc(a.YoungCollections, b.YoungCollections),
+	g := &model.GCRates{Seconds: seconds, GCSeconds: inc(a.GCSeconds, b.GCSeconds), Young: inc(a.YoungCollections, b.YoungCollections),
 		Old: inc(a.OldCollections, b.OldCollections), Full: inc(a.FullCollections, b.FullCollections),
 		CollectedYoung: inc(a.CollectedYoung, b.CollectedYoung), CollectedOld: inc(a.CollectedOld, b.CollectedOld),
 		PromotedBytes: inc(a.PromotedBytes, b.PromotedBytes), AllocatedBytes: inc(a.AllocatedBytes, b.AllocatedBytes)}
@@ -295,30 +194,28 @@ func between(a, b *Runtime, seconds float64) *GCRates {
 	return g
 }
 
-// CheckInterval diagnoses the later of two readings of the same host, the
-// runtime rules using the counters' change since the earlier one.
-func CheckInterval(earlier, later *sample.Scrape, source string, notes []sample.Note) *Report {
-	h := Analyze(later, source)
-	prev := map[string]Runtime{}
+// intervalRates fills the runtimes' Recent rates from the change of their
+// counters since an earlier reading of the same host.
+func intervalRates(h *model.Host, earlier *sample.Snapshot) {
+	prev := map[string]model.Runtime{}
 	for _, r := range RuntimesOf(earlier) {
 		prev[r.Target] = r
 	}
-	secs := later.Time.Sub(earlier.Time).Seconds()
+	secs := h.S.Time.Sub(earlier.Time).Seconds()
 	for i := range h.Runtimes {
-		if a, ok := prev[h.Runtimes[i].Target]; ok && secs > 0 && h.Runtimes[i].hasGC() {
+		if a, ok := prev[h.Runtimes[i].Target]; ok && secs > 0 && h.Runtimes[i].HasGC() {
 			h.Runtimes[i].Recent = between(&a, &h.Runtimes[i], secs)
 		}
 	}
-	return run(&Input{Host: h}, notes)
 }
 
 // windowRates fills the runtimes' Recent rates from a window.
-func windowRates(h *Host, w *sample.Window) {
+func windowRates(h *model.Host, w *sample.Window) {
 	if w == nil {
 		return
 	}
 	if rr, ok := currentReclaim(w); ok && rr.seconds > 0 {
-		h.Reclaim.setRates(rr.seconds, map[string]float64{
+		setRates(&h.Reclaim, rr.seconds, map[string]float64{
 			"kswapd_low_wmark_hit_quickly": rr.nHits, "allocstall": rr.nStalls, "pgscan_direct": rr.nScans})
 	}
 	for i := range h.Runtimes {
@@ -333,7 +230,7 @@ func windowRates(h *Host, w *sample.Window) {
 // time was high throughout.
 const gcWindowParts = 6
 
-func windowGC(w *sample.Window, target string) *GCRates {
+func windowGC(w *sample.Window, target string) *model.GCRates {
 	ser := func(name string, match ...string) *sample.Series {
 		ss := w.Select(name, append([]string{"target", target}, match...)...)
 		if len(ss) == 0 {
@@ -352,7 +249,7 @@ func windowGC(w *sample.Window, target string) *GCRates {
 	if to <= from {
 		return nil
 	}
-	g := &GCRates{Seconds: float64(to-from) / 1000}
+	g := &model.GCRates{Seconds: float64(to-from) / 1000}
 	if s := ser(rtGCSeconds); s != nil && len(s.Points) >= 2 {
 		g.GCSeconds = increase(s.Points)
 		span := float64(s.Points[len(s.Points)-1].T-s.Points[0].T) / 1000
@@ -424,10 +321,10 @@ func partsAbove(ps []sample.Point, threshold float64) *float64 {
 }
 
 // runtimeSubject names a runtime target for a finding.
-func runtimeSubject(r *Runtime) string {
+func runtimeSubject(r *model.Runtime) string {
 	if r.PID > 0 && r.Comm != "" {
 		s := r.Runtime + " process " + r.Comm + " (pid " + strconv.Itoa(r.PID) + ")"
-		if u := r.url(); u != "" {
+		if u := r.URL(); u != "" {
 			s += " at " + u
 		}
 		return s
@@ -435,17 +332,7 @@ func runtimeSubject(r *Runtime) string {
 	return r.Runtime + " runtime at " + r.Target
 }
 
-// url is the scrape URL the runtime was read or is also served at.
-func (r *Runtime) url() string {
-	for _, t := range []string{r.Target, r.Also} {
-		if strings.Contains(t, "://") {
-			return t
-		}
-	}
-	return ""
-}
-
 // spanWords says what span a rate covers.
-func spanWords(g *GCRates) string {
-	return "over " + (time.Duration(g.Seconds * float64(time.Second))).Round(time.Second).String()
+func spanWords(g *model.GCRates) string {
+	return "over " + render.ClockSeconds(g.Seconds)
 }

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -30,7 +30,7 @@ var meminfoChecked = []string{
 }
 
 // meminfoInvalid names the first impossible meminfo value in s, or "".
-func meminfoInvalid(s *sample.Scrape) string {
+func meminfoInvalid(s *sample.Snapshot) string {
 	for _, k := range meminfoChecked {
 		name := "node_memory_" + k + "_bytes"
 		v, ok := s.Get(name)
@@ -55,7 +55,7 @@ func meminfoInvalid(s *sample.Scrape) string {
 		w, ok2 := s.Get("node_memory_" + c[1] + "_bytes")
 		if ok1 && ok2 && p > w {
 			return fmt.Sprintf("series node_memory_%s_bytes (%s) is above node_memory_%s_bytes (%s)",
-				c[0], human.Bytes(int64(p)), c[1], human.Bytes(int64(w)))
+				c[0], render.Bytes(int64(p)), c[1], render.Bytes(int64(w)))
 		}
 	}
 	return ""
@@ -63,7 +63,7 @@ func meminfoInvalid(s *sample.Scrape) string {
 
 // availableMissing names the series MemAvailable is missing for: neither
 // MemAvailable nor everything the pre-3.14 estimate adds up.
-func availableMissing(s *sample.Scrape) string {
+func availableMissing(s *sample.Snapshot) string {
 	if s.Has("node_memory_MemAvailable_bytes") {
 		return ""
 	}

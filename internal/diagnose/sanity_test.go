@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -33,27 +34,27 @@ func TestImpossibleMeminfoNotEvaluated(t *testing.T) {
 		{"only MemTotal", map[string]float64{"MemFree": math.NaN(), "MemAvailable": math.NaN(), "AnonPages": math.NaN(),
 			"Active_file": math.NaN(), "Inactive_file": math.NaN(), "Shmem": math.NaN(), "SReclaimable": math.NaN(),
 			"SUnreclaim": math.NaN(), "KernelStack": math.NaN(), "PageTables": math.NaN()},
-			"low_available_memory", diagnose.SkipMissingData, "node_memory_MemAvailable_bytes"},
+			"low_available_memory", model.SkipMissingData, "node_memory_MemAvailable_bytes"},
 		{"MemAvailable missing, no estimate", map[string]float64{"MemAvailable": math.NaN(), "Active_file": math.NaN()},
-			"low_available_memory", diagnose.SkipMissingData, "node_memory_Active_file_bytes"},
+			"low_available_memory", model.SkipMissingData, "node_memory_Active_file_bytes"},
 		{"MemTotal 0", map[string]float64{"MemTotal": 0, "MemFree": 0, "MemAvailable": 0},
-			"low_available_memory", diagnose.SkipInvalidData, "node_memory_MemTotal_bytes is 0"},
+			"low_available_memory", model.SkipInvalidData, "node_memory_MemTotal_bytes is 0"},
 		{"MemTotal negative", map[string]float64{"MemTotal": -5120},
-			"low_available_memory", diagnose.SkipInvalidData, "node_memory_MemTotal_bytes is negative"},
+			"low_available_memory", model.SkipInvalidData, "node_memory_MemTotal_bytes is negative"},
 		{"MemTotal wrapped", map[string]float64{"MemTotal": 18446744073709551615 * 1024.0},
-			"low_available_memory", diagnose.SkipInvalidData, "beyond 8 EiB"},
+			"low_available_memory", model.SkipInvalidData, "beyond 8 EiB"},
 		{"MemAvailable infinite", map[string]float64{"MemAvailable": math.Inf(1)},
-			"low_available_memory", diagnose.SkipInvalidData, "node_memory_MemAvailable_bytes is +Inf"},
+			"low_available_memory", model.SkipInvalidData, "node_memory_MemAvailable_bytes is +Inf"},
 		{"MemAvailable above MemTotal", map[string]float64{"MemAvailable": 32 * gib},
-			"low_available_memory", diagnose.SkipInvalidData, "node_memory_MemAvailable_bytes (32.0 GiB) is above node_memory_MemTotal_bytes"},
+			"low_available_memory", model.SkipInvalidData, "node_memory_MemAvailable_bytes (32.0 GiB) is above node_memory_MemTotal_bytes"},
 		{"unexplained: a category missing", map[string]float64{"Shmem": math.NaN(), "MemAvailable": 100 << 20},
-			"kernel_memory_unexplained", diagnose.SkipMissingData, "node_memory_Shmem_bytes"},
+			"kernel_memory_unexplained", model.SkipMissingData, "node_memory_Shmem_bytes"},
 		{"slab: SUnreclaim negative", map[string]float64{"SUnreclaim": -1},
-			"slab_unreclaimable_high", diagnose.SkipInvalidData, "node_memory_SUnreclaim_bytes is negative"},
+			"slab_unreclaimable_high", model.SkipInvalidData, "node_memory_SUnreclaim_bytes is negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := &sample.Scrape{Time: time.Unix(1700000000, 0)}
+			s := &sample.Snapshot{Time: time.Unix(1700000000, 0)}
 			for k, v := range healthy {
 				if nv, ok := tc.set[k]; ok {
 					v = nv
@@ -62,8 +63,8 @@ func TestImpossibleMeminfoNotEvaluated(t *testing.T) {
 					s.Add("node_memory_"+k+"_bytes", v)
 				}
 			}
-			h := diagnose.Analyze(s, "test")
-			found, notes, cov := diagnose.RunCovered(&diagnose.Input{Host: h}, diagnose.Rules())
+			rep := diagnose.Run(diagnose.Data{Latest: s, Source: "test"})
+			found, notes, cov, h := rep.Findings, rep.Notes, rep.Coverage, rep.Host
 			for _, f := range found {
 				if f.ID == tc.rule {
 					t.Errorf("%s fired on data it cannot judge: %s", f.ID, f.Summary)
@@ -72,7 +73,7 @@ func TestImpossibleMeminfoNotEvaluated(t *testing.T) {
 			if slices.Contains(cov.Evaluated, tc.rule) {
 				t.Errorf("%s counted as evaluated", tc.rule)
 			}
-			i := slices.IndexFunc(cov.NotEvaluated, func(s diagnose.RuleSkip) bool { return s.ID == tc.rule })
+			i := slices.IndexFunc(cov.NotEvaluated, func(s model.RuleSkip) bool { return s.ID == tc.rule })
 			if i < 0 {
 				t.Fatalf("%s not listed as not evaluated: %+v", tc.rule, cov.NotEvaluated)
 			}
@@ -90,7 +91,7 @@ func TestImpossibleMeminfoNotEvaluated(t *testing.T) {
 			if a := h.Accounting; (a.TotalBytes < 0 || a.AvailableBytes < 0 || a.UsedPercent < 0) && a.Invalid == "" {
 				t.Errorf("accounting holds impossible numbers, unflagged: total %d, available %d, used %.1f%%", a.TotalBytes, a.AvailableBytes, a.UsedPercent)
 			}
-			if tc.reason == diagnose.SkipInvalidData && !strings.Contains(h.Accounting.Invalid, tc.says) {
+			if tc.reason == model.SkipInvalidData && !strings.Contains(h.Accounting.Invalid, tc.says) {
 				t.Errorf("accounting.invalid = %q, want it to say %q", h.Accounting.Invalid, tc.says)
 			}
 		})
@@ -116,10 +117,10 @@ func TestImpossibleWindowNotEvaluated(t *testing.T) {
 	}
 	w.Add(total)
 	w.Add(avail)
-	_, _, cov := diagnose.RunCovered(&diagnose.Input{Window: w}, diagnose.Rules())
+	cov := diagnose.Run(diagnose.Data{Window: w, Source: "test"}).Coverage
 	for _, id := range []string{"available_memory_decline", "memory_baseline_exceeded"} {
-		i := slices.IndexFunc(cov.NotEvaluated, func(s diagnose.RuleSkip) bool { return s.ID == id })
-		if i < 0 || cov.NotEvaluated[i].Reason != diagnose.SkipInvalidData || !strings.Contains(cov.NotEvaluated[i].Detail, "node_memory_MemAvailable_bytes is NaN at 2024-01-05 04:00:00 UTC") {
+		i := slices.IndexFunc(cov.NotEvaluated, func(s model.RuleSkip) bool { return s.ID == id })
+		if i < 0 || cov.NotEvaluated[i].Reason != model.SkipInvalidData || !strings.Contains(cov.NotEvaluated[i].Detail, "node_memory_MemAvailable_bytes is NaN at 2024-01-05 04:00:00 UTC") {
 			t.Errorf("%s: %+v, want not evaluated for the NaN point", id, cov.NotEvaluated)
 		}
 	}
@@ -128,13 +129,13 @@ func TestImpossibleWindowNotEvaluated(t *testing.T) {
 // Rules not evaluated for the same impossible value share one note.
 func TestImpossibleDataOneNote(t *testing.T) {
 	t.Parallel()
-	s := &sample.Scrape{Time: time.Unix(1700000000, 0)}
+	s := &sample.Snapshot{Time: time.Unix(1700000000, 0)}
 	for _, k := range []string{"MemFree", "MemAvailable", "AnonPages", "Active_file", "Inactive_file", "Shmem",
 		"SReclaimable", "SUnreclaim", "KernelStack", "PageTables"} {
 		s.Add("node_memory_"+k+"_bytes", 1<<20)
 	}
 	s.Add("node_memory_MemTotal_bytes", -5120)
-	_, notes, _ := diagnose.RunCovered(&diagnose.Input{Host: diagnose.Analyze(s, "test")}, diagnose.Rules())
+	notes := diagnose.Run(diagnose.Data{Latest: s, Source: "test"}).Notes
 	var got []string
 	for _, n := range notes {
 		if strings.Contains(n.Message, "impossible data") {

@@ -24,7 +24,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 // The rule fires from a growth of this share of MemTotal per day and at
@@ -77,7 +78,7 @@ func slabGrowthAlerts(o AlertOptions) []Alert {
 		Summary: fmt.Sprintf("unreclaimable slab on {{ $labels.instance }} grows by more than %s%% of its memory a day", promNum(100*share))}}
 }
 
-func (slabUnreclaimableGrowth) Eval(in *Input) []Finding {
+func (slabUnreclaimableGrowth) Eval(in *Input) []model.Finding {
 	w := in.Window
 	if w == nil {
 		return nil
@@ -99,14 +100,14 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []Finding {
 		return nil
 	}
 	last := su[len(su)-1].V
-	sev := Warning
+	sev := model.Warning
 	if last >= 0.1*total {
-		sev = Critical
+		sev = model.Critical
 	}
-	fd := Finding{ID: "slab_unreclaimable_growth", Severity: sev, Subject: subject(w, "host"),
+	fd := model.Finding{ID: "slab_unreclaimable_growth", Severity: sev, Subject: subject(w, "host"),
 		Summary: fmt.Sprintf("unreclaimable slab grows %s per day (p=%s, %s over %s), now %s (%.1f%% of memory)",
-			human.Bytes(int64(f.Slope)), Number(f.P), human.Bytes(int64(grown)), spanText(su), human.Bytes(int64(last)), 100*last/total),
-		Evidence: []Evidence{
+			render.Bytes(int64(f.Slope)), render.Number(f.P), render.Bytes(int64(grown)), spanText(su), render.Bytes(int64(last)), 100*last/total),
+		Evidence: []model.Evidence{
 			ev("slab_unreclaimable_slope_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),
 			ev("slab_unreclaimable_bytes", last, "bytes"),
@@ -118,16 +119,16 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []Finding {
 		if i == 5 {
 			break
 		}
-		fd.Evidence = append(fd.Evidence, evText("cache", fmt.Sprintf("%s +%s (now %s%s)", c.name, human.Bytes(int64(c.growth)), human.Bytes(int64(c.now)), c.kind)))
+		fd.Evidence = append(fd.Evidence, evText("cache", fmt.Sprintf("%s +%s (now %s%s)", c.name, render.Bytes(int64(c.growth)), render.Bytes(int64(c.now)), c.kind)))
 	}
-	fd.Remedies = []Remedy{
+	fd.Remedies = []model.Remedy{
 		{Title: "check for dying memory cgroups pinning slab (see dying_cgroups), and which caches grow",
 			Commands: []string{"grep memory /proc/cgroups", "sudo slabtop -o -s c | head -20"},
 			Risk:     "none (read-only)"},
 		{Title: "on kernels before 5.3, dying cgroups pin their slab caches: upgrading ends that source",
 			Risk: "a kernel upgrade"},
 	}
-	return []Finding{fd}
+	return []model.Finding{fd}
 }
 
 type cacheGrowth struct {

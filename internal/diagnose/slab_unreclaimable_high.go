@@ -17,7 +17,8 @@ package diagnose
 import (
 	"fmt"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type slabUnreclaimableHigh struct{}
@@ -33,7 +34,7 @@ func (slabUnreclaimableHigh) Meta() Meta {
 		Doc:       "unreclaimable slab over 10 % of memory"}
 }
 
-func (slabUnreclaimableHigh) Eval(in *Input) []Finding {
+func (slabUnreclaimableHigh) Eval(in *Input) []model.Finding {
 	if !memoryUsable(in, "slab_unreclaimable_high", false) {
 		return nil
 	}
@@ -42,19 +43,19 @@ func (slabUnreclaimableHigh) Eval(in *Input) []Finding {
 	if s.UnreclaimableBytes < slabHighMinBytes {
 		return nil
 	}
-	var sev Severity
+	var sev model.Severity
 	switch {
 	case s.UnreclaimablePercent >= slabHighCritPct:
-		sev = Critical
+		sev = model.Critical
 	case s.UnreclaimablePercent >= slabHighWarnPct:
-		sev = Warning
+		sev = model.Warning
 	default:
 		return nil
 	}
-	f := Finding{ID: "slab_unreclaimable_high", Severity: sev, Subject: "host",
+	f := model.Finding{ID: "slab_unreclaimable_high", Severity: sev, Subject: "host",
 		Summary: fmt.Sprintf("unreclaimable slab holds %s (%.1f%% of memory, %.0f%% of all slab); the kernel cannot free it under pressure",
-			human.Bytes(s.UnreclaimableBytes), s.UnreclaimablePercent, s.UnreclaimableShare),
-		Evidence: []Evidence{
+			render.Bytes(s.UnreclaimableBytes), s.UnreclaimablePercent, s.UnreclaimableShare),
+		Evidence: []model.Evidence{
 			ev("slab_unreclaimable_bytes", float64(s.UnreclaimableBytes), "bytes"),
 			ev("slab_unreclaimable_percent_of_total", s.UnreclaimablePercent, "percent"),
 			ev("slab_reclaimable_bytes", float64(s.ReclaimableBytes), "bytes"),
@@ -65,7 +66,7 @@ func (slabUnreclaimableHigh) Eval(in *Input) []Finding {
 		if c.Reclaimable != nil && *c.Reclaimable {
 			continue
 		}
-		f.Evidence = append(f.Evidence, evText("cache", fmt.Sprintf("%s %s (%d objects of %d B)", c.Name, human.Bytes(c.Bytes), c.Objects, c.ObjectSizeBytes)))
+		f.Evidence = append(f.Evidence, evText("cache", fmt.Sprintf("%s %s (%d objects of %d B)", c.Name, render.Bytes(c.Bytes), c.Objects, c.ObjectSizeBytes)))
 		if n++; n == 5 {
 			break
 		}
@@ -76,14 +77,14 @@ func (slabUnreclaimableHigh) Eval(in *Input) []Finding {
 	if h.Cgroups.MemoryDying != nil {
 		f.Evidence = append(f.Evidence, ev("memory_cgroups_dying", float64(*h.Cgroups.MemoryDying), "count"))
 	}
-	f.Remedies = []Remedy{
+	f.Remedies = []model.Remedy{
 		{Title: "see which caches hold it and whether they grow",
 			Commands: []string{"sudo slabtop -o -s c | head -20", "memdoctor check --json | jq .slab.top"},
 			Risk:     "none (read-only)"},
 		{Title: "if dying memory cgroups are many, fix their creation (see dying_cgroups); otherwise look for the subsystem that owns the growing cache (kmalloc-*: enable slab_debug/kmemleak on a test host)",
 			Risk: "kmemleak and slab debugging cost CPU and memory; not for production"},
 	}
-	return []Finding{f}
+	return []model.Finding{f}
 }
 
 // Unreclaimable slab in percent of MemTotal from which the rule warns, from

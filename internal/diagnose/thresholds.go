@@ -1,5 +1,7 @@
 package diagnose
 
+import "github.com/memdoctor/memdoctor/internal/model"
+
 // Thresholds exposes the thresholds that commands explain to the user.
 var Thresholds = struct {
 	// memory_baseline_exceeded: the latest daily peak against the median
@@ -17,4 +19,4 @@ func AllocstallSeries() []string { return append([]string(nil), allocstallSeries
 // extrapolated from (watermark_gap_small, watermark_thrash): below it the
 // counts themselves are compared with the daily thresholds, and the
 // findings say the span instead of a rate.
-const minEvidenceSeconds = 3600
+const minEvidenceSeconds = model.MinEvidenceSeconds

@@ -2,27 +2,16 @@ package diagnose
 
 import (
 	"fmt"
-	"sort"
 	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
-// SortFindings orders findings most severe first, then by id.
-func SortFindings(fs []Finding) { sortFindings(fs) }
-
-func sortFindings(fs []Finding) {
-	sort.SliceStable(fs, func(i, j int) bool {
-		if a, b := fs[i].Severity.Rank(), fs[j].Severity.Rank(); a != b {
-			return a > b
-		}
-		return fs[i].ID < fs[j].ID
-	})
+func ev(name string, v float64, unit string) model.Evidence {
+	return model.Evidence{Name: name, Value: v, Unit: unit}
 }
 
-func ev(name string, v float64, unit string) Evidence {
-	return Evidence{Name: name, Value: v, Unit: unit}
-}
-
-func evText(name, text string) Evidence { return Evidence{Name: name, Text: text} }
+func evText(name, text string) model.Evidence { return model.Evidence{Name: name, Text: text} }
 
 // preloadGiven tailors the advice to run memdoctor's preload library: the
 // processes that already map it are named as such (their stats were not

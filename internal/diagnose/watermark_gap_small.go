@@ -16,7 +16,7 @@ package diagnose
 // (any allocstall or pgscan_direct), or kswapd_low_wmark_hit_quickly at 10
 // or more per day; and only while the largest lowmem zone's window is below
 // the recommended size. Critical from 1000 direct-reclaim stalls per day.
-// The rates are over the uptime for one scrape, and over the span
+// The rates are over the uptime for one snapshot, and over the span
 // watermark_thrash judges for a time range (the same numbers in both
 // findings); from less than an hour the counts themselves are compared
 // with the daily thresholds and shown with their span, never extrapolated.
@@ -39,7 +39,8 @@ package diagnose
 import (
 	"fmt"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/vmcalc"
 )
 
@@ -73,15 +74,15 @@ const (
 // RecommendScaleFactor returns the recommended watermark_scale_factor for
 // the host (never below the current one), or 0 when watermarks could not be
 // recomputed.
-func RecommendScaleFactor(h *Host) int64 {
+func RecommendScaleFactor(h *model.Host) int64 {
 	w := &h.Watermarks
-	if !w.Recomputed {
+	if !w.Recomputed || w.Calc == nil {
 		return 0
 	}
 	cur := w.WatermarkScaleFactor
 	best := int64(0)
 	var bigManaged int64
-	for _, z := range w.zones {
+	for _, z := range w.Calc.Zones {
 		if vmcalc.IsLowmem(z.Name) && z.Managed > bigManaged {
 			bigManaged = z.Managed
 		}
@@ -89,7 +90,7 @@ func RecommendScaleFactor(h *Host) int64 {
 	if bigManaged == 0 {
 		return 0
 	}
-	ps := int64(w.params.PageSize)
+	ps := int64(w.Calc.Params.PageSize)
 	target := min(max(bigManaged*ps*targetGapPercent/100, targetGapFloor), targetGapCeiling)
 	for f := int64(10); f <= maxScaleFactor; f += 10 {
 		wi := w.Evaluate(f)
@@ -107,7 +108,7 @@ func RecommendScaleFactor(h *Host) int64 {
 	return max(best, cur)
 }
 
-func (watermarkGapSmall) Eval(in *Input) []Finding {
+func (watermarkGapSmall) Eval(in *Input) []model.Finding {
 	if !memoryUsable(in, "watermark_gap_small", false) {
 		return nil
 	}
@@ -128,37 +129,37 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 	}
 	rec := next.WatermarkScaleFactor
 	cur := w.Evaluate(w.WatermarkScaleFactor)
-	sev := Warning
+	sev := model.Warning
 	if r.Judged("allocstall") >= 1000 {
-		sev = Critical
+		sev = model.Critical
 	}
 	seen := fmt.Sprintf("%.0f direct-reclaim stalls and %.0f quick low-watermark wake-ups per day", r.Judged("allocstall"), hits)
-	rates := []Evidence{
+	rates := []model.Evidence{
 		ev("kswapd_low_wmark_hit_quickly_per_day", hits, "per_day"),
 		ev("allocstall_per_day", r.Judged("allocstall"), "per_day"),
 		ev("pgscan_direct_per_day", r.Judged("pgscan_direct"), "per_day"),
 	}
 	if r.PerDay != nil && r.Short() {
 		seen = fmt.Sprintf("%s and %s in %s (too short a span for daily rates)",
-			human.Count(r.Counts["allocstall"], "direct-reclaim stall", "direct-reclaim stalls"),
-			human.Count(r.Counts["kswapd_low_wmark_hit_quickly"], "quick low-watermark wake-up", "quick low-watermark wake-ups"), humanSeconds(r.Seconds))
-		rates = []Evidence{
+			render.Count(r.Counts["allocstall"], "direct-reclaim stall", "direct-reclaim stalls"),
+			render.Count(r.Counts["kswapd_low_wmark_hit_quickly"], "quick low-watermark wake-up", "quick low-watermark wake-ups"), render.ClockSeconds(r.Seconds))
+		rates = []model.Evidence{
 			ev("kswapd_low_wmark_hit_quickly_count", r.Counts["kswapd_low_wmark_hit_quickly"], "count"),
 			ev("allocstall_count", r.Counts["allocstall"], "count"),
 			ev("pgscan_direct_count", r.Counts["pgscan_direct"], "count"),
 			ev("span_seconds", r.Seconds, "seconds"),
 		}
 	}
-	f := Finding{ID: "watermark_gap_small", Severity: sev, Subject: "zone " + cur.Zone,
+	f := model.Finding{ID: "watermark_gap_small", Severity: sev, Subject: "zone " + cur.Zone,
 		Summary: fmt.Sprintf("kswapd's window on %s is %s (low−min); reclaim bursts cross it: %s",
-			cur.Zone, human.Bytes(cur.LowMinGapBytes), seen),
-		Evidence: append([]Evidence{
+			cur.Zone, render.Bytes(cur.LowMinGapBytes), seen),
+		Evidence: append([]model.Evidence{
 			ev("watermark_scale_factor", float64(w.WatermarkScaleFactor), ""),
 			ev("min_free_kbytes", float64(w.MinFreeKbytes), "kB"),
 			ev("scale_factor_effective_from", float64(w.EffectiveFrom), ""),
 			ev("low_min_gap_bytes", float64(cur.LowMinGapBytes), "bytes")}, rates...),
 	}
-	f.Evidence = append(f.Evidence, []Evidence{
+	f.Evidence = append(f.Evidence, []model.Evidence{
 		ev("recommended_watermark_scale_factor", float64(rec), ""),
 		ev("recommended_low_min_gap_bytes", float64(next.LowMinGapBytes), "bytes"),
 		ev("recommended_min_pages", float64(next.MinPages), "pages"),
@@ -177,21 +178,21 @@ func (watermarkGapSmall) Eval(in *Input) []Finding {
 		f.Evidence = append(f.Evidence, ev...)
 		f.Summary += sum
 	}
-	f.Remedies = []Remedy{
+	f.Remedies = []model.Remedy{
 		{Title: fmt.Sprintf("widen kswapd's window: watermark_scale_factor %d → %d (%s window on %s; MemAvailable %s)",
-			w.WatermarkScaleFactor, rec, human.Bytes(next.LowMinGapBytes), next.Zone, human.Bytes(next.MemAvailableDeltaBytes)),
+			w.WatermarkScaleFactor, rec, render.Bytes(next.LowMinGapBytes), next.Zone, render.Bytes(next.MemAvailableDeltaBytes)),
 			Commands: []string{
 				fmt.Sprintf("sysctl -w vm.watermark_scale_factor=%d", rec),
 				fmt.Sprintf("echo 'vm.watermark_scale_factor = %d' > /etc/sysctl.d/60-memdoctor-watermarks.conf", rec),
 			},
 			Risk: fmt.Sprintf("kswapd starts earlier and keeps %s more free, which lowers MemAvailable by that much; takes effect at once, no restart",
-				human.Bytes(-next.MemAvailableDeltaBytes)),
+				render.Bytes(-next.MemAvailableDeltaBytes)),
 			Undo: fmt.Sprintf("sysctl -w vm.watermark_scale_factor=%d; rm /etc/sysctl.d/60-memdoctor-watermarks.conf", w.WatermarkScaleFactor)},
 		{Title: "verify: kswapd_low_wmark_hit_quickly and allocstall_* per day should fall (incident 3: 1000 → 100 per day)",
 			Commands: []string{"grep -E 'kswapd_low_wmark_hit_quickly|allocstall' /proc/vmstat"},
 			Risk:     "none (read-only)"},
 	}
-	return []Finding{f}
+	return []model.Finding{f}
 }
 
 // gapMinHitsPerDay is the reclaim trouble the rule needs without direct

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/seriestest"
 )
@@ -24,14 +25,14 @@ func TestWatermarkRulesShareRates(t *testing.T) {
 		}
 		over = append(over, m)
 	}
-	latest := apply(baseScrape(t, "healthy-6.18-x86_64-hybrid"), ruleCase{uptime: 5 * time.Hour, overrides: over})
+	latest := apply(baseSnapshot(t, "healthy-6.18-x86_64-hybrid"), ruleCase{uptime: 5 * time.Hour, overrides: over})
 	w := seriestest.MustParse(t, `interval 1m
 node_sysctl_vm_watermark_scale_factor 10+0x240
 node_vmstat_kswapd_low_wmark_hit_quickly 0+5x240
 node_vmstat_allocstall_normal 0+1x240
 node_vmstat_pgscan_direct 0+30x240
 `)
-	r := diagnose.CheckRecording(latest, w, "test", nil)
+	r := diagnose.Run(diagnose.Data{Latest: latest, Window: w, Source: "test"})
 	gap, thrash := findingOf(r, "watermark_gap_small"), findingOf(r, "watermark_thrash")
 	if gap == nil || thrash == nil {
 		t.Fatalf("both rules should fire: gap %v, thrash %v (%+v)", gap != nil, thrash != nil, r.Findings)
@@ -45,7 +46,7 @@ node_vmstat_pgscan_direct 0+30x240
 }
 
 // evidenceValue is the value of f's evidence name, NaN when it has none.
-func evidenceValue(f *diagnose.Finding, name string) float64 {
+func evidenceValue(f *model.Finding, name string) float64 {
 	if e, ok := evidenceOf(f, name); ok {
 		return e.Value
 	}

@@ -30,10 +30,10 @@ package diagnose
 import (
 	"fmt"
 	"math"
-	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/promql"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -118,9 +118,9 @@ func (r reclaimRates) judged() (hits, stalls float64) {
 func (r reclaimRates) describe() string {
 	if r.short() {
 		return fmt.Sprintf("%s and %s in %s (too short a span for daily rates)",
-			human.Count(r.nHits, "quick kswapd wake-up", "quick kswapd wake-ups"), human.Count(r.nStalls, "direct-reclaim stall", "direct-reclaim stalls"), humanSeconds(r.seconds))
+			render.Count(r.nHits, "quick kswapd wake-up", "quick kswapd wake-ups"), render.Count(r.nStalls, "direct-reclaim stall", "direct-reclaim stalls"), render.ClockSeconds(r.seconds))
 	}
-	return fmt.Sprintf("%s and %s a day (over %.1f days)", human.Count(r.hits, "quick kswapd wake-up", "quick kswapd wake-ups"), human.Count(r.stalls, "direct-reclaim stall", "direct-reclaim stalls"), r.days)
+	return fmt.Sprintf("%s and %s a day (over %.1f days)", render.Count(r.hits, "quick kswapd wake-up", "quick kswapd wake-ups"), render.Count(r.stalls, "direct-reclaim stall", "direct-reclaim stalls"), r.days)
 }
 
 func reclaimOver(w *sample.Window, sp span) reclaimRates {
@@ -145,11 +145,6 @@ func reclaimOver(w *sample.Window, sp span) reclaimRates {
 		r.hits, r.stalls, r.scans = r.nHits/r.days, r.nStalls/r.days, r.nScans/r.days
 	}
 	return r
-}
-
-// humanSeconds: "44s", "12m30s", "3h5m".
-func humanSeconds(s float64) string {
-	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
 }
 
 // currentReclaim: the rates over the newest boot since the last change of
@@ -188,7 +183,7 @@ func settingChanges(s *sample.Series, sp span) []sample.Point {
 	return out
 }
 
-func (watermarkThrash) Eval(in *Input) []Finding {
+func (watermarkThrash) Eval(in *Input) []model.Finding {
 	w := in.Window
 	if w == nil {
 		return nil
@@ -223,18 +218,18 @@ func (watermarkThrash) Eval(in *Input) []Finding {
 	}
 	if !bad(now) {
 		if before != nil && bad(*before) {
-			return []Finding{improved(w, change, *before, now)}
+			return []model.Finding{improved(w, change, *before, now)}
 		}
 		if now.short() && (now.nHits > 0 || now.nStalls > 0) {
 			in.Note("watermark_thrash", fmt.Sprintf("%s: below the thresholds, and too short to judge a day", now.describe()), "record longer")
 		}
 		return nil
 	}
-	sev := Warning
+	sev := model.Warning
 	if _, st := now.judged(); st >= thrashCritStalls {
-		sev = Critical
+		sev = model.Critical
 	}
-	f := Finding{ID: "watermark_thrash", Severity: sev, Subject: subject(w, "host"),
+	f := model.Finding{ID: "watermark_thrash", Severity: sev, Subject: subject(w, "host"),
 		Summary:  "reclaim bursts cross the watermarks: " + now.describe(),
 		Evidence: rateEvidence(now),
 	}
@@ -298,20 +293,20 @@ func (watermarkThrash) Eval(in *Input) []Finding {
 			ev("recommended_low_pages", float64(r.LowPages), "pages"),
 			ev("recommended_high_pages", float64(r.HighPages), "pages"),
 			ev("mem_available_delta_bytes", float64(r.MemAvailableDeltaBytes), "bytes"))
-		f.Remedies = append(f.Remedies, Remedy{
+		f.Remedies = append(f.Remedies, model.Remedy{
 			Title: fmt.Sprintf("widen kswapd's window: watermark_scale_factor %.0f → %d (%s on %s, MemAvailable %s)",
-				cw, r.WatermarkScaleFactor, human.Bytes(r.LowMinGapBytes), r.Zone, human.Bytes(r.MemAvailableDeltaBytes)),
+				cw, r.WatermarkScaleFactor, render.Bytes(r.LowMinGapBytes), r.Zone, render.Bytes(r.MemAvailableDeltaBytes)),
 			Commands: []string{fmt.Sprintf("sysctl -w vm.watermark_scale_factor=%d", r.WatermarkScaleFactor),
 				fmt.Sprintf("echo 'vm.watermark_scale_factor = %d' > /etc/sysctl.d/60-memdoctor-watermarks.conf", r.WatermarkScaleFactor)},
 			Risk: "kswapd reclaims earlier and keeps more free; MemAvailable drops by the amount shown",
 			Undo: fmt.Sprintf("sysctl -w vm.watermark_scale_factor=%.0f; rm /etc/sysctl.d/60-memdoctor-watermarks.conf", cw)})
 	}
 	f.Remedies = append(f.Remedies,
-		Remedy{Title: "keep recording and compare the rates after the change (this rule reports before/after when the setting changes in the data)",
+		model.Remedy{Title: "keep recording and compare the rates after the change (this rule reports before/after when the setting changes in the data)",
 			Commands: []string{"memdoctor diagnose --from SRC --since -7d"}, Risk: "none (read-only)"},
-		Remedy{Title: "reduce allocation bursts at the source (batch small writes, e.g. Kafka producers with byte-sized batch.size)",
+		model.Remedy{Title: "reduce allocation bursts at the source (batch small writes, e.g. Kafka producers with byte-sized batch.size)",
 			Risk: "an application change"})
-	return []Finding{f}
+	return []model.Finding{f}
 }
 
 // belowShare is the share of samples in sp whose free pages (the step's
@@ -358,32 +353,32 @@ func indexOf(s *sample.Series, t int64) int {
 
 // rateEvidence: daily rates over a span long enough, else the counts and
 // the span (never a rate extrapolated from minutes).
-func rateEvidence(r reclaimRates) []Evidence {
+func rateEvidence(r reclaimRates) []model.Evidence {
 	if r.short() {
-		return []Evidence{
+		return []model.Evidence{
 			ev("kswapd_low_wmark_hit_quickly_count", r.nHits, "count"),
 			ev("allocstall_count", r.nStalls, "count"),
 			ev("pgscan_direct_count", r.nScans, "count"),
 			ev("span_seconds", r.seconds, "seconds"),
 		}
 	}
-	return []Evidence{
+	return []model.Evidence{
 		ev("kswapd_low_wmark_hit_quickly_per_day", r.hits, "per_day"),
 		ev("allocstall_per_day", r.stalls, "per_day"),
 		ev("pgscan_direct_per_day", r.scans, "per_day"),
 	}
 }
 
-func improved(w *sample.Window, change *sample.Point, before, now reclaimRates) Finding {
+func improved(w *sample.Window, change *sample.Point, before, now reclaimRates) model.Finding {
 	summary := fmt.Sprintf("verified: after watermark_scale_factor changed from %.0f, quick kswapd wake-ups fell %.0f → %.0f a day and direct-reclaim stalls %.0f → %.0f",
 		change.V, before.hits, now.hits, before.stalls, now.stalls)
 	if before.short() || now.short() {
 		summary = fmt.Sprintf("after watermark_scale_factor changed from %.0f: quick kswapd wake-ups %.0f in %s before, %.0f in %s after; direct-reclaim stalls %.0f before, %.0f after (spans too short for daily rates: record longer to verify)",
-			change.V, before.nHits, humanSeconds(before.seconds), now.nHits, humanSeconds(now.seconds), before.nStalls, now.nStalls)
+			change.V, before.nHits, render.ClockSeconds(before.seconds), now.nHits, render.ClockSeconds(now.seconds), before.nStalls, now.nStalls)
 	}
-	return Finding{ID: "watermark_thrash", Severity: Info, Subject: subject(w, "host"),
+	return model.Finding{ID: "watermark_thrash", Severity: model.Info, Subject: subject(w, "host"),
 		Summary: summary,
-		Evidence: []Evidence{
+		Evidence: []model.Evidence{
 			ev("watermark_scale_factor_before", change.V, ""),
 			ev("kswapd_low_wmark_hit_quickly_per_day_before", before.hits, "per_day"),
 			ev("kswapd_low_wmark_hit_quickly_per_day", now.hits, "per_day"),
@@ -391,7 +386,7 @@ func improved(w *sample.Window, change *sample.Point, before, now reclaimRates) 
 			ev("allocstall_per_day", now.stalls, "per_day"),
 			ev("days_after_change", now.days, "days"),
 		},
-		Remedies: []Remedy{{Title: "keep the setting (persist it in /etc/sysctl.d) and keep watching the rates",
+		Remedies: []model.Remedy{{Title: "keep the setting (persist it in /etc/sysctl.d) and keep watching the rates",
 			Commands: []string{"sysctl vm.watermark_scale_factor"}, Risk: "none"}},
 	}
 }
@@ -408,29 +403,29 @@ func ReclaimSeries() []string {
 // kswapd_low_wmark_hit_quickly, allocstall and pgscan_direct; and, with
 // parts > 1, the same over that many equal parts of the span, for an
 // interval within one recording (false with fewer than 3 samples).
-func WindowReclaim(w *sample.Window, parts int) (whole Reclaim, each []Reclaim, ok bool) {
+func WindowReclaim(w *sample.Window, parts int) (whole model.Reclaim, each []model.Reclaim, ok bool) {
 	cur, ok := currentSpan(w)
 	if !ok {
-		return Reclaim{}, nil, false
+		return model.Reclaim{}, nil, false
 	}
-	model := func(sp span) (Reclaim, bool) {
+	ratesOver := func(sp span) (model.Reclaim, bool) {
 		rr := reclaimOver(w, sp)
 		if rr.seconds <= 0 {
-			return Reclaim{}, false
+			return model.Reclaim{}, false
 		}
-		var r Reclaim
-		r.setRates(rr.seconds, map[string]float64{
+		var r model.Reclaim
+		setRates(&r, rr.seconds, map[string]float64{
 			"kswapd_low_wmark_hit_quickly": rr.nHits, "allocstall": rr.nStalls, "pgscan_direct": rr.nScans})
 		return r, true
 	}
-	whole, ok = model(cur)
+	whole, ok = ratesOver(cur)
 	if !ok {
-		return Reclaim{}, nil, false
+		return model.Reclaim{}, nil, false
 	}
 	if parts > 1 {
 		d := (cur.To - cur.From) / int64(parts)
 		for i := range int64(parts) {
-			if r, ok := model(span{cur.From + i*d, cur.From + (i+1)*d}); ok {
+			if r, ok := ratesOver(span{cur.From + i*d, cur.From + (i+1)*d}); ok {
 				each = append(each, r)
 			}
 		}

@@ -174,10 +174,10 @@ func align(a, b []sample.Point) (xa, xb []float64) {
 	return xa, xb
 }
 
-// LatestScrape rebuilds the instant state at the end of a window: the last
+// LatestSnapshot rebuilds the instant state at the end of a window: the last
 // point of every series that has one within maxAge of the window's end.
-func LatestScrape(w *sample.Window, maxAge time.Duration) *sample.Scrape {
-	s := &sample.Scrape{Time: w.To, Instance: w.Instance}
+func LatestSnapshot(w *sample.Window, maxAge time.Duration) *sample.Snapshot {
+	s := &sample.Snapshot{Time: w.To, Instance: w.Instance}
 	end := w.To.UnixMilli()
 	for _, ser := range w.Series {
 		p, ok := ser.Last()

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/vmcalc"
 )
@@ -14,97 +15,17 @@ import (
 // after the current one.
 var WhatIfFactors = []int64{50, 100, 200, 500}
 
-// ZoneReport is one zone: what the kernel reports and what the arithmetic
-// predicts.
-type ZoneReport struct {
-	Node         int     `json:"node"`
-	Zone         string  `json:"zone"`
-	ManagedPages int64   `json:"managed_pages"`
-	FreePages    int64   `json:"free_pages"`
-	MinPages     int64   `json:"min_pages"`
-	LowPages     int64   `json:"low_pages"`
-	HighPages    int64   `json:"high_pages"`
-	BoostPages   int64   `json:"boost_pages"`
-	Protection   []int64 `json:"protection,omitempty"`
-	// LowMinGapBytes is the kswapd window: low − min (= high − low).
-	LowMinGapBytes int64 `json:"low_min_gap_bytes"`
-	// Computed are the watermarks recomputed from the sysctls (boost added).
-	Computed *Marks `json:"computed,omitempty"`
-	// MatchesKernel is false when the recomputation differs from zoneinfo.
-	MatchesKernel *bool    `json:"matches_kernel,omitempty"`
-	WhatIf        []WhatIf `json:"what_if"`
-}
-
-// Marks are min/low/high pages.
-type Marks struct {
-	MinPages  int64 `json:"min_pages"`
-	LowPages  int64 `json:"low_pages"`
-	HighPages int64 `json:"high_pages"`
-}
-
-// WhatIf is one zone's watermarks under another watermark_scale_factor.
-// MemAvailableDeltaBytes is the change of the host's MemAvailable (the
-// kernel's formula), the same for every zone of the host.
-type WhatIf struct {
-	WatermarkScaleFactor   int64 `json:"watermark_scale_factor"`
-	MinPages               int64 `json:"min_pages"`
-	LowPages               int64 `json:"low_pages"`
-	HighPages              int64 `json:"high_pages"`
-	MemAvailableDeltaBytes int64 `json:"mem_available_delta_bytes"`
-}
-
-// Watermarks summarises the host's watermark settings.
-type Watermarks struct {
-	MinFreeKbytes        int64 `json:"min_free_kbytes"`
-	WatermarkScaleFactor int64 `json:"watermark_scale_factor"`
-	// EffectiveFrom is the smallest watermark_scale_factor that widens any
-	// zone's gap; below it the gap is min/4 and the setting does nothing.
-	EffectiveFrom int64 `json:"effective_from"`
-	// Threshold is 2500 × min_free_kbytes / lowmem_kB, the same unrounded.
-	Threshold float64 `json:"threshold"`
-	// Recomputed is false when the sysctls were not available.
-	Recomputed bool     `json:"recomputed"`
-	Mismatches []string `json:"mismatches"`
-	// BootDeficitPages, when the watermarks differ from the recomputation,
-	// is how many fewer pages were managed when the kernel computed them
-	// (at boot, before the initramfs and init memory were freed): with
-	// that many fewer pages the recomputation matches exactly (0: it
-	// does not explain them).
-	BootDeficitPages int64 `json:"boot_deficit_pages,omitempty"`
-	// TotalReservePages is totalreserve_pages reconstructed from zoneinfo.
-	TotalReservePages int64 `json:"total_reserve_pages"`
-	// Recommended is the suggested watermark_scale_factor (see
-	// watermark_gap_small.go), with its predicted effect.
-	Recommended *WhatIfHost `json:"recommended,omitempty"`
-
-	zones  []vmcalc.Zone
-	params vmcalc.Params
-	avail  vmcalc.AvailableInput
-}
-
-// WhatIfHost is a host-wide what-if.
-type WhatIfHost struct {
-	WatermarkScaleFactor   int64 `json:"watermark_scale_factor"`
-	MemAvailableDeltaBytes int64 `json:"mem_available_delta_bytes"`
-	// LargestZone and its predicted gap in bytes.
-	Zone           string `json:"zone"`
-	LowMinGapBytes int64  `json:"low_min_gap_bytes"`
-	MinPages       int64  `json:"min_pages"`
-	LowPages       int64  `json:"low_pages"`
-	HighPages      int64  `json:"high_pages"`
-}
-
 // zoneIndex is the kernel's zone order on every architecture (absent zones
 // are simply missing).
 var zoneIndex = map[string]int{"DMA": 0, "DMA32": 1, "Normal": 2, "HighMem": 3, "Movable": 4, "Device": 5}
 
-func zones(s *sample.Scrape, pageSize int) ([]ZoneReport, Watermarks) {
-	var out []ZoneReport
+func zones(s *sample.Snapshot, pageSize int) ([]model.ZoneReport, model.Watermarks) {
+	var out []model.ZoneReport
 	for _, m := range s.Select("node_zoneinfo_managed_pages") {
 		node, _ := strconv.Atoi(m.Labels.Get("node"))
 		name := m.Labels.Get("zone")
 		l := []string{"node", m.Labels.Get("node"), "zone", name}
-		z := ZoneReport{Node: node, Zone: name, ManagedPages: int64(m.Value),
+		z := model.ZoneReport{Node: node, Zone: name, ManagedPages: int64(m.Value),
 			MinPages:   int64(s.Value("node_zoneinfo_min_pages", l...)),
 			LowPages:   int64(s.Value("node_zoneinfo_low_pages", l...)),
 			HighPages:  int64(s.Value("node_zoneinfo_high_pages", l...)),
@@ -131,7 +52,7 @@ func zones(s *sample.Scrape, pageSize int) ([]ZoneReport, Watermarks) {
 		}
 		return zoneIndex[out[i].Zone] < zoneIndex[out[j].Zone]
 	})
-	w := Watermarks{Mismatches: []string{}}
+	w := model.Watermarks{Mismatches: []string{}}
 	mfk, ok1 := s.Get("node_sysctl_vm_min_free_kbytes")
 	wsf, ok2 := s.Get("node_sysctl_vm_watermark_scale_factor")
 	if len(out) == 0 || !ok1 || !ok2 {
@@ -169,7 +90,7 @@ func zones(s *sample.Scrape, pageSize int) ([]ZoneReport, Watermarks) {
 	if !s.Has("node_memory_KReclaimable_bytes") {
 		avail.ReclaimablePages = mi(s, "SReclaimable") / ps
 	}
-	w.zones, w.params, w.avail = vz, p, avail
+	w.Calc = &model.WatermarkCalc{Zones: vz, Params: p, Avail: avail}
 	w.EffectiveFrom = vmcalc.EffectiveFrom(vz, p)
 	w.Threshold = vmcalc.ScaleFactorThreshold(vz, p)
 	marks := vmcalc.Watermarks(vz, p)
@@ -179,7 +100,7 @@ func zones(s *sample.Scrape, pageSize int) ([]ZoneReport, Watermarks) {
 	whatifs := vmcalc.Evaluate(vz, p, avail, factors)
 	for i := range out {
 		z := &out[i]
-		c := Marks{marks[i].Min + z.BoostPages, marks[i].Low + z.BoostPages, marks[i].High + z.BoostPages}
+		c := model.Marks{MinPages: marks[i].Min + z.BoostPages, LowPages: marks[i].Low + z.BoostPages, HighPages: marks[i].High + z.BoostPages}
 		z.Computed = &c
 		match := c.MinPages == z.MinPages && c.LowPages == z.LowPages && c.HighPages == z.HighPages
 		if !match {
@@ -199,7 +120,7 @@ func zones(s *sample.Scrape, pageSize int) ([]ZoneReport, Watermarks) {
 		z.MatchesKernel = &match
 		for _, wi := range whatifs {
 			m := wi.Marks[i]
-			z.WhatIf = append(z.WhatIf, WhatIf{WatermarkScaleFactor: wi.WatermarkScaleFactor,
+			z.WhatIf = append(z.WhatIf, model.WhatIf{WatermarkScaleFactor: wi.WatermarkScaleFactor,
 				MinPages: m.Min + z.BoostPages, LowPages: m.Low + z.BoostPages, HighPages: m.High + z.BoostPages,
 				MemAvailableDeltaBytes: wi.MemAvailableDeltaPages * ps})
 		}
@@ -223,28 +144,4 @@ func kernelVersion(release string) (major, minor int, ok bool) {
 	ma, err1 := strconv.Atoi(f[0])
 	mi, err2 := strconv.Atoi(f[1])
 	return ma, mi, err1 == nil && err2 == nil
-}
-
-// Evaluate returns the host-wide effect of a scale factor on the largest
-// lowmem zone, or nil when watermarks could not be recomputed.
-func (w *Watermarks) Evaluate(wsf int64) *WhatIfHost {
-	if !w.Recomputed {
-		return nil
-	}
-	wi := vmcalc.Evaluate(w.zones, w.params, w.avail, []int64{wsf})[0]
-	big := -1
-	for i, z := range w.zones {
-		if vmcalc.IsLowmem(z.Name) && (big < 0 || z.Managed > w.zones[big].Managed) {
-			big = i
-		}
-	}
-	if big < 0 {
-		return nil
-	}
-	m := wi.Marks[big]
-	ps := int64(w.params.PageSize)
-	b := w.zones[big].Boost
-	return &WhatIfHost{WatermarkScaleFactor: wsf, MemAvailableDeltaBytes: wi.MemAvailableDeltaPages * ps,
-		Zone: w.zones[big].Name, LowMinGapBytes: m.Gap() * ps,
-		MinPages: m.Min + b, LowPages: m.Low + b, HighPages: m.High + b}
 }

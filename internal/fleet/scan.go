@@ -20,10 +20,11 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
-	"github.com/prometheus/common/model"
+	pmodel "github.com/prometheus/common/model"
 )
 
 // Options shape a scan.
@@ -59,11 +60,11 @@ type Instance struct {
 	Signals map[string]float64 `json:"signals,omitempty"`
 	Suspect bool               `json:"suspect"`
 	// Findings are the rules' (suspects only).
-	Findings []diagnose.Finding `json:"findings"`
-	Notes    []sample.Note      `json:"notes,omitempty"`
-	Series   int                `json:"series_fetched,omitempty"`
-	Severity diagnose.Severity  `json:"severity,omitempty"`
-	Error    string             `json:"error,omitempty"`
+	Findings []model.Finding `json:"findings"`
+	Notes    []sample.Note   `json:"notes,omitempty"`
+	Series   int             `json:"series_fetched,omitempty"`
+	Severity model.Severity  `json:"severity,omitempty"`
+	Error    string          `json:"error,omitempty"`
 }
 
 // Result is a scan's outcome.
@@ -272,7 +273,7 @@ func instanceLabels(ctx context.Context, c *prom.Client, match string, end time.
 	for _, s := range v {
 		set(string(s.Labels["instance"]), "release", string(s.Labels["release"]))
 		for _, b := range by {
-			set(string(s.Labels["instance"]), b, string(s.Labels[model.LabelName(b)]))
+			set(string(s.Labels["instance"]), b, string(s.Labels[pmodel.LabelName(b)]))
 		}
 	}
 	if len(by) > 0 {
@@ -282,7 +283,7 @@ func instanceLabels(ctx context.Context, c *prom.Client, match string, end time.
 		}
 		for _, s := range v {
 			for _, b := range by {
-				set(string(s.Labels["instance"]), b, string(s.Labels[model.LabelName(b)]))
+				set(string(s.Labels["instance"]), b, string(s.Labels[pmodel.LabelName(b)]))
 			}
 		}
 	}
@@ -330,7 +331,7 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 						w = &sample.Window{Instance: in.Instance, From: res.From, To: res.To, Step: o.Step}
 					}
 					in.Series = len(w.Series)
-					rep := diagnose.CheckWindow(w, "prometheus", nil)
+					rep := diagnose.Run(diagnose.Data{Window: w, Source: "prometheus"})
 					rep.FitPrometheus(c.URL(), in.Instance)
 					in.Findings = rep.Findings
 					in.Notes = rep.Notes
@@ -357,7 +358,7 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 }
 
 // dropLabels are target labels that name the instance, not the series.
-var dropLabels = map[model.LabelName]bool{"instance": true, "job": true, model.MetricNameLabel: true}
+var dropLabels = map[pmodel.LabelName]bool{"instance": true, "job": true, pmodel.MetricNameLabel: true}
 
 // FetchWindows reads the instances' series the rules read (re: a regexp
 // of their names), over [from, to] every step, one window per instance,
@@ -387,7 +388,7 @@ func FetchWindows(ctx context.Context, c *prom.Client, instances []string, match
 				nv = append(nv, string(k), string(v))
 			}
 		}
-		ser := &sample.Series{Name: string(s.Labels[model.MetricNameLabel]), Labels: sample.L(nv...), Points: make([]sample.Point, len(s.Points))}
+		ser := &sample.Series{Name: string(s.Labels[pmodel.MetricNameLabel]), Labels: sample.L(nv...), Points: make([]sample.Point, len(s.Points))}
 		for i, p := range s.Points {
 			ser.Points[i] = sample.Point{T: int64(p.Timestamp), V: float64(p.Value)}
 		}

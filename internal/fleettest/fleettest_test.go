@@ -28,7 +28,7 @@ func checkManifest(t *testing.T, f *Fleet) {
 	}
 	sick := 0
 	for i, h := range f.Hosts {
-		rep := diagnose.CheckWindow(f.Window(i), "fleettest", nil)
+		rep := diagnose.Run(diagnose.Data{Window: f.Window(i), Source: "fleettest"})
 		var got []string
 		for _, fd := range rep.Findings {
 			if judged[fd.ID] && !slices.Contains(got, fd.ID) {

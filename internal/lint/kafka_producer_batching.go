@@ -38,7 +38,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // RuleKafkaProducerBatching is the rule id.
@@ -79,7 +79,7 @@ type setting struct {
 	value float64
 }
 
-func kafkaProducerBatching(f *File, o Options) (diagnose.Finding, bool) {
+func kafkaProducerBatching(f *File, o Options) (model.Finding, bool) {
 	got := map[string]setting{}
 	for _, s := range f.Settings {
 		name, ok := canonical(f.Format, s.Key)
@@ -102,7 +102,7 @@ func kafkaProducerBatching(f *File, o Options) (diagnose.Finding, bool) {
 	// judged on what they say (their defaults depend on the version).
 	lingerZero := hasLinger && linger.value == 0 || !hasLinger && f.Format == Python && (hasBatch || f.Sends > 0)
 	if !smallBatch && !oneMessage && !lingerZero {
-		return diagnose.Finding{}, false
+		return model.Finding{}, false
 	}
 
 	key := func(name string) string { return clientKey(f.Format, name) }
@@ -110,10 +110,10 @@ func kafkaProducerBatching(f *File, o Options) (diagnose.Finding, bool) {
 	if !hasLinger {
 		lingerText = "0 (kafka-python's default)"
 	}
-	fd := diagnose.Finding{ID: RuleKafkaProducerBatching, Severity: diagnose.Info, Subject: f.Path}
+	fd := model.Finding{ID: RuleKafkaProducerBatching, Severity: model.Info, Subject: f.Path}
 	var why []string
 	if smallBatch {
-		fd.Severity = diagnose.Warning
+		fd.Severity = model.Warning
 		fd.Subject = fmt.Sprintf("%s:%d", f.Path, batch.Line)
 		fits := "no"
 		if batch.value >= float64(o.MessageBytes) {
@@ -123,20 +123,20 @@ func kafkaProducerBatching(f *File, o Options) (diagnose.Finding, bool) {
 		if batch.value < 1024 {
 			why = append(why, fmt.Sprintf("a value this small looks like a count of messages or of KiB (%g KiB would be %s=%d)", batch.value, key("batch.size"), int64(batch.value)*1024))
 		}
-		fd.Evidence = append(fd.Evidence, diagnose.Evidence{Name: "batch_size", Value: batch.value, Unit: "bytes"},
-			diagnose.Evidence{Name: "message_size", Value: float64(o.MessageBytes), Unit: "bytes"},
-			diagnose.Evidence{Name: "records_per_batch", Value: math.Floor(batch.value / float64(o.MessageBytes)), Unit: "count"})
+		fd.Evidence = append(fd.Evidence, model.Evidence{Name: "batch_size", Value: batch.value, Unit: "bytes"},
+			model.Evidence{Name: "message_size", Value: float64(o.MessageBytes), Unit: "bytes"},
+			model.Evidence{Name: "records_per_batch", Value: math.Floor(batch.value / float64(o.MessageBytes)), Unit: "count"})
 	}
 	if oneMessage {
-		fd.Severity = diagnose.Warning
+		fd.Severity = model.Warning
 		if !smallBatch {
 			fd.Subject = fmt.Sprintf("%s:%d", f.Path, count.Line)
 		}
 		why = append(why, fmt.Sprintf("batch.num.messages=%g counts messages (librdkafka's only count limit; batch.size is its byte limit): one message per batch", count.value))
-		fd.Evidence = append(fd.Evidence, diagnose.Evidence{Name: "batch_num_messages", Value: count.value, Unit: "count"})
+		fd.Evidence = append(fd.Evidence, model.Evidence{Name: "batch_num_messages", Value: count.value, Unit: "count"})
 	}
 	if lingerZero {
-		fd.Evidence = append(fd.Evidence, diagnose.Evidence{Name: "linger", Value: 0, Unit: "seconds"})
+		fd.Evidence = append(fd.Evidence, model.Evidence{Name: "linger", Value: 0, Unit: "seconds"})
 		if smallBatch || oneMessage {
 			why = append(why, fmt.Sprintf("with %s=%s each batch leaves at once", key("linger.ms"), lingerText))
 		} else {
@@ -147,14 +147,14 @@ func kafkaProducerBatching(f *File, o Options) (diagnose.Finding, bool) {
 		}
 	}
 	if f.Sends > 0 {
-		fd.Evidence = append(fd.Evidence, diagnose.Evidence{Name: "send_calls", Value: float64(f.Sends), Unit: "count"})
+		fd.Evidence = append(fd.Evidence, model.Evidence{Name: "send_calls", Value: float64(f.Sends), Unit: "count"})
 	}
 	effect := "one produce request, write syscall and broker acknowledgement per record: system and softirq CPU, interrupts and context switches grow with the record rate, a send takes 0.2-2 ms instead of microseconds, and each request in flight holds its own buffers while the send queue backs up (memory)"
 	if !smallBatch && !oneMessage {
 		effect = "when records trickle in one at a time, one produce request per record: more system/softirq CPU and more buffers in flight; under steady load records still batch while a request is in flight"
 	}
 	fd.Summary = strings.Join(why, "; ") + ". Effect: " + effect + "."
-	fd.Remedies = []diagnose.Remedy{remedy(f, o, got, smallBatch || oneMessage)}
+	fd.Remedies = []model.Remedy{remedy(f, o, got, smallBatch || oneMessage)}
 	return fd, true
 }
 
@@ -178,7 +178,7 @@ func clientKey(f Format, name string) string {
 // "For input string" when the producer parses it). Python lines are a
 // keyword argument (batch_size=65536,) or, when the file sets it in a dict,
 // a dict entry ("batch_size": 65536,), with the same trailing comma.
-func remedy(f *File, o Options, got map[string]setting, fixBatch bool) diagnose.Remedy {
+func remedy(f *File, o Options, got map[string]setting, fixBatch bool) model.Remedy {
 	want := int64(65536)
 	if m := 16 * o.MessageBytes; m > want {
 		want = (m + 1023) / 1024 * 1024
@@ -224,7 +224,7 @@ func remedy(f *File, o Options, got map[string]setting, fixBatch bool) diagnose.
 			undo = append(undo, fmt.Sprintf("%s=%s", s.Key, shownValue(s.Value)))
 		}
 	}
-	r := diagnose.Remedy{
+	r := model.Remedy{
 		Title:    "Batch by size and by time: set these lines in " + oneLine(f.Path) + ": each replaces the line its comment above it names, or is added where the comment says add (sizes in bytes, linger in milliseconds; 100-500 ms for logs where latency does not matter)",
 		Commands: cmds,
 		Risk: fmt.Sprintf("each record may wait up to the linger time before it is sent; each partition being written holds an open batch of up to %d bytes "+

@@ -13,10 +13,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/safeio"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
-
-	"github.com/memdoctor/memdoctor/internal/diagnose"
 )
 
 // Format is a configuration dialect.
@@ -95,11 +94,11 @@ type Options struct {
 }
 
 // Lint runs every check on f.
-func Lint(f *File, o Options) []diagnose.Finding {
+func Lint(f *File, o Options) []model.Finding {
 	if o.MessageBytes <= 0 {
 		o.MessageBytes = DefaultMessageBytes
 	}
-	var out []diagnose.Finding
+	var out []model.Finding
 	if fd, ok := kafkaProducerBatching(f, o); ok {
 		out = append(out, fd)
 	}
@@ -108,8 +107,8 @@ func Lint(f *File, o Options) []diagnose.Finding {
 
 // Report is the result of linting several files.
 type Report struct {
-	Files    []FileInfo         `json:"files"`
-	Findings []diagnose.Finding `json:"findings"`
+	Files    []FileInfo      `json:"files"`
+	Findings []model.Finding `json:"findings"`
 }
 
 // FileInfo says how a file was read.
@@ -135,7 +134,7 @@ func (r *Report) Add(f *File, o Options) {
 // and values as \u escapes, which decode to the same strings).
 func (r *Report) WriteJSON(w io.Writer) error {
 	if r.Findings == nil {
-		r.Findings = []diagnose.Finding{}
+		r.Findings = []model.Finding{}
 	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {

@@ -12,8 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // TestRuleCases runs every file in testdata/<rule>/: its "# expect:" line
@@ -37,7 +36,7 @@ func TestRuleCases(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
-			var got *diagnose.Finding
+			var got *model.Finding
 			for _, fd := range Lint(f, Options{}) {
 				if fd.ID == d.Name() {
 					got = &fd

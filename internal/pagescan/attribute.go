@@ -267,8 +267,8 @@ func dyingCount(h Hierarchy, proc string, live int) int64 {
 // TopAncestors is how many live cgroups holding pinned pages are exported.
 const TopAncestors = 10
 
-// AddTo adds the report's series to a scrape.
-func (r *Report) AddTo(s *sample.Scrape) {
+// AddTo adds the report's series to a snapshot.
+func (r *Report) AddTo(s *sample.Snapshot) {
 	ps := float64(r.Scan.PageSize)
 	s.Add("memdoctor_pagescan_seconds", r.Scan.Duration.Seconds())
 	s.Add("memdoctor_pagescan_ram_bytes", float64(r.Scan.RAMBytes))

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
@@ -156,9 +157,9 @@ func (c Comparison) WriteText(w io.Writer) error {
 func formatValue(v float64, unit string) string {
 	switch unit {
 	case "bytes":
-		return FormatBytes(v)
+		return render.MiB(v)
 	case "seconds":
-		return FormatSeconds(v)
+		return render.Millis(v)
 	case "per_second":
 		return fmt.Sprintf("%.1f/s", v)
 	}
@@ -171,22 +172,6 @@ func signedValue(v float64, unit string) string {
 		return "-" + s
 	}
 	return "+" + s
-}
-
-// FormatBytes renders bytes in MiB with one decimal (KiB below 1 MiB).
-func FormatBytes(v float64) string {
-	if math.Abs(v) < 1<<20 {
-		return fmt.Sprintf("%.0f KiB", v/1024)
-	}
-	return fmt.Sprintf("%.1f MiB", v/(1<<20))
-}
-
-// FormatSeconds renders a latency in milliseconds (microseconds below 1 ms).
-func FormatSeconds(v float64) string {
-	if math.Abs(v) < 0.001 {
-		return fmt.Sprintf("%.0f µs", v*1e6)
-	}
-	return fmt.Sprintf("%.1f ms", v*1e3)
 }
 
 // WriteText writes one result: the load, the status counts, the latency
@@ -211,7 +196,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "latency\tp50\tp90\tp99\tmax\tmean\t\n")
 	l := r.Latency
-	fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%s\t\n", FormatSeconds(l.P50), FormatSeconds(l.P90), FormatSeconds(l.P99), FormatSeconds(l.Max), FormatSeconds(l.Mean))
+	fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%s\t\n", render.Millis(l.P50), render.Millis(l.P90), render.Millis(l.P99), render.Millis(l.Max), render.Millis(l.Mean))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -222,12 +207,12 @@ func (r *Result) WriteText(w io.Writer) error {
 	memLine := func(name string, s MemStat, pick func(MemSample) int64) {
 		base, after := "-", "-"
 		if m.Baseline != nil {
-			base = FormatBytes(float64(pick(*m.Baseline)))
+			base = render.MiB(float64(pick(*m.Baseline)))
 		}
 		if m.After != nil {
-			after = FormatBytes(float64(pick(*m.After)))
+			after = render.MiB(float64(pick(*m.After)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", name, base, FormatBytes(float64(s.Median)), FormatBytes(float64(s.Worst)), after)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", name, base, render.MiB(float64(s.Median)), render.MiB(float64(s.Worst)), after)
 	}
 	memLine("USS", m.USS, func(s MemSample) int64 { return s.USSBytes })
 	memLine("PSS", m.PSS, func(s MemSample) int64 { return s.PSSBytes })

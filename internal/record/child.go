@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // ChildPage renders the report of a recording so far, for record --listen,
@@ -44,8 +44,8 @@ func ChildPage(db string, refresh time.Duration) func(w io.Writer, instance stri
 // ChildFindings diagnoses the recording in db as `memdoctor diagnose --json`
 // does, in a child process (the recorder's own heap stays small whatever
 // the recording's length), and returns the findings.
-func ChildFindings(db string) func(ctx context.Context, instance string) ([]diagnose.Finding, error) {
-	return func(ctx context.Context, instance string) ([]diagnose.Finding, error) {
+func ChildFindings(db string) func(ctx context.Context, instance string) ([]model.Finding, error) {
+	return func(ctx context.Context, instance string) ([]model.Finding, error) {
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("finding the memdoctor binary: %w", err)
@@ -61,7 +61,7 @@ func ChildFindings(db string) func(ctx context.Context, instance string) ([]diag
 			return nil, errors.New(msg)
 		}
 		var out struct {
-			Findings []diagnose.Finding `json:"findings"`
+			Findings []model.Finding `json:"findings"`
 		}
 		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
 			return nil, fmt.Errorf("reading the diagnosis: %w", err)

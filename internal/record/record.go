@@ -4,7 +4,7 @@
 // live page at / rendered on demand and cached.
 //
 // It keeps running through vanished processes, unreadable files and a full
-// disk: a failed append keeps the scrape in memory (bounded) and retries at
+// disk: a failed append keeps the snapshot in memory (bounded) and retries at
 // the next interval, so nothing is lost while space returns.
 package record
 
@@ -26,7 +26,9 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/runtimes"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
@@ -51,7 +53,7 @@ type Config struct {
 	FS *procfs.FS
 	// Log receives one line per event worth an operator's attention.
 	Log io.Writer
-	// MaxPending bounds the scrapes kept in memory while appends fail
+	// MaxPending bounds the snapshots kept in memory while appends fail
 	// (default: one hour of intervals), and MaxPendingBytes their size
 	// (default DefaultMaxPendingBytes). Past either, the oldest is dropped
 	// and counted.
@@ -70,7 +72,7 @@ type Config struct {
 	// once: first once a sample is stored, then every FindingsEvery
 	// (default 5 min) but never sooner than 20 times its own last duration
 	// after it, so that it costs at most 5 % of one CPU on a long recording.
-	Findings      func(ctx context.Context, instance string) ([]diagnose.Finding, error)
+	Findings      func(ctx context.Context, instance string) ([]model.Finding, error)
 	FindingsEvery time.Duration
 	// Lean, for a recorder that is its own process: after each sample,
 	// each answer on /metrics and each evaluation of the findings, the heap
@@ -106,8 +108,8 @@ type Recorder struct {
 	mu        sync.Mutex
 	lock      *store.Lock // the store's writer lock, held from New to Close, across reopens
 	st        *store.Store
-	latest    *sample.Scrape
-	pending   []*sample.Scrape
+	latest    *sample.Snapshot
+	pending   []*sample.Snapshot
 	pendBytes int64 // estimated size of pending
 	pendDrops int64 // pending samples dropped because the buffer was full
 	// pendDropsLogged is pendDrops when storing last worked.
@@ -119,7 +121,7 @@ type Recorder struct {
 	collects        int64
 	dropped         int64
 	lastRetain      time.Time
-	// lastStored is the newest sample time in the store: a scrape not newer
+	// lastStored is the newest sample time in the store: a snapshot not newer
 	// (the clock stepped back) can never be stored and is dropped.
 	lastStored time.Time
 
@@ -131,7 +133,7 @@ type Recorder struct {
 // findingsState holds the last evaluation of the findings.
 type findingsState struct {
 	mu      sync.Mutex
-	list    []diagnose.Finding
+	list    []model.Finding
 	okAt    time.Time // when the served list was evaluated
 	took    time.Duration
 	ok      bool // the last evaluation succeeded
@@ -249,10 +251,10 @@ func (r *Recorder) Close() error {
 	defer r.mu.Unlock()
 	r.flushLocked()
 	if len(r.pending) > 0 {
-		r.logf("exiting with %d scrapes not stored: %v", len(r.pending), r.lastErr)
+		r.logf("exiting with %d snapshots not stored: %v", len(r.pending), r.lastErr)
 	}
 	if n := r.pendDrops - r.pendDropsLogged; n > 0 {
-		r.logf("%d scrapes were dropped while storing failed (held in memory up to %s, %d samples)", n, mib(r.cfg.MaxPendingBytes), r.cfg.MaxPending)
+		r.logf("%d snapshots were dropped while storing failed (held in memory up to %s, %d samples)", n, render.MiB(float64(r.cfg.MaxPendingBytes)), r.cfg.MaxPending)
 	}
 	var err error
 	if r.st != nil {
@@ -330,7 +332,7 @@ func (r *Recorder) Tick(at time.Time) {
 		r.logf("collection failed: %v", err)
 		return
 	}
-	s := &res.Scrape
+	s := &res.Snapshot
 	s.Instance = r.cfg.Instance
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -365,11 +367,11 @@ func (r *Recorder) Tick(at time.Time) {
 // holdLocked adds s to the samples waiting to be stored, dropping the
 // oldest (the newest state matters most) past MaxPending samples or
 // MaxPendingBytes.
-func (r *Recorder) holdLocked(s *sample.Scrape) {
-	size := scrapeBytes(s)
+func (r *Recorder) holdLocked(s *sample.Snapshot) {
+	size := snapshotBytes(s)
 	dropped := 0
 	for len(r.pending) > 0 && (len(r.pending) >= r.cfg.MaxPending || r.pendBytes+size > r.cfg.MaxPendingBytes) {
-		r.pendBytes -= scrapeBytes(r.pending[0])
+		r.pendBytes -= snapshotBytes(r.pending[0])
 		r.pending[0] = nil
 		r.pending = r.pending[1:]
 		dropped++
@@ -379,14 +381,14 @@ func (r *Recorder) holdLocked(s *sample.Scrape) {
 	if dropped > 0 {
 		if r.pendDrops == r.pendDropsLogged {
 			r.logf("the samples held in memory reached %d (%s, the limit): dropping the oldest while storing fails",
-				len(r.pending), mib(r.pendBytes))
+				len(r.pending), render.MiB(float64(r.pendBytes)))
 		}
 		r.pendDrops += int64(dropped)
 	}
 }
 
-// scrapeBytes estimates the memory a scrape holds.
-func scrapeBytes(s *sample.Scrape) int64 {
+// scrapeBytes estimates the memory a snapshot holds.
+func snapshotBytes(s *sample.Snapshot) int64 {
 	const metric, label = 48, 32 // sizes of sample.Metric and sample.Label
 	n := int64(64 + len(s.Instance))
 	for _, m := range s.Metrics {
@@ -397,8 +399,6 @@ func scrapeBytes(s *sample.Scrape) int64 {
 	}
 	return n
 }
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func (r *Recorder) flushLocked() {
 	if len(r.pending) == 0 {
@@ -419,7 +419,7 @@ func (r *Recorder) flushLocked() {
 		clear(r.pending[len(keep):])
 		r.pendBytes = 0
 		for _, p := range keep {
-			r.pendBytes += scrapeBytes(p)
+			r.pendBytes += snapshotBytes(p)
 		}
 	}
 	r.pending = keep
@@ -430,7 +430,7 @@ func (r *Recorder) flushLocked() {
 	if err != nil {
 		r.appendErrs++
 		if r.lastErr == nil || r.lastErr.Error() != err.Error() {
-			r.logf("storing failed, keeping %d scrapes in memory and retrying every %v: %v%s", len(r.pending), r.cfg.Interval, err, hint(err))
+			r.logf("storing failed, keeping %d snapshots in memory and retrying every %v: %v%s", len(r.pending), r.cfg.Interval, err, hint(err))
 		}
 		r.lastErr = err
 		return
@@ -438,9 +438,9 @@ func (r *Recorder) flushLocked() {
 	if r.lastErr != nil {
 		lost := ""
 		if n := r.pendDrops - r.pendDropsLogged; n > 0 {
-			lost = fmt.Sprintf("; %d dropped while it failed (samples held in memory are bounded: %s, %d samples)", n, mib(r.cfg.MaxPendingBytes), r.cfg.MaxPending)
+			lost = fmt.Sprintf("; %d dropped while it failed (samples held in memory are bounded: %s, %d samples)", n, render.MiB(float64(r.cfg.MaxPendingBytes)), r.cfg.MaxPending)
 		}
-		r.logf("storing works again: %d scrapes written%s", len(r.pending), lost)
+		r.logf("storing works again: %d snapshots written%s", len(r.pending), lost)
 	}
 	r.pendDropsLogged = r.pendDrops
 	r.appends += int64(len(r.pending))
@@ -496,8 +496,8 @@ func (r *Recorder) maybeEvaluate() {
 // memdoctor_finding per finding (value 1) and one
 // memdoctor_finding_evidence per numeric evidence, with the evaluation's
 // own time, duration and outcome.
-func (r *Recorder) findingMetrics() *sample.Scrape {
-	out := &sample.Scrape{}
+func (r *Recorder) findingMetrics() *sample.Snapshot {
+	out := &sample.Snapshot{}
 	if r.cfg.Findings == nil {
 		return out
 	}
@@ -606,7 +606,7 @@ func (r *Recorder) servePage(w http.ResponseWriter, _ *http.Request) {
 func (r *Recorder) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	r.mu.Lock()
 	latest := r.latest
-	self := &sample.Scrape{}
+	self := &sample.Snapshot{}
 	self.Add("memdoctor_record_scrapes_stored_total", float64(r.appends))
 	self.Add("memdoctor_record_append_errors_total", float64(r.appendErrs))
 	self.Add("memdoctor_record_collections_total", float64(r.collects))
@@ -623,11 +623,11 @@ func (r *Recorder) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 		self.Add("memdoctor_record_http_connections_closed_total", float64(refused), "reason", "refused")
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	scrapes := []*sample.Scrape{self, r.findingMetrics()}
+	snapshots := []*sample.Snapshot{self, r.findingMetrics()}
 	if latest != nil {
-		scrapes = append([]*sample.Scrape{latest}, scrapes...)
+		snapshots = append([]*sample.Snapshot{latest}, snapshots...)
 	}
-	if err := sample.WriteText(w, scrapes...); err != nil {
+	if err := sample.WriteText(w, snapshots...); err != nil {
 		r.logf("serving /metrics: %v", err)
 	}
 	if r.cfg.Lean {
@@ -645,8 +645,8 @@ func (r *Recorder) serveHealth(w http.ResponseWriter, _ *http.Request) {
 		_, _ = fmt.Fprintf(w, "no collection in the last %v\n", 3*r.cfg.Interval)
 	case r.lastErr != nil:
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = fmt.Fprintf(w, "collecting, but storing fails (%d scrapes pending, %s; %d dropped to stay within %s): %v\n",
-			len(r.pending), mib(r.pendBytes), r.pendDrops-r.pendDropsLogged, mib(r.cfg.MaxPendingBytes), r.lastErr)
+		_, _ = fmt.Fprintf(w, "collecting, but storing fails (%d snapshots pending, %s; %d dropped to stay within %s): %v\n",
+			len(r.pending), render.MiB(float64(r.pendBytes)), r.pendDrops-r.pendDropsLogged, render.MiB(float64(r.cfg.MaxPendingBytes)), r.lastErr)
 	default:
 		_, _ = fmt.Fprintf(w, "ok: last sample %s, %d stored\n", r.latest.Time.UTC().Format(time.RFC3339), r.appends)
 	}

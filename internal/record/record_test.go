@@ -53,7 +53,7 @@ func TestPendingBoundedInBytes(t *testing.T) {
 	defer r.Close()
 	start := time.Now().Truncate(time.Second)
 	r.Tick(start)
-	one := scrapeBytes(r.latest)
+	one := snapshotBytes(r.latest)
 	if one < 1000 {
 		t.Fatalf("a host sample estimated at %d bytes", one)
 	}
@@ -138,7 +138,7 @@ func TestDefaultPendingBound(t *testing.T) {
 	}
 	defer r.Close()
 	r.Tick(time.Now().Truncate(time.Second))
-	one := scrapeBytes(r.latest)
+	one := snapshotBytes(r.latest)
 	t.Logf("one sample of this host (top 50): about %d KiB; the default bound holds %d", one>>10, DefaultMaxPendingBytes/one)
 	if DefaultMaxPendingBytes/one < 10 {
 		t.Errorf("the default bound holds only %d samples", DefaultMaxPendingBytes/one)

@@ -440,7 +440,7 @@ func TestReadFindsJVM(t *testing.T) {
 		for _, rd := range res.Readings {
 			if rd.PID == cmd.Process.Pid && rd.Source == "hsperfdata" {
 				ms := rd.Metrics()
-				var s sample.Scrape
+				var s sample.Snapshot
 				for _, m := range ms {
 					s.AddMetric(m)
 				}

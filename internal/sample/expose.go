@@ -10,11 +10,11 @@ import (
 // WriteText writes scrapes in the Prometheus text exposition format (0.0.4):
 // one family per name, with HELP and TYPE from Describe, families in order
 // of first appearance. Metrics of the same name must have distinct labels.
-func WriteText(w io.Writer, scrapes ...*Scrape) error {
+func WriteText(w io.Writer, snapshots ...*Snapshot) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var order []string
 	fams := map[string][]Metric{}
-	for _, s := range scrapes {
+	for _, s := range snapshots {
 		for _, m := range s.Metrics {
 			if _, ok := fams[m.Name]; !ok {
 				order = append(order, m.Name)

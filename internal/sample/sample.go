@@ -1,5 +1,5 @@
 // Package sample holds the domain types every part of memdoctor shares:
-// named series with labels, and timestamped scrapes of them. Host series use
+// named series with labels, and timestamped snapshots of them. Host series use
 // node_exporter's names and labels exactly; everything node_exporter lacks is
 // named memdoctor_<area>_<name>_<unit>.
 package sample
@@ -86,8 +86,8 @@ type Metric struct {
 // Key identifies the series: name plus labels.
 func (m Metric) Key() string { return m.Name + m.Labels.String() }
 
-// Scrape is every metric read at one instant from one instance.
-type Scrape struct {
+// Snapshot is every metric read at one instant from one instance.
+type Snapshot struct {
 	Time     time.Time
 	Instance string
 	Metrics  []Metric
@@ -95,23 +95,23 @@ type Scrape struct {
 }
 
 // Add appends a metric.
-func (s *Scrape) Add(name string, v float64, labels ...string) {
+func (s *Snapshot) Add(name string, v float64, labels ...string) {
 	s.Metrics = append(s.Metrics, Metric{Name: name, Labels: L(labels...), Value: v})
 	s.index = nil
 }
 
 // AddMetric appends a metric.
-func (s *Scrape) AddMetric(m Metric) {
+func (s *Snapshot) AddMetric(m Metric) {
 	s.Metrics = append(s.Metrics, m)
 	s.index = nil
 }
 
-func (s *Scrape) build() {
+func (s *Snapshot) build() {
 	if s.index != nil {
 		return
 	}
-	// Sized by the scrape: a map presized for 256 names costs ~17 KB, and
-	// a fleet read from one file keeps one small scrape per instance.
+	// Sized by the snapshot: a map presized for 256 names costs ~17 KB, and
+	// a fleet read from one file keeps one small snapshot per instance.
 	s.index = make(map[string][]int, min(len(s.Metrics), 256))
 	for i, m := range s.Metrics {
 		s.index[m.Name] = append(s.index[m.Name], i)
@@ -120,7 +120,7 @@ func (s *Scrape) build() {
 
 // Select returns every metric of a name whose labels include the given
 // name, value pairs.
-func (s *Scrape) Select(name string, match ...string) []Metric {
+func (s *Snapshot) Select(name string, match ...string) []Metric {
 	s.build()
 	var out []Metric
 	for _, i := range s.index[name] {
@@ -140,7 +140,7 @@ func (s *Scrape) Select(name string, match ...string) []Metric {
 }
 
 // Get returns the value of the first metric of a name matching the labels.
-func (s *Scrape) Get(name string, match ...string) (float64, bool) {
+func (s *Snapshot) Get(name string, match ...string) (float64, bool) {
 	ms := s.Select(name, match...)
 	if len(ms) == 0 {
 		return 0, false
@@ -149,19 +149,19 @@ func (s *Scrape) Get(name string, match ...string) (float64, bool) {
 }
 
 // Value returns Get's value, or 0 when absent.
-func (s *Scrape) Value(name string, match ...string) float64 {
+func (s *Snapshot) Value(name string, match ...string) float64 {
 	v, _ := s.Get(name, match...)
 	return v
 }
 
 // Has reports whether any metric of the name exists.
-func (s *Scrape) Has(name string) bool {
+func (s *Snapshot) Has(name string) bool {
 	s.build()
 	return len(s.index[name]) > 0
 }
 
 // Names lists the distinct metric names, sorted.
-func (s *Scrape) Names() []string {
+func (s *Snapshot) Names() []string {
 	s.build()
 	out := make([]string, 0, len(s.index))
 	for n := range s.index {

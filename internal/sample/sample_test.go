@@ -6,34 +6,34 @@ import (
 	"testing"
 )
 
-// Looking a metric up in a small scrape costs memory in proportion to the
-// scrape: diagnosing a fleet of 10 000 one-sample instances kept 17 KB of
+// Looking a metric up in a small snapshot costs memory in proportion to the
+// snapshot: diagnosing a fleet of 10 000 one-sample instances kept 17 KB of
 // index per instance (170 MB).
-func TestScrapeIndexSmall(t *testing.T) {
+func TestSnapshotIndexSmall(t *testing.T) {
 	const n = 2000
-	scrapes := make([]*Scrape, n)
-	for i := range scrapes {
-		scrapes[i] = &Scrape{}
-		scrapes[i].Add("node_memory_MemAvailable_bytes", float64(i))
+	snapshots := make([]*Snapshot, n)
+	for i := range snapshots {
+		snapshots[i] = &Snapshot{}
+		snapshots[i].Add("node_memory_MemAvailable_bytes", float64(i))
 	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	for i, s := range scrapes {
+	for i, s := range snapshots {
 		if v, ok := s.Get("node_memory_MemAvailable_bytes"); !ok || v != float64(i) {
 			t.Fatalf("Get = %v, %v", v, ok)
 		}
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	perScrape := float64(after.HeapAlloc-before.HeapAlloc) / n
-	if perScrape > 1024 {
-		t.Errorf("the index of a one-metric scrape holds %.0f bytes, want under 1 KiB", perScrape)
+	perSnapshot := float64(after.HeapAlloc-before.HeapAlloc) / n
+	if perSnapshot > 1024 {
+		t.Errorf("the index of a one-metric scrape holds %.0f bytes, want under 1 KiB", perSnapshot)
 	}
-	runtime.KeepAlive(scrapes)
+	runtime.KeepAlive(snapshots)
 
-	// A large scrape still finds every name.
-	big := &Scrape{}
+	// A large snapshot still finds every name.
+	big := &Snapshot{}
 	for i := range 1000 {
 		big.Add(fmt.Sprintf("m%d", i%300), float64(i), "i", fmt.Sprint(i))
 	}

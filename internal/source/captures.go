@@ -152,7 +152,7 @@ func readCaptures(path string, opt IngestOptions, w *writer) error {
 			if inst == "" {
 				inst = fallbackInst
 			}
-			res.Scrape.Instance = inst
+			res.Snapshot.Instance = inst
 			return res, nil
 		},
 		func(i int, res *collect.Result, err error) error {
@@ -169,19 +169,19 @@ func readCaptures(path string, opt IngestOptions, w *writer) error {
 				w.notes.add(sample.Note{Source: r.file, Message: "capture skipped: " + err.Error(), Hides: "that snapshot"})
 				return nil
 			}
-			inst := res.Scrape.Instance
-			if t, ok := last[inst]; ok && !res.Scrape.Time.After(t) {
+			inst := res.Snapshot.Instance
+			if t, ok := last[inst]; ok && !res.Snapshot.Time.After(t) {
 				w.skipped++
 				w.notes.add(sample.Note{Source: r.file, Message: fmt.Sprintf("capture of %s at %s duplicates the time of another capture: skipped",
 					inst, t.UTC().Format(time.RFC3339))})
 				return nil
 			}
-			last[inst] = res.Scrape.Time
+			last[inst] = res.Snapshot.Time
 			for _, n := range res.Notes {
 				w.notes.addOf(n, total)
 			}
-			dropTimings(&res.Scrape)
-			return b.add(inst, &res.Scrape)
+			dropTimings(&res.Snapshot)
+			return b.add(inst, &res.Snapshot)
 		})
 	if err != nil {
 		return err
@@ -189,7 +189,7 @@ func readCaptures(path string, opt IngestOptions, w *writer) error {
 	if err := b.flush(); err != nil {
 		return err
 	}
-	if w.scrapes == 0 && firstSkip != nil {
+	if w.snapshots == 0 && firstSkip != nil {
 		return fmt.Errorf("%s: no capture could be read; the first problem: %w", path, firstSkip)
 	}
 	prog.finish()

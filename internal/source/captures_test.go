@@ -21,7 +21,7 @@ func captureFile(name string) string {
 }
 
 // collectCapture is what check --capture sees.
-func collectCapture(t *testing.T, file string) *sample.Scrape {
+func collectCapture(t *testing.T, file string) *sample.Snapshot {
 	t.Helper()
 	fsys, prov, err := capture.LoadFile(file)
 	if err != nil {
@@ -34,8 +34,8 @@ func collectCapture(t *testing.T, file string) *sample.Scrape {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dropTimings(&res.Scrape)
-	return &res.Scrape
+	dropTimings(&res.Snapshot)
+	return &res.Snapshot
 }
 
 // The real captures in one directory (one of them compressed, beside a
@@ -69,12 +69,12 @@ func TestCapturesDir(t *testing.T) {
 	if len(st.Instances) != 1 || st.Instances[0] != "vm" {
 		t.Fatalf("instances %v, want [vm] (the captured hostname)", st.Instances)
 	}
-	got := ms.scrapes["vm"]
-	var want []*sample.Scrape
+	got := ms.snapshots["vm"]
+	var want []*sample.Snapshot
 	for _, n := range captureNames {
 		want = append(want, collectCapture(t, captureFile(n)))
 	}
-	sameScrapes(t, "vm", got, want)
+	sameSnapshots(t, "vm", got, want)
 	if !got[0].Has("memdoctor_process_rss_bytes") && !got[0].Has("memdoctor_processes") {
 		t.Error("no process series: captures are collected with their processes")
 	}
@@ -90,12 +90,12 @@ func TestCapturesDir(t *testing.T) {
 func TestCaptureSingleAndUnpacked(t *testing.T) {
 	t.Parallel()
 	file := captureFile("dying-cgroups")
-	want := []*sample.Scrape{collectCapture(t, file)}
+	want := []*sample.Snapshot{collectCapture(t, file)}
 	ms := newMemSink(t)
 	if _, err := Read(file, IngestOptions{Instance: "h"}, ms.sink); err != nil {
 		t.Fatal(err)
 	}
-	sameScrapes(t, "h", ms.scrapes["h"], want)
+	sameSnapshots(t, "h", ms.snapshots["h"], want)
 
 	fsys, prov, err := capture.LoadFile(file)
 	if err != nil {
@@ -112,7 +112,7 @@ func TestCaptureSingleAndUnpacked(t *testing.T) {
 	if _, err := Read(dir, IngestOptions{Instance: "h"}, ms.sink); err != nil {
 		t.Fatal(err)
 	}
-	sameScrapes(t, "h", ms.scrapes["h"], want)
+	sameSnapshots(t, "h", ms.snapshots["h"], want)
 }
 
 func TestCapturesMalformed(t *testing.T) {
@@ -134,7 +134,7 @@ func TestCapturesMalformed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Scrapes != 1 || st.Skipped != 1 {
-		t.Errorf("lenient: %d scrapes, %d skipped; want 1 and 1", st.Scrapes, st.Skipped)
+	if st.Snapshots != 1 || st.Skipped != 1 {
+		t.Errorf("lenient: %d scrapes, %d skipped; want 1 and 1", st.Snapshots, st.Skipped)
 	}
 }

@@ -280,8 +280,8 @@ func readCron(dir string, opt IngestOptions, w *writer) error {
 			for _, n := range snap.res.Notes {
 				w.notes.addOf(cronNote(n), total)
 			}
-			dropTimings(&snap.res.Scrape)
-			return b.add(inst, &snap.res.Scrape)
+			dropTimings(&snap.res.Snapshot)
+			return b.add(inst, &snap.res.Snapshot)
 		})
 	if err != nil {
 		return err
@@ -289,7 +289,7 @@ func readCron(dir string, opt IngestOptions, w *writer) error {
 	if err := b.flush(); err != nil {
 		return err
 	}
-	if w.scrapes == 0 && firstSkip != nil {
+	if w.snapshots == 0 && firstSkip != nil {
 		return fmt.Errorf("%s: no snapshot could be read; the first problem: %w", dir, firstSkip)
 	}
 	prog.finish()
@@ -432,11 +432,11 @@ next:
 
 // dropTimings removes the collectors' own durations: for saved data they
 // time the parsing, not the host.
-func dropTimings(s *sample.Scrape) {
+func dropTimings(s *sample.Snapshot) {
 	s.Metrics = slices.DeleteFunc(s.Metrics, func(m sample.Metric) bool {
 		return m.Name == "memdoctor_collector_duration_seconds" || m.Name == "memdoctor_smaps_rollup_seconds"
 	})
-	*s = sample.Scrape{Time: s.Time, Instance: s.Instance, Metrics: s.Metrics}
+	*s = sample.Snapshot{Time: s.Time, Instance: s.Instance, Metrics: s.Metrics}
 }
 
 func listSome(xs []string, n int) string {
@@ -506,19 +506,19 @@ func collectOrdered[T any](n, workers int, job func(i int) (T, error), emit func
 	return err
 }
 
-// batcher groups scrapes per instance into appends of about BatchSamples.
+// batcher groups snapshots per instance into appends of about BatchSamples.
 type batcher struct {
 	w       *writer
-	pending map[string][]*sample.Scrape
+	pending map[string][]*sample.Snapshot
 	n       map[string]int
 	order   []string
 }
 
 func newBatcher(w *writer) *batcher {
-	return &batcher{w: w, pending: map[string][]*sample.Scrape{}, n: map[string]int{}}
+	return &batcher{w: w, pending: map[string][]*sample.Snapshot{}, n: map[string]int{}}
 }
 
-func (b *batcher) add(inst string, s *sample.Scrape) error {
+func (b *batcher) add(inst string, s *sample.Snapshot) error {
 	if _, ok := b.pending[inst]; !ok {
 		b.order = append(b.order, inst)
 	}

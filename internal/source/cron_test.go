@@ -111,9 +111,9 @@ func TestCronLiveProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := ms.scrapes["this-host"]
-	if len(got) != 5 || st.Scrapes != 5 {
-		t.Fatalf("%d scrapes (stats %d), want 5", len(got), st.Scrapes)
+	got := ms.snapshots["this-host"]
+	if len(got) != 5 || st.Snapshots != 5 {
+		t.Fatalf("%d scrapes (stats %d), want 5", len(got), st.Snapshots)
 	}
 	for i, s := range got {
 		if !s.Time.Equal(snaps[i].at) {
@@ -179,7 +179,7 @@ func TestCronLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := ms.scrapes["game-17"]
+	got := ms.snapshots["game-17"]
 	if len(got) != 3 {
 		t.Fatalf("%d scrapes, want 3 (instances %v)", len(got), st.Instances)
 	}
@@ -262,10 +262,10 @@ func TestCronLocation(t *testing.T) {
 	if _, err := Read(dir, IngestOptions{Instance: "h", Location: paris, Kernel: "5.0.0-1-amd64"}, ms.sink); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := ms.scrapes["h"][0].Time, time.Date(2020, 7, 1, 10, 0, 0, 0, time.UTC); !got.Equal(want) {
+	if got, want := ms.snapshots["h"][0].Time, time.Date(2020, 7, 1, 10, 0, 0, 0, time.UTC); !got.Equal(want) {
 		t.Errorf("time %s, want %s", got, want)
 	}
-	if u := ms.scrapes["h"][0].Select("node_uname_info"); len(u) != 1 || u[0].Labels.Get("release") != "5.0.0-1-amd64" {
+	if u := ms.snapshots["h"][0].Select("node_uname_info"); len(u) != 1 || u[0].Labels.Get("release") != "5.0.0-1-amd64" {
 		t.Errorf("uname %v, want the release given by the Kernel option", u)
 	}
 }
@@ -333,8 +333,8 @@ func TestCronMalformed(t *testing.T) {
 			if err != nil {
 				t.Fatalf("lenient: %v", err)
 			}
-			if st.Skipped != 1 || st.Scrapes != 1 {
-				t.Errorf("lenient: skipped %d, scrapes %d; want 1 and 1", st.Skipped, st.Scrapes)
+			if st.Skipped != 1 || st.Snapshots != 1 {
+				t.Errorf("lenient: skipped %d, scrapes %d; want 1 and 1", st.Skipped, st.Snapshots)
 			}
 			said := false
 			for _, n := range st.Notes {

@@ -104,7 +104,7 @@ func TestIngestFleetBatches(t *testing.T) {
 		t.Errorf("host-004321: %v, %v", got, err)
 	}
 	_, err = Ingest(p, st, IngestOptions{})
-	if err == nil || !strings.Contains(err.Error(), "writing 1 scrapes of host-000000:9100") || !errors.Is(err, store.ErrOutOfOrder) {
+	if err == nil || !strings.Contains(err.Error(), "writing 1 snapshots of host-000000:9100") || !errors.Is(err, store.ErrOutOfOrder) {
 		t.Errorf("ingesting the same file again: %v, want out of order, naming the first instance", err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // FuzzTextReader: any input either fails with an InputError or yields
-// scrapes in time order per instance that survive a round trip through
+// snapshots in time order per instance that survive a round trip through
 // OpenMetrics text unchanged.
 func FuzzTextReader(f *testing.F) {
 	for _, s := range []string{
@@ -28,7 +28,7 @@ func FuzzTextReader(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	var seed bytes.Buffer
-	writeOpenMetrics(&seed, map[string][]*sample.Scrape{"vm": realScrapes(f)[:2]}, false)
+	writeOpenMetrics(&seed, map[string][]*sample.Snapshot{"vm": realSnapshots(f)[:2]}, false)
 	f.Add(seed.Bytes()[:min(seed.Len(), 20000)])
 	hostile, _ := filepath.Glob("../../testdata/hostile/openmetrics/*")
 	for _, p := range hostile {
@@ -53,7 +53,7 @@ func FuzzTextReader(f *testing.F) {
 		}
 		var n int64
 		legacy := true
-		for inst, ss := range ms.scrapes {
+		for inst, ss := range ms.snapshots {
 			if inst == "" {
 				t.Fatal("empty instance")
 			}
@@ -82,11 +82,11 @@ func FuzzTextReader(f *testing.F) {
 		if n != w.samples {
 			t.Fatalf("%d samples written, stats say %d", n, w.samples)
 		}
-		if !legacy || len(ms.scrapes) == 0 {
+		if !legacy || len(ms.snapshots) == 0 {
 			return
 		}
 		var out bytes.Buffer
-		writeOpenMetrics(&out, ms.scrapes, false)
+		writeOpenMetrics(&out, ms.snapshots, false)
 		ms2 := newMemSink(t)
 		w2 := newWriter(oneByOne(ms2.sink), opt)
 		p2 := newTextParser("again", "f", opt, time.Unix(0, 0), w2)
@@ -96,8 +96,8 @@ func FuzzTextReader(f *testing.F) {
 		if err := p2.finish(); err != nil {
 			t.Fatal(err)
 		}
-		for inst, ss := range ms.scrapes {
-			got := ms2.scrapes[inst]
+		for inst, ss := range ms.snapshots {
+			got := ms2.snapshots[inst]
 			if len(got) != len(ss) {
 				t.Fatalf("%s: %d scrapes after a round trip, want %d", inst, len(got), len(ss))
 			}

@@ -15,36 +15,36 @@ const captures = "../../testdata/captures"
 // memSink keeps what a source writes and checks the time order per
 // instance, as the store does.
 type memSink struct {
-	mu      sync.Mutex
-	t       *testing.T
-	scrapes map[string][]*sample.Scrape
-	calls   int
+	mu        sync.Mutex
+	t         *testing.T
+	snapshots map[string][]*sample.Snapshot
+	calls     int
 }
 
 func newMemSink(t *testing.T) *memSink {
-	return &memSink{t: t, scrapes: map[string][]*sample.Scrape{}}
+	return &memSink{t: t, snapshots: map[string][]*sample.Snapshot{}}
 }
 
-func (m *memSink) sink(instance string, scrapes []*sample.Scrape) error {
+func (m *memSink) sink(instance string, snapshots []*sample.Snapshot) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
-	for _, s := range scrapes {
-		prev := m.scrapes[instance]
+	for _, s := range snapshots {
+		prev := m.snapshots[instance]
 		if len(prev) > 0 && !s.Time.After(prev[len(prev)-1].Time) {
 			m.t.Errorf("%s: scrape at %s after %s: out of order", instance, s.Time, prev[len(prev)-1].Time)
 		}
 		if s.Instance != instance {
 			m.t.Errorf("scrape instance %q appended as %q", s.Instance, instance)
 		}
-		m.scrapes[instance] = append(m.scrapes[instance], s)
+		m.snapshots[instance] = append(m.snapshots[instance], s)
 	}
 	return nil
 }
 
 // series returns the values of one series of an instance over time.
 func (m *memSink) series(instance, name string, match ...string) (ts []time.Time, vs []float64) {
-	for _, s := range m.scrapes[instance] {
+	for _, s := range m.snapshots[instance] {
 		if v, ok := s.Get(name, match...); ok {
 			ts = append(ts, s.Time)
 			vs = append(vs, v)

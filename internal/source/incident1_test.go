@@ -22,7 +22,7 @@ func TestIncident1Shape50(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := st.Scrapes, 14*48; got != want {
+	if got, want := st.Snapshots, 14*48; got != want {
 		t.Fatalf("scrapes %d, want %d", got, want)
 	}
 	inst := filepath.Base(dir)
@@ -55,7 +55,7 @@ func TestIncident1Shape50(t *testing.T) {
 		t.Errorf("slab ext4_inode_cache: slope %.1f/day, want none", s)
 	}
 	// The kernel release is known.
-	last := ms.scrapes[inst][len(ms.scrapes[inst])-1]
+	last := ms.snapshots[inst][len(ms.snapshots[inst])-1]
 	if ms := last.Select("node_uname_info"); len(ms) != 1 || ms[0].Labels.Get("release") != "5.0.0-1-amd64" {
 		t.Errorf("node_uname_info %v, want release 5.0.0-1-amd64", ms)
 	}
@@ -73,7 +73,7 @@ func TestIncident1Shape53(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := st.Scrapes, 7*96; got != want {
+	if got, want := st.Snapshots, 7*96; got != want {
 		t.Fatalf("scrapes %d, want %d", got, want)
 	}
 	ts, cg := ms.series("game-17", "node_cgroups_cgroups", "subsys_name", "memory")

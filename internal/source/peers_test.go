@@ -106,7 +106,7 @@ func flatValues(t *testing.T, text []byte) map[string]float64 {
 	return out
 }
 
-// Three real node_exporter scrapes, stamped and concatenated into one
+// Three real node_exporter snapshots, stamped and concatenated into one
 // OpenMetrics file, read back value for value.
 func TestNodeExporterDump(t *testing.T) {
 	t.Parallel()
@@ -149,7 +149,7 @@ func TestNodeExporterDump(t *testing.T) {
 	if got, want := st.Samples, int64(lines); got != want {
 		t.Errorf("%d samples, want the %d sample lines", got, want)
 	}
-	got := ms.scrapes["node-1"]
+	got := ms.snapshots["node-1"]
 	if len(got) != 3 {
 		t.Fatalf("%d scrapes of node-1 (instances %v), want 3", len(got), st.Instances)
 	}
@@ -181,8 +181,8 @@ func TestPromtoolRoundTrip(t *testing.T) {
 		t.Skip("promtool not installed (apt-get install prometheus)")
 	}
 	dir := t.TempDir()
-	reals := realScrapes(t)
-	in := map[string][]*sample.Scrape{"vm:9100": reals}
+	reals := realSnapshots(t)
+	in := map[string][]*sample.Snapshot{"vm:9100": reals}
 	var om bytes.Buffer
 	writeOpenMetrics(&om, in, true)
 	omPath := writeFile(t, dir, "in.om", om.String())
@@ -191,7 +191,7 @@ func TestPromtoolRoundTrip(t *testing.T) {
 	if _, err := Read(omPath, IngestOptions{}, ms.sink); err != nil {
 		t.Fatal(err)
 	}
-	sameScrapes(t, "vm:9100", ms.scrapes["vm:9100"], reals)
+	sameSnapshots(t, "vm:9100", ms.snapshots["vm:9100"], reals)
 
 	blocks := filepath.Join(dir, "tsdb")
 	if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", omPath, blocks).CombinedOutput(); err != nil {
@@ -218,5 +218,5 @@ func TestPromtoolRoundTrip(t *testing.T) {
 	if len(st.Instances) != 1 || st.Instances[0] != "vm:9100" {
 		t.Errorf("instances %v, want [vm:9100]", st.Instances)
 	}
-	sameScrapes(t, "vm:9100", ms.scrapes["vm:9100"], reals)
+	sameSnapshots(t, "vm:9100", ms.snapshots["vm:9100"], reals)
 }

@@ -111,7 +111,7 @@ func malformed(file string, line int, format string, args ...any) *InputError {
 
 // IngestOptions tune reading a source. The zero value is ready to use.
 type IngestOptions struct {
-	// Instance names the instance of data that carries none: every scrape of
+	// Instance names the instance of data that carries none: every snapshot of
 	// a cron directory or of captures (default: the captured hostname, else
 	// the directory or file name), and text series without an "instance"
 	// label (default: the file name without extensions).
@@ -128,7 +128,7 @@ type IngestOptions struct {
 	// files and captures, counting them in a note, instead of failing.
 	Lenient bool
 	// BufferSamples bounds, roughly, how many text samples are held before
-	// the complete scrapes of time-ordered instances are written out
+	// the complete snapshots of time-ordered instances are written out
 	// (default 4 Mi samples, about 64 MiB). Input that is not in time order
 	// per instance (a dump grouped by series) is held whole.
 	BufferSamples int
@@ -167,12 +167,12 @@ func (o IngestOptions) withDefaults() IngestOptions {
 // IngestStats describe what a source held.
 type IngestStats struct {
 	Kind Kind
-	// Scrapes and Samples written.
-	Scrapes int
-	Samples int64
+	// Snapshots and Samples written.
+	Snapshots int
+	Samples   int64
 	// Instances written, sorted.
 	Instances []string
-	// From and To are the first and last scrape time written.
+	// From and To are the first and last snapshot time written.
 	From, To time.Time
 	// Skipped counts what was left out: cron timestamps without meminfo,
 	// malformed lines or files in lenient mode, duplicate samples.
@@ -184,10 +184,10 @@ type IngestStats struct {
 	Duration time.Duration
 }
 
-// Sink receives scrapes of one instance, in time order per instance (each
+// Sink receives snapshots of one instance, in time order per instance (each
 // call continues where the previous call for that instance stopped). The
-// scrapes' label sets may be shared between scrapes: treat them as read-only.
-type Sink func(instance string, scrapes []*sample.Scrape) error
+// snapshots' label sets may be shared between snapshots: treat them as read-only.
+type Sink func(instance string, snapshots []*sample.Snapshot) error
 
 // Detect says what kind of source path is. It fails, naming what is
 // accepted, for anything else.
@@ -242,7 +242,7 @@ func detectDir(dir string) (Kind, error) {
 		dir, ErrUnknownFormat, Accepted)
 }
 
-// Read reads a source of any kind but a store and hands its scrapes to
+// Read reads a source of any kind but a store and hands its snapshots to
 // sink, in time order per instance.
 func Read(path string, opt IngestOptions, sink Sink) (IngestStats, error) {
 	return readInto(path, opt, oneByOne(sink))
@@ -285,7 +285,7 @@ func readInto(path string, opt IngestOptions, sink batchSink) (IngestStats, erro
 	return read(path, kind, opt, sink)
 }
 
-// batchSink receives the scrapes of several instances at once: one store
+// batchSink receives the snapshots of several instances at once: one store
 // transaction for many instances.
 type batchSink func(batches []store.Batch) error
 
@@ -296,7 +296,7 @@ func appendTo(st *store.Store) batchSink { return st.AppendBatch }
 func oneByOne(sink Sink) batchSink {
 	return func(batches []store.Batch) error {
 		for i, b := range batches {
-			if err := sink(b.Instance, b.Scrapes); err != nil {
+			if err := sink(b.Instance, b.Snapshots); err != nil {
 				return &store.BatchError{Index: i, Err: err}
 			}
 		}
@@ -398,44 +398,44 @@ func onceFunc(f func()) func() {
 	}
 }
 
-// writer forwards scrapes to a sink, several instances at a time (about
+// writer forwards snapshots to a sink, several instances at a time (about
 // BatchSamples samples a call), and keeps the statistics.
 type writer struct {
-	sink    batchSink
-	opt     IngestOptions
-	pending []store.Batch
-	npend   int
-	scrapes int
-	samples int64
-	insts   map[string]bool
-	from    time.Time
-	to      time.Time
-	skipped int
-	notes   noteSet
+	sink      batchSink
+	opt       IngestOptions
+	pending   []store.Batch
+	npend     int
+	snapshots int
+	samples   int64
+	insts     map[string]bool
+	from      time.Time
+	to        time.Time
+	skipped   int
+	notes     noteSet
 }
 
 func newWriter(sink batchSink, opt IngestOptions) *writer {
 	return &writer{sink: sink, opt: opt, insts: map[string]bool{}}
 }
 
-// write queues scrapes of one instance, in time order after the ones
+// write queues snapshots of one instance, in time order after the ones
 // queued before for it; the caller must not change them afterwards.
-func (w *writer) write(instance string, scrapes []*sample.Scrape) error {
-	if len(scrapes) == 0 {
+func (w *writer) write(instance string, snapshots []*sample.Snapshot) error {
+	if len(snapshots) == 0 {
 		return nil
 	}
-	for _, s := range scrapes {
+	for _, s := range snapshots {
 		s.Instance = instance
 		w.npend += len(s.Metrics)
 	}
-	w.pending = append(w.pending, store.Batch{Instance: instance, Scrapes: scrapes})
+	w.pending = append(w.pending, store.Batch{Instance: instance, Snapshots: snapshots})
 	if w.npend >= w.opt.BatchSamples {
 		return w.flush()
 	}
 	return nil
 }
 
-// flush hands the queued scrapes to the sink.
+// flush hands the queued snapshots to the sink.
 func (w *writer) flush() error {
 	if len(w.pending) == 0 {
 		return nil
@@ -446,15 +446,15 @@ func (w *writer) flush() error {
 		var be *store.BatchError
 		if errors.As(err, &be) && be.Index >= 0 && be.Index < len(batches) {
 			b := batches[be.Index]
-			return fmt.Errorf("writing %d scrapes of %s from %s: %w", len(b.Scrapes), b.Instance,
-				b.Scrapes[0].Time.UTC().Format(time.RFC3339), be.Err)
+			return fmt.Errorf("writing %d snapshots of %s from %s: %w", len(b.Snapshots), b.Instance,
+				b.Snapshots[0].Time.UTC().Format(time.RFC3339), be.Err)
 		}
-		return fmt.Errorf("writing scrapes of %d instances: %w", len(batches), err)
+		return fmt.Errorf("writing snapshots of %d instances: %w", len(batches), err)
 	}
 	for _, b := range batches {
 		w.insts[b.Instance] = true
-		for _, s := range b.Scrapes {
-			w.scrapes++
+		for _, s := range b.Snapshots {
+			w.snapshots++
 			w.samples += int64(len(s.Metrics))
 			if w.from.IsZero() || s.Time.Before(w.from) {
 				w.from = s.Time
@@ -468,7 +468,7 @@ func (w *writer) flush() error {
 }
 
 func (w *writer) stats(kind Kind) IngestStats {
-	st := IngestStats{Kind: kind, Scrapes: w.scrapes, Samples: w.samples, From: w.from, To: w.to,
+	st := IngestStats{Kind: kind, Snapshots: w.snapshots, Samples: w.samples, From: w.from, To: w.to,
 		Skipped: w.skipped, Notes: w.notes.list()}
 	for in := range w.insts {
 		st.Instances = append(st.Instances, in)

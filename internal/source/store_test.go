@@ -26,20 +26,20 @@ func openStore(t *testing.T) *store.Store {
 	return st
 }
 
-// selectAll reads every series of an instance back as scrapes.
-func selectAll(t *testing.T, st *store.Store, inst string) []*sample.Scrape {
+// selectAll reads every series of an instance back as snapshots.
+func selectAll(t *testing.T, st *store.Store, inst string) []*sample.Snapshot {
 	t.Helper()
 	ss, err := st.Select(store.Query{Instance: inst})
 	if err != nil {
 		t.Fatal(err)
 	}
-	byT := map[int64]*sample.Scrape{}
+	byT := map[int64]*sample.Snapshot{}
 	var ts []int64
 	for _, s := range ss {
 		for _, p := range s.Points {
 			sc := byT[p.T]
 			if sc == nil {
-				sc = &sample.Scrape{Time: time.UnixMilli(p.T).UTC()}
+				sc = &sample.Snapshot{Time: time.UnixMilli(p.T).UTC()}
 				byT[p.T] = sc
 				ts = append(ts, p.T)
 			}
@@ -47,7 +47,7 @@ func selectAll(t *testing.T, st *store.Store, inst string) []*sample.Scrape {
 		}
 	}
 	slices.Sort(ts)
-	out := make([]*sample.Scrape, len(ts))
+	out := make([]*sample.Snapshot, len(ts))
 	for i, t := range ts {
 		out[i] = byT[t]
 	}
@@ -73,15 +73,15 @@ func TestIngestCapturesIntoStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []*sample.Scrape
+	var want []*sample.Snapshot
 	for _, n := range captureNames {
 		want = append(want, collectCapture(t, captureFile(n)))
 	}
-	if stats.Kind != KindCaptures || stats.Scrapes != 4 || len(stats.Instances) != 1 {
+	if stats.Kind != KindCaptures || stats.Snapshots != 4 || len(stats.Instances) != 1 {
 		t.Fatalf("stats %+v", stats)
 	}
 	got := selectAll(t, st, "vm")
-	sameScrapes(t, "vm", got, want)
+	sameSnapshots(t, "vm", got, want)
 
 	var om bytes.Buffer
 	if err := st.ExportOpenMetrics(&om, store.Query{Instance: "vm"}); err != nil {
@@ -92,7 +92,7 @@ func TestIngestCapturesIntoStore(t *testing.T) {
 	if _, err := Read(p, IngestOptions{}, ms.sink); err != nil {
 		t.Fatal(err)
 	}
-	sameScrapes(t, "vm", ms.scrapes["vm"], want)
+	sameSnapshots(t, "vm", ms.snapshots["vm"], want)
 
 	// The same data again is older than what is stored: the store's error,
 	// with what was being written.
@@ -115,7 +115,7 @@ func TestIngestIncident1IntoStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stats.Scrapes != 7*72 || stats.Samples == 0 {
+	if stats.Snapshots != 7*72 || stats.Samples == 0 {
 		t.Fatalf("stats %+v", stats)
 	}
 	for _, tc := range []struct {
@@ -161,7 +161,7 @@ func TestOpenStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := st.Path()
-	if !strings.HasPrefix(tmp, os.TempDir()) || stats.Scrapes != 1 {
+	if !strings.HasPrefix(tmp, os.TempDir()) || stats.Snapshots != 1 {
 		t.Errorf("temporary store %s, stats %+v", tmp, stats)
 	}
 	if got := selectAll(t, st, "vm"); len(got) != 1 {
@@ -196,7 +196,7 @@ func TestOpenStore(t *testing.T) {
 	if st.Path() != path || stats.Kind != KindStore || len(stats.Instances) != 1 || stats.Instances[0] != "rec" || stats.From.IsZero() {
 		t.Errorf("store path %s, stats %+v", st.Path(), stats)
 	}
-	if err := st.Append("x", &sample.Scrape{Time: time.Now()}); err == nil {
+	if err := st.Append("x", &sample.Snapshot{Time: time.Now()}); err == nil {
 		t.Error("a store opened by OpenStore is writable")
 	}
 

@@ -5,7 +5,7 @@ package source
 // The reader is a line parser of its own: the text parser of
 // prometheus/common (expfmt) builds whole metric families in memory, reads
 // only integer millisecond timestamps (OpenMetrics has float seconds) and
-// rejects a family that comes back (concatenated scrapes); the pinned
+// rejects a family that comes back (concatenated snapshots); the pinned
 // prometheus/prometheus' model/textparse needs github.com/gogo/protobuf,
 // which this module does not depend on.
 //
@@ -40,7 +40,7 @@ package source
 // missing final "# EOF"), counting them in a note.
 //
 // Memory: series are interned once; a sample costs 12 bytes while buffered.
-// Input in time order per instance (concatenated scrapes) is written out as
+// Input in time order per instance (concatenated snapshots) is written out as
 // it goes whenever more than BufferSamples are held; input grouped by series
 // is held whole (as compact samples, never as metric families).
 
@@ -129,7 +129,7 @@ type textParser struct {
 	nonFinite      int
 	firstNonFinite string
 
-	gen []uint32 // per sid, for duplicate detection while building a scrape
+	gen []uint32 // per sid, for duplicate detection while building a snapshot
 	pos []int32
 	cur uint32
 }
@@ -614,7 +614,7 @@ func (p *textParser) add(sid uint32, t int64, v float64) error {
 	ix := p.sinst[sid]
 	in := p.insts[ix]
 	if in.flushed && t <= in.flushedT {
-		return fmt.Errorf("sample of %s at %s is not newer than scrapes of %s already written "+
+		return fmt.Errorf("sample of %s at %s is not newer than snapshots of %s already written "+
 			"(the input is not in time order and exceeded the buffer: raise BufferSamples or sort the input)",
 			p.tmpl[sid].Key(), time.UnixMilli(t).UTC().Format(time.RFC3339Nano), in.name)
 	}
@@ -644,7 +644,7 @@ func (p *textParser) add(sid uint32, t int64, v float64) error {
 	return nil
 }
 
-// flushEarly writes out the complete scrapes (older than the newest) of
+// flushEarly writes out the complete snapshots (older than the newest) of
 // every instance whose input has been in time order so far.
 func (p *textParser) flushEarly() error {
 	for _, in := range p.insts {
@@ -679,7 +679,7 @@ func (p *textParser) emit(in *textInstance, ts []int64) error {
 		p.gen = append(p.gen, make([]uint32, len(p.tmpl)-len(p.gen))...)
 		p.pos = append(p.pos, make([]int32, len(p.tmpl)-len(p.pos))...)
 	}
-	var batch []*sample.Scrape
+	var batch []*sample.Snapshot
 	n := 0
 	for _, t := range ts {
 		b := in.buckets[t]
@@ -690,7 +690,7 @@ func (p *textParser) emit(in *textInstance, ts []int64) error {
 			clear(p.gen)
 			p.cur = 1
 		}
-		s := &sample.Scrape{Time: time.UnixMilli(t).UTC(), Metrics: make([]sample.Metric, 0, len(b.sids))}
+		s := &sample.Snapshot{Time: time.UnixMilli(t).UTC(), Metrics: make([]sample.Metric, 0, len(b.sids))}
 		for j, sid := range b.sids {
 			if p.gen[sid] == p.cur {
 				s.Metrics[p.pos[sid]].Value = b.vals[j]
@@ -715,7 +715,7 @@ func (p *textParser) emit(in *textInstance, ts []int64) error {
 	return p.w.write(in.name, batch)
 }
 
-// finish writes every buffered scrape and the notes.
+// finish writes every buffered snapshot and the notes.
 func (p *textParser) finish() error {
 	// The lookups of series text are done with: let the store have their
 	// memory (a file of 100 000 instances holds as many series).

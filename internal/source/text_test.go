@@ -21,10 +21,10 @@ import (
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
-// realScrapes collects the real captures, one scrape each, an hour apart.
-func realScrapes(t testing.TB) []*sample.Scrape {
+// realSnapshots collects the real captures, one snapshot each, an hour apart.
+func realSnapshots(t testing.TB) []*sample.Snapshot {
 	t.Helper()
-	var out []*sample.Scrape
+	var out []*sample.Snapshot
 	base := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	for i, name := range []string{"healthy", "dying-cgroups", "low-available", "malloc-arenas"} {
 		fsys, prov, err := capture.LoadFile(filepath.Join(captures, name+"-6.18-x86_64-hybrid.txtar"))
@@ -38,28 +38,28 @@ func realScrapes(t testing.TB) []*sample.Scrape {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, &res.Scrape)
+		out = append(out, &res.Snapshot)
 	}
 	return out
 }
 
-// writeOpenMetrics writes scrapes as OpenMetrics with second timestamps.
+// writeOpenMetrics writes snapshots as OpenMetrics with second timestamps.
 // Family-major is the order OpenMetrics requires (every sample of a family
-// together, here series by series); otherwise scrape by scrape.
-func writeOpenMetrics(w io.Writer, scrapes map[string][]*sample.Scrape, familyMajor bool) {
+// together, here series by series); otherwise snapshot by snapshot.
+func writeOpenMetrics(w io.Writer, snapshots map[string][]*sample.Snapshot, familyMajor bool) {
 	ts := func(t time.Time) string { return strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64) }
 	line := func(inst string, m sample.Metric, t time.Time) {
 		ls := append(sample.Labels{{Name: "instance", Value: inst}}, m.Labels...)
 		fmt.Fprintf(w, "%s%s %s %s\n", m.Name, sample.L(flat(ls)...).String(), strconv.FormatFloat(m.Value, 'g', -1, 64), ts(t))
 	}
-	insts := make([]string, 0, len(scrapes))
-	for in := range scrapes {
+	insts := make([]string, 0, len(snapshots))
+	for in := range snapshots {
 		insts = append(insts, in)
 	}
 	slices.Sort(insts)
 	if !familyMajor {
 		for _, in := range insts {
-			for _, s := range scrapes[in] {
+			for _, s := range snapshots[in] {
 				for _, m := range s.Metrics {
 					line(in, m, s.Time)
 				}
@@ -74,7 +74,7 @@ func writeOpenMetrics(w io.Writer, scrapes map[string][]*sample.Scrape, familyMa
 	vals := map[key][]sample.Point{}
 	metric := map[key]sample.Metric{}
 	for _, in := range insts {
-		for _, s := range scrapes[in] {
+		for _, s := range snapshots[in] {
 			for _, m := range s.Metrics {
 				k := key{in, m.Key()}
 				if _, ok := vals[k]; !ok {
@@ -129,8 +129,8 @@ func flat(ls sample.Labels) []string {
 	return out
 }
 
-// sameScrapes compares scrapes by series key and value (order free).
-func sameScrapes(t *testing.T, inst string, got, want []*sample.Scrape) {
+// sameSnapshots compares snapshots by series key and value (order free).
+func sameSnapshots(t *testing.T, inst string, got, want []*sample.Snapshot) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d scrapes, want %d", inst, len(got), len(want))
@@ -155,7 +155,7 @@ func sameScrapes(t *testing.T, inst string, got, want []*sample.Scrape) {
 	}
 }
 
-func byKey(s *sample.Scrape) map[string]float64 {
+func byKey(s *sample.Snapshot) map[string]float64 {
 	m := map[string]float64{}
 	for _, x := range s.Metrics {
 		m[x.Key()] = x.Value
@@ -167,8 +167,8 @@ func byKey(s *sample.Scrape) map[string]float64 {
 // not, read back exactly.
 func TestTextRoundTrip(t *testing.T) {
 	t.Parallel()
-	reals := realScrapes(t)
-	in := map[string][]*sample.Scrape{"web-1": reals[:2], "db-1": reals[2:]}
+	reals := realSnapshots(t)
+	in := map[string][]*sample.Snapshot{"web-1": reals[:2], "db-1": reals[2:]}
 	for _, familyMajor := range []bool{true, false} {
 		for _, gz := range []bool{false, true} {
 			for _, buf := range []int{0, 100} { // 100: write out early whenever the order allows
@@ -198,7 +198,7 @@ func TestTextRoundTrip(t *testing.T) {
 						t.Errorf("instances %v, want %v", got, want)
 					}
 					for inst, want := range in {
-						sameScrapes(t, inst, ms.scrapes[inst], want)
+						sameSnapshots(t, inst, ms.snapshots[inst], want)
 					}
 					if st.Skipped != 0 || len(st.Notes) != 0 {
 						t.Errorf("skipped %d, notes %v", st.Skipped, st.Notes)
@@ -252,7 +252,7 @@ func TestTextFormats(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for inst, ss := range ms.scrapes {
+			for inst, ss := range ms.snapshots {
 				for _, s := range ss {
 					for _, m := range s.Metrics {
 						ts := strconv.FormatFloat(float64(s.Time.UnixMilli())/1000, 'f', -1, 64)
@@ -285,7 +285,7 @@ func TestTextNoTimestamp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss := ms.scrapes["scrape"]
+	ss := ms.snapshots["scrape"]
 	if len(ss) != 1 || !ss[0].Time.Equal(mt) || ss[0].Value("node_load1") != 0.25 {
 		t.Fatalf("scrapes %v, want one at %s", ss, mt)
 	}
@@ -345,7 +345,7 @@ func TestTextMalformed(t *testing.T) {
 func TestTextTruncatedGzip(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
-	writeOpenMetrics(&b, map[string][]*sample.Scrape{"h": realScrapes(t)}, true)
+	writeOpenMetrics(&b, map[string][]*sample.Snapshot{"h": realSnapshots(t)}, true)
 	var z bytes.Buffer
 	zw := gzip.NewWriter(&z)
 	zw.Write(b.Bytes())
@@ -378,7 +378,7 @@ func TestTextOutOfOrderAfterFlush(t *testing.T) {
 	if _, err := Read(p, IngestOptions{}, ms.sink); err != nil {
 		t.Fatal(err)
 	}
-	if got := ms.scrapes["f"][1].Value("c"); got != 1 {
+	if got := ms.snapshots["f"][1].Value("c"); got != 1 {
 		t.Errorf("c at the second scrape = %v, want 1", got)
 	}
 }
@@ -419,11 +419,11 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-// A file of many scrapes of many series, about 100 MB of text.
+// A file of many snapshots of many series, about 100 MB of text.
 func BenchmarkTextRead(b *testing.B) {
-	reals := realScrapes(b)
+	reals := realSnapshots(b)
 	var buf bytes.Buffer
-	in := map[string][]*sample.Scrape{}
+	in := map[string][]*sample.Snapshot{}
 	for i := range 200 {
 		s := *reals[i%len(reals)]
 		s.Time = time.Unix(1700000000+int64(i)*60, 0)
@@ -438,7 +438,7 @@ func BenchmarkTextRead(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		var n int64
-		st, err := Read(p, IngestOptions{}, func(_ string, ss []*sample.Scrape) error {
+		st, err := Read(p, IngestOptions{}, func(_ string, ss []*sample.Snapshot) error {
 			for _, s := range ss {
 				n += int64(len(s.Metrics))
 			}

@@ -12,19 +12,19 @@ import (
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
-// Append stores scrapes of one instance, in one transaction: when it
-// returns nil the samples survive a crash or kill -9. Scrapes must be in
-// time order per instance; a scrape not newer than the newest stored one
+// Append stores snapshots of one instance, in one transaction: when it
+// returns nil the samples survive a crash or kill -9. Snapshots must be in
+// time order per instance; a snapshot not newer than the newest stored one
 // is rejected with ErrOutOfOrder, and then nothing of the call is stored.
-// The scrapes' own Instance fields are ignored. A series given twice in
-// one scrape keeps its first value.
+// The snapshots' own Instance fields are ignored. A series given twice in
+// one snapshot keeps its first value.
 //
-// Each scrape costs one head row; when a scrape's time passes the chunk
+// Each snapshot costs one head row; when a snapshot's time passes the chunk
 // range of the head, the head is first cut into one chunk per series.
-// Scrapes of a range that a later scrape of the same call closes go
+// Snapshots of a range that a later snapshot of the same call closes go
 // straight into chunks without head rows.
-func (s *Store) Append(instance string, scrapes ...*sample.Scrape) error {
-	err := s.AppendBatch([]Batch{{Instance: instance, Scrapes: scrapes}})
+func (s *Store) Append(instance string, snapshots ...*sample.Snapshot) error {
+	err := s.AppendBatch([]Batch{{Instance: instance, Snapshots: snapshots}})
 	var be *BatchError
 	if errors.As(err, &be) {
 		return be.Err
@@ -32,10 +32,10 @@ func (s *Store) Append(instance string, scrapes ...*sample.Scrape) error {
 	return err
 }
 
-// Batch is scrapes of one instance for AppendBatch.
+// Batch is snapshots of one instance for AppendBatch.
 type Batch struct {
-	Instance string
-	Scrapes  []*sample.Scrape
+	Instance  string
+	Snapshots []*sample.Snapshot
 }
 
 // BatchError is AppendBatch's error about one of its batches.
@@ -47,7 +47,7 @@ type BatchError struct {
 func (e *BatchError) Error() string { return e.Err.Error() }
 func (e *BatchError) Unwrap() error { return e.Err }
 
-// AppendBatch stores the scrapes of several instances in one transaction,
+// AppendBatch stores the snapshots of several instances in one transaction,
 // as Append would one batch after another: all of them or, on error,
 // nothing. An instance may come in several batches, in time order. One
 // transaction (one fsync) for a whole fleet is what keeps ingesting a file
@@ -59,7 +59,7 @@ func (s *Store) AppendBatch(batches []Batch) error {
 			return &BatchError{i, fmt.Errorf("store %s: append: empty instance name", s.path)}
 		}
 	}
-	if !slices.ContainsFunc(batches, func(b Batch) bool { return len(b.Scrapes) > 0 }) {
+	if !slices.ContainsFunc(batches, func(b Batch) bool { return len(b.Snapshots) > 0 }) {
 		return nil
 	}
 	s.mu.Lock()
@@ -82,10 +82,10 @@ func (s *Store) AppendBatch(batches []Batch) error {
 			break
 		}
 		touched = i + 1
-		if len(b.Scrapes) == 0 {
+		if len(b.Snapshots) == 0 {
 			continue
 		}
-		if err = a.run(b.Instance, b.Scrapes); err != nil {
+		if err = a.run(b.Instance, b.Snapshots); err != nil {
 			err = &BatchError{i, err}
 		}
 	}
@@ -194,7 +194,7 @@ func (a *appender) checkGen() error {
 	return a.s.checkGen(a.q)
 }
 
-func (a *appender) run(instance string, scrapes []*sample.Scrape) error {
+func (a *appender) run(instance string, snapshots []*sample.Snapshot) error {
 	s := a.s
 	h, err := s.syncHeadOf(a.q, instance)
 	if err != nil {
@@ -208,19 +208,19 @@ func (a *appender) run(instance string, scrapes []*sample.Scrape) error {
 		h.known = true
 		s.heads[instance] = h
 	}
-	last := scrapes[len(scrapes)-1]
+	last := snapshots[len(snapshots)-1]
 	if last == nil {
-		return fmt.Errorf("store %s: append: nil scrape", s.path)
+		return fmt.Errorf("store %s: append: nil snapshot", s.path)
 	}
 	lastWindow := floorDiv(last.Time.UnixMilli(), s.rangeMS)
 	newest, have := h.newest()
-	for _, sc := range scrapes {
+	for _, sc := range snapshots {
 		if sc == nil {
-			return fmt.Errorf("store %s: append: nil scrape", s.path)
+			return fmt.Errorf("store %s: append: nil snapshot", s.path)
 		}
 		t := sc.Time.UnixMilli()
 		if have && t <= newest {
-			return fmt.Errorf("store %s: append to %q: scrape at %s is not after the newest stored sample at %s: %w",
+			return fmt.Errorf("store %s: append to %q: snapshot at %s is not after the newest stored sample at %s: %w",
 				s.path, instance, fmtMS(t), fmtMS(newest), ErrOutOfOrder)
 		}
 		if len(sc.Metrics) == 0 {
@@ -228,7 +228,7 @@ func (a *appender) run(instance string, scrapes []*sample.Scrape) error {
 		}
 		newest, have = t, true
 		w := floorDiv(t, s.rangeMS)
-		if !h.empty() && (w != h.window || h.scrapes >= maxChunkSamples) {
+		if !h.empty() && (w != h.window || h.snapshots >= maxChunkSamples) {
 			if err := a.cut(); err != nil {
 				return err
 			}
@@ -243,8 +243,8 @@ func (a *appender) run(instance string, scrapes []*sample.Scrape) error {
 	return nil
 }
 
-// add puts one scrape into the head, and into a head row when withRow.
-func (a *appender) add(t int64, sc *sample.Scrape, withRow bool) error {
+// add puts one snapshot into the head, and into a head row when withRow.
+func (a *appender) add(t int64, sc *sample.Snapshot, withRow bool) error {
 	h := a.h
 	if err := a.resolve(sc); err != nil {
 		return err
@@ -256,7 +256,7 @@ func (a *appender) add(t int64, sc *sample.Scrape, withRow bool) error {
 			a.row = append(a.row, rowSample{hs, math.Float64bits(m.Value)})
 		}
 	}
-	h.scrapes++
+	h.snapshots++
 	if !withRow {
 		return nil
 	}
@@ -293,7 +293,7 @@ func cmpInt(a, b int64) int {
 
 // resolve sets a.ids to the series id of each metric of sc, creating
 // series as needed.
-func (a *appender) resolve(sc *sample.Scrape) error {
+func (a *appender) resolve(sc *sample.Snapshot) error {
 	h := a.h
 	a.ids = a.ids[:0]
 	changed := len(sc.Metrics) != len(h.layout)

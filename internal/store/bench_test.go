@@ -28,13 +28,13 @@ func wchar(b *testing.B) int64 {
 	return 0
 }
 
-// BenchmarkAppendScrape is the recorder's cost per interval: one Append of
-// one scrape of a real capture's 2032 series (synchronous=FULL, so one
+// BenchmarkAppendSnapshot is the recorder's cost per interval: one Append of
+// one snapshot of a real capture's 2032 series (synchronous=FULL, so one
 // fsync each), and the bytes it writes.
-func BenchmarkAppendScrape(b *testing.B) {
+func BenchmarkAppendSnapshot(b *testing.B) {
 	st, _ := openTest(b, Options{})
-	sm := newSim(captureScrape(b, "healthy-6.18-x86_64-hybrid.txtar"), t0, 15*time.Second, 1)
-	scs := make([]*sample.Scrape, 2000)
+	sm := newSim(captureSnapshot(b, "healthy-6.18-x86_64-hybrid.txtar"), t0, 15*time.Second, 1)
+	scs := make([]*sample.Snapshot, 2000)
 	for i := range scs {
 		scs[i] = sm.next()
 	}
@@ -59,14 +59,14 @@ func BenchmarkAppendScrape(b *testing.B) {
 	b.ReportMetric(float64(wchar(b)-w0)/float64(b.N), "written-B/op")
 }
 
-// BenchmarkIngest is bulk ingest: a day of 5-minute scrapes of 1000 series
-// (288 scrapes) per Append.
+// BenchmarkIngest is bulk ingest: a day of 5-minute snapshots of 1000 series
+// (288 snapshots) per Append.
 func BenchmarkIngest(b *testing.B) {
 	st, _ := openTest(b, Options{})
-	base := captureScrape(b, "healthy-6.18-x86_64-hybrid.txtar")
+	base := captureSnapshot(b, "healthy-6.18-x86_64-hybrid.txtar")
 	base.Metrics = base.Metrics[:1000]
 	sm := newSim(base, t0, 5*time.Minute, 1)
-	day := make([]*sample.Scrape, 288)
+	day := make([]*sample.Snapshot, 288)
 	b.ReportAllocs()
 	samples := 0
 	var took time.Duration
@@ -90,11 +90,11 @@ func BenchmarkIngest(b *testing.B) {
 // samples) in steps of 648 s: 4000 points per series.
 func BenchmarkSelect30Days(b *testing.B) {
 	st, _ := openTest(b, Options{})
-	base := captureScrape(b, "healthy-6.18-x86_64-hybrid.txtar")
+	base := captureSnapshot(b, "healthy-6.18-x86_64-hybrid.txtar")
 	base.Metrics = base.Metrics[:200]
 	sm := newSim(base, t0, 15*time.Second, 1)
 	const n = 30 * 24 * 240
-	batch := make([]*sample.Scrape, 0, 2400)
+	batch := make([]*sample.Snapshot, 0, 2400)
 	for i := range n {
 		batch = append(batch, sm.next())
 		if len(batch) == cap(batch) || i == n-1 {
@@ -119,8 +119,8 @@ func BenchmarkSelect30Days(b *testing.B) {
 }
 
 // BenchmarkRecordDay records a day of a real capture's 2032 series at 15 s
-// as the recorder does (one Append per scrape) and reports the file's size
-// per sample. "aligned" stamps scrapes exactly every 15 s; "jitter2ms"
+// as the recorder does (one Append per snapshot) and reports the file's size
+// per sample. "aligned" stamps snapshots exactly every 15 s; "jitter2ms"
 // adds the 0-2 ms a ticker-driven time.Now() shows, which costs every
 // series 2 bytes of timestamp per sample in XOR chunks. With
 // MEMDOCTOR_STORE_BENCH_OUT set, the store and its OpenMetrics export are
@@ -151,7 +151,7 @@ func recordDay(b *testing.B, name string, jitter time.Duration) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sm := newSim(captureScrape(b, "healthy-6.18-x86_64-hybrid.txtar"), t0, 15*time.Second, 1)
+	sm := newSim(captureSnapshot(b, "healthy-6.18-x86_64-hybrid.txtar"), t0, 15*time.Second, 1)
 	sm.jitter = jitter
 	for range 5760 {
 		if err := st.Append("h", sm.next()); err != nil {

@@ -8,12 +8,12 @@ import (
 
 // TestConcurrentReader reads through its own connection (a second Store,
 // read-only, as `memdoctor diagnose` would while the recorder runs) while
-// the writer appends and cuts chunks. Every read must see whole scrapes:
+// the writer appends and cuts chunks. Every read must see whole snapshots:
 // all series end at the same time, and no read sees less than the one
 // before.
 func TestConcurrentReader(t *testing.T) {
 	t.Parallel()
-	base := captureScrape(t, "low-available-6.18-x86_64-hybrid.txtar")
+	base := captureSnapshot(t, "low-available-6.18-x86_64-hybrid.txtar")
 	w, path := openTest(t, Options{ChunkRange: 5 * time.Minute})
 	sm := newSim(base, t0, 15*time.Second, 9)
 	if err := w.Append("h", sm.next()); err != nil {
@@ -24,20 +24,20 @@ func TestConcurrentReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	const scrapes = 300
+	const snapshots = 300
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for range scrapes - 1 {
+		for range snapshots - 1 {
 			if err := w.Append("h", sm.next()); err != nil {
 				t.Error(err)
 				return
 			}
 		}
 	})
-	// Two series of every scrape, one raw and one through steps.
+	// Two series of every snapshot, one raw and one through steps.
 	names := []string{"node_memory_MemFree_bytes", "node_vmstat_pgfault"}
 	reads, prev := 0, 0
-	for prev < scrapes {
+	for prev < snapshots {
 		raw, err := r.Select(Query{Names: names})
 		if err != nil {
 			t.Fatal(err)
@@ -63,5 +63,5 @@ func TestConcurrentReader(t *testing.T) {
 		prev = n
 	}
 	wg.Wait()
-	t.Logf("%d reads while %d scrapes were appended", reads, scrapes)
+	t.Logf("%d reads while %d scrapes were appended", reads, snapshots)
 }

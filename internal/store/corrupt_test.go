@@ -25,7 +25,7 @@ func filledStore(t *testing.T) string {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 1000 {
-		sc := &sample.Scrape{Time: t0.Add(time.Duration(i) * 15 * time.Second)}
+		sc := &sample.Snapshot{Time: t0.Add(time.Duration(i) * 15 * time.Second)}
 		for j := range 50 {
 			sc.Add("m", rng.Float64(), "j", string(rune('a'+j%26))+strings.Repeat("x", j))
 		}
@@ -125,7 +125,7 @@ func TestOpenEmptyFile(t *testing.T) {
 		t.Fatalf("Open(empty file): %v", err)
 	}
 	defer st.Close()
-	sc := &sample.Scrape{Time: t0}
+	sc := &sample.Snapshot{Time: t0}
 	sc.Add("x", 1)
 	if err := st.Append("h", sc); err != nil {
 		t.Fatal(err)

@@ -15,9 +15,9 @@ import (
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
-// The crash child: appends scrapes to the store named by the environment
+// The crash child: appends snapshots to the store named by the environment
 // in a loop, as the recorder does (and now and then a batch, as ingest
-// does), printing the time of every scrape whose Append returned.
+// does), printing the time of every snapshot whose Append returned.
 const crashEnv = "MEMDOCTOR_STORE_CRASH_CHILD"
 
 func TestCrashChild(t *testing.T) {
@@ -37,13 +37,13 @@ func TestCrashChild(t *testing.T) {
 		fmt.Println("time range:", err)
 		os.Exit(2)
 	}
-	sm := newSim(captureScrape(t, "healthy-6.18-x86_64-hybrid.txtar"), start, time.Second, uint64(start.Unix()))
+	sm := newSim(captureSnapshot(t, "healthy-6.18-x86_64-hybrid.txtar"), start, time.Second, uint64(start.Unix()))
 	for i := 0; ; i++ {
 		n := 1
 		if i%10 == 9 {
 			n = 30 // crosses a chunk boundary: cut and head rows in one transaction
 		}
-		scs := make([]*sample.Scrape, n)
+		scs := make([]*sample.Snapshot, n)
 		for j := range scs {
 			scs[j] = sm.next()
 			scs[j].Add("crash_seq", float64(scs[j].Time.UnixMilli()))
@@ -60,7 +60,7 @@ func TestCrashChild(t *testing.T) {
 
 // TestCrashSafety kills the appending child with SIGKILL at random moments,
 // several times, then checks that the store opens, passes SQLite's
-// integrity check, and holds every scrape the child reported committed.
+// integrity check, and holds every snapshot the child reported committed.
 func TestCrashSafety(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -69,7 +69,7 @@ func TestCrashSafety(t *testing.T) {
 	path := t.TempDir() + "/crash.db"
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	committed := map[int64]bool{}
-	unreported := 0 // stored scrapes never reported, over the rounds so far
+	unreported := 0 // stored snapshots never reported, over the rounds so far
 	for round := range 6 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashEnv+"="+path)
@@ -136,7 +136,7 @@ func TestCrashSafety(t *testing.T) {
 }
 
 // checkCrashStore checks the store after a kill and returns how many stored
-// scrapes were never reported committed.
+// snapshots were never reported committed.
 func checkCrashStore(t *testing.T, path string, committed map[int64]bool) int {
 	t.Helper()
 	st, err := Open(path, Options{})
@@ -169,7 +169,7 @@ func checkCrashStore(t *testing.T, path string, committed map[int64]bool) int {
 			t.Errorf("scrape at %s was reported committed but is missing", strconv.FormatInt(ms, 10))
 		}
 	}
-	// All series of a scrape went in together.
+	// All series of a snapshot went in together.
 	all, err := st.Select(Query{Instance: "h", Names: []string{"node_memory_MemFree_bytes", "node_vmstat_pgfault"}})
 	if err != nil {
 		t.Fatal(err)

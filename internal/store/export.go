@@ -21,7 +21,7 @@ import (
 // are "unknown". A positive q.Step exports the last sample of each step.
 // Samples are streamed: memory does not grow with the time range.
 func (s *Store) ExportOpenMetrics(w io.Writer, q Query) error {
-	sn, err := s.snapshot(q, true)
+	sn, err := s.queryTx(q, true)
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (s *Store) ExportOpenMetrics(w io.Writer, q Query) error {
 
 // exported calls fn for the samples of sel an export writes: every sample
 // in [from, to], or with a step the last sample of each step.
-func (sn *snapshot) exported(sel *selected, from, to, step int64, fn func(t int64, v float64)) error {
+func (sn *queryTx) exported(sel *selected, from, to, step int64, fn func(t int64, v float64)) error {
 	if step <= 0 {
 		return sn.samples(sel, from, to, fn)
 	}
@@ -190,7 +190,7 @@ type parquetRow struct {
 // sample of each step. Rows are written in batches, so memory does not grow
 // with the time range.
 func (s *Store) ExportParquet(w io.Writer, q Query) error {
-	sn, err := s.snapshot(q, true)
+	sn, err := s.queryTx(q, true)
 	if err != nil {
 		return err
 	}

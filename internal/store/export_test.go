@@ -25,9 +25,9 @@ func exportStore(t *testing.T) *Store {
 	t.Helper()
 	st, _ := openTest(t, Options{ChunkRange: 20 * time.Minute})
 	for i, inst := range []string{"host-a", "host-b"} {
-		sm := newSim(captureScrape(t, "healthy-6.18-x86_64-hybrid.txtar"), t0.Add(time.Duration(i)*time.Second), 15*time.Second, uint64(i))
+		sm := newSim(captureSnapshot(t, "healthy-6.18-x86_64-hybrid.txtar"), t0.Add(time.Duration(i)*time.Second), 15*time.Second, uint64(i))
 		sm.jitter = 5 * time.Millisecond
-		var scs []*sample.Scrape
+		var scs []*sample.Snapshot
 		for range 360 {
 			sc := sm.next()
 			if len(scs) == 0 {
@@ -137,7 +137,7 @@ func TestExportOpenMetricsText(t *testing.T) {
 	t.Parallel()
 	st, _ := openTest(t, Options{})
 	for i := range 3 {
-		sc := &sample.Scrape{Time: t0.Add(time.Duration(i)*time.Minute + time.Duration(i)*123*time.Millisecond)}
+		sc := &sample.Snapshot{Time: t0.Add(time.Duration(i)*time.Minute + time.Duration(i)*123*time.Millisecond)}
 		sc.Add("node_forks_total", float64(100+i))
 		sc.Add("node_memory_MemFree_bytes", 4096*float64(i))
 		sc.Add("node_vmstat_pgfault", 7)

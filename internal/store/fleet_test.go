@@ -40,7 +40,7 @@ func headPlan(t *testing.T, db *sql.DB) string {
 func TestHeadIndexed(t *testing.T) {
 	t.Parallel()
 	st, path := openTest(t, Options{})
-	if err := st.Append("h", scrape(t0, "x", 1)); err != nil {
+	if err := st.Append("h", snapshotAt(t0, "x", 1)); err != nil {
 		t.Fatal(err)
 	}
 	if plan := headPlan(t, st.rdb); !strings.Contains(plan, "USING") || !strings.Contains(plan, "head_instance") {
@@ -75,10 +75,10 @@ func TestHeadIndexed(t *testing.T) {
 	}
 }
 
-func fleetScrapes(inst, at int, n int) []*sample.Scrape {
-	var out []*sample.Scrape
+func fleetSnapshots(inst, at int, n int) []*sample.Snapshot {
+	var out []*sample.Snapshot
 	for i := range n {
-		sc := &sample.Scrape{Time: t0.Add(time.Duration(at+i) * time.Hour)}
+		sc := &sample.Snapshot{Time: t0.Add(time.Duration(at+i) * time.Hour)}
 		sc.Add("mem", float64(inst*1000+at+i), "job", "node")
 		sc.Add("swap", float64(inst))
 		out = append(out, sc)
@@ -96,11 +96,11 @@ func TestAppendBatch(t *testing.T) {
 	for i := range 50 {
 		inst := fmt.Sprintf("host-%02d", i)
 		// An instance in two batches, the second crossing chunk ranges.
-		batches = append(batches, Batch{inst, fleetScrapes(i, 0, 1)}, Batch{inst, fleetScrapes(i, 1, 4)})
+		batches = append(batches, Batch{inst, fleetSnapshots(i, 0, 1)}, Batch{inst, fleetSnapshots(i, 1, 4)})
 	}
 	batches = append(batches, Batch{"empty", nil})
 	for _, b := range batches {
-		if err := one.Append(b.Instance, b.Scrapes...); err != nil {
+		if err := one.Append(b.Instance, b.Snapshots...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,7 +130,7 @@ func TestAppendBatch(t *testing.T) {
 
 	// A batch out of order: nothing of the call is stored, the error
 	// names the batch, and the store goes on.
-	bad := []Batch{{"new-1", fleetScrapes(1, 0, 1)}, {"host-03", fleetScrapes(3, 2, 1)}, {"new-2", fleetScrapes(2, 0, 1)}}
+	bad := []Batch{{"new-1", fleetSnapshots(1, 0, 1)}, {"host-03", fleetSnapshots(3, 2, 1)}, {"new-2", fleetSnapshots(2, 0, 1)}}
 	err := many.AppendBatch(bad)
 	var be *BatchError
 	if !errors.As(err, &be) || be.Index != 1 || !errors.Is(err, ErrOutOfOrder) {
@@ -142,13 +142,13 @@ func TestAppendBatch(t *testing.T) {
 	if diff := cmp.Diff(dump(many), want); diff != "" {
 		t.Errorf("a failed AppendBatch changed the store (-got +want):\n%s", diff)
 	}
-	if err := many.AppendBatch([]Batch{{"new-1", fleetScrapes(1, 0, 1)}, {"host-03", fleetScrapes(3, 5, 1)}}); err != nil {
+	if err := many.AppendBatch([]Batch{{"new-1", fleetSnapshots(1, 0, 1)}, {"host-03", fleetSnapshots(3, 5, 1)}}); err != nil {
 		t.Fatalf("AppendBatch after a failed one: %v", err)
 	}
 	if got, err := many.Latest("host-03", time.Time{}, 0); err != nil || got.Value("swap") != 3 || !got.Time.Equal(t0.Add(5*time.Hour)) {
 		t.Errorf("host-03 after the retry: %v, %v", got, err)
 	}
-	if err := many.AppendBatch([]Batch{{"", fleetScrapes(1, 0, 1)}}); !errors.As(err, &be) || be.Index != 0 {
+	if err := many.AppendBatch([]Batch{{"", fleetSnapshots(1, 0, 1)}}); !errors.As(err, &be) || be.Index != 0 {
 		t.Errorf("AppendBatch with an empty instance name = %v", err)
 	}
 }

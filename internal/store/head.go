@@ -30,7 +30,7 @@ type headSeries struct {
 }
 
 // add appends a sample; a second sample at the same time (a series twice in
-// one scrape) is dropped and reported false.
+// one snapshot) is dropped and reported false.
 func (hs *headSeries) add(t int64, v float64) bool {
 	if hs.n > 0 && t <= hs.maxT {
 		return false
@@ -45,7 +45,7 @@ func (hs *headSeries) add(t int64, v float64) bool {
 }
 
 // layoutEntry remembers which series one position of the last appended
-// scrape was, so the next scrape of the same collector resolves its ids by
+// snapshot was, so the next snapshot of the same collector resolves its ids by
 // comparing strings instead of hashing them.
 type layoutEntry struct {
 	name   string
@@ -62,12 +62,12 @@ type instHead struct {
 	// once by a cut, so these three identify the rows.
 	first, last int64
 	rows        int
-	// window is the chunk-range index of the samples in memory; scrapes is
-	// how many scrapes they came from (a bound on any series' count).
-	window  int64
-	scrapes int
-	series  map[int64]*headSeries
-	prevIDs []int64 // series of the last head row, ascending
+	// window is the chunk-range index of the samples in memory; snapshots is
+	// how many snapshots they came from (a bound on any series' count).
+	window    int64
+	snapshots int
+	series    map[int64]*headSeries
+	prevIDs   []int64 // series of the last head row, ascending
 	// The instance's row in instances: whether it exists, and the time
 	// range of its chunks (hasChunks false: none).
 	known              bool
@@ -84,7 +84,7 @@ func newInstHead(name string) *instHead {
 }
 
 // empty reports whether the head holds no sample in memory.
-func (h *instHead) empty() bool { return h.scrapes == 0 }
+func (h *instHead) empty() bool { return h.snapshots == 0 }
 
 // newest is the time of the newest sample of the instance, and false when
 // it has none.
@@ -126,11 +126,11 @@ func (h *instHead) get(id int64) *headSeries {
 func (h *instHead) resetSamples() {
 	h.series = map[int64]*headSeries{}
 	h.prevIDs = nil
-	h.scrapes = 0
+	h.snapshots = 0
 	h.rows, h.first, h.last = 0, 0, 0
 }
 
-// Head row encoding (format version 1), one row per appended scrape:
+// Head row encoding (format version 1), one row per appended snapshot:
 //
 //	flags   byte: bit 0 set = an explicit series list follows
 //	[n      uvarint: number of samples
@@ -235,7 +235,7 @@ func (h *instHead) decodeRow(t int64, p []byte) error {
 		return errDamaged("short change map")
 	}
 	changed, p := p[:nmap], p[nmap:]
-	if h.scrapes >= maxChunkSamples {
+	if h.snapshots >= maxChunkSamples {
 		return errDamaged("more rows than a head holds")
 	}
 	for i, id := range ids {
@@ -266,7 +266,7 @@ func (h *instHead) decodeRow(t int64, p []byte) error {
 	if len(p) != 0 {
 		return errDamaged("trailing bytes")
 	}
-	h.scrapes++
+	h.snapshots++
 	return nil
 }
 
@@ -321,8 +321,8 @@ func headStatuses(tx querier, instance string) (map[string]headStatus, error) {
 	return st, rows.Err()
 }
 
-// syncHeads brings the head mirrors of the instances in the transaction's
-// snapshot up to date (one instance, or every instance for ""), reading
+// syncHeads brings the head mirrors of the instances the transaction sees
+// up to date (one instance, or every instance for ""), reading
 // only the head rows added since the last sync when it can. Callers hold
 // s.mu.
 func (s *Store) syncHeads(tx querier, instance string) (map[string]*instHead, error) {

@@ -83,12 +83,12 @@ func (s *Store) TimeRange(instance string) (from, to time.Time, err error) {
 }
 
 // Latest returns the newest value of every series of an instance at or
-// before t (zero t: the newest), as one scrape stamped with the newest
+// before t (zero t: the newest), as one snapshot stamped with the newest
 // sample time. Series whose newest sample is older than maxAge before that
 // time are left out (vanished processes); maxAge 0 keeps every series.
 // Metrics are sorted by name, then labels. An instance without samples at
 // or before t is an error wrapping ErrNoData.
-func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sample.Scrape, error) {
+func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sample.Snapshot, error) {
 	at := int64(math.MaxInt64)
 	if !t.IsZero() {
 		at = t.UnixMilli()
@@ -122,7 +122,7 @@ func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sam
 		if err := rows.Err(); err != nil {
 			return s.wrap("latest", err)
 		}
-		sn := &snapshot{s: s, tx: tx}
+		sn := &queryTx{s: s, tx: tx}
 		stmt, err := tx.Prepare("SELECT min_t, max_t, num_samples, data FROM chunks WHERE series_id = ? AND min_t <= ? ORDER BY min_t DESC LIMIT 1")
 		if err != nil {
 			return s.wrap("latest", err)
@@ -178,7 +178,7 @@ func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sam
 		}
 		return got[i].text < got[j].text
 	})
-	sc := &sample.Scrape{Time: time.UnixMilli(newest), Instance: instance}
+	sc := &sample.Snapshot{Time: time.UnixMilli(newest), Instance: instance}
 	for _, f := range got {
 		if maxAge > 0 && f.t < newest-maxAge.Milliseconds() {
 			continue

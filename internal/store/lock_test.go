@@ -17,7 +17,7 @@ import (
 // A second writer is refused at once and told who writes; readers read on.
 func TestLockOneWriter(t *testing.T) {
 	st, path := openTest(t, Options{})
-	sc := &sample.Scrape{Time: t0}
+	sc := &sample.Snapshot{Time: t0}
 	sc.Add("x", 1)
 	if err := st.Append("h", sc); err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestLockOneWriter(t *testing.T) {
 		t.Fatalf("reader while a writer holds the lock: %v", err)
 	}
 	defer ro.Close()
-	sc2 := &sample.Scrape{Time: t0.Add(time.Minute)}
+	sc2 := &sample.Snapshot{Time: t0.Add(time.Minute)}
 	sc2.Add("x", 2)
 	if err := st.Append("h", sc2); err != nil {
 		t.Fatalf("writer after a refused second writer: %v", err)

@@ -75,7 +75,7 @@ func (s *Store) Select(q Query) ([]*sample.Series, error) {
 // each to fn as soon as it is read: a caller that keeps only part of a
 // series never holds more than one whole. An error from fn ends the read.
 func (s *Store) SelectEach(q Query, fn func(*sample.Series) error) error {
-	sn, err := s.snapshot(q, false)
+	sn, err := s.queryTx(q, false)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (s *Store) SelectEach(q Query, fn func(*sample.Series) error) error {
 	return nil
 }
 
-// selected is one series a snapshot reads.
+// selected is one series a queryTx reads.
 type selected struct {
 	id       int64
 	instance string
@@ -106,8 +106,8 @@ type selected struct {
 	head     []byte // copy of the head chunk, nil when the head has none
 }
 
-// snapshot is a read transaction with the series of one query resolved.
-type snapshot struct {
+// queryTx is a read transaction with the series of one query resolved.
+type queryTx struct {
 	s      *Store
 	tx     *sql.Tx
 	series []selected
@@ -116,9 +116,9 @@ type snapshot struct {
 	it     chunkenc.Iterator
 }
 
-// snapshot opens a read transaction, resolves q's series and copies their
+// queryTx opens a read transaction, resolves q's series and copies their
 // head data. all: an empty q.Instance means every instance (exports).
-func (s *Store) snapshot(q Query, all bool) (*snapshot, error) {
+func (s *Store) queryTx(q Query, all bool) (*queryTx, error) {
 	if len(q.Match)%2 != 0 {
 		return nil, fmt.Errorf("store %s: select: match %q: want name, value pairs", s.path, q.Match)
 	}
@@ -134,7 +134,7 @@ func (s *Store) snapshot(q Query, all bool) (*snapshot, error) {
 	if err != nil {
 		return nil, s.wrap("select", err)
 	}
-	sn := &snapshot{s: s, tx: tx}
+	sn := &queryTx{s: s, tx: tx}
 	if err := sn.resolve(q, all); err != nil {
 		sn.close()
 		return nil, err
@@ -142,11 +142,11 @@ func (s *Store) snapshot(q Query, all bool) (*snapshot, error) {
 	return sn, nil
 }
 
-func (sn *snapshot) close() {
+func (sn *queryTx) close() {
 	_ = sn.tx.Rollback() // read-only: nothing to keep
 }
 
-func (sn *snapshot) resolve(q Query, all bool) error {
+func (sn *queryTx) resolve(q Query, all bool) error {
 	s := sn.s
 	ctx := context.Background()
 	heads, err := s.syncHeads(sn.tx, q.Instance)
@@ -219,7 +219,7 @@ func matches(ls sample.Labels, match []string) bool {
 
 // samples calls fn for every sample of sel in [from, to], in time order:
 // the stored chunks, then the head.
-func (sn *snapshot) samples(sel *selected, from, to int64, fn func(t int64, v float64)) error {
+func (sn *queryTx) samples(sel *selected, from, to int64, fn func(t int64, v float64)) error {
 	s := sn.s
 	if sn.stmt == nil {
 		// A chunk spans less than the chunk range, so one that reaches from
@@ -262,7 +262,7 @@ func (sn *snapshot) samples(sel *selected, from, to int64, fn func(t int64, v fl
 }
 
 // decode calls fn for the samples of an XOR chunk in [from, to].
-func (sn *snapshot) decode(data []byte, from, to int64, fn func(t int64, v float64)) error {
+func (sn *queryTx) decode(data []byte, from, to int64, fn func(t int64, v float64)) error {
 	sn.chunk.Reset(data)
 	sn.it = sn.chunk.Iterator(sn.it)
 	for sn.it.Next() == chunkenc.ValFloat {
@@ -282,7 +282,7 @@ func (sn *snapshot) decode(data []byte, from, to int64, fn func(t int64, v float
 // The chunk must hold n samples, in increasing time order within [minT,
 // maxT]: the chunk data carries no checksum of its own. A damaged chunk is
 // an error naming the series and the time range whose samples are lost.
-func (sn *snapshot) chunkSamples(id int64, name, text string, minT, maxT, n int64, data []byte, from, to int64, fn func(t int64, v float64)) error {
+func (sn *queryTx) chunkSamples(id int64, name, text string, minT, maxT, n int64, data []byte, from, to int64, fn func(t int64, v float64)) error {
 	damaged := func(why string) error {
 		const layout = "2006-01-02 15:04:05 UTC"
 		return corruptf(sn.s.path, fmt.Sprintf("chunk of series %s%s (id %d) is damaged (%s): its %d samples from %s to %s are lost; %s",

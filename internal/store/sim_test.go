@@ -15,8 +15,8 @@ import (
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
-// captureScrape collects a real capture of testdata/captures.
-func captureScrape(tb testing.TB, name string) *sample.Scrape {
+// captureSnapshot collects a real capture of testdata/captures.
+func captureSnapshot(tb testing.TB, name string) *sample.Snapshot {
 	tb.Helper()
 	fsys, prov, err := capture.LoadFile(filepath.Join("..", "..", "testdata", "captures", name))
 	if err != nil {
@@ -28,7 +28,7 @@ func captureScrape(tb testing.TB, name string) *sample.Scrape {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &res.Scrape
+	return &res.Snapshot
 }
 
 // behaviour of one simulated series.
@@ -38,15 +38,15 @@ const (
 	constant  behaviour = iota
 	counter             // increases by a Poisson count at the capture's average rate
 	slowGauge           // changes now and then by a small step
-	busyGauge           // changes at most scrapes
-	noisy               // a measured duration: new float every scrape
+	busyGauge           // changes at most snapshots
+	noisy               // a measured duration: new float every snapshot
 )
 
 // simSeries is the evolving state of one series.
 type simSeries struct {
 	m    sample.Metric
 	b    behaviour
-	rate float64 // counter: units per second; gauges: probability of a change per scrape
+	rate float64 // counter: units per second; gauges: probability of a change per snapshot
 	unit float64 // smallest change
 }
 
@@ -59,11 +59,11 @@ type sim struct {
 	rng      *rand.Rand
 	start    time.Time
 	interval time.Duration
-	jitter   time.Duration // uniform extra delay of each scrape, as a ticker sees
+	jitter   time.Duration // uniform extra delay of each snapshot, as a ticker sees
 	i        int
 }
 
-func newSim(base *sample.Scrape, start time.Time, interval time.Duration, seed uint64) *sim {
+func newSim(base *sample.Snapshot, start time.Time, interval time.Duration, seed uint64) *sim {
 	uptime := 86400.0
 	if bt, ok := base.Get("node_boot_time_seconds"); ok && base.Time.Unix() > int64(bt) {
 		uptime = float64(base.Time.Unix()) - bt
@@ -159,14 +159,14 @@ func isBusyGauge(name string) bool {
 	return false
 }
 
-// next returns the next scrape.
-func (s *sim) next() *sample.Scrape {
+// next returns the next snapshot.
+func (s *sim) next() *sample.Snapshot {
 	t := s.start.Add(time.Duration(s.i) * s.interval)
 	if s.jitter > 0 {
 		t = t.Add(time.Duration(s.rng.Int64N(int64(s.jitter))))
 	}
 	secs := s.interval.Seconds()
-	sc := &sample.Scrape{Time: t, Metrics: make([]sample.Metric, len(s.series))}
+	sc := &sample.Snapshot{Time: t, Metrics: make([]sample.Metric, len(s.series))}
 	for i := range s.series {
 		ss := &s.series[i]
 		if s.i > 0 {

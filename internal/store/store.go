@@ -1,7 +1,7 @@
 // Package store keeps recorded samples in one SQLite file: a series table and
 // a chunk table whose chunks hold ~2 h of one series, Gorilla/XOR-encoded
 // with Prometheus' tsdb/chunkenc, plus a head table holding the samples of
-// the current chunk range, one row per appended scrape. The format is
+// the current chunk range, one row per appended snapshot. The format is
 // documented in docs/store-format.md.
 package store
 
@@ -77,7 +77,7 @@ type Store struct {
 	rdb *sql.DB // reading connections
 
 	// mu serialises writers and guards the head cache. A reader holds it
-	// only while it takes its snapshot and copies head data.
+	// only while it opens its read transaction and copies head data.
 	mu     sync.Mutex
 	heads  map[string]*instHead
 	gen    int64 // meta series_gen the series ids in heads were resolved under

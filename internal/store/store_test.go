@@ -37,7 +37,7 @@ type model struct {
 
 func newModel() *model { return &model{series: map[string]*sample.Series{}} }
 
-func (m *model) add(sc *sample.Scrape) {
+func (m *model) add(sc *sample.Snapshot) {
 	seen := map[string]bool{}
 	for _, x := range sc.Metrics {
 		k := x.Key()
@@ -131,10 +131,10 @@ func sameSeries(a, b []*sample.Series) bool {
 	return true
 }
 
-// churn changes the series set of a scrape the way hosts do: a process
+// churn changes the series set of a snapshot the way hosts do: a process
 // vanishes for a while, a new one appears, and a collector bug repeats a
 // series (the first value must win).
-func churn(sc *sample.Scrape, i int) {
+func churn(sc *sample.Snapshot, i int) {
 	if i%50 >= 20 && i%50 < 30 {
 		sc.Metrics = slices.DeleteFunc(sc.Metrics, func(m sample.Metric) bool {
 			return m.Name == "memdoctor_process_rss_bytes"
@@ -153,7 +153,7 @@ func churn(sc *sample.Scrape, i int) {
 
 func TestRoundTrip(t *testing.T) {
 	t.Parallel()
-	base := captureScrape(t, "dying-cgroups-6.18-x86_64-hybrid.txtar")
+	base := captureSnapshot(t, "dying-cgroups-6.18-x86_64-hybrid.txtar")
 	// A 10-minute chunk range: 40 samples per chunk at 15 s, many cuts.
 	st, path := openTest(t, Options{ChunkRange: 10 * time.Minute})
 	sm := newSim(base, t0.Add(7*time.Second), 15*time.Second, 7)
@@ -163,7 +163,7 @@ func TestRoundTrip(t *testing.T) {
 	// several chunk ranges in one call.
 	for i, batch := 0, 0; i < 400; batch++ {
 		n := []int{1, 1, 3, 97, 1, 40, 2}[batch%7]
-		var scs []*sample.Scrape
+		var scs []*sample.Snapshot
 		for range n {
 			sc := sm.next()
 			churn(sc, i)
@@ -246,17 +246,17 @@ func TestRoundTrip(t *testing.T) {
 func TestAppendOutOfOrder(t *testing.T) {
 	t.Parallel()
 	st, _ := openTest(t, Options{})
-	mk := func(d time.Duration, v float64) *sample.Scrape {
-		sc := &sample.Scrape{Time: t0.Add(d)}
+	mk := func(d time.Duration, v float64) *sample.Snapshot {
+		sc := &sample.Snapshot{Time: t0.Add(d)}
 		sc.Add("x", v)
 		return sc
 	}
 	if err := st.Append("h", mk(0, 1), mk(time.Minute, 2)); err != nil {
 		t.Fatal(err)
 	}
-	for _, scs := range [][]*sample.Scrape{
+	for _, scs := range [][]*sample.Snapshot{
 		{mk(30*time.Second, 3)},
-		{mk(time.Minute, 3)}, // same time: a duplicate scrape
+		{mk(time.Minute, 3)}, // same time: a duplicate snapshot
 		{mk(2*time.Minute, 3), mk(90*time.Second, 4)},
 		{mk(5*time.Hour, 3), mk(5*time.Hour, 4)}, // across a cut, then rejected
 	} {
@@ -286,7 +286,7 @@ func TestLatest(t *testing.T) {
 	// "gone" stops after 30 minutes (a vanished process); "x" goes on for
 	// 3 hours, so gone's last sample lies in a chunk, x's in the head.
 	for i := range 180 {
-		sc := &sample.Scrape{Time: t0.Add(time.Duration(i) * time.Minute)}
+		sc := &sample.Snapshot{Time: t0.Add(time.Duration(i) * time.Minute)}
 		sc.Add("x", float64(i), "a", "1")
 		if i < 30 {
 			sc.Add("gone", float64(100+i))
@@ -298,20 +298,20 @@ func TestLatest(t *testing.T) {
 	tests := []struct {
 		t      time.Time
 		maxAge time.Duration
-		want   *sample.Scrape
+		want   *sample.Snapshot
 	}{
-		{time.Time{}, 0, scrape(t0.Add(179*time.Minute), "gone", 129, "x", 179)},
-		{time.Time{}, 10 * time.Minute, scrape(t0.Add(179*time.Minute), "x", 179)},
-		{t0.Add(20*time.Minute + 30*time.Second), time.Minute, scrape(t0.Add(20*time.Minute), "gone", 120, "x", 20)},
-		{t0.Add(100 * time.Minute), 0, scrape(t0.Add(100*time.Minute), "gone", 129, "x", 100)},
-		{t0.Add(100 * time.Minute), time.Hour, scrape(t0.Add(100*time.Minute), "x", 100)},
+		{time.Time{}, 0, snapshotAt(t0.Add(179*time.Minute), "gone", 129, "x", 179)},
+		{time.Time{}, 10 * time.Minute, snapshotAt(t0.Add(179*time.Minute), "x", 179)},
+		{t0.Add(20*time.Minute + 30*time.Second), time.Minute, snapshotAt(t0.Add(20*time.Minute), "gone", 120, "x", 20)},
+		{t0.Add(100 * time.Minute), 0, snapshotAt(t0.Add(100*time.Minute), "gone", 129, "x", 100)},
+		{t0.Add(100 * time.Minute), time.Hour, snapshotAt(t0.Add(100*time.Minute), "x", 100)},
 	}
 	for _, tt := range tests {
 		got, err := st.Latest("h", tt.t, tt.maxAge)
 		if err != nil {
 			t.Fatalf("Latest(%v, %v): %v", tt.t, tt.maxAge, err)
 		}
-		if diff := cmp.Diff(got, tt.want, cmpopts.IgnoreUnexported(sample.Scrape{}), cmpopts.EquateEmpty()); diff != "" {
+		if diff := cmp.Diff(got, tt.want, cmpopts.IgnoreUnexported(sample.Snapshot{}), cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("Latest(%v, %v) (-got +want):\n%s", tt.t, tt.maxAge, diff)
 		}
 	}
@@ -323,9 +323,9 @@ func TestLatest(t *testing.T) {
 	}
 }
 
-// scrape builds the scrape Latest returns: name, value pairs; "x" has a="1".
-func scrape(at time.Time, nv ...any) *sample.Scrape {
-	sc := &sample.Scrape{Time: at, Instance: "h"}
+// snapshot builds the snapshot Latest returns: name, value pairs; "x" has a="1".
+func snapshotAt(at time.Time, nv ...any) *sample.Snapshot {
+	sc := &sample.Snapshot{Time: at, Instance: "h"}
 	for i := 0; i < len(nv); i += 2 {
 		var ls sample.Labels
 		if nv[i] == "x" {
@@ -340,7 +340,7 @@ func TestInstancesTimeRangeDelete(t *testing.T) {
 	t.Parallel()
 	st, path := openTest(t, Options{ChunkRange: time.Hour})
 	for i := range 300 {
-		sc := &sample.Scrape{Time: t0.Add(time.Duration(i) * time.Minute)}
+		sc := &sample.Snapshot{Time: t0.Add(time.Duration(i) * time.Minute)}
 		sc.Add("x", float64(i))
 		if i < 90 {
 			sc.Add("early", 1, "pid", "1") // only in the first chunks
@@ -394,7 +394,7 @@ func TestInstancesTimeRangeDelete(t *testing.T) {
 		t.Errorf("stats after delete %+v: want 3 series, %d samples", stats, 10*2+180)
 	}
 	// The writer resolves series again after the delete changed them.
-	sc := &sample.Scrape{Time: t0.Add(300 * time.Minute)}
+	sc := &sample.Snapshot{Time: t0.Add(300 * time.Minute)}
 	sc.Add("early", 2, "pid", "1")
 	if err := st.Append("b", sc); err != nil {
 		t.Fatal(err)
@@ -514,7 +514,7 @@ func TestSelectKeepsNamedAggregates(t *testing.T) {
 	t.Parallel()
 	st, _ := openTest(t, Options{})
 	for i := range 120 {
-		if err := st.Append("h", scrape(t0.Add(time.Duration(i)*15*time.Second), "a", i%7, "b", 100-i%5, "c", i)); err != nil {
+		if err := st.Append("h", snapshotAt(t0.Add(time.Duration(i)*15*time.Second), "a", i%7, "b", 100-i%5, "c", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -25,7 +25,7 @@ type mallocCandidate struct {
 // mallocCandidates lists the n glibc processes with the most anonymous
 // memory whose allocator view is not known yet (no preload stats), memdoctor
 // itself excluded.
-func mallocCandidates(s *sample.Scrape, n int) []mallocCandidate {
+func mallocCandidates(s *sample.Snapshot, n int) []mallocCandidate {
 	var out []mallocCandidate
 	for _, m := range s.Select("memdoctor_process_malloc_arenas") {
 		pid, err := strconv.Atoi(m.Labels.Get("pid"))
@@ -48,9 +48,9 @@ func mallocCandidates(s *sample.Scrape, n int) []mallocCandidate {
 // InspectAllocators reads malloc_info from the n largest glibc processes
 // that do not run memdoctor's preload library (by calling into each: one
 // thread held for about a millisecond) and adds their allocator view to
-// the scrape, so that allocator_hoarding can judge them. Failures become
+// the snapshot, so that allocator_hoarding can judge them. Failures become
 // notes.
-func InspectAllocators(ctx context.Context, s *sample.Scrape, n int, timeout time.Duration, progress io.Writer) []sample.Note {
+func InspectAllocators(ctx context.Context, s *sample.Snapshot, n int, timeout time.Duration, progress io.Writer) []sample.Note {
 	var notes []sample.Note
 	for _, c := range mallocCandidates(s, n) {
 		_, _ = termsafe.Fprintf(progress, "memdoctor: reading malloc_info of pid %d (%s): one of its threads is held briefly\n", c.pid, c.comm)

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/cgreclaim"
-	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
@@ -54,10 +54,10 @@ func ReclaimText(w io.Writer, r *Reclaimed) error {
 		verb = "wrote"
 	}
 	for _, t := range p.Targets {
-		pr("  %s: %d dying below it; %s %d (%s) to /%s%s/memory.reclaim\n", termsafe.Escape(t.Path), t.Dying, verb, t.Bytes, human.Bytes(t.Bytes),
+		pr("  %s: %d dying below it; %s %d (%s) to /%s%s/memory.reclaim\n", termsafe.Escape(t.Path), t.Dying, verb, t.Bytes, render.Bytes(t.Bytes),
 			termsafe.Escape(p.Mount), termsafe.Escape(t.Path))
 		if t.Dirty > 0 {
-			pr("    %s of dirty cache not asked for: it pins its cgroups until written back (sync, then run again)\n", human.Bytes(t.Dirty))
+			pr("    %s of dirty cache not asked for: it pins its cgroups until written back (sync, then run again)\n", render.Bytes(t.Dirty))
 		}
 	}
 	if p.RootDying > 0 {

@@ -5,8 +5,8 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/memdoctor/memdoctor/internal/human"
 	"github.com/memdoctor/memdoctor/internal/malloc"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
@@ -19,7 +19,7 @@ func pauseLine(pid int, p *malloc.Pause) string {
 // MallocText prints a process' allocator state: each arena, the totals,
 // what malloc_trim could give back, and the next command.
 func MallocText(w io.Writer, r *malloc.Report) error {
-	hb := human.Bytes
+	hb := render.Bytes
 	dash := func(n int64) string {
 		if n <= 0 {
 			return "-"
@@ -95,7 +95,7 @@ func (e *mallocWriter) f(format string, a ...any) {
 // EstimateText prints trim's dry run: the expected gain (or its upper
 // bound) and the steps --apply takes.
 func EstimateText(w io.Writer, e *malloc.TrimEstimate) error {
-	hb := human.Bytes
+	hb := render.Bytes
 	p := &mallocWriter{w: w}
 	p.f("dry run, nothing changed: pid %d (%s)\n", e.PID, e.Comm)
 	switch {
@@ -127,7 +127,7 @@ func EstimateText(w io.Writer, e *malloc.TrimEstimate) error {
 
 // TrimText prints what a trim gave back.
 func TrimText(w io.Writer, r *malloc.TrimResult) error {
-	hb := human.Bytes
+	hb := render.Bytes
 	p := &mallocWriter{w: w}
 	how := "called in the process"
 	if r.Pause != nil {

@@ -1,4 +1,4 @@
-package htmlreport
+package html
 
 // The chart builders: a rule names in its Meta the kinds of chart that
 // prove its findings; a builder reads a window (at display resolution) and
@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -60,7 +61,7 @@ type Line struct {
 
 // chartFunc builds the charts of one kind for a finding (nil for the
 // overview) from a window; it returns none when the window lacks the data.
-type chartFunc func(w *sample.Window, f *diagnose.Finding) []Chart
+type chartFunc func(w *sample.Window, f *model.Finding) []Chart
 
 // chartKinds are the builders by kind of chart (the diagnose.Chart*
 // constants rules name in their Meta).
@@ -87,7 +88,7 @@ func ChartIDs(rule string) []string {
 }
 
 // ChartsFor builds the charts proving a finding from a window.
-func ChartsFor(w *sample.Window, f *diagnose.Finding) []Chart {
+func ChartsFor(w *sample.Window, f *model.Finding) []Chart {
 	if w == nil {
 		return nil
 	}
@@ -175,7 +176,7 @@ const cgroupPressure = "memdoctor_cgroup_memory_pressure_seconds_total"
 // cgroupMemory draws the cgroup a finding is about ("cgroup PATH"): its
 // usage, working set, anon and page cache against its limits, and the
 // share of time its tasks stalled on memory (some, full).
-func cgroupMemory(w *sample.Window, f *diagnose.Finding) []Chart {
+func cgroupMemory(w *sample.Window, f *model.Finding) []Chart {
 	if f == nil || !strings.HasPrefix(f.Subject, "cgroup ") {
 		return nil
 	}
@@ -218,7 +219,7 @@ func lineOf(s *sample.Series, label string) Line {
 	return Line{Expr: s.Key(), Label: label, Points: s.Points, Min: s.Min, Max: s.Max, Mean: s.Mean}
 }
 
-func memoryCategories(w *sample.Window, _ *diagnose.Finding) []Chart {
+func memoryCategories(w *sample.Window, _ *model.Finding) []Chart {
 	c := Chart{ID: diagnose.ChartMemoryCategories, Title: "Memory by category (stacked) with total and available", Unit: UnitBytes, Stacked: true}
 	for _, cat := range categories {
 		if s := w.Get(cat.series); s != nil && len(s.Points) > 0 {
@@ -245,7 +246,7 @@ func memoryCategories(w *sample.Window, _ *diagnose.Finding) []Chart {
 	return []Chart{c}
 }
 
-func slabVsCgroups(w *sample.Window, _ *diagnose.Finding) []Chart {
+func slabVsCgroups(w *sample.Window, _ *model.Finding) []Chart {
 	c := Chart{ID: diagnose.ChartSlabVsCgroups, Title: "Unreclaimable slab against memory cgroups", Unit: UnitBytes, RightUnit: UnitCount}
 	if s := w.Get("node_memory_SUnreclaim_bytes"); s != nil {
 		c.Lines = append(c.Lines, lineOf(s, "SUnreclaim"))
@@ -282,7 +283,7 @@ func slabVsCgroups(w *sample.Window, _ *diagnose.Finding) []Chart {
 
 // zoneWatermarks draws, per zone with managed pages, free pages against the
 // zone's min, low and high watermarks.
-func zoneWatermarks(w *sample.Window, f *diagnose.Finding) []Chart {
+func zoneWatermarks(w *sample.Window, f *model.Finding) []Chart {
 	free := w.Select("memdoctor_zoneinfo_free_pages")
 	if len(free) == 0 {
 		free = w.Select("node_zoneinfo_nr_free_pages")
@@ -316,7 +317,7 @@ func zoneWatermarks(w *sample.Window, f *diagnose.Finding) []Chart {
 	return out
 }
 
-func reclaimRates(w *sample.Window, _ *diagnose.Finding) []Chart {
+func reclaimRates(w *sample.Window, _ *model.Finding) []Chart {
 	c := Chart{ID: diagnose.ChartReclaimRates, Title: "Reclaim: quick kswapd wake-ups and direct-reclaim stalls per second", Unit: UnitPerSecond}
 	if s := w.Get("node_vmstat_kswapd_low_wmark_hit_quickly"); s != nil {
 		c.Lines = append(c.Lines, rateLine(s, "kswapd woken quickly"))
@@ -344,7 +345,7 @@ func reclaimRates(w *sample.Window, _ *diagnose.Finding) []Chart {
 
 // cpuSysSoftirq draws the share of all CPUs' time spent in system and
 // softirq mode.
-func cpuSysSoftirq(w *sample.Window, _ *diagnose.Finding) []Chart {
+func cpuSysSoftirq(w *sample.Window, _ *model.Finding) []Chart {
 	all := w.Select("node_cpu_seconds_total")
 	if len(all) == 0 {
 		return nil
@@ -372,7 +373,7 @@ func cpuSysSoftirq(w *sample.Window, _ *diagnose.Finding) []Chart {
 var pidRE = regexp.MustCompile(`\(pid (\d+)\)`)
 
 // findingPID returns the pid a finding's subject names, or "".
-func findingPID(f *diagnose.Finding) string {
+func findingPID(f *model.Finding) string {
 	if f == nil {
 		return ""
 	}
@@ -384,7 +385,7 @@ func findingPID(f *diagnose.Finding) string {
 
 // processMemory draws USS and PSS of the finding's process, or of the
 // largest processes by their last PSS.
-func processMemory(w *sample.Window, f *diagnose.Finding) []Chart {
+func processMemory(w *sample.Window, f *model.Finding) []Chart {
 	pid := findingPID(f)
 	var pss []*sample.Series
 	if pid != "" {
@@ -425,7 +426,7 @@ func processMemory(w *sample.Window, f *diagnose.Finding) []Chart {
 
 // allocatorView draws what the allocator holds from the system against
 // what is in use (and the retained free heap, when measured).
-func allocatorView(w *sample.Window, f *diagnose.Finding) []Chart {
+func allocatorView(w *sample.Window, f *model.Finding) []Chart {
 	pid := findingPID(f)
 	var pids []string
 	if pid != "" {
@@ -460,7 +461,7 @@ func allocatorView(w *sample.Window, f *diagnose.Finding) []Chart {
 
 // gcTargets picks the GC series of the finding's process (by pid or target
 // in the subject), or every target up to maxLines.
-func gcTargets(ss []*sample.Series, f *diagnose.Finding) []*sample.Series {
+func gcTargets(ss []*sample.Series, f *model.Finding) []*sample.Series {
 	pid := findingPID(f)
 	var out []*sample.Series
 	for _, s := range ss {
@@ -496,7 +497,7 @@ func targetLabel(s *sample.Series) string {
 }
 
 // gcTimeShare draws the share of wall time each runtime spends in GC.
-func gcTimeShare(w *sample.Window, f *diagnose.Finding) []Chart {
+func gcTimeShare(w *sample.Window, f *model.Finding) []Chart {
 	c := Chart{ID: diagnose.ChartGCTimeShare, Title: "Share of time spent in garbage collection", Unit: UnitRatio}
 	for _, s := range gcTargets(w.Select(gcSeconds), f) {
 		c.Lines = append(c.Lines, rateLine(s, "GC time "+targetLabel(s)))
@@ -508,7 +509,7 @@ func gcTimeShare(w *sample.Window, f *diagnose.Finding) []Chart {
 }
 
 // gcCollections draws collections per second by generation.
-func gcCollections(w *sample.Window, f *diagnose.Finding) []Chart {
+func gcCollections(w *sample.Window, f *model.Finding) []Chart {
 	c := Chart{ID: diagnose.ChartGCCollections, Title: "Garbage collections per second by generation", Unit: UnitPerSecond}
 	for _, s := range gcTargets(w.Select(gcCollectionsTotal), f) {
 		c.Lines = append(c.Lines, rateLine(s, s.Labels.Get("generation")+" "+targetLabel(s)))

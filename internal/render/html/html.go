@@ -1,8 +1,8 @@
-// Package htmlreport renders a diagnosis as one self-contained HTML file:
+// Package html renders a diagnosis as one self-contained HTML file:
 // findings first, by severity, each with the charts that prove it (inline
 // SVG drawn here, no script, nothing fetched), its remedies and the notes
 // on the data. The same page serves a recording live.
-package htmlreport
+package html
 
 import (
 	"embed"
@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -40,7 +41,7 @@ type Instance struct {
 	// Step is the resolution the rules read (0: raw samples).
 	Step   time.Duration
 	Series int
-	Report *diagnose.Report
+	Report *model.Report
 	// Window holds the charted series at display resolution (the
 	// findings' numbers never come from it).
 	Window *sample.Window
@@ -54,7 +55,7 @@ var tmpl = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap
 	"fmtMs": func(ms int64) string {
 		return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04 UTC")
 	},
-	"span":  human.Span,
+	"span":  render.Span,
 	"plus":  func(a, b int) int { return b + a },
 	"minus": func(a, b int) int { return b - a },
 	"css":   func() template.CSS { return template.CSS(style) },
@@ -103,7 +104,7 @@ type findingView struct {
 	Subject  string
 	Summary  string
 	Evidence []evidenceView
-	Remedies []diagnose.Remedy
+	Remedies []model.Remedy
 	Charts   []chartView
 	NoCharts string
 }
@@ -137,13 +138,13 @@ func Render(w io.Writer, p *Page) error {
 	}
 	type found struct {
 		inst *Instance
-		f    diagnose.Finding
+		f    model.Finding
 	}
 	var all []found
 	skipped := map[string]bool{}
 	for i := range p.Instances {
 		in := &p.Instances[i]
-		iv := instanceView{Name: in.Name, From: in.From, To: in.To, Span: human.Span(in.To.Sub(in.From)), Series: in.Series,
+		iv := instanceView{Name: in.Name, From: in.From, To: in.To, Span: render.Span(in.To.Sub(in.From)), Series: in.Series,
 			Step: "raw samples"}
 		if in.Step > 0 {
 			iv.Step = "steps of " + in.Step.String()
@@ -175,8 +176,8 @@ func Render(w io.Writer, p *Page) error {
 			if h := in.Report.Host; h != nil && h.Accounting.TotalBytes > 0 {
 				a := h.Accounting
 				iv.AtTheEnd = fmt.Sprintf("total %s, available %s, used %.1f%%, unreclaimable slab %s",
-					human.Bytes(a.TotalBytes), human.Bytes(a.AvailableBytes), a.UsedPercent,
-					human.Bytes(h.Slab.UnreclaimableBytes))
+					render.Bytes(a.TotalBytes), render.Bytes(a.AvailableBytes), a.UsedPercent,
+					render.Bytes(h.Slab.UnreclaimableBytes))
 				if d := h.Cgroups.MemoryDying; d != nil {
 					iv.AtTheEnd += fmt.Sprintf(", dying memory cgroups %d", *d)
 				}
@@ -191,7 +192,7 @@ func Render(w io.Writer, p *Page) error {
 		return all[i].f.ID < all[j].f.ID
 	})
 	v.Evaluated = v.Rules - len(skipped)
-	counts := map[diagnose.Severity]int{}
+	counts := map[model.Severity]int{}
 	charts := chartSet{seen: map[string]string{}}
 	for k, fd := range all {
 		f := fd.f
@@ -233,7 +234,7 @@ func Render(w io.Writer, p *Page) error {
 		}
 		v.Instances[i].NoCharted = len(v.Instances[i].Overview) == 0
 	}
-	for _, s := range []diagnose.Severity{diagnose.Critical, diagnose.Warning, diagnose.Info} {
+	for _, s := range []model.Severity{model.Critical, model.Warning, model.Info} {
 		if counts[s] > 0 {
 			v.Counts = append(v.Counts, sevCount{string(s), counts[s]})
 		}
@@ -266,7 +267,7 @@ func (cs *chartSet) get(in *Instance, c Chart) chartView {
 	cs.n++
 	anchor := "chart-" + strconv.Itoa(cs.n)
 	cs.seen[key] = anchor
-	v := render(c, in.From.UnixMilli(), in.To.UnixMilli(), caption(in))
+	v := drawChart(c, in.From.UnixMilli(), in.To.UnixMilli(), caption(in))
 	v.Anchor = anchor
 	return v
 }
@@ -279,4 +280,4 @@ func caption(in *Instance) string {
 	return c
 }
 
-func evidenceValue(e diagnose.Evidence) string { return diagnose.FormatValue(e) }
+func evidenceValue(e model.Evidence) string { return render.FormatValue(e) }

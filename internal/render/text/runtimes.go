@@ -1,15 +1,15 @@
-package report
+package text
 
 import (
 	"fmt"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
 // runtimes prints the language runtimes whose garbage collector was read.
-func runtimes(p *printer, h *diagnose.Host) {
-	var rs []diagnose.Runtime
+func runtimes(p *printer, h *model.Host) {
+	var rs []model.Runtime
 	for _, r := range h.Runtimes {
 		if r.Source != "maps" {
 			rs = append(rs, r)

@@ -1,6 +1,7 @@
-// Package report renders diagnosis reports: a readable terminal report and a
+// Package text renders for the terminal: a readable report of a diagnosis
+// (check, diagnose, fleet scans, comparisons), every line on stderr, and a
 // stable JSON document.
-package report
+package text
 
 import (
 	"fmt"
@@ -10,15 +11,16 @@ import (
 	"text/tabwriter"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
 // JSON writes the report as indented JSON (see WriteJSON).
-func JSON(w io.Writer, r *diagnose.Report) error { return WriteJSON(w, r) }
+func JSON(w io.Writer, r *model.Report) error { return WriteJSON(w, r) }
 
-// TextOptions control the terminal report.
-type TextOptions struct {
+// Options control the terminal report.
+type Options struct {
 	// Color enables ANSI colour (only on a terminal, never with NO_COLOR).
 	Color bool
 	// Top limits the table rows per section.
@@ -53,21 +55,21 @@ func (p *printer) paint(code, s string) termsafe.Trusted {
 
 func (p *printer) heading(s string) { p.f("\n%s\n", p.paint("1", s)) }
 
-func (p *printer) sev(s diagnose.Severity) termsafe.Trusted {
+func (p *printer) sev(s model.Severity) termsafe.Trusted {
 	label := strings.ToUpper(string(s))
 	switch s {
-	case diagnose.Critical:
+	case model.Critical:
 		return p.paint("1;31", label)
-	case diagnose.Warning:
+	case model.Warning:
 		return p.paint("33", label)
 	}
 	return p.paint("36", label)
 }
 
-var hb = human.Bytes
+var hb = render.Bytes
 
 // Text writes the terminal report.
-func Text(w io.Writer, r *diagnose.Report, opt TextOptions) error {
+func Text(w io.Writer, r *model.Report, opt Options) error {
 	if opt.Top <= 0 {
 		opt.Top = 10
 	}
@@ -115,7 +117,7 @@ func Text(w io.Writer, r *diagnose.Report, opt TextOptions) error {
 
 // coverage says up front how much was judged: how many rules ran, which
 // could not and why, and whether the data is a partial view.
-func coverage(p *printer, r *diagnose.Report) {
+func coverage(p *printer, r *model.Report) {
 	c := r.Coverage
 	if c.Rules == 0 {
 		return
@@ -140,13 +142,13 @@ func coverage(p *printer, r *diagnose.Report) {
 			order = append(order, s.Reason)
 		}
 		by[s.Reason] = append(by[s.Reason], s.ID)
-		if s.Reason == diagnose.SkipNeedsRange {
+		if s.Reason == model.SkipNeedsRange {
 			fix[s.Reason] = s.Fix
 		}
 	}
 	for _, reason := range order {
-		phrase := map[string]string{diagnose.SkipNeedsRange: "need a time range", diagnose.SkipMissingData: "lack their data",
-			diagnose.SkipTooLittle: "had too little data", diagnose.SkipInvalidData: "had impossible data"}[reason]
+		phrase := map[string]string{model.SkipNeedsRange: "need a time range", model.SkipMissingData: "lack their data",
+			model.SkipTooLittle: "had too little data", model.SkipInvalidData: "had impossible data"}[reason]
 		if phrase == "" {
 			phrase = reason
 		}
@@ -167,7 +169,7 @@ func orDash(s string) string {
 	return s
 }
 
-func findings(p *printer, r *diagnose.Report) {
+func findings(p *printer, r *model.Report) {
 	p.heading("FINDINGS")
 	if len(r.Findings) == 0 {
 		c := r.Coverage
@@ -215,15 +217,15 @@ func findings(p *printer, r *diagnose.Report) {
 	}
 }
 
-func evidenceString(e diagnose.Evidence) string {
-	return e.Name + " " + diagnose.FormatValue(e)
+func evidenceString(e model.Evidence) string {
+	return e.Name + " " + render.FormatValue(e)
 }
 
 func tab(p *printer) *tabwriter.Writer {
 	return tabwriter.NewWriter(p.w, 0, 0, 2, ' ', tabwriter.AlignRight)
 }
 
-func memory(p *printer, h *diagnose.Host) {
+func memory(p *printer, h *model.Host) {
 	a := h.Accounting
 	p.heading("MEMORY")
 	if a.Invalid != "" {
@@ -236,7 +238,7 @@ func memory(p *printer, h *diagnose.Host) {
 	p.f("  %s\n", termsafe.Trusted(wrap(a.Explain, 96, "  ")))
 	tw := tab(p)
 	_, _ = termsafe.Fprintf(tw, "  \tcategory\tbytes\t%% of total\t\n")
-	cats := append([]diagnose.Category(nil), a.Categories...)
+	cats := append([]model.Category(nil), a.Categories...)
 	sort.SliceStable(cats, func(i, j int) bool { return cats[i].Bytes > cats[j].Bytes })
 	for _, c := range cats {
 		mark := ""
@@ -251,10 +253,10 @@ func memory(p *printer, h *diagnose.Host) {
 	if err := tw.Flush(); err != nil && p.err == nil {
 		p.err = err
 	}
-	p.f("  unexplained: %s\n", termsafe.Trusted(wrap(strings.TrimPrefix(diagnose.UnexplainedSource, "MemTotal minus every other row: "), 96, "  ")))
+	p.f("  unexplained: %s\n", termsafe.Trusted(wrap(strings.TrimPrefix(model.UnexplainedSource, "MemTotal minus every other row: "), 96, "  ")))
 }
 
-func zones(p *printer, h *diagnose.Host) {
+func zones(p *printer, h *model.Host) {
 	if len(h.Zones) == 0 {
 		return
 	}
@@ -283,7 +285,7 @@ func zones(p *printer, h *diagnose.Host) {
 		p.f("  %s %s\n", p.paint("33", "mismatch:"), m)
 	}
 	// What-if for the largest lowmem zone of each node.
-	var big *diagnose.ZoneReport
+	var big *model.ZoneReport
 	for i := range h.Zones {
 		z := &h.Zones[i]
 		if len(z.WhatIf) > 0 && (big == nil || z.ManagedPages > big.ManagedPages) {
@@ -320,7 +322,7 @@ func signed(b int64) string {
 	return hb(b)
 }
 
-func cgroups(p *printer, h *diagnose.Host, top int) {
+func cgroups(p *printer, h *model.Host, top int) {
 	c := h.Cgroups
 	p.heading("CGROUPS")
 	num := func(v *int64) string {
@@ -349,8 +351,8 @@ func cgroups(p *printer, h *diagnose.Host, top int) {
 // or an owner (unit, container, pod): what each may use, what it holds
 // that reclaim cannot take cheaply (working set), its page cache, and its
 // events.
-func containers(p *printer, h *diagnose.Host, top int) {
-	var rows []diagnose.CgroupUse
+func containers(p *printer, h *model.Host, top int) {
+	var rows []model.CgroupUse
 	for _, u := range h.Cgroups.Top {
 		if u.WorkingSetBytes != nil && (u.LimitBytes != nil || (u.OOMKills != nil && *u.OOMKills > 0) || (u.Owner != nil && u.Owner.Kind != "")) {
 			rows = append(rows, u)
@@ -393,7 +395,7 @@ func containers(p *printer, h *diagnose.Host, top int) {
 
 // cgroupFocus shows the one cgroup check --cgroup focused on: who owns
 // it, its limits, what is charged to it, its events and its pressure.
-func cgroupFocus(p *printer, d *diagnose.CgroupDetail) {
+func cgroupFocus(p *printer, d *model.CgroupDetail) {
 	if d == nil {
 		return
 	}
@@ -468,7 +470,7 @@ func cgroupFocus(p *printer, d *diagnose.CgroupDetail) {
 	p.f("  findings about it: %d (listed above)\n", d.Findings)
 }
 
-func slab(p *printer, h *diagnose.Host, top int) {
+func slab(p *printer, h *model.Host, top int) {
 	s := h.Slab
 	p.heading("SLAB")
 	p.f("  reclaimable %s, unreclaimable %s (%.1f%% of memory, %.0f%% of slab)\n",
@@ -491,7 +493,7 @@ func slab(p *printer, h *diagnose.Host, top int) {
 	_ = tw.Flush()
 }
 
-func processes(p *printer, h *diagnose.Host, top int, by string) {
+func processes(p *printer, h *model.Host, top int, by string) {
 	if len(h.Processes) == 0 {
 		return
 	}
@@ -521,7 +523,7 @@ func processes(p *printer, h *diagnose.Host, top int, by string) {
 	_ = tw.Flush()
 }
 
-func users(p *printer, h *diagnose.Host, top int) {
+func users(p *printer, h *model.Host, top int) {
 	if len(h.Users) == 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package htmlreport
+package html
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/seriestest"
 )
@@ -36,35 +37,35 @@ func fixture(t testing.TB) *sample.Window {
 // fixtureFindings are one finding per entry of the rule-to-chart mapping
 // (the runtime rules' ids from the shared contract included), with the
 // subjects the rules write.
-func fixtureFindings() []diagnose.Finding {
-	mk := func(id string, sev diagnose.Severity, subject string) diagnose.Finding {
-		return diagnose.Finding{ID: id, Severity: sev, Subject: subject, Summary: "summary of " + id,
-			Evidence: []diagnose.Evidence{{Name: "some_bytes", Value: 123456789, Unit: "bytes"}, {Name: "kernel", Text: "5.0"}},
-			Remedies: []diagnose.Remedy{{Title: "do this", Commands: []string{"sysctl -w vm.x=1", "echo 1 > /proc/sys/vm/drop_caches"}, Risk: "little"}}}
+func fixtureFindings() []model.Finding {
+	mk := func(id string, sev model.Severity, subject string) model.Finding {
+		return model.Finding{ID: id, Severity: sev, Subject: subject, Summary: "summary of " + id,
+			Evidence: []model.Evidence{{Name: "some_bytes", Value: 123456789, Unit: "bytes"}, {Name: "kernel", Text: "5.0"}},
+			Remedies: []model.Remedy{{Title: "do this", Commands: []string{"sysctl -w vm.x=1", "echo 1 > /proc/sys/vm/drop_caches"}, Risk: "little"}}}
 	}
-	return []diagnose.Finding{
-		mk("available_memory_decline", diagnose.Warning, "web1 host"),
-		mk("low_available_memory", diagnose.Critical, "host"),
-		mk("memory_baseline_exceeded", diagnose.Warning, "web1 host"),
-		mk("dying_cgroups", diagnose.Critical, "web1 host"),
-		mk("slab_unreclaimable_growth", diagnose.Warning, "web1 host"),
-		mk("slab_unreclaimable_high", diagnose.Info, "host"),
-		mk("watermark_thrash", diagnose.Warning, "web1 host"),
-		mk("watermark_gap_small", diagnose.Warning, "zone Normal"),
-		mk("process_memory_growth", diagnose.Warning, "web1 process leaky (pid 10)"),
-		mk("process_leak", diagnose.Warning, "web1 process leaky (pid 10)"),
-		mk("allocator_hoarding", diagnose.Warning, "process leaky (pid 10)"),
-		mk("malloc_arenas_many", diagnose.Warning, "process leaky (pid 10)"),
-		mk("gc_time_high", diagnose.Warning, "jvm java (pid 20)"),
-		mk("gc_old_generation_churn", diagnose.Info, "jvm java (pid 20)"),
-		mk("glibc_version_changed", diagnose.Info, "web1 host"),
-		mk("cgroup_memory_pressure", diagnose.Warning, "cgroup /system.slice/worker.service"),
+	return []model.Finding{
+		mk("available_memory_decline", model.Warning, "web1 host"),
+		mk("low_available_memory", model.Critical, "host"),
+		mk("memory_baseline_exceeded", model.Warning, "web1 host"),
+		mk("dying_cgroups", model.Critical, "web1 host"),
+		mk("slab_unreclaimable_growth", model.Warning, "web1 host"),
+		mk("slab_unreclaimable_high", model.Info, "host"),
+		mk("watermark_thrash", model.Warning, "web1 host"),
+		mk("watermark_gap_small", model.Warning, "zone Normal"),
+		mk("process_memory_growth", model.Warning, "web1 process leaky (pid 10)"),
+		mk("process_leak", model.Warning, "web1 process leaky (pid 10)"),
+		mk("allocator_hoarding", model.Warning, "process leaky (pid 10)"),
+		mk("malloc_arenas_many", model.Warning, "process leaky (pid 10)"),
+		mk("gc_time_high", model.Warning, "jvm java (pid 20)"),
+		mk("gc_old_generation_churn", model.Info, "jvm java (pid 20)"),
+		mk("glibc_version_changed", model.Info, "web1 host"),
+		mk("cgroup_memory_pressure", model.Warning, "cgroup /system.slice/worker.service"),
 	}
 }
 
 func fixturePage(t testing.TB) (*Page, *sample.Window) {
 	w := fixture(t)
-	rep := &diagnose.Report{Findings: fixtureFindings(), Notes: []sample.Note{
+	rep := &model.Report{Findings: fixtureFindings(), Notes: []sample.Note{
 		{Source: "rule process_memory_growth", Message: "too little data for pid 11", Fix: "record longer"},
 	}}
 	return &Page{Source: "testdata/host.series", Generated: time.Date(2026, 1, 12, 0, 0, 0, 0, time.UTC),
@@ -165,7 +166,7 @@ func TestChartsShowTheirSeries(t *testing.T) {
 	lastRank := 99
 	for _, a := range arts {
 		id := a.attr["data-rule"]
-		rank := diagnose.Severity(a.attr["data-severity"]).Rank()
+		rank := model.Severity(a.attr["data-severity"]).Rank()
 		if rank > lastRank {
 			t.Errorf("finding %s (%s) after a less severe one: not ordered by severity", id, a.attr["data-severity"])
 		}
@@ -345,7 +346,7 @@ func TestLongSeriesDownsampled(t *testing.T) {
 	w := &sample.Window{Instance: "h", From: start, To: start.Add(time.Duration(n-1) * 15 * time.Second)}
 	w.Add(s)
 	p := &Page{Source: "gen", Generated: start, Instances: []Instance{{Name: "h", From: w.From, To: w.To, Window: w,
-		Report: &diagnose.Report{Findings: []diagnose.Finding{{ID: "slab_unreclaimable_high", Severity: diagnose.Warning, Subject: "host"}}}}}}
+		Report: &model.Report{Findings: []model.Finding{{ID: "slab_unreclaimable_high", Severity: model.Warning, Subject: "host"}}}}}}
 	page := renderPage(t, p)
 	doc := parseHTML(t, page)
 	fig := figure(t, doc, "slab_unreclaimable_high", "slab_vs_cgroups")
@@ -371,7 +372,7 @@ func TestGapsBreakLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := Chart{ID: "slab_vs_cgroups", Unit: UnitBytes, Lines: []Line{lineOf(w.Series[0], "SUnreclaim")}}
-	v := render(c, w.From.UnixMilli(), w.To.UnixMilli(), "")
+	v := drawChart(c, w.From.UnixMilli(), w.To.UnixMilli(), "")
 	if got := strings.Count(v.Paths[0].D, "M"); got != 2 {
 		t.Errorf("%d subpaths, want 2 (one each side of the gap)", got)
 	}
@@ -386,11 +387,11 @@ func TestEscaping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := diagnose.Finding{ID: "process_memory_growth", Severity: diagnose.Warning, Subject: "process " + evil + " (pid 7)", Summary: evil,
-		Evidence: []diagnose.Evidence{{Name: evil, Text: evil}},
-		Remedies: []diagnose.Remedy{{Title: evil, Commands: []string{"kill " + evil}, Risk: evil, Undo: evil}}}
+	f := model.Finding{ID: "process_memory_growth", Severity: model.Warning, Subject: "process " + evil + " (pid 7)", Summary: evil,
+		Evidence: []model.Evidence{{Name: evil, Text: evil}},
+		Remedies: []model.Remedy{{Title: evil, Commands: []string{"kill " + evil}, Risk: evil, Undo: evil}}}
 	p := &Page{Source: evil, Instances: []Instance{{Name: evil, From: w.From, To: w.To, Window: w,
-		Report: &diagnose.Report{Findings: []diagnose.Finding{f}, Notes: []sample.Note{{Source: evil, Message: evil, Fix: evil}}}}}}
+		Report: &model.Report{Findings: []model.Finding{f}, Notes: []sample.Note{{Source: evil, Message: evil, Fix: evil}}}}}}
 	page := string(renderPage(t, p))
 	for _, bad := range []string{"<script", "<img", "onerror=alert"} {
 		if i := strings.Index(page, bad); i >= 0 && !strings.Contains(page[max(0, i-40):i], "&lt;") {
@@ -410,7 +411,7 @@ func TestEscaping(t *testing.T) {
 // says so.
 func TestEmptyPage(t *testing.T) {
 	t.Parallel()
-	p := &Page{Source: "capture.txtar", Instances: []Instance{{Name: "vm", Report: &diagnose.Report{}}}}
+	p := &Page{Source: "capture.txtar", Instances: []Instance{{Name: "vm", Report: &model.Report{}}}}
 	doc := parseHTML(t, renderPage(t, p))
 	txt := doc.textContent()
 	for _, want := range []string{"No problems found by", "No memory series over time", "Nothing to note"} {
@@ -454,7 +455,7 @@ func TestSnapshotHasNoCharts(t *testing.T) {
 	w := fixture(t)
 	at := w.To
 	p := &Page{Source: "capture.txtar", Instances: []Instance{{Name: "vm", From: at, To: at, Window: w,
-		Report: &diagnose.Report{Findings: fixtureFindings()[:2]}}}}
+		Report: &model.Report{Findings: fixtureFindings()[:2]}}}}
 	doc := parseHTML(t, renderPage(t, p))
 	if n := len(doc.tagged("figure")); n != 0 {
 		t.Errorf("%d charts of a single instant", n)
@@ -479,13 +480,13 @@ func TestGoldenStructure(t *testing.T) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v (run go test ./internal/htmlreport -run Golden -update to create it)", err)
+		t.Fatalf("%v (run go test ./internal/render/html -run Golden -update to create it)", err)
 	}
 	if b.String() != string(want) {
 		gl, wl := strings.Split(b.String(), "\n"), strings.Split(string(want), "\n")
 		for i := 0; i < min(len(gl), len(wl)); i++ {
 			if gl[i] != wl[i] {
-				t.Fatalf("structure differs from %s at line %d:\n got: %s\nwant: %s\n(go test ./internal/htmlreport -run Golden -update after a deliberate change)", golden, i+1, gl[i], wl[i])
+				t.Fatalf("structure differs from %s at line %d:\n got: %s\nwant: %s\n(go test ./internal/render/html -run Golden -update after a deliberate change)", golden, i+1, gl[i], wl[i])
 			}
 		}
 		t.Fatalf("structure differs from %s in length: %d lines, want %d", golden, len(gl), len(wl))
@@ -509,11 +510,11 @@ func BenchmarkRender(b *testing.B) {
 func TestPageSaysCoverage(t *testing.T) {
 	t.Parallel()
 	n := len(diagnose.Rules())
-	rep := &diagnose.Report{Coverage: diagnose.Coverage{Rules: n, Evaluated: []string{"low_available_memory"},
+	rep := &model.Report{Coverage: model.Coverage{Rules: n, Evaluated: []string{"low_available_memory"},
 		Partial: true, Unread: []string{"proc/slabinfo: slab caches unreadable: permission denied (root only)"}}}
 	for _, r := range diagnose.Rules() {
 		if id := r.Meta().ID; id != "low_available_memory" {
-			rep.Coverage.NotEvaluated = append(rep.Coverage.NotEvaluated, diagnose.RuleSkip{ID: id, Reason: diagnose.SkipMissingData})
+			rep.Coverage.NotEvaluated = append(rep.Coverage.NotEvaluated, model.RuleSkip{ID: id, Reason: model.SkipMissingData})
 		}
 	}
 	p := &Page{Source: "capture.txtar", Instances: []Instance{{Name: "vm", Report: rep}}}
@@ -532,9 +533,9 @@ func TestPageSaysCoverage(t *testing.T) {
 // Evidence on the page is in its units, never Go's raw float text.
 func TestPageEvidenceFormatted(t *testing.T) {
 	t.Parallel()
-	f := diagnose.Finding{ID: "available_memory_decline", Severity: diagnose.Warning, Subject: "host", Summary: "s",
-		Evidence: []diagnose.Evidence{{Name: "days_until_exhausted", Value: 71.80891927083333, Unit: "days"}, {Name: "heap_live", Value: 1.00663296e+08}}}
-	p := &Page{Source: "x", Instances: []Instance{{Name: "vm", Report: &diagnose.Report{Findings: []diagnose.Finding{f}}}}}
+	f := model.Finding{ID: "available_memory_decline", Severity: model.Warning, Subject: "host", Summary: "s",
+		Evidence: []model.Evidence{{Name: "days_until_exhausted", Value: 71.80891927083333, Unit: "days"}, {Name: "heap_live", Value: 1.00663296e+08}}}
+	p := &Page{Source: "x", Instances: []Instance{{Name: "vm", Report: &model.Report{Findings: []model.Finding{f}}}}}
 	txt := parseHTML(t, renderPage(t, p)).textContent()
 	for _, want := range []string{"71.8 days", "100663296"} {
 		if !strings.Contains(txt, want) {
@@ -555,7 +556,7 @@ func TestCgroupChartIsTheFindingsCgroup(t *testing.T) {
 		cgroup string
 		charts int
 	}{{"/system.slice/worker.service", 2}, {"/system.slice/other.service", 1}, {"/system.slice/none.service", 0}} {
-		f := diagnose.Finding{ID: "cgroup_near_limit", Subject: "cgroup " + c.cgroup}
+		f := model.Finding{ID: "cgroup_near_limit", Subject: "cgroup " + c.cgroup}
 		got := cgroupMemory(w, &f)
 		if len(got) != c.charts {
 			t.Errorf("%s: %d cgroup charts, want %d", c.cgroup, len(got), c.charts)
@@ -568,7 +569,7 @@ func TestCgroupChartIsTheFindingsCgroup(t *testing.T) {
 			}
 		}
 	}
-	if got := cgroupMemory(w, &diagnose.Finding{ID: "low_available_memory", Subject: "host"}); got != nil {
+	if got := cgroupMemory(w, &model.Finding{ID: "low_available_memory", Subject: "host"}); got != nil {
 		t.Errorf("a host finding gets cgroup charts: %v", got)
 	}
 }

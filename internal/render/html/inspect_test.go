@@ -1,4 +1,4 @@
-package htmlreport
+package html
 
 // An inspector for rendered reports: parses the HTML into a tree and reads
 // back the charts, their drawn series and legends, so tests can check each

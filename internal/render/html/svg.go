@@ -1,4 +1,4 @@
-package htmlreport
+package html
 
 // Charts become inline SVG: every line is cut into one bucket per two
 // pixels of plot width and drawn through each bucket's minimum and maximum
@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -214,7 +214,7 @@ func niceRange(lo, hi float64, n int) (float64, float64, []float64) {
 func format(v float64, unit string) string {
 	switch unit {
 	case UnitBytes:
-		return human.Bytes(int64(v))
+		return render.Bytes(int64(v))
 	case UnitRatio:
 		return strconv.FormatFloat(v*100, 'g', 3, 64) + "%"
 	case UnitPerSecond:
@@ -276,8 +276,8 @@ func timeTicks(from, to int64, x func(int64) float64) []tick {
 	return out
 }
 
-// render lays a chart out over [from, to] (ms).
-func render(c Chart, from, to int64, caption string) chartView {
+// drawChart lays a chart out over [from, to] (ms).
+func drawChart(c Chart, from, to int64, caption string) chartView {
 	right := c.RightUnit != ""
 	pw := plotWidth(right)
 	n := pw / pxPerBucket

@@ -1,4 +1,4 @@
-package diagnose
+package render
 
 import (
 	"math"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // FormatValue writes an evidence's value for people, in its unit: bytes
@@ -14,16 +14,16 @@ import (
 // numbers, other numbers to three significant digits without exponents.
 // Text evidence is its text. JSON keeps the exact value; only the text and
 // HTML reports use this.
-func FormatValue(e Evidence) string {
+func FormatValue(e model.Evidence) string {
 	if e.Text != "" {
 		return e.Text
 	}
 	v := e.Value
 	switch e.Unit {
 	case "bytes":
-		return human.Bytes(int64(math.Round(v)))
+		return Bytes(int64(math.Round(v)))
 	case "bytes_per_day":
-		return human.Bytes(int64(math.Round(v))) + " a day"
+		return Bytes(int64(math.Round(v))) + " a day"
 	case "kB":
 		return Number(v) + " kB" // a sysctl's own unit, to paste
 	case "percent":
@@ -82,7 +82,7 @@ func Seconds(v float64) string {
 	case a < 120:
 		return trimZeros(strconv.FormatFloat(v, 'f', 2, 64)) + " s"
 	}
-	return human.Duration(time.Duration(v * float64(time.Second)))
+	return Duration(time.Duration(v * float64(time.Second)))
 }
 
 func trimZeros(s string) string {

@@ -1,4 +1,4 @@
-package report
+package text
 
 import (
 	"bytes"
@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // A NaN or infinity that reaches JSON output is an error naming where it
 // is, not "json: unsupported value: +Inf" alone.
 func TestWriteJSONNamesNonFinite(t *testing.T) {
-	r := &diagnose.Report{Findings: []diagnose.Finding{{ID: "x"}, {ID: "y", Evidence: []diagnose.Evidence{{Name: "a", Value: 1}, {Name: "b", Value: math.Inf(1)}}}}}
+	r := &model.Report{Findings: []model.Finding{{ID: "x"}, {ID: "y", Evidence: []model.Evidence{{Name: "a", Value: 1}, {Name: "b", Value: math.Inf(1)}}}}}
 	var b bytes.Buffer
 	err := JSON(&b, r)
 	if err == nil || !strings.Contains(err.Error(), ".findings[1].evidence[1].value is +Inf") {

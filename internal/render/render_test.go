@@ -1,4 +1,4 @@
-package human
+package render
 
 import (
 	"testing"
@@ -51,6 +51,33 @@ func TestDuration(t *testing.T) {
 	} {
 		if got := Duration(in); got != want {
 			t.Errorf("Duration(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestClockAndFixedUnits(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[time.Duration]string{
+		44 * time.Second:                    "44s",
+		12*time.Minute + 30*time.Second:     "12m30s",
+		240 * time.Hour:                     "240h0m0s",
+		3*time.Hour + 1499*time.Millisecond: "3h0m1s",
+	} {
+		if got := Clock(in); got != want {
+			t.Errorf("Clock(%v) = %q, want %q", in, got, want)
+		}
+	}
+	if got := ClockSeconds(86400 * 10); got != "240h0m0s" {
+		t.Errorf("ClockSeconds(10 days) = %q, want 240h0m0s", got)
+	}
+	for in, want := range map[float64]string{512 * 1024: "512 KiB", 3 << 20: "3.0 MiB", 1.25 * (1 << 30): "1280.0 MiB", -(1 << 19): "-512 KiB"} {
+		if got := MiB(in); got != want {
+			t.Errorf("MiB(%g) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[float64]string{0.0004: "400 µs", 0.0123: "12.3 ms", 2: "2000.0 ms"} {
+		if got := Millis(in); got != want {
+			t.Errorf("Millis(%g) = %q, want %q", in, got, want)
 		}
 	}
 }

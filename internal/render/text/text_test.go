@@ -1,23 +1,23 @@
-package report
+package text
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // The text report prints evidence in its units; the JSON keeps the exact
 // values.
 func TestTextEvidenceFormatted(t *testing.T) {
 	t.Parallel()
-	r := &diagnose.Report{Host: &diagnose.Host{}, Findings: []diagnose.Finding{{ID: "available_memory_decline", Severity: diagnose.Warning,
-		Subject: "host", Summary: "s", Evidence: []diagnose.Evidence{
+	r := &model.Report{Host: &model.Host{}, Findings: []model.Finding{{ID: "available_memory_decline", Severity: model.Warning,
+		Subject: "host", Summary: "s", Evidence: []model.Evidence{
 			{Name: "days_until_exhausted", Value: 71.80891927083333, Unit: "days"},
 			{Name: "heap_live", Value: 1.00663296e+08},
 		}}}}
 	var b strings.Builder
-	if err := Text(&b, r, TextOptions{}); err != nil {
+	if err := Text(&b, r, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

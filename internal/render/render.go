@@ -1,10 +1,13 @@
-// Package human formats quantities for people, the same way everywhere:
-// the text report, the HTML report, findings' summaries, comparisons and
-// the commands' messages.
-package human
+// Package render is the one set of formats for people, the same way
+// everywhere: bytes, durations, evidence values and numbers, for the text
+// output (render/text), the HTML report (render/html), findings'
+// summaries, comparisons, probes and the commands' messages. A new format
+// goes here, never into the package that prints it.
+package render
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -46,7 +49,32 @@ func Span(d time.Duration) string {
 	if d >= 48*time.Hour {
 		return strconv.FormatFloat(d.Hours()/24, 'f', 1, 64) + " days"
 	}
-	return d.Round(time.Second).String()
+	return Clock(d)
+}
+
+// Clock renders a duration exactly to the second, in hours, minutes and
+// seconds whatever its length (44s, 12m30s, 240h0m0s).
+func Clock(d time.Duration) string { return d.Round(time.Second).String() }
+
+// ClockSeconds is Clock of a number of seconds.
+func ClockSeconds(s float64) string { return Clock(time.Duration(s * float64(time.Second))) }
+
+// MiB renders bytes in a fixed unit for columns to compare: MiB with one
+// decimal, whole KiB below 1 MiB.
+func MiB(v float64) string {
+	if math.Abs(v) < 1<<20 {
+		return fmt.Sprintf("%.0f KiB", v/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", v/(1<<20))
+}
+
+// Millis renders a latency in a fixed unit for columns to compare:
+// milliseconds with one decimal, whole microseconds below 1 ms.
+func Millis(v float64) string {
+	if math.Abs(v) < 0.001 {
+		return fmt.Sprintf("%.0f µs", v*1e6)
+	}
+	return fmt.Sprintf("%.1f ms", v*1e3)
 }
 
 // Duration renders an elapsed time in findings: days with one decimal from
@@ -58,7 +86,7 @@ func Duration(d time.Duration) string {
 	case d >= time.Hour:
 		return d.Round(time.Minute).String()
 	}
-	return d.Round(time.Second).String()
+	return Clock(d)
 }
 
 // Count renders a count with its noun in the right number: "1 stall",

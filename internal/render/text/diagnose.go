@@ -1,11 +1,11 @@
-package report
+package text
 
 import (
 	"io"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
-	"github.com/memdoctor/memdoctor/internal/human"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 // WindowSummary says what data one instance's diagnosis read.
@@ -20,7 +20,7 @@ type WindowSummary struct {
 // DiagnoseText writes the terminal report of a diagnosis over time:
 // findings first, then what data each instance had, the state at the end
 // (single instance) and the notes.
-func DiagnoseText(w io.Writer, r *diagnose.Report, ws []WindowSummary, opt TextOptions) error {
+func DiagnoseText(w io.Writer, r *model.Report, ws []WindowSummary, opt Options) error {
 	if opt.Top <= 0 {
 		opt.Top = 5
 	}
@@ -35,7 +35,7 @@ func DiagnoseText(w io.Writer, r *diagnose.Report, ws []WindowSummary, opt TextO
 			res = "steps of " + s.Step.String()
 		}
 		p.f("  %s: %s … %s (%s), %d series read at %s, %d findings\n", s.Instance,
-			s.From.UTC().Format("2006-01-02 15:04"), s.To.UTC().Format("2006-01-02 15:04"), human.Span(s.To.Sub(s.From)),
+			s.From.UTC().Format("2006-01-02 15:04"), s.To.UTC().Format("2006-01-02 15:04"), render.Span(s.To.Sub(s.From)),
 			s.Series, res, s.Findings)
 	}
 	if len(ws) == 1 && r.Host != nil && r.Accounting.TotalBytes > 0 && r.Accounting.Invalid == "" && r.Accounting.AvailableMissing == "" {

@@ -1,4 +1,4 @@
-package report
+package text
 
 import (
 	"bytes"
@@ -26,5 +26,14 @@ func TestStderrLinesEscaped(t *testing.T) {
 	}
 	if n := strings.Count(out, "\n"); n != 3 {
 		t.Errorf("%d lines, want 3: %q", n, out)
+	}
+}
+
+func TestPageWritten(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	PageWritten(&b, "r.html", 3, 12, 1536*1024, 0.25)
+	if got, want := b.String(), "wrote r.html: 3 findings, 12 charts, 1.50 MiB in 250 ms\n"; got != want {
+		t.Errorf("PageWritten = %q, want %q", got, want)
 	}
 }
