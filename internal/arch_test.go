@@ -59,6 +59,9 @@ var allowed = map[string][]string{
 	// The cgroup tracer loads BPF (or reads tracefs) on the live host.
 	"cgtrace":  {"sample"},
 	"heapprof": {"procfs"},
+	// Heap sampling with uprobes on a live process (leaks --ebpf): its
+	// result is heapprof's dump; inject opens the target's mapped files.
+	"leaktrace": {"heapprof", "inject", "procfs"},
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
@@ -77,7 +80,7 @@ var allowed = map[string][]string{
 	"compare": {"human", "prom", "promql", "sample", "stats"},
 	// The use cases: what commands call (cmd/memdoctor parses flags and
 	// renders; this opens, resolves windows and steps, diagnoses, merges).
-	"analysis": {"alerts", "capture", "cgtrace", "collect", "compare", "diagnose", "fleet", "heapprof", "htmlreport", "human", "malloc", "outfile", "pagescan", "procfs", "termsafe",
+	"analysis": {"alerts", "capture", "cgtrace", "collect", "compare", "diagnose", "fleet", "heapprof", "htmlreport", "human", "leaktrace", "malloc", "outfile", "pagescan", "procfs", "termsafe",
 		"prom", "promql", "runtimes", "safeio", "sample", "source", "store", "treat"},
 	// Remedies that change the host: a running process' allocator (malloc, trim,
 	// check --malloc) and dying cgroups (reclaim).
