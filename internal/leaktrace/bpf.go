@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"runtime"
 	"strconv"
 	"time"
 	"unsafe"
@@ -35,18 +36,19 @@ var (
 // (nil: only the entry is probed).
 type probe struct {
 	symbol       string
+	kind         int // leaktrace.c's enum kind
 	enter, leave *ebpf.Program
 }
 
 func (o *leaktraceObjects) probes() []probe {
 	return []probe{
-		{"malloc", o.MallocEnter, o.MallocLeave},
-		{"calloc", o.CallocEnter, o.CallocLeave},
-		{"realloc", o.ReallocEnter, o.ReallocLeave},
-		{"memalign", o.MemalignEnter, o.MemalignLeave},
-		{"aligned_alloc", o.AlignedAllocEnter, o.AlignedAllocLeave},
-		{"posix_memalign", o.PosixMemalignEnter, o.PosixMemalignLeave},
-		{"free", o.FreeEnter, nil},
+		{"malloc", 1, o.MallocEnter, o.MallocLeave},
+		{"calloc", 2, o.CallocEnter, o.CallocLeave},
+		{"realloc", 3, o.ReallocEnter, o.ReallocLeave},
+		{"memalign", 4, o.MemalignEnter, o.MemalignLeave},
+		{"posix_memalign", 5, o.PosixMemalignEnter, o.PosixMemalignLeave},
+		{"aligned_alloc", 6, o.AlignedAllocEnter, o.AlignedAllocLeave},
+		{"free", 7, o.FreeEnter, nil},
 	}
 }
 
@@ -104,7 +106,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 	defer func() { _ = objs.Close() }()
 
-	hit, err := calibrate(&objs)
+	hit, step, err := calibrate(&objs)
 	if err != nil {
 		return nil, unavailable("timing a probe on memdoctor itself", err)
 	}
@@ -130,13 +132,21 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if err := objs.Percpu.Lookup(uint32(0), &cs); err != nil {
 		return nil, fmt.Errorf("reading the counters: %w", err)
 	}
-	var allocs, frees uint64
-	for _, c := range cs {
-		allocs += c.AllocCalls
-		frees += c.FreeCalls
+	est := Estimate{ProbeHit: hit, ProbeStep: step, Window: window,
+		Duration: opt.Duration, MaxSamples: opt.MaxSamples, MaxLive: MaxLive, Libc: libc}
+	returns := map[string]bool{}
+	for _, p := range objs.probes() {
+		if t.skip[p.symbol] || !t.attached[p.symbol] {
+			continue
+		}
+		f := FuncEstimate{Name: p.symbol, Stepped: t.stepped[p.symbol]}
+		for _, c := range cs {
+			f.Calls += c.Calls[p.kind]
+		}
+		est.Functions = append(est.Functions, f)
+		returns[p.symbol] = p.leave != nil
 	}
-	est := newEstimate(hit, window, allocs, frees)
-	est.Duration, est.MaxSamples, est.MaxLive, est.Libc = opt.Duration, opt.MaxSamples, MaxLive, libc
+	est.estimate(returns)
 	if opt.Estimate != nil {
 		if err := opt.Estimate(est); err != nil {
 			return nil, err
@@ -255,6 +265,9 @@ type tracer struct {
 	links []link.Link
 	ex    *link.Executable
 	skip  map[string]bool // functions at the address of another one
+	// attached: the entries probed; stepped: those whose first
+	// instruction the kernel steps out of line.
+	attached, stepped map[string]bool
 }
 
 // detach removes every probe (idempotent).
@@ -271,10 +284,11 @@ func (t *tracer) attachEntries(lib string) error {
 		return fmt.Errorf("%s: %w", lib, err)
 	}
 	t.ex = ex
-	t.skip, err = aliases(lib, t.objs.probes())
+	t.skip, t.stepped, err = aliases(lib, t.objs.probes())
 	if err != nil {
 		return err
 	}
+	t.attached = map[string]bool{}
 	for _, p := range t.objs.probes() {
 		if t.skip[p.symbol] {
 			continue
@@ -287,6 +301,7 @@ func (t *tracer) attachEntries(lib string) error {
 			return unavailable("attaching to "+p.symbol, err)
 		}
 		t.links = append(t.links, l)
+		t.attached[p.symbol] = true
 	}
 	return nil
 }
@@ -310,24 +325,25 @@ func (t *tracer) attachReturns(lib string) error {
 
 // aliases names the functions that share an address with one listed
 // before them (aligned_alloc is memalign in older glibc): probing both
-// would count their calls twice.
-func aliases(lib string, ps []probe) (map[string]bool, error) {
+// would count their calls twice. It also says which functions begin with
+// an instruction the kernel steps out of line.
+func aliases(lib string, ps []probe) (skip, stepped map[string]bool, err error) {
 	f, err := elf.Open(lib)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", lib, err)
+		return nil, nil, fmt.Errorf("%s: %w", lib, err)
 	}
 	defer func() { _ = f.Close() }()
 	syms, err := f.DynamicSymbols()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", lib, err)
+		return nil, nil, fmt.Errorf("%s: %w", lib, err)
 	}
 	at := map[string]uint64{}
 	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && !(s.HasVersion && s.VersionIndex.IsHidden()) {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && (!s.HasVersion || !s.VersionIndex.IsHidden()) {
 			at[s.Name] = s.Value
 		}
 	}
-	skip := map[string]bool{}
+	skip, stepped = map[string]bool{}, map[string]bool{}
 	seen := map[uint64]bool{}
 	for _, p := range ps {
 		v, ok := at[p.symbol]
@@ -338,66 +354,91 @@ func aliases(lib string, ps []probe) (map[string]bool, error) {
 			skip[p.symbol] = true
 		}
 		seen[v] = true
+		stepped[p.symbol] = true
+		for _, pr := range f.Progs {
+			if pr.Type == elf.PT_LOAD && v >= pr.Vaddr && v+4 <= pr.Vaddr+pr.Filesz {
+				b := make([]byte, 4)
+				if _, err := pr.ReadAt(b, int64(v-pr.Vaddr)); err == nil {
+					stepped[p.symbol] = !emulated(b)
+				}
+				break
+			}
+		}
 	}
-	return skip, nil
+	return skip, stepped, nil
 }
 
-// calibrationTarget is the function of memdoctor itself that calibrate
-// probes.
+// calibrationTarget and calibrationStep are the functions of memdoctor
+// itself that calibrate probes. calibrationTarget has a frame and no stack
+// check, so that it begins, like glibc's malloc, with a push (which the
+// kernel emulates on amd64); calibrationStep begins with a move, stepped
+// out of line (a second trap), as glibc's free begins with a test.
 //
 //go:noinline
-func calibrationTarget(x uint64) uint64 { return x*2654435761 + 1 }
+//go:nosplit
+func calibrationTarget(x uint64) uint64 { return calibrationStep(x) + 1 }
 
-var calibrationSink uint64
+//go:noinline
+func calibrationStep(x uint64) uint64 { return x * 2654435761 }
 
-// calibrate times a probe hit: calls to calibrationTarget without and with
-// the calibrate program attached (the best of three rounds of each).
-func calibrate(objs *leaktraceObjects) (time.Duration, error) {
+// calibrate times a probe hit on each calibration function: calls without
+// and with the calibrate program attached (the best of three rounds).
+func calibrate(objs *leaktraceObjects) (hit, step time.Duration, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, 0, err
+	}
+	ex, err := link.OpenExecutable(exe)
+	if err != nil {
+		return 0, 0, err
+	}
+	maps, err := procfs.NewFS("/").ProcMaps(os.Getpid())
+	if err != nil {
+		return 0, 0, err
+	}
 	const n = 2000
-	round := func() time.Duration {
+	time1 := func(f func(uint64) uint64) time.Duration {
 		best := time.Duration(1 << 62)
 		for range 3 {
 			s := uint64(0)
 			t0 := time.Now()
 			for i := range uint64(n) {
-				s += calibrationTarget(i)
+				s += f(i)
 			}
 			best = min(best, time.Since(t0))
-			calibrationSink += s
+			runtime.KeepAlive(s)
 		}
 		return best
 	}
-	base := round()
-	exe, err := os.Executable()
-	if err != nil {
-		return 0, err
-	}
-	pc := uint64(reflect.ValueOf(calibrationTarget).Pointer())
-	maps, err := procfs.NewFS("/").ProcMaps(os.Getpid())
-	if err != nil {
-		return 0, err
-	}
-	var off uint64
-	found := false
-	for _, m := range maps {
-		if pc >= m.Start && pc < m.End {
-			off, found = pc-m.Start+m.Offset, true
-			break
+	one := func(name string, f func(uint64) uint64) (time.Duration, error) {
+		base := time1(f)
+		pc := uint64(reflect.ValueOf(f).Pointer())
+		var off uint64
+		found := false
+		for _, m := range maps {
+			if pc >= m.Start && pc < m.End {
+				off, found = pc-m.Start+m.Offset, true
+				break
+			}
 		}
+		if !found {
+			return 0, fmt.Errorf("no mapping holds memdoctor's own code at 0x%x", pc)
+		}
+		l, err := ex.Uprobe(name, objs.Calibrate, &link.UprobeOptions{Address: off, PID: os.Getpid()})
+		if err != nil {
+			return 0, err
+		}
+		probed := time1(f)
+		_ = l.Close()
+		return max((probed-base)/n, 0), nil
 	}
-	if !found {
-		return 0, fmt.Errorf("no mapping holds memdoctor's own code at 0x%x", pc)
+	// calibrationTarget calls calibrationStep: time the step first, with
+	// its probe gone when the target is timed.
+	if step, err = one("calibrationStep", calibrationStep); err != nil {
+		return 0, 0, err
 	}
-	ex, err := link.OpenExecutable(exe)
-	if err != nil {
-		return 0, err
+	if hit, err = one("calibrationTarget", calibrationTarget); err != nil {
+		return 0, 0, err
 	}
-	l, err := ex.Uprobe("calibrationTarget", objs.Calibrate, &link.UprobeOptions{Address: off, PID: os.Getpid()})
-	if err != nil {
-		return 0, err
-	}
-	probed := round()
-	_ = l.Close()
-	hit := (probed - base) / n
-	return max(hit, 0), nil
+	return hit, step, nil
 }

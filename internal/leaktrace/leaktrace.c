@@ -60,7 +60,7 @@ struct regs {
 #define F_USER_STACK (1ULL << 8)
 #define MAX_DEPTH 32
 
-enum kind { K_MALLOC = 1, K_CALLOC, K_REALLOC, K_MEMALIGN, K_POSIX_MEMALIGN, K_ALIGNED_ALLOC };
+enum kind { K_MALLOC = 1, K_CALLOC, K_REALLOC, K_MEMALIGN, K_POSIX_MEMALIGN, K_ALIGNED_ALLOC, K_FREE, K_CALIBRATE };
 
 // Set by the loader.
 const volatile __u32 target_tgid = 0;
@@ -78,9 +78,8 @@ __u64 dropped_event = 0; // sampled, no room in the ring buffer
 __u64 capped = 0;       // due, not sampled: max_samples reached
 
 struct counters {
-	__u64 alloc_calls;
-	__u64 free_calls;
-	__s64 left; // bytes to allocate before the next sample
+	__u64 calls[16]; // by kind: the probes' hits
+	__s64 left;     // bytes to allocate before the next sample
 	__u64 armed;
 };
 
@@ -173,14 +172,15 @@ static __always_inline __s64 gap(void)
 	return (__s64)((((rate * l) >> 16) * 45426) >> 16);
 }
 
-// due counts n bytes on this CPU; true when they cross the next sample.
-static __always_inline int due(__u64 n)
+// due counts a call of kind of n bytes on this CPU; true when they cross
+// the next sample.
+static __always_inline int due(__u32 kind, __u64 n)
 {
 	__u32 zero = 0;
 	struct counters *c = bpf_map_lookup_elem(&percpu, &zero);
 	if (!c)
 		return 0;
-	c->alloc_calls++;
+	c->calls[kind & 15]++;
 	if (!sampling)
 		return 0;
 	if (!c->armed) {
@@ -209,11 +209,11 @@ static __always_inline int enter(__u32 kind, __u64 n, __u64 memptr, int always_n
 	if (!ours())
 		return 0;
 	if (!sampling)
-		return due(n); // counts the call
+		return due(kind, n); // counts the call
 	__u64 id = bpf_get_current_pid_tgid();
 	if (kind == K_MALLOC && bpf_map_lookup_elem(&notes, &id))
 		return 0; // inside realloc or an aligned function: counted there
-	int d = due(n);
+	int d = due(kind, n);
 	if (!d && !always_note)
 		return 0;
 	struct note nt = {.size = n, .memptr = memptr, .kind = kind, .sampled = d};
@@ -313,7 +313,7 @@ int free_enter(struct regs *ctx)
 	__u32 zero = 0;
 	struct counters *c = bpf_map_lookup_elem(&percpu, &zero);
 	if (c)
-		c->free_calls++;
+		c->calls[K_FREE]++;
 	if (sampling)
 		forget(ARG1(ctx));
 	return 0;
@@ -330,6 +330,6 @@ int calibrate(struct regs *ctx)
 	__u32 zero = 0;
 	struct counters *c = bpf_map_lookup_elem(&percpu, &zero);
 	if (c)
-		c->alloc_calls++;
+		c->calls[K_CALIBRATE]++;
 	return 0;
 }

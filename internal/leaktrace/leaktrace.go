@@ -70,18 +70,17 @@ type Options struct {
 // Estimate is what the probes are expected to cost, measured before
 // sampling starts.
 type Estimate struct {
-	// ProbeHit is one probe hit on this host: a uprobe on a function of
-	// memdoctor itself, timed with and without it.
-	ProbeHit time.Duration `json:"probeHitNs"`
-	// Window is the count-only phase on the target, and the calls its
-	// probes counted.
-	Window     time.Duration `json:"windowNs"`
-	AllocCalls uint64        `json:"allocCalls"`
-	FreeCalls  uint64        `json:"freeCalls"`
-	// PerAllocCall is the time added to each allocation call (its entry
-	// and its return are probed); a free call gets one ProbeHit.
-	PerAllocCall time.Duration `json:"perAllocCallNs"`
-	// CPUShare is the CPU the probes would take at the rate of the
+	// ProbeHit is one probe hit on this host whose instruction the kernel
+	// emulates (a push, as glibc's malloc begins with on amd64); ProbeStep
+	// one whose instruction is stepped out of line (a second trap). Both
+	// are timed on functions of memdoctor itself, with and without a
+	// probe.
+	ProbeHit  time.Duration `json:"probeHitNs"`
+	ProbeStep time.Duration `json:"probeStepNs"`
+	// Window is the count-only phase on the target.
+	Window    time.Duration  `json:"windowNs"`
+	Functions []FuncEstimate `json:"functions"`
+	// CPUShare is the CPU the probes would take at the call rates of the
 	// window, as a fraction of one CPU.
 	CPUShare float64 `json:"cpuShare"`
 	// The caps the trace enforces.
@@ -91,29 +90,52 @@ type Estimate struct {
 	Libc       string        `json:"libc"`
 }
 
-// newEstimate computes the cost from a probe hit and the calls counted.
-func newEstimate(hit, window time.Duration, alloc, free uint64) Estimate {
-	e := Estimate{ProbeHit: hit, Window: window, AllocCalls: alloc, FreeCalls: free, PerAllocCall: 2 * hit}
-	if window > 0 {
-		cost := float64(alloc)*float64(2*hit) + float64(free)*float64(hit)
-		e.CPUShare = cost / float64(window)
-	}
-	return e
+// FuncEstimate is one probed function: its calls in the window and the
+// time its probes add to each: its entry, and for an allocation function
+// its return, estimated as a stepped hit (the return trampoline traps,
+// then the kernel restores the return address; measured by
+// BenchmarkProbeCost to cost about that).
+type FuncEstimate struct {
+	Name    string        `json:"name"`
+	Calls   uint64        `json:"calls"`
+	Stepped bool          `json:"stepped"` // its first instruction is stepped out of line
+	PerCall time.Duration `json:"perCallNs"`
 }
 
-// Text is the estimate in one paragraph.
-func (e Estimate) Text(w io.Writer) {
-	rate := func(n uint64) string {
-		if e.Window <= 0 {
-			return "0"
+// estimate fills in the per-call costs and the CPU share.
+func (e *Estimate) estimate(returns map[string]bool) {
+	var cost float64
+	for i := range e.Functions {
+		f := &e.Functions[i]
+		f.PerCall = e.ProbeHit
+		if f.Stepped {
+			f.PerCall = e.ProbeStep
 		}
-		return strconv.FormatFloat(float64(n)/e.Window.Seconds(), 'f', 0, 64)
+		if returns[f.Name] {
+			f.PerCall += e.ProbeStep
+		}
+		cost += float64(f.Calls) * float64(f.PerCall)
 	}
-	_, _ = fmt.Fprintf(w, "eBPF sampling of %s: a probe hit costs %s here; in %s the target made %s allocation and %s free calls/s:\n"+
-		"  about +%s per allocation call, +%s per free, %.1f%% of a CPU at that rate.\n"+
+	if e.Window > 0 {
+		e.CPUShare = cost / float64(e.Window)
+	}
+}
+
+// Text is the estimate in a few lines.
+func (e Estimate) Text(w io.Writer) {
+	_, _ = fmt.Fprintf(w, "eBPF sampling of %s: a probe hit costs %s here (%s when its instruction is stepped out of line).\n"+
+		"  calls in %s of counting, and the time the probes would add to each:\n",
+		e.Libc, e.ProbeHit, e.ProbeStep, e.Window.Round(time.Millisecond))
+	for _, f := range e.Functions {
+		rate := 0.0
+		if e.Window > 0 {
+			rate = float64(f.Calls) / e.Window.Seconds()
+		}
+		_, _ = fmt.Fprintf(w, "    %-15s %10.0f/s  +%s a call\n", f.Name, rate, f.PerCall)
+	}
+	_, _ = fmt.Fprintf(w, "  estimate: %.1f%% of a CPU at these rates.\n"+
 		"  caps: %s, %d sampled allocations, %d sampled blocks followed; then the probes are removed.\n",
-		e.Libc, e.ProbeHit, e.Window.Round(time.Millisecond), rate(e.AllocCalls), rate(e.FreeCalls),
-		e.PerAllocCall, e.ProbeHit, 100*e.CPUShare, e.Duration, e.MaxSamples, e.MaxLive)
+		100*e.CPUShare, e.Duration, e.MaxSamples, e.MaxLive)
 }
 
 // Result is a finished trace.

@@ -172,3 +172,23 @@ func TestRunUnprivileged(t *testing.T) {
 		}
 	}
 }
+
+// An allocation function pays its entry and its return; free its entry;
+// a stepped entry costs a stepped hit; the CPU share is their sum over the
+// window.
+func TestEstimate(t *testing.T) {
+	e := Estimate{ProbeHit: time.Microsecond, ProbeStep: 10 * time.Microsecond, Window: time.Second,
+		Functions: []FuncEstimate{{Name: "malloc", Calls: 1000}, {Name: "free", Calls: 500, Stepped: true}}}
+	e.estimate(map[string]bool{"malloc": true})
+	if m, f := e.Functions[0].PerCall, e.Functions[1].PerCall; m != 11*time.Microsecond || f != 10*time.Microsecond {
+		t.Errorf("per call: malloc %s, free %s", m, f)
+	}
+	if want := (1000*11e-6 + 500*10e-6) / 1; math.Abs(e.CPUShare-want) > 1e-9 {
+		t.Errorf("CPU share %g, want %g", e.CPUShare, want)
+	}
+	var b strings.Builder
+	e.Text(&b)
+	if !strings.Contains(b.String(), "free") || !strings.Contains(b.String(), "+11µs a call") {
+		t.Errorf("text:\n%s", b.String())
+	}
+}

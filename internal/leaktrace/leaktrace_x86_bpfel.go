@@ -20,11 +20,10 @@ type leaktraceBlock struct {
 }
 
 type leaktraceCounters struct {
-	_          structs.HostLayout
-	AllocCalls uint64
-	FreeCalls  uint64
-	Left       int64
-	Armed      uint64
+	_     structs.HostLayout
+	Calls [16]uint64
+	Left  int64
+	Armed uint64
 }
 
 type leaktraceNote struct {
