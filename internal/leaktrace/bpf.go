@@ -80,8 +80,8 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		return nil, fmt.Errorf("pid %d: %w", opt.PID, err)
 	}
 	defer func() { _ = unix.Close(pidfd) }()
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		return nil, unavailable("the kernel has no BTF", err)
+	if _, err := os.Stat("/sys/bus/event_source/devices/uprobe"); err != nil {
+		return nil, unavailable("the kernel has no uprobe events", err)
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, unavailable("memlock limit", err)
