@@ -192,3 +192,57 @@ func TestEstimate(t *testing.T) {
 		t.Errorf("text:\n%s", b.String())
 	}
 }
+
+// probeFDs counts this process' perf event and BPF descriptors.
+func probeFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		l, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if l == "anon_inode:[perf_event]" || strings.HasPrefix(l, "anon_inode:bpf") {
+			n++
+		}
+	}
+	return n
+}
+
+// Cancelling (Ctrl-C) ends the trace at once with its result, and every
+// probe and program is released.
+func TestRunCancelled(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := os.Stat("/sys/bus/event_source/devices/uprobe"); err != nil {
+		t.Skip("no uprobe events in this kernel")
+	}
+	pid, stop := startIdle(t, exec.Command("/bin/cat"))
+	defer stop()
+	fds := probeFDs(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var during int
+	var est Estimate
+	began := time.Now()
+	res, err := Run(ctx, Options{PID: pid, Duration: 5 * time.Minute, Count: 200 * time.Millisecond,
+		Estimate: func(e Estimate) error { est = e; return nil },
+		Started:  func() { during = probeFDs(t); cancel() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ended != "cancelled" || time.Since(began) > time.Minute {
+		t.Errorf("ended %q after %s", res.Ended, time.Since(began))
+	}
+	if during <= fds {
+		t.Errorf("%d perf event/BPF descriptors while sampling, %d before", during, fds)
+	}
+	if n := probeFDs(t); n != fds {
+		t.Errorf("%d perf event/BPF descriptors after, %d before", n, fds)
+	}
+	if est.ProbeHit <= 0 || len(est.Functions) == 0 || est.Functions[0].Name != "malloc" {
+		t.Errorf("estimate %+v", est)
+	}
+}
