@@ -59,6 +59,9 @@ var allowed = map[string][]string{
 	// The cgroup tracer loads BPF (or reads tracefs) on the live host.
 	"cgtrace":  {"sample"},
 	"heapprof": {"procfs"},
+	// Heap sampling with uprobes on a live process (leaks --ebpf): its
+	// result is heapprof's dump; inject opens the target's mapped files.
+	"leaktrace": {"heapprof", "inject", "procfs"},
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
@@ -83,7 +86,7 @@ var allowed = map[string][]string{
 	"compare": {"prom", "promql", "render", "sample", "stats"},
 	// The use cases: what commands call (cmd/memdoctor parses flags and
 	// renders; this opens, resolves windows and steps, diagnoses, merges).
-	"analysis": {"alerts", "capture", "cgroups", "cgtrace", "collect", "compare", "diagnose", "fleet", "heapprof", "malloc", "model", "outfile", "pagescan", "procfs", "prom",
+	"analysis": {"alerts", "capture", "cgroups", "cgtrace", "collect", "compare", "diagnose", "fleet", "heapprof", "leaktrace", "malloc", "model", "outfile", "pagescan", "procfs", "prom",
 		"promql", "render", "render/html", "runtimes", "safeio", "sample", "source", "store", "termsafe", "treat"},
 	// Remedies that change the host: a running process' allocator (malloc, trim,
 	// check --malloc) and dying cgroups (reclaim).

@@ -17,6 +17,10 @@ func newLeaksCmd() *cobra.Command {
 		interval time.Duration
 		top      int
 		timeout  time.Duration
+		useEBPF  bool
+		duration time.Duration
+		rate     string
+		maxSamp  uint64
 	)
 	cmd := &cobra.Command{
 		Use:   "leaks PID",
@@ -35,23 +39,39 @@ The library rewrites the profile every MEMDOCTOR_PROFILE_INTERVAL (10s) and
 at exit. With --interval, leaks reads the profile, waits for one written at
 least that much later, and ranks the sites by their growth in between: a
 leak grows, a cache that is full does not. --output writes the profile in
-pprof's format (go tool pprof, speedscope and Pyroscope read it).`,
+pprof's format (go tool pprof, speedscope and Pyroscope read it).
+
+Without a restart: --ebpf samples a process that was not started under the
+library, for --duration (at most 10m; as root, on a kernel with BPF and
+uprobes). Uprobes on the process' own libc malloc, calloc, realloc,
+memalign, posix_memalign, aligned_alloc and free sample one allocation per
+--rate bytes in the kernel, with its user stack, and forget a sampled block
+when it is freed; the report and the profile are the ones above, counting
+only what was allocated during the trace (so its in-use bytes are its
+growth). Before sampling, leaks times a probe hit, counts the process'
+allocation calls for a second, and prints the estimated cost and the caps.
+Every probe is removed at the end, on Ctrl-C, when the process exits, and
+by the kernel if memdoctor dies. Each allocation call pays two probe hits
+(microseconds): fine for a server allocating thousands of times a second,
+not for one allocating millions; there, use the preload library.`,
 		Example: `  memdoctor leaks 4242
   memdoctor leaks 4242 --interval 5m                  # what grew in 5 minutes
   memdoctor leaks 4242 --output heap.pb.gz && go tool pprof -top heap.pb.gz
-  memdoctor leaks 4242 --json | jq '.sites[0]'`,
+  memdoctor leaks 4242 --json | jq '.sites[0]'
+  memdoctor leaks 4242 --ebpf --duration 30s -o heap.pb.gz  # no restart: uprobes for 30 s`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pid, err := mallocPID(args[0])
 			if err != nil {
 				return err
 			}
-			if interval < 0 || top <= 0 || timeout <= 0 {
+			if interval < 0 || top <= 0 || timeout <= 0 || duration <= 0 {
 				return fmt.Errorf("--interval, --top and --timeout: want positive values")
 			}
 			ctx, stop := mallocContext()
 			defer stop()
-			rep, path, err := analysis.Leaks(ctx, pid, analysis.LeaksOptions{Interval: interval, Top: top, Timeout: timeout, Output: output})
+			rep, path, err := analysis.Leaks(ctx, pid, analysis.LeaksOptions{Interval: interval, Top: top, Timeout: timeout, Output: output,
+				EBPF: useEBPF, Duration: duration, Rate: rate, MaxSamples: maxSamp, EstimateOut: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -66,5 +86,9 @@ pprof's format (go tool pprof, speedscope and Pyroscope read it).`,
 	cmd.Flags().DurationVar(&interval, "interval", 0, "rank the sites by their growth over this time (waits for a profile written that much later)")
 	cmd.Flags().IntVar(&top, "top", 10, "sites to show")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "bound on reading a profile, and on waiting past --interval for the next one")
+	cmd.Flags().BoolVar(&useEBPF, "ebpf", false, "sample a process not started under the preload library with uprobes (root; time-boxed by --duration)")
+	cmd.Flags().DurationVar(&duration, "duration", 30*time.Second, "with --ebpf: how long the probes stay attached (at most 10m)")
+	cmd.Flags().StringVar(&rate, "rate", "512KiB", "with --ebpf: mean bytes allocated between samples")
+	cmd.Flags().Uint64Var(&maxSamp, "max-samples", 0, "with --ebpf: end the trace after this many sampled allocations (0: 1000000)")
 	return cmd
 }

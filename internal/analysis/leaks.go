@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/heapprof"
+	"github.com/memdoctor/memdoctor/internal/leaktrace"
 	"github.com/memdoctor/memdoctor/internal/malloc"
 	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/memdoctor/memdoctor/internal/render"
@@ -25,11 +26,23 @@ type LeaksOptions struct {
 	Timeout time.Duration
 	// Output, when set, is where the profile is written in pprof's format.
 	Output string
+	// EBPF samples the process with uprobes for Duration instead of
+	// reading the preload library's profile (leaktrace).
+	EBPF     bool
+	Duration time.Duration
+	Rate     string // mean bytes between samples ("" for 512KiB)
+	// MaxSamples ends the trace after this many sampled allocations (0: the default).
+	MaxSamples uint64
+	// EstimateOut gets the overhead estimate before sampling starts.
+	EstimateOut io.Writer
 }
 
 // Leaks reads the heap profile that the preload library writes for pid and
 // ranks its sites; it returns the report and the profile file it read.
 func Leaks(ctx context.Context, pid int, o LeaksOptions) (*heapprof.Report, string, error) {
+	if o.EBPF {
+		return leaksEBPF(ctx, pid, o)
+	}
 	first, d, err := readLeakDump(ctx, pid, o.Timeout)
 	if err != nil {
 		return nil, "", err
@@ -41,12 +54,66 @@ func Leaks(ctx context.Context, pid int, o LeaksOptions) (*heapprof.Report, stri
 			return nil, "", err
 		}
 	}
-	sym := heapprof.NewSymbolizer(first.Open)
+	rep, err := leaksReport(heapprof.NewSymbolizer(first.Open), d, base, o)
+	if err != nil {
+		return nil, "", err
+	}
+	return rep, first.Path, nil
+}
+
+// leaksEBPF samples the process with uprobes (leaktrace) for o.Duration.
+func leaksEBPF(ctx context.Context, pid int, o LeaksOptions) (*heapprof.Report, string, error) {
+	if o.Interval > 0 {
+		return nil, "", fmt.Errorf("--interval reads two profiles of the preload library; with --ebpf, the growth is over --duration")
+	}
+	rate := uint64(leaktrace.DefaultRate)
+	if o.Rate != "" {
+		r, err := leaktrace.ParseRate(o.Rate)
+		if err != nil {
+			return nil, "", err
+		}
+		rate = r
+	}
+	opt := leaktrace.Options{PID: pid, Rate: rate, Duration: o.Duration, MaxSamples: o.MaxSamples}
+	if o.EstimateOut != nil {
+		opt.Estimate = func(e leaktrace.Estimate) error {
+			e.Text(o.EstimateOut)
+			return nil
+		}
+		opt.Started = func() {
+			_, _ = fmt.Fprintf(o.EstimateOut, "sampling pid %d for %s (Ctrl-C ends it early)\n", pid, o.Duration)
+		}
+	}
+	res, err := leaktrace.Run(ctx, opt)
+	if err != nil {
+		return nil, "", err
+	}
+	rep, err := leaksReport(heapprof.NewSymbolizer(res.Open), res.Dump, res.Base, o)
+	if err != nil {
+		return nil, "", err
+	}
+	rep.Source = "ebpf"
+	rep.Notes = append(rep.Notes, "the trace ended: "+res.Ended)
+	if res.DroppedStack > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d samples without their stack (the stack map was full or a bucket taken): listed as (unknown)", res.DroppedStack))
+	}
+	if res.Capped > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d allocations not sampled after the cap of %d samples", res.Capped, res.Estimate.MaxSamples))
+	}
+	if res.DroppedEvent > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d samples missing from the bytes allocated (the ring buffer was full)", res.DroppedEvent))
+	}
+	return rep, fmt.Sprintf("eBPF trace of %s", res.Dump.Time.Sub(res.Base.Time).Round(time.Millisecond)), nil
+}
+
+// leaksReport ranks the sites of d (with their growth since base) and
+// writes the pprof profile.
+func leaksReport(sym *heapprof.Symbolizer, d, base *heapprof.Dump, o LeaksOptions) (*heapprof.Report, error) {
 	rep := heapprof.NewReport(sym, d, base)
 	if o.Output != "" {
 		p := heapprof.Profile(sym, d)
 		if err := outfile.Write(o.Output, 0o644, p.Write); err != nil {
-			return nil, "", fmt.Errorf("writing %s: %w", o.Output, err)
+			return nil, fmt.Errorf("writing %s: %w", o.Output, err)
 		}
 		rep.ProfileFile = o.Output
 	}
@@ -56,7 +123,7 @@ func Leaks(ctx context.Context, pid int, o LeaksOptions) (*heapprof.Report, stri
 	if len(rep.Growth) > o.Top {
 		rep.Growth = rep.Growth[:o.Top]
 	}
-	return rep, first.Path, nil
+	return rep, nil
 }
 
 // readLeakDump reads and parses the process' current profile.
@@ -107,8 +174,13 @@ func waitLeakDump(ctx context.Context, pid int, after time.Time, interval, timeo
 func LeaksText(w io.Writer, path string, r *heapprof.Report) error {
 	hb := render.Bytes
 	pf := func(format string, a ...any) { _, _ = termsafe.Fprintf(w, format, a...) }
-	pf("pid %d, heap profile %s written %s: %s in use in sampled sites (one sample per %s allocated, %d samples",
-		r.PID, path, r.Time.Format(time.RFC3339), hb(r.InUseBytes), hb(int64(r.Rate)), r.Samples)
+	if r.Source == "ebpf" {
+		pf("pid %d, %s ended %s: %s allocated in the trace and still in use in sampled sites (one sample per %s allocated, %d samples",
+			r.PID, path, r.Time.Format(time.RFC3339), hb(r.InUseBytes), hb(int64(r.Rate)), r.Samples)
+	} else {
+		pf("pid %d, heap profile %s written %s: %s in use in sampled sites (one sample per %s allocated, %d samples",
+			r.PID, path, r.Time.Format(time.RFC3339), hb(r.InUseBytes), hb(int64(r.Rate)), r.Samples)
+	}
 	if r.Dropped > 0 {
 		pf(", %d not followed: the table was full", r.Dropped)
 	}
@@ -124,6 +196,12 @@ func LeaksText(w io.Writer, path string, r *heapprof.Report) error {
 		for _, s := range r.Growth {
 			pf("  %10s  %s\n", "+"+hb(s.GrowthBytes), s.Title(4))
 		}
+	}
+	for _, n := range r.Notes {
+		pf("\nnote: %s", n)
+	}
+	if len(r.Notes) > 0 {
+		pf("\n")
 	}
 	if r.ProfileFile != "" {
 		pf("\npprof profile: %s (go tool pprof -top %s)\n", r.ProfileFile, r.ProfileFile)

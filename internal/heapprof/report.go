@@ -67,6 +67,10 @@ type Report struct {
 	Growth       []Site    `json:"growth,omitempty"`       // sites that grew, by growth
 	ProfileFile  string    `json:"profileFile,omitempty"`  // the pprof file written
 	ProfileError string    `json:"profileError,omitempty"` // why it was not
+	// Source is "ebpf" for a profile sampled by uprobes (leaks --ebpf):
+	// only what was allocated while they were attached, Base their start.
+	Source string   `json:"source,omitempty"`
+	Notes  []string `json:"notes,omitempty"` // what the numbers leave out
 }
 
 // frames symbolizes a stack, dropping the library's own frames at the leaf.
