@@ -45,9 +45,22 @@ struct cgroup {
 	int level;
 } __attribute__((preserve_access_index));
 
+struct cgroup_subsys_state {
+	struct cgroup *cgroup;
+} __attribute__((preserve_access_index));
+
+// The kernel sizes subsys[] by its configured controllers; the memory
+// controller's index comes from the running kernel's enum (CO-RE).
+struct css_set {
+	struct cgroup_subsys_state *subsys[16];
+} __attribute__((preserve_access_index));
+
+enum cgroup_subsys_id { memory_cgrp_id = 4 };
+
 struct task_struct {
 	struct task_struct *real_parent;
 	int tgid;
+	struct css_set *cgroups;
 } __attribute__((preserve_access_index));
 
 enum op { OP_MKDIR = 1, OP_RMDIR = 2, OP_DIRECT_RECLAIM = 3, OP_MEMCG_RECLAIM = 4 };
@@ -57,6 +70,7 @@ struct event {
 	__u64 cgroup_id;
 	__u64 duration_ns;  // reclaim: time in reclaim
 	__u64 reclaimed;    // reclaim: pages reclaimed
+	__u64 memcg_id;     // the calling task's memory cgroup (kernfs id), 0: unknown
 	__u32 op;
 	__u32 pid;
 	__u32 ppid;
@@ -73,6 +87,47 @@ struct {
 	__uint(type, MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
 } events SEC(".maps");
+
+// Cgroups of the followed hierarchy removed during the trace and not yet
+// released (a removed memory cgroup stays allocated, dying, while pages are
+// charged to it): when each was removed. When it is full the newest are not
+// followed (counted in dying_untracked), so the oldest stay known.
+struct removed {
+	__u64 ts;
+	__s32 hierarchy;
+	__s32 pad;
+};
+
+#define MAX_DYING 16384
+
+struct {
+	__uint(type, 1); // BPF_MAP_TYPE_HASH
+	__uint(max_entries, MAX_DYING);
+	__type(key, __u64);
+	__type(value, struct removed);
+} dying SEC(".maps");
+
+// The hierarchy whose removed cgroups are followed (the memory
+// controller's; -1: none), set before loading.
+const volatile __s32 follow_hierarchy = -1;
+
+// Removed cgroups the dying map had no room for.
+__u64 dying_untracked = 0;
+
+// memcg_of is the kernfs id of the current task's memory cgroup, read at
+// event time (so a process gone before the reader drains keeps it).
+static __always_inline __u64 memcg_of(struct task_struct *task)
+{
+	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, memory_cgrp_id))
+		return 0;
+	int idx = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+	if (idx < 0 || idx >= 16)
+		return 0;
+	struct cgroup_subsys_state *css = BPF_CORE_READ(task, cgroups, subsys[idx]);
+	if (!css)
+		return 0;
+	return BPF_CORE_READ(css, cgroup, kn, id);
+}
 
 // Records the ring buffer had no room for.
 __u64 dropped = 0;
@@ -97,6 +152,9 @@ static __always_inline int record(__u32 op, struct cgroup *cgrp, const char *pat
 	e->cgroup_id = BPF_CORE_READ(cgrp, kn, id);
 	e->hierarchy = BPF_CORE_READ(cgrp, root, hierarchy_id);
 	e->level = BPF_CORE_READ(cgrp, level);
+	e->duration_ns = 0;
+	e->reclaimed = 0;
+	e->memcg_id = memcg_of(task);
 	bpf_get_current_comm(&e->comm, sizeof(e->comm));
 	bpf_probe_read_kernel_str(&e->path, sizeof(e->path), path);
 	__u64 flags = RB_NO_WAKEUP;
@@ -116,7 +174,27 @@ int cgroup_mkdir(__u64 *ctx)
 SEC("tp_btf/cgroup_rmdir")
 int cgroup_rmdir(__u64 *ctx)
 {
-	return record(OP_RMDIR, (struct cgroup *)ctx[0], (const char *)ctx[1]);
+	struct cgroup *cgrp = (struct cgroup *)ctx[0];
+	__s32 hier = BPF_CORE_READ(cgrp, root, hierarchy_id);
+	if (follow_hierarchy >= 0 && hier == follow_hierarchy) {
+		__u64 id = BPF_CORE_READ(cgrp, kn, id);
+		struct removed r = {.ts = bpf_ktime_get_ns(), .hierarchy = hier};
+		if (bpf_map_update_elem(&dying, &id, &r, 0))
+			__sync_fetch_and_add(&dying_untracked, 1);
+	}
+	return record(OP_RMDIR, cgrp, (const char *)ctx[1]);
+}
+
+// The cgroup's last reference went: it is freed, no longer dying.
+SEC("tp_btf/cgroup_release")
+int cgroup_release(__u64 *ctx)
+{
+	struct cgroup *cgrp = (struct cgroup *)ctx[0];
+	if (follow_hierarchy < 0 || BPF_CORE_READ(cgrp, root, hierarchy_id) != follow_hierarchy)
+		return 0;
+	__u64 id = BPF_CORE_READ(cgrp, kn, id);
+	bpf_map_delete_elem(&dying, &id);
+	return 0;
 }
 
 // Reclaim: when each task (thread id, kind) entered reclaim.
@@ -165,7 +243,8 @@ static __always_inline int reclaim_end(__u32 op, __u64 reclaimed)
 	e->reclaimed = reclaimed;
 	e->pid = pid_tgid >> 32;
 	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
-	e->cgroup_id = bpf_get_current_cgroup_id();
+	e->cgroup_id = 0;
+	e->memcg_id = memcg_of(task);
 	e->hierarchy = -1;
 	e->level = 0;
 	e->path[0] = 0;

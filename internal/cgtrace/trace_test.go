@@ -324,17 +324,15 @@ func TestTraceMemcgReclaimStalls(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, err := cgtrace.Run(context.Background(), cgtrace.Options{Duration: 4 * time.Second, Hierarchy: -1, Method: "bpf"})
+		s, err := cgtrace.Run(context.Background(), cgtrace.Options{Duration: 4 * time.Second, Poll: 3 * time.Second, Hierarchy: -1, Method: "bpf"})
 		done <- result{s, err}
 	}()
 	time.Sleep(500 * time.Millisecond)
-	// The writer's memory cgroup is read from /proc when the tracer drains
-	// its ring buffer (every 100 ms), so a writer gone by then has none:
-	// dd waits a second for the end of its input after writing, and is
-	// still there to be read.
+	// The writer's memory cgroup is recorded with each stall: dd is gone
+	// long before the tracer drains its ring buffer (every 3 s here).
 	write := func(cg, bin, out string) {
 		t.Helper()
-		cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && { head -c 96M /dev/zero; sleep 1; } | "$2" of="$3" bs=1M iflag=fullblock status=none`, "w", cg, bin, out)
+		cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && head -c 96M /dev/zero | "$2" of="$3" bs=1M iflag=fullblock status=none`, "w", cg, bin, out)
 		if o, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %s", err, o)
 		}
