@@ -62,7 +62,7 @@ var allowed = map[string][]string{
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
-	"record": {"collect", "diagnose", "procfs", "runtimes", "sample", "store"},
+	"record": {"cgtrace", "collect", "diagnose", "procfs", "runtimes", "sample", "store"},
 	// Judging works on samples only: never /proc.
 	"diagnose":   {"human", "promql", "sample", "stats", "vmcalc"},
 	"report":     {"compare", "diagnose", "fleet", "human", "termsafe"}, // text of check, diagnose, fleet scans, comparisons
