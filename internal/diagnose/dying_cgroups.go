@@ -35,7 +35,9 @@ package diagnose
 //
 // With check --trace (root) it names who created and removed memory cgroups
 // during the trace (process name, its systemd unit or cgroup, its parent)
-// and at what rate.
+// and at what rate, and (BPF) how many of the cgroups removed during the
+// trace are still dying and how long ago the oldest were removed. With
+// record --trace the same is read over the recording's window.
 //
 // Known false positives: a burst of job completions on a host with plenty of
 // cache and no memory pressure; the count falls again when the cache turns
