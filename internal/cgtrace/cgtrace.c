@@ -116,17 +116,28 @@ __u64 dying_untracked = 0;
 
 // memcg_of is the kernfs id of the current task's memory cgroup, read at
 // event time (so a process gone before the reader drains keeps it).
-static __always_inline __u64 memcg_of(struct task_struct *task)
+static __always_inline __u64 memcg_of(void)
 {
 	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, memory_cgrp_id))
 		return 0;
 	int idx = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
 	if (idx < 0 || idx >= 16)
 		return 0;
-	struct cgroup_subsys_state *css = BPF_CORE_READ(task, cgroups, subsys[idx]);
+	// BTF-typed pointers: plain loads, no helper calls.
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct css_set *cset = task->cgroups;
+	if (!cset)
+		return 0;
+	struct cgroup_subsys_state *css = cset->subsys[idx];
 	if (!css)
 		return 0;
-	return BPF_CORE_READ(css, cgroup, kn, id);
+	struct cgroup *cg = css->cgroup;
+	if (!cg)
+		return 0;
+	struct kernfs_node *kn = cg->kn;
+	if (!kn)
+		return 0;
+	return kn->id;
 }
 
 // Records the ring buffer had no room for.
@@ -136,25 +147,28 @@ __u64 dropped = 0;
 // own timer, so most records cost no wakeup.
 #define WAKE_AT ((1 << 20) / 4)
 
-static __always_inline int record(__u32 op, struct cgroup *cgrp, const char *path)
+static __always_inline int record(__u32 op, struct cgroup *cgrp, const char *path, __u64 id, __s32 hier, __u64 ts)
 {
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&dropped, 1);
 		return 0;
 	}
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	// The tracepoint's arguments and the current task are BTF-typed:
+	// their fields are plain loads (the kernel guards them), no helper
+	// calls.
+	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	e->ts = bpf_ktime_get_ns();
+	e->ts = ts;
 	e->op = op;
 	e->pid = pid_tgid >> 32;
-	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
-	e->cgroup_id = BPF_CORE_READ(cgrp, kn, id);
-	e->hierarchy = BPF_CORE_READ(cgrp, root, hierarchy_id);
-	e->level = BPF_CORE_READ(cgrp, level);
+	e->ppid = task->real_parent->tgid;
+	e->cgroup_id = id;
+	e->hierarchy = hier;
+	e->level = cgrp->level;
 	e->duration_ns = 0;
 	e->reclaimed = 0;
-	e->memcg_id = memcg_of(task);
+	e->memcg_id = memcg_of();
 	bpf_get_current_comm(&e->comm, sizeof(e->comm));
 	bpf_probe_read_kernel_str(&e->path, sizeof(e->path), path);
 	__u64 flags = RB_NO_WAKEUP;
@@ -168,21 +182,22 @@ static __always_inline int record(__u32 op, struct cgroup *cgrp, const char *pat
 SEC("tp_btf/cgroup_mkdir")
 int cgroup_mkdir(__u64 *ctx)
 {
-	return record(OP_MKDIR, (struct cgroup *)ctx[0], (const char *)ctx[1]);
+	struct cgroup *cgrp = (struct cgroup *)ctx[0];
+	return record(OP_MKDIR, cgrp, (const char *)ctx[1], cgrp->kn->id, cgrp->root->hierarchy_id, bpf_ktime_get_ns());
 }
 
 SEC("tp_btf/cgroup_rmdir")
 int cgroup_rmdir(__u64 *ctx)
 {
 	struct cgroup *cgrp = (struct cgroup *)ctx[0];
-	__s32 hier = BPF_CORE_READ(cgrp, root, hierarchy_id);
+	__s32 hier = cgrp->root->hierarchy_id;
+	__u64 id = cgrp->kn->id, now = bpf_ktime_get_ns();
 	if (follow_hierarchy >= 0 && hier == follow_hierarchy) {
-		__u64 id = BPF_CORE_READ(cgrp, kn, id);
-		struct removed r = {.ts = bpf_ktime_get_ns(), .hierarchy = hier};
+		struct removed r = {.ts = now, .hierarchy = hier};
 		if (bpf_map_update_elem(&dying, &id, &r, 0))
 			__sync_fetch_and_add(&dying_untracked, 1);
 	}
-	return record(OP_RMDIR, cgrp, (const char *)ctx[1]);
+	return record(OP_RMDIR, cgrp, (const char *)ctx[1], id, hier, now);
 }
 
 // The cgroup's last reference went: it is freed, no longer dying.
@@ -190,9 +205,9 @@ SEC("tp_btf/cgroup_release")
 int cgroup_release(__u64 *ctx)
 {
 	struct cgroup *cgrp = (struct cgroup *)ctx[0];
-	if (follow_hierarchy < 0 || BPF_CORE_READ(cgrp, root, hierarchy_id) != follow_hierarchy)
+	if (follow_hierarchy < 0 || cgrp->root->hierarchy_id != follow_hierarchy)
 		return 0;
-	__u64 id = BPF_CORE_READ(cgrp, kn, id);
+	__u64 id = cgrp->kn->id;
 	bpf_map_delete_elem(&dying, &id);
 	return 0;
 }
@@ -236,15 +251,15 @@ static __always_inline int reclaim_end(__u32 op, __u64 reclaimed)
 		__sync_fetch_and_add(&dropped, 1);
 		return 0;
 	}
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct task_struct *task = bpf_get_current_task_btf();
 	e->ts = now;
 	e->op = op;
 	e->duration_ns = now - began;
 	e->reclaimed = reclaimed;
 	e->pid = pid_tgid >> 32;
-	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
+	e->ppid = task->real_parent->tgid;
 	e->cgroup_id = 0;
-	e->memcg_id = memcg_of(task);
+	e->memcg_id = memcg_of();
 	e->hierarchy = -1;
 	e->level = 0;
 	e->path[0] = 0;
