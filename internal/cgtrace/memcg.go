@@ -11,7 +11,7 @@ import (
 
 // maxMemcgPaths bounds the id → path cache (and so one walk of the
 // hierarchy).
-const maxMemcgPaths = 1 << 16
+const maxMemcgPaths = 1 << 14
 
 // rewalkEvery is the least time between two walks of the hierarchy for an
 // id not known yet.
