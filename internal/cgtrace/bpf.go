@@ -166,13 +166,13 @@ func loadBPF(opt Options, follow int) (*bpfTracer, error) {
 	return t, nil
 }
 
-// drain reads what the ring holds until the deadline; it returns false
-// when the ring cannot be read any more.
+// drain reads what the ring holds until the deadline (or a Flush); an
+// error says the ring cannot be read any more.
 func (t *bpfTracer) drain(deadline time.Time, add func([]byte)) error {
 	t.rd.SetDeadline(deadline)
 	for {
 		err := t.rd.ReadInto(&t.rec)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
 			return nil
 		}
 		if err != nil {

@@ -14,9 +14,10 @@ import (
 
 // TestTraceNamesMemcgOfExitedCreator (root, v1 memory controller): a
 // runner in a memory cgroup of its own makes and removes 20 cgroups and
-// exits, with its shell, long before the tracer drains its ring (every 2 s
-// here): the memory cgroup the kernel recorded with each event still names
-// it (and, without a systemd unit, is its unit).
+// exits, with its shell, before the tracer drains its ring at all (it
+// polls once an hour here, and drains when stopped): the memory cgroup the
+// kernel recorded with each event still names it (and, without a systemd
+// unit, is its unit).
 func TestTraceNamesMemcgOfExitedCreator(t *testing.T) {
 	needRoot(t)
 	mem := v1Mount(t, "memory")
@@ -25,28 +26,20 @@ func TestTraceNamesMemcgOfExitedCreator(t *testing.T) {
 	}
 	bin := jobRunners(t, "cgt-gone")[0]
 	home, parent := tempCgroup(t, mem), tempCgroup(t, mem)
-	done := make(chan *cgtrace.Summary, 1)
-	go func() {
-		s, err := cgtrace.Run(t.Context(), cgtrace.Options{Duration: 4 * time.Second, Poll: 2 * time.Second,
-			Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- s
-	}()
-	time.Sleep(500 * time.Millisecond)
+	tr, err := cgtrace.Start(t.Context(), cgtrace.Options{Poll: time.Hour, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
 	cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" "$3" "$4" 0 20 0`, "sh", home, bin, parent, t.TempDir())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	gone := cmd.Process.Pid
-	if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(gone))); err == nil {
-		t.Fatalf("the runner (%d) is still there", gone)
+	if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid))); err == nil {
+		t.Fatalf("the runner (%d) is still there", cmd.Process.Pid)
 	}
-	s := <-done
-	if s == nil {
-		t.FailNow()
-	}
+	tr.Stop()
+	s := tr.Take()
 	c := creator(s, "cgt-gone")
 	if c == nil {
 		t.Fatalf("cgt-gone not among the creators: %+v", s.Creators)
@@ -76,25 +69,19 @@ func TestTraceDyingAge(t *testing.T) {
 	// The page cache the runner leaves is dropped with its files.
 	data := t.TempDir()
 	start := time.Now()
-	done := make(chan *cgtrace.Summary, 1)
-	go func() {
-		s, err := cgtrace.Run(t.Context(), cgtrace.Options{Duration: 4 * time.Second,
-			Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- s
-	}()
-	time.Sleep(500 * time.Millisecond)
+	tr, err := cgtrace.Start(t.Context(), cgtrace.Options{Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
 	for _, j := range []struct{ bin, parent, kib string }{{bins[0], pinned, "64"}, {bins[1], clean, "0"}} {
 		if out, err := exec.Command(j.bin, j.parent, data, "0", "40", j.kib).CombinedOutput(); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
 	}
-	s := <-done
-	if s == nil {
-		t.FailNow()
-	}
+	time.Sleep(time.Second) // the clean runner's cgroups are freed
+	tr.Stop()
+	s := tr.Take()
 	if !s.DyingTraced {
 		t.Fatalf("removed cgroups not followed: %v", s.Notes)
 	}

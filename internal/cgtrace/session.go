@@ -29,6 +29,17 @@ type Tracer struct {
 	closed bool
 }
 
+// Stop ends the reading after a last drain of what the kernel holds; Take
+// still returns what it read. Close stops too.
+func (t *Tracer) Stop() {
+	t.cancel()
+	if t.bpf != nil {
+		// Wakes a reader waiting for its next poll.
+		_ = t.bpf.rd.Flush()
+	}
+	<-t.done
+}
+
 // Start loads the tracer (BPF, else tracefs, as opt.Method says) and reads
 // it in the background until Close or the end of ctx. opt.Duration is not
 // used.
@@ -137,8 +148,7 @@ func (t *Tracer) Close() {
 		return
 	}
 	t.closed = true
-	t.cancel()
-	<-t.done
+	t.Stop()
 	if t.bpf != nil {
 		t.bpf.Close()
 	}
@@ -158,8 +168,7 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	case <-time.After(opt.Duration):
 	}
 	// The last drain, then the summary.
-	t.cancel()
-	<-t.done
+	t.Stop()
 	s := t.Take()
 	t.Close()
 	return s, nil

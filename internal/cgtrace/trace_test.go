@@ -70,31 +70,25 @@ type job struct {
 	count       int
 }
 
-// traceWhile traces for d while the jobs run (started after the tracer had
-// time to attach) and returns the summary.
+// traceWhile traces while the jobs run (started once the tracer is
+// attached), for opt.Duration at least, and returns the summary.
 func traceWhile(t testing.TB, opt cgtrace.Options, jobs ...job) *cgtrace.Summary {
 	t.Helper()
-	type result struct {
-		s   *cgtrace.Summary
-		err error
+	tr, err := cgtrace.Start(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
 	}
-	done := make(chan result, 1)
-	go func() {
-		s, err := cgtrace.Run(context.Background(), opt)
-		done <- result{s, err}
-	}()
-	time.Sleep(500 * time.Millisecond)
+	defer tr.Close()
+	start := time.Now()
 	data := t.TempDir()
 	for _, j := range jobs {
 		if out, err := exec.Command(j.bin, j.parent, data, fmt.Sprint(j.rate), fmt.Sprint(j.count), "0").CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v: %s", j.bin, err, out)
 		}
 	}
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	return r.s
+	time.Sleep(opt.Duration - time.Since(start))
+	tr.Stop()
+	return tr.Take()
 }
 
 func creator(s *cgtrace.Summary, comm string) *cgtrace.Creator {
@@ -318,18 +312,14 @@ func TestTraceMemcgReclaimStalls(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(limited, "memory.limit_in_bytes"), []byte("16M"), 0); err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		s   *cgtrace.Summary
-		err error
+	tr, err := cgtrace.Start(context.Background(), cgtrace.Options{Poll: time.Hour, Hierarchy: -1, Method: "bpf"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	done := make(chan result, 1)
-	go func() {
-		s, err := cgtrace.Run(context.Background(), cgtrace.Options{Duration: 4 * time.Second, Poll: 3 * time.Second, Hierarchy: -1, Method: "bpf"})
-		done <- result{s, err}
-	}()
-	time.Sleep(500 * time.Millisecond)
+	defer tr.Close()
 	// The writer's memory cgroup is recorded with each stall: dd is gone
-	// long before the tracer drains its ring buffer (every 3 s here).
+	// before the tracer drains its ring buffer (once an hour here, and when
+	// stopped).
 	write := func(cg, bin, out string) {
 		t.Helper()
 		cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && head -c 96M /dev/zero | "$2" of="$3" bs=1M iflag=fullblock status=none`, "w", cg, bin, out)
@@ -339,10 +329,8 @@ func TestTraceMemcgReclaimStalls(t *testing.T) {
 	}
 	write(limited, dd, filepath.Join(dir, "limited.out"))
 	write(unlimited, free, filepath.Join(dir, "unlimited.out"))
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
+	tr.Stop()
+	r := struct{ s *cgtrace.Summary }{tr.Take()}
 	if !r.s.ReclaimTraced {
 		t.Fatalf("reclaim not traced: %v", r.s.Notes)
 	}
