@@ -2,7 +2,9 @@
 
 // Kernel side of memdoctor's cgroup tracer: one record per cgroup mkdir and
 // rmdir (tracepoints cgroup:cgroup_mkdir / cgroup:cgroup_rmdir, BTF-typed),
-// with the calling process; one record per direct or memcg-limit reclaim a
+// with the calling process and its memory cgroup at that time; the removed
+// memory cgroups not yet released (cgroup:cgroup_release) and when each was
+// removed; one record per direct or memcg-limit reclaim a
 // task sat through (vmscan:mm_vmscan_{direct,memcg}_reclaim_begin/_end),
 // with how long it took; and a count of kswapd wake-ups per node. CO-RE: the structs below name only the fields
 // read, and libbpf-style relocations fit them to the running kernel's BTF.
