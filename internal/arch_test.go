@@ -65,7 +65,7 @@ var allowed = map[string][]string{
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
-	"record": {"collect", "diagnose", "model", "procfs", "render", "runtimes", "sample", "store"},
+	"record": {"cgtrace", "collect", "diagnose", "model", "procfs", "render", "runtimes", "sample", "store"},
 	// The stable JSON schema (check --json): data only, no judging.
 	"model": {"sample", "vmcalc"},
 	// Judging works on samples only: never /proc.

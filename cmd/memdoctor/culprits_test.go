@@ -252,3 +252,105 @@ func TestCheckCulpritsNeedTheLiveHost(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordTraceNamesCreators (root): record --trace runs the tracer for
+// the recording's life while two job runners under different names make
+// and remove memory cgroups (pinned by their page cache) at 25 and 8 jobs a
+// second; diagnose of the recording names both in dying_cgroups, the faster
+// first, with their counts over the recording's traced intervals, and says
+// how long the cgroups removed during the trace have been dying.
+func TestRecordTraceNamesCreators(t *testing.T) {
+	requireLinuxRoot(t)
+	root, _ := memoryHierarchy(t)
+	parent, err := os.MkdirTemp(root, "memdoctor-rectrace-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(parent) })
+	data := t.TempDir()
+	bins := buildJobRunner(t, "rec-fast", "rec-slow")
+	db := filepath.Join(t.TempDir(), "rec.db")
+	rec := exec.Command(binary(t), "record", "--trace", "--interval", "1s", "--db", db, "--listen", "", "--findings-every", "0", "--top", "0")
+	errPipe, err := rec.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rec.Process.Kill(); _ = rec.Wait() })
+	errs := bufio.NewReader(errPipe)
+	var log strings.Builder
+	for !strings.Contains(log.String(), "tracing memory cgroup") {
+		line, err := errs.ReadString('\n')
+		log.WriteString(line)
+		if err != nil {
+			t.Fatalf("record did not start tracing: %s", log.String())
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, errs) }()
+	counts := []int{125, 40}
+	done := make(chan error, 2)
+	for i, rate := range []float64{25, 8} {
+		go func() {
+			out, err := exec.Command(bins[i], parent, data, fmt.Sprint(rate), fmt.Sprint(counts[i]), "64").CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("%s: %w: %s", bins[i], err, out)
+			}
+			done <- err
+		}()
+	}
+	for range counts {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2500 * time.Millisecond) // the last interval is stored
+	if err := rec.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	_ = rec.Wait()
+	r := diagnoseJSON(t, db)
+	f := finding(r, "dying_cgroups")
+	if f == nil {
+		t.Fatalf("dying_cgroups did not fire; notes %+v", r.Notes)
+	}
+	t.Logf("%s", f.Summary)
+	secs, ok := evidence(f, "trace_seconds")
+	if !ok || secs < 5 {
+		t.Fatalf("trace_seconds %v, want the recording's length", secs)
+	}
+	var creators []string
+	for _, e := range f.Evidence {
+		if e.Name == "creator" {
+			creators = append(creators, e.Text)
+		}
+	}
+	for i, bin := range bins {
+		name := filepath.Base(bin)
+		idx := -1
+		for j, c := range creators {
+			if strings.HasPrefix(c, name+" ") || strings.HasPrefix(c, name+":") {
+				idx = j
+				if want := fmt.Sprintf("(%d and %d in ", counts[i], counts[i]); !strings.Contains(c, want) {
+					t.Errorf("%s: want %q in %q", name, want, c)
+				}
+			}
+		}
+		if idx < 0 {
+			t.Errorf("no creator evidence names %s: %q", name, creators)
+		} else if i == 0 && idx != 0 {
+			t.Errorf("the faster runner is not named first: %q", creators)
+		}
+		if !strings.Contains(f.Summary, name) {
+			t.Errorf("the summary does not name %s: %s", name, f.Summary)
+		}
+	}
+	// Their 165 cgroups stay pinned by the page cache until the test ends.
+	if n, ok := evidence(f, "removed_in_trace_still_dying"); !ok || n < float64(counts[0]+counts[1]) {
+		t.Errorf("removed_in_trace_still_dying %v, want at least %d", n, counts[0]+counts[1])
+	}
+	if a, ok := evidence(f, "oldest_dying_age_seconds"); !ok || a < 2 || a > secs+5 {
+		t.Errorf("oldest_dying_age_seconds %v (traced %v s)", a, secs)
+	}
+}

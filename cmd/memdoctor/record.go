@@ -54,6 +54,8 @@ func newRecordCmd() *cobra.Command {
 		instance  string
 		findEvery time.Duration
 		force     bool
+		trace     bool
+		traceHow  string
 		rt        runtimeFlags
 	)
 	cmd := &cobra.Command{
@@ -124,7 +126,8 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 				// Between samples 10 s or more apart, give back what a
 				// sample needed (see record.Config.Lean); closer samples
 				// would only map it all again.
-				Lean: interval >= 10*time.Second}
+				Lean:  interval >= 10*time.Second,
+				Trace: trace, TraceMethod: traceHow}
 			if listen != "" {
 				cfg.PageEvery = max(interval, 30*time.Second)
 				cfg.Page = record.ChildPage(db, cfg.PageEvery)
@@ -183,6 +186,8 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 	cmd.Flags().StringVar(&retention, "retention", "30d", "delete samples older than this (0 keeps everything)")
 	cmd.Flags().IntVar(&top, "top", 50, "processes recorded per sample (by PSS)")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9105", "`ADDR` for the live report at /, /metrics and /healthz: HOST:PORT, or a bare PORT for 127.0.0.1:PORT (':PORT' is every interface; '' serves nothing)")
+	cmd.Flags().BoolVar(&trace, "trace", false, "root: trace memory cgroup creation and removal, and reclaim stalls, for the recording's life (BPF, else tracefs); each sample stores the top creators and stallers of its interval, so diagnose names them")
+	cmd.Flags().StringVar(&traceHow, "trace-method", "", "with --trace, force the tracer: bpf or tracefs (default: BPF, else tracefs)")
 	cmd.Flags().DurationVar(&findEvery, "findings-every", 5*time.Minute, "how often the recording is diagnosed for the findings on /metrics (0: never)")
 	rt.register(cmd)
 	cmd.Flags().StringVar(&instance, "instance", "", "name of this host in the store (default: hostname; localhost where none is set, as the kernel's \"(none)\")")

@@ -64,7 +64,7 @@ func (f *Culprits) before(ctx context.Context, live bool, progress io.Writer) er
 func (f *Culprits) after(ctx context.Context, live bool, s *sample.Snapshot) ([]sample.Note, error) {
 	notes := f.notes
 	if f.traced != nil {
-		f.traced.AddTo(s)
+		f.traced.AddTo(s, true)
 	}
 	if !f.ScanPages {
 		return notes, nil

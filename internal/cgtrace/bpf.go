@@ -1,11 +1,12 @@
 package cgtrace
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"sort"
 	"time"
 	"unsafe"
 
@@ -13,10 +14,13 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 )
 
 // Layout of struct event in cgtrace.c, from its generated Go twin.
 var (
+	offCgroupID  = int(unsafe.Offsetof(cgtraceEvent{}.CgroupId))
+	offMemcg     = int(unsafe.Offsetof(cgtraceEvent{}.MemcgId))
 	offDuration  = int(unsafe.Offsetof(cgtraceEvent{}.DurationNs))
 	offReclaimed = int(unsafe.Offsetof(cgtraceEvent{}.Reclaimed))
 	offOp        = int(unsafe.Offsetof(cgtraceEvent{}.Op))
@@ -54,6 +58,8 @@ func decode(raw []byte) (Event, bool) {
 	ne := binary.NativeEndian
 	return Event{
 		Op:        Op(ne.Uint32(raw[offOp:])),
+		CgroupID:  ne.Uint64(raw[offCgroupID:]),
+		MemcgID:   ne.Uint64(raw[offMemcg:]),
 		PID:       int(ne.Uint32(raw[offPID:])),
 		PPID:      int(ne.Uint32(raw[offPPID:])),
 		Hierarchy: int(int32(ne.Uint32(raw[offHierarchy:]))),
@@ -68,9 +74,18 @@ type bpfTracer struct {
 	objs  cgtraceObjects
 	links []link.Link
 	rd    *ringbuf.Reader
-	// reclaimErr says why reclaim is not traced (nil: it is).
-	reclaimErr error
+	rec   ringbuf.Record
+	// reclaimErr says why reclaim is not traced, dyingErr why removed
+	// cgroups are not followed to their release (nil: they are).
+	reclaimErr, dyingErr error
+	// The counters' values at the last take.
+	dropped uint64
+	wakes   [maxNodes]uint64
+	stats   io.Closer
 }
+
+// maxNodes is the size of the kswapd wake-up counters (MAX_NODES).
+const maxNodes = 64
 
 func (t *bpfTracer) Close() {
 	if t.rd != nil {
@@ -79,18 +94,36 @@ func (t *bpfTracer) Close() {
 	for _, l := range t.links {
 		_ = l.Close()
 	}
+	if t.stats != nil {
+		_ = t.stats.Close()
+	}
 	_ = t.objs.Close()
 }
 
-func loadBPF() (*bpfTracer, error) {
+func attach(p *ebpf.Program) (link.Link, error) {
+	return link.AttachTracing(link.TracingOptions{Program: p, AttachType: ebpf.AttachTraceRawTp})
+}
+
+// loadBPF loads and attaches the program; follow is the hierarchy whose
+// removed cgroups are followed to their release (-1: none).
+func loadBPF(opt Options, follow int) (*bpfTracer, error) {
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
 		return nil, fmt.Errorf("the kernel has no BTF (/sys/kernel/btf/vmlinux): %w", err)
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("memlock limit: %w", err)
 	}
+	spec, err := loadCgtrace()
+	if err != nil {
+		return nil, fmt.Errorf("reading the program: %w", err)
+	}
+	if v := spec.Variables[cgtraceVarFollowHierarchy]; v != nil {
+		if err := v.Set(int32(follow)); err != nil {
+			return nil, fmt.Errorf("setting the followed hierarchy: %w", err)
+		}
+	}
 	t := &bpfTracer{}
-	if err := loadCgtraceObjects(&t.objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("the verifier refused the program: %w", ve)
@@ -98,17 +131,24 @@ func loadBPF() (*bpfTracer, error) {
 		return nil, fmt.Errorf("loading the program: %w", err)
 	}
 	for _, p := range []*ebpf.Program{t.objs.CgroupMkdir, t.objs.CgroupRmdir} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: p, AttachType: ebpf.AttachTraceRawTp})
+		l, err := attach(p)
 		if err != nil {
 			t.Close()
 			return nil, fmt.Errorf("attaching to the cgroup tracepoints: %w", err)
 		}
 		t.links = append(t.links, l)
 	}
+	if follow < 0 {
+		t.dyingErr = errors.New("removed cgroups not followed: the memory controller's hierarchy is not known")
+	} else if l, err := attach(t.objs.CgroupRelease); err != nil {
+		t.dyingErr = fmt.Errorf("removed cgroups not followed: attaching to cgroup:cgroup_release: %w", err)
+	} else {
+		t.links = append(t.links, l)
+	}
 	// Reclaim is a second look: without it the cgroup trace still runs.
 	for _, p := range []*ebpf.Program{t.objs.DirectReclaimBegin, t.objs.DirectReclaimEnd,
 		t.objs.MemcgReclaimBegin, t.objs.MemcgReclaimEnd, t.objs.KswapdWake} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: p, AttachType: ebpf.AttachTraceRawTp})
+		l, err := attach(p)
 		if err != nil {
 			t.reclaimErr = fmt.Errorf("reclaim stalls not traced: attaching to the vmscan tracepoints: %w", err)
 			break
@@ -121,64 +161,58 @@ func loadBPF() (*bpfTracer, error) {
 		return nil, fmt.Errorf("ring buffer: %w", err)
 	}
 	t.rd = rd
+	if opt.KernelStats {
+		if st, err := ebpf.EnableStats(bpfStatsRunTime); err == nil {
+			t.stats = st
+		}
+	}
 	return t, nil
 }
 
-func runBPF(ctx context.Context, opt Options, agg *aggregator) (*Summary, error) {
-	t, err := loadBPF()
-	if err != nil {
-		return nil, err
-	}
-	defer t.Close()
-	if opt.KernelStats {
-		if st, err := ebpf.EnableStats(bpfStatsRunTime); err == nil {
-			defer func() { _ = st.Close() }()
-		}
-	}
-	start := time.Now()
-	end := start.Add(opt.Duration)
-	var rec ringbuf.Record
+// drain reads what the ring holds until the deadline (or a Flush); an
+// error says the ring cannot be read any more.
+func (t *bpfTracer) drain(deadline time.Time, add func([]byte)) error {
+	t.rd.SetDeadline(deadline)
 	for {
-		now := time.Now()
-		stop := !now.Before(end) || ctx.Err() != nil
-		// Drain on a timer: the program wakes the reader only when the
-		// ring fills up, so a quiet poll costs one epoll_wait.
-		next := now.Add(opt.Poll)
-		if stop {
-			next = now
-		} else if next.After(end) {
-			next = end
+		err := t.rd.ReadInto(&t.rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
+			return nil
 		}
-		t.rd.SetDeadline(next)
-		for {
-			err := t.rd.ReadInto(&rec)
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("reading the ring buffer: %w", err)
-			}
-			agg.addRaw(rec.RawSample)
+		if err != nil {
+			return fmt.Errorf("reading the ring buffer: %w", err)
 		}
-		if stop {
-			break
-		}
+		add(t.rec.RawSample)
 	}
-	var dropped uint64
+}
+
+// take adds the kernel side's counters since the last take to s, and the
+// removed cgroups still dying; names names them.
+func (t *bpfTracer) take(s *Summary, opt Options, names *memcgPaths) {
+	var dropped, untracked uint64
 	_ = t.objs.Dropped.Get(&dropped)
-	s := agg.summary("bpf", time.Since(start), int64(dropped))
+	_ = t.objs.DyingUntracked.Get(&untracked)
+	s.Dropped = int64(dropped - t.dropped)
+	t.dropped = dropped
 	if t.reclaimErr != nil {
 		s.Notes = append(s.Notes, t.reclaimErr.Error())
 	} else {
 		s.ReclaimTraced = true
-		var wakes [64]uint64
+		var wakes [maxNodes]uint64
 		if err := t.objs.KswapdWakes.Get(&wakes); err == nil {
 			for nid, n := range wakes {
-				if n > 0 {
-					s.KswapdWakes = append(s.KswapdWakes, NodeWakes{Node: nid, Wakes: int64(n)})
+				if d := n - t.wakes[nid]; d > 0 {
+					s.KswapdWakes = append(s.KswapdWakes, NodeWakes{Node: nid, Wakes: int64(d)})
 				}
 			}
+			t.wakes = wakes
 		}
+	}
+	if t.dyingErr != nil {
+		s.Notes = append(s.Notes, t.dyingErr.Error())
+	} else {
+		s.DyingTraced = true
+		s.DyingUntracked = int64(untracked)
+		s.Dying, s.OldestDying = t.dying(names)
 	}
 	if opt.KernelStats {
 		for _, p := range []*ebpf.Program{t.objs.CgroupMkdir, t.objs.CgroupRmdir} {
@@ -188,5 +222,48 @@ func runBPF(ctx context.Context, opt Options, agg *aggregator) (*Summary, error)
 			}
 		}
 	}
-	return s, nil
+}
+
+// dying counts the cgroups removed while tracing and not released yet,
+// and returns the oldest (at most OldestDyingKept), named where known.
+func (t *bpfTracer) dying(names *memcgPaths) (int64, []DyingCgroup) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0, nil
+	}
+	now := uint64(ts.Nano())
+	var (
+		id  uint64
+		r   cgtraceRemoved
+		n   int64
+		out []DyingCgroup
+	)
+	it := t.objs.Dying.Iterate()
+	for it.Next(&id, &r) {
+		n++
+		age := time.Duration(0)
+		if now > r.Ts {
+			age = time.Duration(now - r.Ts)
+		}
+		out = append(out, DyingCgroup{ID: id, Age: age})
+		if len(out) >= 4*OldestDyingKept {
+			out = oldest(out)
+		}
+	}
+	out = oldest(out)
+	for i := range out {
+		out[i].Path = names.known(out[i].ID)
+	}
+	return n, out
+}
+
+// oldest keeps the OldestDyingKept oldest, oldest first.
+func oldest(ds []DyingCgroup) []DyingCgroup {
+	sort.Slice(ds, func(i, j int) bool {
+		if ds[i].Age != ds[j].Age {
+			return ds[i].Age > ds[j].Age
+		}
+		return ds[i].ID < ds[j].ID
+	})
+	return ds[:min(len(ds), OldestDyingKept)]
 }

@@ -2,7 +2,9 @@
 
 // Kernel side of memdoctor's cgroup tracer: one record per cgroup mkdir and
 // rmdir (tracepoints cgroup:cgroup_mkdir / cgroup:cgroup_rmdir, BTF-typed),
-// with the calling process; one record per direct or memcg-limit reclaim a
+// with the calling process and its memory cgroup at that time; the removed
+// memory cgroups not yet released (cgroup:cgroup_release) and when each was
+// removed; one record per direct or memcg-limit reclaim a
 // task sat through (vmscan:mm_vmscan_{direct,memcg}_reclaim_begin/_end),
 // with how long it took; and a count of kswapd wake-ups per node. CO-RE: the structs below name only the fields
 // read, and libbpf-style relocations fit them to the running kernel's BTF.
@@ -45,9 +47,22 @@ struct cgroup {
 	int level;
 } __attribute__((preserve_access_index));
 
+struct cgroup_subsys_state {
+	struct cgroup *cgroup;
+} __attribute__((preserve_access_index));
+
+// The kernel sizes subsys[] by its configured controllers; the memory
+// controller's index comes from the running kernel's enum (CO-RE).
+struct css_set {
+	struct cgroup_subsys_state *subsys[16];
+} __attribute__((preserve_access_index));
+
+enum cgroup_subsys_id { memory_cgrp_id = 4 };
+
 struct task_struct {
 	struct task_struct *real_parent;
 	int tgid;
+	struct css_set *cgroups;
 } __attribute__((preserve_access_index));
 
 enum op { OP_MKDIR = 1, OP_RMDIR = 2, OP_DIRECT_RECLAIM = 3, OP_MEMCG_RECLAIM = 4 };
@@ -57,6 +72,7 @@ struct event {
 	__u64 cgroup_id;
 	__u64 duration_ns;  // reclaim: time in reclaim
 	__u64 reclaimed;    // reclaim: pages reclaimed
+	__u64 memcg_id;     // the calling task's memory cgroup (kernfs id), 0: unknown
 	__u32 op;
 	__u32 pid;
 	__u32 ppid;
@@ -74,6 +90,58 @@ struct {
 	__uint(max_entries, 1 << 20);
 } events SEC(".maps");
 
+// Cgroups of the followed hierarchy removed during the trace and not yet
+// released (a removed memory cgroup stays allocated, dying, while pages are
+// charged to it): when each was removed. When it is full the newest are not
+// followed (counted in dying_untracked), so the oldest stay known.
+struct removed {
+	__u64 ts;
+	__s32 hierarchy;
+	__s32 pad;
+};
+
+#define MAX_DYING 16384
+
+struct {
+	__uint(type, 1); // BPF_MAP_TYPE_HASH
+	__uint(max_entries, MAX_DYING);
+	__type(key, __u64);
+	__type(value, struct removed);
+} dying SEC(".maps");
+
+// The hierarchy whose removed cgroups are followed (the memory
+// controller's; -1: none), set before loading.
+const volatile __s32 follow_hierarchy = -1;
+
+// Removed cgroups the dying map had no room for.
+__u64 dying_untracked = 0;
+
+// memcg_of is the kernfs id of the current task's memory cgroup, read at
+// event time (so a process gone before the reader drains keeps it).
+static __always_inline __u64 memcg_of(void)
+{
+	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, memory_cgrp_id))
+		return 0;
+	int idx = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+	if (idx < 0 || idx >= 16)
+		return 0;
+	// BTF-typed pointers: plain loads, no helper calls.
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct css_set *cset = task->cgroups;
+	if (!cset)
+		return 0;
+	struct cgroup_subsys_state *css = cset->subsys[idx];
+	if (!css)
+		return 0;
+	struct cgroup *cg = css->cgroup;
+	if (!cg)
+		return 0;
+	struct kernfs_node *kn = cg->kn;
+	if (!kn)
+		return 0;
+	return kn->id;
+}
+
 // Records the ring buffer had no room for.
 __u64 dropped = 0;
 
@@ -81,22 +149,28 @@ __u64 dropped = 0;
 // own timer, so most records cost no wakeup.
 #define WAKE_AT ((1 << 20) / 4)
 
-static __always_inline int record(__u32 op, struct cgroup *cgrp, const char *path)
+static __always_inline int record(__u32 op, struct cgroup *cgrp, const char *path, __u64 id, __s32 hier, __u64 ts)
 {
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&dropped, 1);
 		return 0;
 	}
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	// The tracepoint's arguments and the current task are BTF-typed:
+	// their fields are plain loads (the kernel guards them), no helper
+	// calls.
+	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	e->ts = bpf_ktime_get_ns();
+	e->ts = ts;
 	e->op = op;
 	e->pid = pid_tgid >> 32;
-	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
-	e->cgroup_id = BPF_CORE_READ(cgrp, kn, id);
-	e->hierarchy = BPF_CORE_READ(cgrp, root, hierarchy_id);
-	e->level = BPF_CORE_READ(cgrp, level);
+	e->ppid = task->real_parent->tgid;
+	e->cgroup_id = id;
+	e->hierarchy = hier;
+	e->level = cgrp->level;
+	e->duration_ns = 0;
+	e->reclaimed = 0;
+	e->memcg_id = memcg_of();
 	bpf_get_current_comm(&e->comm, sizeof(e->comm));
 	bpf_probe_read_kernel_str(&e->path, sizeof(e->path), path);
 	__u64 flags = RB_NO_WAKEUP;
@@ -110,13 +184,34 @@ static __always_inline int record(__u32 op, struct cgroup *cgrp, const char *pat
 SEC("tp_btf/cgroup_mkdir")
 int cgroup_mkdir(__u64 *ctx)
 {
-	return record(OP_MKDIR, (struct cgroup *)ctx[0], (const char *)ctx[1]);
+	struct cgroup *cgrp = (struct cgroup *)ctx[0];
+	return record(OP_MKDIR, cgrp, (const char *)ctx[1], cgrp->kn->id, cgrp->root->hierarchy_id, bpf_ktime_get_ns());
 }
 
 SEC("tp_btf/cgroup_rmdir")
 int cgroup_rmdir(__u64 *ctx)
 {
-	return record(OP_RMDIR, (struct cgroup *)ctx[0], (const char *)ctx[1]);
+	struct cgroup *cgrp = (struct cgroup *)ctx[0];
+	__s32 hier = cgrp->root->hierarchy_id;
+	__u64 id = cgrp->kn->id, now = bpf_ktime_get_ns();
+	if (follow_hierarchy >= 0 && hier == follow_hierarchy) {
+		struct removed r = {.ts = now, .hierarchy = hier};
+		if (bpf_map_update_elem(&dying, &id, &r, 0))
+			__sync_fetch_and_add(&dying_untracked, 1);
+	}
+	return record(OP_RMDIR, cgrp, (const char *)ctx[1], id, hier, now);
+}
+
+// The cgroup's last reference went: it is freed, no longer dying.
+SEC("tp_btf/cgroup_release")
+int cgroup_release(__u64 *ctx)
+{
+	struct cgroup *cgrp = (struct cgroup *)ctx[0];
+	if (follow_hierarchy < 0 || cgrp->root->hierarchy_id != follow_hierarchy)
+		return 0;
+	__u64 id = cgrp->kn->id;
+	bpf_map_delete_elem(&dying, &id);
+	return 0;
 }
 
 // Reclaim: when each task (thread id, kind) entered reclaim.
@@ -158,14 +253,15 @@ static __always_inline int reclaim_end(__u32 op, __u64 reclaimed)
 		__sync_fetch_and_add(&dropped, 1);
 		return 0;
 	}
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct task_struct *task = bpf_get_current_task_btf();
 	e->ts = now;
 	e->op = op;
 	e->duration_ns = now - began;
 	e->reclaimed = reclaimed;
 	e->pid = pid_tgid >> 32;
-	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
-	e->cgroup_id = bpf_get_current_cgroup_id();
+	e->ppid = task->real_parent->tgid;
+	e->cgroup_id = 0;
+	e->memcg_id = memcg_of();
 	e->hierarchy = -1;
 	e->level = 0;
 	e->path[0] = 0;

@@ -19,6 +19,7 @@ type cgtraceEvent struct {
 	CgroupId   uint64
 	DurationNs uint64
 	Reclaimed  uint64
+	MemcgId    uint64
 	Op         uint32
 	Pid        uint32
 	Ppid       uint32
@@ -35,13 +36,22 @@ type cgtraceReclaimKey struct {
 	Op  uint32
 }
 
+type cgtraceRemoved struct {
+	_         structs.HostLayout
+	Ts        uint64
+	Hierarchy int32
+	Pad       int32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	cgtraceMapDying               = "dying"
 	cgtraceMapEvents              = "events"
 	cgtraceMapReclaimStart        = "reclaim_start"
 	cgtraceProgCgroupMkdir        = "cgroup_mkdir"
+	cgtraceProgCgroupRelease      = "cgroup_release"
 	cgtraceProgCgroupRmdir        = "cgroup_rmdir"
 	cgtraceProgDirectReclaimBegin = "direct_reclaim_begin"
 	cgtraceProgDirectReclaimEnd   = "direct_reclaim_end"
@@ -49,6 +59,8 @@ const (
 	cgtraceProgMemcgReclaimBegin  = "memcg_reclaim_begin"
 	cgtraceProgMemcgReclaimEnd    = "memcg_reclaim_end"
 	cgtraceVarDropped             = "dropped"
+	cgtraceVarDyingUntracked      = "dying_untracked"
+	cgtraceVarFollowHierarchy     = "follow_hierarchy"
 	cgtraceVarKswapdWakes         = "kswapd_wakes"
 	cgtraceVarUnusedEvent         = "unused_event"
 )
@@ -96,6 +108,7 @@ type cgtraceSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type cgtraceProgramSpecs struct {
 	CgroupMkdir        *ebpf.ProgramSpec `ebpf:"cgroup_mkdir"`
+	CgroupRelease      *ebpf.ProgramSpec `ebpf:"cgroup_release"`
 	CgroupRmdir        *ebpf.ProgramSpec `ebpf:"cgroup_rmdir"`
 	DirectReclaimBegin *ebpf.ProgramSpec `ebpf:"direct_reclaim_begin"`
 	DirectReclaimEnd   *ebpf.ProgramSpec `ebpf:"direct_reclaim_end"`
@@ -108,6 +121,7 @@ type cgtraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type cgtraceMapSpecs struct {
+	Dying        *ebpf.MapSpec `ebpf:"dying"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	ReclaimStart *ebpf.MapSpec `ebpf:"reclaim_start"`
 }
@@ -116,9 +130,11 @@ type cgtraceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type cgtraceVariableSpecs struct {
-	Dropped     *ebpf.VariableSpec `ebpf:"dropped"`
-	KswapdWakes *ebpf.VariableSpec `ebpf:"kswapd_wakes"`
-	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
+	Dropped         *ebpf.VariableSpec `ebpf:"dropped"`
+	DyingUntracked  *ebpf.VariableSpec `ebpf:"dying_untracked"`
+	FollowHierarchy *ebpf.VariableSpec `ebpf:"follow_hierarchy"`
+	KswapdWakes     *ebpf.VariableSpec `ebpf:"kswapd_wakes"`
+	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
 }
 
 // cgtraceObjects contains all objects after they have been loaded into the kernel.
@@ -141,12 +157,14 @@ func (o *cgtraceObjects) Close() error {
 //
 // It can be passed to loadCgtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cgtraceMaps struct {
+	Dying        *ebpf.Map `ebpf:"dying"`
 	Events       *ebpf.Map `ebpf:"events"`
 	ReclaimStart *ebpf.Map `ebpf:"reclaim_start"`
 }
 
 func (m *cgtraceMaps) Close() error {
 	return _CgtraceClose(
+		m.Dying,
 		m.Events,
 		m.ReclaimStart,
 	)
@@ -156,9 +174,11 @@ func (m *cgtraceMaps) Close() error {
 //
 // It can be passed to loadCgtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cgtraceVariables struct {
-	Dropped     *ebpf.Variable `ebpf:"dropped"`
-	KswapdWakes *ebpf.Variable `ebpf:"kswapd_wakes"`
-	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
+	Dropped         *ebpf.Variable `ebpf:"dropped"`
+	DyingUntracked  *ebpf.Variable `ebpf:"dying_untracked"`
+	FollowHierarchy *ebpf.Variable `ebpf:"follow_hierarchy"`
+	KswapdWakes     *ebpf.Variable `ebpf:"kswapd_wakes"`
+	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
 }
 
 // cgtracePrograms contains all programs after they have been loaded into the kernel.
@@ -166,6 +186,7 @@ type cgtraceVariables struct {
 // It can be passed to loadCgtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cgtracePrograms struct {
 	CgroupMkdir        *ebpf.Program `ebpf:"cgroup_mkdir"`
+	CgroupRelease      *ebpf.Program `ebpf:"cgroup_release"`
 	CgroupRmdir        *ebpf.Program `ebpf:"cgroup_rmdir"`
 	DirectReclaimBegin *ebpf.Program `ebpf:"direct_reclaim_begin"`
 	DirectReclaimEnd   *ebpf.Program `ebpf:"direct_reclaim_end"`
@@ -177,6 +198,7 @@ type cgtracePrograms struct {
 func (p *cgtracePrograms) Close() error {
 	return _CgtraceClose(
 		p.CgroupMkdir,
+		p.CgroupRelease,
 		p.CgroupRmdir,
 		p.DirectReclaimBegin,
 		p.DirectReclaimEnd,

@@ -12,11 +12,11 @@ func TestStallAggregation(t *testing.T) {
 	t.Parallel()
 	a := newAggregator(Options{Proc: t.TempDir()}) // no /proc: cgroups unknown
 	for i := 1; i <= 99; i++ {
-		a.addStall(DirectReclaim, 1, "burst", time.Duration(i)*time.Microsecond, 32)
+		a.addStall(DirectReclaim, 1, "burst", 0, time.Duration(i)*time.Microsecond, 32)
 	}
-	a.addStall(DirectReclaim, 1, "burst", 50*time.Millisecond, 32)
-	a.addStall(MemcgReclaim, 1, "burst", 2*time.Millisecond, 8)
-	a.addStall(DirectReclaim, 2, "reader", time.Millisecond, 4)
+	a.addStall(DirectReclaim, 1, "burst", 0, 50*time.Millisecond, 32)
+	a.addStall(MemcgReclaim, 1, "burst", 0, 2*time.Millisecond, 8)
+	a.addStall(DirectReclaim, 2, "reader", 0, time.Millisecond, 4)
 	s := a.summary("bpf", time.Second, 0)
 	if len(s.Stalls) != 3 {
 		t.Fatalf("stalls %+v", s.Stalls)

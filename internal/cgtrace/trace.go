@@ -12,7 +12,6 @@ package cgtrace
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -65,6 +64,10 @@ type Event struct {
 	// v1 hierarchies as in /proc/cgroups).
 	Hierarchy int
 	Level     int
+	// CgroupID is the cgroup's kernfs id; MemcgID that of the calling
+	// task's memory cgroup at the time of the event (BPF only; 0: not
+	// known).
+	CgroupID, MemcgID uint64
 }
 
 // Options bound a trace.
@@ -96,7 +99,11 @@ type Creator struct {
 	// runs in none.
 	Unit string `json:"unit,omitempty"`
 	// Parent is the comm of the first such process' parent.
-	Parent  string `json:"parent,omitempty"`
+	Parent string `json:"parent,omitempty"`
+	// Cgroup is the memory cgroup the first such process ran in, read
+	// when it made the cgroup (BPF), else from /proc when the trace read
+	// the event.
+	Cgroup  string `json:"cgroup,omitempty"`
 	Mkdir   int64  `json:"mkdir"`
 	Rmdir   int64  `json:"rmdir"`
 	Example string `json:"example_path,omitempty"`
@@ -125,6 +132,26 @@ type Summary struct {
 	ReclaimTraced bool
 	Stalls        []Stall
 	KswapdWakes   []NodeWakes
+	// DyingTraced says removed memory cgroups were followed to their
+	// release (BPF): Dying of those removed since the trace began are still
+	// allocated, OldestDying are the oldest of them; DyingUntracked were
+	// removed when the kernel side had no room to follow them.
+	DyingTraced    bool
+	Dying          int64
+	DyingUntracked int64
+	OldestDying    []DyingCgroup
+}
+
+// OldestDyingKept is how many of the oldest dying cgroups a summary names.
+const OldestDyingKept = 5
+
+// DyingCgroup is a memory cgroup removed during the trace and not freed.
+type DyingCgroup struct {
+	ID uint64 `json:"id"`
+	// Path inside the hierarchy ("" when the trace did not see its name).
+	Path string `json:"path,omitempty"`
+	// Age is the time since it was removed.
+	Age time.Duration `json:"age_ns"`
 }
 
 // NodeWakes counts kswapd wake-ups on one node.
@@ -150,8 +177,19 @@ type Stall struct {
 	Reclaimed int64 `json:"reclaimed_pages"`
 }
 
-// maxStallSamples bounds the durations kept per stall key for the p99.
-const maxStallSamples = 1 << 16
+// maxStallSamples bounds the durations kept per stall key for the p99,
+// maxStallSamplesAll those of all keys (the p99 is then that of the first
+// ones of the interval); maxKeys bounds the rows of stalls and of creators
+// in an interval: past it, new names are summed in one row named Other.
+const (
+	maxStallSamples    = 1 << 16
+	maxStallSamplesAll = 1 << 18
+	maxKeys            = 1024
+)
+
+// Other names the row that sums the names past maxKeys, or past the top
+// ones a summary exports.
+const Other = "(other)"
 
 type stallKey struct {
 	op           Op
@@ -164,20 +202,26 @@ type stallAgg struct {
 }
 
 // addStall counts one reclaim.
-func (a *aggregator) addStall(op Op, pid int, comm string, d time.Duration, reclaimed int64) {
-	p := a.procOf(pid, 0)
+func (a *aggregator) addStall(op Op, pid int, comm string, memcgID uint64, d time.Duration, reclaimed int64) {
+	p := a.procOf(pid, 0, memcgID)
 	k := stallKey{op, comm, p.memcg}
 	s := a.stalls[k]
 	if s == nil {
-		s = &stallAgg{Stall: Stall{Kind: op.String(), Comm: comm, Cgroup: p.memcg}}
-		a.stalls[k] = s
+		if len(a.stalls) >= maxKeys {
+			k = stallKey{op, Other, ""}
+		}
+		if s = a.stalls[k]; s == nil {
+			s = &stallAgg{Stall: Stall{Kind: op.String(), Comm: k.comm, Cgroup: k.cgroup}}
+			a.stalls[k] = s
+		}
 	}
 	s.Count++
 	s.Total += d
 	s.Max = max(s.Max, d)
 	s.Reclaimed += reclaimed
-	if len(s.durs) < maxStallSamples {
+	if len(s.durs) < maxStallSamples && a.durs < maxStallSamplesAll {
 		s.durs = append(s.durs, d)
+		a.durs++
 	}
 }
 
@@ -195,36 +239,6 @@ func p99(ds []time.Duration) time.Duration {
 // ErrUnavailable says neither BPF nor tracefs could trace.
 var ErrUnavailable = errors.New("cgroup tracing unavailable")
 
-// Run traces for opt.Duration (or until ctx ends).
-func Run(ctx context.Context, opt Options) (*Summary, error) {
-	if opt.Poll <= 0 {
-		opt.Poll = 100 * time.Millisecond
-	}
-	if opt.Proc == "" {
-		opt.Proc = "/proc"
-	}
-	agg := newAggregator(opt)
-	var notes []string
-	if opt.Method == "" || opt.Method == "bpf" {
-		s, err := runBPF(ctx, opt, agg)
-		if err == nil {
-			return s, nil
-		}
-		notes = append(notes, "BPF could not trace: "+err.Error())
-		if opt.Method == "bpf" {
-			return &Summary{Notes: notes}, fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(notes, "; "))
-		}
-	}
-	s, err := runTracefs(ctx, opt, agg)
-	if err == nil {
-		s.Notes = append(notes, s.Notes...)
-		s.Notes = append(s.Notes, "traced with tracefs: reclaim stalls are traced with BPF only")
-		return s, nil
-	}
-	notes = append(notes, "tracefs could not trace: "+err.Error())
-	return &Summary{Notes: notes}, fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(notes, "; "))
-}
-
 type creatorKey struct{ comm, unit string }
 
 // aggregator sums events per creator.
@@ -236,16 +250,23 @@ type aggregator struct {
 	units    map[int]proc // so each process is read once
 	fast     map[fastKey]*Creator
 	stalls   map[stallKey]*stallAgg
+	memcgs   *memcgPaths
+	durs     int // stall durations kept
+	// memHier is the memory controller's hierarchy id (-1: unknown).
+	memHier int
 }
 
 type proc struct {
-	unit  string
-	memcg string // the memory cgroup's path
-	ppid  int
+	unit string
+	// parentUnit is the parent's, read when the process' own is not.
+	parentUnit string
+	memcg      string // the memory cgroup's path
+	ppid       int
 }
 
 func newAggregator(opt Options) *aggregator {
-	return &aggregator{opt: opt, creators: map[creatorKey]*Creator{}, units: map[int]proc{}, fast: map[fastKey]*Creator{}, stalls: map[stallKey]*stallAgg{}}
+	return &aggregator{opt: opt, creators: map[creatorKey]*Creator{}, units: map[int]proc{}, fast: map[fastKey]*Creator{}, stalls: map[stallKey]*stallAgg{},
+		memcgs: newMemcgPaths(opt.Proc), memHier: MemoryHierarchyID(opt.Proc)}
 }
 
 // maxUnitCache bounds the pid → unit cache (a runner forking per job).
@@ -284,12 +305,18 @@ func (a *aggregator) addRaw(raw []byte) {
 	ne := binary.NativeEndian
 	op := Op(ne.Uint32(raw[offOp:]))
 	if op == DirectReclaim || op == MemcgReclaim {
-		a.addStall(op, int(ne.Uint32(raw[offPID:])), cstr(raw[offComm:offComm+commLen]),
+		a.addStall(op, int(ne.Uint32(raw[offPID:])), cstr(raw[offComm:offComm+commLen]), ne.Uint64(raw[offMemcg:]),
 			time.Duration(ne.Uint64(raw[offDuration:])), int64(ne.Uint64(raw[offReclaimed:])))
 		return
 	}
 	a.events++
-	if a.opt.Hierarchy >= 0 && int(int32(ne.Uint32(raw[offHierarchy:]))) != a.opt.Hierarchy {
+	hier := int(int32(ne.Uint32(raw[offHierarchy:])))
+	if hier == a.memHier {
+		// Cgroups seen made or removed are named from here on, even
+		// once gone.
+		a.memcgs.learn(ne.Uint64(raw[offCgroupID:]), cstr(raw[offPath:offPath+pathLen]))
+	}
+	if a.opt.Hierarchy >= 0 && hier != a.opt.Hierarchy {
 		return
 	}
 	a.kept++
@@ -311,14 +338,20 @@ func (a *aggregator) addRaw(raw []byte) {
 // creatorOf finds or makes the event's creator, reading the process' unit
 // and parent once.
 func (a *aggregator) creatorOf(e Event) *Creator {
-	p := a.procOf(e.PID, e.PPID)
+	p := a.procOf(e.PID, e.PPID, e.MemcgID)
 	unit := p.unit
 	e.PPID = p.ppid
 	k := creatorKey{e.Comm, unit}
 	c := a.creators[k]
+	if c == nil && len(a.creators) >= maxKeys {
+		k = creatorKey{Other, ""}
+		e = Event{Comm: Other}
+		p, unit = proc{}, ""
+		c = a.creators[k]
+	}
 	if c == nil {
-		c = &Creator{Comm: e.Comm, Unit: unit, Example: e.Path}
-		if b, err := os.ReadFile(fmt.Sprintf("%s/%d/comm", a.opt.Proc, e.PPID)); err == nil {
+		c = &Creator{Comm: e.Comm, Unit: unit, Cgroup: p.memcg, Example: e.Path}
+		if b, err := os.ReadFile(fmt.Sprintf("%s/%d/comm", a.opt.Proc, e.PPID)); e.PPID > 0 && err == nil {
 			c.Parent = strings.TrimSpace(string(b))
 		}
 		a.creators[k] = c
@@ -326,23 +359,36 @@ func (a *aggregator) creatorOf(e Event) *Creator {
 	return c
 }
 
-// procOf reads a process' parent, unit and memory cgroup once.
-func (a *aggregator) procOf(pid, ppid int) proc {
-	if p, ok := a.units[pid]; ok {
-		return p
+// procOf reads a process' parent, unit and memory cgroup once. The memory
+// cgroup the kernel recorded with the event (memcgID, BPF) comes first: it
+// is the one at the time of the event, and still known when the process
+// is gone. A process whose unit cannot be read (gone) is named by that
+// memory cgroup, else by its parent's unit.
+func (a *aggregator) procOf(pid, ppid int, memcgID uint64) proc {
+	p, ok := a.units[pid]
+	if !ok {
+		p = proc{ppid: ppid}
+		if p.ppid == 0 { // tracefs and reclaim records: no parent
+			p.ppid = a.ppidOf(pid)
+		}
+		p.unit, p.memcg = a.cgroupsOf(pid)
+		if p.unit == "" && p.ppid > 0 {
+			p.parentUnit, _ = a.cgroupsOf(p.ppid)
+		}
+		if len(a.units) >= maxUnitCache {
+			clear(a.units)
+		}
+		a.units[pid] = p
 	}
-	p := proc{ppid: ppid}
-	if p.ppid == 0 { // tracefs and reclaim records: no parent
-		p.ppid = a.ppidOf(pid)
+	if n := a.memcgs.name(memcgID); n != "" {
+		p.memcg = n
 	}
-	p.unit, p.memcg = a.cgroupsOf(pid)
-	if p.unit == "" && p.ppid > 0 {
-		p.unit, _ = a.cgroupsOf(p.ppid)
+	if p.unit == "" {
+		p.unit = UnitOf(p.memcg)
+		if p.memcg == "" {
+			p.unit = p.parentUnit
+		}
 	}
-	if len(a.units) >= maxUnitCache {
-		clear(a.units)
-	}
-	a.units[pid] = p
 	return p
 }
 
@@ -412,6 +458,14 @@ func UnitOf(p string) string {
 	return p
 }
 
+// reset forgets the counts (the caches of processes and names stay).
+func (a *aggregator) reset() {
+	a.events, a.kept, a.durs = 0, 0, 0
+	clear(a.creators)
+	clear(a.fast)
+	clear(a.stalls)
+}
+
 func (a *aggregator) summary(method string, d time.Duration, dropped int64) *Summary {
 	s := &Summary{Method: method, Seconds: d.Seconds(), Events: a.events, Kept: a.kept, Dropped: dropped}
 	for _, c := range a.creators {
@@ -456,25 +510,43 @@ func MemoryHierarchyID(proc string) int {
 	return -1
 }
 
-// TopCreators is how many creators a summary exports as series.
+// TopCreators is how many creators (and stall rows) a summary exports as
+// series; the rest are summed in one named Other.
 const TopCreators = 10
 
 // AddTo adds the trace's series to a snapshot: counts over the window, whose
 // length is memdoctor_cgroup_trace_seconds (rates are count / seconds).
-func (s *Summary) AddTo(sc *sample.Snapshot) {
+// With named, the oldest dying cgroups are series of their own, labelled
+// with their path (check); without, only the oldest age is (a recording,
+// whose series must not grow with every job's cgroup).
+func (s *Summary) AddTo(sc *sample.Snapshot, named bool) {
 	sc.Add("memdoctor_cgroup_trace_seconds", s.Seconds, "method", s.Method)
 	sc.Add("memdoctor_cgroup_trace_events", float64(s.Events))
 	sc.Add("memdoctor_cgroup_trace_memory_events", float64(s.Kept))
 	sc.Add("memdoctor_cgroup_trace_dropped", float64(s.Dropped))
+	var rest Creator
 	for i, c := range s.Creators {
-		if i >= TopCreators {
-			break
+		if i >= TopCreators || c.Comm == Other {
+			rest.Mkdir += c.Mkdir
+			rest.Rmdir += c.Rmdir
+			continue
 		}
-		for _, op := range []struct {
-			name string
-			n    int64
-		}{{"mkdir", c.Mkdir}, {"rmdir", c.Rmdir}} {
-			sc.Add("memdoctor_cgroup_trace_ops", float64(op.n), "op", op.name, "comm", c.Comm, "unit", c.Unit, "parent", c.Parent)
+		addOps(sc, c)
+	}
+	if rest.Mkdir+rest.Rmdir > 0 {
+		rest.Comm = Other
+		addOps(sc, rest)
+	}
+	if s.DyingTraced {
+		sc.Add("memdoctor_cgroup_trace_dying", float64(s.Dying))
+		sc.Add("memdoctor_cgroup_trace_dying_untracked", float64(s.DyingUntracked))
+		if len(s.OldestDying) > 0 {
+			sc.Add("memdoctor_cgroup_trace_dying_oldest_seconds", s.OldestDying[0].Age.Seconds())
+		}
+		if named {
+			for _, d := range s.OldestDying {
+				sc.Add("memdoctor_cgroup_trace_dying_age_seconds", d.Age.Seconds(), "cgroup", d.Path, "id", strconv.FormatUint(d.ID, 10))
+			}
 		}
 	}
 	if !s.ReclaimTraced {
@@ -484,15 +556,44 @@ func (s *Summary) AddTo(sc *sample.Snapshot) {
 	for _, w := range s.KswapdWakes {
 		sc.Add("memdoctor_reclaim_trace_kswapd_wakes", float64(w.Wakes), "node", strconv.Itoa(w.Node))
 	}
+	rests := map[string]*Stall{}
+	var kinds []string
 	for i, st := range s.Stalls {
-		if i >= TopCreators {
-			break
+		if i >= TopCreators || st.Comm == Other {
+			r := rests[st.Kind]
+			if r == nil {
+				r = &Stall{Kind: st.Kind, Comm: Other}
+				rests[st.Kind] = r
+				kinds = append(kinds, st.Kind)
+			}
+			r.Count += st.Count
+			r.Total += st.Total
+			r.Max = max(r.Max, st.Max)
+			r.P99 = max(r.P99, st.P99) // an upper bound of the rows' p99
+			r.Reclaimed += st.Reclaimed
+			continue
 		}
-		l := []string{"kind", st.Kind, "comm", st.Comm, "cgroup", st.Cgroup}
-		sc.Add("memdoctor_reclaim_trace_stalls", float64(st.Count), l...)
-		sc.Add("memdoctor_reclaim_trace_stall_seconds", st.Total.Seconds(), l...)
-		sc.Add("memdoctor_reclaim_trace_stall_p99_seconds", st.P99.Seconds(), l...)
-		sc.Add("memdoctor_reclaim_trace_stall_max_seconds", st.Max.Seconds(), l...)
-		sc.Add("memdoctor_reclaim_trace_reclaimed_pages", float64(st.Reclaimed), l...)
+		addStall(sc, st)
 	}
+	for _, k := range kinds {
+		addStall(sc, *rests[k])
+	}
+}
+
+func addOps(sc *sample.Snapshot, c Creator) {
+	for _, op := range []struct {
+		name string
+		n    int64
+	}{{"mkdir", c.Mkdir}, {"rmdir", c.Rmdir}} {
+		sc.Add("memdoctor_cgroup_trace_ops", float64(op.n), "op", op.name, "comm", c.Comm, "unit", c.Unit, "parent", c.Parent, "cgroup", c.Cgroup)
+	}
+}
+
+func addStall(sc *sample.Snapshot, st Stall) {
+	l := []string{"kind", st.Kind, "comm", st.Comm, "cgroup", st.Cgroup}
+	sc.Add("memdoctor_reclaim_trace_stalls", float64(st.Count), l...)
+	sc.Add("memdoctor_reclaim_trace_stall_seconds", st.Total.Seconds(), l...)
+	sc.Add("memdoctor_reclaim_trace_stall_p99_seconds", st.P99.Seconds(), l...)
+	sc.Add("memdoctor_reclaim_trace_stall_max_seconds", st.Max.Seconds(), l...)
+	sc.Add("memdoctor_reclaim_trace_reclaimed_pages", float64(st.Reclaimed), l...)
 }

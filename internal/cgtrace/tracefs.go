@@ -2,7 +2,6 @@ package cgtrace
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 )
 
 // findTracefs returns a tracefs mount that has the cgroup events.
@@ -27,65 +25,81 @@ func findTracefs(opt Options) (string, error) {
 	return "", fmt.Errorf("no tracefs with the cgroup events at %s (mount tracefs there)", strings.Join(cands, " or "))
 }
 
-// runTracefs reads the same tracepoints through a tracing instance of its
-// own (so it neither sees nor disturbs other users of tracefs), removed
-// afterwards.
-func runTracefs(ctx context.Context, opt Options, agg *aggregator) (*Summary, error) {
+// tracefsTracer reads the same tracepoints through a tracing instance of
+// its own (so it neither sees nor disturbs other users of tracefs), removed
+// when closed.
+type tracefsTracer struct {
+	inst    string
+	fd      int
+	buf     []byte
+	partial []byte
+	lost    int64 // overruns at the last take
+}
+
+func loadTracefs(opt Options) (*tracefsTracer, error) {
 	root, err := findTracefs(opt)
 	if err != nil {
 		return nil, err
 	}
-	inst := filepath.Join(root, "instances", fmt.Sprintf("memdoctor-cgtrace-%d", os.Getpid()))
-	if err := os.Mkdir(inst, 0o700); err != nil {
+	t := &tracefsTracer{inst: filepath.Join(root, "instances", fmt.Sprintf("memdoctor-cgtrace-%d", os.Getpid())), fd: -1}
+	if err := os.Mkdir(t.inst, 0o700); err != nil {
 		return nil, fmt.Errorf("creating a tracing instance: %w", err)
 	}
-	defer func() { _ = os.Remove(inst) }()
 	for _, ev := range []string{"cgroup_mkdir", "cgroup_rmdir"} {
-		if err := os.WriteFile(filepath.Join(inst, "events", "cgroup", ev, "enable"), []byte("1"), 0); err != nil {
+		if err := os.WriteFile(filepath.Join(t.inst, "events", "cgroup", ev, "enable"), []byte("1"), 0); err != nil {
+			t.Close()
 			return nil, fmt.Errorf("enabling %s: %w", ev, err)
 		}
 	}
-	// Events off before the instance goes (rmdir refuses a busy one).
-	defer func() {
-		_ = os.WriteFile(filepath.Join(inst, "events", "enable"), []byte("0"), 0)
-	}()
-	fd, err := syscall.Open(filepath.Join(inst, "trace_pipe"), syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	t.fd, err = syscall.Open(filepath.Join(t.inst, "trace_pipe"), syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
+		t.Close()
 		return nil, fmt.Errorf("opening trace_pipe: %w", err)
 	}
-	defer func() { _ = syscall.Close(fd) }()
-	start := time.Now()
-	end := start.Add(opt.Duration)
-	buf := make([]byte, 256<<10)
-	var partial []byte
-	for {
-		stop := !time.Now().Before(end) || ctx.Err() != nil
-		for {
-			n, err := syscall.Read(fd, buf)
-			if n > 0 {
-				partial = append(partial, buf[:n]...)
-				i := bytes.LastIndexByte(partial, '\n')
-				if i >= 0 {
-					for _, line := range strings.Split(string(partial[:i]), "\n") {
-						if e, ok := parseTraceLine(line); ok {
-							agg.add(e)
-						}
-					}
-					partial = append(partial[:0], partial[i+1:]...)
-				}
-				continue
-			}
-			if err != nil && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EINTR) {
-				return nil, fmt.Errorf("reading trace_pipe: %w", err)
-			}
-			break
-		}
-		if stop {
-			break
-		}
-		time.Sleep(min(opt.Poll, time.Until(end)))
+	t.buf = make([]byte, 256<<10)
+	return t, nil
+}
+
+// Close turns the events off (rmdir refuses a busy instance) and removes
+// the instance.
+func (t *tracefsTracer) Close() {
+	if t.fd >= 0 {
+		_ = syscall.Close(t.fd)
 	}
-	return agg.summary("tracefs", time.Since(start), lostTracefs(inst)), nil
+	_ = os.WriteFile(filepath.Join(t.inst, "events", "enable"), []byte("0"), 0)
+	_ = os.Remove(t.inst)
+}
+
+// drain reads what the pipe holds.
+func (t *tracefsTracer) drain(add func(Event)) error {
+	for {
+		n, err := syscall.Read(t.fd, t.buf)
+		if n > 0 {
+			t.partial = append(t.partial, t.buf[:n]...)
+			i := bytes.LastIndexByte(t.partial, '\n')
+			if i >= 0 {
+				for _, line := range strings.Split(string(t.partial[:i]), "\n") {
+					if e, ok := parseTraceLine(line); ok {
+						add(e)
+					}
+				}
+				t.partial = append(t.partial[:0], t.partial[i+1:]...)
+			}
+			continue
+		}
+		if err != nil && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EINTR) {
+			return fmt.Errorf("reading trace_pipe: %w", err)
+		}
+		return nil
+	}
+}
+
+// take adds the events lost since the last take.
+func (t *tracefsTracer) take(s *Summary) {
+	lost := lostTracefs(t.inst)
+	s.Dropped = lost - t.lost
+	t.lost = lost
+	s.Notes = append(s.Notes, "traced with tracefs: reclaim stalls and the removed cgroups' age are traced with BPF only")
 }
 
 // lostTracefs sums the instance's overrun counts (events the per-CPU

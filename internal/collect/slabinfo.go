@@ -10,6 +10,7 @@ import (
 const reclaimScan = 25
 
 func collectSlabinfo(c *ctx) error {
+	collectAllocinfo(c)
 	slabs, err := c.fs.Slabinfo()
 	if err != nil {
 		if isPerm(err) {

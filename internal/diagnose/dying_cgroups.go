@@ -35,7 +35,9 @@ package diagnose
 //
 // With check --trace (root) it names who created and removed memory cgroups
 // during the trace (process name, its systemd unit or cgroup, its parent)
-// and at what rate.
+// and at what rate, and (BPF) how many of the cgroups removed during the
+// trace are still dying and how long ago the oldest were removed. With
+// record --trace the same is read over the recording's window.
 //
 // Known false positives: a burst of job completions on a host with plenty of
 // cache and no memory pressure; the count falls again when the cache turns
@@ -64,7 +66,8 @@ func (dyingCgroups) Meta() Meta {
 		Reads: []string{"memdoctor_memcg_dying_cgroups", "memdoctor_memcg_live_cgroups", "node_memory_SUnreclaim_bytes",
 			"node_memory_MemTotal_bytes", "node_uname_info", "node_boot_time_seconds",
 			"memdoctor_memcg_dying_pinned_bytes", "memdoctor_memcg_dying_pinned_ancestor_bytes", "memdoctor_pagescan_complete",
-			"memdoctor_cgroup_trace_seconds", "memdoctor_cgroup_trace_ops"},
+			"memdoctor_cgroup_trace_seconds", "memdoctor_cgroup_trace_ops", "memdoctor_cgroup_trace_dying", "memdoctor_cgroup_trace_dying_untracked",
+			"memdoctor_cgroup_trace_dying_oldest_seconds", "memdoctor_cgroup_trace_dying_age_seconds"},
 		StepMin:   []string{"memdoctor_memcg_dying_cgroups", "node_cgroups_cgroups"}, // dailyMinima
 		Charts:    []string{ChartSlabVsCgroups},
 		Prefilter: &Prefilter{About: "the memory cgroup count's growth per day, fitted and of its daily floor", Queries: dyingQueries, Score: dyingScore},
@@ -165,10 +168,7 @@ func (r dyingCgroups) Eval(in *Input) []model.Finding {
 			f.Evidence = append(f.Evidence, evText("kernel_slab_reparenting", "present (5.3+): page cache and shmem are what pin them"))
 		}
 	}
-	if ev, sum := dyingCreators(h.S); len(ev) > 0 {
-		f.Evidence = append(f.Evidence, ev...)
-		f.Summary += sum
-	}
+	dyingTrace(in, &f)
 	if ev, sum := dyingPins(h.S); len(ev) > 0 {
 		f.Evidence = append(f.Evidence, ev...)
 		f.Summary += sum
@@ -428,8 +428,54 @@ func (dyingCgroups) trend(in *Input) *model.Finding {
 	if in.Host != nil {
 		hier = in.Host.Cgroups.MemoryHierarchy
 	}
+	dyingTrace(in, fd)
 	fd.Remedies = dyingRemedies(hier, kernel, slabPins)
 	return fd
+}
+
+// dyingTrace adds what the cgroup trace saw (check --trace, or record
+// --trace over the window): who made and removed the cgroups, and how long
+// those removed are dying.
+func dyingTrace(in *Input, f *model.Finding) {
+	tr := traceSource(in, "memdoctor_cgroup_trace_seconds")
+	if ev, sum := dyingCreators(tr); len(ev) > 0 {
+		f.Evidence = append(f.Evidence, ev...)
+		f.Summary += sum
+	}
+	if ev, sum := dyingAge(tr); len(ev) > 0 {
+		f.Evidence = append(f.Evidence, ev...)
+		f.Summary += sum
+	}
+}
+
+// dyingAge reads how long the cgroups removed during the trace have been
+// dying (BPF follows each removed memory cgroup to its release).
+func dyingAge(s *sample.Snapshot) ([]model.Evidence, string) {
+	if s == nil {
+		return nil, ""
+	}
+	n, ok := s.Get("memdoctor_cgroup_trace_dying")
+	if !ok {
+		return nil, ""
+	}
+	out := []model.Evidence{ev("removed_in_trace_still_dying", n, "count")}
+	if u := s.Value("memdoctor_cgroup_trace_dying_untracked"); u > 0 {
+		out = append(out, evText("removed_in_trace_untracked", fmt.Sprintf("%.0f more removed cgroups were not followed (the tracer's table was full): the count is a lower bound", u)))
+	}
+	oldest, ok := s.Get("memdoctor_cgroup_trace_dying_oldest_seconds")
+	if n <= 0 || !ok {
+		return out, ""
+	}
+	out = append(out, ev("oldest_dying_age_seconds", oldest, "seconds"))
+	ages := s.Select("memdoctor_cgroup_trace_dying_age_seconds")
+	sort.SliceStable(ages, func(i, j int) bool { return ages[i].Value > ages[j].Value })
+	for _, m := range ages {
+		if p := m.Labels.Get("cgroup"); p != "" {
+			out = append(out, evText("dying_cgroup", fmt.Sprintf("%s: removed %s ago, still allocated", p, render.Duration(time.Duration(m.Value*float64(time.Second))))))
+		}
+	}
+	return out, fmt.Sprintf("; %.0f of the cgroups removed during the trace are still dying, the oldest removed %s ago",
+		n, render.Duration(time.Duration(oldest*float64(time.Second))))
 }
 
 // dailyMinima returns, per UTC day fully inside the span, the lowest value

@@ -10,7 +10,10 @@ package diagnose
 // Method: Theil–Sen slope and Mann–Kendall test of SUnreclaim within the
 // newest boot; the slab caches whose size grew most over the same span
 // (node_slabinfo objects × object size, or the slabs' pages when memdoctor
-// recorded them) name where it went.
+// recorded them) name where it went; where the kernel has /proc/allocinfo
+// (6.10+ with CONFIG_MEM_ALLOC_PROFILING and vm.mem_profiling on), the
+// kernel call sites whose live allocations grew most name the code that
+// holds it (memdoctor records the 40 largest sites per sample).
 //
 // Fires: a significant rise (p < 0.01) of at least 0.1 % of MemTotal per
 // day and 64 MiB over the window; critical once SUnreclaim passes 10 % of
@@ -22,6 +25,7 @@ package diagnose
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/model"
@@ -43,10 +47,11 @@ func (slabUnreclaimableGrowth) Meta() Meta {
 	return Meta{ID: "slab_unreclaimable_growth", Trend: true, Title: "unreclaimable slab growing over time",
 		Needs: []Need{{"node_memory_SUnreclaim_bytes", "record /proc/meminfo over time"}, {"node_memory_MemTotal_bytes", "record /proc/meminfo over time"}},
 		Reads: []string{"node_memory_MemTotal_bytes", "node_boot_time_seconds", "memdoctor_slabinfo_size_bytes",
-			"node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable"},
-		// growingCaches: the first and last point of the last segment,
-		// lastValue: the last point.
-		EndsOnly:  []string{"memdoctor_slabinfo_size_bytes", "node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable"},
+			"node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable", "memdoctor_allocinfo_bytes"},
+		// growingCaches and growingSites: the first and last point of the
+		// last segment, lastValue: the last point.
+		EndsOnly: []string{"memdoctor_slabinfo_size_bytes", "node_slabinfo_objects", "node_slabinfo_object_size_bytes", "memdoctor_slabinfo_reclaimable",
+			"memdoctor_allocinfo_bytes"},
 		Charts:    []string{ChartSlabVsCgroups, ChartMemoryCategories},
 		Prefilter: &Prefilter{About: "SUnreclaim's growth per day, fitted and of its daily floor, against MemTotal", Queries: slabGrowthQueries, Score: slabGrowthScore},
 		Alerts:    slabGrowthAlerts,
@@ -121,6 +126,19 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []model.Finding {
 		}
 		fd.Evidence = append(fd.Evidence, evText("cache", fmt.Sprintf("%s +%s (now %s%s)", c.name, render.Bytes(int64(c.growth)), render.Bytes(int64(c.now)), c.kind)))
 	}
+	var named []string
+	for i, c := range growingSites(in, seg) {
+		if i == 5 {
+			break
+		}
+		fd.Evidence = append(fd.Evidence, evText("call_site", fmt.Sprintf("%s +%s (now %s)", c.name, render.Bytes(int64(c.growth)), render.Bytes(int64(c.now)))))
+		if i < 3 {
+			named = append(named, fmt.Sprintf("%s +%s", c.name, render.Bytes(int64(c.growth))))
+		}
+	}
+	if len(named) > 0 {
+		fd.Summary += "; kernel call sites that grew (/proc/allocinfo): " + strings.Join(named, ", ")
+	}
 	fd.Remedies = []model.Remedy{
 		{Title: "check for dying memory cgroups pinning slab (see dying_cgroups), and which caches grow",
 			Commands: []string{"grep memory /proc/cgroups", "sudo slabtop -o -s c | head -20"},
@@ -135,6 +153,31 @@ type cacheGrowth struct {
 	name        string
 	growth, now float64
 	kind        string
+}
+
+// growingSites ranks the kernel's allocation call sites (/proc/allocinfo)
+// by the growth of their live bytes over the span; a site is named
+// "func (file:line [module])". A site that entered the recorded top sites
+// during the span grew from below them: its growth is counted from its
+// first point.
+func growingSites(in *Input, sp span) []cacheGrowth {
+	var out []cacheGrowth
+	for _, s := range in.Window.Select("memdoctor_allocinfo_bytes") {
+		ps := within(s, sp)
+		if len(ps) < 2 {
+			continue
+		}
+		name := s.Labels.Get("func") + " (" + s.Labels.Get("site")
+		if m := s.Labels.Get("module"); m != "" {
+			name += " [" + m + "]"
+		}
+		out = append(out, cacheGrowth{name: name + ")", growth: ps[len(ps)-1].V - ps[0].V, now: ps[len(ps)-1].V})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].growth > out[j].growth })
+	for len(out) > 0 && out[len(out)-1].growth <= 0 {
+		out = out[:len(out)-1]
+	}
+	return out
 }
 
 // growingCaches ranks slab caches by their growth over the span.

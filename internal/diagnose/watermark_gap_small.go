@@ -57,6 +57,7 @@ func (watermarkGapSmall) Meta() Meta {
 			// The recommendation is bounded by what it costs of MemTotal.
 			{"node_memory_MemTotal_bytes", "read /proc/meminfo"},
 		},
+		Reads:     reclaimTraceSeries, // record --trace: who stalled, over the window
 		Charts:    []string{ChartZoneWatermarks, ChartReclaimRates, ChartCPUSysSoftirq},
 		Prefilter: &Prefilter{About: "quick kswapd wake-ups and direct reclaim, where watermark_scale_factor is known", Queries: gapQueries, Score: gapScore},
 		Doc:       "kswapd's window (low − min) too narrow for the reclaim bursts seen; recommends a `watermark_scale_factor` with its predicted watermarks and cost"}
@@ -174,7 +175,7 @@ func (watermarkGapSmall) Eval(in *Input) []model.Finding {
 	if r.PSISomeAvg60 >= 0 {
 		f.Evidence = append(f.Evidence, ev("psi_memory_some_avg60_percent", r.PSISomeAvg60, "percent"))
 	}
-	if ev, sum := directReclaimStallers(h.S); len(ev) > 0 { // check --trace
+	if ev, sum := directReclaimStallers(traceSource(in, "memdoctor_reclaim_trace_seconds")); len(ev) > 0 { // check --trace, record --trace
 		f.Evidence = append(f.Evidence, ev...)
 		f.Summary += sum
 	}

@@ -50,6 +50,7 @@ func (watermarkThrash) Meta() Meta {
 		"node_context_switches_total", "node_sysctl_vm_watermark_scale_factor", "memdoctor_zoneinfo_free_pages",
 		"node_zoneinfo_nr_free_pages", "node_zoneinfo_low_pages", "node_zoneinfo_min_pages", "node_zoneinfo_managed_pages",
 		"node_boot_time_seconds"}, allocstallSeries...)
+	reads = append(reads, reclaimTraceSeries...) // record --trace: who stalled
 	return Meta{ID: "watermark_thrash", Trend: true, Title: "reclaim bursts crossing the watermarks",
 		Needs:     []Need{{"node_vmstat_kswapd_low_wmark_hit_quickly", "record /proc/vmstat over time (node_exporter: --collector.vmstat.fields including kswapd and allocstall)"}},
 		Reads:     reads,
@@ -232,6 +233,10 @@ func (watermarkThrash) Eval(in *Input) []model.Finding {
 	f := model.Finding{ID: "watermark_thrash", Severity: sev, Subject: subject(w, "host"),
 		Summary:  "reclaim bursts cross the watermarks: " + now.describe(),
 		Evidence: rateEvidence(now),
+	}
+	if ev, sum := directReclaimStallers(traceSource(in, "memdoctor_reclaim_trace_seconds")); len(ev) > 0 {
+		f.Evidence = append(f.Evidence, ev...)
+		f.Summary += sum
 	}
 	// Zones: how often free pages were below low.
 	free := w.Select("memdoctor_zoneinfo_free_pages")

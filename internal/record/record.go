@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/cgtrace"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/model"
@@ -79,6 +80,12 @@ type Config struct {
 	// goes back to the kernel and the executable's pages are unmapped (see
 	// settle).
 	Lean bool
+	// Trace runs the cgroup and reclaim trace (cgtrace, BPF else tracefs
+	// as TraceMethod says) for the recorder's life: each sample adds what
+	// it saw over the interval (the top creators and stallers, the rest
+	// summed). Where it cannot run, the log says why and recording goes on.
+	Trace       bool
+	TraceMethod string
 }
 
 // DefaultMaxPendingBytes bounds the samples held in memory while the store
@@ -128,6 +135,9 @@ type Recorder struct {
 	page pageCache
 	fnd  findingsState
 	srv  atomic.Pointer[Server]
+
+	tracer     *cgtrace.Tracer
+	traceNotes string // the trace's notes last logged
 }
 
 // findingsState holds the last evaluation of the findings.
@@ -159,6 +169,11 @@ type pageCache struct {
 func New(cfg Config) (*Recorder, error) {
 	if cfg.Interval <= 0 {
 		return nil, fmt.Errorf("--interval %v: want a positive duration", cfg.Interval)
+	}
+	switch cfg.TraceMethod {
+	case "", "bpf", "tracefs":
+	default:
+		return nil, fmt.Errorf("--trace-method %q: want bpf or tracefs", cfg.TraceMethod)
 	}
 	if cfg.MaxPending == 0 {
 		cfg.MaxPending = max(int(time.Hour/cfg.Interval), 4)
@@ -200,7 +215,40 @@ func New(cfg Config) (*Recorder, error) {
 	}
 	r.lock, r.st = lock, st
 	r.noteStored()
+	if cfg.Trace {
+		r.startTrace()
+	}
 	return r, nil
+}
+
+// startTrace starts the trace; one that cannot run is logged, never fatal.
+func (r *Recorder) startTrace() {
+	if !r.live {
+		r.logf("--trace watches this host: not traced while recording another root")
+		return
+	}
+	t, err := cgtrace.Start(context.Background(), cgtrace.Options{Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: r.cfg.TraceMethod})
+	if err != nil {
+		r.logf("not tracing: %v", err)
+		return
+	}
+	r.tracer = t
+	r.logf("tracing memory cgroup creation and removal, and reclaim, with %s", t.Method())
+}
+
+// addTraceLocked adds the trace's interval to s.
+func (r *Recorder) addTraceLocked(s *sample.Snapshot) {
+	if r.tracer == nil {
+		return
+	}
+	sum := r.tracer.Take()
+	sum.AddTo(s, false)
+	if n := strings.Join(sum.Notes, "; "); n != r.traceNotes {
+		r.traceNotes = n
+		if n != "" {
+			r.logf("trace: %s", n)
+		}
+	}
 }
 
 // noteStored reads the newest stored sample time of this instance.
@@ -249,6 +297,10 @@ func (r *Recorder) Close() error {
 	r.fnd.wg.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.tracer != nil {
+		r.tracer.Close()
+		r.tracer = nil
+	}
 	r.flushLocked()
 	if len(r.pending) > 0 {
 		r.logf("exiting with %d snapshots not stored: %v", len(r.pending), r.lastErr)
@@ -337,6 +389,7 @@ func (r *Recorder) Tick(at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.collects++
+	r.addTraceLocked(s)
 	s.Add("memdoctor_record_collect_seconds", time.Since(start).Seconds())
 	s.Add("memdoctor_record_collect_cpu_seconds", selfCPU()-cpu0)
 	if cpu := selfCPU(); cpu >= 0 {

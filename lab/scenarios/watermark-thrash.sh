@@ -2,7 +2,8 @@
 # a 1.5 GB file (sparse: page cache without disk I/O) while two processes
 # allocate 24 MiB bursts (150 of them, 100 ms apart). Recorded at 1 s, once
 # with watermark_scale_factor 10 and once with 200, the same workload;
-# compare reads the two recordings.
+# compare reads the two recordings. The recorder traces (BPF) who stalls in
+# direct reclaim.
 set -u
 step() { read -r up _ < /proc/uptime; echo "step $up: $*" >&2; }
 truncate -s 1536M /mnt/big
@@ -11,7 +12,7 @@ for WSF in 10 200; do
   echo 3 > /proc/sys/vm/drop_caches
   grep -E '^(kswapd_low_wmark_hit_quickly|allocstall_[a-z0-9]+|pgscan_direct) ' /proc/vmstat > $OUT/vm.before.$WSF
   step "wsf $WSF"
-  memdoctor record --db $OUT/md-$WSF.db --interval 1s --listen '' 2> $OUT/rec-$WSF.err &
+  memdoctor record --trace --db $OUT/md-$WSF.db --interval 1s --listen '' 2> $OUT/rec-$WSF.err &
   rec=$!
   ( i=0; while [ $i -lt 3 ]; do cat /mnt/big > /dev/null; i=$((i + 1)); done ) &
   rd=$!
