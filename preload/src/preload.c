@@ -552,13 +552,14 @@ static void free_full(void *p)
 	account(n, threshold);
 }
 
-/* free_prof: free() with MEMDOCTOR_PROFILE alone: one counter read to
- * tell that p was never sampled, then a tail call to the real free. */
+/* free_prof: free() with MEMDOCTOR_PROFILE alone: one filter word read
+ * (and, in a slot some sampled block holds, one comparison) to tell that p
+ * was never sampled, then a tail call to the real free. */
 static void free_prof(void *p)
 {
 	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
 	_Atomic uint16_t *flt = atomic_load_explicit(&md_prof_filter, memory_order_relaxed);
-	if (unlikely(atomic_load_explicit(&flt[MD_FILTER_SLOT(p)], memory_order_relaxed)) && p)
+	if (md_prof_maybe(flt, p) && p)
 		md_prof_untrack_slow(p);
 	f(p);
 }

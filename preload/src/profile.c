@@ -55,7 +55,7 @@
 #define MAX_DEPTH 32
 #define NSTACKS 4096          /* distinct stacks kept; slot 0 takes the rest */
 #define NBLOCKS (1u << 16)    /* live sampled blocks at most NBLOCKS*3/4 */
-#define NFILTER MD_NFILTER    /* counters free() checks before the table */
+#define NFILTER MD_NFILTER    /* the words free() checks before the table */
 
 typedef void *(*malloc_fn)(size_t);
 typedef void *(*calloc_fn)(size_t, size_t);
@@ -283,7 +283,8 @@ struct block {
 struct tables {
 	struct stack stacks[NSTACKS];
 	struct block blocks[NBLOCKS];
-	_Atomic uint16_t filter[NFILTER];
+	_Atomic uint16_t filter[NFILTER]; /* read by free() without the lock */
+	uint16_t fcount[NFILTER];         /* live sampled blocks per filter slot */
 	uint64_t live, samples, dropped;
 };
 
@@ -491,7 +492,9 @@ static void block_freed(const struct block *b)
 	struct stack *st = &tab->stacks[b->stack];
 	st->free_n += b->n;
 	st->free_b += b->b;
-	atomic_fetch_sub_explicit(&tab->filter[filter_slot(b->p)], 1, memory_order_relaxed);
+	uint32_t f = filter_slot(b->p);
+	if (!--tab->fcount[f]) /* a slot once shared stays MANY until it empties */
+		atomic_store_explicit(&tab->filter[f], 0, memory_order_relaxed);
 	tab->live--;
 }
 
@@ -538,7 +541,9 @@ static void block_insert(const struct block *b)
 	struct stack *st = &tab->stacks[b->stack];
 	st->alloc_n += b->n;
 	st->alloc_b += b->b;
-	atomic_fetch_add_explicit(&tab->filter[filter_slot(b->p)], 1, memory_order_relaxed);
+	uint32_t f = filter_slot(b->p);
+	atomic_store_explicit(&tab->filter[f], tab->fcount[f]++ ? (uint16_t)MD_FILTER_MANY : MD_FILTER_TAG(b->p),
+			      memory_order_relaxed);
 }
 
 static int table_enter(void)
@@ -599,10 +604,22 @@ __attribute__((noinline)) static void sample(void *p, size_t n, const void *fram
  * before the real free: afterwards the address may be handed out again). */
 void md_prof_untrack(void *p)
 {
-	if (!tab || !atomic_load_explicit(&tab->filter[filter_slot((uintptr_t)p)], memory_order_relaxed))
+	if (!tab || !md_prof_maybe(tab->filter, p))
 		return;
 	md_prof_untrack_slow(p);
 }
+
+#ifdef MD_TEST_HOOKS
+static uint64_t slow_misses;
+void md_test_prof_counts(uint64_t *live, uint64_t *samples, uint64_t *misses)
+{
+	lock();
+	*live = tab ? tab->live : 0;
+	*samples = tab ? tab->samples : 0;
+	*misses = slow_misses;
+	unlock();
+}
+#endif
 
 void md_prof_untrack_slow(void *p)
 {
@@ -611,6 +628,10 @@ void md_prof_untrack_slow(void *p)
 	struct block b;
 	if (block_remove((uintptr_t)p, &b))
 		block_freed(&b);
+#ifdef MD_TEST_HOOKS
+	else
+		slow_misses++;
+#endif
 	table_leave();
 }
 
