@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/heapprof"
+	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/preload"
 )
 
@@ -383,4 +384,89 @@ func TestLeaksRubyExtension(t *testing.T) {
 	w.waitDump(t)
 	r, second := leaksOverInterval(t, w, 32)
 	checkExtensionLeak(t, r, "rbleak.so", first, second)
+}
+
+// With the workload built with -g, the leaking site carries the source line
+// of its malloc (the line marked "leak-site" in the source), in the JSON,
+// in the text and in the pprof profile's lines (go tool pprof -lines); the
+// time to symbolize the profile with and without line info is logged.
+func TestLeaksSourceLines(t *testing.T) {
+	w := startLeakWorkload(t, "64KiB", "-O1", "-g", "-fno-omit-frame-pointer")
+	leaked := w.leak(t, 48)
+	w.waitDump(t)
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "programs", "leak_workload.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for i, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, "leak-site") && strings.Contains(l, "malloc(") {
+			want = fmt.Sprintf("leak_workload.c:%d", i+1)
+		}
+	}
+	if want == "" {
+		t.Fatal("no line marked leak-site with a malloc in leak_workload.c")
+	}
+	pid := strconv.Itoa(w.cmd.Process.Pid)
+	pb := filepath.Join(t.TempDir(), "heap.pb.gz")
+	r := leaksJSON(t, pid, "--output", pb)
+	if len(r.Sites) == 0 || r.Sites[0].Stack[0] != "parse_record" {
+		t.Fatalf("sites %+v, want parse_record first", r.Sites)
+	}
+	top := r.Sites[0]
+	if len(top.Lines) != len(top.Stack) || top.Lines[0] != want {
+		t.Errorf("parse_record's lines %q, want %s first", top.Lines, want)
+	}
+	if !within(top.InUseBytes, leaked, 0.10) {
+		t.Errorf("parse_record holds %d bytes, the workload leaked %d", top.InUseBytes, leaked)
+	}
+	out, errOut, code := runCLI(t, "leaks", pid)
+	if code != 0 || !strings.Contains(out, "parse_record at "+want) {
+		t.Errorf("leaks exited %d, want \"parse_record at %s\" in:\n%s%s", code, want, out, errOut)
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go is needed to read the profile: %v", err)
+	}
+	pp, err := exec.Command(goTool, "tool", "pprof", "-top", "-lines", pb).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -top -lines: %v\n%s", err, pp)
+	}
+	found := false
+	for _, l := range strings.Split(string(pp), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 && f[len(f)-2] == "parse_record" && strings.HasSuffix(f[len(f)-1], "/"+want) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("go tool pprof -top -lines: no parse_record at %s:\n%s", want, pp)
+	}
+
+	// The cost of line info: the same dump symbolized both ways, each with
+	// a fresh symbolizer (every file read anew).
+	data, err := os.ReadFile(filepath.Join(w.dumps, "heap."+pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := heapprof.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(m procfs.Mapping) (*os.File, error) { return os.Open(m.Path) }
+	took := func(lines bool) time.Duration {
+		best := time.Duration(1 << 62)
+		for range 3 {
+			s := heapprof.NewSymbolizer(open)
+			s.SetLines(lines)
+			start := time.Now()
+			heapprof.NewReport(s, d, nil)
+			heapprof.Profile(s, d)
+			best = min(best, time.Since(start))
+		}
+		return best
+	}
+	with, without := took(true), took(false)
+	t.Logf("symbolizing a profile of %d stacks (report and pprof): %s with DWARF line info, %s without",
+		len(d.Stacks), with.Round(time.Microsecond), without.Round(time.Microsecond))
 }

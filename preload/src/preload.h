@@ -108,10 +108,20 @@ void md_prof_untrack_slow(void *p);
 #define MD_FILTER_TAG(p) ((uint16_t)(0x8000u | ((((uintptr_t)(p) >> 20) ^ ((uintptr_t)(p) >> 35)) & 0x7fffu)))
 #define MD_FILTER_MANY 1u
 extern _Atomic(_Atomic uint16_t *) md_prof_filter;
+/* md_prof_word is p's filter word; md_prof_match says a nonzero word may
+ * stand for p. */
+static inline uint16_t md_prof_word(_Atomic uint16_t *flt, const void *p)
+{
+	return atomic_load_explicit(&flt[MD_FILTER_SLOT(p)], memory_order_relaxed);
+}
+static inline int md_prof_match(uint16_t v, const void *p)
+{
+	return v == MD_FILTER_MANY || v == MD_FILTER_TAG(p);
+}
 static inline int md_prof_maybe(_Atomic uint16_t *flt, const void *p)
 {
-	uint16_t v = atomic_load_explicit(&flt[MD_FILTER_SLOT(p)], memory_order_relaxed);
-	return __builtin_expect(v != 0, 0) && (v == MD_FILTER_MANY || v == MD_FILTER_TAG(p));
+	uint16_t v = md_prof_word(flt, p);
+	return __builtin_expect(v != 0, 0) && md_prof_match(v, p);
 }
 /* md_prof_dump writes the profile (callers hold preload.c's busy); 0 or an errno. */
 int md_prof_dump(void);
