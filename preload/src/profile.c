@@ -563,11 +563,14 @@ static void table_leave(void)
 
 /* ---- sampling ---- */
 
+/* due counts n down from the thread's gap. In unsigned arithmetic: a
+ * request above INT64_MAX bytes, which fails anyway, may wrap the count and
+ * go unsampled, and no clamp costs the common path three instructions. */
 static inline int due(size_t n)
 {
-	int64_t left = tl_next - (int64_t)(n > INT64_MAX ? INT64_MAX : n);
-	tl_next = left;
-	return left < 0;
+	uint64_t left = (uint64_t)tl_next - (uint64_t)n;
+	tl_next = (int64_t)left;
+	return (int64_t)left < 0;
 }
 
 __attribute__((noinline)) static void sample(void *p, size_t n, const void *frame)
