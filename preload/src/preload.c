@@ -567,7 +567,7 @@ __attribute__((noinline)) static void free_prof_taken(void *p, uint16_t v)
 static void free_prof(void *p)
 {
 	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
-	uint16_t v = md_prof_word(atomic_load_explicit(&md_prof_filter, memory_order_relaxed), p);
+	uint16_t v = md_prof_word(md_prof_words, p);
 	if (unlikely(v)) {
 		free_prof_taken(p, v);
 		return;

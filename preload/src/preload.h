@@ -95,18 +95,21 @@ void md_prof_untrack(void *p);
 /* md_prof_untrack_slow: the same, once md_prof_filter said p may be sampled. */
 void md_prof_untrack_slow(void *p);
 /*
- * md_prof_filter is what free() reads to tell, without a lock, that p was
- * never sampled: one 16-bit word per MD_FILTER_SLOT(p), 0 when no live
- * sampled block falls in the slot, MD_FILTER_TAG(p) of the one that does
- * (other address bits than the slot's: a block whose slot is taken by
- * another is told apart in one comparison), or MD_FILTER_MANY when several
- * did since the slot was last empty. Only md_prof_maybe() true goes on to
- * the locked table.
+ * md_prof_words is what free() reads to tell, without a lock, that p was
+ * never sampled: one 16-bit word per MD_FILTER_SLOT(p) (address bits 4-19),
+ * 0 when no live sampled block falls in the slot, MD_FILTER_TAG(p) of the
+ * one that does (bits 20-49 folded: a block whose slot is taken by another
+ * is told apart in one comparison), or MD_FILTER_MANY when several did
+ * since the slot was last empty. Only md_prof_maybe() true goes on to the
+ * locked table. A static array (free() indexes it without loading a
+ * pointer first), all zero while profiling is off; md_prof_filter points
+ * at it once profiling is on.
  */
 #define MD_NFILTER (1u << 16)
-#define MD_FILTER_SLOT(p) ((uint32_t)(((uintptr_t)(p) >> 4) ^ ((uintptr_t)(p) >> 20)) & (MD_NFILTER - 1))
+#define MD_FILTER_SLOT(p) ((uint32_t)((uintptr_t)(p) >> 4) & (MD_NFILTER - 1))
 #define MD_FILTER_TAG(p) ((uint16_t)(0x8000u | ((((uintptr_t)(p) >> 20) ^ ((uintptr_t)(p) >> 35)) & 0x7fffu)))
 #define MD_FILTER_MANY 1u
+extern _Atomic uint16_t md_prof_words[MD_NFILTER];
 extern _Atomic(_Atomic uint16_t *) md_prof_filter;
 /* md_prof_word is p's filter word; md_prof_match says a nonzero word may
  * stand for p. */

@@ -283,14 +283,14 @@ struct block {
 struct tables {
 	struct stack stacks[NSTACKS];
 	struct block blocks[NBLOCKS];
-	_Atomic uint16_t filter[NFILTER]; /* read by free() without the lock */
-	uint16_t fcount[NFILTER];         /* live sampled blocks per filter slot */
+	uint16_t fcount[NFILTER]; /* live sampled blocks per filter slot (md_prof_words) */
 	uint64_t live, samples, dropped;
 };
 
 static struct tables *tab;
 static _Atomic int tab_lock;
-_Atomic(_Atomic uint16_t *) md_prof_filter; /* tab->filter, for free() */
+_Alignas(4096) _Atomic uint16_t md_prof_words[NFILTER]; /* whole pages: a fork child maps fresh ones */
+_Atomic(_Atomic uint16_t *) md_prof_filter; /* md_prof_words once profiling is on */
 
 static inline void cpu_relax(void)
 {
@@ -494,7 +494,7 @@ static void block_freed(const struct block *b)
 	st->free_b += b->b;
 	uint32_t f = filter_slot(b->p);
 	if (!--tab->fcount[f]) /* a slot once shared stays MANY until it empties */
-		atomic_store_explicit(&tab->filter[f], 0, memory_order_relaxed);
+		atomic_store_explicit(&md_prof_words[f], 0, memory_order_relaxed);
 	tab->live--;
 }
 
@@ -542,7 +542,7 @@ static void block_insert(const struct block *b)
 	st->alloc_n += b->n;
 	st->alloc_b += b->b;
 	uint32_t f = filter_slot(b->p);
-	atomic_store_explicit(&tab->filter[f], tab->fcount[f]++ ? (uint16_t)MD_FILTER_MANY : MD_FILTER_TAG(b->p),
+	atomic_store_explicit(&md_prof_words[f], tab->fcount[f]++ ? (uint16_t)MD_FILTER_MANY : MD_FILTER_TAG(b->p),
 			      memory_order_relaxed);
 }
 
@@ -607,7 +607,7 @@ __attribute__((noinline)) static void sample(void *p, size_t n, const void *fram
  * before the real free: afterwards the address may be handed out again). */
 void md_prof_untrack(void *p)
 {
-	if (!tab || !md_prof_maybe(tab->filter, p))
+	if (!tab || !md_prof_maybe(md_prof_words, p))
 		return;
 	md_prof_untrack_slow(p);
 }
@@ -804,7 +804,7 @@ int md_prof_init(uint64_t rate, const char *pattern)
 	tab = map_tables(NULL);
 	if (!tab)
 		return -1;
-	atomic_store(&md_prof_filter, tab->filter);
+	atomic_store(&md_prof_filter, md_prof_words);
 	atomic_store(&md_prof_rate, rate);
 	resolve_alloc();
 	route();
@@ -828,6 +828,11 @@ void md_prof_fork_child(void)
 	if (!tab)
 		return;
 	tl_in_table = 0;
+	/* The filter words of the parent's samples: fresh zero pages, or zeros
+	 * written when the mapping cannot be replaced. */
+	if (mmap(md_prof_words, sizeof md_prof_words, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		memset((void *)md_prof_words, 0, sizeof md_prof_words);
 	if (!map_tables(tab)) {
 		atomic_store(&md_prof_rate, 0);
 		route();
