@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -93,21 +95,26 @@ func hasDWARF(ef *elf.File) bool {
 	return ef.Section(".debug_line") != nil || ef.Section(".zdebug_line") != nil
 }
 
-// debugLink returns the file named by ef's .gnu_debuglink, "" when none.
-func debugLink(ef *elf.File) string {
+// debugLink returns the file named by ef's .gnu_debuglink and the CRC-32
+// of its contents that the link records; "" when none.
+func debugLink(ef *elf.File) (string, uint32) {
 	s := ef.Section(".gnu_debuglink")
 	if s == nil {
-		return ""
+		return "", 0
 	}
 	b, err := s.Data()
 	if err != nil {
-		return ""
+		return "", 0
 	}
 	name, _, _ := bytes.Cut(b, []byte{0})
 	if len(name) == 0 || bytes.ContainsRune(name, '/') {
-		return ""
+		return "", 0
 	}
-	return string(name)
+	off := (len(name) + 1 + 3) &^ 3 // the CRC follows the name, 4-byte aligned
+	if off+4 > len(b) {
+		return "", 0
+	}
+	return string(name), ef.ByteOrder.Uint32(b[off:])
 }
 
 // debugFileCandidates lists where the separate debug file of the file at
@@ -125,10 +132,11 @@ func debugFileCandidates(path, buildID, link string) []string {
 }
 
 // openDebugFile opens the first candidate that is a regular ELF file with
-// line tables and, when buildID is known, the same build ID.
-func openDebugFile(cands []string, buildID string) (*dwarf.Data, error) {
+// line tables and the same build ID, or, for a file without one, the
+// contents whose CRC-32 the debug link recorded.
+func openDebugFile(cands []string, buildID string, crc uint32) (*dwarf.Data, error) {
 	for _, c := range cands {
-		d, err := readDebugFile(c, buildID)
+		d, err := readDebugFile(c, buildID, crc)
 		if err == nil {
 			return d, nil
 		}
@@ -136,7 +144,7 @@ func openDebugFile(cands []string, buildID string) (*dwarf.Data, error) {
 	return nil, errors.New("no DWARF line tables")
 }
 
-func readDebugFile(name, buildID string) (d *dwarf.Data, err error) {
+func readDebugFile(name, buildID string, crc uint32) (d *dwarf.Data, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			d, err = nil, fmt.Errorf("%s: malformed debug file: %v", name, r)
@@ -149,6 +157,15 @@ func readDebugFile(name, buildID string) (d *dwarf.Data, err error) {
 	defer func() { _ = f.Close() }() // read-only
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > maxObject {
 		return nil, fmt.Errorf("%s: not a regular file of sane size", name)
+	}
+	if buildID == "" {
+		h := crc32.NewIEEE()
+		if _, err := io.Copy(h, f); err != nil {
+			return nil, err
+		}
+		if h.Sum32() != crc {
+			return nil, fmt.Errorf("%s: another build (CRC)", name)
+		}
 	}
 	ef, err := elf.NewFile(f)
 	if err != nil {

@@ -79,8 +79,9 @@ func openPath(m procfs.Mapping) (*os.File, error) { return os.Open(m.Path) }
 
 // A return address is given the source line of its call from DWARF: in
 // the program itself (built with -g), in a separate debug file found by
-// build ID, and in one named by .gnu_debuglink; a program without DWARF,
-// or the lookup turned off, gives no line. The time to symbolize with and
+// build ID, and in one named by .gnu_debuglink (not in another build's file
+// under that name); a program without DWARF, or the lookup turned off,
+// gives no line. The time to symbolize with and
 // without line info is logged.
 func TestSymbolizeLines(t *testing.T) {
 	for _, tool := range []string{"gcc", "objcopy"} {
@@ -94,11 +95,12 @@ func TestSymbolizeLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := markerLine(t, lineProg, "call-site")
-	build := func(name string, flags ...string) string {
+	buildFrom := func(src, name string, flags ...string) string {
 		bin := filepath.Join(dir, name)
 		run(t, "gcc", append(flags, "-O1", "-Wl,--build-id", "-o", bin, src)...)
 		return bin
 	}
+	build := func(name string, flags ...string) string { return buildFrom(src, name, flags...) }
 	check := func(what, bin string, wantLine int) {
 		t.Helper()
 		pc, maps := runLineProg(t, bin)
@@ -136,6 +138,17 @@ func TestSymbolizeLines(t *testing.T) {
 	run(t, "objcopy", "--strip-debug", "--remove-section=.note.gnu.build-id", linked)
 	run(t, "objcopy", "--add-gnu-debuglink="+linkFile, linked)
 	check("debuglink debug file", linked, want)
+	// Another build's debug file under that name (the source one line
+	// down): its CRC differs, no line rather than a wrong one.
+	src2 := filepath.Join(dir, "other", "lines.c")
+	if err := os.MkdirAll(filepath.Dir(src2), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src2, []byte("\n"+lineProg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "objcopy", "--only-keep-debug", buildFrom(src2, "other-build", "-g"), linkFile)
+	check("debuglink to another build", linked, 0)
 
 	// Turned off: no line. And the time a lookup costs, both ways.
 	pc, maps := runLineProg(t, withDebug)

@@ -63,6 +63,7 @@ type object struct {
 	err     error
 	buildID string
 	link    string // .gnu_debuglink
+	linkCRC uint32 // and the CRC-32 of the file it names
 	dwarf   bool   // the file has line tables itself
 	path    string
 	mapping procfs.Mapping
@@ -123,7 +124,8 @@ func (s *Symbolizer) object(m procfs.Mapping) *object {
 			o.loads = append(o.loads, p.ProgHeader)
 		}
 	}
-	o.buildID, o.link, o.dwarf = readBuildID(ef), debugLink(ef), hasDWARF(ef)
+	o.buildID, o.dwarf = readBuildID(ef), hasDWARF(ef)
+	o.link, o.linkCRC = debugLink(ef)
 	return o
 }
 
@@ -143,7 +145,7 @@ func (s *Symbolizer) lineInfo(o *object) *lineInfo {
 		li.data = s.ownDWARF(o)
 	}
 	if li.data == nil {
-		li.data, _ = openDebugFile(debugFileCandidates(o.path, o.buildID, o.link), o.buildID)
+		li.data, _ = openDebugFile(debugFileCandidates(o.path, o.buildID, o.link), o.buildID, o.linkCRC)
 	}
 	return li
 }
