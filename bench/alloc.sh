@@ -27,7 +27,7 @@
 # fault cost measured here; interval = cost / (2% of the CPUs), rounded up;
 # the freed threshold = the measured free rate x that interval (same trim rate).
 # Heap profile cost (MEMDOCTOR_PROFILE, also at the end of a full run): the
-# same two workloads (hoard throughput in ops per CPU-second, freebench in ns
+# same two workloads (hoard throughput in ops per CPU-second, freebench in CPU ns
 # per malloc+free pair, 1 and 8 threads) under glibc alone, the library loaded
 # with nothing set, and the library sampling every 512 KiB, interleaved.
 # Root recommended (installs libjemalloc2 and libtcmalloc-minimal4 if missing).

@@ -30,7 +30,9 @@ process started with it and MEMDOCTOR_PROFILE=RATE: about one allocation per
 RATE bytes allocated is sampled with its call stack, and its free matched,
 so the profile tells the bytes each call stack still holds (estimates
 scaled from the samples; at 512KiB within a few percent for sites holding
-tens of MiB). The stacks are named from the process' own ELF symbol tables.
+tens of MiB). The stacks are named from the process' own ELF symbol tables,
+with source lines (file:line of each call) where a file, or its debug file
+under /usr/lib/debug (by build ID or .gnu_debuglink), has DWARF line info.
 
   LD_PRELOAD=$(memdoctor preload --print-path) MEMDOCTOR_PROFILE=512KiB \
     MEMDOCTOR_PROFILE_PATH=/var/tmp/heap.%p ./server
@@ -57,6 +59,7 @@ not for one allocating millions; there, use the preload library.`,
 		Example: `  memdoctor leaks 4242
   memdoctor leaks 4242 --interval 5m                  # what grew in 5 minutes
   memdoctor leaks 4242 --output heap.pb.gz && go tool pprof -top heap.pb.gz
+  go tool pprof -top -lines heap.pb.gz                # by source line (DWARF)
   memdoctor leaks 4242 --json | jq '.sites[0]'
   memdoctor leaks 4242 --ebpf --duration 30s -o heap.pb.gz  # no restart: uprobes for 30 s`,
 		Args: cobra.ExactArgs(1),

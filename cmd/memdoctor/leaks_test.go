@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/heapprof"
+	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/preload"
 )
 
@@ -35,17 +36,25 @@ func startLeakWorkload(t *testing.T, rate string, cflags ...string) *leakWorkloa
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not installed")
 	}
+	bin := filepath.Join(t.TempDir(), "leak_workload")
+	args := append(append([]string{}, cflags...), "-pthread", "-o", bin, filepath.Join(repoRoot(t), "testdata", "programs", "leak_workload.c"))
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, out)
+	}
+	return startLeakCmd(t, rate, exec.Command(bin))
+}
+
+// startLeakCmd builds the library and starts cmd under it with
+// MEMDOCTOR_PROFILE=rate, dumping every 300 ms. cmd speaks the protocol of
+// leak_workload.c on stdin and stdout.
+func startLeakCmd(t *testing.T, rate string, cmd *exec.Cmd) *leakWorkload {
+	t.Helper()
 	dir := t.TempDir()
 	lib, err := preload.Build(context.Background(), preload.BuildOptions{CacheDir: filepath.Join(dir, "cache")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "leak_workload")
-	args := append(append([]string{}, cflags...), "-pthread", "-o", bin, filepath.Join(repoRoot(t), "testdata", "programs", "leak_workload.c"))
-	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %v: %v\n%s", args, err, out)
-	}
-	w := &leakWorkload{cmd: exec.Command(bin), dumps: filepath.Join(dir, "dumps")}
+	w := &leakWorkload{cmd: cmd, dumps: filepath.Join(dir, "dumps")}
 	if err := os.Mkdir(w.dumps, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -241,4 +250,223 @@ func TestLeaksNoProfile(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "MEMDOCTOR_PROFILE=512KiB") {
 		t.Errorf("exit %d, stderr %q: want the way to start it", code, errOut)
 	}
+}
+
+// leaksOverInterval runs `leaks PID --json --interval 2s` while the
+// workload, which has leaked first bytes, leaks mib MiB more; it returns
+// the report and the workload's count at the end.
+func leaksOverInterval(t *testing.T, w *leakWorkload, mib int, extra ...string) (*heapprof.Report, int64) {
+	t.Helper()
+	type result struct {
+		r    *heapprof.Report
+		out  string
+		code int
+	}
+	done := make(chan result, 1)
+	go func() {
+		args := append([]string{"leaks", strconv.Itoa(w.cmd.Process.Pid), "--json", "--interval", "2s"}, extra...)
+		out, errOut, code := runCLI(t, args...)
+		var r heapprof.Report
+		if code == 0 {
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				code = -1
+			}
+		}
+		done <- result{&r, out + errOut, code}
+	}()
+	time.Sleep(700 * time.Millisecond) // the first profile is read at once
+	leaked := w.leak(t, mib)
+	res := <-done
+	if res.code != 0 {
+		t.Fatalf("leaks --interval exited %d: %s", res.code, res.out)
+	}
+	return res.r, leaked
+}
+
+// checkExtensionLeak checks a report on an interpreter whose C extension
+// (object, a file name) leaks through keep_record: it is the top site by
+// bytes in use and by growth, in object, within 10% of what the extension
+// counts; the healthy path (scratch_buffer) is in neither list.
+func checkExtensionLeak(t *testing.T, r *heapprof.Report, object string, first, second int64) {
+	t.Helper()
+	if len(r.Sites) == 0 {
+		t.Fatal("no sites")
+	}
+	top := r.Sites[0]
+	if top.Stack[0] != "keep_record" || filepath.Base(top.Object) != object {
+		t.Errorf("top site %s, want keep_record in %s; sites: %+v", top.Title(4), object, r.Sites)
+	}
+	if !within(top.InUseBytes, second, 0.10) {
+		t.Errorf("keep_record holds %d bytes, the extension kept %d (want within 10%%)", top.InUseBytes, second)
+	}
+	if len(r.Growth) == 0 || r.Growth[0].Stack[0] != "keep_record" {
+		t.Fatalf("growth %+v, want keep_record first", r.Growth)
+	}
+	if !within(r.Growth[0].GrowthBytes, second-first, 0.15) {
+		t.Errorf("keep_record grew %d bytes, the extension kept %d more (want within 15%%)", r.Growth[0].GrowthBytes, second-first)
+	}
+	for _, s := range append(r.Growth, r.Sites...) {
+		if slices.Contains(s.Stack, "scratch_buffer") || slices.Contains(s.Stack, "scratch") {
+			t.Errorf("the healthy path is listed: %s", s.Title(4))
+		}
+	}
+	t.Logf("top site %s: %d bytes in use (extension: %d), +%d (extension: +%d), %d samples",
+		top.Title(4), top.InUseBytes, second, r.Growth[0].GrowthBytes, second-first, r.Samples)
+}
+
+// extensionSource is testdata/programs/leakext.
+func extensionSource(t *testing.T) string {
+	return filepath.Join(repoRoot(t), "testdata", "programs", "leakext")
+}
+
+// A Python loop calls a C extension whose keep_record leaks with malloc
+// and whose scratch path frees what it takes: leaks names keep_record in
+// pyleak.so as the top site and the top growth, with the extension's own
+// count, and not the healthy path.
+func TestLeaksPythonExtension(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	// The headers of this very interpreter (python3-config may belong to another).
+	inc, err := exec.Command(py, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])").Output()
+	if err != nil {
+		t.Fatalf("python3 include dir: %v", err)
+	}
+	include := strings.TrimSpace(string(inc))
+	if _, err := os.Stat(filepath.Join(include, "Python.h")); err != nil {
+		t.Skipf("Python.h not installed (python3-dev): %v", err)
+	}
+	src, dir := extensionSource(t), t.TempDir()
+	args := []string{"-O1", "-fno-omit-frame-pointer", "-shared", "-fPIC", "-I" + include,
+		"-o", filepath.Join(dir, "pyleak.so"), filepath.Join(src, "pyleak.c")}
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, out)
+	}
+	w := startLeakCmd(t, "64KiB", exec.Command(py, filepath.Join(src, "leak_driver.py"), dir))
+	first := w.leak(t, 32)
+	w.waitDump(t)
+	r, second := leaksOverInterval(t, w, 32)
+	checkExtensionLeak(t, r, "pyleak.so", first, second)
+}
+
+// The same with a Ruby C extension, built against ruby's own headers.
+func TestLeaksRubyExtension(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	rb, err := exec.LookPath("ruby")
+	if err != nil {
+		t.Skip("ruby not installed")
+	}
+	out, err := exec.Command(rb, "-rrbconfig", "-e", `puts RbConfig::CONFIG["rubyhdrdir"], RbConfig::CONFIG["rubyarchhdrdir"]`).Output()
+	if err != nil {
+		t.Fatalf("ruby header dirs: %v", err)
+	}
+	dirs := strings.Fields(string(out))
+	if len(dirs) != 2 {
+		t.Fatalf("ruby header dirs: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(dirs[0], "ruby.h")); err != nil {
+		t.Skipf("ruby.h not installed (ruby-dev): %v", err)
+	}
+	src, dir := extensionSource(t), t.TempDir()
+	args := []string{"-O1", "-fno-omit-frame-pointer", "-shared", "-fPIC", "-I" + dirs[0], "-I" + dirs[1],
+		"-o", filepath.Join(dir, "rbleak.so"), filepath.Join(src, "rbleak.c")}
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, out)
+	}
+	w := startLeakCmd(t, "64KiB", exec.Command(rb, filepath.Join(src, "leak_driver.rb"), dir))
+	first := w.leak(t, 32)
+	w.waitDump(t)
+	r, second := leaksOverInterval(t, w, 32)
+	checkExtensionLeak(t, r, "rbleak.so", first, second)
+}
+
+// With the workload built with -g, the leaking site carries the source line
+// of its malloc (the line marked "leak-site" in the source), in the JSON,
+// in the text and in the pprof profile's lines (go tool pprof -lines); the
+// time to symbolize the profile with and without line info is logged.
+func TestLeaksSourceLines(t *testing.T) {
+	w := startLeakWorkload(t, "64KiB", "-O1", "-g", "-fno-omit-frame-pointer")
+	leaked := w.leak(t, 48)
+	w.waitDump(t)
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "programs", "leak_workload.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for i, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, "leak-site") && strings.Contains(l, "malloc(") {
+			want = fmt.Sprintf("leak_workload.c:%d", i+1)
+		}
+	}
+	if want == "" {
+		t.Fatal("no line marked leak-site with a malloc in leak_workload.c")
+	}
+	pid := strconv.Itoa(w.cmd.Process.Pid)
+	pb := filepath.Join(t.TempDir(), "heap.pb.gz")
+	r := leaksJSON(t, pid, "--output", pb)
+	if len(r.Sites) == 0 || r.Sites[0].Stack[0] != "parse_record" {
+		t.Fatalf("sites %+v, want parse_record first", r.Sites)
+	}
+	top := r.Sites[0]
+	if len(top.Lines) != len(top.Stack) || top.Lines[0] != want {
+		t.Errorf("parse_record's lines %q, want %s first", top.Lines, want)
+	}
+	if !within(top.InUseBytes, leaked, 0.10) {
+		t.Errorf("parse_record holds %d bytes, the workload leaked %d", top.InUseBytes, leaked)
+	}
+	out, errOut, code := runCLI(t, "leaks", pid)
+	if code != 0 || !strings.Contains(out, "parse_record at "+want) {
+		t.Errorf("leaks exited %d, want \"parse_record at %s\" in:\n%s%s", code, want, out, errOut)
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go is needed to read the profile: %v", err)
+	}
+	pp, err := exec.Command(goTool, "tool", "pprof", "-top", "-lines", pb).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -top -lines: %v\n%s", err, pp)
+	}
+	found := false
+	for _, l := range strings.Split(string(pp), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 && f[len(f)-2] == "parse_record" && strings.HasSuffix(f[len(f)-1], "/"+want) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("go tool pprof -top -lines: no parse_record at %s:\n%s", want, pp)
+	}
+
+	// The cost of line info: the same dump symbolized both ways, each with
+	// a fresh symbolizer (every file read anew).
+	data, err := os.ReadFile(filepath.Join(w.dumps, "heap."+pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := heapprof.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(m procfs.Mapping) (*os.File, error) { return os.Open(m.Path) }
+	took := func(lines bool) time.Duration {
+		best := time.Duration(1 << 62)
+		for range 3 {
+			s := heapprof.NewSymbolizer(open)
+			s.SetLines(lines)
+			start := time.Now()
+			heapprof.NewReport(s, d, nil)
+			heapprof.Profile(s, d)
+			best = min(best, time.Since(start))
+		}
+		return best
+	}
+	with, without := took(true), took(false)
+	t.Logf("symbolizing a profile of %d stacks (report and pprof): %s with DWARF line info, %s without",
+		len(d.Stacks), with.Round(time.Microsecond), without.Round(time.Microsecond))
 }

@@ -17,6 +17,10 @@ const libraryName = "libmemdoctor_preload.so"
 type Site struct {
 	// Stack is the function names, the allocating function first.
 	Stack []string `json:"stack"`
+	// Lines are the source positions of the calls ("file.c:123"), one per
+	// frame of Stack, "" where the file has no DWARF line info; absent
+	// when no frame has one.
+	Lines []string `json:"lines,omitempty"`
 	// Object is the file of the allocating function.
 	Object       string  `json:"object,omitempty"`
 	InUseBytes   int64   `json:"inUseBytes"`
@@ -33,7 +37,8 @@ type Site struct {
 // kilobytes; the names come from the target's files).
 const maxName = 120
 
-// Title is "leaf ← caller ← caller (object)", at most depth functions.
+// Title is "leaf ← caller ← caller (object)", at most depth functions; the
+// leaf is followed by its source position when known ("leaf at file.c:12").
 func (s Site) Title(depth int) string {
 	st := s.Stack
 	if len(st) > depth {
@@ -45,6 +50,9 @@ func (s Site) Title(depth int) string {
 			n = strings.ToValidUTF8(n[:maxName], "") + "…"
 		}
 		names[i] = n
+	}
+	if len(names) > 0 && len(s.Lines) > 0 && s.Lines[0] != "" {
+		names[0] += " at " + s.Lines[0]
 	}
 	t := strings.Join(names, " ← ")
 	if s.Object != "" {
@@ -92,8 +100,15 @@ func sites(sym *Symbolizer, d *Dump) map[string]*Site {
 	for _, s := range d.Stacks {
 		fr := frames(sym, d, s)
 		names := make([]string, len(fr))
+		lines := make([]string, len(fr))
+		anyLine := false
 		for i, f := range fr {
 			names[i] = f.Name()
+			lines[i] = f.Position()
+			anyLine = anyLine || lines[i] != ""
+		}
+		if !anyLine {
+			lines = nil
 		}
 		if len(names) == 0 {
 			names = []string{"(unknown)"}
@@ -102,10 +117,10 @@ func sites(sym *Symbolizer, d *Dump) map[string]*Site {
 		if len(fr) > 0 {
 			obj = fr[0].Object
 		}
-		key := obj + "\x00" + strings.Join(names, "\x00")
+		key := obj + "\x00" + strings.Join(names, "\x00") + "\x00" + strings.Join(lines, "\x00")
 		st := out[key]
 		if st == nil {
-			st = &Site{Stack: names, Object: obj, key: key}
+			st = &Site{Stack: names, Lines: lines, Object: obj, key: key}
 			out[key] = st
 		}
 		st.InUseBytes += s.InUseBytes
@@ -202,11 +217,17 @@ func Profile(sym *Symbolizer, d *Dump) *profile.Profile {
 				name := f.Name()
 				fn := funcs[name+"\x00"+f.Object]
 				if fn == nil {
-					fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: name, Filename: f.Object}
+					// With DWARF the function's file is its source file
+					// (pprof -lines prints it with each line), else the object.
+					file := f.Object
+					if f.File != "" {
+						file = f.File
+					}
+					fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: name, Filename: file}
 					funcs[name+"\x00"+f.Object] = fn
 					p.Function = append(p.Function, fn)
 				}
-				loc.Line = []profile.Line{{Function: fn}}
+				loc.Line = []profile.Line{{Function: fn, Line: int64(f.Line)}}
 				locs[f.PC] = loc
 				p.Location = append(p.Location, loc)
 			}

@@ -1,6 +1,7 @@
 package heapprof
 
 import (
+	"debug/dwarf"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -17,6 +18,16 @@ type Frame struct {
 	Function string // "" when no symbol covers it
 	Object   string // the mapped file, "" when the address is in none
 	Mapping  *procfs.Mapping
+	File     string // the source file of the call, from DWARF; "" when unknown
+	Line     int    // its line, 0 when unknown
+}
+
+// Position is "file.c:123" (the file's base name), "" without line info.
+func (f Frame) Position() string {
+	if f.Line == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", shortFile(f.File), f.Line)
 }
 
 // Name is the function, or object+offset, or the address.
@@ -35,22 +46,36 @@ func (f Frame) Name() string {
 type OpenFunc func(m procfs.Mapping) (*os.File, error)
 
 // Symbolizer names addresses from the ELF symbol tables (.symtab, else
-// .dynsym) of the files the process mapped; each file is read once.
+// .dynsym) of the files the process mapped, and gives their source lines
+// from DWARF where the file or its separate debug file has it (dwarf.go);
+// each file is read once.
 type Symbolizer struct {
 	open    OpenFunc
 	objects map[string]*object
+	lines   map[string]*lineInfo // by build ID, else by the object's key
+	noLines bool
 }
 
 type object struct {
-	syms  []elf.Symbol // functions, by address
-	loads []elf.ProgHeader
-	err   error
+	key     string
+	syms    []elf.Symbol // functions, by address
+	loads   []elf.ProgHeader
+	err     error
+	buildID string
+	link    string // .gnu_debuglink
+	linkCRC uint32 // and the CRC-32 of the file it names
+	dwarf   bool   // the file has line tables itself
+	path    string
+	mapping procfs.Mapping
 }
 
 // NewSymbolizer returns a symbolizer that opens files with open.
 func NewSymbolizer(open OpenFunc) *Symbolizer {
-	return &Symbolizer{open: open, objects: map[string]*object{}}
+	return &Symbolizer{open: open, objects: map[string]*object{}, lines: map[string]*lineInfo{}}
 }
+
+// SetLines turns the DWARF line lookup on (the default) or off.
+func (s *Symbolizer) SetLines(on bool) { s.noLines = !on }
 
 // maxObject bounds the file read (the target's files are not trusted).
 const maxObject = 1 << 30
@@ -60,7 +85,7 @@ func (s *Symbolizer) object(m procfs.Mapping) *object {
 	if o, ok := s.objects[key]; ok {
 		return o
 	}
-	o := &object{}
+	o := &object{key: key, path: strings.TrimSuffix(m.Path, " (deleted)"), mapping: m}
 	s.objects[key] = o
 	defer func() {
 		// debug/elf on a hostile file: a parse that panics names nothing.
@@ -99,7 +124,53 @@ func (s *Symbolizer) object(m procfs.Mapping) *object {
 			o.loads = append(o.loads, p.ProgHeader)
 		}
 	}
+	o.buildID, o.dwarf = readBuildID(ef), hasDWARF(ef)
+	o.link, o.linkCRC = debugLink(ef)
 	return o
+}
+
+// lineInfo returns the DWARF of o, read on first use: the file's own, else
+// its separate debug file's; nil when neither has line tables.
+func (s *Symbolizer) lineInfo(o *object) *lineInfo {
+	key := o.buildID
+	if key == "" {
+		key = o.key
+	}
+	if li, ok := s.lines[key]; ok {
+		return li
+	}
+	li := &lineInfo{units: map[dwarf.Offset]*unitLines{}}
+	s.lines[key] = li
+	if o.dwarf {
+		li.data = s.ownDWARF(o)
+	}
+	if li.data == nil {
+		li.data, _ = openDebugFile(debugFileCandidates(o.path, o.buildID, o.link), o.buildID, o.linkCRC)
+	}
+	return li
+}
+
+// ownDWARF reads the DWARF sections of the mapped file itself.
+func (s *Symbolizer) ownDWARF(o *object) (d *dwarf.Data) {
+	defer func() {
+		if r := recover(); r != nil {
+			d = nil
+		}
+	}()
+	f, err := s.open(o.mapping)
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = f.Close() }() // read-only
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return nil
+	}
+	d, err = loadDWARF(ef)
+	if err != nil {
+		return nil
+	}
+	return d
 }
 
 // Frame names pc, a return address (the call is the byte before it) in
@@ -125,6 +196,9 @@ func (s *Symbolizer) Frame(maps []procfs.Mapping, pc uint64) Frame {
 			j := sort.Search(len(o.syms), func(j int) bool { return o.syms[j].Value > v }) - 1
 			if j >= 0 && (o.syms[j].Size == 0 || v < o.syms[j].Value+o.syms[j].Size) {
 				fr.Function = o.syms[j].Name
+			}
+			if !s.noLines {
+				fr.File, fr.Line = s.lineInfo(o).line(v)
 			}
 			break
 		}

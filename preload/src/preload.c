@@ -552,14 +552,26 @@ static void free_full(void *p)
 	account(n, threshold);
 }
 
-/* free_prof: free() with MEMDOCTOR_PROFILE alone: one counter read to
- * tell that p was never sampled, then a tail call to the real free. */
+/* free_prof_taken: free_prof for a p whose filter slot a sampled block
+ * holds: one comparison tells most such p apart from that block. */
+__attribute__((noinline)) static void free_prof_taken(void *p, uint16_t v)
+{
+	if (p && md_prof_match(v, p))
+		md_prof_untrack_slow(p);
+	atomic_load_explicit(&real_free, memory_order_relaxed)(p);
+}
+
+/* free_prof: free() with MEMDOCTOR_PROFILE alone: one filter word read to
+ * tell that p was never sampled, then a tail call to the real free. Both
+ * ways end in a tail call: no frame is set up. */
 static void free_prof(void *p)
 {
 	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
-	_Atomic uint16_t *flt = atomic_load_explicit(&md_prof_filter, memory_order_relaxed);
-	if (unlikely(atomic_load_explicit(&flt[MD_FILTER_SLOT(p)], memory_order_relaxed)) && p)
-		md_prof_untrack_slow(p);
+	uint16_t v = md_prof_word(md_prof_words, p);
+	if (unlikely(v)) {
+		free_prof_taken(p, v);
+		return;
+	}
 	f(p);
 }
 

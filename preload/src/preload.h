@@ -9,6 +9,7 @@
 #ifndef MEMDOCTOR_PRELOAD_H
 #define MEMDOCTOR_PRELOAD_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -93,11 +94,38 @@ const char *md_prof_path(void);
 void md_prof_untrack(void *p);
 /* md_prof_untrack_slow: the same, once md_prof_filter said p may be sampled. */
 void md_prof_untrack_slow(void *p);
-/* md_prof_filter counts the sampled blocks by MD_FILTER_SLOT(p): free() of a
- * block whose counter is 0 was never sampled and need not look further. */
+/*
+ * md_prof_words is what free() reads to tell, without a lock, that p was
+ * never sampled: one 16-bit word per MD_FILTER_SLOT(p) (address bits 4-19),
+ * 0 when no live sampled block falls in the slot, MD_FILTER_TAG(p) of the
+ * one that does (bits 20-49 folded: a block whose slot is taken by another
+ * is told apart in one comparison), or MD_FILTER_MANY when several did
+ * since the slot was last empty. Only md_prof_maybe() true goes on to the
+ * locked table. A static array (free() indexes it without loading a
+ * pointer first), all zero while profiling is off; md_prof_filter points
+ * at it once profiling is on.
+ */
 #define MD_NFILTER (1u << 16)
-#define MD_FILTER_SLOT(p) ((uint32_t)(((uintptr_t)(p) >> 4) ^ ((uintptr_t)(p) >> 20)) & (MD_NFILTER - 1))
+#define MD_FILTER_SLOT(p) ((uint32_t)((uintptr_t)(p) >> 4) & (MD_NFILTER - 1))
+#define MD_FILTER_TAG(p) ((uint16_t)(0x8000u | ((((uintptr_t)(p) >> 20) ^ ((uintptr_t)(p) >> 35)) & 0x7fffu)))
+#define MD_FILTER_MANY 1u
+extern _Atomic uint16_t md_prof_words[MD_NFILTER];
 extern _Atomic(_Atomic uint16_t *) md_prof_filter;
+/* md_prof_word is p's filter word; md_prof_match says a nonzero word may
+ * stand for p. */
+static inline uint16_t md_prof_word(_Atomic uint16_t *flt, const void *p)
+{
+	return atomic_load_explicit(&flt[MD_FILTER_SLOT(p)], memory_order_relaxed);
+}
+static inline int md_prof_match(uint16_t v, const void *p)
+{
+	return v == MD_FILTER_MANY || v == MD_FILTER_TAG(p);
+}
+static inline int md_prof_maybe(_Atomic uint16_t *flt, const void *p)
+{
+	uint16_t v = md_prof_word(flt, p);
+	return __builtin_expect(v != 0, 0) && md_prof_match(v, p);
+}
 /* md_prof_dump writes the profile (callers hold preload.c's busy); 0 or an errno. */
 int md_prof_dump(void);
 void md_prof_fork_child(void);
@@ -116,6 +144,9 @@ extern void *(*md_test_dlsym)(void *, const char *);
 /* md_test_reset forgets the resolved free, so the next free() resolves again. */
 void md_test_reset(void);
 uint64_t md_bootstrap_leaks(void);
+/* md_test_prof_counts: live sampled blocks, samples taken, and frees that
+ * went to the locked table for a block that was never sampled. */
+void md_test_prof_counts(uint64_t *live, uint64_t *samples, uint64_t *misses);
 #endif
 
 #endif

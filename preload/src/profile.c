@@ -55,7 +55,7 @@
 #define MAX_DEPTH 32
 #define NSTACKS 4096          /* distinct stacks kept; slot 0 takes the rest */
 #define NBLOCKS (1u << 16)    /* live sampled blocks at most NBLOCKS*3/4 */
-#define NFILTER MD_NFILTER    /* counters free() checks before the table */
+#define NFILTER MD_NFILTER    /* the words free() checks before the table */
 
 typedef void *(*malloc_fn)(size_t);
 typedef void *(*calloc_fn)(size_t, size_t);
@@ -283,13 +283,14 @@ struct block {
 struct tables {
 	struct stack stacks[NSTACKS];
 	struct block blocks[NBLOCKS];
-	_Atomic uint16_t filter[NFILTER];
+	uint16_t fcount[NFILTER]; /* live sampled blocks per filter slot (md_prof_words) */
 	uint64_t live, samples, dropped;
 };
 
 static struct tables *tab;
 static _Atomic int tab_lock;
-_Atomic(_Atomic uint16_t *) md_prof_filter; /* tab->filter, for free() */
+_Alignas(4096) _Atomic uint16_t md_prof_words[NFILTER]; /* whole pages: a fork child maps fresh ones */
+_Atomic(_Atomic uint16_t *) md_prof_filter; /* md_prof_words once profiling is on */
 
 static inline void cpu_relax(void)
 {
@@ -491,7 +492,9 @@ static void block_freed(const struct block *b)
 	struct stack *st = &tab->stacks[b->stack];
 	st->free_n += b->n;
 	st->free_b += b->b;
-	atomic_fetch_sub_explicit(&tab->filter[filter_slot(b->p)], 1, memory_order_relaxed);
+	uint32_t f = filter_slot(b->p);
+	if (!--tab->fcount[f]) /* a slot once shared stays MANY until it empties */
+		atomic_store_explicit(&md_prof_words[f], 0, memory_order_relaxed);
 	tab->live--;
 }
 
@@ -538,7 +541,9 @@ static void block_insert(const struct block *b)
 	struct stack *st = &tab->stacks[b->stack];
 	st->alloc_n += b->n;
 	st->alloc_b += b->b;
-	atomic_fetch_add_explicit(&tab->filter[filter_slot(b->p)], 1, memory_order_relaxed);
+	uint32_t f = filter_slot(b->p);
+	atomic_store_explicit(&md_prof_words[f], tab->fcount[f]++ ? (uint16_t)MD_FILTER_MANY : MD_FILTER_TAG(b->p),
+			      memory_order_relaxed);
 }
 
 static int table_enter(void)
@@ -558,11 +563,14 @@ static void table_leave(void)
 
 /* ---- sampling ---- */
 
+/* due counts n down from the thread's gap. In unsigned arithmetic: a
+ * request above INT64_MAX bytes, which fails anyway, may wrap the count and
+ * go unsampled, and no clamp costs the common path three instructions. */
 static inline int due(size_t n)
 {
-	int64_t left = tl_next - (int64_t)(n > INT64_MAX ? INT64_MAX : n);
-	tl_next = left;
-	return left < 0;
+	uint64_t left = (uint64_t)tl_next - (uint64_t)n;
+	tl_next = (int64_t)left;
+	return (int64_t)left < 0;
 }
 
 __attribute__((noinline)) static void sample(void *p, size_t n, const void *frame)
@@ -599,10 +607,22 @@ __attribute__((noinline)) static void sample(void *p, size_t n, const void *fram
  * before the real free: afterwards the address may be handed out again). */
 void md_prof_untrack(void *p)
 {
-	if (!tab || !atomic_load_explicit(&tab->filter[filter_slot((uintptr_t)p)], memory_order_relaxed))
+	if (!tab || !md_prof_maybe(md_prof_words, p))
 		return;
 	md_prof_untrack_slow(p);
 }
+
+#ifdef MD_TEST_HOOKS
+static uint64_t slow_misses;
+void md_test_prof_counts(uint64_t *live, uint64_t *samples, uint64_t *misses)
+{
+	lock();
+	*live = tab ? tab->live : 0;
+	*samples = tab ? tab->samples : 0;
+	*misses = slow_misses;
+	unlock();
+}
+#endif
 
 void md_prof_untrack_slow(void *p)
 {
@@ -611,6 +631,10 @@ void md_prof_untrack_slow(void *p)
 	struct block b;
 	if (block_remove((uintptr_t)p, &b))
 		block_freed(&b);
+#ifdef MD_TEST_HOOKS
+	else
+		slow_misses++;
+#endif
 	table_leave();
 }
 
@@ -780,7 +804,7 @@ int md_prof_init(uint64_t rate, const char *pattern)
 	tab = map_tables(NULL);
 	if (!tab)
 		return -1;
-	atomic_store(&md_prof_filter, tab->filter);
+	atomic_store(&md_prof_filter, md_prof_words);
 	atomic_store(&md_prof_rate, rate);
 	resolve_alloc();
 	route();
@@ -804,6 +828,11 @@ void md_prof_fork_child(void)
 	if (!tab)
 		return;
 	tl_in_table = 0;
+	/* The filter words of the parent's samples: fresh zero pages, or zeros
+	 * written when the mapping cannot be replaced. */
+	if (mmap(md_prof_words, sizeof md_prof_words, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		memset((void *)md_prof_words, 0, sizeof md_prof_words);
 	if (!map_tables(tab)) {
 		atomic_store(&md_prof_rate, 0);
 		route();

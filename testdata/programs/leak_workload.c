@@ -41,7 +41,7 @@ static size_t next_size(void)
 
 NOINLINE static struct record *parse_record(size_t n)
 {
-	struct record *r = malloc(n);
+	struct record *r = malloc(n); /* leak-site: the leaking malloc (a test finds this line) */
 	if (!r)
 		abort();
 	memset(r, 0xab, n);
