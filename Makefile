@@ -24,7 +24,7 @@ test: test-deps
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) test -p 1 -count=1 -timeout 25m ./...
+	GO=$(GO) scripts/go-test.sh
 	$(MAKE) --no-print-directory cross
 	@lint=$$(command -v golangci-lint || ls $$($(GO) env GOPATH)/bin/golangci-lint 2>/dev/null); \
 	  if [ -n "$$lint" ]; then echo "$$lint run ./..."; $$lint run ./...; \
