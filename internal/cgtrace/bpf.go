@@ -82,6 +82,9 @@ type bpfTracer struct {
 	dropped uint64
 	wakes   [maxNodes]uint64
 	stats   io.Closer
+	// The cgroup programs' run count and time at the last take.
+	runs    uint64
+	runTime time.Duration
 }
 
 // maxNodes is the size of the kswapd wake-up counters (MAX_NODES).
@@ -215,12 +218,18 @@ func (t *bpfTracer) take(s *Summary, opt Options, names *memcgPaths) {
 		s.Dying, s.OldestDying = t.dying(names)
 	}
 	if opt.KernelStats {
-		for _, p := range []*ebpf.Program{t.objs.CgroupMkdir, t.objs.CgroupRmdir} {
+		// The kernel's counts are since the program was loaded: the
+		// summary has those since the last take.
+		var runs uint64
+		var runTime time.Duration
+		for _, p := range []*ebpf.Program{t.objs.CgroupMkdir, t.objs.CgroupRmdir, t.objs.CgroupRelease} {
 			if st, err := p.Stats(); err == nil {
-				s.KernelRuns += st.RunCount
-				s.KernelTime += st.Runtime
+				runs += st.RunCount
+				runTime += st.Runtime
 			}
 		}
+		s.KernelRuns, s.KernelTime = runs-t.runs, runTime-t.runTime
+		t.runs, t.runTime = runs, runTime
 	}
 }
 

@@ -122,8 +122,9 @@ type Summary struct {
 	// Notes say why a method or a part was not used, in words for a
 	// report.
 	Notes []string
-	// KernelRuns and KernelTime are the BPF programs' runs and run time,
-	// with Options.KernelStats.
+	// KernelRuns and KernelTime are the cgroup BPF programs' runs and run
+	// time (mkdir, rmdir and release) in the summary's interval, with
+	// Options.KernelStats.
 	KernelRuns uint64
 	KernelTime time.Duration
 	// ReclaimTraced says reclaim was traced (BPF only); Stalls are the
