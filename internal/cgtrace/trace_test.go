@@ -168,6 +168,39 @@ func indexOf(s *cgtrace.Summary, comm string) int {
 	return len(s.Creators)
 }
 
+// TestTakeDrainsTheRing (root, v1 memory controller): a Take reads what the
+// kernel side holds first, so a recording's interval has its own events even
+// though the reader drains only every Poll (an hour here): a runner's 150
+// cgroups made and removed before the first Take are all in it, and the
+// 40 of a second runner after it in the second.
+func TestTakeDrainsTheRing(t *testing.T) {
+	needRoot(t)
+	mem := v1Mount(t, "memory")
+	if mem == "" {
+		t.Skip("needs the v1 memory controller")
+	}
+	bins := jobRunners(t, "cgt-take1", "cgt-take2")
+	tr, err := cgtrace.Start(context.Background(), cgtrace.Options{Poll: time.Hour, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	data := t.TempDir()
+	for i, want := range []int64{150, 40} {
+		if out, err := exec.Command(bins[i], tempCgroup(t, mem), data, "0", fmt.Sprint(want), "0").CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		s := tr.Take()
+		c := creator(s, filepath.Base(bins[i]))
+		if c == nil || c.Mkdir != want || c.Rmdir != want {
+			t.Errorf("take %d: %s: %+v; want %d mkdir and rmdir", i+1, filepath.Base(bins[i]), c, want)
+		}
+		if i == 1 && creator(s, filepath.Base(bins[0])) != nil {
+			t.Errorf("take 2 counted the first runner again: %+v", s.Creators)
+		}
+	}
+}
+
 // TestTraceFallsBackToTracefs (root, unshare): where tracefs is the only
 // way (forced here), the trace reads the same events through a tracing
 // instance of its own and counts the same. tracefs is mounted in a private
@@ -260,7 +293,8 @@ func TestUnitOf(t *testing.T) {
 // runner is another process); the BPF programs run in the runner's mkdir
 // and rmdir and are reported apart (the kernel's run-time statistics,
 // which add a clock read per run while on), per cgroup operation and as a
-// share of a core.
+// share of a core. CGTRACE_BENCH_POLL sets Options.Poll (default
+// DefaultPoll).
 func BenchmarkTrace10kOps(b *testing.B) {
 	needRoot(b)
 	mem := v1Mount(b, "memory")
@@ -315,7 +349,7 @@ func measureTrace(b *testing.B, bin, mem string, secs, ops float64) traceCost {
 	b.Helper()
 	var c traceCost
 	cpu0, t0 := cpuTime(), time.Now()
-	tr, err := cgtrace.Start(context.Background(), cgtrace.Options{Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf", KernelStats: true})
+	tr, err := cgtrace.Start(context.Background(), cgtrace.Options{Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf", KernelStats: true, Poll: pollEnv()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -428,4 +462,10 @@ func TestTraceMemcgReclaimStalls(t *testing.T) {
 	if got.Count == 0 || got.Total <= 0 || got.P99 <= 0 || got.P99 > got.Max || got.Max > got.Total {
 		t.Errorf("inconsistent stall: %+v", got)
 	}
+}
+
+// pollEnv is CGTRACE_BENCH_POLL (0: the default).
+func pollEnv() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("CGTRACE_BENCH_POLL"))
+	return d
 }
