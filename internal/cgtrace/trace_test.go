@@ -170,9 +170,9 @@ func indexOf(s *cgtrace.Summary, comm string) int {
 
 // TestTakeDrainsTheRing (root, v1 memory controller): a Take reads what the
 // kernel side holds first, so a recording's interval has its own events even
-// though the reader drains only every Poll (an hour here): a runner's 150
+// though the reader drains only every Poll (an hour here): a runner's 60
 // cgroups made and removed before the first Take are all in it, and the
-// 40 of a second runner after it in the second.
+// 20 of a second runner after it in the second.
 func TestTakeDrainsTheRing(t *testing.T) {
 	needRoot(t)
 	mem := v1Mount(t, "memory")
@@ -186,7 +186,7 @@ func TestTakeDrainsTheRing(t *testing.T) {
 	}
 	defer tr.Close()
 	data := t.TempDir()
-	for i, want := range []int64{150, 40} {
+	for i, want := range []int64{60, 20} {
 		if out, err := exec.Command(bins[i], tempCgroup(t, mem), data, "0", fmt.Sprint(want), "0").CombinedOutput(); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
