@@ -9,8 +9,9 @@
 #   the steady state: the tracing process' CPU (getrusage) as a share of a
 #   core and per cgroup operation;
 #   the BPF programs' own time (the kernel's run-time statistics, turned on
-#   for the run), spent in the runner's mkdir and rmdir: per operation and
-#   as a share of a core;
+#   for the run), spent in the runner's mkdir and rmdir and where the
+#   kernel frees the removed cgroups: per operation and as a share of a
+#   core;
 #   the traced rate, records dropped and the process' peak RSS.
 #
 # usage: sudo bench/trace.sh [SECONDS] [RUNS]     (default 30 s, 3 runs)
@@ -42,6 +43,6 @@ print(f"\nmedians of {n} runs at {m['ops/s']:.0f} cgroup operations/s:")
 print(f"  start (once): {m['start-ms']:.0f} ms, {m['start-cpu-ms']:.0f} ms CPU")
 print(f"  tracer, steady: {m['%core']:.2f} % of a core, {m['tracer-ns/op']:.0f} ns per operation")
 if "bpf-ns/op" in m:
-    print(f"  BPF programs (in the runner's mkdir/rmdir): {m['bpf-ns/op']:.0f} ns per operation, {m['bpf-%core']:.2f} % of a core")
+    print(f"  BPF programs (in the kernel): {m['bpf-ns/op']:.0f} ns per operation, {m['bpf-%core']:.2f} % of a core")
 print(f"  dropped {m['dropped']:.0f}, peak RSS {m['maxrss-MiB']:.1f} MiB")
 PY

@@ -291,7 +291,8 @@ func TestUnitOf(t *testing.T) {
 // (default 10) of tracing after a second of warm-up, read and summed as
 // record --trace does. The tracer's CPU is this process' (getrusage: the
 // runner is another process); the BPF programs run in the runner's mkdir
-// and rmdir and are reported apart (the kernel's run-time statistics,
+// and rmdir, and where the kernel frees a removed cgroup, and are reported
+// apart (the kernel's run-time statistics,
 // which add a clock read per run while on), per cgroup operation and as a
 // share of a core. CGTRACE_BENCH_POLL sets Options.Poll (default
 // DefaultPoll).
