@@ -201,6 +201,41 @@ func TestTakeDrainsTheRing(t *testing.T) {
 	}
 }
 
+// TestKernelStatsPerTake (root, v1 memory controller): with KernelStats,
+// each Take has the BPF programs' runs and time of its own interval, not
+// all since the start: 200 cgroups made and removed, then 10; the second
+// interval's runs are fewer than the first's (whatever else the host
+// does in the fraction of a second between them), and the first has at
+// least the runner's 400.
+func TestKernelStatsPerTake(t *testing.T) {
+	needRoot(t)
+	mem := v1Mount(t, "memory")
+	if mem == "" {
+		t.Skip("needs the v1 memory controller")
+	}
+	bin := jobRunners(t, "cgt-stats")[0]
+	tr, err := cgtrace.Start(context.Background(), cgtrace.Options{Poll: time.Hour, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf", KernelStats: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	data := t.TempDir()
+	var runs []uint64
+	for _, n := range []int{200, 10} {
+		if out, err := exec.Command(bin, tempCgroup(t, mem), data, "0", fmt.Sprint(n), "0").CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		s := tr.Take()
+		if s.KernelRuns > 0 && s.KernelTime <= 0 {
+			t.Errorf("%d runs in %v", s.KernelRuns, s.KernelTime)
+		}
+		runs = append(runs, s.KernelRuns)
+	}
+	if runs[0] < 400 || runs[1] >= runs[0] {
+		t.Errorf("BPF runs per take %v; want at least 400, then fewer", runs)
+	}
+}
+
 // TestTraceFallsBackToTracefs (root, unshare): where tracefs is the only
 // way (forced here), the trace reads the same events through a tracing
 // instance of its own and counts the same. tracefs is mounted in a private
