@@ -82,7 +82,16 @@ type bpfTracer struct {
 	dropped uint64
 	wakes   [maxNodes]uint64
 	stats   io.Closer
+	// The cgroup programs' run count and time at the last take.
+	runs    uint64
+	runTime time.Duration
 }
+
+// ringBytes is the size of the BPF ring buffer (a power of two): about
+// 17,000 records, so at 10,000 cgroup operations a second the reader is
+// woken about once a second (at half full) and most drains are its own
+// timer's.
+const ringBytes = 4 << 20
 
 // maxNodes is the size of the kswapd wake-up counters (MAX_NODES).
 const maxNodes = 64
@@ -116,6 +125,17 @@ func loadBPF(opt Options, follow int) (*bpfTracer, error) {
 	spec, err := loadCgtrace()
 	if err != nil {
 		return nil, fmt.Errorf("reading the program: %w", err)
+	}
+	// The ring holds ringRecords records; the kernel side wakes the
+	// reader when half of it is full, else the reader drains it every
+	// opt.Poll.
+	if m := spec.Maps[cgtraceMapEvents]; m != nil {
+		m.MaxEntries = ringBytes
+	}
+	if v := spec.Variables[cgtraceVarWakeAt]; v != nil {
+		if err := v.Set(uint64(ringBytes / 2)); err != nil {
+			return nil, fmt.Errorf("setting the wakeup threshold: %w", err)
+		}
 	}
 	if v := spec.Variables[cgtraceVarFollowHierarchy]; v != nil {
 		if err := v.Set(int32(follow)); err != nil {
@@ -215,12 +235,18 @@ func (t *bpfTracer) take(s *Summary, opt Options, names *memcgPaths) {
 		s.Dying, s.OldestDying = t.dying(names)
 	}
 	if opt.KernelStats {
-		for _, p := range []*ebpf.Program{t.objs.CgroupMkdir, t.objs.CgroupRmdir} {
+		// The kernel's counts are since the program was loaded: the
+		// summary has those since the last take.
+		var runs uint64
+		var runTime time.Duration
+		for _, p := range []*ebpf.Program{t.objs.CgroupMkdir, t.objs.CgroupRmdir, t.objs.CgroupRelease} {
 			if st, err := p.Stats(); err == nil {
-				s.KernelRuns += st.RunCount
-				s.KernelTime += st.Runtime
+				runs += st.RunCount
+				runTime += st.Runtime
 			}
 		}
+		s.KernelRuns, s.KernelTime = runs-t.runs, runTime-t.runTime
+		t.runs, t.runTime = runs, runTime
 	}
 }
 

@@ -145,9 +145,10 @@ static __always_inline __u64 memcg_of(void)
 // Records the ring buffer had no room for.
 __u64 dropped = 0;
 
-// Wake the reader only when a quarter of the ring is full: it polls on its
-// own timer, so most records cost no wakeup.
-#define WAKE_AT ((1 << 20) / 4)
+// Wake the reader only when this many bytes wait in the ring (set before
+// loading, from the ring's size): it drains on its own timer, so most
+// records cost no wakeup.
+const volatile __u64 wake_at = (1 << 20) / 4;
 
 static __always_inline int record(__u32 op, struct cgroup *cgrp, const char *path, __u64 id, __s32 hier, __u64 ts)
 {
@@ -174,7 +175,7 @@ static __always_inline int record(__u32 op, struct cgroup *cgrp, const char *pat
 	bpf_get_current_comm(&e->comm, sizeof(e->comm));
 	bpf_probe_read_kernel_str(&e->path, sizeof(e->path), path);
 	__u64 flags = RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&events, RB_AVAIL_DATA) >= WAKE_AT)
+	if (bpf_ringbuf_query(&events, RB_AVAIL_DATA) >= wake_at)
 		flags = RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(e, flags);
 	return 0;
@@ -267,7 +268,7 @@ static __always_inline int reclaim_end(__u32 op, __u64 reclaimed)
 	e->path[0] = 0;
 	bpf_get_current_comm(&e->comm, sizeof(e->comm));
 	__u64 flags = RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&events, RB_AVAIL_DATA) >= WAKE_AT)
+	if (bpf_ringbuf_query(&events, RB_AVAIL_DATA) >= wake_at)
 		flags = RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(e, flags);
 	return 0;

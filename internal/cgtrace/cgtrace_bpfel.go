@@ -63,6 +63,7 @@ const (
 	cgtraceVarFollowHierarchy     = "follow_hierarchy"
 	cgtraceVarKswapdWakes         = "kswapd_wakes"
 	cgtraceVarUnusedEvent         = "unused_event"
+	cgtraceVarWakeAt              = "wake_at"
 )
 
 // loadCgtrace returns the embedded CollectionSpec for cgtrace.
@@ -135,6 +136,7 @@ type cgtraceVariableSpecs struct {
 	FollowHierarchy *ebpf.VariableSpec `ebpf:"follow_hierarchy"`
 	KswapdWakes     *ebpf.VariableSpec `ebpf:"kswapd_wakes"`
 	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
+	WakeAt          *ebpf.VariableSpec `ebpf:"wake_at"`
 }
 
 // cgtraceObjects contains all objects after they have been loaded into the kernel.
@@ -179,6 +181,7 @@ type cgtraceVariables struct {
 	FollowHierarchy *ebpf.Variable `ebpf:"follow_hierarchy"`
 	KswapdWakes     *ebpf.Variable `ebpf:"kswapd_wakes"`
 	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
+	WakeAt          *ebpf.Variable `ebpf:"wake_at"`
 }
 
 // cgtracePrograms contains all programs after they have been loaded into the kernel.

@@ -1,6 +1,7 @@
 package cgtrace
 
 import (
+	"bytes"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -96,15 +97,23 @@ func octal3(s string) (byte, bool) {
 	return byte(n), n < 256
 }
 
-// learn records a cgroup the trace saw created in the memory hierarchy.
-func (m *memcgPaths) learn(id uint64, path string) {
-	if id == 0 || path == "" {
+// learn records a cgroup the trace saw made or removed in the memory
+// hierarchy, its path NUL-terminated in b; one already known (its removal
+// after its creation) costs no allocation.
+func (m *memcgPaths) learn(id uint64, b []byte) {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	if id == 0 || len(b) == 0 {
+		return
+	}
+	if p, ok := m.paths[id]; ok && p == string(b) {
 		return
 	}
 	if len(m.paths) >= maxMemcgPaths {
 		clear(m.paths)
 	}
-	m.paths[id] = path
+	m.paths[id] = string(b)
 }
 
 // name returns the path of memory cgroup id inside its hierarchy ("/" for

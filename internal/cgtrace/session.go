@@ -23,6 +23,8 @@ type Tracer struct {
 	agg   *aggregator
 	since time.Time
 	err   error // the reader's, once it stopped
+	// drained are Takes waiting for the reader to drain the ring.
+	drained []chan struct{}
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -40,13 +42,21 @@ func (t *Tracer) Stop() {
 	<-t.done
 }
 
+// DefaultPoll is how often the reader drains the BPF ring buffer by
+// default: each drain costs a wakeup of this process whether or not there
+// is anything to read (about 0.15 % of a core at ten a second, measured),
+// and the ring holds more than a second of 10,000 cgroup operations a
+// second (the kernel side wakes the reader sooner when it is half full).
+const DefaultPoll = time.Second
+
+// tracefsPoll is the default drain of a tracefs trace, whose per-CPU
+// buffers are the kernel's default size.
+const tracefsPoll = 100 * time.Millisecond
+
 // Start loads the tracer (BPF, else tracefs, as opt.Method says) and reads
 // it in the background until Close or the end of ctx. opt.Duration is not
 // used.
 func Start(ctx context.Context, opt Options) (*Tracer, error) {
-	if opt.Poll <= 0 {
-		opt.Poll = 100 * time.Millisecond
-	}
 	if opt.Proc == "" {
 		opt.Proc = "/proc"
 	}
@@ -70,6 +80,12 @@ func Start(ctx context.Context, opt Options) (*Tracer, error) {
 		}
 		t.tfs, t.method = f, "tracefs"
 	}
+	if t.opt.Poll <= 0 {
+		t.opt.Poll = DefaultPoll
+		if t.tfs != nil {
+			t.opt.Poll = tracefsPoll
+		}
+	}
 	ctx, t.cancel = context.WithCancel(ctx)
 	t.since = time.Now()
 	go t.read(ctx)
@@ -91,6 +107,12 @@ func (t *Tracer) read(ctx context.Context) {
 			if !stop {
 				deadline = deadline.Add(t.opt.Poll)
 			}
+			// A drain returns only once it found the ring empty: those
+			// waiting since before it began have their records read.
+			t.mu.Lock()
+			waiting := t.drained
+			t.drained = nil
+			t.mu.Unlock()
 			// The lock is held only while a record is counted, not while
 			// the reader waits for the next.
 			err = t.bpf.drain(deadline, func(raw []byte) {
@@ -98,6 +120,9 @@ func (t *Tracer) read(ctx context.Context) {
 				t.agg.addRaw(raw)
 				t.mu.Unlock()
 			})
+			for _, c := range waiting {
+				close(c)
+			}
 		} else {
 			t.mu.Lock()
 			err = t.tfs.drain(t.agg.add)
@@ -124,6 +149,7 @@ func (t *Tracer) read(ctx context.Context) {
 // Take returns the trace since the previous Take (or the start) and
 // begins the next interval.
 func (t *Tracer) Take() *Summary {
+	t.drain()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := time.Now()
@@ -140,6 +166,38 @@ func (t *Tracer) Take() *Summary {
 	t.agg.reset()
 	t.since = now
 	return s
+}
+
+// drain has the reader read what the ring holds now (BPF: the reader
+// drains on its own only every opt.Poll), unless it stopped.
+func (t *Tracer) drain() {
+	if t.bpf == nil {
+		return
+	}
+	c := make(chan struct{})
+	t.mu.Lock()
+	t.drained = append(t.drained, c)
+	t.mu.Unlock()
+	select {
+	case <-t.done:
+		return
+	default:
+	}
+	// The flush ends the reader's wait; the drain after it (which began
+	// after c was added) reads the ring to its end.
+	_ = t.bpf.rd.Flush()
+	for {
+		select {
+		case <-c:
+			return
+		case <-t.done:
+			return
+		case <-time.After(10 * time.Millisecond):
+			// The flush may have ended the drain that began before c:
+			// wake the next one.
+			_ = t.bpf.rd.Flush()
+		}
+	}
 }
 
 // Close stops the trace and removes what it attached.

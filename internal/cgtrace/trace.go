@@ -79,7 +79,8 @@ type Options struct {
 	Hierarchy int
 	// Method: "" tries BPF, then tracefs; "bpf" or "tracefs" only that.
 	Method string
-	// Poll is how often the ring buffer is drained (default 100 ms).
+	// Poll is how often the kernel's buffer is drained (default
+	// DefaultPoll with BPF, 100 ms with tracefs).
 	Poll time.Duration
 	// Tracefs is the tracefs mount (default /sys/kernel/tracing, then
 	// /sys/kernel/debug/tracing).
@@ -122,8 +123,9 @@ type Summary struct {
 	// Notes say why a method or a part was not used, in words for a
 	// report.
 	Notes []string
-	// KernelRuns and KernelTime are the BPF programs' runs and run time,
-	// with Options.KernelStats.
+	// KernelRuns and KernelTime are the cgroup BPF programs' runs and run
+	// time (mkdir, rmdir and release) in the summary's interval, with
+	// Options.KernelStats.
 	KernelRuns uint64
 	KernelTime time.Duration
 	// ReclaimTraced says reclaim was traced (BPF only); Stalls are the
@@ -314,7 +316,7 @@ func (a *aggregator) addRaw(raw []byte) {
 	if hier == a.memHier {
 		// Cgroups seen made or removed are named from here on, even
 		// once gone.
-		a.memcgs.learn(ne.Uint64(raw[offCgroupID:]), cstr(raw[offPath:offPath+pathLen]))
+		a.memcgs.learn(ne.Uint64(raw[offCgroupID:]), raw[offPath:offPath+pathLen])
 	}
 	if a.opt.Hierarchy >= 0 && hier != a.opt.Hierarchy {
 		return

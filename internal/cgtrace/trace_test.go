@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -167,6 +168,74 @@ func indexOf(s *cgtrace.Summary, comm string) int {
 	return len(s.Creators)
 }
 
+// TestTakeDrainsTheRing (root, v1 memory controller): a Take reads what the
+// kernel side holds first, so a recording's interval has its own events even
+// though the reader drains only every Poll (an hour here): a runner's 60
+// cgroups made and removed before the first Take are all in it, and the
+// 20 of a second runner after it in the second.
+func TestTakeDrainsTheRing(t *testing.T) {
+	needRoot(t)
+	mem := v1Mount(t, "memory")
+	if mem == "" {
+		t.Skip("needs the v1 memory controller")
+	}
+	bins := jobRunners(t, "cgt-take1", "cgt-take2")
+	tr, err := cgtrace.Start(context.Background(), cgtrace.Options{Poll: time.Hour, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	data := t.TempDir()
+	for i, want := range []int64{60, 20} {
+		if out, err := exec.Command(bins[i], tempCgroup(t, mem), data, "0", fmt.Sprint(want), "0").CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		s := tr.Take()
+		c := creator(s, filepath.Base(bins[i]))
+		if c == nil || c.Mkdir != want || c.Rmdir != want {
+			t.Errorf("take %d: %s: %+v; want %d mkdir and rmdir", i+1, filepath.Base(bins[i]), c, want)
+		}
+		if i == 1 && creator(s, filepath.Base(bins[0])) != nil {
+			t.Errorf("take 2 counted the first runner again: %+v", s.Creators)
+		}
+	}
+}
+
+// TestKernelStatsPerTake (root, v1 memory controller): with KernelStats,
+// each Take has the BPF programs' runs and time of its own interval, not
+// all since the start: 200 cgroups made and removed, then 10; the second
+// interval's runs are fewer than the first's (whatever else the host
+// does in the fraction of a second between them), and the first has at
+// least the runner's 400.
+func TestKernelStatsPerTake(t *testing.T) {
+	needRoot(t)
+	mem := v1Mount(t, "memory")
+	if mem == "" {
+		t.Skip("needs the v1 memory controller")
+	}
+	bin := jobRunners(t, "cgt-stats")[0]
+	tr, err := cgtrace.Start(context.Background(), cgtrace.Options{Poll: time.Hour, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf", KernelStats: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	data := t.TempDir()
+	var runs []uint64
+	for _, n := range []int{200, 10} {
+		if out, err := exec.Command(bin, tempCgroup(t, mem), data, "0", fmt.Sprint(n), "0").CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		s := tr.Take()
+		if s.KernelRuns > 0 && s.KernelTime <= 0 {
+			t.Errorf("%d runs in %v", s.KernelRuns, s.KernelTime)
+		}
+		runs = append(runs, s.KernelRuns)
+	}
+	if runs[0] < 400 || runs[1] >= runs[0] {
+		t.Errorf("BPF runs per take %v; want at least 400, then fewer", runs)
+	}
+}
+
 // TestTraceFallsBackToTracefs (root, unshare): where tracefs is the only
 // way (forced here), the trace reads the same events through a tracing
 // instance of its own and counts the same. tracefs is mounted in a private
@@ -249,40 +318,111 @@ func TestUnitOf(t *testing.T) {
 	}
 }
 
-// BenchmarkTrace10kOps: the tracer's own cost while a runner makes and
-// removes empty memory cgroups at 10,000 operations a second (5,000 jobs/s)
-// for 5 s: the CPU the tracing process spends (the BPF program runs in the
-// workload's mkdir/rmdir and is reported apart, per event), and its memory.
+// BenchmarkTrace10kOps: the tracer's cost while a runner in a memory cgroup
+// of its own makes and removes empty memory cgroups at 10,000 operations a
+// second (5,000 jobs/s; CGTRACE_BENCH_OPS changes the rate), measured apart
+// for the one-off start (reading the program, CO-RE against the kernel's
+// BTF, loading and attaching) and for the steady state: CGTRACE_BENCH_SECONDS
+// (default 10) of tracing after a second of warm-up, read and summed as
+// record --trace does. The tracer's CPU is this process' (getrusage: the
+// runner is another process); the BPF programs run in the runner's mkdir
+// and rmdir, and where the kernel frees a removed cgroup, and are reported
+// apart (the kernel's run-time statistics,
+// which add a clock read per run while on), per cgroup operation and as a
+// share of a core. CGTRACE_BENCH_POLL sets Options.Poll (default
+// DefaultPoll).
 func BenchmarkTrace10kOps(b *testing.B) {
 	needRoot(b)
 	mem := v1Mount(b, "memory")
 	if mem == "" {
 		b.Skip("needs the v1 memory controller")
 	}
+	secs, ops := 10.0, 10000.0
+	if v, err := strconv.ParseFloat(os.Getenv("CGTRACE_BENCH_SECONDS"), 64); err == nil && v > 0 {
+		secs = v
+	}
+	if v, err := strconv.ParseFloat(os.Getenv("CGTRACE_BENCH_OPS"), 64); err == nil && v > 0 {
+		ops = v
+	}
 	bin := jobRunners(b, "cgt-bench")[0]
 	for b.Loop() {
-		var before, after syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
-		start := time.Now()
-		s := traceWhile(b, cgtrace.Options{Duration: 6 * time.Second, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf", KernelStats: true},
-			job{bin, tempCgroup(b, mem), 5000, 25000})
-		wall := time.Since(start)
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-		cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
-		c := creator(s, "cgt-bench")
-		if c == nil {
-			b.Fatal("the runner was not traced")
+		c := measureTrace(b, bin, mem, secs, ops)
+		b.ReportMetric(c.startCPU.Seconds()*1e3, "start-cpu-ms")
+		b.ReportMetric(c.startWall.Seconds()*1e3, "start-ms")
+		b.ReportMetric(float64(c.events)/c.wall.Seconds(), "ops/s")
+		b.ReportMetric(100*c.cpu.Seconds()/c.wall.Seconds(), "%core")
+		b.ReportMetric(float64(c.cpu.Nanoseconds())/float64(max(c.events, 1)), "tracer-ns/op")
+		if c.kernRuns > 0 {
+			b.ReportMetric(float64(c.kernTime.Nanoseconds())/float64(max(c.events, 1)), "bpf-ns/op")
+			b.ReportMetric(100*c.kernTime.Seconds()/c.wall.Seconds(), "bpf-%core")
 		}
-		ops := float64(c.Mkdir + c.Rmdir)
-		b.ReportMetric(ops/5, "ops/s")
-		b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "%core")
-		b.ReportMetric(float64(cpu.Nanoseconds())/float64(s.Kept), "tracer-ns/event")
-		if s.KernelRuns > 0 {
-			b.ReportMetric(float64(s.KernelTime.Nanoseconds())/float64(s.KernelRuns), "bpf-ns/event")
-		}
-		b.ReportMetric(float64(after.Maxrss)/1024, "maxrss-MiB")
-		b.ReportMetric(float64(s.Dropped), "dropped")
+		b.ReportMetric(c.maxRSS/(1<<20), "maxrss-MiB")
+		b.ReportMetric(float64(c.dropped), "dropped")
 	}
+}
+
+// traceCost is what measureTrace measured.
+type traceCost struct {
+	startCPU, startWall time.Duration // Start, once
+	wall, cpu           time.Duration // the steady window, and this process' CPU in it
+	events              int64         // cgroup operations traced in the window
+	kernRuns            uint64        // BPF program runs in the window
+	kernTime            time.Duration // and their time
+	dropped             int64
+	maxRSS              float64 // bytes
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measureTrace starts a trace, then a runner (bin) in a memory cgroup of
+// its own below mem at ops operations a second, and measures the trace
+// for secs after a second of warm-up.
+func measureTrace(b *testing.B, bin, mem string, secs, ops float64) traceCost {
+	b.Helper()
+	var c traceCost
+	cpu0, t0 := cpuTime(), time.Now()
+	tr, err := cgtrace.Start(context.Background(), cgtrace.Options{Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf", KernelStats: true, Poll: pollEnv()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	c.startCPU, c.startWall = cpuTime()-cpu0, time.Since(t0)
+	const warm = time.Second
+	jobs := ops / 2
+	count := int(jobs * (warm.Seconds() + secs + 0.5))
+	own, parent := tempCgroup(b, mem), tempCgroup(b, mem)
+	run := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" "$3" "$4" "$5" "$6" 0`,
+		"runner", own, bin, parent, b.TempDir(), fmt.Sprint(jobs), fmt.Sprint(count))
+	var out strings.Builder
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Start(); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(warm)
+	tr.Take()
+	cpu1, t1 := cpuTime(), time.Now()
+	time.Sleep(time.Duration(secs * float64(time.Second)))
+	s := tr.Take()
+	c.cpu, c.wall = cpuTime()-cpu1, time.Since(t1)
+	if err := run.Wait(); err != nil {
+		b.Fatalf("runner: %v: %s", err, out.String())
+	}
+	if creator(s, "cgt-bench") == nil {
+		b.Fatal("the runner was not traced")
+	}
+	c.events, c.kernRuns, c.kernTime, c.dropped = s.Events, s.KernelRuns, s.KernelTime, s.Dropped
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	c.maxRSS = float64(ru.Maxrss) * 1024
+	b.Logf("start %v (%v CPU); %.1f s at %.0f ops/s: %.2f %% of a core, %.0f ns/op in the tracer; BPF %.0f ns/op, %.2f %% of a core; %d dropped; %s",
+		c.startWall.Round(time.Millisecond), c.startCPU.Round(time.Millisecond), c.wall.Seconds(), float64(c.events)/c.wall.Seconds(),
+		100*c.cpu.Seconds()/c.wall.Seconds(), float64(c.cpu.Nanoseconds())/float64(max(c.events, 1)),
+		float64(c.kernTime.Nanoseconds())/float64(max(c.events, 1)), 100*c.kernTime.Seconds()/c.wall.Seconds(), c.dropped, strings.TrimSpace(out.String()))
+	return c
 }
 
 // TestTraceMemcgReclaimStalls (root, v1 memory controller): the host has no
@@ -358,4 +498,10 @@ func TestTraceMemcgReclaimStalls(t *testing.T) {
 	if got.Count == 0 || got.Total <= 0 || got.P99 <= 0 || got.P99 > got.Max || got.Max > got.Total {
 		t.Errorf("inconsistent stall: %+v", got)
 	}
+}
+
+// pollEnv is CGTRACE_BENCH_POLL (0: the default).
+func pollEnv() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("CGTRACE_BENCH_POLL"))
+	return d
 }
