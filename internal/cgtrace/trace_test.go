@@ -266,7 +266,7 @@ func TestTraceFallsBackToTracefs(t *testing.T) {
 		t.Fatal(err)
 	}
 	child := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
-		`mount -t tracefs nodev /sys/kernel/tracing && exec "$0" -test.run '^TestTraceFallsBackToTracefs$'`, self)
+		`{ grep -q ' /sys/kernel/tracing tracefs ' /proc/mounts || mount -t tracefs nodev /sys/kernel/tracing; } && exec "$0" -test.run '^TestTraceFallsBackToTracefs$'`, self)
 	child.Env = append(os.Environ(), "CGTRACE_TRACEFS_CHILD=1")
 	var out strings.Builder
 	child.Stdout, child.Stderr = &out, &out
