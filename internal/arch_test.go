@@ -73,12 +73,16 @@ var allowed = map[string][]string{
 	// Rendering, in one tree: the one set of formats (bytes, durations,
 	// evidence values) every layer may use, the text and JSON output of
 	// the commands, and the HTML report.
-	"render":      {"model"},
-	"render/text": {"compare", "diagnose", "fleet", "model", "render", "termsafe"}, // check, diagnose, fleet scans, comparisons, stderr lines
+	"render": {"model"},
+	// render/text writes every command's human output, over the types the
+	// data packages return (they never import it): check, diagnose, fleet
+	// scans, comparisons, malloc/trim/reclaim, leaks, lint, probe, and the
+	// stderr lines.
+	"render/text": {"compare", "diagnose", "fleet", "heapprof", "lint", "malloc", "model", "probe", "render", "termsafe", "treat"},
 	"render/html": {"diagnose", "model", "render", "sample"},
 	"lint":        {"diagnose", "model", "safeio", "termsafe"},
 	// Probing a live service measures it from outside.
-	"probe": {"httpsafe", "outfile", "procfs", "redact", "render", "safeio", "stats", "termsafe"},
+	"probe": {"httpsafe", "outfile", "procfs", "redact", "safeio", "stats"},
 	// Fleets read Prometheus, never this host.
 	"prom":    {"httpsafe", "safeio"},
 	"fleet":   {"diagnose", "model", "prom", "promql", "sample"},
@@ -87,10 +91,10 @@ var allowed = map[string][]string{
 	// The use cases: what commands call (cmd/memdoctor parses flags and
 	// renders; this opens, resolves windows and steps, diagnoses, merges).
 	"analysis": {"alerts", "capture", "cgroups", "cgtrace", "collect", "compare", "diagnose", "fleet", "heapprof", "leaktrace", "malloc", "model", "outfile", "pagescan", "procfs", "prom",
-		"promql", "render", "render/html", "runtimes", "safeio", "sample", "source", "store", "termsafe", "treat"},
+		"promql", "render", "render/html", "runtimes", "safeio", "sample", "source", "store", "treat"},
 	// Remedies that change the host: a running process' allocator (malloc, trim,
 	// check --malloc) and dying cgroups (reclaim).
-	"treat": {"cgreclaim", "malloc", "procfs", "render", "sample", "termsafe"},
+	"treat": {"cgreclaim", "malloc", "procfs", "sample", "termsafe"},
 	// Test support: imported by tests (and bench tools) only, never by the
 	// binary (TestBinaryHasNoTestCode). Its names end in "test".
 	"fleettest":              {"sample"},

@@ -133,5 +133,5 @@ func compareProbes(cmd *cobra.Command, a, b string, asJSON bool) error {
 	if asJSON {
 		return c.WriteJSON(cmd.OutOrStdout())
 	}
-	return c.WriteText(cmd.OutOrStdout())
+	return text.ProbeCompareText(cmd.OutOrStdout(), c)
 }

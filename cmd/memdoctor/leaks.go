@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/spf13/cobra"
 )
 
@@ -81,7 +82,7 @@ not for one allocating millions; there, use the preload library.`,
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), rep)
 			}
-			return analysis.LeaksText(cmd.OutOrStdout(), path, rep)
+			return text.LeaksText(cmd.OutOrStdout(), path, rep)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (a stable interface)")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/lint"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/spf13/cobra"
 )
 
@@ -63,7 +64,7 @@ extension and the keys; --format forces one.`,
 			if asJSON {
 				err = rep.WriteJSON(out)
 			} else {
-				err = rep.WriteText(out)
+				err = text.LintText(out, &rep)
 			}
 			if err != nil {
 				return err

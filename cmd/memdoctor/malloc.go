@@ -106,7 +106,7 @@ Only root may inspect another user's process; PID 1 is refused.`,
 			case f.asJSON:
 				return writeJSON(out, rep)
 			}
-			return treat.MallocText(out, rep)
+			return text.MallocText(out, rep)
 		},
 	}
 	f.register(cmd)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/probe"
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/spf13/cobra"
 )
 
@@ -80,7 +81,7 @@ sent but never saved; a user:password in the URL is redacted.`,
 				if asJSON {
 					return c.WriteJSON(w)
 				}
-				return c.WriteText(w)
+				return text.ProbeCompareText(w, c)
 			}
 			if !cmd.Flags().Changed("pid") || !cmd.Flags().Changed("url") {
 				return errors.New("probe needs --pid PID and --url URL (see memdoctor probe --help)")
@@ -107,7 +108,7 @@ sent but never saved; a user:password in the URL is redacted.`,
 			if asJSON {
 				err = res.WriteJSON(w)
 			} else {
-				err = res.WriteText(w)
+				err = text.ProbeText(w, res)
 			}
 			if err != nil {
 				return err

@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/memdoctor/memdoctor/internal/treat"
 	"github.com/spf13/cobra"
 )
@@ -52,7 +53,7 @@ no memory.current to bound the request (drop_caches is the host-wide tool).`,
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), r)
 			}
-			return treat.ReclaimText(cmd.OutOrStdout(), r)
+			return text.ReclaimText(cmd.OutOrStdout(), r)
 		},
 	}
 	cmd.Flags().BoolVar(&apply, "apply", false, "write to memory.reclaim (without it nothing is changed)")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/memdoctor/memdoctor/internal/treat"
 	"github.com/spf13/cobra"
 )
@@ -65,7 +66,7 @@ never left stopped.`,
 				if f.asJSON {
 					return mallocJSON(out, est)
 				}
-				return treat.EstimateText(out, est)
+				return text.EstimateText(out, est)
 			}
 			res, err := treat.Trim(ctx, r)
 			if err != nil {
@@ -74,7 +75,7 @@ never left stopped.`,
 			if f.asJSON {
 				return mallocJSON(out, res)
 			}
-			return treat.TrimText(out, res)
+			return text.TrimText(out, res)
 		},
 	}
 	f.register(cmd)

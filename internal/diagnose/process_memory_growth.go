@@ -152,9 +152,9 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *model.Findin
 	}
 	if iu := within(w.Get("memdoctor_malloc_in_use_bytes", "pid", sg.pid), span{ps[0].T, ps[len(ps)-1].T}); len(iu) >= declineMinPoints {
 		g := fitTrend(iu)
-		class := "retention: the in-use heap is flat while memory grows (see allocator_hoarding)"
+		class := "retention: the in-use heap is flat while memory grows (see " + allocatorHoarding{}.Meta().ID + ")"
 		if g.OK && g.P < 0.01 && g.Slope >= 0.5*f.Slope {
-			class = "leak: the in-use heap grows as fast (see process_leak)"
+			class = "leak: the in-use heap grows as fast (see " + processLeak{}.Meta().ID + ")"
 		}
 		fd.Evidence = append(fd.Evidence, ev("in_use_growth_bytes_per_day", g.Slope, "bytes_per_day"), evText("leak_or_retention", class))
 		fd.Summary += "; " + strings.SplitN(class, ":", 2)[0]
@@ -168,7 +168,7 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *model.Findin
 				"grep -E 'VmRSS|RssAnon' /proc/" + sg.pid + "/status"},
 			Risk: "memdoctor malloc holds one thread of the process for about a millisecond (none if it runs the preload library)"},
 		{Title: "if free memory is retained (in-use flat, RSS growing): trim it (malloc_trim) or cap arenas; if in-use grows: profile the leak",
-			Risk: "see the malloc_arenas_many remedies for the trade-offs"},
+			Risk: "see the " + mallocArenasMany{}.Meta().ID + " remedies for the trade-offs"},
 	}
 	return fd
 }

@@ -140,7 +140,7 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []model.Finding {
 		fd.Summary += "; kernel call sites that grew (/proc/allocinfo): " + strings.Join(named, ", ")
 	}
 	fd.Remedies = []model.Remedy{
-		{Title: "check for dying memory cgroups pinning slab (see dying_cgroups), and which caches grow",
+		{Title: "check for dying memory cgroups pinning slab (see " + dyingCgroups{}.Meta().ID + "), and which caches grow",
 			Commands: []string{"grep memory /proc/cgroups", "sudo slabtop -o -s c | head -20"},
 			Risk:     "none (read-only)"},
 		{Title: "on kernels before 5.3, dying cgroups pin their slab caches: upgrading ends that source",

@@ -81,7 +81,7 @@ func (slabUnreclaimableHigh) Eval(in *Input) []model.Finding {
 		{Title: "see which caches hold it and whether they grow",
 			Commands: []string{"sudo slabtop -o -s c | head -20", "memdoctor check --json | jq .slab.top"},
 			Risk:     "none (read-only)"},
-		{Title: "if dying memory cgroups are many, fix their creation (see dying_cgroups); otherwise look for the subsystem that owns the growing cache (kmalloc-*: enable slab_debug/kmemleak on a test host)",
+		{Title: "if dying memory cgroups are many, fix their creation (see " + dyingCgroups{}.Meta().ID + "); otherwise look for the subsystem that owns the growing cache (kmalloc-*: enable slab_debug/kmemleak on a test host)",
 			Risk: "kmemleak and slab debugging cost CPU and memory; not for production"},
 	}
 	return []model.Finding{f}

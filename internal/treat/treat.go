@@ -112,3 +112,9 @@ func Trim(ctx context.Context, r Request) (*malloc.TrimResult, error) {
 	}
 	return res, err
 }
+
+// pauseLine says how long memdoctor held a thread of the process.
+func pauseLine(pid int, p *malloc.Pause) string {
+	return fmt.Sprintf("thread %d of pid %d was held %.1f ms (%.1f ms of it in %d calls; %s); its other %d threads ran throughout",
+		p.Thread, pid, p.AttachedMs, p.CallsMs, len(p.Calls), p.Why, max(p.Threads-1, 0))
+}

@@ -1,4 +1,4 @@
-package treat
+package text
 
 import (
 	"fmt"
@@ -10,11 +10,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
-// pauseLine says how long memdoctor held a thread of the process.
-func pauseLine(pid int, p *malloc.Pause) string {
-	return fmt.Sprintf("thread %d of pid %d was held %.1f ms (%.1f ms of it in %d calls; %s); its other %d threads ran throughout",
-		p.Thread, pid, p.AttachedMs, p.CallsMs, len(p.Calls), p.Why, max(p.Threads-1, 0))
-}
+// The allocator of a process: malloc, trim's dry run and trim --apply.
 
 // MallocText prints a process' allocator state: each arena, the totals,
 // what malloc_trim could give back, and the next command.
@@ -26,7 +22,7 @@ func MallocText(w io.Writer, r *malloc.Report) error {
 		}
 		return hb(n)
 	}
-	p := &mallocWriter{w: w}
+	p := &firstErrWriter{w: w}
 	glibc := r.GlibcVersion
 	if glibc == "" {
 		glibc = "unknown"
@@ -71,13 +67,13 @@ func MallocText(w io.Writer, r *malloc.Report) error {
 	return p.err
 }
 
-// mallocWriter keeps the first write error.
-type mallocWriter struct {
+// firstErrWriter keeps the first write error.
+type firstErrWriter struct {
 	w   io.Writer
 	err error
 }
 
-func (e *mallocWriter) Write(b []byte) (int, error) {
+func (e *firstErrWriter) Write(b []byte) (int, error) {
 	if e.err != nil {
 		return 0, e.err
 	}
@@ -88,7 +84,7 @@ func (e *mallocWriter) Write(b []byte) (int, error) {
 
 // f writes a line; process names and messages in a are escaped (a
 // process chooses its own name).
-func (e *mallocWriter) f(format string, a ...any) {
+func (e *firstErrWriter) f(format string, a ...any) {
 	_, _ = termsafe.Fprintf(e, format, a...) // kept in e.err
 }
 
@@ -96,7 +92,7 @@ func (e *mallocWriter) f(format string, a ...any) {
 // bound) and the steps --apply takes.
 func EstimateText(w io.Writer, e *malloc.TrimEstimate) error {
 	hb := render.Bytes
-	p := &mallocWriter{w: w}
+	p := &firstErrWriter{w: w}
 	p.f("dry run, nothing changed: pid %d (%s)\n", e.PID, e.Comm)
 	switch {
 	case e.ExpectedGainBytes != nil:
@@ -128,7 +124,7 @@ func EstimateText(w io.Writer, e *malloc.TrimEstimate) error {
 // TrimText prints what a trim gave back.
 func TrimText(w io.Writer, r *malloc.TrimResult) error {
 	hb := render.Bytes
-	p := &mallocWriter{w: w}
+	p := &firstErrWriter{w: w}
 	how := "called in the process"
 	if r.Pause != nil {
 		how = fmt.Sprintf("called in the process, thread %d held %.1f ms", r.Pause.Thread, r.Pause.AttachedMs)
