@@ -53,7 +53,8 @@ func cgroups(s *sample.Snapshot) model.Cgroups {
 		if o := s.Select("memdoctor_cgroup_owner_info", "cgroup", p); len(o) > 0 && o[0].Labels.Get("kind") != "" {
 			l := o[0].Labels
 			u.Owner = &model.CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
-				PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit")}
+				PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit"),
+				Namespace: l.Get("namespace"), Pod: l.Get("pod"), Container: l.Get("container")}
 		}
 		c.Top = append(c.Top, u)
 	}
@@ -146,7 +147,8 @@ func CgroupDetailOf(s *sample.Snapshot, p string) (d model.CgroupDetail, ok bool
 	if o := s.Select("memdoctor_cgroup_owner_info", "cgroup", p); len(o) > 0 && o[0].Labels.Get("kind") != "" {
 		l := o[0].Labels
 		d.Owner = &model.CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
-			PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit")}
+			PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit"),
+			Namespace: l.Get("namespace"), Pod: l.Get("pod"), Container: l.Get("container")}
 	}
 	return d, true
 }
