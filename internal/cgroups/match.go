@@ -50,7 +50,7 @@ func MatchNamed(paths []string, query string, name func(string) Identity) (found
 	for _, p := range paths {
 		id := name(p)
 		best := -1
-		for _, s := range []string{strings.Trim(p, "/"), id.Name, id.Unit, p[strings.LastIndex(p, "/")+1:]} {
+		for _, s := range []string{strings.Trim(p, "/"), id.Name, id.Unit, id.Pod, id.Container, p[strings.LastIndex(p, "/")+1:]} {
 			s = strings.ToLower(s)
 			if s == "" {
 				continue

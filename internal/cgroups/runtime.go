@@ -295,7 +295,9 @@ func ParseContainerLog(s string) (pod, ns, ctr, id string, ok bool) {
 
 // DockerConfigName decodes the top-level "Name" of a Docker
 // config.v2.json from r, token by token: every other value is skipped and
-// nothing of it kept. A name Docker would not accept, or none, is "".
+// nothing of it kept, and the reading stops at the name (so malformed JSON
+// after it does not matter; before it, or past the reader's cap, there is
+// no name). A name Docker would not accept, or none, is "".
 func DockerConfigName(r io.Reader) string {
 	d := json.NewDecoder(r)
 	if t, err := d.Token(); err != nil || t != json.Delim('{') {
@@ -379,7 +381,7 @@ func isDNSLabel(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
 			return false
 		}
 	}

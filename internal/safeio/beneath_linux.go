@@ -105,9 +105,9 @@ func StatBeneath(root, name string) (FileID, error) {
 }
 
 // ListBeneath lists the directory name below root (no symbolic link
-// followed on the way), at most max entries (more is ErrTooLarge), with
+// followed on the way), at most maxEntries entries (more is ErrTooLarge), with
 // the directory's FileID. Links inside it are listed, never followed.
-func ListBeneath(root, name string, max int) ([]DirEntry, FileID, error) {
+func ListBeneath(root, name string, maxEntries int) ([]DirEntry, FileID, error) {
 	fd, st, err := openBeneath(root, name, true)
 	if err != nil {
 		return nil, FileID{}, err
@@ -140,8 +140,8 @@ func ListBeneath(root, name string, max int) ([]DirEntry, FileID, error) {
 			}
 			b = b[reclen:]
 			if s := string(nm); s != "." && s != ".." {
-				if len(out) == max {
-					return nil, FileID{}, &fs.PathError{Op: "readdir", Path: name, Err: fmt.Errorf("%w: more than %d entries", ErrTooLarge, max)}
+				if len(out) == maxEntries {
+					return nil, FileID{}, &fs.PathError{Op: "readdir", Path: name, Err: fmt.Errorf("%w: more than %d entries", ErrTooLarge, maxEntries)}
 				}
 				out = append(out, DirEntry{Name: s, Type: typ})
 			}

@@ -37,6 +37,6 @@ func OpenBeneath(root, name string) (*os.File, FileID, error) { return nil, File
 func StatBeneath(root, name string) (FileID, error) { return FileID{}, errBeneath }
 
 // ListBeneath is Linux only.
-func ListBeneath(root, name string, max int) ([]DirEntry, FileID, error) {
+func ListBeneath(root, name string, maxEntries int) ([]DirEntry, FileID, error) {
 	return nil, FileID{}, errBeneath
 }
