@@ -136,6 +136,7 @@ func (cgroupNearLimit) Eval(in *Input) []model.Finding {
 			f.Evidence = append(f.Evidence, ev("working_set_growth_bytes_per_hour", perHour, "bytes"),
 				ev("time_to_limit_seconds", left.Seconds(), "seconds"))
 		}
+		f.Summary = namedSummary(s, n.path, f.Summary)
 		out = append(out, f)
 	}
 	return out

@@ -117,6 +117,7 @@ func (cgroupOOMKills) Eval(in *Input) []model.Finding {
 				f.Evidence = append(f.Evidence, evText(fmt.Sprintf("victim_%d", i+1), v))
 			}
 		}
+		f.Summary = namedSummary(s, c.path, f.Summary)
 		f.Remedies = cgroupOOMRemedies(c.path, hier)
 		out = append(out, f)
 	}

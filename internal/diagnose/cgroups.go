@@ -171,3 +171,25 @@ func FocusCgroup(r *model.Report, s *sample.Snapshot, p string) (hidden int) {
 	}
 	return hidden
 }
+
+// runtimeName is the name the container runtimes' state on the host gave
+// a cgroup's owner (namespace/pod/container, namespace/pod, a container's
+// name); "" when only its path named it (ids, which read as numbers, stay
+// out of summaries).
+func runtimeName(s *sample.Snapshot, p string) string {
+	for _, m := range s.Select("memdoctor_cgroup_owner_info", "cgroup", p) {
+		if l := m.Labels; l.Get("pod") != "" || l.Get("container") != "" {
+			return l.Get("name")
+		}
+	}
+	return ""
+}
+
+// namedSummary starts a cgroup finding's summary with its owner's runtime
+// name, when there is one.
+func namedSummary(s *sample.Snapshot, p, summary string) string {
+	if n := runtimeName(s, p); n != "" {
+		return n + ": " + summary
+	}
+	return summary
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/capture"
+	"github.com/memdoctor/memdoctor/internal/model"
+)
+
+// TestCheckNamesDockerContainer: a Docker-style memory cgroup of the
+// test's own (/docker/<id>, the cgroupfs driver's shape) with a 64 MiB
+// limit and 56 MiB of anon in it, and Docker's state for that id in a
+// directory given as the runtime root: check names the container by its
+// Docker name in the CONTAINERS section, the owner info, the near-limit
+// finding's summary, and check --cgroup NAME finds it; the secret in the
+// config's environment is printed nowhere. Without that state (the host's
+// own, which has no such container) the name matches nothing. With
+// --root (the host captured, then unpacked, with the state added) the
+// name is found below the root; with --capture there is none, and no
+// error.
+func TestCheckNamesDockerContainer(t *testing.T) {
+	root, v2 := memoryHierarchy(t)
+	if v2 {
+		t.Skip("the test writes v1 limit files")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3")
+	}
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	parent := filepath.Join(root, "docker")
+	madeParent := false
+	if _, err := os.Stat(parent); os.IsNotExist(err) {
+		madeParent = true
+	}
+	dir := filepath.Join(parent, id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Skipf("cannot make memory cgroups: %v", err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec python3 -c 'import time
+b = bytearray(56 << 20)
+for i in range(0, len(b), 4096): b[i] = 1
+print("ready", flush=True)
+time.sleep(120)'`, dir))
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		ds := []string{dir}
+		if madeParent {
+			ds = append(ds, parent)
+		}
+		for _, d := range ds {
+			for try := 0; try < 100; try++ {
+				if err := os.Remove(d); err == nil || os.IsNotExist(err) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	})
+	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.Itoa(64<<20)), 0); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := out.Read(buf); err != nil || string(buf) != "ready" {
+		t.Fatalf("workload did not start: %q %v", buf, err)
+	}
+	cg := "/docker/" + id
+	name := fmt.Sprintf("memdoctor-web-%d", os.Getpid())
+	const secret = "DB_PASSWORD=hunter2-never-printed"
+	state := func(top string) {
+		p := filepath.Join(top, "var/lib/docker/containers", id, "config.v2.json")
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cfg := `{"State":{"Running":true},"Config":{"Env":["` + secret + `"],"Labels":{"Name":"label"}},"Name":"/` + name + `"}`
+		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt := t.TempDir()
+	state(rt)
+
+	stdout, stderr, code := runCLI(t, "check", "--json", "--runtime-root", rt)
+	if code != 0 {
+		t.Fatalf("check: exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stdout, "hunter2") {
+		t.Errorf("check printed the container's environment")
+	}
+	r := decodeReport(t, stdout)
+	var row *model.CgroupUse
+	for i := range r.Host.Cgroups.Top {
+		if r.Host.Cgroups.Top[i].Cgroup == cg {
+			row = &r.Host.Cgroups.Top[i]
+		}
+	}
+	if row == nil || row.Owner == nil || row.Owner.Name != name || row.Owner.Container != name || row.Owner.ContainerID != id || row.Owner.Runtime != "docker" {
+		t.Fatalf("check: the container's row %+v (owner %+v), want it named %s", row, ownerOf(row), name)
+	}
+	var near *model.Finding
+	for i, f := range r.Findings {
+		if f.ID == "cgroup_near_limit" && f.Subject == "cgroup "+cg {
+			near = &r.Findings[i]
+		}
+	}
+	if near == nil || !strings.HasPrefix(near.Summary, name+": ") || !hasEvidence(near, "owner", name+" ("+cg+")") {
+		t.Errorf("check: the near-limit finding %+v does not name %s", near, name)
+	}
+
+	stdout, stderr, code = runCLI(t, "check", "--top", "5", "--runtime-root", rt)
+	if code != 0 && code != 2 {
+		t.Fatalf("check: exit %d: %s", code, stderr)
+	}
+	sec := stdout[strings.Index(stdout, "CONTAINERS"):]
+	if !strings.Contains(stdout, "CONTAINERS") || !strings.Contains(sec, " "+name+" ("+cg+")\n") {
+		t.Errorf("check: no CONTAINERS line names %s (%s):\n%s", name, cg, stdout)
+	}
+
+	start := time.Now()
+	r = checkJSON(t, "--top", "0", "--runtime-root", rt, "--cgroup", name)
+	t.Logf("check --cgroup %s: %v", name, time.Since(start))
+	if r.Cgroup == nil || r.Cgroup.Cgroup != cg || r.Cgroup.Owner == nil || r.Cgroup.Owner.Container != name {
+		t.Errorf("check --cgroup %s: %+v", name, r.Cgroup)
+	}
+	_, stderr, code = runCLI(t, "check", "--json", "--top", "0", "--cgroup", name)
+	if code == 0 || !strings.Contains(stderr, "no memory cgroup has this path or name") {
+		t.Errorf("check --cgroup %s without its runtime state: exit %d: %s", name, code, stderr)
+	}
+
+	// --root: the host captured, unpacked, the state added below it.
+	archive := filepath.Join(t.TempDir(), "host.txtar")
+	if _, stderr, code := runCLI(t, "capture", "--top", "5", "-o", archive); code != 0 {
+		t.Fatalf("capture: exit %d: %s", code, stderr)
+	}
+	fsys, prov, err := capture.LoadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.Open("var/lib/docker"); err == nil {
+		t.Errorf("the capture holds Docker's state")
+	}
+	unpacked := filepath.Join(t.TempDir(), "root")
+	if err := capture.Unpack(fsys, prov, unpacked); err != nil {
+		t.Fatal(err)
+	}
+	state(unpacked)
+	r = checkJSON(t, "--top", "0", "--root", unpacked, "--cgroup", name)
+	if r.Cgroup == nil || r.Cgroup.Cgroup != cg || r.Cgroup.Owner == nil || r.Cgroup.Owner.Name != name {
+		t.Errorf("check --root --cgroup %s: %+v", name, r.Cgroup)
+	}
+	r = checkJSON(t, "--top", "5", "--capture", archive)
+	for _, u := range r.Host.Cgroups.Top {
+		if u.Cgroup == cg && (u.Owner == nil || u.Owner.Container != "" || u.Owner.Name != "docker "+id[:12]) {
+			t.Errorf("check --capture: the container's owner %+v, want its id only", u.Owner)
+		}
+	}
+}
+
+func ownerOf(u *model.CgroupUse) *model.CgroupOwner {
+	if u == nil {
+		return nil
+	}
+	return u.Owner
+}
+
+func decodeReport(t *testing.T, s string) *model.Report {
+	t.Helper()
+	var r model.Report
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		t.Fatalf("check --json: %v\n%s", err, s)
+	}
+	return &r
+}
+
+func hasEvidence(f *model.Finding, name, text string) bool {
+	for _, e := range f.Evidence {
+		if e.Name == name && e.Text == text {
+			return true
+		}
+	}
+	return false
+}
