@@ -110,9 +110,9 @@ time.sleep(120)'`, dir))
 	}
 	r := decodeReport(t, stdout)
 	var row *model.CgroupUse
-	for i := range r.Host.Cgroups.Top {
-		if r.Host.Cgroups.Top[i].Cgroup == cg {
-			row = &r.Host.Cgroups.Top[i]
+	for i := range r.Cgroups.Top {
+		if r.Cgroups.Top[i].Cgroup == cg {
+			row = &r.Cgroups.Top[i]
 		}
 	}
 	if row == nil || row.Owner == nil || row.Owner.Name != name || row.Owner.Container != name || row.Owner.ContainerID != id || row.Owner.Runtime != "docker" {
@@ -170,7 +170,7 @@ time.sleep(120)'`, dir))
 		t.Errorf("check --root --cgroup %s: %+v", name, r.Cgroup)
 	}
 	r = checkJSON(t, "--top", "5", "--capture", archive)
-	for _, u := range r.Host.Cgroups.Top {
+	for _, u := range r.Cgroups.Top {
 		if u.Cgroup == cg && (u.Owner == nil || u.Owner.Container != "" || u.Owner.Name != "docker "+id[:12]) {
 			t.Errorf("check --capture: the container's owner %+v, want its id only", u.Owner)
 		}
