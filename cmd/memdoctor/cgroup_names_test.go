@@ -29,62 +29,11 @@ import (
 // name is found below the root; with --capture there is none, and no
 // error.
 func TestCheckNamesDockerContainer(t *testing.T) {
-	root, v2 := memoryHierarchy(t)
-	if v2 {
-		t.Skip("the test writes v1 limit files")
-	}
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("needs python3")
-	}
+	root := v1Root(t)
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
-	parent := filepath.Join(root, "docker")
-	madeParent := false
-	if _, err := os.Stat(parent); os.IsNotExist(err) {
-		madeParent = true
-	}
-	dir := filepath.Join(parent, id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Skipf("cannot make memory cgroups: %v", err)
-	}
-	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec python3 -c 'import time
-b = bytearray(56 << 20)
-for i in range(0, len(b), 4096): b[i] = 1
-print("ready", flush=True)
-time.sleep(120)'`, dir))
-	t.Cleanup(func() {
-		if cmd.Process != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-		ds := []string{dir}
-		if madeParent {
-			ds = append(ds, parent)
-		}
-		for _, d := range ds {
-			for try := 0; try < 100; try++ {
-				if err := os.Remove(d); err == nil || os.IsNotExist(err) {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-	})
-	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.Itoa(64<<20)), 0); err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 5)
-	if _, err := out.Read(buf); err != nil || string(buf) != "ready" {
-		t.Fatalf("workload did not start: %q %v", buf, err)
-	}
+	liveCgroup(t, root, "docker/"+id)
 	cg := "/docker/" + id
 	name := fmt.Sprintf("memdoctor-web-%d", os.Getpid())
 	const secret = "DB_PASSWORD=hunter2-never-printed"
@@ -173,6 +122,148 @@ time.sleep(120)'`, dir))
 	for _, u := range r.Cgroups.Top {
 		if u.Cgroup == cg && (u.Owner == nil || u.Owner.Container != "" || u.Owner.Name != "docker "+id[:12]) {
 			t.Errorf("check --capture: the container's owner %+v, want its id only", u.Owner)
+		}
+	}
+}
+
+// v1Root is the v1 memory hierarchy's mount, for tests that write v1
+// limit files and run python3.
+func v1Root(t *testing.T) string {
+	t.Helper()
+	root, v2 := memoryHierarchy(t)
+	if v2 {
+		t.Skip("the test writes v1 limit files")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3")
+	}
+	return root
+}
+
+// liveCgroup makes the memory cgroup rel below root (and the parents it
+// lacks, removed after it) with a 64 MiB limit and a process holding 56
+// MiB of anon in it, killed when the test ends.
+func liveCgroup(t *testing.T, root, rel string) {
+	t.Helper()
+	var made []string
+	for d := filepath.Join(root, rel); d != root; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); os.IsNotExist(err) {
+			made = append(made, d)
+		}
+	}
+	dir := filepath.Join(root, rel)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Skipf("cannot make memory cgroups: %v", err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec python3 -c 'import time
+b = bytearray(56 << 20)
+for i in range(0, len(b), 4096): b[i] = 1
+print("ready", flush=True)
+time.sleep(120)'`, dir))
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		for _, d := range made { // the deepest first
+			for try := 0; try < 100; try++ {
+				if err := os.Remove(d); err == nil || os.IsNotExist(err) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	})
+	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.Itoa(64<<20)), 0); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := out.Read(buf); err != nil || string(buf) != "ready" {
+		t.Fatalf("workload did not start: %q %v", buf, err)
+	}
+}
+
+// TestCheckNamesKubernetesContainer: a Kubernetes-style container cgroup
+// of the test's own on the cgroupfs driver (/kubepods/burstable/pod<uid>/
+// <id>), near its limit, and the kubelet's log directories for that pod
+// in a runtime root: check names it namespace/pod/container (the owner
+// info, the CONTAINERS line, the finding's summary) with kubectl remedies
+// for that container; check --cgroup finds the pod by its name and the
+// container by namespace/pod/container.
+func TestCheckNamesKubernetesContainer(t *testing.T) {
+	root := v1Root(t)
+	b := make([]byte, 48)
+	_, _ = rand.Read(b)
+	h := hex.EncodeToString(b)
+	uid := h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+	cid := h[32:]
+	podDir := "kubepods/burstable/pod" + uid
+	liveCgroup(t, root, podDir+"/"+cid)
+	ns, pod, ctr := "shop", fmt.Sprintf("cart-%d-x7k2p", os.Getpid()), "app"
+	rt := t.TempDir()
+	logs := filepath.Join(rt, "var/log/pods", ns+"_"+pod+"_"+uid, ctr)
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(logs, "0.log"), []byte("started\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(rt, "var/log/containers"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("/var/log/pods", ns+"_"+pod+"_"+uid, ctr, "0.log"),
+		filepath.Join(rt, "var/log/containers", pod+"_"+ns+"_"+ctr+"-"+cid+".log")); err != nil {
+		t.Fatal(err)
+	}
+	cg := "/" + podDir + "/" + cid
+	full := ns + "/" + pod + "/" + ctr
+
+	r := checkJSON(t, "--runtime-root", rt)
+	var owner *model.CgroupOwner
+	for _, u := range r.Cgroups.Top {
+		if u.Cgroup == cg {
+			owner = u.Owner
+		}
+	}
+	if owner == nil || owner.Name != full || owner.Namespace != ns || owner.Pod != pod || owner.Container != ctr || owner.PodUID != uid || owner.QoS != "burstable" {
+		t.Fatalf("check: the container's owner %+v, want %s", owner, full)
+	}
+	var near *model.Finding
+	for i, f := range r.Findings {
+		if f.ID == "cgroup_near_limit" && f.Subject == "cgroup "+cg {
+			near = &r.Findings[i]
+		}
+	}
+	if near == nil || !strings.HasPrefix(near.Summary, full+": ") {
+		t.Fatalf("check: the near-limit finding %+v does not name %s", near, full)
+	}
+	kubectl := false
+	for _, rm := range near.Remedies {
+		for _, c := range rm.Commands {
+			kubectl = kubectl || strings.Contains(c, "kubectl set resources <kind>/<owner> -n "+ns+" -c "+ctr+" ")
+		}
+	}
+	if !kubectl {
+		t.Errorf("check: no kubectl remedy for %s: %+v", full, near.Remedies)
+	}
+	stdout, stderr, code := runCLI(t, "check", "--top", "5", "--runtime-root", rt)
+	if code != 0 && code != 2 {
+		t.Fatalf("check: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, " "+full+" ("+cg+")\n") {
+		t.Errorf("check: no CONTAINERS line names %s:\n%s", full, stdout)
+	}
+	for q, want := range map[string]string{pod: "/" + podDir, ns + "/" + pod: "/" + podDir, full: cg} {
+		r := checkJSON(t, "--top", "0", "--runtime-root", rt, "--cgroup", q)
+		if r.Cgroup == nil || r.Cgroup.Cgroup != want {
+			t.Errorf("check --cgroup %s: %+v, want %s", q, r.Cgroup, want)
 		}
 	}
 }
