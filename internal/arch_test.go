@@ -43,8 +43,8 @@ var allowed = map[string][]string{
 	// Parsers are leaves: they return their own types.
 	"procfs": {"safeio"},
 	// One memory cgroup's files, which cgroups to read, and who a cgroup
-	// path belongs to.
-	"cgroups": {"procfs"},
+	// path belongs to (its names from the runtimes' state, read with safeio).
+	"cgroups": {"procfs", "safeio"},
 	// Collection reads this host and turns it into samples.
 	"runtimes": {"httpsafe", "procfs", "redact", "sample"},
 	"collect":  {"cgroups", "heapprof", "inject", "procfs", "runtimes", "sample", "preload"},
@@ -65,7 +65,7 @@ var allowed = map[string][]string{
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
-	"record": {"cgtrace", "collect", "diagnose", "model", "procfs", "render", "runtimes", "sample", "store"},
+	"record": {"cgroups", "cgtrace", "collect", "diagnose", "model", "procfs", "render", "runtimes", "sample", "store"},
 	// The stable JSON schema (check --json): data only, no judging.
 	"model": {"sample", "vmcalc"},
 	// Judging works on samples only: never /proc.

@@ -13,6 +13,7 @@ func newCheckCmd() *cobra.Command {
 	var (
 		host          hostFlags
 		asJSON        bool
+		runtimeRoot   string
 		top           int
 		failOn        string
 		mallocN       int
@@ -65,7 +66,8 @@ be in the top N by PSS.`,
 				return err
 			}
 			rep, err := analysis.Check(cmd.Context(), h, analysis.CheckOptions{Top: top, Runtimes: &rt.Runtimes, Focus: &focus.Focus,
-				MallocN: mallocN, MallocTimeout: mallocTimeout, Log: cmd.ErrOrStderr(), Bars: progressBars(cmd), Culprits: &culprits.Culprits})
+				MallocN: mallocN, MallocTimeout: mallocTimeout, Log: cmd.ErrOrStderr(), Bars: progressBars(cmd), Culprits: &culprits.Culprits,
+				RuntimeRoot: runtimeRoot})
 			if err != nil {
 				return err
 			}
@@ -88,6 +90,8 @@ be in the top N by PSS.`,
 	rt.register(cmd)
 	focus.register(cmd)
 	culprits.register(cmd)
+	cmd.Flags().StringVar(&runtimeRoot, "runtime-root", "", "read the container runtimes' and the kubelet's state (pod and container names) below `DIR` instead of the host's root")
+	_ = cmd.Flags().MarkHidden("runtime-root")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (a stable interface)")
 	cmd.Flags().IntVar(&top, "top", 10, "how many processes, cgroups and slab caches to show")
 	cmd.Flags().StringVar(&failOn, "fail-on", "none", "exit with status 2 when a finding of this `severity` or worse is found (info, warning, critical)")

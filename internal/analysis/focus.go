@@ -109,7 +109,7 @@ func lookupUID(s string) (int, error) {
 // check fails, before anything is collected, on a live host for pids that
 // do not exist, and on any host for a cgroup that names no memory cgroup
 // (a path of another v1 hierarchy still selects processes on a live host).
-func (f *Focus) check(fs procfs.FS, live bool) error {
+func (f *Focus) check(fs procfs.FS, live bool, names *cgroups.Runtime) error {
 	for _, pid := range f.parsed.PIDs {
 		if !live {
 			break
@@ -119,7 +119,7 @@ func (f *Focus) check(fs procfs.FS, live bool) error {
 		}
 	}
 	if f.parsed.Cgroup != "" {
-		return f.resolveCgroup(fs, live)
+		return f.resolveCgroup(fs, live, names)
 	}
 	return nil
 }
@@ -143,9 +143,10 @@ const maxFocusDirs = 100000
 // resolveCgroup turns --cgroup (a path as in /proc/PID/cgroup, a path
 // under /sys/fs/cgroup, or a name: systemd unit, pod, container id) into a
 // memory cgroup whose accounting check shows, and the processes' focus.
+// Names from the runtimes' state (a pod's or container's) match too.
 // A name must match one memory cgroup; a path that is no memory cgroup
 // (another v1 hierarchy's) still selects processes on a live host.
-func (f *Focus) resolveCgroup(fs procfs.FS, live bool) error {
+func (f *Focus) resolveCgroup(fs procfs.FS, live bool, names *cgroups.Runtime) error {
 	q := f.parsed.Cgroup
 	root, v1, ok := memoryHierarchy(fs)
 	isPath := strings.HasPrefix(q, "/")
@@ -174,7 +175,8 @@ func (f *Focus) resolveCgroup(fs procfs.FS, live bool) error {
 	for _, b := range briefs {
 		paths = append(paths, b.Path)
 	}
-	found, near := cgroups.Match(paths, rel)
+	names.Begin()
+	found, near := cgroups.MatchNamed(paths, rel, names.Name)
 	switch {
 	case len(found) == 1:
 		f.cgroup = found[0]
@@ -191,7 +193,7 @@ func (f *Focus) resolveCgroup(fs procfs.FS, live bool) error {
 			return nil
 		}
 	}
-	msg := fmt.Sprintf("--cgroup %s: no memory cgroup has this path or name (a systemd unit, a pod uid, a container id of 12 hex digits or more)", q)
+	msg := fmt.Sprintf("--cgroup %s: no memory cgroup has this path or name (a systemd unit, a pod uid, a container id of 12 hex digits or more, a pod or container name)", q)
 	if isPath {
 		msg = fmt.Sprintf("--cgroup %s: no such cgroup: no memory cgroup has this path or name (see /proc/PID/cgroup for a process' path)", q)
 	}

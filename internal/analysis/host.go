@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/capture"
+	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/model"
@@ -25,6 +26,10 @@ type Host struct {
 	// taken is when the data was read (zero for the live host: now).
 	taken time.Time
 	live  bool
+	// runtimeRoot is where the runtimes' state (pod and container names)
+	// is read below: "/" live, the --root directory; "" for a capture
+	// (which holds none).
+	runtimeRoot string
 }
 
 // OpenHost opens the host to read: the capture archive when given, else
@@ -38,7 +43,7 @@ func OpenHost(root, capturePath string) (*Host, error) {
 		}
 		pfs := procfs.NewFSFrom(fsys, prov.PageSize)
 		pfs.GlibcBanner = prov.Glibc
-		return &Host{pfs, "capture " + capturePath, prov.Time, false}, nil
+		return &Host{pfs, "capture " + capturePath, prov.Time, false, ""}, nil
 	case root != "":
 		if st, err := os.Stat(root); err == nil && !st.IsDir() {
 			return nil, fmt.Errorf("--root %s is a file; for an archive use --capture", root)
@@ -49,9 +54,9 @@ func OpenHost(root, capturePath string) (*Host, error) {
 		}
 		pfs := procfs.NewFSFrom(fsys, prov.PageSize)
 		pfs.GlibcBanner = prov.Glibc
-		return &Host{pfs, "root " + root, prov.Time, false}, nil
+		return &Host{pfs, "root " + root, prov.Time, false, root}, nil
 	}
-	return &Host{fs: procfs.NewFS("/"), name: "live", live: true}, nil
+	return &Host{fs: procfs.NewFS("/"), name: "live", live: true, runtimeRoot: "/"}, nil
 }
 
 // Live says whether the host is this one, now.
@@ -84,6 +89,9 @@ type CheckOptions struct {
 	// Culprits: the cgroup trace before the reading and the page scan
 	// after it (nil: neither).
 	Culprits *Culprits
+	// RuntimeRoot, when set, is the directory the runtimes' state (pod
+	// and container names) is read below instead of the host's.
+	RuntimeRoot string
 }
 
 // Check reads the host once (twice, o.Runtimes.Interval apart, when
@@ -97,10 +105,15 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 	if fo == nil {
 		fo = &Focus{Sort: "pss"}
 	}
-	if err := fo.check(h.fs, h.live); err != nil {
+	rr := h.runtimeRoot
+	if o.RuntimeRoot != "" {
+		rr = o.RuntimeRoot
+	}
+	names := cgroups.NewRuntime(rr)
+	if err := fo.check(h.fs, h.live, names); err != nil {
 		return nil, err
 	}
-	opt := collect.Options{TopProcesses: o.Top, TopCgroups: o.Top, ArenaScan: true,
+	opt := collect.Options{Names: names, TopProcesses: o.Top, TopCgroups: o.Top, ArenaScan: true,
 		Live: h.live, Now: h.now(), Runtimes: h.live, Scrape: rt.URLs, ScrapeTimeout: rt.Timeout, ScrapeAuth: rt.Auth,
 		Focus: fo.parsed, SortBy: fo.Sort, UserTotals: fo.Users, FocusCgroup: fo.cgroup}
 	if h.live {

@@ -44,3 +44,45 @@ func BenchmarkScan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRuntimeNames: naming the cgroups of 200 pods (a pod cgroup and
+// two containers each, on the systemd driver) from a fake kubelet tree of
+// 200 pods: cold (a new Runtime: both listings read) and warm (a new
+// generation over unchanged listings: two directory checks).
+func BenchmarkRuntimeNames(b *testing.B) {
+	root := b.TempDir()
+	var paths []string
+	for i := 0; i < 200; i++ {
+		p := kubePod{"ns" + fmt.Sprint(i%7), fmt.Sprintf("app-%d-x7k2p", i), podUID(i), map[string]string{"main": hexID(2 * i), "sidecar": hexID(2*i + 1)}}
+		writeKube(b, root, p)
+		slice := "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + strings.ReplaceAll(p.uid, "-", "_") + ".slice"
+		paths = append(paths, slice, slice+"/cri-containerd-"+hexID(2*i)+".scope", slice+"/cri-containerd-"+hexID(2*i+1)+".scope")
+	}
+	name := func(r *Runtime) {
+		for _, p := range paths {
+			if id := r.Name(p); id.Pod == "" {
+				b.Fatalf("%s not named: %+v", p, id)
+			}
+		}
+	}
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			name(NewRuntime(root))
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		r := NewRuntime(root)
+		name(r)
+		for b.Loop() {
+			r.Begin()
+			name(r)
+		}
+	})
+	b.Run("path-only", func(b *testing.B) {
+		for b.Loop() {
+			for _, p := range paths {
+				_ = Name(p)
+			}
+		}
+	})
+}

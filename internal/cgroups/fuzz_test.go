@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,4 +38,43 @@ func FuzzRead(f *testing.F) {
 			_ = Name(m.Path)
 		}
 	})
+}
+
+// FuzzRuntimeNames: the runtime state's parsers on any input never panic,
+// and what they name is printable ASCII that round-trips to the input
+// (a log name) or came from it (a config's name).
+func FuzzRuntimeNames(f *testing.F) {
+	f.Add("shop_cart-7d9f_"+podUID(1), "cart-7d9f_shop_app-"+hexID(1)+".log", []byte(dockerConfig("/web")),
+		[]byte(`[{"id":"`+hexID(2)+`","names":["db"]}]`))
+	f.Add("a_b_c", "x.log", []byte(`{"Name":"/\u001b[31mx"}`), []byte(`[{"id":1},{"id":"`+hexID(2)+`","names":["\u0007"]}]`))
+	f.Add("ns_\x1b]0;t\x07_"+podUID(2), "p_n_c-"+hexID(3)+".log", []byte(`{"Config":{"Env":[{"a":[1,2,{"b":null}]}]},"Name":"/ok"}`), []byte(`[`))
+	f.Fuzz(func(t *testing.T, podDir, ctrLog string, config, store []byte) {
+		if ns, pod, uid, ok := ParsePodLogDir(podDir); ok {
+			if ns+"_"+pod+"_"+uid != podDir || !printable(ns+pod+uid) {
+				t.Errorf("ParsePodLogDir(%q) = %q %q %q", podDir, ns, pod, uid)
+			}
+		}
+		if pod, ns, ctr, id, ok := ParseContainerLog(ctrLog); ok {
+			if pod+"_"+ns+"_"+ctr+"-"+id+".log" != ctrLog || !printable(pod+ns+ctr) || !isHexID(id) {
+				t.Errorf("ParseContainerLog(%q) = %q %q %q %q", ctrLog, pod, ns, ctr, id)
+			}
+		}
+		if n := DockerConfigName(bytes.NewReader(config)); n != "" && (!printable(n) || !bytes.Contains(config, []byte(n))) {
+			t.Errorf("DockerConfigName(%q) = %q", config, n)
+		}
+		for id, n := range PodmanNames(bytes.NewReader(store)) {
+			if !isHexID(id) || !printable(n) {
+				t.Errorf("PodmanNames(%q): %q = %q", store, id, n)
+			}
+		}
+	})
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

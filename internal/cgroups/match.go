@@ -9,11 +9,17 @@ import (
 // hierarchy's root): a path ("/system.slice/x.service") matches itself; a
 // name matches the cgroups whose Identity has it as its display name,
 // unit, pod UID ("pod <uid>" too) or container id (or a prefix of 12 hex
-// digits or more). found holds every match (more than one is ambiguous);
+// digits or more), and, with names from the runtimes' state (MatchNamed),
+// its pod's or container's name (alone or as namespace/pod[/container]). found holds every match (more than one is ambiguous);
 // when there is none, near holds up to maxNear paths whose path or name
 // come close (contain the query, or are a few edits from it), the closest
 // first.
 func Match(paths []string, query string) (found, near []string) {
+	return MatchNamed(paths, query, Name)
+}
+
+// MatchNamed is Match naming each cgroup by name (Runtime.Name, say).
+func MatchNamed(paths []string, query string, name func(string) Identity) (found, near []string) {
 	q := strings.TrimSpace(query)
 	if strings.HasPrefix(q, "/") {
 		q = strings.TrimSuffix(q, "/")
@@ -27,7 +33,7 @@ func Match(paths []string, query string) (found, near []string) {
 		}
 	} else {
 		for _, p := range paths {
-			if nameMatches(p, Name(p), q) {
+			if nameMatches(p, name(p), q, name) {
 				found = append(found, p)
 			}
 		}
@@ -42,9 +48,9 @@ func Match(paths []string, query string) (found, near []string) {
 	var cs []cand
 	lq := strings.ToLower(strings.Trim(q, "/"))
 	for _, p := range paths {
-		id := Name(p)
+		id := name(p)
 		best := -1
-		for _, s := range []string{strings.Trim(p, "/"), id.Name, id.Unit, p[strings.LastIndex(p, "/")+1:]} {
+		for _, s := range []string{strings.Trim(p, "/"), id.Name, id.Unit, id.Pod, id.Container, p[strings.LastIndex(p, "/")+1:]} {
 			s = strings.ToLower(s)
 			if s == "" {
 				continue
@@ -86,17 +92,23 @@ const (
 
 // nameMatches says whether q names the cgroup at p itself (not one below
 // it that inherits its unit or pod).
-func nameMatches(p string, id Identity, q string) bool {
+func nameMatches(p string, id Identity, q string, name func(string) Identity) bool {
 	last := p[strings.LastIndex(p, "/")+1:]
 	switch {
 	case q == "":
 		return false
 	case q == last:
 		return true
+	case id.Pod != "" && id.ContainerID == "" && id.PodUID != "" && strings.Contains(last, "pod") &&
+		(q == id.Pod || q == id.Namespace+"/"+id.Pod):
+		return true
+	case id.Container != "" && strings.Contains(last, id.ContainerID) &&
+		(q == id.Container || (id.Pod != "" && q == id.Namespace+"/"+id.Pod+"/"+id.Container)):
+		return true
 	case q == id.Name:
 		// the cgroup that takes the name, not one below it that inherits it
 		parent := p[:strings.LastIndex(p, "/")]
-		return Name(parent).Name != q
+		return name(parent).Name != q
 	case id.PodUID != "" && id.ContainerID == "" && strings.Contains(last, "pod") &&
 		(q == id.PodUID || q == "pod "+id.PodUID || q == "pod"+id.PodUID):
 		return true

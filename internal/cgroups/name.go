@@ -19,7 +19,7 @@ package cgroups
 //	                           /kubepods/pod<uid>/<id> (Guaranteed)
 //
 // Names come from the path alone; a pod's or container's own name needs
-// the runtime's state and is not guessed.
+// the runtime's state (see Runtime) and is never guessed.
 
 import (
 	"strings"
@@ -39,8 +39,14 @@ type Identity struct {
 	QoS    string `json:"qos,omitempty"`
 	// Unit is the innermost systemd unit (service, scope, slice).
 	Unit string `json:"unit,omitempty"`
+	// Namespace, Pod and Container are the names the runtimes' state on
+	// the host gives (see Runtime); a path alone never has them.
+	Namespace string `json:"namespace,omitempty"`
+	Pod       string `json:"pod,omitempty"`
+	Container string `json:"container,omitempty"`
 	// Name is a short display name: the unit, "pod <uid>", or
-	// "<runtime> <id prefix>".
+	// "<runtime> <id prefix>"; with the runtimes' names,
+	// "namespace/pod/container", "namespace/pod" or a container's name.
 	Name string `json:"name,omitempty"`
 }
 

@@ -176,6 +176,7 @@ func collectCgroups(c *ctx) error {
 	if dying >= 0 {
 		c.add("memdoctor_memcg_dying_cgroups", float64(dying))
 	}
+	c.opt.Names.Begin()
 	focused := c.opt.FocusCgroup == ""
 	for _, b := range cgroups.Select(briefs, c.opt.TopCgroups, c.opt.ExtraCgroups) {
 		mem := r.ReadBrief(b)
@@ -255,10 +256,10 @@ func addCgroup(c *ctx, m *cgroups.Memory) {
 			c.add("memdoctor_cgroup_memory_pressure_avg60_percent", ps.Full.Avg60, "cgroup", p, "kind", "full")
 		}
 	}
-	id := cgroups.Name(p)
+	id := c.opt.Names.Name(p)
 	labels := []string{"cgroup", p}
 	for _, kv := range [][2]string{{"kind", id.Kind}, {"name", id.Name}, {"runtime", id.Runtime}, {"container_id", id.ContainerID},
-		{"pod_uid", id.PodUID}, {"qos", id.QoS}, {"unit", id.Unit}} {
+		{"pod_uid", id.PodUID}, {"qos", id.QoS}, {"unit", id.Unit}, {"namespace", id.Namespace}, {"pod", id.Pod}, {"container", id.Container}} {
 		if kv[1] != "" {
 			labels = append(labels, kv[0], kv[1])
 		}

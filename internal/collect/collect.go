@@ -14,6 +14,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/runtimes"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -68,6 +69,11 @@ type Options struct {
 	// KmsgPath, when set, is the kernel log to read the OOM killer's
 	// reports from (/dev/kmsg on the live host; a saved log in tests).
 	KmsgPath string
+	// Names names the recorded cgroups' owners from the container
+	// runtimes' and the kubelet's state on the host (pod, container
+	// names); nil names them from their paths only. Kept across
+	// collections, it caches what it read.
+	Names *cgroups.Runtime
 }
 
 // ProcessFocus selects processes; a process must match every set field.

@@ -124,6 +124,7 @@ func (cgroupMemoryHighThrottled) Eval(in *Input) []model.Finding {
 		}
 		f.Summary = fmt.Sprintf("%s: usage %s against memory.high %s (anon %s, page cache %s); the kernel reclaims from it and puts its allocating tasks to sleep: it runs slower, it is not killed",
 			when, render.Bytes(int64(usage)), render.Bytes(int64(high)), render.Bytes(int64(anon)), render.Bytes(int64(file)))
+		f.Summary = namedSummary(s, c.path, f.Summary)
 		f.Remedies = cgroupHighRemedies(s, c.path, high)
 		out = append(out, f)
 	}

@@ -253,8 +253,8 @@ func (cgroupMemoryPressure) Eval(in *Input) []model.Finding {
 		if rf, ok := s.Get("memdoctor_cgroup_memory_stat", "cgroup", c.path, "stat", "workingset_refault_file"); ok {
 			f.Evidence = append(f.Evidence, ev("workingset_refault_file", rf, "count"))
 		}
-		f.Summary = what + ": " + why + "; latency suffers and, at its limit, the OOM killer is next"
-		f.Remedies = cgroupPressureRemedies(c.path, hier, ws, nearLimit)
+		f.Summary = namedSummary(s, c.path, what+": "+why+"; latency suffers and, at its limit, the OOM killer is next")
+		f.Remedies = cgroupPressureRemedies(s, c.path, hier, ws, nearLimit)
 		out = append(out, f)
 	}
 	return out
@@ -289,14 +289,14 @@ func cgroupLimitOf(s *sample.Snapshot, p, hier string) (float64, string) {
 // cgroupPressureRemedies: where the stall comes from, then what to change:
 // the limit when the cgroup is at it, else protection from the host's
 // reclaim (memory.low), and the workload itself.
-func cgroupPressureRemedies(p, hier string, ws float64, nearLimit bool) []model.Remedy {
+func cgroupPressureRemedies(s *sample.Snapshot, p, hier string, ws float64, nearLimit bool) []model.Remedy {
 	dir := "/sys/fs/cgroup" + p
 	rs := []model.Remedy{{Title: "see how it stalls: memory.pressure, its limits, and whether it re-reads what reclaim took (workingset_refault_*)",
 		Commands: []string{fmt.Sprintf("cat %s/memory.pressure %s/memory.current %s/memory.max %s/memory.high %s/memory.low", dir, dir, dir, dir, dir),
 			fmt.Sprintf("grep -E '^(anon|file|inactive_file|active_file|workingset_refault_(anon|file)|pgmajfault) ' %s/memory.stat", dir)},
 		Risk: "none (read-only)"}}
 	if nearLimit {
-		return append(rs, cgroupLimitRemedies(p, hier)[1:]...)
+		return append(rs, cgroupLimitRemedies(s, p, hier)[1:]...)
 	}
 	unit := p[strings.LastIndex(p, "/")+1:]
 	low := roundUpMiB(ws)

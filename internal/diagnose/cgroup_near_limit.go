@@ -129,13 +129,14 @@ func (cgroupNearLimit) Eval(in *Input) []model.Finding {
 				ev("file_bytes", file, "bytes"),
 				ev("inactive_file_bytes", n.inactive, "bytes"),
 			},
-			Remedies: cgroupLimitRemedies(n.path, hier),
+			Remedies: cgroupLimitRemedies(s, n.path, hier),
 		}
 		if left, perHour, ok := timeToLimit(in, n.path, n.ws, n.limit); ok {
 			f.Summary += fmt.Sprintf("; growing %s an hour, it reaches the limit in about %s", render.Bytes(int64(perHour)), render.Duration(left))
 			f.Evidence = append(f.Evidence, ev("working_set_growth_bytes_per_hour", perHour, "bytes"),
 				ev("time_to_limit_seconds", left.Seconds(), "seconds"))
 		}
+		f.Summary = namedSummary(s, n.path, f.Summary)
 		out = append(out, f)
 	}
 	return out
@@ -182,8 +183,8 @@ func cgroupOwner(s *sample.Snapshot, p string) string {
 // cgroupLimitRemedies: what is in the cgroup, and its limit in the host's
 // layout; for a systemd unit, the unit's own property; for a Kubernetes
 // pod, its spec.
-func cgroupLimitRemedies(p, hier string) []model.Remedy {
-	if ns, pod, ctr, ok := containerName(p); ok {
+func cgroupLimitRemedies(s *sample.Snapshot, p, hier string) []model.Remedy {
+	if ns, pod, ctr, ok := containerName(s, p); ok {
 		return []model.Remedy{{Title: "see what fills it: the container's processes and its memory as the kubelet sees it",
 			Commands: []string{fmt.Sprintf("kubectl top pod %s -n %s --containers", pod, ns),
 				fmt.Sprintf("kubectl describe pod %s -n %s | grep -A3 -E 'Limits|Last State'", pod, ns)},
@@ -226,9 +227,17 @@ func cgroupLimitRemedies(p, hier string) []model.Remedy {
 
 // containerName splits the name a Kubernetes container read through
 // Prometheus gets (namespace/pod/container, where host cgroups are paths
-// from "/").
-func containerName(p string) (ns, pod, ctr string, ok bool) {
+// from "/"); for a host cgroup, it is the names the runtimes' state gave
+// its owner (memdoctor_cgroup_owner_info's namespace, pod and container).
+func containerName(s *sample.Snapshot, p string) (ns, pod, ctr string, ok bool) {
 	if strings.HasPrefix(p, "/") {
+		// A host cgroup: the names the runtimes' state gave its owner.
+		for _, m := range s.Select("memdoctor_cgroup_owner_info", "cgroup", p) {
+			l := m.Labels
+			if l.Get("kind") == "kubernetes" && l.Get("namespace") != "" && l.Get("pod") != "" && l.Get("container") != "" {
+				return l.Get("namespace"), l.Get("pod"), l.Get("container"), true
+			}
+		}
 		return "", "", "", false
 	}
 	parts := strings.Split(p, "/")

@@ -117,7 +117,8 @@ func (cgroupOOMKills) Eval(in *Input) []model.Finding {
 				f.Evidence = append(f.Evidence, evText(fmt.Sprintf("victim_%d", i+1), v))
 			}
 		}
-		f.Remedies = cgroupOOMRemedies(c.path, hier)
+		f.Summary = namedSummary(s, c.path, f.Summary)
+		f.Remedies = cgroupOOMRemedies(s, c.path, hier)
 		out = append(out, f)
 	}
 	return out
@@ -218,19 +219,19 @@ func nearest(all []cgKills, d, a string) bool {
 	return true
 }
 
-func cgroupOOMRemedies(p, hier string) []model.Remedy {
-	if ns, pod, ctr, ok := containerName(p); ok {
+func cgroupOOMRemedies(s *sample.Snapshot, p, hier string) []model.Remedy {
+	if ns, pod, ctr, ok := containerName(s, p); ok {
 		rs := []model.Remedy{{Title: "see the kill: the container's last state (OOMKilled, exit code 137), its restarts, and the node's kernel log",
 			Commands: []string{fmt.Sprintf("kubectl get pod %s -n %s -o jsonpath='{range .status.containerStatuses[?(@.name==\"%s\")]}{.restartCount} {.lastState.terminated.reason} {.lastState.terminated.finishedAt}{\"\\n\"}{end}'", pod, ns, ctr),
 				"journalctl -k | grep -E 'oom-kill:|Killed process'   # on the node"},
 			Risk: "none (read-only)"}}
-		return append(rs, cgroupLimitRemedies(p, hier)...)
+		return append(rs, cgroupLimitRemedies(s, p, hier)...)
 	}
 	rs := []model.Remedy{{Title: "find the victims: the kernel log names each killed process, its memory and the cgroup whose limit was hit (oom_memcg=)",
 		Commands: []string{fmt.Sprintf("journalctl -k -b | grep -E 'oom-kill:.*oom_memcg=%s[,/]|Memory cgroup out of memory|Killed process'", p),
 			"dmesg -T | grep -E 'oom-kill:|Killed process'   # without a journal (this boot only)"},
 		Risk: "none (read-only)"}}
-	return append(rs, cgroupLimitRemedies(p, hier)...)
+	return append(rs, cgroupLimitRemedies(s, p, hier)...)
 }
 
 // cgroupOOMQueries: cgroup kills within the range (any is a finding);

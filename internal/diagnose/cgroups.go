@@ -53,7 +53,8 @@ func cgroups(s *sample.Snapshot) model.Cgroups {
 		if o := s.Select("memdoctor_cgroup_owner_info", "cgroup", p); len(o) > 0 && o[0].Labels.Get("kind") != "" {
 			l := o[0].Labels
 			u.Owner = &model.CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
-				PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit")}
+				PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit"),
+				Namespace: l.Get("namespace"), Pod: l.Get("pod"), Container: l.Get("container")}
 		}
 		c.Top = append(c.Top, u)
 	}
@@ -146,7 +147,8 @@ func CgroupDetailOf(s *sample.Snapshot, p string) (d model.CgroupDetail, ok bool
 	if o := s.Select("memdoctor_cgroup_owner_info", "cgroup", p); len(o) > 0 && o[0].Labels.Get("kind") != "" {
 		l := o[0].Labels
 		d.Owner = &model.CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
-			PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit")}
+			PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit"),
+			Namespace: l.Get("namespace"), Pod: l.Get("pod"), Container: l.Get("container")}
 	}
 	return d, true
 }
@@ -168,4 +170,26 @@ func FocusCgroup(r *model.Report, s *sample.Snapshot, p string) (hidden int) {
 		r.Cgroup = &d
 	}
 	return hidden
+}
+
+// runtimeName is the name the container runtimes' state on the host gave
+// a cgroup's owner (namespace/pod/container, namespace/pod, a container's
+// name); "" when only its path named it (ids, which read as numbers, stay
+// out of summaries).
+func runtimeName(s *sample.Snapshot, p string) string {
+	for _, m := range s.Select("memdoctor_cgroup_owner_info", "cgroup", p) {
+		if l := m.Labels; l.Get("pod") != "" || l.Get("container") != "" {
+			return l.Get("name")
+		}
+	}
+	return ""
+}
+
+// namedSummary starts a cgroup finding's summary with its owner's runtime
+// name, when there is one.
+func namedSummary(s *sample.Snapshot, p, summary string) string {
+	if n := runtimeName(s, p); n != "" {
+		return n + ": " + summary
+	}
+	return summary
 }

@@ -38,7 +38,8 @@ type CgroupUse struct {
 	Owner *CgroupOwner `json:"owner,omitempty"`
 }
 
-// CgroupOwner is what a cgroup's path says about who owns it.
+// CgroupOwner is what a cgroup's path says about who owns it, and the
+// names the runtimes' state on the host gives (namespace, pod, container).
 type CgroupOwner struct {
 	Kind        string `json:"kind,omitempty"`
 	Name        string `json:"name,omitempty"`
@@ -47,6 +48,9 @@ type CgroupOwner struct {
 	PodUID      string `json:"pod_uid,omitempty"`
 	QoS         string `json:"qos,omitempty"`
 	Unit        string `json:"unit,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Pod         string `json:"pod,omitempty"`
+	Container   string `json:"container,omitempty"`
 }
 
 // SlabReport summarises slab memory.

@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/cgtrace"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
@@ -106,6 +107,9 @@ type Recorder struct {
 	cfg  Config
 	fs   procfs.FS
 	live bool
+	// names names cgroups' owners from the runtimes' state (live only),
+	// its listings cached across ticks.
+	names *cgroups.Runtime
 
 	settling      sync.Mutex // held by settle; guards the three below
 	settled       time.Time
@@ -196,6 +200,7 @@ func New(cfg Config) (*Recorder, error) {
 	} else {
 		r.fs = procfs.NewFS("/")
 		r.live = true
+		r.names = cgroups.NewRuntime("/")
 	}
 	if r.cfg.Instance == "" {
 		h, _ := os.Hostname()
@@ -375,7 +380,7 @@ func (r *Recorder) firstSlot(now time.Time) time.Time {
 func (r *Recorder) Tick(at time.Time) {
 	start := time.Now()
 	cpu0 := selfCPU()
-	res, err := collect.Collect(r.fs, collect.Options{TopProcesses: r.cfg.Top, TopCgroups: 10, ArenaScan: true, Live: r.live,
+	res, err := collect.Collect(r.fs, collect.Options{TopProcesses: r.cfg.Top, TopCgroups: 10, ArenaScan: true, Live: r.live, Names: r.names,
 		Now: func() time.Time { return at }, Runtimes: r.live, Scrape: r.cfg.Scrape, ScrapeTimeout: r.cfg.ScrapeTimeout, ScrapeAuth: r.cfg.ScrapeAuth})
 	if err != nil {
 		r.mu.Lock()

@@ -64,7 +64,7 @@ var catalog = []struct {
 	{"memdoctor_cgroup_memory_pressure_avg10_percent", Description{"Share of the last 10 s the cgroup's tasks stalled on memory (v2 memory.pressure).", Gauge}},
 	{"memdoctor_cgroup_memory_pressure_avg60_percent", Description{"Share of the last 60 s the cgroup's tasks stalled on memory (v2 memory.pressure).", Gauge}},
 	{"memdoctor_cgroup_memory_stat", Description{"memory.stat keys of the cgroup, in v2 names.", Gauge}},
-	{"memdoctor_cgroup_owner_info", Description{"Who a memory cgroup belongs to (systemd unit, container, Kubernetes pod), from its path.", Gauge}},
+	{"memdoctor_cgroup_owner_info", Description{"Who a memory cgroup belongs to (systemd unit, container, Kubernetes pod), from its path; namespace, pod and container names from the runtimes' state on the host where readable.", Gauge}},
 	{"memdoctor_cgroup_memory_", Description{"Memory charged to the cgroup.", Gauge}},
 	{"memdoctor_processes_vanished", Description{"Processes that exited while being read.", Gauge}},
 	{"memdoctor_processes", Description{"Processes with user memory.", Gauge}},

@@ -406,7 +406,8 @@ func cgroupFocus(p *printer, d *model.CgroupDetail) {
 	p.heading("CGROUP " + name)
 	if o := d.Owner; o != nil {
 		var parts []string
-		for _, kv := range [][2]string{{"kind", o.Kind}, {"unit", o.Unit}, {"runtime", o.Runtime}, {"container", o.ContainerID}, {"pod", o.PodUID}, {"qos", o.QoS}} {
+		for _, kv := range [][2]string{{"kind", o.Kind}, {"unit", o.Unit}, {"runtime", o.Runtime}, {"container", o.ContainerID}, {"pod", o.PodUID}, {"qos", o.QoS},
+			{"namespace", o.Namespace}, {"pod name", o.Pod}, {"container name", o.Container}} {
 			if kv[1] != "" {
 				parts = append(parts, kv[0]+" "+kv[1])
 			}
