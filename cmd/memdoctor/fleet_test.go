@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,6 +54,8 @@ func startPrometheus(t *testing.T, dir, config string, extra ...string) *promSer
 		"--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// A test binary that dies (a crash, a timeout) takes its Prometheus along.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
