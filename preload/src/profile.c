@@ -3,9 +3,10 @@
  * keeps (MEMDOCTOR_PROFILE, see README.md "Heap profile").
  *
  * The allocation functions (malloc, calloc, realloc, memalign,
- * posix_memalign, aligned_alloc) are interposed like free(): one load and
- * an indirect tail jump to the next definition while profiling is off.
- * With MEMDOCTOR_PROFILE=RATE, each thread counts the bytes it allocates
+ * posix_memalign, aligned_alloc) are interposed like free(): a test of one
+ * flag and an indirect tail jump to the next definition while profiling is
+ * off; the test of the thread's byte count before that jump while it is on
+ * (one indirect jump either way). With MEMDOCTOR_PROFILE=RATE, each thread counts the bytes it allocates
  * down from an exponentially distributed gap of mean RATE (a Poisson
  * process over allocated bytes, as Go's runtime.MemProfileRate); the
  * allocation that crosses zero is sampled: its call stack is taken by
