@@ -18,7 +18,8 @@
  * heap.
  *
  * Rules this file keeps, because it runs inside free() of any program:
- *   - The idle path is one load and a tail call to the real free.
+ *   - The idle path is a test of one flag and a tail call through one
+ *     pointer (both in one cache line) to the real free.
  *   - Nothing here takes a lock that free() callers could hold. Trims and
  *     stats are serialised by one atomic owner word ("busy"): a free() that
  *     finds it taken skips the trim instead of waiting, so a free() called
@@ -98,7 +99,12 @@ static _Atomic(free_fn) real_free;
 static void free_bootstrap(void *p);
 static void free_full(void *p);
 static void dump_profile(void);
-static _Atomic(free_fn) dispatch = free_bootstrap;
+/* prof: MEMDOCTOR_PROFILE is on, and free() checks the filter first.
+ * Both in one cache line, read by every free(). */
+static struct {
+	_Atomic(free_fn) fn;
+	_Atomic int prof;
+} fr __attribute__((aligned(16))) = {free_bootstrap, 0};
 static TLS int in_resolve;
 static _Atomic uint64_t bootstrap_leaks;
 static TLS uint64_t local_freed;
@@ -190,7 +196,8 @@ static free_fn resolve_free(void)
 	/* From now on free() jumps straight there, unless the constructor
 	 * already switched it to counting. */
 	free_fn boot = free_bootstrap;
-	atomic_compare_exchange_strong(&dispatch, &boot, atomic_load(&md_boot_used) ? free_full : f);
+	free_fn to = atomic_load(&md_boot_used) ? free_full : f;
+	atomic_compare_exchange_strong(&fr.fn, &boot, to);
 	return f;
 }
 
@@ -527,8 +534,9 @@ static void free_bootstrap(void *p)
 }
 
 /*
- * free_full: free() with MEMDOCTOR_TRIM_FREED or MEMDOCTOR_PROFILE set, or
- * once the allocation bootstrap handed out a block of its own.
+ * free_full: free() with MEMDOCTOR_TRIM_FREED set, or once the allocation
+ * bootstrap handed out a block of its own. (A sampled block was already
+ * matched by free() itself.)
  */
 static void free_full(void *p)
 {
@@ -539,8 +547,6 @@ static void free_full(void *p)
 	}
 	if (!p || md_boot_owns(p))
 		return; /* free(NULL) does nothing; a bootstrap block is never freed */
-	if (atomic_load_explicit(&md_prof_rate, memory_order_relaxed))
-		md_prof_untrack(p); /* before: afterwards p may be handed out again */
 	uint64_t threshold = atomic_load_explicit(&cfg_freed, memory_order_relaxed);
 	if (!threshold) {
 		f(p);
@@ -552,45 +558,42 @@ static void free_full(void *p)
 	account(n, threshold);
 }
 
-/* free_prof_taken: free_prof for a p whose filter slot a sampled block
+/* free_prof_taken: free() of a p whose filter slot a sampled block
  * holds: one comparison tells most such p apart from that block. */
 __attribute__((noinline)) static void free_prof_taken(void *p, uint16_t v)
 {
 	if (p && md_prof_match(v, p))
-		md_prof_untrack_slow(p);
-	atomic_load_explicit(&real_free, memory_order_relaxed)(p);
-}
-
-/* free_prof: free() with MEMDOCTOR_PROFILE alone: one filter word read to
- * tell that p was never sampled, then a tail call to the real free. Both
- * ways end in a tail call: no frame is set up. */
-static void free_prof(void *p)
-{
-	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
-	uint16_t v = md_prof_word(md_prof_words, p);
-	if (unlikely(v)) {
-		free_prof_taken(p, v);
-		return;
-	}
-	f(p);
+		md_prof_untrack_slow(p); /* before: afterwards p may be handed out again */
+	atomic_load_explicit(&fr.fn, memory_order_relaxed)(p);
 }
 
 void md_free_route(void)
 {
 	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
 	int prof = atomic_load(&md_prof_rate) && atomic_load(&md_prof_filter);
-	if (!f || atomic_load(&cfg_freed) || atomic_load(&md_boot_used))
-		atomic_store(&dispatch, free_full);
-	else if (prof)
-		atomic_store(&dispatch, free_prof);
-	else
-		atomic_store(&dispatch, f);
+	free_fn to = !f || atomic_load(&cfg_freed) || atomic_load(&md_boot_used) ? free_full : f;
+	atomic_store(&fr.fn, to);
+	atomic_store(&fr.prof, prof);
 }
 
-/* free: the idle path is one load and an indirect tail jump to the real free. */
-EXPORT void free(void *p)
+/*
+ * free: not profiling, one load, a test of fr.prof and an indirect tail
+ * jump to the real free (or to free_full). Profiling, one filter word read
+ * to tell that p was never sampled before the same jump: one indirect jump
+ * either way, and no frame. (A second pointer, so that the profiling path
+ * falls through to a jump of its own instead of branching back to the
+ * shared one, measured 3% slower.)
+ */
+__attribute__((optimize("omit-frame-pointer"))) EXPORT void free(void *p)
 {
-	atomic_load_explicit(&dispatch, memory_order_relaxed)(p);
+	if (unlikely(atomic_load_explicit(&fr.prof, memory_order_relaxed))) {
+		uint16_t v = md_prof_word(md_prof_words, p);
+		if (unlikely(v)) {
+			free_prof_taken(p, v);
+			return;
+		}
+	}
+	atomic_load_explicit(&fr.fn, memory_order_relaxed)(p);
 }
 
 /*
@@ -989,7 +992,7 @@ __attribute__((destructor)) static void md_fini(void)
 void md_test_reset(void)
 {
 	atomic_store(&real_free, NULL);
-	atomic_store(&dispatch, free_bootstrap);
+	atomic_store(&fr.fn, free_bootstrap);
 }
 
 uint64_t md_bootstrap_leaks(void)

@@ -3,9 +3,10 @@
  * keeps (MEMDOCTOR_PROFILE, see README.md "Heap profile").
  *
  * The allocation functions (malloc, calloc, realloc, memalign,
- * posix_memalign, aligned_alloc) are interposed like free(): one load and
- * an indirect tail jump to the next definition while profiling is off.
- * With MEMDOCTOR_PROFILE=RATE, each thread counts the bytes it allocates
+ * posix_memalign, aligned_alloc) are interposed like free(): a test of one
+ * flag and an indirect tail jump to the next definition while profiling is
+ * off; the test of the thread's byte count before that jump while it is on
+ * (one indirect jump either way). With MEMDOCTOR_PROFILE=RATE, each thread counts the bytes it allocates
  * down from an exponentially distributed gap of mean RATE (a Poisson
  * process over allocated bytes, as Go's runtime.MemProfileRate); the
  * allocation that crosses zero is sampled: its call stack is taken by
@@ -70,16 +71,6 @@ extern void *__libc_memalign(size_t, size_t);
 
 /* ---- the next definitions (glibc's, or another preloaded allocator's) ---- */
 
-static struct {
-	malloc_fn malloc;
-	calloc_fn calloc;
-	realloc_fn realloc;
-	memalign_fn memalign, aligned_alloc;
-	posix_memalign_fn posix_memalign;
-} real;
-static _Atomic int real_ready;
-static TLS int in_resolve;
-
 static void *malloc_boot(size_t n);
 static void *calloc_boot(size_t k, size_t n);
 static void *realloc_boot(void *p, size_t n);
@@ -87,12 +78,34 @@ static void *memalign_boot(size_t a, size_t n);
 static void *aligned_alloc_boot(size_t a, size_t n);
 static int posix_memalign_boot(void **pp, size_t a, size_t n);
 
-static _Atomic(malloc_fn) d_malloc = malloc_boot;
-static _Atomic(calloc_fn) d_calloc = calloc_boot;
-static _Atomic(realloc_fn) d_realloc = realloc_boot;
-static _Atomic(memalign_fn) d_memalign = memalign_boot;
-static _Atomic(memalign_fn) d_aligned_alloc = aligned_alloc_boot;
-static _Atomic(posix_memalign_fn) d_posix_memalign = posix_memalign_boot;
+/* The boot functions until resolved: a thread that sees rt.prof set
+ * before the resolved pointers still lands somewhere that works. */
+static struct {
+	malloc_fn malloc;
+	calloc_fn calloc;
+	realloc_fn realloc;
+	memalign_fn memalign, aligned_alloc;
+	posix_memalign_fn posix_memalign;
+} real = {malloc_boot, calloc_boot, realloc_boot, memalign_boot, aligned_alloc_boot, posix_memalign_boot};
+static _Atomic int real_ready;
+static TLS int in_resolve;
+
+/*
+ * Where the exported functions go: the *_boot functions until the real
+ * ones are known, then the real ones (or realloc_checked). With prof set
+ * (sampling on) they take their profiled path instead, which ends in a
+ * tail jump through real: one indirect jump either way. One cache line,
+ * written only when the routes change.
+ */
+static struct {
+	_Atomic(malloc_fn) malloc;
+	_Atomic(calloc_fn) calloc;
+	_Atomic(realloc_fn) realloc;
+	_Atomic(memalign_fn) memalign, aligned_alloc;
+	_Atomic(posix_memalign_fn) posix_memalign;
+	_Atomic int prof;
+} rt __attribute__((aligned(64))) = {malloc_boot, calloc_boot, realloc_boot, memalign_boot, aligned_alloc_boot,
+				     posix_memalign_boot, 0};
 
 /*
  * Allocations made while dlsym resolves the real functions (older glibc
@@ -174,7 +187,7 @@ static void *malloc_boot(size_t n)
 {
 	if (!resolve_alloc())
 		return boot_alloc(n, 16);
-	return atomic_load_explicit(&d_malloc, memory_order_relaxed)(n);
+	return atomic_load_explicit(&rt.malloc, memory_order_relaxed)(n);
 }
 
 static void *calloc_boot(size_t k, size_t n)
@@ -183,7 +196,7 @@ static void *calloc_boot(size_t k, size_t n)
 		size_t t;
 		return __builtin_mul_overflow(k, n, &t) ? NULL : boot_alloc(t, 16);
 	}
-	return atomic_load_explicit(&d_calloc, memory_order_relaxed)(k, n);
+	return atomic_load_explicit(&rt.calloc, memory_order_relaxed)(k, n);
 }
 
 static void *realloc_boot(void *p, size_t n)
@@ -197,21 +210,21 @@ static void *realloc_boot(void *p, size_t n)
 		}
 		return q;
 	}
-	return atomic_load_explicit(&d_realloc, memory_order_relaxed)(p, n);
+	return atomic_load_explicit(&rt.realloc, memory_order_relaxed)(p, n);
 }
 
 static void *memalign_boot(size_t a, size_t n)
 {
 	if (!resolve_alloc())
 		return boot_alloc(n, a);
-	return atomic_load_explicit(&d_memalign, memory_order_relaxed)(a, n);
+	return atomic_load_explicit(&rt.memalign, memory_order_relaxed)(a, n);
 }
 
 static void *aligned_alloc_boot(size_t a, size_t n)
 {
 	if (!resolve_alloc())
 		return boot_alloc(n, a);
-	return atomic_load_explicit(&d_aligned_alloc, memory_order_relaxed)(a, n);
+	return atomic_load_explicit(&rt.aligned_alloc, memory_order_relaxed)(a, n);
 }
 
 static int posix_memalign_boot(void **pp, size_t a, size_t n)
@@ -223,39 +236,7 @@ static int posix_memalign_boot(void **pp, size_t a, size_t n)
 		*pp = p;
 		return 0;
 	}
-	return atomic_load_explicit(&d_posix_memalign, memory_order_relaxed)(pp, a, n);
-}
-
-/* ---- the exported functions: one load and a tail jump ---- */
-
-EXPORT void *malloc(size_t n)
-{
-	return atomic_load_explicit(&d_malloc, memory_order_relaxed)(n);
-}
-
-EXPORT void *calloc(size_t k, size_t n)
-{
-	return atomic_load_explicit(&d_calloc, memory_order_relaxed)(k, n);
-}
-
-EXPORT void *realloc(void *p, size_t n)
-{
-	return atomic_load_explicit(&d_realloc, memory_order_relaxed)(p, n);
-}
-
-EXPORT void *memalign(size_t a, size_t n)
-{
-	return atomic_load_explicit(&d_memalign, memory_order_relaxed)(a, n);
-}
-
-EXPORT void *aligned_alloc(size_t a, size_t n)
-{
-	return atomic_load_explicit(&d_aligned_alloc, memory_order_relaxed)(a, n);
-}
-
-EXPORT int posix_memalign(void **pp, size_t a, size_t n)
-{
-	return atomic_load_explicit(&d_posix_memalign, memory_order_relaxed)(pp, a, n);
+	return atomic_load_explicit(&rt.posix_memalign, memory_order_relaxed)(pp, a, n);
 }
 
 /* ---- sampling state ---- */
@@ -655,13 +636,6 @@ SLOW static void *malloc_sampled(size_t n)
 	return p;
 }
 
-FAST static void *malloc_prof(size_t n)
-{
-	if (likely(!due(n)))
-		return real.malloc(n);
-	return malloc_sampled(n);
-}
-
 SLOW static void *calloc_sampled(size_t k, size_t n, size_t t)
 {
 	void *p = real.calloc(k, n);
@@ -767,6 +741,61 @@ static void *realloc_checked(void *p, size_t n)
 	return real.realloc(p, n);
 }
 
+/* ---- the exported functions ---- */
+
+/*
+ * Not sampling: one load, a test of prof (same cache line) and an indirect
+ * tail jump to the real function. Sampling: the test, the thread's byte
+ * count, and an indirect tail jump to the real function, or, when a sample
+ * is due, a direct tail call to the sampling version. Built without a frame
+ * of their own (FAST), so that a *_sampled function's return address is in
+ * the caller of malloc.
+ */
+FAST EXPORT void *malloc(size_t n)
+{
+	if (unlikely(atomic_load_explicit(&rt.prof, memory_order_relaxed))) {
+		if (unlikely(due(n)))
+			return malloc_sampled(n);
+		/* rt.malloc is real.malloc once rt.prof is set: one cache line */
+	}
+	return atomic_load_explicit(&rt.malloc, memory_order_relaxed)(n);
+}
+
+FAST EXPORT void *calloc(size_t k, size_t n)
+{
+	if (unlikely(atomic_load_explicit(&rt.prof, memory_order_relaxed)))
+		return calloc_prof(k, n);
+	return atomic_load_explicit(&rt.calloc, memory_order_relaxed)(k, n);
+}
+
+FAST EXPORT void *realloc(void *p, size_t n)
+{
+	if (unlikely(atomic_load_explicit(&rt.prof, memory_order_relaxed)))
+		return realloc_prof(p, n);
+	return atomic_load_explicit(&rt.realloc, memory_order_relaxed)(p, n);
+}
+
+FAST EXPORT void *memalign(size_t a, size_t n)
+{
+	if (unlikely(atomic_load_explicit(&rt.prof, memory_order_relaxed)))
+		return memalign_prof(a, n);
+	return atomic_load_explicit(&rt.memalign, memory_order_relaxed)(a, n);
+}
+
+FAST EXPORT void *aligned_alloc(size_t a, size_t n)
+{
+	if (unlikely(atomic_load_explicit(&rt.prof, memory_order_relaxed)))
+		return aligned_alloc_prof(a, n);
+	return atomic_load_explicit(&rt.aligned_alloc, memory_order_relaxed)(a, n);
+}
+
+FAST EXPORT int posix_memalign(void **pp, size_t a, size_t n)
+{
+	if (unlikely(atomic_load_explicit(&rt.prof, memory_order_relaxed)))
+		return posix_memalign_prof(pp, a, n);
+	return atomic_load_explicit(&rt.posix_memalign, memory_order_relaxed)(pp, a, n);
+}
+
 /* route points the exported functions at the real ones, or at the
  * sampling versions. */
 static void route(void)
@@ -774,12 +803,13 @@ static void route(void)
 	if (!atomic_load_explicit(&real_ready, memory_order_acquire))
 		return;
 	int on = atomic_load(&md_prof_rate) && tab;
-	atomic_store(&d_malloc, on ? malloc_prof : real.malloc);
-	atomic_store(&d_calloc, on ? calloc_prof : real.calloc);
-	atomic_store(&d_realloc, on ? realloc_prof : atomic_load(&md_boot_used) ? realloc_checked : real.realloc);
-	atomic_store(&d_memalign, on ? memalign_prof : real.memalign);
-	atomic_store(&d_aligned_alloc, on ? aligned_alloc_prof : real.aligned_alloc);
-	atomic_store(&d_posix_memalign, on ? posix_memalign_prof : real.posix_memalign);
+	atomic_store(&rt.malloc, real.malloc);
+	atomic_store(&rt.calloc, real.calloc);
+	atomic_store(&rt.realloc, atomic_load(&md_boot_used) ? realloc_checked : real.realloc);
+	atomic_store(&rt.memalign, real.memalign);
+	atomic_store(&rt.aligned_alloc, real.aligned_alloc);
+	atomic_store(&rt.posix_memalign, real.posix_memalign);
+	atomic_store(&rt.prof, on);
 }
 
 /* ---- set-up, fork ---- */
@@ -806,9 +836,10 @@ int md_prof_init(uint64_t rate, const char *pattern)
 		return -1;
 	atomic_store(&md_prof_filter, md_prof_words);
 	atomic_store(&md_prof_rate, rate);
+	/* free() matches sampled blocks before malloc() samples any. */
+	md_free_route();
 	resolve_alloc();
 	route();
-	md_free_route();
 	return 0;
 }
 

@@ -22,6 +22,8 @@
 #   (i)      profile safety: profsafe (threads allocating with every function,
 #            300 fork+exec, SIGALRM every 2 ms, dlopen) prints the same
 #            with sampling every 4 KiB as without the library
+#   (j)      one indirect branch per malloc and per free inside the library,
+#            sampling or not (jumpcount single-steps a child with ptrace)
 #
 # Needs cc and python3 (JSON/XML checks). Prints "ok"/"FAIL" per test and
 # exits 1 if any failed.
@@ -60,6 +62,7 @@ build forker test/forker.c
 build stress test/stress.c
 build alloc_workload "$PROGRAMS/alloc_workload.c"
 build profsafe test/profsafe.c -ldl
+build jumpcount test/jumpcount.c
 $CC -O1 -fno-omit-frame-pointer -pthread -o "$BIN/leak_workload" "$PROGRAMS/leak_workload.c" || {
   echo "FAIL setup: cannot build leak_workload"; exit 1; }
 
@@ -347,6 +350,18 @@ rc=$?
 if [ $rc -eq 124 ]; then fail "(i)" "deadlock: still running after 120 s"
 elif [ $rc -ne 0 ] || [ "$got" != "$want" ]; then fail "(i)" "status $rc, output: $got; want: $want"
 else ok "(i) profile safety: output unchanged under 300 fork+exec, signals and dlopen"; fi
+
+# ---- (j) indirect branches per malloc+free pair ----
+# 1GiB: sampling on, but none of the 8 pairs' 800 bytes comes due.
+for prof in "" 1GiB; do
+  out=$(env LD_PRELOAD="$LIB" MEMDOCTOR_PROFILE="$prof" MEMDOCTOR_PROFILE_PATH="$TMP/prof/jump.%p" \
+    "$BIN/jumpcount" 8 2>&1)
+  case $out in
+  "jumpcount: skipped"*) ok "(j) ${out#jumpcount: }" ;;
+  "jumpcount: 16 indirect branches,"*) ok "(j) ${prof:-not sampling}: ${out#jumpcount: }" ;;
+  *) fail "(j)" "${prof:-not sampling}: want 16 indirect branches for 8 pairs (one per call): $out" ;;
+  esac
+done
 
 if [ $failed -ne 0 ]; then
   echo "preload tests: FAILED"
