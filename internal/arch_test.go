@@ -55,9 +55,9 @@ var allowed = map[string][]string{
 	"malloc":    {"inject", "procfs", "preload"},
 	// The page scan reads /proc/kpagecgroup and the memory hierarchy itself
 	// (live only, like inject): its results are samples.
-	"pagescan": {"sample"},
+	"pagescan": {"procfs", "sample"},
 	// The cgroup tracer loads BPF (or reads tracefs) on the live host.
-	"cgtrace":  {"sample"},
+	"cgtrace":  {"procfs", "sample"},
 	"heapprof": {"procfs"},
 	// Heap sampling with uprobes on a live process (leaks --ebpf): its
 	// result is heapprof's dump; inject opens the target's mapped files.

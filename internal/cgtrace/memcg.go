@@ -5,9 +5,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // maxMemcgPaths bounds the id → path cache (and so one walk of the
@@ -41,60 +44,17 @@ func MemoryMount(proc string) string {
 	if err != nil {
 		return ""
 	}
+	mounts, _, _ := procfs.ParseMountinfo(b) // a bad line hides only its mount
 	var v2 string
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		pf, qf := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(pf) < 5 || len(qf) < 3 {
-			continue
-		}
-		switch qf[0] {
-		case "cgroup":
-			for _, o := range strings.Split(qf[2], ",") {
-				if o == "memory" {
-					return unescapeMount(pf[4])
-				}
-			}
-		case "cgroup2":
-			if v2 == "" {
-				v2 = unescapeMount(pf[4])
-			}
+	for _, m := range mounts {
+		switch {
+		case m.FSType == "cgroup" && slices.Contains(m.SuperOptions, "memory"):
+			return m.MountPoint
+		case m.FSType == "cgroup2" && v2 == "":
+			v2 = m.MountPoint
 		}
 	}
 	return v2
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, ok := octal3(s[i+1 : i+4]); ok {
-				b.WriteByte(n)
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func octal3(s string) (byte, bool) {
-	if len(s) != 3 {
-		return 0, false
-	}
-	var n int
-	for _, c := range s {
-		if c < '0' || c > '7' {
-			return 0, false
-		}
-		n = n*8 + int(c-'0')
-	}
-	return byte(n), n < 256
 }
 
 // learn records a cgroup the trace saw made or removed in the memory

@@ -1,16 +1,17 @@
 package pagescan
 
 import (
-	"bufio"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -24,34 +25,18 @@ type Hierarchy struct {
 // controller's mount: a v1 hierarchy with the memory option, else cgroup2
 // when it has the memory controller.
 func FindMemoryHierarchy(proc string) (Hierarchy, error) {
-	f, err := os.Open(proc + "/self/mountinfo")
+	b, err := os.ReadFile(proc + "/self/mountinfo")
 	if err != nil {
 		return Hierarchy{}, err
 	}
-	defer func() { _ = f.Close() }()
+	mounts, _, _ := procfs.ParseMountinfo(b) // a bad line hides only its mount
 	var v2 string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		pf, qf := strings.Fields(pre), strings.Fields(post)
-		if len(pf) < 5 || len(qf) < 3 {
-			continue
-		}
-		mnt := unescape(pf[4])
-		switch qf[0] {
-		case "cgroup":
-			for _, o := range strings.Split(qf[2], ",") {
-				if o == "memory" {
-					return Hierarchy{Mount: mnt, Version: "v1"}, nil
-				}
-			}
-		case "cgroup2":
-			if v2 == "" {
-				v2 = mnt
-			}
+	for _, m := range mounts {
+		switch {
+		case m.FSType == "cgroup" && slices.Contains(m.SuperOptions, "memory"):
+			return Hierarchy{Mount: m.MountPoint, Version: "v1"}, nil
+		case m.FSType == "cgroup2" && v2 == "":
+			v2 = m.MountPoint
 		}
 	}
 	if v2 != "" {
@@ -69,25 +54,6 @@ func hasField(s, f string) bool {
 		}
 	}
 	return false
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // Pin is what removed cgroups pin under one live cgroup (their nearest
