@@ -3,8 +3,6 @@
 package safeio
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
 	"io/fs"
 	"os"
@@ -114,37 +112,15 @@ func ListBeneath(root, name string, maxEntries int) ([]DirEntry, FileID, error) 
 	}
 	defer func() { _ = unix.Close(fd) }() // read-only
 	var out []DirEntry
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR { //nolint:errorlint // raw errno from the syscall
-			continue
+	err = eachDirent(fd, make([]byte, 32<<10), func(s string, typ byte) error {
+		if len(out) == maxEntries {
+			return fmt.Errorf("%w: more than %d entries", ErrTooLarge, maxEntries)
 		}
-		if err != nil {
-			return nil, FileID{}, &fs.PathError{Op: "readdir", Path: name, Err: err}
-		}
-		if n <= 0 {
-			return out, idOf(st), nil
-		}
-		b := buf[:n]
-		for len(b) >= 19 {
-			// struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name.
-			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-			if reclen < 19 || reclen > len(b) {
-				break
-			}
-			typ := b[18]
-			nm := b[19:reclen]
-			if i := bytes.IndexByte(nm, 0); i >= 0 {
-				nm = nm[:i]
-			}
-			b = b[reclen:]
-			if s := string(nm); s != "." && s != ".." {
-				if len(out) == maxEntries {
-					return nil, FileID{}, &fs.PathError{Op: "readdir", Path: name, Err: fmt.Errorf("%w: more than %d entries", ErrTooLarge, maxEntries)}
-				}
-				out = append(out, DirEntry{Name: s, Type: typ})
-			}
-		}
+		out = append(out, DirEntry{Name: s, Type: typ})
+		return nil
+	})
+	if err != nil {
+		return nil, FileID{}, &fs.PathError{Op: "readdir", Path: name, Err: err}
 	}
+	return out, idOf(st), nil
 }
