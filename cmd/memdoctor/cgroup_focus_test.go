@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,58 +21,18 @@ import (
 // one letter off fails, listing the cgroup as a close match. An idle
 // sibling, which check would not read in full, is read when focused on.
 func TestCheckCgroupFocus(t *testing.T) {
-	root, v2 := memoryHierarchy(t)
-	if v2 {
-		t.Skip("the test writes v1 limit files")
-	}
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("needs python3")
-	}
+	root := v1Root(t)
 	unit := fmt.Sprintf("memdoctor-focus-%d-%d.service", os.Getpid(), time.Now().UnixNano()%1e6)
 	parent := filepath.Join(root, fmt.Sprintf("memdoctor-focus-%d.slice", os.Getpid()))
 	dir := filepath.Join(parent, unit)
+	liveCgroup(t, root, strings.TrimPrefix(dir, root+"/"))
 	// idle: no process and no limit, so never among the cgroups check
-	// reads in full unless focused on.
+	// reads in full unless focused on (removed before its parent).
 	idle := filepath.Join(parent, "idle-"+unit)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Skipf("cannot make memory cgroups: %v", err)
-	}
-	if err := os.MkdirAll(idle, 0o755); err != nil {
+	if err := os.Mkdir(idle, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec python3 -c 'import time
-b = bytearray(56 << 20)
-for i in range(0, len(b), 4096): b[i] = 1
-print("ready", flush=True)
-time.sleep(120)'`, dir))
-	t.Cleanup(func() {
-		if cmd.Process != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-		for _, d := range []string{dir, idle, parent} {
-			for try := 0; try < 100; try++ {
-				if err := os.Remove(d); err == nil || os.IsNotExist(err) {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-	})
-	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.Itoa(64<<20)), 0); err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 5)
-	if _, err := out.Read(buf); err != nil || string(buf) != "ready" {
-		t.Fatalf("workload did not start: %q %v", buf, err)
-	}
+	t.Cleanup(func() { _ = os.Remove(idle) })
 	cg := strings.TrimPrefix(dir, root)
 
 	for _, q := range []string{unit, cg, dir} {
