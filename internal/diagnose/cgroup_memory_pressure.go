@@ -37,7 +37,6 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
 	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )

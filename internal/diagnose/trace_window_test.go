@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
