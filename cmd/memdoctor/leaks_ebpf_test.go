@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,12 +35,7 @@ func needBPF(t *testing.T) {
 
 // plainWorkload is testdata/programs/leak_workload.c started WITHOUT the
 // preload library.
-type plainWorkload struct {
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	out   *bufio.Scanner
-	lines []string // what it printed
-}
+type plainWorkload struct{ *workloadPipe }
 
 func buildLeakWorkload(t *testing.T) string {
 	t.Helper()
@@ -56,44 +49,7 @@ func buildLeakWorkload(t *testing.T) string {
 
 func startPlainWorkload(t *testing.T, bin string) *plainWorkload {
 	t.Helper()
-	w := &plainWorkload{cmd: exec.Command(bin)}
-	w.cmd.Stderr = os.Stderr
-	var err error
-	if w.in, err = w.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := w.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.out = bufio.NewScanner(out)
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = w.in.Close()
-		_ = w.cmd.Process.Kill()
-		_ = w.cmd.Wait()
-	})
-	return w
-}
-
-// leak sends "leak MIB" and returns the bytes leaked in all, as counted by
-// the workload.
-func (w *plainWorkload) leak(t *testing.T, mib int) int64 {
-	t.Helper()
-	if _, err := fmt.Fprintf(w.in, "leak %d\n", mib); err != nil {
-		t.Fatal(err)
-	}
-	if !w.out.Scan() {
-		t.Fatalf("workload ended: %v", w.out.Err())
-	}
-	w.lines = append(w.lines, w.out.Text())
-	var leaked, healthy int64
-	if _, err := fmt.Sscanf(w.out.Text(), "ready leaked=%d healthy_live=%d", &leaked, &healthy); err != nil || healthy != 0 {
-		t.Fatalf("workload said %q", w.out.Text())
-	}
-	return leaked
+	return &plainWorkload{startPipe(t, exec.Command(bin))}
 }
 
 // exit ends the workload and returns its exit code.

@@ -20,12 +20,46 @@ import (
 	"github.com/memdoctor/memdoctor/preload"
 )
 
-// leakWorkload is testdata/programs/leak_workload.c running under the
-// preload library with sampling on.
-type leakWorkload struct {
+// workloadPipe is a process speaking testdata/programs/leak_workload.c's
+// protocol: "leak MIB" on stdin, a "ready leaked=N healthy_live=M" line
+// back on stdout.
+type workloadPipe struct {
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	out   *bufio.Scanner
+	lines []string // what it printed
+}
+
+// startPipe starts cmd with its stdin and stdout piped; it is ended when
+// the test ends.
+func startPipe(t *testing.T, cmd *exec.Cmd) *workloadPipe {
+	t.Helper()
+	w := &workloadPipe{cmd: cmd}
+	w.cmd.Stderr = os.Stderr
+	var err error
+	if w.in, err = w.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := w.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.out = bufio.NewScanner(out)
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = w.in.Close() // EOF ends the workload
+		_ = w.cmd.Process.Kill()
+		_ = w.cmd.Wait()
+	})
+	return w
+}
+
+// leakWorkload is testdata/programs/leak_workload.c running under the
+// preload library with sampling on.
+type leakWorkload struct {
+	*workloadPipe
 	dumps string // the profile path pattern's directory
 }
 
@@ -54,34 +88,18 @@ func startLeakCmd(t *testing.T, rate string, cmd *exec.Cmd) *leakWorkload {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &leakWorkload{cmd: cmd, dumps: filepath.Join(dir, "dumps")}
-	if err := os.Mkdir(w.dumps, 0o755); err != nil {
+	dumps := filepath.Join(dir, "dumps")
+	if err := os.Mkdir(dumps, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w.cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib, "MEMDOCTOR_PROFILE="+rate,
-		"MEMDOCTOR_PROFILE_INTERVAL=300ms", "MEMDOCTOR_PROFILE_PATH="+filepath.Join(w.dumps, "heap.%p"))
-	w.cmd.Stderr = os.Stderr
-	if w.in, err = w.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := w.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.out = bufio.NewScanner(out)
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = w.in.Close() // EOF ends the workload
-		_ = w.cmd.Wait()
-	})
-	return w
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib, "MEMDOCTOR_PROFILE="+rate,
+		"MEMDOCTOR_PROFILE_INTERVAL=300ms", "MEMDOCTOR_PROFILE_PATH="+filepath.Join(dumps, "heap.%p"))
+	return &leakWorkload{workloadPipe: startPipe(t, cmd), dumps: dumps}
 }
 
 // leak makes the workload leak mib MiB and returns the bytes it has leaked
 // in all, as it counts them itself.
-func (w *leakWorkload) leak(t *testing.T, mib int) int64 {
+func (w *workloadPipe) leak(t *testing.T, mib int) int64 {
 	t.Helper()
 	if _, err := fmt.Fprintf(w.in, "leak %d\n", mib); err != nil {
 		t.Fatal(err)
@@ -89,6 +107,7 @@ func (w *leakWorkload) leak(t *testing.T, mib int) int64 {
 	if !w.out.Scan() {
 		t.Fatalf("workload ended: %v", w.out.Err())
 	}
+	w.lines = append(w.lines, w.out.Text())
 	var leaked, healthy int64
 	if _, err := fmt.Sscanf(w.out.Text(), "ready leaked=%d healthy_live=%d", &leaked, &healthy); err != nil || healthy != 0 {
 		t.Fatalf("workload said %q", w.out.Text())
