@@ -44,5 +44,9 @@ print(f"  start (once): {m['start-ms']:.0f} ms, {m['start-cpu-ms']:.0f} ms CPU")
 print(f"  tracer, steady: {m['%core']:.2f} % of a core, {m['tracer-ns/op']:.0f} ns per operation")
 if "bpf-ns/op" in m:
     print(f"  BPF programs (in the kernel): {m['bpf-ns/op']:.0f} ns per operation, {m['bpf-%core']:.2f} % of a core")
+    runs = ", ".join(f"{p} {m[p + '-ns/run']:.0f} ns" for p in ("mkdir", "rmdir", "release") if p + "-ns/run" in m)
+    if runs:
+        print(f"  per run of each program: {runs}")
+    print(f"  in all: {m['%core'] + m['bpf-%core']:.2f} % of a core")
 print(f"  dropped {m['dropped']:.0f}, peak RSS {m['maxrss-MiB']:.1f} MiB")
 PY

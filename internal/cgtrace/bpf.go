@@ -24,6 +24,7 @@ var (
 	offDuration  = int(unsafe.Offsetof(cgtraceEvent{}.DurationNs))
 	offReclaimed = int(unsafe.Offsetof(cgtraceEvent{}.Reclaimed))
 	offOp        = int(unsafe.Offsetof(cgtraceEvent{}.Op))
+	offCounted   = int(unsafe.Offsetof(cgtraceEvent{}.Counted))
 	offPID       = int(unsafe.Offsetof(cgtraceEvent{}.Pid))
 	offPPID      = int(unsafe.Offsetof(cgtraceEvent{}.Ppid))
 	offHierarchy = int(unsafe.Offsetof(cgtraceEvent{}.Hierarchy))
@@ -36,6 +37,7 @@ var (
 const (
 	commLen = 16
 	pathLen = 160
+	nameLen = 40
 	// bpfStatsRunTime is BPF_STATS_RUN_TIME of linux/bpf.h (named here so
 	// the package builds where x/sys/unix lacks Linux's constants).
 	bpfStatsRunTime = 0
@@ -82,16 +84,43 @@ type bpfTracer struct {
 	dropped uint64
 	wakes   [maxNodes]uint64
 	stats   io.Closer
+	// The event counters and each creator's counts at the last fold.
+	eventsAll, eventsKept uint64
+	counted               map[cgtraceCreatorKey]cgtraceCounts
 	// The cgroup programs' run count and time at the last take.
 	runs    uint64
 	runTime time.Duration
+	progs   [len(cgroupPrograms)]ProgramStats
+	// The dying table, read in place, and the copy each take reads.
+	dyingMem *ebpf.Memory
+	dyingBuf []byte
 }
 
-// ringBytes is the size of the BPF ring buffer (a power of two): about
-// 17,000 records, so at 10,000 cgroup operations a second the reader is
-// woken about once a second (at half full) and most drains are its own
-// timer's.
-const ringBytes = 4 << 20
+// removedSize is the size of a slot of the dying table (struct removed).
+const removedSize = int(unsafe.Sizeof(cgtraceRemoved{}))
+
+// Layout of a slot of the dying table, from its generated Go twin.
+var (
+	offSlotID     = int(unsafe.Offsetof(cgtraceRemoved{}.Id))
+	offSlotTs     = int(unsafe.Offsetof(cgtraceRemoved{}.Ts))
+	offSlotParent = int(unsafe.Offsetof(cgtraceRemoved{}.ParentId))
+	offSlotName   = int(unsafe.Offsetof(cgtraceRemoved{}.Name))
+)
+
+// ringBytes is the size of the BPF ring buffer (a power of two), about
+// 4,300 records. Most cgroup operations are counts in the kernel, not
+// records (a record names a creator, or is a reclaim stall); only past the
+// kernel's table of creators is each operation a record: at 10,000 a
+// second the kernel side then wakes the reader about five times a second
+// (at half full).
+const ringBytes = 1 << 20
+
+// cgroupPrograms name the cgroup programs, in the order take reads them.
+var cgroupPrograms = [...]string{"cgroup_mkdir", "cgroup_rmdir", "cgroup_release"}
+
+// creatorSlots, when not 0, sizes the kernel side's table of creators
+// (MAX_CREATORS otherwise): tests fill it.
+var creatorSlots uint32
 
 // maxNodes is the size of the kswapd wake-up counters (MAX_NODES).
 const maxNodes = 64
@@ -132,9 +161,17 @@ func loadBPF(opt Options, follow int) (*bpfTracer, error) {
 	if m := spec.Maps[cgtraceMapEvents]; m != nil {
 		m.MaxEntries = ringBytes
 	}
+	if m := spec.Maps[cgtraceMapCreators]; m != nil && creatorSlots > 0 {
+		m.MaxEntries = creatorSlots
+	}
 	if v := spec.Variables[cgtraceVarWakeAt]; v != nil {
 		if err := v.Set(uint64(ringBytes / 2)); err != nil {
 			return nil, fmt.Errorf("setting the wakeup threshold: %w", err)
+		}
+	}
+	if v := spec.Variables[cgtraceVarWantHierarchy]; v != nil {
+		if err := v.Set(int32(opt.Hierarchy)); err != nil {
+			return nil, fmt.Errorf("setting the wanted hierarchy: %w", err)
 		}
 	}
 	if v := spec.Variables[cgtraceVarFollowHierarchy]; v != nil {
@@ -142,7 +179,7 @@ func loadBPF(opt Options, follow int) (*bpfTracer, error) {
 			return nil, fmt.Errorf("setting the followed hierarchy: %w", err)
 		}
 	}
-	t := &bpfTracer{}
+	t := &bpfTracer{counted: map[cgtraceCreatorKey]cgtraceCounts{}}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -205,6 +242,38 @@ func (t *bpfTracer) drain(deadline time.Time, add func([]byte)) error {
 	}
 }
 
+// fold adds to a what the kernel side counted since the last fold: the
+// cgroup operations, and each creator's. A creator with no operation since
+// the last fold leaves the kernel's table, so that the table holds the
+// active ones (one that comes back is named again by a record).
+func (t *bpfTracer) fold(a *aggregator) {
+	var all, kept uint64
+	if t.objs.EventsAll.Get(&all) == nil && t.objs.EventsKept.Get(&kept) == nil {
+		a.events += int64(all - t.eventsAll)
+		a.kept += int64(kept - t.eventsKept)
+		t.eventsAll, t.eventsKept = all, kept
+	}
+	var (
+		k     cgtraceCreatorKey
+		v     cgtraceCounts
+		quiet []cgtraceCreatorKey
+	)
+	it := t.objs.Creators.Iterate()
+	for it.Next(&k, &v) {
+		last := t.counted[k]
+		if v == last {
+			quiet = append(quiet, k)
+			continue
+		}
+		t.counted[k] = v
+		a.addCounted(k, int64(v.Mkdir-last.Mkdir), int64(v.Rmdir-last.Rmdir))
+	}
+	for _, k := range quiet {
+		_ = t.objs.Creators.Delete(&k) // gone already: nothing to forget
+		delete(t.counted, k)
+	}
+}
+
 // take adds the kernel side's counters since the last take to s, and the
 // removed cgroups still dying; names names them.
 func (t *bpfTracer) take(s *Summary, opt Options, names *memcgPaths) {
@@ -239,8 +308,12 @@ func (t *bpfTracer) take(s *Summary, opt Options, names *memcgPaths) {
 		// summary has those since the last take.
 		var runs uint64
 		var runTime time.Duration
-		for _, p := range []*ebpf.Program{t.objs.CgroupMkdir, t.objs.CgroupRmdir, t.objs.CgroupRelease} {
+		for i, p := range []*ebpf.Program{t.objs.CgroupMkdir, t.objs.CgroupRmdir, t.objs.CgroupRelease} {
 			if st, err := p.Stats(); err == nil {
+				last := t.progs[i]
+				s.KernelPrograms = append(s.KernelPrograms, ProgramStats{Name: cgroupPrograms[i],
+					Runs: st.RunCount - last.Runs, Time: st.Runtime - last.Time})
+				t.progs[i] = ProgramStats{Runs: st.RunCount, Time: st.Runtime}
 				runs += st.RunCount
 				runTime += st.Runtime
 			}
@@ -258,29 +331,64 @@ func (t *bpfTracer) dying(names *memcgPaths) (int64, []DyingCgroup) {
 		return 0, nil
 	}
 	now := uint64(ts.Nano())
+	if t.dyingMem == nil {
+		m, err := t.objs.Dying.Memory()
+		if err != nil {
+			return 0, nil
+		}
+		t.dyingMem = m
+		t.dyingBuf = make([]byte, m.Size())
+	}
+	if _, err := t.dyingMem.ReadAt(t.dyingBuf, 0); err != nil {
+		return 0, nil
+	}
 	var (
-		id  uint64
-		r   cgtraceRemoved
 		n   int64
 		out []DyingCgroup
 	)
-	it := t.objs.Dying.Iterate()
-	for it.Next(&id, &r) {
+	ne := binary.NativeEndian
+	for off := 0; off+removedSize <= len(t.dyingBuf); off += removedSize {
+		b := t.dyingBuf[off:]
+		id, ts := ne.Uint64(b[offSlotID:]), ne.Uint64(b[offSlotTs:])
+		if id == 0 {
+			continue
+		}
 		n++
 		age := time.Duration(0)
-		if now > r.Ts {
-			age = time.Duration(now - r.Ts)
+		if ts != 0 && now > ts { // 0: being written, removed just now
+			age = time.Duration(now - ts)
 		}
-		out = append(out, DyingCgroup{ID: id, Age: age})
+		out = append(out, DyingCgroup{ID: id, Age: age, slot: off})
 		if len(out) >= 4*OldestDyingKept {
 			out = oldest(out)
 		}
 	}
 	out = oldest(out)
 	for i := range out {
-		out[i].Path = names.known(out[i].ID)
+		b := t.dyingBuf[out[i].slot:]
+		out[i].Path = t.dyingName(out[i].ID, ne.Uint64(b[offSlotParent:]), cstr(b[offSlotName:offSlotName+nameLen]), names)
 	}
 	return n, out
+}
+
+// dyingName is a removed cgroup's path: as the trace saw it made or
+// removed, else its parent's path (a walk finds the live ones) and the
+// name the kernel side kept ("" when neither is known).
+func (t *bpfTracer) dyingName(id, parentID uint64, name string, names *memcgPaths) string {
+	if p := names.known(id); p != "" {
+		return p
+	}
+	if name == "" {
+		return ""
+	}
+	switch parent := names.name(parentID); parent {
+	case "":
+		return ""
+	case "/":
+		return "/" + name
+	default:
+		return parent + "/" + name
+	}
 }
 
 // oldest keeps the OldestDyingKept oldest, oldest first.

@@ -1,13 +1,17 @@
 //go:build ignore
 
-// Kernel side of memdoctor's cgroup tracer: one record per cgroup mkdir and
-// rmdir (tracepoints cgroup:cgroup_mkdir / cgroup:cgroup_rmdir, BTF-typed),
-// with the calling process and its memory cgroup at that time; the removed
-// memory cgroups not yet released (cgroup:cgroup_release) and when each was
-// removed; one record per direct or memcg-limit reclaim a
-// task sat through (vmscan:mm_vmscan_{direct,memcg}_reclaim_begin/_end),
-// with how long it took; and a count of kswapd wake-ups per node. CO-RE: the structs below name only the fields
-// read, and libbpf-style relocations fit them to the running kernel's BTF.
+// Kernel side of memdoctor's cgroup tracer. Cgroup mkdir and rmdir
+// (tracepoints cgroup:cgroup_mkdir / cgroup:cgroup_rmdir, BTF-typed) are
+// counted here, per creator (the calling process' name and memory cgroup
+// at that time): a creator's first operation is one record in the ring
+// buffer, naming it (pid, parent, path); the others only add to its
+// counts, which the reader takes at each summary. The removed memory
+// cgroups not yet released (cgroup:cgroup_release) are kept in a table with
+// when each was removed and its name. One record per direct or
+// memcg-limit reclaim a task sat through (vmscan:mm_vmscan_{direct,memcg}_
+// reclaim_begin/_end), with how long it took, and a count of kswapd wake-ups
+// per node. CO-RE: the structs below name only the fields read, and
+// libbpf-style relocations fit them to the running kernel's BTF.
 
 typedef unsigned char __u8;
 typedef unsigned int __u32;
@@ -30,25 +34,31 @@ typedef __u32 __wsum;
 
 #define COMM_LEN 16
 #define PATH_LEN 160
+#define NAME_LEN 40
 
 char __license[] SEC("license") = "GPL";
 
 struct kernfs_node {
 	__u64 id;
+	const char *name;
 } __attribute__((preserve_access_index));
 
 struct cgroup_root {
 	int hierarchy_id;
 } __attribute__((preserve_access_index));
 
-struct cgroup {
-	struct kernfs_node *kn;
-	struct cgroup_root *root;
-	int level;
-} __attribute__((preserve_access_index));
+struct cgroup;
 
 struct cgroup_subsys_state {
 	struct cgroup *cgroup;
+	struct cgroup_subsys_state *parent;
+} __attribute__((preserve_access_index));
+
+struct cgroup {
+	struct cgroup_subsys_state self;
+	struct kernfs_node *kn;
+	struct cgroup_root *root;
+	int level;
 } __attribute__((preserve_access_index));
 
 // The kernel sizes subsys[] by its configured controllers; the memory
@@ -74,6 +84,7 @@ struct event {
 	__u64 reclaimed;    // reclaim: pages reclaimed
 	__u64 memcg_id;     // the calling task's memory cgroup (kernfs id), 0: unknown
 	__u32 op;
+	__u32 counted;      // 1: the operation is counted in creators, the record only names its creator
 	__u32 pid;
 	__u32 ppid;
 	__s32 hierarchy;
@@ -92,20 +103,29 @@ struct {
 
 // Cgroups of the followed hierarchy removed during the trace and not yet
 // released (a removed memory cgroup stays allocated, dying, while pages are
-// charged to it): when each was removed. When it is full the newest are not
-// followed (counted in dying_untracked), so the oldest stay known.
+// charged to it), and when each was removed: a table of DYING_SLOTS slots,
+// the slot of a cgroup its kernfs id modulo DYING_SLOTS. An array, not a
+// hash map: finding the slot is arithmetic the verifier inlines, no helper
+// call and no lock, so the removal and the release each cost about one
+// cache line. kernfs ids are handed out in sequence, so two cgroups share a
+// slot only when DYING_SLOTS ids or more apart (a prime: any stride of ids
+// visits every slot before one comes back). A slot taken is kept by the
+// older cgroup; the newer is not followed (counted in dying_untracked), so
+// the oldest stay known.
 struct removed {
-	__u64 ts;
-	__s32 hierarchy;
-	__s32 pad;
+	__u64 id;        // 0: free
+	__u64 ts;        // 0: being written
+	__u64 parent_id; // the parent cgroup's kernfs id
+	__u8 name[NAME_LEN];
 };
 
-#define MAX_DYING 16384
+#define DYING_SLOTS 16381
 
 struct {
-	__uint(type, 1); // BPF_MAP_TYPE_HASH
-	__uint(max_entries, MAX_DYING);
-	__type(key, __u64);
+	__uint(type, 2); // BPF_MAP_TYPE_ARRAY
+	__uint(max_entries, DYING_SLOTS);
+	__uint(map_flags, 1 << 10); // BPF_F_MMAPABLE: the reader reads it in place
+	__type(key, __u32);
 	__type(value, struct removed);
 } dying SEC(".maps");
 
@@ -150,8 +170,77 @@ __u64 dropped = 0;
 // records cost no wakeup.
 const volatile __u64 wake_at = (1 << 20) / 4;
 
+// The hierarchy whose operations are counted per creator (-1: all), set
+// before loading.
+const volatile __s32 want_hierarchy = -1;
+
+// Cgroup operations seen, of all hierarchies and of the wanted one.
+__u64 events_all = 0;
+__u64 events_kept = 0;
+
+// A creator: the calling process' name and memory cgroup.
+struct creator_key {
+	__u64 memcg_id;
+	__u8 comm[COMM_LEN];
+};
+
+struct counts {
+	__u64 mkdir;
+	__u64 rmdir;
+};
+
+// When it is full, the operations of creators not in it are one record
+// each (counted = 0), as when nothing is counted here.
+#define MAX_CREATORS 4096
+
+struct {
+	__uint(type, 1); // BPF_MAP_TYPE_HASH
+	__uint(max_entries, MAX_CREATORS);
+	__type(key, struct creator_key);
+	__type(value, struct counts);
+} creators SEC(".maps");
+
+static __always_inline void count(struct counts *c, __u32 op)
+{
+	if (op == OP_MKDIR)
+		__sync_fetch_and_add(&c->mkdir, 1);
+	else
+		__sync_fetch_and_add(&c->rmdir, 1);
+}
+
+static __always_inline void submit(struct event *e)
+{
+	__u64 flags = RB_NO_WAKEUP;
+	if (bpf_ringbuf_query(&events, RB_AVAIL_DATA) >= wake_at)
+		flags = RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
+}
+
 static __always_inline int record(__u32 op, struct cgroup *cgrp, const char *path, __u64 id, __s32 hier, __u64 ts)
 {
+	__sync_fetch_and_add(&events_all, 1);
+	if (want_hierarchy >= 0 && hier != want_hierarchy)
+		return 0;
+	__sync_fetch_and_add(&events_kept, 1);
+	// The creator's operations after its first are a count: no record.
+	struct creator_key k = {.memcg_id = memcg_of()};
+	bpf_get_current_comm(&k.comm, sizeof(k.comm));
+	struct counts *c = bpf_map_lookup_elem(&creators, &k);
+	if (c) {
+		count(c, op);
+		return 0;
+	}
+	struct counts first = {.mkdir = op == OP_MKDIR, .rmdir = op == OP_RMDIR};
+	__u32 counted = 1;
+	if (bpf_map_update_elem(&creators, &k, &first, 1 /* BPF_NOEXIST */)) {
+		// Another CPU added it first, or the table is full.
+		c = bpf_map_lookup_elem(&creators, &k);
+		if (c) {
+			count(c, op);
+			return 0;
+		}
+		counted = 0;
+	}
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&dropped, 1);
@@ -164,6 +253,7 @@ static __always_inline int record(__u32 op, struct cgroup *cgrp, const char *pat
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	e->ts = ts;
 	e->op = op;
+	e->counted = counted;
 	e->pid = pid_tgid >> 32;
 	e->ppid = task->real_parent->tgid;
 	e->cgroup_id = id;
@@ -171,13 +261,10 @@ static __always_inline int record(__u32 op, struct cgroup *cgrp, const char *pat
 	e->level = cgrp->level;
 	e->duration_ns = 0;
 	e->reclaimed = 0;
-	e->memcg_id = memcg_of();
-	bpf_get_current_comm(&e->comm, sizeof(e->comm));
+	e->memcg_id = k.memcg_id;
+	__builtin_memcpy(e->comm, k.comm, COMM_LEN);
 	bpf_probe_read_kernel_str(&e->path, sizeof(e->path), path);
-	__u64 flags = RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&events, RB_AVAIL_DATA) >= wake_at)
-		flags = RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(e, flags);
+	submit(e);
 	return 0;
 }
 
@@ -195,10 +282,17 @@ int cgroup_rmdir(__u64 *ctx)
 	struct cgroup *cgrp = (struct cgroup *)ctx[0];
 	__s32 hier = cgrp->root->hierarchy_id;
 	__u64 id = cgrp->kn->id, now = bpf_ktime_get_ns();
-	if (follow_hierarchy >= 0 && hier == follow_hierarchy) {
-		struct removed r = {.ts = now, .hierarchy = hier};
-		if (bpf_map_update_elem(&dying, &id, &r, 0))
+	if (follow_hierarchy >= 0 && hier == follow_hierarchy && id) {
+		__u32 slot = id % DYING_SLOTS;
+		struct removed *r = bpf_map_lookup_elem(&dying, &slot);
+		if (r && __sync_val_compare_and_swap(&r->id, 0, id) == 0) {
+			r->ts = now;
+			struct cgroup_subsys_state *parent = cgrp->self.parent;
+			r->parent_id = parent ? parent->cgroup->kn->id : 0;
+			bpf_probe_read_kernel_str(&r->name, sizeof(r->name), cgrp->kn->name);
+		} else {
 			__sync_fetch_and_add(&dying_untracked, 1);
+		}
 	}
 	return record(OP_RMDIR, cgrp, (const char *)ctx[1], id, hier, now);
 }
@@ -211,7 +305,14 @@ int cgroup_release(__u64 *ctx)
 	if (follow_hierarchy < 0 || cgrp->root->hierarchy_id != follow_hierarchy)
 		return 0;
 	__u64 id = cgrp->kn->id;
-	bpf_map_delete_elem(&dying, &id);
+	__u32 slot = id % DYING_SLOTS;
+	struct removed *r = bpf_map_lookup_elem(&dying, &slot);
+	if (r && r->id == id) {
+		// The time first: a removal that takes the slot next writes
+		// its own after claiming it.
+		r->ts = 0;
+		__sync_val_compare_and_swap(&r->id, id, 0);
+	}
 	return 0;
 }
 
@@ -266,11 +367,9 @@ static __always_inline int reclaim_end(__u32 op, __u64 reclaimed)
 	e->hierarchy = -1;
 	e->level = 0;
 	e->path[0] = 0;
+	e->counted = 0;
 	bpf_get_current_comm(&e->comm, sizeof(e->comm));
-	__u64 flags = RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&events, RB_AVAIL_DATA) >= wake_at)
-		flags = RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(e, flags);
+	submit(e);
 	return 0;
 }
 

@@ -13,6 +13,18 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type cgtraceCounts struct {
+	_     structs.HostLayout
+	Mkdir uint64
+	Rmdir uint64
+}
+
+type cgtraceCreatorKey struct {
+	_       structs.HostLayout
+	MemcgId uint64
+	Comm    [16]uint8
+}
+
 type cgtraceEvent struct {
 	_          structs.HostLayout
 	Ts         uint64
@@ -21,13 +33,13 @@ type cgtraceEvent struct {
 	Reclaimed  uint64
 	MemcgId    uint64
 	Op         uint32
+	Counted    uint32
 	Pid        uint32
 	Ppid       uint32
 	Hierarchy  int32
 	Level      int32
 	Comm       [16]uint8
 	Path       [160]uint8
-	_          [4]byte
 }
 
 type cgtraceReclaimKey struct {
@@ -37,16 +49,18 @@ type cgtraceReclaimKey struct {
 }
 
 type cgtraceRemoved struct {
-	_         structs.HostLayout
-	Ts        uint64
-	Hierarchy int32
-	Pad       int32
+	_        structs.HostLayout
+	Id       uint64
+	Ts       uint64
+	ParentId uint64
+	Name     [40]uint8
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	cgtraceMapCreators            = "creators"
 	cgtraceMapDying               = "dying"
 	cgtraceMapEvents              = "events"
 	cgtraceMapReclaimStart        = "reclaim_start"
@@ -60,10 +74,13 @@ const (
 	cgtraceProgMemcgReclaimEnd    = "memcg_reclaim_end"
 	cgtraceVarDropped             = "dropped"
 	cgtraceVarDyingUntracked      = "dying_untracked"
+	cgtraceVarEventsAll           = "events_all"
+	cgtraceVarEventsKept          = "events_kept"
 	cgtraceVarFollowHierarchy     = "follow_hierarchy"
 	cgtraceVarKswapdWakes         = "kswapd_wakes"
 	cgtraceVarUnusedEvent         = "unused_event"
 	cgtraceVarWakeAt              = "wake_at"
+	cgtraceVarWantHierarchy       = "want_hierarchy"
 )
 
 // loadCgtrace returns the embedded CollectionSpec for cgtrace.
@@ -122,6 +139,7 @@ type cgtraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type cgtraceMapSpecs struct {
+	Creators     *ebpf.MapSpec `ebpf:"creators"`
 	Dying        *ebpf.MapSpec `ebpf:"dying"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	ReclaimStart *ebpf.MapSpec `ebpf:"reclaim_start"`
@@ -133,10 +151,13 @@ type cgtraceMapSpecs struct {
 type cgtraceVariableSpecs struct {
 	Dropped         *ebpf.VariableSpec `ebpf:"dropped"`
 	DyingUntracked  *ebpf.VariableSpec `ebpf:"dying_untracked"`
+	EventsAll       *ebpf.VariableSpec `ebpf:"events_all"`
+	EventsKept      *ebpf.VariableSpec `ebpf:"events_kept"`
 	FollowHierarchy *ebpf.VariableSpec `ebpf:"follow_hierarchy"`
 	KswapdWakes     *ebpf.VariableSpec `ebpf:"kswapd_wakes"`
 	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
 	WakeAt          *ebpf.VariableSpec `ebpf:"wake_at"`
+	WantHierarchy   *ebpf.VariableSpec `ebpf:"want_hierarchy"`
 }
 
 // cgtraceObjects contains all objects after they have been loaded into the kernel.
@@ -159,6 +180,7 @@ func (o *cgtraceObjects) Close() error {
 //
 // It can be passed to loadCgtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cgtraceMaps struct {
+	Creators     *ebpf.Map `ebpf:"creators"`
 	Dying        *ebpf.Map `ebpf:"dying"`
 	Events       *ebpf.Map `ebpf:"events"`
 	ReclaimStart *ebpf.Map `ebpf:"reclaim_start"`
@@ -166,6 +188,7 @@ type cgtraceMaps struct {
 
 func (m *cgtraceMaps) Close() error {
 	return _CgtraceClose(
+		m.Creators,
 		m.Dying,
 		m.Events,
 		m.ReclaimStart,
@@ -178,10 +201,13 @@ func (m *cgtraceMaps) Close() error {
 type cgtraceVariables struct {
 	Dropped         *ebpf.Variable `ebpf:"dropped"`
 	DyingUntracked  *ebpf.Variable `ebpf:"dying_untracked"`
+	EventsAll       *ebpf.Variable `ebpf:"events_all"`
+	EventsKept      *ebpf.Variable `ebpf:"events_kept"`
 	FollowHierarchy *ebpf.Variable `ebpf:"follow_hierarchy"`
 	KswapdWakes     *ebpf.Variable `ebpf:"kswapd_wakes"`
 	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
 	WakeAt          *ebpf.Variable `ebpf:"wake_at"`
+	WantHierarchy   *ebpf.Variable `ebpf:"want_hierarchy"`
 }
 
 // cgtracePrograms contains all programs after they have been loaded into the kernel.

@@ -1,6 +1,7 @@
 package cgtrace_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,8 +107,13 @@ func TestTraceDyingAge(t *testing.T) {
 			t.Errorf("not oldest first: %+v", s.OldestDying)
 		}
 	}
-	// The first job's cgroup is the oldest this test made.
-	if d := s.OldestDying; !strings.HasSuffix(d[0].Path, "/cgt-pinned-0") && !strings.Contains(d[0].Path, "cgt-pinned-") {
-		t.Errorf("oldest dying cgroup %+v, want cgt-pinned's", d[0])
+	// The first jobs' cgroups are the oldest this test made, named with
+	// their whole path: the first as the trace saw it made, the others
+	// (counted in the kernel, no record each) from the name the kernel
+	// side kept and their parent's path.
+	for i, d := range s.OldestDying {
+		if want := fmt.Sprintf("%s/cgt-pinned-%d", strings.TrimPrefix(pinned, mem), i); d.Path != want {
+			t.Errorf("dying cgroup %d: %+v, want path %s", i, d, want)
+		}
 	}
 }

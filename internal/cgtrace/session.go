@@ -44,9 +44,9 @@ func (t *Tracer) Stop() {
 
 // DefaultPoll is how often the reader drains the BPF ring buffer by
 // default: each drain costs a wakeup of this process whether or not there
-// is anything to read (about 0.15 % of a core at ten a second, measured),
-// and the ring holds more than a second of 10,000 cgroup operations a
-// second (the kernel side wakes the reader sooner when it is half full).
+// is anything to read (about 0.15 % of a core at ten a second, measured);
+// cgroup operations are mostly counted in the kernel, and the kernel side
+// wakes the reader sooner when the ring is half full.
 const DefaultPoll = time.Second
 
 // tracefsPoll is the default drain of a tracefs trace, whose per-CPU
@@ -153,6 +153,9 @@ func (t *Tracer) Take() *Summary {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := time.Now()
+	if t.bpf != nil {
+		t.bpf.fold(t.agg)
+	}
 	s := t.agg.summary(t.method, now.Sub(t.since), 0)
 	s.Notes = append(s.Notes, t.notes...)
 	if t.bpf != nil {

@@ -128,6 +128,8 @@ type Summary struct {
 	// Options.KernelStats.
 	KernelRuns uint64
 	KernelTime time.Duration
+	// KernelPrograms are the same per program.
+	KernelPrograms []ProgramStats
 	// ReclaimTraced says reclaim was traced (BPF only); Stalls are the
 	// tasks that reclaimed, by kind, name and memory cgroup, most time
 	// first; KswapdWakes per NUMA node.
@@ -144,16 +146,25 @@ type Summary struct {
 	OldestDying    []DyingCgroup
 }
 
+// ProgramStats are one BPF program's runs and run time.
+type ProgramStats struct {
+	Name string
+	Runs uint64
+	Time time.Duration
+}
+
 // OldestDyingKept is how many of the oldest dying cgroups a summary names.
 const OldestDyingKept = 5
 
 // DyingCgroup is a memory cgroup removed during the trace and not freed.
 type DyingCgroup struct {
 	ID uint64 `json:"id"`
-	// Path inside the hierarchy ("" when the trace did not see its name).
+	// Path inside the hierarchy ("" when the trace did not see it made or
+	// removed and its parent is gone too).
 	Path string `json:"path,omitempty"`
 	// Age is the time since it was removed.
-	Age time.Duration `json:"age_ns"`
+	Age  time.Duration `json:"age_ns"`
+	slot int           // where the kernel side keeps it (BPF)
 }
 
 // NodeWakes counts kswapd wake-ups on one node.
@@ -251,9 +262,12 @@ type aggregator struct {
 	creators map[creatorKey]*Creator
 	units    map[int]proc // so each process is read once
 	fast     map[fastKey]*Creator
-	stalls   map[stallKey]*stallAgg
-	memcgs   *memcgPaths
-	durs     int // stall durations kept
+	// named are the creators the kernel side counts (BPF), by its key,
+	// as the record of their first operation named them.
+	named  map[cgtraceCreatorKey]Creator
+	stalls map[stallKey]*stallAgg
+	memcgs *memcgPaths
+	durs   int // stall durations kept
 	// memHier is the memory controller's hierarchy id (-1: unknown).
 	memHier int
 }
@@ -267,7 +281,7 @@ type proc struct {
 }
 
 func newAggregator(opt Options) *aggregator {
-	return &aggregator{opt: opt, creators: map[creatorKey]*Creator{}, units: map[int]proc{}, fast: map[fastKey]*Creator{}, stalls: map[stallKey]*stallAgg{},
+	return &aggregator{opt: opt, creators: map[creatorKey]*Creator{}, units: map[int]proc{}, fast: map[fastKey]*Creator{}, named: map[cgtraceCreatorKey]Creator{}, stalls: map[stallKey]*stallAgg{},
 		memcgs: newMemcgPaths(opt.Proc), memHier: MemoryHierarchyID(opt.Proc)}
 }
 
@@ -311,17 +325,28 @@ func (a *aggregator) addRaw(raw []byte) {
 			time.Duration(ne.Uint64(raw[offDuration:])), int64(ne.Uint64(raw[offReclaimed:])))
 		return
 	}
-	a.events++
+	// The kernel side counts the events (and drops those of other
+	// hierarchies than the wanted one): a record either names a creator
+	// whose operations it counts (its first), or is one operation of a
+	// creator it had no room to count.
 	hier := int(int32(ne.Uint32(raw[offHierarchy:])))
 	if hier == a.memHier {
 		// Cgroups seen made or removed are named from here on, even
 		// once gone.
 		a.memcgs.learn(ne.Uint64(raw[offCgroupID:]), raw[offPath:offPath+pathLen])
 	}
-	if a.opt.Hierarchy >= 0 && hier != a.opt.Hierarchy {
+	if ne.Uint32(raw[offCounted:]) != 0 {
+		var k cgtraceCreatorKey
+		k.MemcgId = ne.Uint64(raw[offMemcg:])
+		copy(k.Comm[:], raw[offComm:offComm+commLen])
+		e, _ := decode(raw)
+		c := a.creatorOf(e)
+		if len(a.named) >= maxUnitCache {
+			clear(a.named)
+		}
+		a.named[k] = Creator{Comm: c.Comm, Unit: c.Unit, Parent: c.Parent, Cgroup: c.Cgroup, Example: c.Example}
 		return
 	}
-	a.kept++
 	k := fastKey{pid: int(ne.Uint32(raw[offPID:]))}
 	copy(k.comm[:], raw[offComm:offComm+commLen])
 	if c := a.fast[k]; c != nil {
@@ -335,6 +360,31 @@ func (a *aggregator) addRaw(raw []byte) {
 	}
 	a.fast[k] = c
 	a.count(c, op)
+}
+
+// addCounted adds the operations the kernel side counted for one creator
+// (its name and memory cgroup), named by the record of its first
+// operation, else (that record lost, or a creator counted before the
+// names were forgotten) by its name and memory cgroup alone.
+func (a *aggregator) addCounted(k cgtraceCreatorKey, mkdir, rmdir int64) {
+	t, ok := a.named[k]
+	if !ok {
+		memcg := a.memcgs.name(k.MemcgId)
+		t = Creator{Comm: cstr(k.Comm[:]), Cgroup: memcg, Unit: UnitOf(memcg)}
+	}
+	key := creatorKey{t.Comm, t.Unit}
+	c := a.creators[key]
+	if c == nil && len(a.creators) >= maxKeys {
+		key = creatorKey{Other, ""}
+		t = Creator{Comm: Other}
+		c = a.creators[key]
+	}
+	if c == nil {
+		c = &t
+		a.creators[key] = c
+	}
+	c.Mkdir += mkdir
+	c.Rmdir += rmdir
 }
 
 // creatorOf finds or makes the event's creator, reading the process' unit

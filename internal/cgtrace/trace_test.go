@@ -201,6 +201,77 @@ func TestTakeDrainsTheRing(t *testing.T) {
 	}
 }
 
+// TestCreatorsPastTheKernelTable (root, v1 memory controller): with room
+// for one creator in the kernel side's table, the first runner's operations
+// are counted there and the second's come one record each; both are counted
+// exactly, named with their parent and an example path.
+func TestCreatorsPastTheKernelTable(t *testing.T) {
+	needRoot(t)
+	mem := v1Mount(t, "memory")
+	if mem == "" {
+		t.Skip("needs the v1 memory controller")
+	}
+	defer cgtrace.SetCreatorSlots(cgtrace.SetCreatorSlots(1))
+	bins := jobRunners(t, "cgt-table", "cgt-record")
+	s := traceWhile(t, cgtrace.Options{Duration: 2 * time.Second, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"},
+		job{bins[0], tempCgroup(t, mem), 0, 150}, job{bins[1], tempCgroup(t, mem), 0, 70})
+	self, _ := os.ReadFile("/proc/self/comm")
+	for _, want := range []struct {
+		comm string
+		n    int64
+	}{{"cgt-table", 150}, {"cgt-record", 70}} {
+		c := creator(s, want.comm)
+		if c == nil {
+			t.Errorf("%s not among the creators: %+v", want.comm, s.Creators)
+			continue
+		}
+		if c.Mkdir != want.n || c.Rmdir != want.n {
+			t.Errorf("%s: %d mkdir, %d rmdir; want %d each", want.comm, c.Mkdir, c.Rmdir, want.n)
+		}
+		if c.Parent != strings.TrimSpace(string(self)) || !strings.Contains(c.Example, want.comm+"-") {
+			t.Errorf("%s: parent %q, example %q", want.comm, c.Parent, c.Example)
+		}
+	}
+	if s.Kept < 440 || s.Dropped != 0 {
+		t.Errorf("kept %d, dropped %d; want at least the runners' 440", s.Kept, s.Dropped)
+	}
+}
+
+// TestCreatorQuietThenBack (root, v1 memory controller): a creator with no
+// operation in an interval leaves the kernel side's table; when it comes
+// back its operations are counted from zero and it is named again.
+func TestCreatorQuietThenBack(t *testing.T) {
+	needRoot(t)
+	mem := v1Mount(t, "memory")
+	if mem == "" {
+		t.Skip("needs the v1 memory controller")
+	}
+	bin := jobRunners(t, "cgt-back")[0]
+	tr, err := cgtrace.Start(context.Background(), cgtrace.Options{Poll: time.Hour, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	data, parent := t.TempDir(), tempCgroup(t, mem)
+	for i, n := range []int{40, 0, 0, 25} {
+		if n > 0 {
+			if out, err := exec.Command(bin, parent, data, "0", fmt.Sprint(n), "0").CombinedOutput(); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+		}
+		s := tr.Take()
+		c := creator(s, "cgt-back")
+		switch {
+		case n == 0 && c != nil:
+			t.Errorf("take %d: counted with no operation: %+v", i+1, c)
+		case n > 0 && (c == nil || c.Mkdir != int64(n) || c.Rmdir != int64(n)):
+			t.Errorf("take %d: %+v; want %d mkdir and rmdir", i+1, c, n)
+		case n > 0 && !strings.Contains(c.Example, "cgt-back-"):
+			t.Errorf("take %d: not named: %+v", i+1, c)
+		}
+	}
+}
+
 // TestKernelStatsPerTake (root, v1 memory controller): with KernelStats,
 // each Take has the BPF programs' runs and time of its own interval, not
 // all since the start: 200 cgroups made and removed, then 10; the second
@@ -355,6 +426,11 @@ func BenchmarkTrace10kOps(b *testing.B) {
 		if c.kernRuns > 0 {
 			b.ReportMetric(float64(c.kernTime.Nanoseconds())/float64(max(c.events, 1)), "bpf-ns/op")
 			b.ReportMetric(100*c.kernTime.Seconds()/c.wall.Seconds(), "bpf-%core")
+			for _, p := range c.progs {
+				if p.Runs > 0 {
+					b.ReportMetric(float64(p.Time.Nanoseconds())/float64(p.Runs), strings.TrimPrefix(p.Name, "cgroup_")+"-ns/run")
+				}
+			}
 		}
 		b.ReportMetric(c.maxRSS/(1<<20), "maxrss-MiB")
 		b.ReportMetric(float64(c.dropped), "dropped")
@@ -370,6 +446,7 @@ type traceCost struct {
 	kernTime            time.Duration // and their time
 	dropped             int64
 	maxRSS              float64 // bytes
+	progs               []cgtrace.ProgramStats
 }
 
 func cpuTime() time.Duration {
@@ -414,7 +491,7 @@ func measureTrace(b *testing.B, bin, mem string, secs, ops float64) traceCost {
 	if creator(s, "cgt-bench") == nil {
 		b.Fatal("the runner was not traced")
 	}
-	c.events, c.kernRuns, c.kernTime, c.dropped = s.Events, s.KernelRuns, s.KernelTime, s.Dropped
+	c.events, c.kernRuns, c.kernTime, c.dropped, c.progs = s.Events, s.KernelRuns, s.KernelTime, s.Dropped, s.KernelPrograms
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	c.maxRSS = float64(ru.Maxrss) * 1024
