@@ -3,6 +3,7 @@ package lab_test
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,11 +104,14 @@ func TestWatermarkThrash(t *testing.T) {
 			sum += n
 		}
 		t.Logf("%s: direct-reclaim stalls traced by name %v, %d of the kernel's %d", f.ID, byComm, sum, stalls10)
-		if byComm["burst"] == 0 {
-			t.Errorf("%s does not name burst as stalling in direct reclaim: %v", f.ID, byComm)
+		if !strings.Contains(f.Summary, "stalled in direct reclaim during the trace: ") {
+			t.Errorf("%s summary names no staller: %s", f.ID, f.Summary)
 		}
-		if !strings.Contains(f.Summary, "stalled in direct reclaim during the trace: ") || !strings.Contains(f.Summary, "burst (") {
-			t.Errorf("%s summary does not name burst: %s", f.ID, f.Summary)
+		// Who pays a handful of stalls is chance (one run: cat's 1 of 1);
+		// with many, burst is among them. The phase that makes stalls
+		// certain checks the naming (directStallsForCertain).
+		if stalls10 >= manyStalls && (byComm["burst"] == 0 || !strings.Contains(f.Summary, "burst (")) {
+			t.Errorf("%s does not name burst among %d stallers: %v; %s", f.ID, stalls10, byComm, f.Summary)
 		}
 		if sum > stalls10 || 5*sum < 4*stalls10 {
 			t.Errorf("%s: %d stalls traced, the kernel counted %d over the recording (want 80–100 %%)", f.ID, sum, stalls10)
@@ -165,5 +169,62 @@ func TestWatermarkThrash(t *testing.T) {
 	}
 	if b >= a {
 		t.Errorf("compare's counts do not drop at 200: %d → %d", a, b)
+	}
+
+	directStallsForCertain(t, res)
+}
+
+// manyStalls is how many direct-reclaim stalls of the thrash phase make
+// burst's share of them certain (loaded runs: 137 of 308).
+const manyStalls = 50
+
+// directStallsForCertain checks the scenario's last phase, where direct
+// reclaim is certain (kswapd starved by a SCHED_FIFO burst on its CPU):
+// the trace recorded with it names the processes that stalled, burst among
+// them, with 80-100 % of the kernel's own count in all, and never the
+// reader that streamed a tmpfs file all along (busy, but allocating
+// nothing).
+func directStallsForCertain(t *testing.T, res *lab.Result) {
+	t.Helper()
+	t.Logf("burst: %s; recorder: %s", strings.TrimSpace(res.File(t, "burst-rt.err")), strings.TrimSpace(res.File(t, "rec-rt.err")))
+	var kernel int64
+	for _, name := range []string{"allocstall_dma", "allocstall_dma32", "allocstall_normal", "allocstall_movable", "allocstall_device"} {
+		kernel += statValue(t, res, "vm.after.rt", name) - statValue(t, res, "vm.before.rt", name)
+	}
+	byComm := map[string]float64{}
+	for _, l := range strings.Split(res.File(t, "rt.om"), "\n") {
+		if !strings.HasPrefix(l, "memdoctor_reclaim_trace_stalls{") || !strings.Contains(l, `kind="direct"`) {
+			continue
+		}
+		_, rest, _ := strings.Cut(l, `comm="`)
+		comm, _, _ := strings.Cut(rest, `"`)
+		f := strings.Fields(l[strings.LastIndexByte(l, '}')+1:])
+		if len(f) == 0 {
+			t.Fatalf("unreadable line %q", l)
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		byComm[comm] += v
+	}
+	t.Logf("direct reclaim for certain: the kernel counted %d stalls, the trace by name %v", kernel, byComm)
+	if kernel == 0 {
+		t.Fatalf("no direct-reclaim stall with kswapd starved: the phase did not work (%s)", res.File(t, "burst-rt.err"))
+	}
+	// Every process that allocates then stalls: the recorder too, writing
+	// its store (785 against burst's 429 in one run), and the journal.
+	var sum float64
+	for _, n := range byComm {
+		sum += n
+	}
+	if sum > float64(kernel) || 5*sum < 4*float64(kernel) {
+		t.Errorf("%.0f stalls traced, the kernel counted %d (want 80-100 %%)", sum, kernel)
+	}
+	if byComm["burst"] == 0 {
+		t.Errorf("burst not named as stalling in direct reclaim: %v", byComm)
+	}
+	if n := byComm["cat"]; n > 0 {
+		t.Errorf("the tmpfs reader named as stalling %.0f times: it allocates nothing", n)
 	}
 }

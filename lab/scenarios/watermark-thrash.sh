@@ -3,7 +3,11 @@
 # allocate 24 MiB bursts (150 of them, 100 ms apart). Recorded at 1 s, once
 # with watermark_scale_factor 10 and once with 200, the same workload;
 # compare reads the two recordings. The recorder traces (BPF) who stalls in
-# direct reclaim.
+# direct reclaim. Then, for certain stalls: with the page cache full, a
+# process keeps 20 bursts of 24 MiB under SCHED_FIFO on the CPU kswapd is
+# moved to (kswapd cannot run, so the bursts reclaim themselves), while a
+# single cat streams a file in tmpfs (busy, but allocating nothing); recorded
+# with --trace and exported.
 set -u
 step() { read -r up _ < /proc/uptime; echo "step $up: $*" >&2; }
 truncate -s 1536M /mnt/big
@@ -24,6 +28,25 @@ for WSF in 10 200; do
   grep -E '^(kswapd_low_wmark_hit_quickly|allocstall_[a-z0-9]+|pgscan_direct) ' /proc/vmstat > $OUT/vm.after.$WSF
   memdoctor diagnose --from $OUT/md-$WSF.db --json > $OUT/diagnose-$WSF.json 2> $OUT/diagnose-$WSF.err
 done
+echo 10 > /proc/sys/vm/watermark_scale_factor
+cat /mnt/big > /dev/null
+dd if=/dev/zero of=/tmp/cached bs=1M count=48 2> /dev/null
+grep -E '^allocstall_[a-z0-9]+ ' /proc/vmstat > $OUT/vm.before.rt
+step "direct reclaim for certain"
+memdoctor record --trace --db $OUT/md-rt.db --interval 1s --listen '' 2> $OUT/rec-rt.err &
+rec=$!
+i=0; until grep -q tracing $OUT/rec-rt.err || [ $i -gt 100 ]; do sleep 0.2; i=$((i + 1)); done
+# One process that only reads (no fork per pass: a loop of cat would
+# allocate for every new process).
+set -- ; i=0; while [ $i -lt 400 ]; do set -- "$@" /tmp/cached; i=$((i + 1)); done
+cat "$@" > /dev/null &
+rd=$!
+BURST_RT=1 BURST_KEEP=1 burst 24 20 0 2> $OUT/burst-rt.err
+sleep 1
+kill $rd 2>/dev/null; wait $rd 2>/dev/null
+kill -TERM $rec; wait $rec
+grep -E '^allocstall_[a-z0-9]+ ' /proc/vmstat > $OUT/vm.after.rt
+memdoctor export --from $OUT/md-rt.db --format openmetrics -o $OUT/rt.om 2> $OUT/export-rt.err
 memdoctor compare --json $OUT/md-10.db $OUT/md-200.db > $OUT/compare.json 2> $OUT/compare.err
 memdoctor compare $OUT/md-10.db $OUT/md-200.db > $OUT/compare.txt 2>> $OUT/compare.err
 step done
