@@ -29,7 +29,10 @@
 # Heap profile cost (MEMDOCTOR_PROFILE, also at the end of a full run): the
 # same two workloads (hoard throughput in ops per CPU-second, freebench in CPU ns
 # per malloc+free pair, 1 and 8 threads) under glibc alone, the library loaded
-# with nothing set, and the library sampling every 512 KiB, interleaved.
+# with nothing set, the library sampling every 1 TiB (sampling on, but
+# practically nothing is due: the cost of the per-call path alone) and every 512 KiB,
+# interleaved; costs against glibc, then run by run against the library
+# loaded and not sampling.
 # Root recommended (installs libjemalloc2 and libtcmalloc-minimal4 if missing).
 set -eu
 secs=${1:-15}
@@ -52,7 +55,7 @@ make -s -C preload
 cc -O2 -pthread -o "$out/alloc_workload" testdata/programs/alloc_workload.c
 cc -O2 -pthread -fno-builtin -o "$out/freebench" preload/test/freebench.c
 
-# profile_cost: the heap profile's cost, three configurations interleaved.
+# profile_cost: the heap profile's cost, four configurations interleaved.
 profile_cost() {
   python3 - "$out" "$secs" "$reps" "$PWD/preload/libmemdoctor_preload.so" <<'PY'
 import json, os, statistics, subprocess, sys, time
@@ -60,9 +63,15 @@ out, secs, reps, lib = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.ar
 T, M = os.environ.get("THREADS", "8"), os.environ.get("MIB", "128")
 wl, fb = os.path.join(out, "alloc_workload"), os.path.join(out, "freebench")
 base = {k: v for k, v in os.environ.items() if not k.startswith("MEMDOCTOR_")}
-configs = [("glibc", {}), ("library loaded, not sampling", {"LD_PRELOAD": lib}),
-           ("library sampling every 512 KiB", {"LD_PRELOAD": lib, "MEMDOCTOR_PROFILE": "512KiB",
-            "MEMDOCTOR_PROFILE_PATH": os.path.join(out, "heap.%p")})]
+LOADED = "library loaded, not sampling"
+def prof(rate):
+    return {"LD_PRELOAD": lib, "MEMDOCTOR_PROFILE": rate, "MEMDOCTOR_PROFILE_PATH": os.path.join(out, "heap.%p")}
+# 1 TiB: sampling on, but about one allocation per TiB allocated is due
+# (practically none in a run): the per-call path alone, without the samples
+# (stack walk, table) and the frees that match them.
+configs = [("glibc", {}), (LOADED, {"LD_PRELOAD": lib}),
+           ("sampling on, none due (1 TiB)", prof("1TiB")),
+           ("library sampling every 512 KiB", prof("512KiB"))]
 def cpu_s(pid):
     with open(f"/proc/{pid}/stat") as f:
         f = f.read().rsplit(")", 1)[1].split()
@@ -82,7 +91,7 @@ def free_ns(env, threads):
     return float(r.stdout.split()[1])
 res = {n: {"hoard": [], "fb1": [], "fb8": []} for n, _ in configs}
 for r in range(reps):
-    for name, env in configs[r % 3:] + configs[:r % 3]:
+    for name, env in configs[r % len(configs):] + configs[:r % len(configs)]:
         res[name]["hoard"].append(hoard(env))
         res[name]["fb1"].append(free_ns(env, "1"))
         res[name]["fb8"].append(free_ns(env, "8"))
@@ -98,6 +107,19 @@ for name, _ in configs:
           f"{f8:>13.2f} ns {f8/med(g['fb8']) - 1:>+7.1%}")
     print(f"{'':32} runs: hoard " + ", ".join(f"{v/1e6:.2f}M" for v in x["hoard"]) +
           "; fb1 " + ", ".join(f"{v:.1f}" for v in x["fb1"]) + "; fb8 " + ", ".join(f"{v:.1f}" for v in x["fb8"]))
+# The goal's measure: CPU cost per operation against the library loaded and
+# not sampling, run by run (each round runs every configuration in turn, so
+# a ratio compares neighbours in time), median [smallest-largest].
+L = res[LOADED]
+def paired(x, key, inverse):
+    rs = [(b / a if inverse else a / b) - 1 for a, b in zip(x[key], L[key])]
+    return f"{med(rs):>+7.1%} [{min(rs):+.1%}..{max(rs):+.1%}]"
+print(f"\ncost per operation against the library loaded, not sampling: median of the {reps} rounds' ratios")
+print(f"{'configuration':32} {'hoard':>24} {'freebench 1 thr':>24} {'freebench 8 thr':>24}")
+for name, _ in configs:
+    if name != LOADED:
+        x = res[name]
+        print(f"{name:32} {paired(x, 'hoard', True):>24} {paired(x, 'fb1', False):>24} {paired(x, 'fb8', False):>24}")
 PY
 }
 if [ -n "${PROFILE_ONLY:-}" ]; then
