@@ -97,11 +97,15 @@ const (
 )
 
 // DailyPeaks returns the largest of vals (one per point) per UTC day of
-// the points' times, in day order.
+// the points' times, in day order. A day runs from just after midnight to
+// midnight included, as a Prometheus range [1d] evaluated at midnight does
+// (the fleet scan's daily values): a point at exactly midnight, such as the
+// last step of a range that ends there, closes the day before rather than
+// opening a day of its own.
 func DailyPeaks(ps []sample.Point, vals []float64) (days []int64, peaks []float64) {
 	byDay := map[int64]float64{}
 	for i, p := range ps {
-		d := p.T / (24 * time.Hour).Milliseconds()
+		d := dayOf(p.T)
 		v := vals[i]
 		if cur, ok := byDay[d]; !ok || v > cur {
 			byDay[d] = v
@@ -115,6 +119,17 @@ func DailyPeaks(ps []sample.Point, vals []float64) (days []int64, peaks []float6
 		peaks = append(peaks, byDay[d])
 	}
 	return days, peaks
+}
+
+// dayOf is the UTC day (since the epoch) that the time t (Unix
+// milliseconds) closes or falls in: midnight belongs to the day it ends.
+func dayOf(t int64) int64 {
+	const day = int64(24 * time.Hour / time.Millisecond)
+	d := t / day
+	if t%day == 0 {
+		d--
+	}
+	return d
 }
 
 func (memoryBaselineExceeded) Eval(in *Input) []model.Finding {
