@@ -92,7 +92,7 @@ func TestFleetKubernetesContainers(t *testing.T) {
 						owner = e.Text
 					}
 				}
-				if len(parts) != 3 || !strings.Contains(owner, "container "+parts[2]+" of pod "+parts[0]+"/"+parts[1]) {
+				if len(parts) != 3 || owner != key {
 					t.Errorf("%s on %s: subject %q, owner %q: want namespace/pod/container", f.ID, in.Instance, f.Subject, owner)
 				}
 			}

@@ -236,7 +236,9 @@ func addContainer(w *sample.Window, ct *container) {
 	if kills := oomKills(ct, times); kills != nil {
 		w.Add(&sample.Series{Name: "memdoctor_cgroup_memory_events_total", Labels: sample.L("cgroup", cg, "event", "oom_kill"), Points: kills})
 	}
-	owner := []string{"cgroup", cg, "kind", "kubernetes", "name", "container " + ct.name + " of pod " + ct.ns + "/" + ct.pod}
+	// Named as the host's collector names a Kubernetes container.
+	owner := []string{"cgroup", cg, "kind", "kubernetes", "name", ct.ns + "/" + ct.pod + "/" + ct.name,
+		"namespace", ct.ns, "pod", ct.pod, "container", ct.name}
 	if ct.podUID != "" {
 		owner = append(owner, "pod_uid", ct.podUID)
 	}
