@@ -80,7 +80,7 @@ var allowed = map[string][]string{
 	// stderr lines.
 	"render/text": {"compare", "diagnose", "fleet", "heapprof", "lint", "malloc", "model", "probe", "render", "termsafe", "treat"},
 	"render/html": {"diagnose", "model", "render", "sample"},
-	"lint":        {"diagnose", "model", "safeio", "termsafe"},
+	"lint":        {"model", "safeio", "termsafe"},
 	// Probing a live service measures it from outside.
 	"probe": {"httpsafe", "outfile", "procfs", "redact", "safeio", "stats"},
 	// Fleets read Prometheus, never this host.
