@@ -128,26 +128,7 @@ func TestTraceCountsCreatorsOfMemoryCgroups(t *testing.T) {
 	if s.Method != "bpf" {
 		t.Fatalf("method %q", s.Method)
 	}
-	self, _ := os.ReadFile("/proc/self/comm")
-	for _, want := range []struct {
-		comm string
-		n    int64
-	}{{"cgt-alpha", 300}, {"cgt-beta", 100}} {
-		c := creator(s, want.comm)
-		if c == nil {
-			t.Errorf("%s not among the creators: %+v", want.comm, s.Creators)
-			continue
-		}
-		if c.Mkdir != want.n || c.Rmdir != want.n {
-			t.Errorf("%s: %d mkdir, %d rmdir; want %d each", want.comm, c.Mkdir, c.Rmdir, want.n)
-		}
-		if c.Parent != strings.TrimSpace(string(self)) {
-			t.Errorf("%s: parent %q, want this test (%q)", want.comm, c.Parent, strings.TrimSpace(string(self)))
-		}
-		if !strings.Contains(c.Example, want.comm+"-") {
-			t.Errorf("%s: example path %q", want.comm, c.Example)
-		}
-	}
+	wantCreators(t, s, map[string]int64{"cgt-alpha": 300, "cgt-beta": 100})
 	if c := creator(s, "cgt-pids"); c != nil {
 		t.Errorf("a runner in the pids hierarchy counted as a memory cgroup creator: %+v", c)
 	}
@@ -156,6 +137,30 @@ func TestTraceCountsCreatorsOfMemoryCgroups(t *testing.T) {
 	}
 	if s.Events < s.Kept || s.Kept < 800 || s.Dropped != 0 {
 		t.Errorf("events %d, kept %d, dropped %d", s.Events, s.Kept, s.Dropped)
+	}
+}
+
+// wantCreators checks that each runner (by name) made and removed its
+// count of cgroups, counted exactly, named with this test as its parent and
+// an example path of its own.
+func wantCreators(t *testing.T, s *cgtrace.Summary, counts map[string]int64) {
+	t.Helper()
+	self, _ := os.ReadFile("/proc/self/comm")
+	for comm, n := range counts {
+		c := creator(s, comm)
+		if c == nil {
+			t.Errorf("%s not among the creators: %+v", comm, s.Creators)
+			continue
+		}
+		if c.Mkdir != n || c.Rmdir != n {
+			t.Errorf("%s: %d mkdir, %d rmdir; want %d each", comm, c.Mkdir, c.Rmdir, n)
+		}
+		if c.Parent != strings.TrimSpace(string(self)) {
+			t.Errorf("%s: parent %q, want this test (%q)", comm, c.Parent, strings.TrimSpace(string(self)))
+		}
+		if !strings.Contains(c.Example, comm+"-") {
+			t.Errorf("%s: example path %q", comm, c.Example)
+		}
 	}
 }
 
@@ -215,23 +220,7 @@ func TestCreatorsPastTheKernelTable(t *testing.T) {
 	bins := jobRunners(t, "cgt-table", "cgt-record")
 	s := traceWhile(t, cgtrace.Options{Duration: 2 * time.Second, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"},
 		job{bins[0], tempCgroup(t, mem), 0, 150}, job{bins[1], tempCgroup(t, mem), 0, 70})
-	self, _ := os.ReadFile("/proc/self/comm")
-	for _, want := range []struct {
-		comm string
-		n    int64
-	}{{"cgt-table", 150}, {"cgt-record", 70}} {
-		c := creator(s, want.comm)
-		if c == nil {
-			t.Errorf("%s not among the creators: %+v", want.comm, s.Creators)
-			continue
-		}
-		if c.Mkdir != want.n || c.Rmdir != want.n {
-			t.Errorf("%s: %d mkdir, %d rmdir; want %d each", want.comm, c.Mkdir, c.Rmdir, want.n)
-		}
-		if c.Parent != strings.TrimSpace(string(self)) || !strings.Contains(c.Example, want.comm+"-") {
-			t.Errorf("%s: parent %q, example %q", want.comm, c.Parent, c.Example)
-		}
-	}
+	wantCreators(t, s, map[string]int64{"cgt-table": 150, "cgt-record": 70})
 	if s.Kept < 440 || s.Dropped != 0 {
 		t.Errorf("kept %d, dropped %d; want at least the runners' 440", s.Kept, s.Dropped)
 	}
