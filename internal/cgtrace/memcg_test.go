@@ -20,11 +20,7 @@ import (
 // kernel recorded with each event still names it (and, without a systemd
 // unit, is its unit).
 func TestTraceNamesMemcgOfExitedCreator(t *testing.T) {
-	needRoot(t)
-	mem := v1Mount(t, "memory")
-	if mem == "" {
-		t.Skip("needs the v1 memory controller")
-	}
+	mem := memoryMount(t)
 	bin := jobRunners(t, "cgt-gone")[0]
 	home, parent := tempCgroup(t, mem), tempCgroup(t, mem)
 	tr, err := cgtrace.Start(t.Context(), cgtrace.Options{Poll: time.Hour, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"})
@@ -60,11 +56,7 @@ func TestTraceNamesMemcgOfExitedCreator(t *testing.T) {
 // are freed. The trace counts the first's as dying, names the oldest of
 // them by path with an age within the trace, and none of the second's.
 func TestTraceDyingAge(t *testing.T) {
-	needRoot(t)
-	mem := v1Mount(t, "memory")
-	if mem == "" {
-		t.Skip("needs the v1 memory controller")
-	}
+	mem := memoryMount(t)
 	bins := jobRunners(t, "cgt-pinned", "cgt-clean")
 	pinned, clean := tempCgroup(t, mem), tempCgroup(t, mem)
 	// The page cache the runner leaves is dropped with its files.

@@ -45,6 +45,18 @@ func v1Mount(t testing.TB, ctrl string) string {
 	return ""
 }
 
+// memoryMount is where the v1 memory controller is mounted; the test is
+// skipped without root or without it.
+func memoryMount(t testing.TB) string {
+	t.Helper()
+	needRoot(t)
+	mem := v1Mount(t, "memory")
+	if mem == "" {
+		t.Skip("needs root and the v1 memory controller")
+	}
+	return mem
+}
+
 // jobRunners compiles testdata/programs/jobrunner.c under each name.
 func jobRunners(t testing.TB, names ...string) []string {
 	t.Helper()
@@ -179,11 +191,7 @@ func indexOf(s *cgtrace.Summary, comm string) int {
 // cgroups made and removed before the first Take are all in it, and the
 // 20 of a second runner after it in the second.
 func TestTakeDrainsTheRing(t *testing.T) {
-	needRoot(t)
-	mem := v1Mount(t, "memory")
-	if mem == "" {
-		t.Skip("needs the v1 memory controller")
-	}
+	mem := memoryMount(t)
 	bins := jobRunners(t, "cgt-take1", "cgt-take2")
 	tr, err := cgtrace.Start(context.Background(), cgtrace.Options{Poll: time.Hour, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"})
 	if err != nil {
@@ -211,11 +219,7 @@ func TestTakeDrainsTheRing(t *testing.T) {
 // are counted there and the second's come one record each; both are counted
 // exactly, named with their parent and an example path.
 func TestCreatorsPastTheKernelTable(t *testing.T) {
-	needRoot(t)
-	mem := v1Mount(t, "memory")
-	if mem == "" {
-		t.Skip("needs the v1 memory controller")
-	}
+	mem := memoryMount(t)
 	defer cgtrace.SetCreatorSlots(cgtrace.SetCreatorSlots(1))
 	bins := jobRunners(t, "cgt-table", "cgt-record")
 	s := traceWhile(t, cgtrace.Options{Duration: 2 * time.Second, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"},
@@ -230,11 +234,7 @@ func TestCreatorsPastTheKernelTable(t *testing.T) {
 // operation in an interval leaves the kernel side's table; when it comes
 // back its operations are counted from zero and it is named again.
 func TestCreatorQuietThenBack(t *testing.T) {
-	needRoot(t)
-	mem := v1Mount(t, "memory")
-	if mem == "" {
-		t.Skip("needs the v1 memory controller")
-	}
+	mem := memoryMount(t)
 	bin := jobRunners(t, "cgt-back")[0]
 	tr, err := cgtrace.Start(context.Background(), cgtrace.Options{Poll: time.Hour, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf"})
 	if err != nil {
@@ -268,11 +268,7 @@ func TestCreatorQuietThenBack(t *testing.T) {
 // does in the fraction of a second between them), and the first has at
 // least the runner's 400.
 func TestKernelStatsPerTake(t *testing.T) {
-	needRoot(t)
-	mem := v1Mount(t, "memory")
-	if mem == "" {
-		t.Skip("needs the v1 memory controller")
-	}
+	mem := memoryMount(t)
 	bin := jobRunners(t, "cgt-stats")[0]
 	tr, err := cgtrace.Start(context.Background(), cgtrace.Options{Poll: time.Hour, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: "bpf", KernelStats: true})
 	if err != nil {
@@ -392,11 +388,7 @@ func TestUnitOf(t *testing.T) {
 // share of a core. CGTRACE_BENCH_POLL sets Options.Poll (default
 // DefaultPoll).
 func BenchmarkTrace10kOps(b *testing.B) {
-	needRoot(b)
-	mem := v1Mount(b, "memory")
-	if mem == "" {
-		b.Skip("needs the v1 memory controller")
-	}
+	mem := memoryMount(b)
 	secs, ops := 10.0, 10000.0
 	if v, err := strconv.ParseFloat(os.Getenv("CGTRACE_BENCH_SECONDS"), 64); err == nil && v > 0 {
 		secs = v
@@ -500,11 +492,7 @@ func measureTrace(b *testing.B, bin, mem string, secs, ops float64) traceCost {
 // name in an unlimited sibling does not. The direct-reclaim and kswapd
 // programs load and attach alongside (ReclaimTraced).
 func TestTraceMemcgReclaimStalls(t *testing.T) {
-	needRoot(t)
-	mem := v1Mount(t, "memory")
-	if mem == "" {
-		t.Skip("needs the v1 memory controller")
-	}
+	mem := memoryMount(t)
 	dd, err := exec.LookPath("dd")
 	if err != nil {
 		t.Skip("no dd")
