@@ -34,8 +34,8 @@ func baselineWindow(end time.Time) *sample.Window {
 // TestBaselineDayEndsAtMidnight: the last day's excess fires whether the
 // range ends at 23:00 or exactly at midnight, where the last point (at
 // 00:00) closes that day instead of opening a day of one quiet point (the
-// rule once missed the excess there, read through Prometheus), and the
-// daily peaks agree with the prefilter's days, each (mid-1d, mid].
+// rule once missed the excess there, read through Prometheus); a range
+// starting at midnight has no day of one point before its first.
 func TestBaselineDayEndsAtMidnight(t *testing.T) {
 	t.Parallel()
 	mid := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
@@ -56,7 +56,8 @@ func TestBaselineDayEndsAtMidnight(t *testing.T) {
 		vals[i] = -p.V
 	}
 	days, _ := diagnose.DailyPeaks(avail.Points, vals)
-	if last := days[len(days)-1]; last != mid.Add(-24*time.Hour).Unix()/86400 {
-		t.Errorf("the last day is day %d, want the day midnight closes (%d)", last, mid.Add(-24*time.Hour).Unix()/86400)
+	first, last := mid.Add(-16*24*time.Hour).Unix()/86400, mid.Add(-24*time.Hour).Unix()/86400
+	if days[0] != first || days[len(days)-1] != last || len(days) != 16 {
+		t.Errorf("days %d..%d (%d), want %d..%d (16): no day of one midnight point at either end", days[0], days[len(days)-1], len(days), first, last)
 	}
 }
