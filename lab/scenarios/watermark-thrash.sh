@@ -6,7 +6,7 @@
 # direct reclaim. Then, for certain stalls: with the page cache full, a
 # process keeps 20 bursts of 24 MiB under SCHED_FIFO on the CPU kswapd is
 # moved to (kswapd cannot run, so the bursts reclaim themselves), while a
-# single cat streams a file in tmpfs (busy, but allocating nothing); recorded
+# single cat streams a file in tmpfs (busy, allocating almost nothing); recorded
 # with --trace and exported.
 set -u
 step() { read -r up _ < /proc/uptime; echo "step $up: $*" >&2; }
