@@ -9,7 +9,9 @@ package cgroups
 //	                           driver), /docker/<id> (cgroupfs driver)
 //	Podman:                    /machine.slice/libpod-<id>.scope
 //	containerd, CRI-O:         cri-containerd-<id>.scope, crio-<id>.scope
-//	                           (crio-conmon-<id>.scope is CRI-O's monitor)
+//	                           (crio-conmon-<id>.scope is CRI-O's monitor);
+//	                           CRI-O's cgroupfs driver: crio-<id> and
+//	                           crio-conmon-<id>, no .scope
 //	Kubernetes, systemd:       /kubepods.slice/kubepods-<qos>.slice/
 //	                           kubepods-<qos>-pod<uid>.slice/<container>.scope
 //	                           (Guaranteed pods sit directly below
@@ -130,10 +132,17 @@ func Name(p string) Identity {
 }
 
 // containerScope recognises a runtime's systemd scope: docker-<id>.scope,
-// cri-containerd-<id>.scope, crio-<id>.scope, libpod-<id>.scope.
+// cri-containerd-<id>.scope, crio-<id>.scope, libpod-<id>.scope; and
+// CRI-O's cgroupfs directory, crio-<id> with no .scope. CRI-O's monitor,
+// crio-conmon-<id>(.scope), is not the container: "conmon-<id>" is not
+// a hex id, so it is named as its parent (the pod) or as its unit, in
+// both drivers alike.
 func containerScope(c string) (runtime, id string, ok bool) {
 	base, ok := strings.CutSuffix(c, ".scope")
 	if !ok {
+		if rest, ok := strings.CutPrefix(c, "crio-"); ok && isHexID(rest) {
+			return "cri-o", rest, true
+		}
 		return "", "", false
 	}
 	for _, p := range []struct{ prefix, runtime string }{

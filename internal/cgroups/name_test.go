@@ -44,6 +44,17 @@ func TestName(t *testing.T) {
 		{"/kubepods/burstable/pod" + uid, Identity{Kind: "kubernetes", QoS: "burstable", PodUID: uid, Name: "pod " + uid}},
 		{"/kubepods/burstable/pod" + uid + "/" + cid, Identity{Kind: "kubernetes", QoS: "burstable", PodUID: uid, ContainerID: cid, Name: "pod " + uid + " container " + cid[:12]}},
 		{"/kubepods/pod" + uid + "/" + cid, Identity{Kind: "kubernetes", QoS: "guaranteed", PodUID: uid, ContainerID: cid, Name: "pod " + uid + " container " + cid[:12]}},
+		// CRI-O, cgroupfs driver: crio-<id> with no .scope is the
+		// container; crio-conmon-<id> is its monitor, named as its pod
+		// (as the systemd driver's crio-conmon-<id>.scope below).
+		{"/kubepods/burstable/pod" + uid + "/crio-" + cid,
+			Identity{Kind: "kubernetes", Runtime: "cri-o", QoS: "burstable", PodUID: uid, ContainerID: cid, Name: "pod " + uid + " cri-o " + cid[:12]}},
+		{"/kubepods/pod" + uid + "/crio-" + cid,
+			Identity{Kind: "kubernetes", Runtime: "cri-o", QoS: "guaranteed", PodUID: uid, ContainerID: cid, Name: "pod " + uid + " cri-o " + cid[:12]}},
+		{"/kubepods/burstable/pod" + uid + "/crio-conmon-" + cid, Identity{Kind: "kubernetes", QoS: "burstable", PodUID: uid, Name: "pod " + uid}},
+		{"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uidU + ".slice/crio-conmon-" + cid + ".scope",
+			Identity{Kind: "kubernetes", QoS: "burstable", PodUID: uid, Unit: "crio-conmon-" + cid + ".scope", Name: "pod " + uid}},
+		{"/kubepods/burstable/pod" + uid + "/crio-" + cid[:12], Identity{Kind: "kubernetes", QoS: "burstable", PodUID: uid, Name: "pod " + uid}},
 		// A kubelet with its own cgroup root.
 		{"/kube.slice/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uidU + ".slice",
 			Identity{Kind: "kubernetes", QoS: "burstable", PodUID: uid, Unit: "kubepods-burstable-pod" + uidU + ".slice", Name: "pod " + uid}},
