@@ -74,7 +74,7 @@ func TestLabCapturesCgroupRules(t *testing.T) {
 
 // The lab's capture read with the guest's own /dev/kmsg (saved beside it):
 // cgroup_oom_kills names the victim the kernel killed at the container's
-// limit, with its RSS.
+// limit, with its RSS and anon RSS.
 func TestLabCgroupOOMVictim(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("..", "..", "testdata", "captures")
@@ -92,13 +92,18 @@ func TestLabCgroupOOMVictim(t *testing.T) {
 		t.Fatalf("cgroup_oom_kills: %+v", f)
 	}
 	var victim string
+	var anon float64
 	for _, e := range f.Evidence {
-		if e.Name == "victim_1" {
+		switch e.Name {
+		case "victim_1":
 			victim = e.Text
+		case "victim_1_anon_rss_bytes":
+			anon = e.Value
 		}
 	}
-	if victim != "hog (pid 127) with RSS 63.9 MiB" || !strings.Contains(f.Summary, "the kernel log names hog (pid 127)") {
-		t.Errorf("victim %q, summary %q", victim, f.Summary)
+	// The report: anon-rss:65272kB, file-rss:4kB, shmem-rss:188kB.
+	if victim != "hog (pid 127) with RSS 63.9 MiB (anon 63.7 MiB)" || anon != 65272<<10 || !strings.Contains(f.Summary, "the kernel log names hog (pid 127)") {
+		t.Errorf("victim %q, anon %v, summary %q", victim, anon, f.Summary)
 	}
 }
 

@@ -19,7 +19,12 @@ package diagnose
 // is told twice; on v1 the counters are each cgroup's own.
 //
 // On the live host, the kernel log's reports of kills at the cgroup's limit
-// (/dev/kmsg, oom_memcg=) name the victims and their RSS.
+// (/dev/kmsg, oom_memcg=) name the victims, their RSS and anon RSS. A
+// report at the limit of a cgroup that was not read (a container's cgroup
+// removed before the sample) is told by its nearest ancestor with a
+// finding, so a pod whose killed container is gone still names the victim;
+// a report at a cgroup that was read is that cgroup's alone, never told
+// twice.
 //
 // Fires (warning) on any kill.
 //
@@ -86,6 +91,7 @@ func (cgroupOOMKills) Eval(in *Input) []model.Finding {
 		counts = counts[:cgroupOOMMaxFindings]
 	}
 	s := in.Host.S
+	read := readCgroups(s)
 	var out []model.Finding
 	for _, c := range counts {
 		if c.kills <= 0 {
@@ -111,11 +117,20 @@ func (cgroupOOMKills) Eval(in *Input) []model.Finding {
 		if v, ok := s.Get("memdoctor_cgroup_memory_usage_bytes", "cgroup", c.path); ok {
 			f.Evidence = append(f.Evidence, ev("usage_bytes", v, "bytes"))
 		}
-		if victims := cgroupKmsgVictims(s, c.path); len(victims) > 0 {
-			f.Summary = strings.Replace(f.Summary, "the kernel log names the victim", "the kernel log names "+strings.Join(victims, "; "), 1)
+		if victims := cgroupKmsgVictims(s, c.path, counts, read); len(victims) > 0 {
+			texts := make([]string, len(victims))
 			for i, v := range victims {
-				f.Evidence = append(f.Evidence, evText(fmt.Sprintf("victim_%d", i+1), v))
+				texts[i] = v.text
+				n := fmt.Sprintf("victim_%d", i+1)
+				f.Evidence = append(f.Evidence, evText(n, v.text))
+				if v.rss >= 0 {
+					f.Evidence = append(f.Evidence, ev(n+"_rss_bytes", v.rss, "bytes"))
+				}
+				if v.anon >= 0 {
+					f.Evidence = append(f.Evidence, ev(n+"_anon_rss_bytes", v.anon, "bytes"))
+				}
 			}
+			f.Summary = strings.Replace(f.Summary, "the kernel log names the victim", "the kernel log names "+strings.Join(texts, "; "), 1)
 		}
 		f.Summary = namedSummary(s, c.path, f.Summary)
 		f.Remedies = cgroupOOMRemedies(s, c.path, hier)
@@ -124,28 +139,69 @@ func (cgroupOOMKills) Eval(in *Input) []model.Finding {
 	return out
 }
 
+// kmsgVictim is one kernel report's victim: its text, and its RSS and
+// anon RSS in bytes (-1 when the report lacks them).
+type kmsgVictim struct {
+	text      string
+	rss, anon float64
+}
+
 // cgroupKmsgVictims: the kernel log's reports (live check) of kills at
-// this cgroup's limit, newest first, at most cgroupOOMMaxVictims: the task,
-// its pid and RSS, the cgroup it ran in when that is a descendant.
-func cgroupKmsgVictims(s *sample.Snapshot, p string) []string {
-	ms := s.Select("memdoctor_kmsg_oom_kill_seconds", "oom_memcg", p)
+// this cgroup's limit, and at the limit of a cgroup below it that was not
+// read and has no nearer ancestor among the findings, newest first, at
+// most cgroupOOMMaxVictims: the task, its pid, RSS and anon RSS, the
+// cgroup whose limit was hit when that is a descendant, and the cgroup it
+// ran in when that is another.
+func cgroupKmsgVictims(s *sample.Snapshot, p string, findings []cgKills, read map[string]bool) []kmsgVictim {
+	var ms []sample.Metric
+	for _, m := range s.Select("memdoctor_kmsg_oom_kill_seconds") {
+		if mc := m.Labels.Get("oom_memcg"); mc == p || (mc != "" && isBelow(mc, p) && !read[mc] && nearest(findings, mc, p)) {
+			ms = append(ms, m)
+		}
+	}
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Value > ms[j].Value })
-	var out []string
+	var out []kmsgVictim
 	for _, m := range ms {
 		if len(out) == cgroupOOMMaxVictims {
 			break
 		}
 		l := m.Labels
-		v := fmt.Sprintf("%s (pid %s)", l.Get("task"), l.Get("pid"))
-		if rss, ok := s.Get("memdoctor_kmsg_oom_kill_bytes", "boot_usec", l.Get("boot_usec"), "pid", l.Get("pid"), "kind", "rss"); ok {
-			v += " with RSS " + render.Bytes(int64(rss))
+		size := func(kind string) float64 {
+			if v, ok := s.Get("memdoctor_kmsg_oom_kill_bytes", "boot_usec", l.Get("boot_usec"), "pid", l.Get("pid"), "kind", kind); ok {
+				return v
+			}
+			return -1
 		}
-		if tc := l.Get("task_memcg"); tc != "" && tc != p {
-			v += " in " + tc
+		v := kmsgVictim{text: fmt.Sprintf("%s (pid %s)", l.Get("task"), l.Get("pid")), rss: size("rss"), anon: size("anon_rss")}
+		if v.rss >= 0 {
+			v.text += " with RSS " + render.Bytes(int64(v.rss))
+			if v.anon >= 0 {
+				v.text += " (anon " + render.Bytes(int64(v.anon)) + ")"
+			}
+		} else if v.anon >= 0 {
+			v.text += " with anon RSS " + render.Bytes(int64(v.anon))
+		}
+		mc := l.Get("oom_memcg")
+		if mc != p {
+			v.text += " at the limit of " + mc
+		}
+		if tc := l.Get("task_memcg"); tc != "" && tc != mc {
+			v.text += " in " + tc
 		}
 		out = append(out, v)
 	}
 	return out
+}
+
+// readCgroups: the cgroups the collector read (any of their accounting).
+func readCgroups(s *sample.Snapshot) map[string]bool {
+	read := map[string]bool{}
+	for _, name := range []string{"memdoctor_cgroup_memory_usage_bytes", "memdoctor_cgroup_memory_events_total"} {
+		for _, m := range s.Select(name) {
+			read[m.Labels.Get("cgroup")] = true
+		}
+	}
+	return read
 }
 
 // cgroupOOMMaxVictims bounds the victims named per cgroup.

@@ -69,3 +69,33 @@ func TestCgroupOOMKillsReal(t *testing.T) {
 	}
 	t.Logf("%s: %s", fs[0].Subject, fs[0].Summary)
 }
+
+// A kernel report is told by one finding: the pod's names the victims of
+// its gone containers (their cgroups were not read), the live container's
+// names its own, and neither names the other's.
+func TestCgroupOOMKmsgToldOnce(t *testing.T) {
+	t.Parallel()
+	const pod = "/kubepods/burstable/pod0f9e8d7c-6b5a-4938-8271-605f4e3d2c1b"
+	c := parseCase(t, "testdata/cgroup_oom_kills/fire_v2_gone_container_kmsg.prom")
+	r := diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, c.base), c), Source: "test"})
+	victims := map[string][]string{}
+	for _, f := range r.Findings {
+		if f.ID != "cgroup_oom_kills" {
+			continue
+		}
+		for _, e := range f.Evidence {
+			if strings.HasPrefix(e.Name, "victim_") && e.Text != "" {
+				who, _, _ := strings.Cut(e.Text, ")")
+				cg := strings.TrimPrefix(f.Subject, "cgroup ")
+				victims[cg] = append(victims[cg], who+")")
+			}
+		}
+	}
+	want := map[string][]string{
+		pod: {"java (pid 4390)", "java (pid 4242)"},
+		pod + "/crio-4a1f2c3d5e6b7a8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e": {"nginx (pid 5151)"},
+	}
+	if fmt.Sprint(victims) != fmt.Sprint(want) {
+		t.Errorf("victims by cgroup %v, want %v", victims, want)
+	}
+}
