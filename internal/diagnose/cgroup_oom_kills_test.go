@@ -14,23 +14,34 @@ import (
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
-func cgroupOOMFindings(t *testing.T, cg string) []model.Finding {
+// cgroupOOMFindings collects this host as a live check does (the kernel
+// log included) and returns cgroup_oom_kills' findings about cg, and
+// whether the kernel log was read.
+func cgroupOOMFindings(t *testing.T, cg string) (fs []model.Finding, kmsg bool) {
 	t.Helper()
-	res, err := collect.Collect(procfs.NewFS("/"), collect.Options{TopCgroups: 3, Live: true})
+	res, err := collect.Collect(procfs.NewFS("/"), collect.Options{TopCgroups: 3, Live: true, KmsgPath: "/dev/kmsg"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fs []model.Finding
+	kmsg = true
+	for _, n := range res.Notes {
+		if n.Source == "dev/kmsg" {
+			kmsg = false
+			t.Logf("the kernel log was not read: %s", n.Message)
+		}
+	}
 	for _, f := range diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Source: "live", Notes: res.Notes}).Findings {
 		if f.ID == "cgroup_oom_kills" && f.Subject == "cgroup "+cg {
 			fs = append(fs, f)
 		}
 	}
-	return fs
+	return fs, kmsg
 }
 
 // TestCgroupOOMKillsReal: a Python allocator in a 32 MiB cgroup of the
-// test's own is OOM-killed; the rule names that cgroup and its one kill.
+// test's own is OOM-killed; the rule names that cgroup and its one kill
+// and, from the kernel's report in /dev/kmsg when the check reads it, the
+// victim: python3 with the pid the test started, its RSS and anon RSS.
 // Before the kill, the same cgroup (with its allocator below the limit)
 // is quiet.
 func TestCgroupOOMKillsReal(t *testing.T) {
@@ -39,35 +50,59 @@ func TestCgroupOOMKillsReal(t *testing.T) {
 	}
 	dir := memcgOfTest(t, 32<<20)
 	cg := strings.TrimPrefix(dir, v1Memory)
-	run := func(mib int) error {
+	run := func(mib int) (pid int, err error) {
 		alloc := fmt.Sprintf(`b = [b"x" * (1 << 20) for i in range(%d)]`, mib)
-		return exec.Command("/bin/sh", "-c", fmt.Sprintf("echo $$ > %s/cgroup.procs && exec python3 -c '%s'", dir, alloc)).Run()
+		cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf("echo $$ > %s/cgroup.procs && exec python3 -c '%s'", dir, alloc))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd.Process.Pid, cmd.Wait()
 	}
-	if err := run(8); err != nil {
+	if _, err := run(8); err != nil {
 		t.Fatalf("8 MiB in a 32 MiB cgroup failed: %v", err)
 	}
-	if fs := cgroupOOMFindings(t, cg); len(fs) != 0 {
+	if fs, _ := cgroupOOMFindings(t, cg); len(fs) != 0 {
 		t.Fatalf("fired before any kill: %s", fs[0].Summary)
 	}
-	err := run(1024)
+	pid, err := run(1024)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("the allocator was not OOM-killed: %v", err)
 	}
-	fs := cgroupOOMFindings(t, cg)
+	fs, kmsg := cgroupOOMFindings(t, cg)
 	if len(fs) != 1 {
 		t.Fatalf("cgroup_oom_kills found %d findings for %s, want 1", len(fs), cg)
 	}
-	var kills float64
+	t.Logf("%s: %s", fs[0].Subject, fs[0].Summary)
+	var kills, rss, anon float64
+	var victim string
 	for _, e := range fs[0].Evidence {
-		if e.Name == "oom_kills_since_created" {
+		switch e.Name {
+		case "oom_kills_since_created":
 			kills = e.Value
+		case "victim_1":
+			victim = e.Text
+		case "victim_1_rss_bytes":
+			rss = e.Value
+		case "victim_1_anon_rss_bytes":
+			anon = e.Value
 		}
 	}
 	if kills != 1 {
 		t.Errorf("kills = %v, want 1: %+v", kills, fs[0].Evidence)
 	}
-	t.Logf("%s: %s", fs[0].Subject, fs[0].Summary)
+	if !kmsg {
+		return
+	}
+	// The kernel's report: the process the shell exec'd (its pid), killed
+	// at this cgroup's limit, its anon RSS most of the 32 MiB it filled.
+	want := fmt.Sprintf("python3 (pid %d) with RSS ", pid)
+	if !strings.HasPrefix(victim, want) || !strings.Contains(fs[0].Summary, "the kernel log names "+want) {
+		t.Errorf("victim %q, summary %q: want the kernel's report of %q", victim, fs[0].Summary, want)
+	}
+	if anon < 16<<20 || anon > 32<<20 || rss < anon {
+		t.Errorf("victim's anon RSS %v, RSS %v: want anon between 16 and 32 MiB, within the RSS", anon, rss)
+	}
 }
 
 // A kernel report is told by one finding: the pod's names the victims of
