@@ -28,8 +28,6 @@ import (
 	"github.com/memdoctor/memdoctor/preload"
 )
 
-const preloadLib = "libmemdoctor_preload.so"
-
 // statsTail is how much of the end of a stats file is read.
 const statsTail = 64 << 10
 
@@ -50,7 +48,7 @@ type statsLine struct {
 
 func hasPreload(maps []procfs.Mapping) bool {
 	for _, m := range maps {
-		if strings.HasSuffix(m.Path, preloadLib) {
+		if strings.HasSuffix(m.Path, preload.LibName) {
 			return true
 		}
 	}
