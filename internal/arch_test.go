@@ -57,8 +57,9 @@ var allowed = map[string][]string{
 	// (live only, like inject): its results are samples.
 	"pagescan": {"procfs", "sample"},
 	// The cgroup tracer loads BPF (or reads tracefs) on the live host.
-	"cgtrace":  {"procfs", "sample"},
-	"heapprof": {"procfs"},
+	"cgtrace": {"procfs", "sample"},
+	// preload imports nothing of the module: the library's name comes from it.
+	"heapprof": {"procfs", "preload"},
 	// Heap sampling with uprobes on a live process (leaks --ebpf): its
 	// result is heapprof's dump; inject opens the target's mapped files.
 	"leaktrace": {"heapprof", "inject", "procfs"},
@@ -100,7 +101,7 @@ var allowed = map[string][]string{
 	"fleettest":              {"sample"},
 	"incidenttest":           {"capture"},
 	"seriestest":             {"promql", "sample"},
-	"preloadattacktest":      nil,
+	"preloadattacktest":      {"preload"}, // a shared object named like the library
 	"redirecttest":           nil,
 	"workloadtest":           nil, // programs that tests build and run
 	"workloadtest/goservice": nil,
@@ -155,6 +156,26 @@ func TestPackageDirection(t *testing.T) {
 	for pkg := range allowed {
 		if !seen[pkg] {
 			t.Errorf("arch_test.go lists internal/%s, which does not exist: remove it", pkg)
+		}
+	}
+}
+
+// TestPreloadIsALeaf: the module's preload package (the library's sources,
+// name and protocol) imports nothing of the module, so every layer that
+// meets the library (collect, heapprof, malloc) may take its name and its
+// decoder from it.
+func TestPreloadIsALeaf(t *testing.T) {
+	t.Parallel()
+	bp, err := build.ImportDir(filepath.Join("..", "preload"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(bp.GoFiles, "embed.go") {
+		t.Fatalf("../preload holds no embed.go: %v", bp.GoFiles)
+	}
+	for _, imp := range bp.Imports {
+		if strings.HasPrefix(imp, module) {
+			t.Errorf("preload imports %s: it must stay a leaf of the module", imp)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package preload
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"os"
@@ -88,6 +89,61 @@ func TestReadEvents(t *testing.T) {
 	}
 	if _, err := ReadEvents(strings.NewReader("{\"event\":1}\nnot json\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("bad line: %v", err)
+	}
+}
+
+// DecodeLine fills Event as json.Unmarshal does and says which of pid,
+// elapsedMs and arenas the line holds: a trim of "0.000" ms is measured,
+// "arenas":null (malloc_info failed) and a missing pid are not there.
+func TestDecodeLine(t *testing.T) {
+	tr, err := DecodeLine([]byte(`{"event":"trim","time":"2026-05-01T10:00:30.001Z","pid":7,"trigger":"freed","elapsedMs":0.000,"rss":{"before":591970304,"after":116740096,"diff":475230208},"mallinfo2":{"arena":590123008,"uordblks":69123200,"fordblks":520999808,"hblkhd":4096},"arenas":10,"freedBytes":5,"statsMs":7.537}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.HasPID || tr.PID != 7 || !tr.HasElapsedMs || tr.ElapsedMs != 0 || !tr.HasArenas || tr.Arenas != 10 {
+		t.Errorf("trim: pid %d %v, elapsedMs %v %v, arenas %d %v", tr.PID, tr.HasPID, tr.ElapsedMs, tr.HasElapsedMs, tr.Arenas, tr.HasArenas)
+	}
+	var ev Event
+	if err := json.Unmarshal([]byte(`{"event":"trim","time":"2026-05-01T10:00:30.001Z","pid":7,"trigger":"freed","elapsedMs":0.000,"rss":{"before":591970304,"after":116740096,"diff":475230208},"mallinfo2":{"arena":590123008,"uordblks":69123200,"fordblks":520999808,"hblkhd":4096},"arenas":10,"freedBytes":5,"statsMs":7.537}`), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(ev, tr.Event); d != "" {
+		t.Errorf("DecodeLine's Event differs from json.Unmarshal's (-Unmarshal +DecodeLine):\n%s", d)
+	}
+	su, err := DecodeLine([]byte(`{"event":"summary","time":"2026-05-01T10:01:00.000Z","rss":null,"mallinfo2":{"arena":1},"arenas":null,"trims":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if su.HasPID || su.HasElapsedMs || su.HasArenas || su.Trims != 3 || su.Mallinfo2 == nil || su.Mallinfo2.Arena != 1 {
+		t.Errorf("summary: %+v", su)
+	}
+	if _, err := DecodeLine([]byte(`{"event":"summary","pid":"7"}`)); err == nil {
+		t.Error(`"pid":"7" decoded`)
+	}
+}
+
+// Newest reads the end of a file shared by a process (pid 7) and its
+// forked child (pid 8), cut in the middle of a line at both ends.
+func TestNewest(t *testing.T) {
+	tail := []byte(`"arena":1},"arenas":2}
+{"event":"trim","time":"2026-05-01T10:00:30.001Z","pid":7,"elapsedMs":1.250,"mallinfo2":{"arena":100},"arenas":2}
+{"event":"summary","time":"2026-05-01T10:00:31.000Z","pid":8,"mallinfo2":{"arena":800},"arenas":3}
+{"event":"trim","time":"2026-05-01T10:00:32.000Z","pid":7,"elapsedMs":4.000}
+{"event":"summary","time":"2026-05-01T10:00:33.000Z","pid":7,"mallinfo2":{"arena":300},"arenas":null}
+{"event":"summary","time":"2026-05-01T10:00:34.000Z","pid":7,"mallinfo2":{"ar`)
+	su, tr := Newest(tail, 7)
+	if su == nil || su.Mallinfo2.Arena != 300 || su.HasArenas {
+		t.Errorf("pid 7 summary %+v, want arena 300 without arenas", su)
+	}
+	if tr == nil || tr.ElapsedMs != 1.25 || tr.Mallinfo2.Arena != 100 {
+		t.Errorf("pid 7 trim %+v, want the one with mallinfo2 (1.25 ms)", tr)
+	}
+	su, tr = Newest(tail, 8)
+	if su == nil || su.Mallinfo2.Arena != 800 || tr != nil {
+		t.Errorf("pid 8: summary %+v trim %+v, want arena 800 and no trim", su, tr)
+	}
+	if su, tr := Newest([]byte("{\"event\":\"start\",\"pid\":9}\n"), 9); su != nil || tr != nil {
+		t.Errorf("a start line: %+v %+v, want none", su, tr)
 	}
 }
 

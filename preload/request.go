@@ -117,6 +117,68 @@ func ReadEvents(r io.Reader) ([]Event, error) {
 	}
 }
 
+// Line is one stats line with what Event's zero values cannot tell:
+// whether the line holds a pid, an elapsedMs (a trim of "0.000" ms was
+// measured; null or no field was not) and an arena count (null when
+// malloc_info failed).
+type Line struct {
+	Event
+	HasPID, HasElapsedMs, HasArenas bool
+}
+
+// DecodeLine decodes one line of a stats file.
+func DecodeLine(b []byte) (Line, error) {
+	var l Line
+	// The outer fields take the keys from the embedded Event (a shallower
+	// field wins), so one pass decodes the line and sees what it holds.
+	v := struct {
+		*Event
+		PID       *int     `json:"pid"`
+		ElapsedMs *float64 `json:"elapsedMs"`
+		Arenas    *int     `json:"arenas"`
+	}{Event: &l.Event}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return Line{}, err
+	}
+	if v.PID != nil {
+		l.PID, l.HasPID = *v.PID, true
+	}
+	if v.ElapsedMs != nil {
+		l.ElapsedMs, l.HasElapsedMs = *v.ElapsedMs, true
+	}
+	if v.Arenas != nil {
+		l.Arenas, l.HasArenas = *v.Arenas, true
+	}
+	return l, nil
+}
+
+// Newest returns the newest allocator numbers in tail, the end of a stats
+// file, for the process that sees itself as pid: summary is the newest
+// line with mallinfo2, trim the newest of those that is a trim with its
+// elapsedMs (nil when none). A line of another pid (a forked child
+// writing to the same file) is not the process'; a line without a pid
+// is. Lines that do not start with "{" (the first line of a tail may be
+// cut) or do not decode are skipped.
+func Newest(tail []byte, pid int) (summary, trim *Line) {
+	for _, b := range bytes.Split(tail, []byte{'\n'}) {
+		if len(b) == 0 || b[0] != '{' {
+			continue
+		}
+		l, err := DecodeLine(b)
+		if err != nil || l.Mallinfo2 == nil {
+			continue
+		}
+		if l.HasPID && l.PID != pid {
+			continue
+		}
+		summary = &l
+		if l.Event.Event == "trim" && l.HasElapsedMs {
+			trim = &l
+		}
+	}
+	return summary, trim
+}
+
 // Response is the answer to a request.
 type Response struct {
 	Event Event  // the stats line written for the request ("info" or "trim")

@@ -18,7 +18,6 @@ package collect
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"strconv"
 	"strings"
@@ -28,29 +27,12 @@ import (
 	"github.com/memdoctor/memdoctor/preload"
 )
 
-const preloadLib = "libmemdoctor_preload.so"
-
 // statsTail is how much of the end of a stats file is read.
 const statsTail = 64 << 10
 
-type mallinfo2 struct {
-	Arena    float64 `json:"arena"`
-	Uordblks float64 `json:"uordblks"`
-	Fordblks float64 `json:"fordblks"`
-	Hblkhd   float64 `json:"hblkhd"`
-}
-
-type statsLine struct {
-	Event     string     `json:"event"`
-	PID       *int       `json:"pid"`
-	ElapsedMs *float64   `json:"elapsedMs"`
-	Mallinfo2 *mallinfo2 `json:"mallinfo2"`
-	Arenas    *float64   `json:"arenas"`
-}
-
 func hasPreload(maps []procfs.Mapping) bool {
 	for _, m := range maps {
-		if strings.HasSuffix(m.Path, preloadLib) {
+		if strings.HasSuffix(m.Path, preload.LibName) {
 			return true
 		}
 	}
@@ -159,36 +141,20 @@ func collectAllocator(c *ctx, pid int, maps []procfs.Mapping, labels []string) {
 			hides, orMalloc)
 		return
 	}
-	var last, lastTrim *statsLine
-	for _, l := range bytes.Split(data, []byte{'\n'}) {
-		if len(l) == 0 || l[0] != '{' {
-			continue // the first line of a tail may be cut
-		}
-		var s statsLine
-		if json.Unmarshal(l, &s) != nil || s.Mallinfo2 == nil {
-			continue
-		}
-		if s.PID != nil && *s.PID != own {
-			continue // a file shared with its forked children (no %p in PATH)
-		}
-		last = &s
-		if s.Event == "trim" && s.ElapsedMs != nil {
-			lastTrim = &s
-		}
-	}
+	last, lastTrim := preload.Newest(data, own)
 	if last == nil {
 		c.note(name, who+" runs memdoctor's preload library, but its stats hold no allocator summary yet",
 			hides, "wait for a summary (every MEMDOCTOR_STATS_INTERVAL, 60s by default; none with 0), or "+orMalloc)
 		return
 	}
 	m := last.Mallinfo2
-	c.add("memdoctor_malloc_system_bytes", m.Arena+m.Hblkhd, labels...)
-	c.add("memdoctor_malloc_in_use_bytes", m.Uordblks+m.Hblkhd, labels...)
-	c.add("memdoctor_malloc_free_bytes", m.Fordblks, labels...)
-	if last.Arenas != nil {
-		c.add("memdoctor_malloc_arenas", *last.Arenas, labels...)
+	c.add("memdoctor_malloc_system_bytes", float64(m.Arena)+float64(m.Hblkhd), labels...)
+	c.add("memdoctor_malloc_in_use_bytes", float64(m.Uordblks)+float64(m.Hblkhd), labels...)
+	c.add("memdoctor_malloc_free_bytes", float64(m.Fordblks), labels...)
+	if last.HasArenas {
+		c.add("memdoctor_malloc_arenas", float64(last.Arenas), labels...)
 	}
 	if lastTrim != nil {
-		c.add("memdoctor_malloc_trim_seconds", *lastTrim.ElapsedMs/1000, labels...)
+		c.add("memdoctor_malloc_trim_seconds", lastTrim.ElapsedMs/1000, labels...)
 	}
 }

@@ -136,3 +136,87 @@ func TestPreloadStatsOfRealProcesses(t *testing.T) {
 		}
 	}
 }
+
+// The newest numbers of a stats file, as the library writes it: the newest
+// line with mallinfo2 of the process' own pid (a line without a pid counts
+// as its own), the newest trim among those lines, a trim of "0.000" ms
+// measured (0 s) and "arenas":null (malloc_info failed) no arena count.
+// Lines of a forked child sharing the file, lines without mallinfo2, a
+// line that is not JSON and a last line being written are skipped.
+func TestPreloadStatsNewestLines(t *testing.T) {
+	t.Parallel()
+	const head = `"time":"2026-05-01T10:00:00.000Z",`
+	for _, c := range []struct {
+		name  string
+		stats string
+		want  map[string]float64 // series; absent: not emitted
+	}{
+		{
+			name: "own lines among a child's",
+			stats: `{"event":"start",` + head + `"pid":7130,"rss":1773568,"config":{"trimIntervalMs":30000,"trimFreedBytes":0,"statsIntervalMs":60000,"requestPollMs":1000}}
+{"event":"trim",` + head + `"pid":7130,"trigger":"interval","elapsedMs":2.500,"rss":{"before":9000,"after":8000,"diff":1000},"mallinfo2":{"arena":5000,"ordblks":1,"smblks":0,"hblks":0,"hblkhd":0,"fsmblks":0,"uordblks":3000,"fordblks":2000,"keepcost":0},"arenas":3,"freedBytes":0,"statsMs":0.010}
+{"event":"summary",` + head + `"pid":4242,"rss":99999999,"mallinfo2":{"arena":77777777,"ordblks":1,"smblks":0,"hblks":0,"hblkhd":0,"fsmblks":0,"uordblks":66666666,"fordblks":11111111,"keepcost":0},"arenas":9,"trims":0,"releasedBytes":0,"freedSinceTrim":0}
+{"event":"trim",` + head + `"pid":7130,"trigger":"freed","elapsedMs":0.000,"rss":{"before":null,"after":null,"diff":null},"mallinfo2":{"arena":4096,"ordblks":1,"smblks":0,"hblks":0,"hblkhd":0,"fsmblks":0,"uordblks":3000,"fordblks":1096,"keepcost":0},"arenas":3,"freedBytes":0,"statsMs":0.010}
+{"event":"trim",` + head + `"pid":7130,"trigger":"interval","elapsedMs":9.000,"rss":{"before":null,"after":null,"diff":null}}
+{"event":"summary",` + head + `"pid":7130,"rss":8000,"mallinfo2":{"arena":1000,"ordblks":1,"smblks":0,"hblks":1,"hblkhd":24,"fsmblks":0,"uordblks":600,"fordblks":400,"keepcost":0},"arenas":null,"trims":2,"releasedBytes":1000,"freedSinceTrim":0}
+not json
+{"event":"summary",` + head + `"pid":7130,"mallinfo2":{"arena":`,
+			want: map[string]float64{
+				"memdoctor_malloc_system_bytes": 1024, "memdoctor_malloc_in_use_bytes": 624, "memdoctor_malloc_free_bytes": 400,
+				"memdoctor_malloc_trim_seconds": 0,
+			},
+		},
+		{
+			name: "a line without a pid, a trim without elapsedMs",
+			stats: `{"event":"trim",` + head + `"pid":7130,"trigger":"interval","elapsedMs":null,"mallinfo2":{"arena":2048,"ordblks":1,"smblks":0,"hblks":0,"hblkhd":0,"fsmblks":0,"uordblks":1536,"fordblks":512,"keepcost":0},"arenas":2}
+{"event":"summary",` + head + `"rss":8000,"mallinfo2":{"arena":2048,"ordblks":1,"smblks":0,"hblks":0,"hblkhd":0,"fsmblks":0,"uordblks":1024,"fordblks":1024,"keepcost":0},"arenas":4,"trims":0,"releasedBytes":0,"freedSinceTrim":0}
+`,
+			want: map[string]float64{
+				"memdoctor_malloc_system_bytes": 2048, "memdoctor_malloc_in_use_bytes": 1024, "memdoctor_malloc_free_bytes": 1024,
+				"memdoctor_malloc_arenas": 4,
+			},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := copyTree(t)
+			p := filepath.Join(dir, "proc", "7130")
+			maps, err := os.OpenFile(filepath.Join(p, "maps"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = maps.WriteString("7f6b67500000-7f6b67510000 r-xp 00000000 fe:00 4 /var/cache/memdoctor/x/" + preload.LibName + "\n")
+			if cerr := maps.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(p, "environ"), []byte("HOME=/root\x00MEMDOCTOR_STATS=/run/stats.%p.jsonl\x00"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(p, "root", "run"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(p, "root", "run", "stats.7130.jsonl"), []byte(c.stats), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res, err := collectDir(t, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &res.Snapshot
+			if v, ok := s.Get("memdoctor_process_preload", "pid", "7130"); !ok || v != 1 {
+				t.Fatalf("memdoctor_process_preload %v %v, want 1; notes %+v", v, ok, res.Notes)
+			}
+			for _, name := range []string{"memdoctor_malloc_system_bytes", "memdoctor_malloc_in_use_bytes", "memdoctor_malloc_free_bytes",
+				"memdoctor_malloc_arenas", "memdoctor_malloc_trim_seconds"} {
+				got, ok := s.Get(name, "pid", "7130")
+				want, wantOK := c.want[name]
+				if ok != wantOK || got != want {
+					t.Errorf("%s = %v (present %v), want %v (present %v); notes %+v", name, got, ok, want, wantOK, res.Notes)
+				}
+			}
+		})
+	}
+}

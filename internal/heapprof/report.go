@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
-)
 
-// libraryName is the preload library: its own frames are not sites.
-const libraryName = "libmemdoctor_preload.so"
+	"github.com/memdoctor/memdoctor/preload"
+)
 
 // Site is one symbolized call stack and what its allocations hold.
 type Site struct {
@@ -86,7 +85,7 @@ func frames(sym *Symbolizer, d *Dump, s Stack) []Frame {
 	var out []Frame
 	for _, pc := range s.PCs {
 		f := sym.Frame(d.Maps, pc)
-		if len(out) == 0 && path.Base(f.Object) == libraryName {
+		if len(out) == 0 && path.Base(f.Object) == preload.LibName { // the library's own frames are not sites
 			continue
 		}
 		out = append(out, f)

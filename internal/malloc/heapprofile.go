@@ -50,11 +50,11 @@ func ReadHeapProfile(ctx context.Context, pid int) (*HeapProfile, error) {
 		return nil, err
 	}
 	if !t.preloadLib {
-		return nil, fmt.Errorf("%w: pid %d (%s) does not map %s: start it with LD_PRELOAD=$(memdoctor preload --print-path) %s=512KiB", ErrNoProfile, pid, t.comm, preloadName, profileVar)
+		return nil, fmt.Errorf("%w: pid %d (%s) does not map %s: start it with LD_PRELOAD=$(memdoctor preload --print-path) %s=512KiB", ErrNoProfile, pid, t.comm, preload.LibName, profileVar)
 	}
 	env := readEnv(pid, profileVar, profilePathVar)
 	if !preload.ProfileOn(env[profileVar]) {
-		return nil, fmt.Errorf("%w: pid %d (%s) runs %s but was started without %s=RATE (such as 512KiB)", ErrNoProfile, pid, t.comm, preloadName, profileVar)
+		return nil, fmt.Errorf("%w: pid %d (%s) runs %s but was started without %s=RATE (such as 512KiB)", ErrNoProfile, pid, t.comm, preload.LibName, profileVar)
 	}
 	pattern := env[profilePathVar]
 	if pattern == "" {

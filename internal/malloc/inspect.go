@@ -31,6 +31,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/memdoctor/memdoctor/preload"
 )
 
 // Method selects how the allocator state is read.
@@ -176,10 +178,10 @@ func choosePreload(t *target, opt Options) (use bool, note string, err error) {
 		return false, "", nil
 	case MethodPreload:
 		if !t.preloadLib {
-			return false, "", fmt.Errorf("%w: pid %d does not map %s", ErrPreload, t.pid, preloadName)
+			return false, "", fmt.Errorf("%w: pid %d does not map %s", ErrPreload, t.pid, preload.LibName)
 		}
 		if t.statsPath == "" {
-			return false, "", fmt.Errorf("%w: pid %d maps %s but was started without %s=PATH, so it takes no requests", ErrPreload, t.pid, preloadName, statsVar)
+			return false, "", fmt.Errorf("%w: pid %d maps %s but was started without %s=PATH, so it takes no requests", ErrPreload, t.pid, preload.LibName, statsVar)
 		}
 		return true, "", nil
 	case MethodAuto:
@@ -187,7 +189,7 @@ func choosePreload(t *target, opt Options) (use bool, note string, err error) {
 		return false, "", fmt.Errorf("method %q: want auto, ptrace or preload", opt.Method)
 	}
 	if t.preloadLib && t.statsPath == "" {
-		return false, fmt.Sprintf("the process maps %s but has no %s=PATH in its environment, so its stats cannot be asked for: read by calling into it", preloadName, statsVar), nil
+		return false, fmt.Sprintf("the process maps %s but has no %s=PATH in its environment, so its stats cannot be asked for: read by calling into it", preload.LibName, statsVar), nil
 	}
 	return t.preloadLib, "", nil
 }

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/inject"
+	"github.com/memdoctor/memdoctor/preload"
 )
 
 // Call is one function call made inside the process.
@@ -247,7 +248,7 @@ func (t *target) inAllocator(pc uint64) bool {
 			return true
 		}
 		b := m.Path[strings.LastIndexByte(m.Path, '/')+1:]
-		for _, a := range []string{"libjemalloc", "libtcmalloc", "libmimalloc", preloadName} {
+		for _, a := range []string{"libjemalloc", "libtcmalloc", "libmimalloc", preload.LibName} {
 			if strings.HasPrefix(b, a) {
 				return true
 			}

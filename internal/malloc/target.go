@@ -81,9 +81,6 @@ type target struct {
 	maps []procfs.Mapping
 }
 
-// preloadName is the file name of memdoctor's preload library.
-const preloadName = "libmemdoctor_preload.so"
-
 // statsVar is the one environment variable memdoctor reads from another
 // process.
 const statsVar = "MEMDOCTOR_STATS"
@@ -209,7 +206,7 @@ func (t *target) readMaps(maps []procfs.Mapping) {
 				t.libcDeleted = strings.HasSuffix(m.Path, " (deleted)")
 			case strings.HasPrefix(b, "libc.musl") || strings.HasPrefix(b, "ld-musl"):
 				t.musl = true
-			case b == preloadName:
+			case b == preload.LibName:
 				t.preloadLib = true
 			}
 			for _, a := range []string{"libjemalloc", "libtcmalloc", "libmimalloc", "libhoard", "libsnmalloc"} {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/memdoctor/memdoctor/preload"
 )
 
 // UID is the attacker's user and group (nobody, nogroup).
@@ -95,7 +97,7 @@ func New(t *testing.T) *Env {
 		}
 	}
 	e := &Env{Base: base, Home: filepath.Join(base, "home"), Victim: filepath.Join(base, "victim"),
-		Secret: filepath.Join(base, "secret.xml"), lib: filepath.Join(base, "lib", "libmemdoctor_preload.so"),
+		Secret: filepath.Join(base, "secret.xml"), lib: filepath.Join(base, "lib", preload.LibName),
 		script: filepath.Join(base, "lib", "attacker.sh")}
 	for _, d := range []string{e.Home, e.Victim, filepath.Dir(e.lib)} {
 		if err := os.Mkdir(d, 0o755); err != nil {

@@ -34,34 +34,12 @@ func ParseLabels(s string) (Labels, error) {
 			return nil, errors.New("label without =\"")
 		}
 		name := p[:eq]
-		p = p[eq+2:]
-		var v strings.Builder
-		closed := false
-		for i := 0; i < len(p); i++ {
-			c := p[i]
-			if c == '"' {
-				p = p[i+1:]
-				closed = true
-				break
-			}
-			if c == '\\' && i+1 < len(p) {
-				i++
-				switch p[i] {
-				case 'n':
-					v.WriteByte('\n')
-				case '\\', '"':
-					v.WriteByte(p[i])
-				default:
-					return nil, fmt.Errorf("bad escape \\%c", p[i])
-				}
-				continue
-			}
-			v.WriteByte(c)
+		v, n, err := UnquoteValue(p[eq+1:])
+		if err != nil {
+			return nil, err
 		}
-		if !closed {
-			return nil, errors.New("unterminated label value")
-		}
-		ls = append(ls, Label{Name: name, Value: v.String()})
+		p = p[eq+1+n:]
+		ls = append(ls, Label{Name: name, Value: v})
 		if len(p) > 0 {
 			if p[0] != ',' {
 				return nil, errors.New("labels not separated by a comma")
@@ -70,4 +48,35 @@ func ParseLabels(s string) (Labels, error) {
 		}
 	}
 	return ls, nil
+}
+
+// UnquoteValue reads a label value in double quotes at the start of s, with
+// \\, \" and \n escaped as Labels.String writes them, and returns the value
+// and the length of its quoted form in s.
+func UnquoteValue(s string) (string, int, error) {
+	if s == "" || s[0] != '"' {
+		return "", 0, errors.New("label value not quoted")
+	}
+	var v strings.Builder
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			return v.String(), i + 1, nil
+		case c == '\\' && i+1 < len(s):
+			i++
+			switch s[i] {
+			case 'n':
+				v.WriteByte('\n')
+			case '\\', '"':
+				v.WriteByte(s[i])
+			default:
+				return "", 0, fmt.Errorf("bad escape \\%c", s[i])
+			}
+		case c == '\\':
+			return "", 0, errors.New("unterminated label value") // a backslash at the end
+		default:
+			v.WriteByte(c)
+		}
+	}
+	return "", 0, errors.New("unterminated label value")
 }

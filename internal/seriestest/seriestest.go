@@ -542,7 +542,10 @@ func parseNumber(s string) (float64, bool) {
 }
 
 // parseMetric reads NAME or NAME{LABELS} at the start of s and returns the
-// rest of the line.
+// rest of the line. Not sample.ParseKey, which reads back Labels.String
+// only: here blanks and a trailing comma may stand in the braces, label
+// names are checked, labels are sorted and a mistake is reported at its
+// token; the values are read as ParseKey reads them (sample.UnquoteValue).
 func (p *parser) parseMetric(s string) (name string, labels sample.Labels, rest string, err error) {
 	i := 0
 	for i < len(s) && isNameChar(s[i], i == 0) {
@@ -594,8 +597,8 @@ func (p *parser) parseMetric(s string) (name string, labels sample.Labels, rest 
 		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
 			i++
 		}
-		val, n, ok := unquote(s[i:])
-		if !ok {
+		val, n, err := sample.UnquoteValue(s[i:])
+		if err != nil {
 			return "", nil, "", p.errorf(tail(s, i), "expected a quoted label value")
 		}
 		i += n
@@ -631,37 +634,4 @@ func tail(s string, i int) string {
 func isNameChar(c byte, first bool) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == ':' ||
 		!first && c >= '0' && c <= '9'
-}
-
-// unquote reads a double-quoted string with \\, \" and \n escapes at the
-// start of s and returns its value and length in s.
-func unquote(s string) (string, int, bool) {
-	if s == "" || s[0] != '"' {
-		return "", 0, false
-	}
-	var b strings.Builder
-	for i := 1; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '"':
-			return b.String(), i + 1, true
-		case '\\':
-			if i+1 >= len(s) {
-				return "", 0, false
-			}
-			i++
-			switch s[i] {
-			case '\\':
-				b.WriteByte('\\')
-			case '"':
-				b.WriteByte('"')
-			case 'n':
-				b.WriteByte('\n')
-			default:
-				return "", 0, false
-			}
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return "", 0, false
 }

@@ -466,7 +466,9 @@ func (p *textParser) newSeries(raw []byte) (uint32, error) {
 	return sid, nil
 }
 
-// parseSeries parses name{labels} or {"name",labels}.
+// parseSeries parses name{labels} or {"name",labels}. Not sample.ParseKey,
+// which reads back Labels.String only: the exposition grammar has blanks,
+// quoted UTF-8 names, __name__, Go escapes and empty values (no label).
 func parseSeries(raw []byte) (string, sample.Labels, error) {
 	i := 0
 	for i < len(raw) && isNameChar(raw[i]) {
