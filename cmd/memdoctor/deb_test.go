@@ -123,6 +123,30 @@ func TestDebPackage(t *testing.T) {
 	if out := run("bash", "-c", ". /usr/share/bash-completion/completions/memdoctor && complete -p memdoctor"); !strings.Contains(out, "memdoctor") {
 		t.Errorf("bash completion not registered: %s", out)
 	}
+	// zsh and fish completion, where those shells look for them, each
+	// written for its shell (and parsed by it where it is installed).
+	for _, c := range []struct{ path, marker, shell string }{
+		{"/usr/share/zsh/vendor-completions/_memdoctor", "#compdef memdoctor", "zsh"},
+		{"/usr/share/fish/vendor_completions.d/memdoctor.fish", "complete -c memdoctor", "fish"},
+	} {
+		if !slices.Contains(files, c.path) {
+			t.Errorf("%s completion: %s not in the package", c.shell, c.path)
+			continue
+		}
+		b, err := os.ReadFile(c.path)
+		if err != nil || !strings.Contains(string(b), c.marker) {
+			t.Errorf("%s completion %s lacks %q: %v", c.shell, c.path, c.marker, err)
+		}
+		if sh, err := exec.LookPath(c.shell); err == nil {
+			if out, err := exec.Command(sh, "-n", c.path).CombinedOutput(); err != nil {
+				t.Errorf("%s -n %s: %v\n%s", c.shell, c.path, err, out)
+			}
+		}
+	}
+	// Installed, not enabled: nothing under /etc/systemd links the unit.
+	if links, _ := filepath.Glob("/etc/systemd/system/*/memdoctor-record.service"); len(links) > 0 {
+		t.Errorf("the package enabled its unit: %v", links)
+	}
 	// The preload library built for the package, found without a compiler.
 	lib := strings.TrimSpace(run("/usr/bin/memdoctor", "preload", "--print-path"))
 	if lib != "/usr/lib/memdoctor/libmemdoctor_preload.so" {
