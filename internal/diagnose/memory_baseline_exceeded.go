@@ -8,9 +8,11 @@ package diagnose
 // daily maxima; this rule does the same for the host (MemTotal −
 // MemAvailable) and for each recorded process (RSS, by name).
 //
-// Fires: the latest day's peak exceeds the median of the previous 14 daily
-// peaks by more than 10 % (and by 1 % of MemTotal for the host, 64 MiB for
-// a process). Needs 15 days with data; less gives a note.
+// Fires: the latest day's peak exceeds the median of the previous daily
+// peaks (up to 14) by more than 10 % (and by 1 % of MemTotal for the host,
+// 64 MiB for a process). Needs a week of days before the day judged (8
+// days with data); less gives a note. Two weeks read from Prometheus up
+// to a midnight (`--range 14d`) are 14 days: 13 before the day judged.
 //
 // Known false positives: planned growth (more tenants, a bigger cache
 // setting); a step that stays is the new baseline after two weeks.
@@ -92,7 +94,8 @@ func baselineAlerts(o AlertOptions) []Alert {
 }
 
 const (
-	baselineDays   = 14
+	baselineDays   = 14 // daily peaks the baseline takes at most
+	baselineMin    = 7  // and at least: a week before the day judged
 	baselineMargin = 1.10
 )
 
@@ -176,8 +179,8 @@ func (memoryBaselineExceeded) Eval(in *Input) []model.Finding {
 		used[i] = total - v
 	}
 	days, peaks := DailyPeaks(avail.Points, used)
-	if len(days) < baselineDays+1 {
-		in.Note("memory_baseline_exceeded", fmt.Sprintf("%s with data: the baseline needs %d", render.Count(float64(len(days)), "day", "days"), baselineDays+1), "record longer")
+	if len(days) < baselineMin+1 {
+		in.Note("memory_baseline_exceeded", fmt.Sprintf("%s with data: the baseline needs %d (a week before the day judged)", render.Count(float64(len(days)), "day", "days"), baselineMin+1), "record longer, or read a longer range")
 		return nil
 	}
 	var out []model.Finding
@@ -203,7 +206,7 @@ func (memoryBaselineExceeded) Eval(in *Input) []model.Finding {
 			}
 		}
 		d, pk := DailyPeaks(ps, vals)
-		if len(d) < baselineDays+1 {
+		if len(d) < baselineMin+1 {
 			continue
 		}
 		if f := baselineFinding(w, "process "+comm, comm+" RSS", pk, 64<<20); f != nil {
@@ -215,16 +218,17 @@ func (memoryBaselineExceeded) Eval(in *Input) []model.Finding {
 
 func baselineFinding(w *sample.Window, subj, what string, peaks []float64, minExcess float64) *model.Finding {
 	latest := peaks[len(peaks)-1]
-	base, _ := BaselineOf(peaks)
+	base, n := BaselineOf(peaks)
 	if latest <= base*baselineMargin || latest-base < minExcess {
 		return nil
 	}
 	return &model.Finding{ID: "memory_baseline_exceeded", Severity: model.Warning, Subject: subject(w, subj),
 		Summary: fmt.Sprintf("%s peaked at %s today, %.0f%% above the median of the previous %d daily peaks (%s)",
-			what, render.Bytes(int64(latest)), 100*(latest/base-1), baselineDays, render.Bytes(int64(base))),
+			what, render.Bytes(int64(latest)), 100*(latest/base-1), n, render.Bytes(int64(base))),
 		Evidence: []model.Evidence{
 			ev("latest_daily_peak_bytes", latest, "bytes"),
 			ev("baseline_median_bytes", base, "bytes"),
+			ev("baseline_days", float64(n), "count"),
 			ev("excess_percent", 100*(latest/base-1), "percent"),
 		},
 		Remedies: []model.Remedy{
