@@ -147,7 +147,8 @@ func collectCgroups(c *ctx) error {
 		c.note("cgroups", "no memory cgroup hierarchy is mounted", "memory cgroups and dying cgroups", "mount cgroup2 (or the v1 memory controller)")
 		return nil
 	}
-	r := cgroups.Reader{FS: c.fs, Root: root, V1: memOn == "v1"}
+	// A selection that compares readings counts v1's limit hits too.
+	r := cgroups.Reader{FS: c.fs, Root: root, V1: memOn == "v1", Failcnt: c.opt.CgroupEvents != nil}
 	briefs, dirs, capped := r.Scan(c.opt.MaxCgroupDirs)
 	if capped {
 		c.note(root, "more than the directory limit of memory cgroups; counted the first ones only",
@@ -178,7 +179,7 @@ func collectCgroups(c *ctx) error {
 	}
 	c.opt.Names.Begin()
 	focused := c.opt.FocusCgroup == ""
-	for _, b := range cgroups.Select(briefs, c.opt.TopCgroups, c.opt.ExtraCgroups) {
+	for _, b := range c.opt.CgroupEvents.Select(briefs, c.opt.TopCgroups, c.opt.ExtraCgroups) {
 		mem := r.ReadBrief(b)
 		addCgroup(c, &mem)
 		focused = focused || b.Path == c.opt.FocusCgroup
