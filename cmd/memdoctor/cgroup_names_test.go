@@ -22,7 +22,8 @@ import (
 // limit and 56 MiB of anon in it, and Docker's state for that id in a
 // directory given as the runtime root: check names the container by its
 // Docker name in the CONTAINERS section, the owner info, the near-limit
-// finding's summary, and check --cgroup NAME finds it; the secret in the
+// finding's summary (which names its python3 as the process the OOM
+// killer would kill), and check --cgroup NAME finds it; the secret in the
 // config's environment is printed nowhere. Without that state (the host's
 // own, which has no such container) the name matches nothing. With
 // --root (the host captured, then unpacked, with the state added) the
@@ -75,6 +76,10 @@ func TestCheckNamesDockerContainer(t *testing.T) {
 	}
 	if near == nil || !strings.HasPrefix(near.Summary, name+": ") || !hasEvidence(near, "owner", name+" ("+cg+")") {
 		t.Errorf("check: the near-limit finding %+v does not name %s", near, name)
+	} else if !strings.Contains(near.Summary, "the OOM killer kills in it, most likely python3 (pid ") {
+		// check reads processes: the container's only one is who the
+		// OOM killer would kill.
+		t.Errorf("check: the near-limit finding does not name the container's python3 as the OOM killer's choice: %s", near.Summary)
 	}
 
 	stdout, stderr, code = runCLI(t, "check", "--top", "5", "--runtime-root", rt)

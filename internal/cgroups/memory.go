@@ -94,6 +94,10 @@ type Reader struct {
 	// memory controller ("sys/fs/cgroup" or "sys/fs/cgroup/memory").
 	Root string
 	V1   bool
+	// Failcnt makes Brief read v1's memory.failcnt as MaxEvents too (one
+	// more file per cgroup: only a selection that compares samples needs
+	// it; v2 has the count in memory.events, read anyway).
+	Failcnt bool
 }
 
 func (r Reader) file(cg, name string) string {
@@ -167,8 +171,8 @@ func (r Reader) Usage(cg string) (int64, bool) {
 	return f.usage()
 }
 
-// Brief is what the selection needs of every cgroup: usage, the limit, the
-// OOM kills and memory.high breaches so far.
+// Brief is what the selection needs of every cgroup: usage, the limit, and
+// the event counters since the cgroup was made.
 type Brief struct {
 	Path     string
 	Usage    int64
@@ -177,6 +181,12 @@ type Brief struct {
 	// HighEvents is v2's memory.events "high": how often usage went over
 	// memory.high (the cgroup was reclaimed and throttled); 0 on v1.
 	HighEvents int64
+	// OOMs is v2's memory.events "oom": how often the OOM killer was
+	// invoked for the cgroup (a kill may not follow); 0 on v1.
+	OOMs int64
+	// MaxEvents is v2's memory.events "max" (usage hit memory.max), or
+	// v1's memory.failcnt when the Reader's Failcnt is set, else 0.
+	MaxEvents int64
 }
 
 // Brief reads the three files the selection needs; ok is false when the
@@ -210,6 +220,15 @@ func (f files) brief() (b Brief, ok bool) {
 	if kv, ok := f.kv(events); ok {
 		b.OOMKills = kv.Value("oom_kill")
 		b.HighEvents = kv.Value("high")
+		if !f.r.V1 { // oom_control has neither
+			b.OOMs = kv.Value("oom")
+			b.MaxEvents = kv.Value("max")
+		}
+	}
+	if f.r.V1 && f.r.Failcnt {
+		if v, ok := f.int("memory.failcnt"); ok {
+			b.MaxEvents = v
+		}
 	}
 	return b, true
 }

@@ -228,3 +228,193 @@ func TestSelect(t *testing.T) {
 		t.Errorf("Select bounded = %v", got)
 	}
 }
+
+// v2Tree writes memory.current, memory.max and memory.events for each
+// cgroup of a fake v2 hierarchy below root/cg.
+func v2Tree(t *testing.T, root string, cgs map[string][3]string) {
+	t.Helper()
+	for cg, f := range cgs {
+		dir := filepath.Join(root, "cg", cg)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir+"/memory.current", f[0]+"\n")
+		write(t, dir+"/memory.max", f[1]+"\n")
+		write(t, dir+"/memory.events", f[2])
+	}
+}
+
+func v2Events(hits, oom, oomKill, high int) string {
+	return fmt.Sprintf("low 0\nhigh %d\nmax %d\noom %d\noom_kill %d\noom_group_kill 0\n", high, hits, oom, oomKill)
+}
+
+func paths(bs []Brief) string {
+	var out []string
+	for _, b := range bs {
+		out = append(out, b.Path)
+	}
+	return strings.Join(out, " ")
+}
+
+// TestEventHistorySelect: two successive readings of one v2 hierarchy.
+// The first selection of a history is the one-shot Select's (counters
+// since the cgroups were made); the second takes the cgroups whose
+// oom_kill, oom, high or max events rose in between, and not those whose
+// events are old. A cgroup removed between the readings leaves the
+// history; one made anew under the same path, its counter lower than
+// before, rose by its count.
+func TestEventHistorySelect(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	quiet := v2Events(0, 0, 0, 0)
+	first := map[string][3]string{
+		"/big":       {"1000", "max", quiet},
+		"/bigger":    {"2000", "max", quiet},
+		"/old-kills": {"10", "max", v2Events(9, 5, 5, 0)},
+		"/new-kill":  {"11", "max", quiet},
+		"/new-oom":   {"12", "max", quiet},
+		"/throttled": {"13", "max", v2Events(0, 0, 0, 40)},
+		"/hits-max":  {"14", "1000", v2Events(3, 0, 0, 0)},
+		"/near":      {"95", "100", quiet},
+		"/gone":      {"16", "max", v2Events(0, 2, 2, 0)},
+		"/remade":    {"17", "max", v2Events(0, 4, 4, 0)},
+		"/idle":      {"18", "max", quiet},
+	}
+	v2Tree(t, root, first)
+	r := Reader{FS: procfs.NewFS(root), Root: "cg"}
+	h := NewEventHistory()
+	read := func() []Brief {
+		t.Helper()
+		briefs, _, capped := r.Scan(100)
+		if capped {
+			t.Fatal("scan capped")
+		}
+		return briefs
+	}
+	b1 := read()
+	if got, want := paths(h.Select(b1, 2, 20)), paths(Select(b1, 2, 20)); got != want {
+		t.Errorf("first selection of a history = %s, want the one-shot Select's %s", got, want)
+	}
+	if got, want := paths(Select(b1, 2, 20)), "/bigger /big /near /old-kills /remade /gone /throttled"; got != want {
+		t.Errorf("one-shot Select = %s, want %s", got, want)
+	}
+	// /old-kills, /hits-max and /remade's predecessor each hold an entry;
+	// /big, /idle and the others without events hold none.
+	if h.Len() != 5 {
+		t.Errorf("history holds %d cgroups after the first reading, want 5 (those with an event)", h.Len())
+	}
+
+	// Between the readings: a kill in /new-kill, an OOM invocation
+	// without a kill in /new-oom, more breaches in /throttled, more limit
+	// hits in /hits-max; /gone removed; /remade removed and made anew (its
+	// counter restarts, lower than before).
+	if err := os.RemoveAll(filepath.Join(root, "cg", "gone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "cg", "remade")); err != nil {
+		t.Fatal(err)
+	}
+	v2Tree(t, root, map[string][3]string{
+		"/new-kill":  {"11", "max", v2Events(1, 1, 1, 0)},
+		"/new-oom":   {"12", "max", v2Events(1, 1, 0, 0)},
+		"/throttled": {"13", "max", v2Events(0, 0, 0, 43)},
+		"/hits-max":  {"14", "1000", v2Events(7, 0, 0, 0)},
+		"/remade":    {"17", "max", v2Events(0, 1, 1, 0)},
+	})
+	b2 := read()
+	got := paths(h.Select(b2, 2, 20))
+	// Nearest first (/hits-max has a limit, far from it), then by new
+	// kills, new OOMs, new breaches, new hits.
+	if want := "/bigger /big /near /hits-max /new-kill /remade /new-oom /throttled"; got != want {
+		t.Errorf("second selection = %s, want %s", got, want)
+	}
+	if strings.Contains(got, "/old-kills") {
+		t.Error("a cgroup whose kills are all older than the previous reading was selected again")
+	}
+	// The one-shot Select of the same reading still takes every cgroup
+	// with kills or breaches since made: check's view.
+	if got, want := paths(Select(b2, 2, 20)), "/bigger /big /near /old-kills /remade /new-kill /throttled"; got != want {
+		t.Errorf("one-shot Select of the second reading = %s, want %s", got, want)
+	}
+	// /gone is forgotten; the others with events are held.
+	if h.Len() != 6 {
+		t.Errorf("history holds %d cgroups after the second reading, want 6", h.Len())
+	}
+	if _, ok := h.prev["/gone"]; ok {
+		t.Error("a removed cgroup stays in the history")
+	}
+	// A third reading with nothing new: only the top and the near one.
+	if got, want := paths(h.Select(read(), 2, 20)), "/bigger /big /near"; got != want {
+		t.Errorf("third selection, no new events = %s, want %s", got, want)
+	}
+	// Bounded as the one-shot selection is.
+	v2Tree(t, root, map[string][3]string{"/throttled": {"13", "max", v2Events(0, 0, 0, 44)}})
+	if got, want := paths(h.Select(read(), 1, 2)), "/bigger /near /throttled"; got != want {
+		t.Errorf("bounded selection = %s, want %s", got, want)
+	}
+	var nilHist *EventHistory
+	if got, want := paths(nilHist.Select(b2, 2, 20)), paths(Select(b2, 2, 20)); got != want {
+		t.Errorf("a nil history selects %s, want the one-shot %s", got, want)
+	}
+}
+
+// TestEventHistoryFailcntV1Real: on a real v1 memory cgroup, writing a
+// file four times its limit makes the kernel hit the limit (memory.failcnt,
+// the "max" event) and reclaim the page cache. With the file removed, the
+// cgroup is far from its limit: a history that reads failcnt selects it
+// once, at the reading after the hits, and not again; a Reader without
+// Failcnt reads no count.
+func TestEventHistoryFailcntV1Real(t *testing.T) {
+	dir := testParent(t)
+	leaf := dir + "/writer"
+	if err := os.Mkdir(leaf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, leaf+"/memory.limit_in_bytes", strconv.Itoa(8<<20))
+	r := hostReader()
+	r.Root = strings.TrimPrefix(dir, "/")
+	r.Failcnt = true
+	h := NewEventHistory()
+	scan := func() []Brief {
+		t.Helper()
+		bs, _, _ := r.Scan(10)
+		return bs
+	}
+	if got := paths(h.Select(scan(), 0, 10)); got != "" {
+		t.Fatalf("an idle cgroup was selected: %s", got)
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	script := fmt.Sprintf("echo $$ > %s/cgroup.procs && exec dd if=/dev/zero of=%s bs=1M count=32 status=none", leaf, data)
+	if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("dd in the cgroup: %v: %s", err, out)
+	}
+	if err := os.Remove(data); err != nil {
+		t.Fatal(err)
+	}
+	bs := scan()
+	var b Brief
+	for _, x := range bs {
+		if x.Path == "/writer" {
+			b = x
+		}
+	}
+	if b.MaxEvents <= 0 || b.OOMKills != 0 {
+		t.Fatalf("after writing 32 MiB through an 8 MiB limit: %+v, want failcnt > 0 and no kill", b)
+	}
+	if s := share(b); s >= NearShare {
+		t.Fatalf("usage %d of %d after the file was removed: the cgroup is still near its limit", b.Usage, b.Limit)
+	}
+	if got := paths(h.Select(bs, 0, 10)); got != "/writer" {
+		t.Errorf("the reading after the limit hits selects %q, want /writer", got)
+	}
+	if got := paths(h.Select(scan(), 0, 10)); got != "" {
+		t.Errorf("a reading with no new hits selects %q", got)
+	}
+	if got := paths(Select(bs, 0, 10)); got != "" {
+		t.Errorf("the one-shot selection takes limit hits since made: %q", got)
+	}
+	r.Failcnt = false
+	if b, _ := r.Brief("/writer"); b.MaxEvents != 0 {
+		t.Errorf("failcnt read without Reader.Failcnt: %+v", b)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/cgroups"
@@ -147,7 +148,8 @@ func collectCgroups(c *ctx) error {
 		c.note("cgroups", "no memory cgroup hierarchy is mounted", "memory cgroups and dying cgroups", "mount cgroup2 (or the v1 memory controller)")
 		return nil
 	}
-	r := cgroups.Reader{FS: c.fs, Root: root, V1: memOn == "v1"}
+	// A selection that compares readings counts v1's limit hits too.
+	r := cgroups.Reader{FS: c.fs, Root: root, V1: memOn == "v1", Failcnt: c.opt.CgroupEvents != nil}
 	briefs, dirs, capped := r.Scan(c.opt.MaxCgroupDirs)
 	if capped {
 		c.note(root, "more than the directory limit of memory cgroups; counted the first ones only",
@@ -178,20 +180,128 @@ func collectCgroups(c *ctx) error {
 	}
 	c.opt.Names.Begin()
 	focused := c.opt.FocusCgroup == ""
-	for _, b := range cgroups.Select(briefs, c.opt.TopCgroups, c.opt.ExtraCgroups) {
+	var near []cgroups.Memory
+	for _, b := range c.opt.CgroupEvents.Select(briefs, c.opt.TopCgroups, c.opt.ExtraCgroups) {
 		mem := r.ReadBrief(b)
 		addCgroup(c, &mem)
 		focused = focused || b.Path == c.opt.FocusCgroup
+		if nearLimit(&mem) {
+			near = append(near, mem)
+		}
 	}
 	if !focused {
 		if mem, ok := r.Read(c.opt.FocusCgroup); ok {
 			addCgroup(c, &mem)
+			if nearLimit(&mem) {
+				near = append(near, mem)
+			}
 		} else {
 			c.note(root+c.opt.FocusCgroup, "the focused cgroup has no memory accounting (removed, or the memory controller is not enabled for it)",
 				"its accounting, limits, events and pressure", "")
 		}
 	}
+	if c.opt.TopProcesses > 0 {
+		oomCandidates(c, r, near)
+	}
 	return nil
+}
+
+// The OOM killer's likely choice is looked for in at most oomCgroups
+// cgroups near their limit (the nearest first: as many as
+// cgroup_near_limit reports), walking at most oomDirs cgroups below each;
+// a cgroup with more than oomCgroupProcs processes is not looked into,
+// and at most oomProcs processes are read in all: a collection's cost
+// stays bounded however many processes a large slice holds.
+const (
+	oomCgroups     = 10
+	oomDirs        = 256
+	oomCgroupProcs = 500
+	oomProcs       = 1000
+)
+
+// nearLimit: usage within cgroups.NearShare of the lower of memory.max and
+// memory.high, where the working set the rules judge may be near it too.
+func nearLimit(m *cgroups.Memory) bool {
+	l := m.Limit()
+	return l > 0 && float64(m.Usage) >= cgroups.NearShare*float64(l)
+}
+
+// oomCandidates names, for each cgroup near its limit, the process the
+// kernel's OOM killer would most likely kill when the limit is hit: it
+// chooses among the tasks of the cgroup and its descendants the one with
+// the highest badness (mm/oom_kill.c oom_badness): RSS + swap + page
+// tables, plus oom_score_adj thousandths of the memory the cgroup may use
+// (its memory.max and the swap it may take); a process at oom_score_adj
+// -1000, and the host's init, are never chosen. A cgroup whose process
+// list is incomplete (a bound reached, a list unreadable) names none: the
+// largest of those read may not be the one.
+func oomCandidates(c *ctx, r cgroups.Reader, near []cgroups.Memory) {
+	share := func(m *cgroups.Memory) float64 { return float64(m.Usage) / float64(m.Limit()) }
+	sort.SliceStable(near, func(i, j int) bool { return share(&near[i]) > share(&near[j]) })
+	near = near[:min(len(near), oomCgroups)]
+	hostSwap := int64(c.res.Snapshot.Value("node_memory_SwapTotal_bytes"))
+	budget := oomProcs
+	for i := range near {
+		m := &near[i]
+		limit := min(oomCgroupProcs, budget)
+		pids, complete := r.Procs(m.Path, oomDirs, limit)
+		if !complete {
+			if len(pids) > 0 {
+				c.note(r.Root+m.Path, fmt.Sprintf("more processes or cgroups in it than read (%d processes in %d cgroups at most): the OOM killer's likely choice is not named", limit, oomDirs),
+					"which of its processes the OOM killer would kill", "")
+			}
+			continue
+		}
+		budget -= len(pids)
+		// What the cgroup may use when the OOM killer runs: memory.max (or
+		// the lower memory.high the rules judge against) and its swap.
+		room := m.Max
+		if room == cgroups.Unlimited {
+			room = m.Limit()
+		}
+		swap := hostSwap
+		if m.SwapMax != cgroups.Unlimited {
+			swap = min(m.SwapMax, hostSwap)
+		}
+		room += swap
+		type cand struct {
+			pid          int
+			comm         string
+			bytes, score int64
+			adj          int
+		}
+		var best *cand
+		n := 0
+		for _, pid := range pids {
+			st, err := c.fs.ProcStatus(pid)
+			if err != nil {
+				continue // gone (or not readable: not counted)
+			}
+			rss, ok := st.Get("VmRSS")
+			if !ok {
+				continue // a kernel thread: no memory of its own
+			}
+			n++
+			adj, err := c.fs.ProcOOMScoreAdj(pid)
+			if err != nil || adj == -1000 || pid == 1 {
+				continue
+			}
+			b := rss + st.Value("VmSwap") + st.Value("VmPTE")
+			x := cand{pid: pid, comm: st.Text["Name"], bytes: b, adj: adj, score: b + int64(adj)*(room/1000)}
+			if best == nil || x.score > best.score || x.score == best.score && x.bytes > best.bytes {
+				best = &x
+			}
+		}
+		c.add("memdoctor_cgroup_processes", float64(n), "cgroup", m.Path)
+		if best != nil {
+			l := []string{"cgroup", m.Path, "pid", strconv.Itoa(best.pid), "comm", best.comm}
+			c.add("memdoctor_cgroup_oom_candidate_bytes", float64(best.bytes), l...)
+			c.add("memdoctor_cgroup_oom_candidate_score_adj", float64(best.adj), l...)
+		}
+		if budget <= 0 {
+			return
+		}
+	}
 }
 
 // cgroupStats are the memory.stat keys recorded per cgroup (in v2 names;

@@ -33,6 +33,12 @@ type Options struct {
 	// ExtraCgroups bounds the cgroups read beyond the top ones because they
 	// are near a limit or had OOM kills (default 50).
 	ExtraCgroups int
+	// CgroupEvents, kept across the collections of a recorder, makes the
+	// cgroups read beyond the top ones those near a limit or whose OOM
+	// kills, OOM invocations, memory.high breaches or limit hits rose since
+	// the previous collection; nil (a one-shot check) takes those with any
+	// OOM kill or breach since they were made, all one reading can tell.
+	CgroupEvents *cgroups.EventHistory
 	// MaxCgroupDirs bounds the cgroup directories read per collection.
 	MaxCgroupDirs int
 	// ArenaScan enables the glibc arena estimate from /proc/PID/maps for the

@@ -18,6 +18,15 @@ package diagnose
 // set's slope over the last 6 hours of the newest boot, when significant,
 // says how long until the limit.
 //
+// Who would be killed: with per-process data (check, and record with its
+// top processes), the collector read the processes of each cgroup near
+// its limit and of the cgroups below it, and ranked them as the kernel's
+// oom_badness does (RSS + swap + page tables, plus oom_score_adj
+// thousandths of the memory the cgroup may use; -1000 never chosen); the
+// summary and evidence name that process, at the reading judged. Without
+// that data (a recording or capture without it, Prometheus) nothing is
+// said of who.
+//
 // Thresholds: warning at 90 % of the limit, critical at 97 %: the share
 // the kubelet's default eviction margins and most container alerts use
 // (container_memory_working_set_bytes / limit > 0.9); at 97 % a single
@@ -31,6 +40,7 @@ package diagnose
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -57,7 +67,8 @@ func (cgroupNearLimit) Meta() Meta {
 	return Meta{ID: "cgroup_near_limit", Title: "a memory cgroup's working set close to its limit",
 		Needs: []Need{{"memdoctor_cgroup_memory_working_set_bytes", "memdoctor check or record (memory cgroups' usage and memory.stat)"}},
 		Reads: []string{"memdoctor_cgroup_memory_limit_bytes", "memdoctor_cgroup_memory_high_bytes", "memdoctor_cgroup_memory_usage_bytes",
-			"memdoctor_cgroup_memory_anon_bytes", "memdoctor_cgroup_memory_file_bytes", "memdoctor_cgroup_memory_stat", "memdoctor_cgroup_owner_info"},
+			"memdoctor_cgroup_memory_anon_bytes", "memdoctor_cgroup_memory_file_bytes", "memdoctor_cgroup_memory_stat", "memdoctor_cgroup_owner_info",
+			"memdoctor_cgroup_processes", "memdoctor_cgroup_oom_candidate_bytes", "memdoctor_cgroup_oom_candidate_score_adj"},
 		Charts:    []string{ChartCgroupMemory, ChartMemoryCategories},
 		Prefilter: &Prefilter{About: "the latest working set against the limit, per cgroup and per cadvisor container", Queries: cgroupNearQueries, Score: cgroupNearScore},
 		Alerts:    cgroupNearAlerts,
@@ -131,6 +142,11 @@ func (cgroupNearLimit) Eval(in *Input) []model.Finding {
 			},
 			Remedies: cgroupLimitRemedies(s, n.path, hier),
 		}
+		if c, ok := oomCandidate(in, n.path); ok {
+			f.Summary += ", most likely " + c.text() + c.why()
+			f.Evidence = append(f.Evidence, evText("oom_candidate", c.text()), ev("oom_candidate_bytes", c.bytes, "bytes"),
+				ev("oom_candidate_score_adj", c.adj, ""), ev("processes", c.procs, "count"))
+		}
 		if left, perHour, ok := timeToLimit(in, n.path, n.ws, n.limit); ok {
 			f.Summary += fmt.Sprintf("; growing %s an hour, it reaches the limit in about %s", render.Bytes(int64(perHour)), render.Duration(left))
 			f.Evidence = append(f.Evidence, ev("working_set_growth_bytes_per_hour", perHour, "bytes"),
@@ -140,6 +156,66 @@ func (cgroupNearLimit) Eval(in *Input) []model.Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// oomCand is the process the collector found the OOM killer would most
+// likely kill in a cgroup: its name and pid, RSS + swap + page tables,
+// oom_score_adj, and how many processes the cgroup and those below it hold.
+type oomCand struct {
+	comm, pid         string
+	bytes, adj, procs float64
+}
+
+func (c oomCand) text() string { return c.comm + " (pid " + c.pid + ")" }
+
+// why: the largest, or the one oom_score_adj makes the choice.
+func (c oomCand) why() string {
+	size := ": " + render.Bytes(int64(c.bytes)) + " of RSS, swap and page tables"
+	switch {
+	case c.adj != 0:
+		return fmt.Sprintf("%s with oom_score_adj %.0f, among its %s", size, c.adj, plural(c.procs, "process", "processes"))
+	case c.procs == 1:
+		return size + ", its only process"
+	}
+	return fmt.Sprintf("%s, the largest of its %.0f processes", size, c.procs)
+}
+
+// oomCandidate is the collector's candidate for cgroup p at the reading
+// judged; ok is false when none was read then (no per-process data, a
+// process list that could not be read whole, or, on a time range, a
+// candidate of an earlier reading only).
+func oomCandidate(in *Input, p string) (c oomCand, ok bool) {
+	const name = "memdoctor_cgroup_oom_candidate_bytes"
+	s := in.Host.S
+	ms := s.Select(name, "cgroup", p)
+	if in.Window != nil && len(ms) > 0 {
+		at := int64(math.MinInt64)
+		if ws := in.Window.Get("memdoctor_cgroup_memory_working_set_bytes", "cgroup", p); ws != nil {
+			if pt, ok := ws.Last(); ok {
+				at = pt.T
+			}
+		}
+		var now []sample.Metric
+		for _, m := range ms {
+			for _, sr := range in.Window.Select(name, "cgroup", p, "pid", m.Labels.Get("pid"), "comm", m.Labels.Get("comm")) {
+				if pt, ok := sr.Last(); ok && pt.T >= at {
+					now = append(now, m)
+					break
+				}
+			}
+		}
+		ms = now
+	}
+	if len(ms) != 1 {
+		return c, false
+	}
+	l := ms[0].Labels
+	procs, ok := s.Get("memdoctor_cgroup_processes", "cgroup", p)
+	if !ok || procs < 1 {
+		return c, false
+	}
+	return oomCand{comm: l.Get("comm"), pid: l.Get("pid"), bytes: ms[0].Value, procs: procs,
+		adj: s.Value("memdoctor_cgroup_oom_candidate_score_adj", "cgroup", p, "pid", l.Get("pid"), "comm", l.Get("comm"))}, true
 }
 
 // cgroupSlopeSpan is how far back the working set's slope is fitted: the

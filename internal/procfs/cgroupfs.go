@@ -20,6 +20,15 @@ package procfs
 //
 // These are parsed with the generic key-value parser (see kv.go) and keep
 // every key.
+//
+// A list of processes (cgroup.procs: the thread group ids of the
+// processes in the cgroup itself, one a line, in no order; empty when it
+// has none):
+//
+//	1234
+//	1240
+
+import "strings"
 
 // CgroupInt reads a one-number cgroup file (memory.current,
 // memory.usage_in_bytes, ...). "max" reads as -1.
@@ -51,4 +60,28 @@ func (f FS) CgroupKV(name string) (KV, error) {
 		return KV{}, err
 	}
 	return ParseKV(data, name)
+}
+
+// ParseCgroupProcs parses cgroup.procs: one process id a line, up to limit
+// of them (0: no bound); more says the list went on past limit.
+func ParseCgroupProcs(data []byte, file string, limit int) (pids []int, more bool, err error) {
+	line := 0
+	for rest := string(data); rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
+		line++
+		l = trimSpace(l)
+		if l == "" {
+			continue
+		}
+		v, ok := atou(l)
+		if !ok || v == 0 || v > 1<<31 {
+			return pids, false, perr(file, line, "%s is not a process id", quote(l))
+		}
+		if limit > 0 && len(pids) >= limit {
+			return pids, true, nil
+		}
+		pids = append(pids, int(v))
+	}
+	return pids, false, nil
 }

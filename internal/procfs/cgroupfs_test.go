@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 
@@ -63,6 +64,44 @@ func FuzzParseCgroupInt(f *testing.F) {
 			back, err := ParseCgroupInt([]byte(strconv.FormatInt(v, 10)+"\n"), "memory.max")
 			if err != nil || back != v {
 				t.Fatalf("%d does not round-trip: %d, %v", v, back, err)
+			}
+		}
+	})
+}
+
+func TestParseCgroupProcs(t *testing.T) {
+	got, more, err := ParseCgroupProcs([]byte("1234\n1240\n\n7\n"), "cg/cgroup.procs", 0)
+	if err != nil || more || !slices.Equal(got, []int{1234, 1240, 7}) {
+		t.Errorf("ParseCgroupProcs = %v, %v, %v", got, more, err)
+	}
+	if got, more, err := ParseCgroupProcs(nil, "cg/cgroup.procs", 0); err != nil || more || len(got) != 0 {
+		t.Errorf("empty cgroup.procs = %v, %v, %v", got, more, err)
+	}
+	if got, more, err := ParseCgroupProcs([]byte("1\n2\n3\n"), "cg/cgroup.procs", 2); err != nil || !more || !slices.Equal(got, []int{1, 2}) {
+		t.Errorf("bounded to 2 = %v, %v, %v", got, more, err)
+	}
+	for _, bad := range []string{"12a\n", "1\n-4\n", "0\n", "99999999999\n", "1 2\n"} {
+		_, _, err := ParseCgroupProcs([]byte(bad), "cg/cgroup.procs", 0)
+		wantParseError(t, err, "cg/cgroup.procs", -1)
+	}
+}
+
+func FuzzParseCgroupProcs(f *testing.F) {
+	f.Add([]byte("1234\n1240\n"), 0)
+	f.Add([]byte("1\n\n2"), 1)
+	f.Add([]byte("x"), 3)
+	f.Fuzz(func(t *testing.T, data []byte, limit int) {
+		pids, more, err := ParseCgroupProcs(data, "cgroup.procs", limit)
+		if err != nil {
+			checkFuzzError(t, err)
+			return
+		}
+		if limit > 0 && len(pids) > limit || more && (limit <= 0 || len(pids) != limit) {
+			t.Fatalf("%d pids (more %v) with limit %d", len(pids), more, limit)
+		}
+		for _, p := range pids {
+			if p <= 0 {
+				t.Fatalf("pid %d", p)
 			}
 		}
 	})

@@ -105,6 +105,28 @@ func statusTextKey(key string) bool {
 	return strings.HasPrefix(key, "Sig") && key != "SigQ" || strings.HasPrefix(key, "Cap") || key == "ShdPnd"
 }
 
+// ProcOOMScoreAdj reads proc/PID/oom_score_adj: how the OOM killer's
+// choice is biased for the process, -1000 (never chosen) to 1000.
+func (f FS) ProcOOMScoreAdj(pid int) (int, error) {
+	name := procFile(pid, "oom_score_adj")
+	data, err := f.ReadFile(name)
+	if err != nil {
+		return 0, err
+	}
+	return ParseOOMScoreAdj(data, name)
+}
+
+// ParseOOMScoreAdj parses proc/PID/oom_score_adj: one integer from -1000
+// to 1000.
+func ParseOOMScoreAdj(data []byte, file string) (int, error) {
+	s := trimSpace(string(data))
+	v, ok := atoi(s)
+	if !ok || v < -1000 || v > 1000 {
+		return 0, perr(file, 1, "%s is not an oom_score_adj (-1000 to 1000)", quote(s))
+	}
+	return int(v), nil
+}
+
 // ProcStatm reads proc/PID/statm.
 func (f FS) ProcStatm(pid int) (Statm, error) {
 	name := procFile(pid, "statm")

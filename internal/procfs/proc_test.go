@@ -287,3 +287,41 @@ func TestOwnPID(t *testing.T) {
 		t.Errorf("pid %d in its own pid namespace: OwnPID %d, want 1", child, got)
 	}
 }
+
+func TestParseOOMScoreAdj(t *testing.T) {
+	for in, want := range map[string]int{"0\n": 0, "-1000\n": -1000, "1000\n": 1000, "300": 300, "-17\n": -17} {
+		if got, err := ParseOOMScoreAdj([]byte(in), "proc/1/oom_score_adj"); err != nil || got != want {
+			t.Errorf("ParseOOMScoreAdj(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "1001\n", "-1001\n", "x\n", "1 2\n"} {
+		_, err := ParseOOMScoreAdj([]byte(bad), "proc/1/oom_score_adj")
+		wantParseError(t, err, "proc/1/oom_score_adj", 1)
+	}
+	// This process' own, read as the collector does.
+	if _, err := os.Stat("/proc/self/oom_score_adj"); err == nil {
+		adj, err := NewFS("/").ProcOOMScoreAdj(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile("/proc/self/oom_score_adj")
+		if strconv.Itoa(adj) != strings.TrimSpace(string(b)) {
+			t.Errorf("ProcOOMScoreAdj = %d, the file says %q", adj, b)
+		}
+	}
+}
+
+func FuzzParseOOMScoreAdj(f *testing.F) {
+	f.Add([]byte("0\n"))
+	f.Add([]byte("-1000\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := ParseOOMScoreAdj(data, "oom_score_adj")
+		if err != nil {
+			checkFuzzError(t, err)
+			return
+		}
+		if v < -1000 || v > 1000 {
+			t.Fatalf("oom_score_adj %d", v)
+		}
+	})
+}

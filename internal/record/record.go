@@ -110,6 +110,9 @@ type Recorder struct {
 	// names names cgroups' owners from the runtimes' state (live only),
 	// its listings cached across ticks.
 	names *cgroups.Runtime
+	// cgEvents holds each cgroup's event counters from the previous tick:
+	// a tick reads in full the cgroups whose events rose since.
+	cgEvents *cgroups.EventHistory
 
 	settling      sync.Mutex // held by settle; guards the three below
 	settled       time.Time
@@ -194,7 +197,7 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.FindingsEvery <= 0 {
 		cfg.FindingsEvery = 5 * time.Minute
 	}
-	r := &Recorder{cfg: cfg}
+	r := &Recorder{cfg: cfg, cgEvents: cgroups.NewEventHistory()}
 	if cfg.FS != nil {
 		r.fs = *cfg.FS
 	} else {
@@ -380,7 +383,7 @@ func (r *Recorder) firstSlot(now time.Time) time.Time {
 func (r *Recorder) Tick(at time.Time) {
 	start := time.Now()
 	cpu0 := selfCPU()
-	res, err := collect.Collect(r.fs, collect.Options{TopProcesses: r.cfg.Top, TopCgroups: 10, ArenaScan: true, Live: r.live, Names: r.names,
+	res, err := collect.Collect(r.fs, collect.Options{TopProcesses: r.cfg.Top, TopCgroups: 10, ArenaScan: true, Live: r.live, Names: r.names, CgroupEvents: r.cgEvents,
 		Now: func() time.Time { return at }, Runtimes: r.live, Scrape: r.cfg.Scrape, ScrapeTimeout: r.cfg.ScrapeTimeout, ScrapeAuth: r.cfg.ScrapeAuth})
 	if err != nil {
 		r.mu.Lock()
