@@ -29,10 +29,10 @@ package diagnose
 // 8 GB host gets 200, the value that fixed it there (low−min 10 → 99 MB,
 // low-watermark hits 1000 → 100 per day).
 //
-// With check --trace (BPF) the finding names the processes that stalled in
-// direct reclaim during the trace (reclaim_stalls.go). Over a time range it
-// gives the PSI stall share of the span the rates cover, as
-// watermark_thrash does.
+// With check --trace (BPF) the finding counts kswapd's wake-ups and names
+// the processes that stalled in direct reclaim during the trace
+// (reclaim_stalls.go). Over a time range it gives the PSI stall share of
+// the span the rates cover, as watermark_thrash does.
 //
 // Known false positives: a batch host that reclaims by design (streaming
 // through far more file data than RAM) shows kswapd activity with no harm;
@@ -181,7 +181,7 @@ func (watermarkGapSmall) Eval(in *Input) []model.Finding {
 		f.Evidence = append(f.Evidence, ev...)
 		f.Summary += clause
 	}
-	if ev, sum := directReclaimStallers(traceSource(in, "memdoctor_reclaim_trace_seconds")); len(ev) > 0 { // check --trace, record --trace
+	if ev, sum := reclaimTraceEvidence(traceSource(in, "memdoctor_reclaim_trace_seconds")); len(ev) > 0 { // check --trace, record --trace
 		f.Evidence = append(f.Evidence, ev...)
 		f.Summary += sum
 	}

@@ -17,7 +17,7 @@ package diagnose
 // after it. With PSI recorded, the share of the span tasks stalled on
 // memory (the PSI totals' increase over the span's seconds: the whole
 // span, where avg60 is only its last minute); recorded with --trace, the
-// processes that stalled in direct reclaim.
+// kswapd wake-ups and the processes that stalled in direct reclaim.
 //
 // Fires: warning from 100 quick kswapd wake-ups or 10 direct-reclaim stalls
 // a day under the current setting, critical from 1000 stalls a day. Daily
@@ -284,7 +284,7 @@ func (watermarkThrash) Eval(in *Input) []model.Finding {
 		f.Evidence = append(f.Evidence, ev...)
 		f.Summary += clause
 	}
-	if ev, sum := directReclaimStallers(traceSource(in, "memdoctor_reclaim_trace_seconds")); len(ev) > 0 {
+	if ev, sum := reclaimTraceEvidence(traceSource(in, "memdoctor_reclaim_trace_seconds")); len(ev) > 0 {
 		f.Evidence = append(f.Evidence, ev...)
 		f.Summary += sum
 	}
