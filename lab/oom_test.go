@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,20 +71,8 @@ func TestOOMKillInCgroup(t *testing.T) {
 		t.Errorf("OOM report %+v", r)
 	}
 	// The recorder's own cost.
-	cost := map[string]float64{}
-	for _, l := range strings.Split(res.File(t, "recorder.cost"), "\n") {
-		f := strings.Fields(strings.ReplaceAll(l, ":", ""))
-		if len(f) >= 2 {
-			cost[f[0]], _ = strconv.ParseFloat(f[1], 64)
-		}
-	}
-	hz, _ := strconv.ParseFloat(strings.TrimSpace(res.File(t, "clk_tck")), 64)
-	if hz <= 0 {
-		hz = 100
-	}
-	ran := cost["uptime"] - cost["start_ticks"]/hz
-	if ran > 0 {
+	if cpu, ran, peak := recorderCost(t, res, "recorder.cost"); ran > 0 {
 		t.Logf("recorder at 1 s in the 1 GB guest: %.2fs CPU over %.1fs (%.1f%% of a CPU), peak RSS %.0f MiB",
-			cost["ticks"]/hz, ran, 100*cost["ticks"]/hz/ran, cost["VmHWM"]/1024)
+			cpu, ran, 100*cpu/ran, float64(peak)/(1<<20))
 	}
 }

@@ -125,6 +125,58 @@ func saveCaptures(t *testing.T, res *lab.Result, names map[string]string) {
 	}
 }
 
+// psiTotals reads the some and full totals of /proc/pressure/memory as the
+// guest copied it, in seconds (the file counts microseconds).
+func psiTotals(t *testing.T, res *lab.Result, name string) (some, full float64) {
+	t.Helper()
+	found := 0
+	for _, l := range strings.Split(res.File(t, name), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 {
+			continue
+		}
+		for _, kv := range f[1:] {
+			v, ok := strings.CutPrefix(kv, "total=")
+			if !ok {
+				continue
+			}
+			us, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", name, l, err)
+			}
+			switch f[0] {
+			case "some":
+				some, found = float64(us)/1e6, found+1
+			case "full":
+				full, found = float64(us)/1e6, found+1
+			}
+		}
+	}
+	if found != 2 {
+		t.Fatalf("%s: no some and full totals: %q", name, res.File(t, name))
+	}
+	return some, full
+}
+
+// recorderCost reads what a scenario wrote of the recorder's cost while
+// it ran (utime+stime and start time from /proc/PID/stat, VmHWM): CPU
+// seconds, seconds since it started, peak RSS in bytes.
+func recorderCost(t *testing.T, res *lab.Result, name string) (cpu, ran float64, peak int64) {
+	t.Helper()
+	cost := map[string]float64{}
+	for _, l := range strings.Split(res.File(t, name), "\n") {
+		f := strings.Fields(strings.ReplaceAll(l, ":", ""))
+		if len(f) >= 2 {
+			cost[f[0]], _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	hz, _ := strconv.ParseFloat(strings.TrimSpace(res.File(t, "clk_tck")), 64)
+	if hz <= 0 {
+		hz = 100
+	}
+	return cost["ticks"] / hz, cost["uptime"] - cost["start_ticks"]/hz, int64(cost["VmHWM"]) << 10
+}
+
 // slowScenario skips a scenario (40 s or more of emulated guest) in -short
 // runs (make test-short); make test runs them.
 func slowScenario(t *testing.T) {

@@ -3,6 +3,7 @@ package lab_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,9 +20,13 @@ import (
 // same span (once 1.25x apart), worded as counts, not daily rates. compare
 // of the two recordings reports the reclaim counters; recorded with
 // --trace, both findings name the burst processes among those that stalled
-// in direct reclaim, with the kernel's own count of stalls; the drop in quick
+// in direct reclaim, with the kernel's own count of stalls, and the kswapd
+// wake-ups the trace counted; the drop in quick
 // wake-ups at 200 is asserted on the counts, its interval over the parts
-// of each recording (which scatter) is logged.
+// of each recording (which scatter) is logged. Scenario 3 (PSI) under it:
+// check in the middle of the bursts reports the kernel's PSI totals, and
+// both findings give the stall share over the recording. The recorder's
+// own CPU time and peak RSS are logged.
 func TestWatermarkThrash(t *testing.T) {
 	slowScenario(t)
 	l := lab.Open(t)
@@ -118,6 +123,26 @@ func TestWatermarkThrash(t *testing.T) {
 		}
 	}
 
+	psiUnderBursts(t, res, thrash, gap)
+	// kswapd's wake-ups, counted by the trace over the recording: the
+	// watermark findings carry them, the same count in both.
+	w1, ok1 := thrash.evidence("kswapd_wakes_traced")
+	w2, ok2 := gap.evidence("kswapd_wakes_traced")
+	t.Logf("kswapd woken %.0f times during the trace at 10 (the kernel counted %d quick wake-ups)", w1, hits10)
+	if !ok1 || !ok2 || w1 != w2 || w1 <= 0 {
+		t.Errorf("kswapd wake-ups traced: watermark_thrash %v (%v), watermark_gap_small %v (%v); want the same count > 0", w1, ok1, w2, ok2)
+	}
+	// The recorder's cost: over its life, and once sampling began
+	// (without starting up and attaching the tracer). Its CPU time includes
+	// the direct reclaim it does itself.
+	for _, wsf := range []string{"10", "200"} {
+		cpu0, ran0, _ := recorderCost(t, res, "recorder.cost."+wsf+".start")
+		if cpu, ran, peak := recorderCost(t, res, "recorder.cost."+wsf); ran > ran0 {
+			t.Logf("recorder --trace at 1 s, watermark_scale_factor %s: %.2fs CPU over %.1fs (%.1f%% of a CPU; %.1f%% once sampling began), peak RSS %.0f MiB",
+				wsf, cpu, ran, 100*cpu/ran, 100*(cpu-cpu0)/(ran-ran0), float64(peak)/(1<<20))
+		}
+	}
+
 	// compare of the two recordings: the quick wake-ups per day over equal
 	// parts of each, lower at 200, and each recording's counts with its
 	// span. Whether the interval excludes 0 varies with the run: logged.
@@ -174,6 +199,72 @@ func TestWatermarkThrash(t *testing.T) {
 	directStallsForCertain(t, res)
 }
 
+// psiUnderBursts checks scenario 3 (PSI) under scenario 2: check, run in
+// the middle of the bursts, reports the kernel's PSI totals (between the
+// two reads of /proc/pressure/memory around it) and avg60; diagnose of the
+// recording at 10 gives both watermark findings the stall share over the
+// recording's span, from the totals' increase: the same in both, no more
+// than the kernel's totals grew around the recording, and more than 0 when
+// they grew.
+func psiUnderBursts(t *testing.T, res *lab.Result, thrash, gap *finding) {
+	t.Helper()
+	for _, wsf := range []string{"10", "200"} {
+		var c struct {
+			Reclaim struct {
+				SomeAvg60 float64  `json:"psi_some_avg60_percent"`
+				FullAvg60 float64  `json:"psi_full_avg60_percent"`
+				Some      *float64 `json:"psi_some_total_seconds"`
+				Full      *float64 `json:"psi_full_total_seconds"`
+			} `json:"reclaim"`
+		}
+		if err := json.Unmarshal([]byte(res.File(t, "check-"+wsf+".json")), &c); err != nil {
+			t.Fatalf("check-%s.json: %v\n%s", wsf, err, res.File(t, "check-"+wsf+".err"))
+		}
+		s0, f0 := psiTotals(t, res, "psi.check.before."+wsf)
+		s1, f1 := psiTotals(t, res, "psi.check.after."+wsf)
+		r := c.Reclaim
+		if r.Some == nil || r.Full == nil || r.SomeAvg60 < 0 || r.FullAvg60 < 0 {
+			t.Errorf("check at %s did not report PSI: %+v", wsf, r)
+			continue
+		}
+		t.Logf("check during the bursts at %s: PSI some total %.3fs (kernel %.3f → %.3f), full %.3fs (%.3f → %.3f), avg60 some %.2f%% full %.2f%%",
+			wsf, *r.Some, s0, s1, *r.Full, f0, f1, r.SomeAvg60, r.FullAvg60)
+		const us = 1e-6 // the file's resolution
+		if *r.Some < s0-us || *r.Some > s1+us || *r.Full < f0-us || *r.Full > f1+us {
+			t.Errorf("check at %s: PSI totals some %.6f full %.6f outside the kernel's around it (some %.6f–%.6f, full %.6f–%.6f)",
+				wsf, *r.Some, *r.Full, s0, s1, f0, f1)
+		}
+		if s0 > 0 && *r.Some <= 0 {
+			t.Errorf("check at %s: PSI some total %v while the kernel's was %.3fs", wsf, *r.Some, s0)
+		}
+	}
+	s0, f0 := psiTotals(t, res, "psi.before.10")
+	s1, f1 := psiTotals(t, res, "psi.after.10")
+	span, _ := thrash.evidence("span_seconds")
+	some, okS := thrash.evidence("psi_memory_some_share_percent")
+	full, okF := thrash.evidence("psi_memory_full_share_percent")
+	gs, okGS := gap.evidence("psi_memory_some_share_percent")
+	gf, okGF := gap.evidence("psi_memory_full_share_percent")
+	t.Logf("PSI over the recording at 10: some %.2f%%, full %.2f%% of %.0fs (%.2fs and %.2fs); the kernel's totals grew %.2fs and %.2fs around it",
+		some, full, span, some/100*span, full/100*span, s1-s0, f1-f0)
+	if !okS || !okF || !okGS || !okGF || gs != some || gf != full {
+		t.Fatalf("stall share: watermark_thrash some %v (%v) full %v (%v), watermark_gap_small some %v (%v) full %v (%v)",
+			some, okS, full, okF, gs, okGS, gf, okGF)
+	}
+	if !strings.Contains(thrash.Summary, "tasks waited on memory ") || !strings.Contains(gap.Summary, "tasks waited on memory ") {
+		t.Errorf("the stall share is not in the summaries: %s | %s", thrash.Summary, gap.Summary)
+	}
+	// The recording lies within the two reads of the file.
+	const slack = 0.01 // s: span_seconds is to the ms
+	if some/100*span > s1-s0+slack || full/100*span > f1-f0+slack || full > some {
+		t.Errorf("stall share over %.0fs: some %.3f%% full %.3f%%, more than the kernel's totals grew around the recording (%.3fs, %.3fs)",
+			span, some, full, s1-s0, f1-f0)
+	}
+	if s1 > s0 && some <= 0 {
+		t.Errorf("the kernel counted %.3fs of memory stall around the recording, the finding a share of %v", s1-s0, some)
+	}
+}
+
 // manyStalls is how many direct-reclaim stalls of the thrash phase make
 // burst's share of them certain (loaded runs: 137 of 308).
 const manyStalls = 50
@@ -227,5 +318,27 @@ func directStallsForCertain(t *testing.T, res *lab.Result) {
 	// (cat 204 of 1528 in one, none in two others): logged, not asserted.
 	if n := byComm["cat"]; n > 0 {
 		t.Logf("the tmpfs reader stalled %.0f times", n)
+	}
+	// diagnose of the same recording: both watermark findings name burst
+	// among the processes that stalled in direct reclaim.
+	r := readReport(t, res, "diagnose-rt.json")
+	for _, id := range []string{"watermark_thrash", "watermark_gap_small"} {
+		f := r.finding(id)
+		if f == nil {
+			t.Errorf("diagnose of the direct-reclaim recording: %s did not fire (%s)", id, res.File(t, "diagnose-rt.err"))
+			continue
+		}
+		var named []string
+		for _, e := range f.Evidence {
+			if e.Name == "direct_reclaim_staller" {
+				comm, _, _ := strings.Cut(e.Text, " in ")
+				named = append(named, comm)
+			}
+		}
+		wakes, _ := f.evidence("kswapd_wakes_traced")
+		t.Logf("%s on the direct-reclaim recording: stallers %v, kswapd woken %.0f times; %s", id, named, wakes, f.Summary)
+		if !slices.Contains(named, "burst") {
+			t.Errorf("%s does not name burst among the stallers %v: %s", id, named, f.Summary)
+		}
 	}
 }

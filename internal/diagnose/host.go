@@ -77,6 +77,12 @@ func reclaim(s *sample.Snapshot, uptime float64) model.Reclaim {
 	if v, ok := s.Get("memdoctor_pressure_memory_avg_ratio", "kind", "full", "window", "60s"); ok {
 		r.PSIFullAvg60 = v * 100
 	}
+	if v, ok := s.Get("node_pressure_memory_waiting_seconds_total"); ok {
+		r.PSISomeTotalSeconds = &v
+	}
+	if v, ok := s.Get("node_pressure_memory_stalled_seconds_total"); ok {
+		r.PSIFullTotalSeconds = &v
+	}
 	if uptime > 0 {
 		setRates(&r, uptime, map[string]float64{
 			"kswapd_low_wmark_hit_quickly": r.KswapdLowWmarkHitQuickly,

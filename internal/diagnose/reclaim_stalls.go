@@ -11,16 +11,17 @@ import (
 
 // Who stalled in direct reclaim, from check --trace (BPF on the vmscan
 // tracepoints): the watermark rules name the processes that paid for a
-// window kswapd could not keep.
+// window kswapd could not keep, and how often kswapd was woken.
 
 // stallersNamed is how many processes a finding names.
 const stallersNamed = 5
 
-// directReclaimStallers returns evidence naming the processes that sat in
-// direct (host-wide) reclaim during the trace, most time first, and a
-// clause for the summary; nothing when no trace ran. A trace that saw none
-// says so.
-func directReclaimStallers(s *sample.Snapshot) ([]model.Evidence, string) {
+// reclaimTraceEvidence returns evidence from the reclaim trace: how often
+// kswapd was woken and the trace's length, and the processes that sat in
+// direct (host-wide) reclaim during it, most time first; and clauses for
+// the summary. Nothing when no trace ran. A trace that saw no direct
+// reclaim says so.
+func reclaimTraceEvidence(s *sample.Snapshot) ([]model.Evidence, string) {
 	if s == nil {
 		return nil, ""
 	}
@@ -28,6 +29,15 @@ func directReclaimStallers(s *sample.Snapshot) ([]model.Evidence, string) {
 	if !ok || secs <= 0 {
 		return nil, ""
 	}
+	// The tracer counts kswapd_wake on every node and exports the nodes
+	// woken during the interval: no series is no wake-up.
+	var wakes float64
+	for _, m := range s.Select("memdoctor_reclaim_trace_kswapd_wakes") {
+		wakes += m.Value
+	}
+	window := render.Number(secs) + " s"
+	out := []model.Evidence{ev("kswapd_wakes_traced", wakes, "count"), ev("reclaim_trace_seconds", secs, "seconds")}
+	woke := fmt.Sprintf("; kswapd woken %s during the %s trace", render.Count(wakes, "time", "times"), window)
 	type row struct {
 		comm, cgroup          string
 		n, total, p99, maxSec float64
@@ -41,12 +51,10 @@ func directReclaimStallers(s *sample.Snapshot) ([]model.Evidence, string) {
 			p99:    s.Value("memdoctor_reclaim_trace_stall_p99_seconds", l...),
 			maxSec: s.Value("memdoctor_reclaim_trace_stall_max_seconds", l...)})
 	}
-	window := render.Number(secs) + " s"
 	if len(rows) == 0 {
-		return []model.Evidence{evText("direct_reclaim_stallers", "no process entered direct reclaim during the "+window+" trace")}, ""
+		return append(out, evText("direct_reclaim_stallers", "no process entered direct reclaim during the "+window+" trace")), woke
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].total > rows[j].total })
-	var out []model.Evidence
 	var named string
 	for i, r := range rows {
 		if i >= stallersNamed {
@@ -61,5 +69,5 @@ func directReclaimStallers(s *sample.Snapshot) ([]model.Evidence, string) {
 			named += fmt.Sprintf("%s (%s ms)", r.comm, render.Number(1000*r.total))
 		}
 	}
-	return out, "; stalled in direct reclaim during the trace: " + named
+	return out, woke + "; stalled in direct reclaim during the trace: " + named
 }

@@ -217,6 +217,7 @@ func windowRates(h *model.Host, w *sample.Window) {
 	if rr, ok := currentReclaim(w); ok && rr.seconds > 0 {
 		setRates(&h.Reclaim, rr.seconds, map[string]float64{
 			"kswapd_low_wmark_hit_quickly": rr.nHits, "allocstall": rr.nStalls, "pgscan_direct": rr.nScans})
+		h.Reclaim.PSISomePercent, h.Reclaim.PSIFullPercent = rr.psiSome, rr.psiFull
 	}
 	for i := range h.Runtimes {
 		r := &h.Runtimes[i]

@@ -29,8 +29,10 @@ package diagnose
 // 8 GB host gets 200, the value that fixed it there (low−min 10 → 99 MB,
 // low-watermark hits 1000 → 100 per day).
 //
-// With check --trace (BPF) the finding names the processes that stalled in
-// direct reclaim during the trace (reclaim_stalls.go).
+// With check --trace (BPF) the finding counts kswapd's wake-ups and names
+// the processes that stalled in direct reclaim during the trace
+// (reclaim_stalls.go). Over a time range it gives the PSI stall share of
+// the span the rates cover, as watermark_thrash does.
 //
 // Known false positives: a batch host that reclaims by design (streaming
 // through far more file data than RAM) shows kswapd activity with no harm;
@@ -57,7 +59,7 @@ func (watermarkGapSmall) Meta() Meta {
 			// The recommendation is bounded by what it costs of MemTotal.
 			{"node_memory_MemTotal_bytes", "read /proc/meminfo"},
 		},
-		Reads:     reclaimTraceSeries, // record --trace: who stalled, over the window
+		Reads:     append(append([]string(nil), psiTotalSeries...), reclaimTraceSeries...), // the stall share; record --trace: who stalled, over the window
 		Charts:    []string{ChartZoneWatermarks, ChartReclaimRates, ChartCPUSysSoftirq},
 		Prefilter: &Prefilter{About: "quick kswapd wake-ups and direct reclaim, where watermark_scale_factor is known", Queries: gapQueries, Score: gapScore},
 		Doc:       "kswapd's window (low − min) too narrow for the reclaim bursts seen; recommends a `watermark_scale_factor` with its predicted watermarks and cost"}
@@ -175,7 +177,11 @@ func (watermarkGapSmall) Eval(in *Input) []model.Finding {
 	if r.PSISomeAvg60 >= 0 {
 		f.Evidence = append(f.Evidence, ev("psi_memory_some_avg60_percent", r.PSISomeAvg60, "percent"))
 	}
-	if ev, sum := directReclaimStallers(traceSource(in, "memdoctor_reclaim_trace_seconds")); len(ev) > 0 { // check --trace, record --trace
+	if ev, clause := psiEvidence(r.PSISomePercent, r.PSIFullPercent); len(ev) > 0 { // a time range: over its span
+		f.Evidence = append(f.Evidence, ev...)
+		f.Summary += clause
+	}
+	if ev, sum := reclaimTraceEvidence(traceSource(in, "memdoctor_reclaim_trace_seconds")); len(ev) > 0 { // check --trace, record --trace
 		f.Evidence = append(f.Evidence, ev...)
 		f.Summary += sum
 	}

@@ -14,7 +14,9 @@ import (
 // watermark_gap_small and watermark_thrash judge the same counters of a
 // recording: they must give the same daily rates. A recording that starts
 // an hour after boot, with reclaim only while it runs, once gave a constant
-// 1.25× between them (the uptime against the recording's span).
+// 1.25× between them (the uptime against the recording's span). The PSI
+// stall share is over the same span in both (the totals' increase, not the
+// last avg60).
 func TestWatermarkRulesShareRates(t *testing.T) {
 	t.Parallel()
 	var over []sample.Metric
@@ -31,15 +33,18 @@ node_sysctl_vm_watermark_scale_factor 10+0x240
 node_vmstat_kswapd_low_wmark_hit_quickly 0+5x240
 node_vmstat_allocstall_normal 0+1x240
 node_vmstat_pgscan_direct 0+30x240
+node_pressure_memory_waiting_seconds_total 500+3x240
+node_pressure_memory_stalled_seconds_total 80+0.6x240
 `)
 	r := diagnose.Run(diagnose.Data{Latest: latest, Window: w, Source: "test"})
 	gap, thrash := findingOf(r, "watermark_gap_small"), findingOf(r, "watermark_thrash")
 	if gap == nil || thrash == nil {
 		t.Fatalf("both rules should fire: gap %v, thrash %v (%+v)", gap != nil, thrash != nil, r.Findings)
 	}
-	for name, want := range map[string]float64{"kswapd_low_wmark_hit_quickly_per_day": 1200 / (4.0 / 24), "allocstall_per_day": 240 / (4.0 / 24)} {
+	for name, want := range map[string]float64{"kswapd_low_wmark_hit_quickly_per_day": 1200 / (4.0 / 24), "allocstall_per_day": 240 / (4.0 / 24),
+		"psi_memory_some_share_percent": 100 * 720 / (4 * 3600.0), "psi_memory_full_share_percent": 100 * 144 / (4 * 3600.0)} {
 		g, th := evidenceValue(gap, name), evidenceValue(thrash, name)
-		if math.Abs(g-want) > want/100 || math.Abs(th-want) > want/100 {
+		if !(math.Abs(g-want) <= want/100) || !(math.Abs(th-want) <= want/100) { // NaN: missing
 			t.Errorf("%s: watermark_gap_small %.0f, watermark_thrash %.0f, want %.0f in both", name, g, th, want)
 		}
 	}

@@ -14,7 +14,10 @@ package diagnose
 // downsampled, so short dips count); the correlation of direct-reclaim
 // rates with sys+softirq CPU and with context switches; and, when the data
 // contains a change of vm.watermark_scale_factor, the rates before and
-// after it.
+// after it. With PSI recorded, the share of the span tasks stalled on
+// memory (the PSI totals' increase over the span's seconds: the whole
+// span, where avg60 is only its last minute); recorded with --trace, the
+// kswapd wake-ups and the processes that stalled in direct reclaim.
 //
 // Fires: warning from 100 quick kswapd wake-ups or 10 direct-reclaim stalls
 // a day under the current setting, critical from 1000 stalls a day. Daily
@@ -25,7 +28,8 @@ package diagnose
 // reports the verified improvement instead.
 //
 // Known false positives: a batch host streaming far more file data than RAM
-// reclaims by design; low CPU correlation and no PSI stall say so.
+// reclaims by design; low CPU correlation and a PSI stall share near 0 say
+// so.
 
 import (
 	"fmt"
@@ -42,6 +46,10 @@ type watermarkThrash struct{}
 
 func init() { register(watermarkThrash{}) }
 
+// psiTotalSeries are the PSI memory stall totals the watermark rules read
+// over a time range (node_exporter's names).
+var psiTotalSeries = []string{"node_pressure_memory_waiting_seconds_total", "node_pressure_memory_stalled_seconds_total"}
+
 var allocstallSeries = []string{"node_vmstat_allocstall_dma", "node_vmstat_allocstall_dma32", "node_vmstat_allocstall_normal",
 	"node_vmstat_allocstall_movable", "node_vmstat_allocstall_device", "node_vmstat_allocstall"}
 
@@ -50,6 +58,7 @@ func (watermarkThrash) Meta() Meta {
 		"node_context_switches_total", "node_sysctl_vm_watermark_scale_factor", "memdoctor_zoneinfo_free_pages",
 		"node_zoneinfo_nr_free_pages", "node_zoneinfo_low_pages", "node_zoneinfo_min_pages", "node_zoneinfo_managed_pages",
 		"node_boot_time_seconds"}, allocstallSeries...)
+	reads = append(reads, psiTotalSeries...)     // the stall share over the span
 	reads = append(reads, reclaimTraceSeries...) // record --trace: who stalled
 	return Meta{ID: "watermark_thrash", Trend: true, Title: "reclaim bursts crossing the watermarks",
 		Needs:     []Need{{"node_vmstat_kswapd_low_wmark_hit_quickly", "record /proc/vmstat over time (node_exporter: --collector.vmstat.fields including kswapd and allocstall)"}},
@@ -101,6 +110,9 @@ type reclaimRates struct {
 	hits, stalls, scans    float64 // per day
 	nHits, nStalls, nScans float64 // increases
 	days, seconds          float64
+	// psiSome and psiFull are the PSI memory stall shares over the span,
+	// percent (nil when PSI was not recorded).
+	psiSome, psiFull *float64
 }
 
 // short: too short a span to extrapolate daily rates (minEvidenceSeconds).
@@ -145,7 +157,41 @@ func reclaimOver(w *sample.Window, sp span) reclaimRates {
 	if r.days > 0 {
 		r.hits, r.stalls, r.scans = r.nHits/r.days, r.nStalls/r.days, r.nScans/r.days
 	}
+	r.psiSome = psiShare(w.Get("node_pressure_memory_waiting_seconds_total"), sp)
+	r.psiFull = psiShare(w.Get("node_pressure_memory_stalled_seconds_total"), sp)
 	return r
+}
+
+// psiShare is the share of the span, in percent, that a PSI stall total
+// (seconds) grew: its increase over the time between its first and last
+// point in sp, the stall share of the whole span where avg60 is only the
+// last minute's. Nil with fewer than two points.
+func psiShare(s *sample.Series, sp span) *float64 {
+	ps := within(s, sp)
+	if len(ps) < 2 {
+		return nil
+	}
+	secs := float64(ps[len(ps)-1].T-ps[0].T) / 1000
+	if secs <= 0 {
+		return nil
+	}
+	v := 100 * increase(ps) / secs
+	return &v
+}
+
+// psiEvidence gives the PSI stall shares over the span, and a clause for
+// the summary; nothing when PSI was not recorded.
+func psiEvidence(some, full *float64) ([]model.Evidence, string) {
+	if some == nil {
+		return nil, ""
+	}
+	out := []model.Evidence{ev("psi_memory_some_share_percent", *some, "percent")}
+	clause := fmt.Sprintf("; tasks waited on memory %.1f%% of the time (PSI some", *some)
+	if full != nil {
+		out = append(out, ev("psi_memory_full_share_percent", *full, "percent"))
+		clause += fmt.Sprintf("; every task at once %.1f%%", *full)
+	}
+	return out, clause + ")"
 }
 
 // currentReclaim: the rates over the newest boot since the last change of
@@ -234,7 +280,11 @@ func (watermarkThrash) Eval(in *Input) []model.Finding {
 		Summary:  "reclaim bursts cross the watermarks: " + now.describe(),
 		Evidence: rateEvidence(now),
 	}
-	if ev, sum := directReclaimStallers(traceSource(in, "memdoctor_reclaim_trace_seconds")); len(ev) > 0 {
+	if ev, clause := psiEvidence(now.psiSome, now.psiFull); len(ev) > 0 {
+		f.Evidence = append(f.Evidence, ev...)
+		f.Summary += clause
+	}
+	if ev, sum := reclaimTraceEvidence(traceSource(in, "memdoctor_reclaim_trace_seconds")); len(ev) > 0 {
 		f.Evidence = append(f.Evidence, ev...)
 		f.Summary += sum
 	}

@@ -111,6 +111,18 @@ type Reclaim struct {
 	// PSI memory "some" average over 60 s, percent (-1 when unavailable).
 	PSISomeAvg60 float64 `json:"psi_some_avg60_percent"`
 	PSIFullAvg60 float64 `json:"psi_full_avg60_percent"`
+	// PSISomeTotalSeconds and PSIFullTotalSeconds are the PSI memory stall
+	// totals since boot (/proc/pressure/memory total=, in seconds): some
+	// task waiting on memory, and every non-idle task at once; nil when
+	// unavailable.
+	PSISomeTotalSeconds *float64 `json:"psi_some_total_seconds,omitempty"`
+	PSIFullTotalSeconds *float64 `json:"psi_full_total_seconds,omitempty"`
+	// PSISomePercent and PSIFullPercent are the share of Seconds, in
+	// percent, that those totals grew over a time range (the span of
+	// PerDay): the stall share over the whole recording, not the last
+	// minute's avg60. Nil for one reading and when PSI was not recorded.
+	PSISomePercent *float64 `json:"psi_some_percent,omitempty"`
+	PSIFullPercent *float64 `json:"psi_full_percent,omitempty"`
 }
 
 // Short reports whether the span is too short to extrapolate daily rates
