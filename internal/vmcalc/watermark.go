@@ -55,10 +55,13 @@ func (p Params) IsLowmem(name string) bool {
 }
 
 // MovableIsLowmemOn reports whether a kernel release (major, minor) treats
-// ZONE_MOVABLE as lowmem in __setup_per_zone_wmarks. Seen: 6.1 does, 6.18
-// does not; the change lies in between and is placed at 6.2 until a kernel
-// in between is seen (a mismatch on one says so).
-func MovableIsLowmemOn(major, minor int) bool { return major < 6 || (major == 6 && minor < 2) }
+// ZONE_MOVABLE as lowmem in __setup_per_zone_wmarks. The kernel's change
+// "mm/page_alloc: fix min_free_kbytes calculation regarding ZONE_MOVABLE"
+// (mm tree, summer 2023) reached mainline in 6.6: from then on the Movable
+// zone is left out of the lowmem total and its watermarks are capped like
+// HighMem's. Seen: 6.1 (lowmem) and 6.18 (not); a kernel that disagrees
+// shows as a watermark mismatch, which check reports.
+func MovableIsLowmemOn(major, minor int) bool { return major < 6 || (major == 6 && minor < 6) }
 
 func pageShiftMinus10(pageSize int) uint {
 	s := uint(0)

@@ -194,7 +194,7 @@ func TestBootManagedDeficit(t *testing.T) {
 	if m := Watermarks(zones, p)[3]; m.Min != 32 || m.High != 32 {
 		t.Errorf("6.18 Movable %+v", m)
 	}
-	if !MovableIsLowmemOn(6, 1) || MovableIsLowmemOn(6, 18) {
+	if !MovableIsLowmemOn(6, 1) || !MovableIsLowmemOn(6, 5) || MovableIsLowmemOn(6, 6) || MovableIsLowmemOn(6, 18) || !MovableIsLowmemOn(5, 15) {
 		t.Error("MovableIsLowmemOn")
 	}
 }
