@@ -59,6 +59,15 @@ var (
 	binErr  error
 )
 
+// TestMain removes the binary the tests built once they are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" && binErr == nil {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // binary builds memdoctor once per test run, for tests that need a separate
 // process (another user, a killed process).
 func binary(t *testing.T) string {
