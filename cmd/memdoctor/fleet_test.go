@@ -184,6 +184,11 @@ func TestFleetPrometheus(t *testing.T) {
 		if maxQ := int64(2*len(diagnose.Rules()) + 4); res.Cost.ScanQueries > maxQ {
 			t.Errorf("the scan took %d queries; want at most %d (two a rule, four of its own)", res.Cost.ScanQueries, maxQ)
 		}
+		// Then the suspects' ranges, eight hosts a query, and one query that
+		// finds no Kubernetes containers here (so none are asked for).
+		if maxQ := res.Cost.ScanQueries + 1 + int64(res.Suspects+7)/8; res.Cost.Queries > maxQ {
+			t.Errorf("%d queries in all for %d suspects; want at most %d", res.Cost.Queries, res.Suspects, maxQ)
+		}
 		if res.Suspects >= len(m.Hosts) || res.Suspects < len(fired(res)["dying_cgroups"]) {
 			t.Errorf("%d suspects of %d hosts", res.Suspects, len(m.Hosts))
 		}

@@ -128,7 +128,11 @@ func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, chart
 	if charting != nil {
 		charting()
 	}
-	windows, err := fleet.FetchWindows(ctx, f.Client, insts, f.Match, strings.Join(names, "|"), res.From, res.To, step)
+	containers, err := fleet.HasContainers(ctx, f.Client, f.Match, res.From, res.To)
+	if err != nil {
+		return nil, err
+	}
+	windows, err := fleet.FetchWindows(ctx, f.Client, insts, f.Match, strings.Join(names, "|"), res.From, res.To, step, containers)
 	if err != nil {
 		return nil, err
 	}

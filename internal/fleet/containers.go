@@ -48,6 +48,26 @@ type container struct {
 
 func (c *container) key() string { return c.ns + "/" + c.pod + "/" + c.name }
 
+// HasContainers reports whether the Prometheus holds any container series
+// (cadvisor's working set or kube-state-metrics' restart counts) within
+// [from, to]: one query, so that a fleet without Kubernetes pays nothing
+// more per batch of suspects than its own series.
+func HasContainers(ctx context.Context, c *prom.Client, match string, from, to time.Time) (bool, error) {
+	cm, r := diagnose.ContainerMatch(match), "["+promDur(to.Sub(from))+"]"
+	expr := "count(last_over_time(" + promql.Selector(diagnose.CadvisorWorkingSet, cm, diagnose.ContainerMatchers) + r + ")) or " +
+		"count(last_over_time(" + promql.Selector(diagnose.KSMRestarts, cm) + r + "))"
+	v, err := c.Query(ctx, expr, to)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range v {
+		if s.Value > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // fetchContainers adds the containers of the instances' nodes to their
 // windows (creating a window for an instance that has none).
 func fetchContainers(ctx context.Context, c *prom.Client, instances []string, match string, from, to time.Time, step time.Duration, out map[string]*sample.Window) error {

@@ -306,6 +306,13 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 	names := diagnose.WindowSeries(diagnose.Rules())
 	sort.Strings(names)
 	re := strings.Join(names, "|")
+	containers := false
+	if len(sus) > 0 {
+		var err error
+		if containers, err = HasContainers(ctx, c, o.Match, res.From, res.To); err != nil {
+			return err
+		}
+	}
 	jobs := make(chan []*Instance)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -320,7 +327,7 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 				for _, in := range batch {
 					insts = append(insts, in.Instance)
 				}
-				ws, err := FetchWindows(ctx, c, insts, o.Match, re, res.From, res.To, o.Step)
+				ws, err := FetchWindows(ctx, c, insts, o.Match, re, res.From, res.To, o.Step, containers)
 				for _, in := range batch {
 					if err != nil {
 						in.Error = err.Error()
@@ -362,9 +369,10 @@ var dropLabels = map[pmodel.LabelName]bool{"instance": true, "job": true, pmodel
 
 // FetchWindows reads the instances' series the rules read (re: a regexp
 // of their names), over [from, to] every step, one window per instance,
-// in one range query; then the Kubernetes containers on their nodes
-// (cadvisor and kube-state-metrics, see containers.go) in four more.
-func FetchWindows(ctx context.Context, c *prom.Client, instances []string, match, re string, from, to time.Time, step time.Duration) (map[string]*sample.Window, error) {
+// in one range query; then, with containers (see HasContainers), the
+// Kubernetes containers on their nodes (cadvisor and kube-state-metrics,
+// see containers.go) in four more.
+func FetchWindows(ctx context.Context, c *prom.Client, instances []string, match, re string, from, to time.Time, step time.Duration, containers bool) (map[string]*sample.Window, error) {
 	var alts []string
 	for _, i := range instances {
 		alts = append(alts, regexp.QuoteMeta(i))
@@ -393,6 +401,9 @@ func FetchWindows(ctx context.Context, c *prom.Client, instances []string, match
 			ser.Points[i] = sample.Point{T: int64(p.Timestamp), V: float64(p.Value)}
 		}
 		w.Add(ser)
+	}
+	if !containers {
+		return out, nil
 	}
 	if err := fetchContainers(ctx, c, instances, match, from, to, step, out); err != nil {
 		return nil, err
