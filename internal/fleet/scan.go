@@ -132,36 +132,65 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 	}
 	from := o.End.Add(-o.Range)
 	res := &Result{Source: c.URL(), Match: o.Match, From: from, To: o.End, StepSeconds: o.Step.Seconds()}
+	// The aggregates are independent queries: o.Workers of them at a time
+	// (Prometheus evaluates queries concurrently).
 	// vals[rule][key][instance]
 	vals := map[string]map[string]map[string]float64{}
-	for _, q := range scanQueries(o.Match, o.Range, o.Step) {
-		v, err := c.Query(ctx, q.expr, o.End)
-		if err != nil {
-			return nil, err
-		}
-		m := map[string]float64{}
-		for _, s := range v {
-			if inst := string(s.Labels["instance"]); inst != "" {
-				m[inst] = s.Value
-			}
-		}
-		if vals[q.rule] == nil {
-			vals[q.rule] = map[string]map[string]float64{}
-		}
-		vals[q.rule][q.key] = m
-	}
 	daily := map[string]map[string][]float64{}
+	var mu sync.Mutex
+	var tasks []func() error
+	// Rules that ask the same aggregate (whether a series is there at all)
+	// share one query.
+	same := map[string][]query{}
+	var qs []query
+	for _, q := range scanQueries(o.Match, o.Range, o.Step) {
+		if same[q.expr] == nil {
+			qs = append(qs, q)
+		}
+		same[q.expr] = append(same[q.expr], q)
+	}
+	for _, q := range qs {
+		tasks = append(tasks, func() error {
+			v, err := c.Query(ctx, q.expr, o.End)
+			if err != nil {
+				return err
+			}
+			m := map[string]float64{}
+			for _, s := range v {
+				if inst := string(s.Labels["instance"]); inst != "" {
+					m[inst] = s.Value
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, q := range same[q.expr] {
+				if vals[q.rule] == nil {
+					vals[q.rule] = map[string]map[string]float64{}
+				}
+				vals[q.rule][q.key] = m // read only from here on
+			}
+			return nil
+		})
+	}
 	for _, rule := range diagnose.Rules() {
 		m := rule.Meta()
 		if m.Prefilter == nil || m.Prefilter.Daily == nil {
 			continue
 		}
 		expr := m.Prefilter.Daily
-		d, err := Daily(ctx, c, func(window string) string { return expr(o.Match, window) }, o.End, o.Range)
-		if err != nil {
-			return nil, err
-		}
-		daily[m.ID] = d
+		tasks = append(tasks, func() error {
+			d, err := Daily(ctx, c, func(window string) string { return expr(o.Match, window) }, o.End, o.Range)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			daily[m.ID] = d
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := runAll(ctx, o.Workers, tasks); err != nil {
+		return nil, err
 	}
 	labels, err := instanceLabels(ctx, c, o.Match, o.End, o.Range, o.By)
 	if err != nil {
@@ -288,6 +317,44 @@ func instanceLabels(ctx context.Context, c *prom.Client, match string, end time.
 		}
 	}
 	return out, nil
+}
+
+// runAll runs tasks, at most workers at a time, and returns the first
+// error; the tasks not started by then are skipped.
+func runAll(parent context.Context, workers int, tasks []func() error) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	next := make(chan func() error)
+	var (
+		wg       sync.WaitGroup
+		once     sync.Once
+		firstErr error
+	)
+	for range min(max(1, workers), len(tasks)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range next {
+				if err := t(); err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+				}
+			}
+		}()
+	}
+feed:
+	for _, t := range tasks {
+		select {
+		case next <- t:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return parent.Err()
 }
 
 // batchSize is how many suspects one range query fetches.
