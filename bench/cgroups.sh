@@ -4,8 +4,8 @@
 #
 # Makes N memory cgroups (pods of nine containers, as on a busy node) under
 # one parent of its own in the memory hierarchy (v1 or v2), times
-# `memdoctor check --json` with farm-bench (or, without it, a median of
-# plain runs), for each N given; then records a few samples with the
+# `memdoctor check --json` (two warm-up runs, then the median of RUNS), for
+# each N given; then records a few samples with the
 # default cgroup selection and with many more cgroups read in full, and
 # reports the CPU time and the store bytes each extra cgroup costs a
 # sample. Everything it made is removed on exit, interrupt included.
@@ -69,20 +69,19 @@ PY
 }
 
 time_check() {
-	if command -v farm-bench >/dev/null 2>&1; then
-		farm-bench -n "$runs" --warmup 2 --timeout 600 -- "$BIN" check --json
-	else
-		python3 - "$runs" "$BIN" <<'PY'
-import subprocess, sys, time, statistics
+	python3 - "$runs" "$BIN" <<'PY'
+import resource, subprocess, sys, time, statistics
 n, b = int(sys.argv[1]), sys.argv[2]
+for _ in range(2):  # warm-up
+    subprocess.run([b, "check", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 ts = []
 for _ in range(n):
     t = time.perf_counter()
     subprocess.run([b, "check", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ts.append((time.perf_counter() - t) * 1000)
-print(f"check: median {statistics.median(ts):.1f} ms, min {min(ts):.1f}, max {max(ts):.1f} ({n} runs)")
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(f"check: median {statistics.median(ts):.1f} ms, min {min(ts):.1f}, max {max(ts):.1f} ({n} runs); peak RSS {rss:.1f} MiB")
 PY
-	fi
 }
 
 for n in $sizes; do
@@ -94,7 +93,7 @@ done
 # The recorder: 200 cgroups, of which EXTRA hold 1 MiB of shmem each (it
 # stays charged after the writer exits). Recorded once with those at no
 # limit (the default selection: the host's top 10) and once with a limit
-# just above their usage, which makes the selection read every one of them
+# 5 % above their usage, which makes the selection read every one of them
 # in full each sample: the difference is the cost of EXTRA more recorded
 # cgroups.
 make_cgroups 200
@@ -121,7 +120,10 @@ rec() { # DB TIMES
 }
 while read -r d; do setlimit "$d" max; done < "$tmp/charged"
 rec "$tmp/a.db" "$tmp/ta"
-while read -r d; do setlimit "$d" 1130000; done < "$tmp/charged"
+# 5 % above what each is charged now (1 MiB of shmem and the kernel
+# memory that came with it): near its limit, never below its usage.
+usage() { cat "$1/memory.usage_in_bytes" 2>/dev/null || cat "$1/memory.current"; }
+while read -r d; do setlimit "$d" $(( $(usage "$d") * 105 / 100 / 4096 * 4096 + 4096 )); done < "$tmp/charged"
 rec "$tmp/b.db" "$tmp/tb"
 python3 - "$tmp" "$extra" "$samples" <<'PY'
 import os, sys
