@@ -54,7 +54,8 @@ func TestMatchParsed(t *testing.T) {
 
 // A server that takes its time on every answer: the scan stops at
 // --prometheus-deadline, says so, and says how far it got while it waits
-// (before: ~8 minutes against 30 s answers, nothing on stderr).
+// (before: ~8 minutes against 30 s answers, nothing on stderr). The scan
+// asks two queries at a time: two answers a second.
 func TestPrometheusDeadline(t *testing.T) {
 	old := heartbeatEvery
 	heartbeatEvery = 300 * time.Millisecond
@@ -75,17 +76,17 @@ func TestPrometheusDeadline(t *testing.T) {
 	start := time.Now()
 	_, errOut, code := runCLI(t, "diagnose", "--prometheus", srv.URL, "--prometheus-deadline", "2500ms")
 	took := time.Since(start)
-	if code == 0 || !strings.Contains(errOut, "gave up at --prometheus-deadline 2.5s with 2 answers received") {
+	if code == 0 || !strings.Contains(errOut, "gave up at --prometheus-deadline 2.5s with 4 answers received") {
 		t.Errorf("exit %d, stderr %q; want the deadline named", code, errOut)
 	}
 	if took > 5*time.Second {
 		t.Errorf("took %s with a 2.5 s deadline", took)
 	}
-	if !strings.Contains(errOut, "memdoctor: scanning the fleet: 1 answers from "+srv.URL) {
+	if !strings.Contains(errOut, "memdoctor: scanning the fleet: 2 answers from "+srv.URL) {
 		t.Errorf("no progress line on stderr: %q", errOut)
 	}
-	if n := asked.Load(); n != 3 {
-		t.Errorf("%d requests, want 3 (2 answered, the third cut)", n)
+	if n := asked.Load(); n != 6 {
+		t.Errorf("%d requests, want 6 (4 answered, the next two cut)", n)
 	}
 
 	_, errOut, code = runCLI(t, "diagnose", "--prometheus", srv.URL, "--prometheus-deadline", "-1s")
