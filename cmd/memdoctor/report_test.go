@@ -399,7 +399,16 @@ func TestReportInBrowser(t *testing.T) {
 func TestLivePage(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "live.db")
 	r := startRecorder(t, db, time.Second)
-	time.Sleep(3 * time.Second) // a few samples
+	// A few samples: three at least, so that each rate has two points to
+	// draw a line between (a busy host samples late).
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		if _, m := r.get("/metrics"); metricValue(m, "memdoctor_record_scrapes_stored_total") >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the recorder stored fewer than 3 samples in 20 s")
+		}
+	}
 	var first string
 	for i := 0; i < 5; i++ {
 		resp, err := http.Get("http://" + r.addr + "/")
