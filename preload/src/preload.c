@@ -18,8 +18,9 @@
  * heap.
  *
  * Rules this file keeps, because it runs inside free() of any program:
- *   - The idle path is a test of one flag and a tail call through one
- *     pointer (both in one cache line) to the real free.
+ *   - The idle path is a read of one filter word (always the same word,
+ *     zero, while the heap profile is off), a branch never taken, and a
+ *     tail call through one pointer to the real free.
  *   - Nothing here takes a lock that free() callers could hold. Trims and
  *     stats are serialised by one atomic owner word ("busy"): a free() that
  *     finds it taken skips the trim instead of waiting, so a free() called
@@ -47,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -99,12 +101,15 @@ static _Atomic(free_fn) real_free;
 static void free_bootstrap(void *p);
 static void free_full(void *p);
 static void dump_profile(void);
-/* prof: MEMDOCTOR_PROFILE is on, and free() checks the filter first.
- * Both in one cache line, read by every free(). */
+/* fn: where free() jumps once it knows p was never sampled. mask: the
+ * filter slots free() may read, 0 while the heap profile is off (every
+ * free() then reads md_prof_words[0], one word in one cache line and one
+ * page, always 0), MD_NFILTER - 1 while it is on. One cache line, written
+ * only when the routes change. */
 static struct {
 	_Atomic(free_fn) fn;
-	_Atomic int prof;
-} fr __attribute__((aligned(16))) = {free_bootstrap, 0};
+	_Atomic uint32_t mask;
+} fr __attribute__((aligned(64))) = {free_bootstrap, 0};
 static TLS int in_resolve;
 static _Atomic uint64_t bootstrap_leaks;
 static TLS uint64_t local_freed;
@@ -570,28 +575,36 @@ __attribute__((noinline)) static void free_prof_taken(void *p, uint16_t v)
 void md_free_route(void)
 {
 	free_fn f = atomic_load_explicit(&real_free, memory_order_relaxed);
-	int prof = atomic_load(&md_prof_rate) && atomic_load(&md_prof_filter);
 	free_fn to = !f || atomic_load(&cfg_freed) || atomic_load(&md_boot_used) ? free_full : f;
 	atomic_store(&fr.fn, to);
-	atomic_store(&fr.prof, prof);
+	/* Set before malloc() samples anything (md_prof_init), cleared after
+	 * the words were zeroed (a fork child without tables). */
+	atomic_store(&fr.mask, atomic_load(&md_prof_rate) ? MD_NFILTER - 1 : 0);
 }
 
 /*
- * free: not profiling, one load, a test of fr.prof and an indirect tail
- * jump to the real free (or to free_full). Profiling, one filter word read
- * to tell that p was never sampled before the same jump: one indirect jump
- * either way, and no frame. (A second pointer, so that the profiling path
- * falls through to a jump of its own instead of branching back to the
- * shared one, measured 3% slower.)
+ * free: one filter word read, a branch that is not taken unless a sampled
+ * block holds p's filter slot, and an indirect tail jump to the real free
+ * (or to free_full): no flag test, one indirect jump, and no frame. While
+ * the profile is off the slot is masked to 0 and word 0 is never written,
+ * so the branch is never taken (reading p's own slot instead cost 1% more:
+ * one more page and line per slot the program's frees touch).
+ *
+ * Why no flag: a test of "is the profile on?" costs nothing in instructions,
+ * but one of the two modes must then take the branch around the other's
+ * code, and a taken branch before the indirect jump cost 2-3% of a
+ * malloc+free pair (two, as when the profile's path branched back to a
+ * shared jump, 8-10%); the filter read and the byte count in malloc() cost
+ * less than that, in either mode (README.md, "Cost of sampling").
  */
 __attribute__((optimize("omit-frame-pointer"))) EXPORT void free(void *p)
 {
-	if (unlikely(atomic_load_explicit(&fr.prof, memory_order_relaxed))) {
-		uint16_t v = md_prof_word(md_prof_words, p);
-		if (unlikely(v)) {
-			free_prof_taken(p, v);
-			return;
-		}
+	/* = MD_FILTER_SLOT(p) while profiling: the mask is at most MD_NFILTER - 1 */
+	uint32_t slot = (uint32_t)((uintptr_t)p >> 4) & atomic_load_explicit(&fr.mask, memory_order_relaxed);
+	uint16_t v = atomic_load_explicit(&md_prof_words[slot], memory_order_relaxed);
+	if (unlikely(v)) {
+		free_prof_taken(p, v);
+		return;
 	}
 	atomic_load_explicit(&fr.fn, memory_order_relaxed)(p);
 }
@@ -711,6 +724,10 @@ static void sleep_until(uint64_t deadline_ns)
 static void *background(void *arg)
 {
 	(void)arg;
+	/* Named by itself: pthread_setname_np from the creating thread writes
+	 * /proc/self/task/TID/comm (an open, and /proc entries the kernel must
+	 * drop again when the process ends: a cost paid by every fork child). */
+	prctl(PR_SET_NAME, "memdoctor-trim", 0, 0, 0);
 	const uint64_t ms = 1000000, never = UINT64_MAX;
 	uint64_t now = mono_ns();
 	uint64_t next_trim = cfg_interval_ms ? now + cfg_interval_ms * ms : never;
@@ -804,7 +821,6 @@ static void start_thread(void)
 			close(fd);
 		return;
 	}
-	pthread_setname_np(tid, "memdoctor-trim");
 }
 
 /* ---- fork ---- */

@@ -92,7 +92,7 @@ extern _Atomic uint64_t md_prof_rate;
 const char *md_prof_path(void);
 /* md_prof_untrack forgets p if it is a sampled block (before the real free). */
 void md_prof_untrack(void *p);
-/* md_prof_untrack_slow: the same, once md_prof_filter said p may be sampled. */
+/* md_prof_untrack_slow: the same, once md_prof_words said p may be sampled. */
 void md_prof_untrack_slow(void *p);
 /*
  * md_prof_words is what free() reads to tell, without a lock, that p was
@@ -102,15 +102,14 @@ void md_prof_untrack_slow(void *p);
  * is told apart in one comparison), or MD_FILTER_MANY when several did
  * since the slot was last empty. Only md_prof_maybe() true goes on to the
  * locked table. A static array (free() indexes it without loading a
- * pointer first), all zero while profiling is off; md_prof_filter points
- * at it once profiling is on.
+ * pointer first), read by every free() whether profiling or not: all zero
+ * (pages never written) while profiling is off.
  */
 #define MD_NFILTER (1u << 16)
 #define MD_FILTER_SLOT(p) ((uint32_t)((uintptr_t)(p) >> 4) & (MD_NFILTER - 1))
 #define MD_FILTER_TAG(p) ((uint16_t)(0x8000u | ((((uintptr_t)(p) >> 20) ^ ((uintptr_t)(p) >> 35)) & 0x7fffu)))
 #define MD_FILTER_MANY 1u
 extern _Atomic uint16_t md_prof_words[MD_NFILTER];
-extern _Atomic(_Atomic uint16_t *) md_prof_filter;
 /* md_prof_word is p's filter word; md_prof_match says a nonzero word may
  * stand for p. */
 static inline uint16_t md_prof_word(_Atomic uint16_t *flt, const void *p)

@@ -3,10 +3,12 @@
  * keeps (MEMDOCTOR_PROFILE, see README.md "Heap profile").
  *
  * The allocation functions (malloc, calloc, realloc, memalign,
- * posix_memalign, aligned_alloc) are interposed like free(): a test of one
- * flag and an indirect tail jump to the next definition while profiling is
- * off; the test of the thread's byte count before that jump while it is on
- * (one indirect jump either way). With MEMDOCTOR_PROFILE=RATE, each thread counts the bytes it allocates
+ * posix_memalign, aligned_alloc) are interposed like free(). malloc counts
+ * the thread's bytes and makes an indirect tail jump to the next definition
+ * whether profiling or not (no flag to test); the others test one flag and
+ * make the same jump while profiling is off, and test the thread's byte
+ * count before it while it is on (one indirect jump either way). With
+ * MEMDOCTOR_PROFILE=RATE, each thread counts the bytes it allocates
  * down from an exponentially distributed gap of mean RATE (a Poisson
  * process over allocated bytes, as Go's runtime.MemProfileRate); the
  * allocation that crosses zero is sampled: its call stack is taken by
@@ -93,9 +95,10 @@ static TLS int in_resolve;
 /*
  * Where the exported functions go: the *_boot functions until the real
  * ones are known, then the real ones (or realloc_checked). With prof set
- * (sampling on) they take their profiled path instead, which ends in a
- * tail jump through real: one indirect jump either way. One cache line,
- * written only when the routes change.
+ * (sampling on) all but malloc take their profiled path instead, which ends
+ * in a tail jump through real: one indirect jump either way (malloc counts
+ * in either mode and goes through rt.malloc). One cache line, written only
+ * when the routes change.
  */
 static struct {
 	_Atomic(malloc_fn) malloc;
@@ -242,7 +245,11 @@ static int posix_memalign_boot(void **pp, size_t a, size_t n)
 /* ---- sampling state ---- */
 
 _Atomic uint64_t md_prof_rate; /* mean bytes between samples; 0 = off */
-static TLS int64_t tl_next;     /* bytes left before the next sample */
+/* Bytes left before the next sample; while the profile is off, before
+ * malloc() next looks whether it was turned on (IDLE_GAP). malloc() counts
+ * in either mode: it has no flag to test. */
+static TLS int64_t tl_next;
+#define IDLE_GAP ((int64_t)64 << 20)
 static TLS uint64_t tl_rng;     /* 0 = this thread has not drawn yet */
 static TLS int tl_in_table;     /* inside a table operation (a signal handler must not wait) */
 static TLS uintptr_t tl_stack_lo, tl_stack_hi;
@@ -266,12 +273,16 @@ struct tables {
 	struct block blocks[NBLOCKS];
 	uint16_t fcount[NFILTER]; /* live sampled blocks per filter slot (md_prof_words) */
 	uint64_t live, samples, dropped;
+	/* The slots of stacks in use, in the order first used: the dump reads
+	 * these, not every slot (4,096 slots of 304 bytes: a process that
+	 * sampled little would fault in 300 zero pages at each exit). */
+	uint32_t nused;
+	uint16_t used[NSTACKS];
 };
 
 static struct tables *tab;
 static _Atomic int tab_lock;
 _Alignas(4096) _Atomic uint16_t md_prof_words[NFILTER]; /* whole pages: a fork child maps fresh ones */
-_Atomic(_Atomic uint16_t *) md_prof_filter; /* md_prof_words once profiling is on */
 
 static inline void cpu_relax(void)
 {
@@ -452,6 +463,7 @@ static uint32_t stack_slot(uint64_t h, const uintptr_t *pc, int depth)
 		struct stack *st = &tab->stacks[s];
 		if (!st->used) {
 			st->used = 1;
+			tab->used[tab->nused++] = (uint16_t)s;
 			st->hash = h;
 			st->depth = (uint32_t)depth;
 			memcpy(st->pc, pc, (size_t)depth * sizeof *pc);
@@ -461,7 +473,10 @@ static uint32_t stack_slot(uint64_t h, const uintptr_t *pc, int depth)
 		    !memcmp(st->pc, pc, (size_t)depth * sizeof *pc))
 			return s;
 	}
-	tab->stacks[0].used = 1; /* full: counted as an unknown stack */
+	if (!tab->stacks[0].used) { /* full: counted as an unknown stack */
+		tab->stacks[0].used = 1;
+		tab->used[tab->nused++] = 0;
+	}
 	return 0;
 }
 
@@ -630,6 +645,13 @@ void md_prof_untrack_slow(void *p)
 
 SLOW static void *malloc_sampled(size_t n)
 {
+	if (unlikely(!atomic_load_explicit(&rt.prof, memory_order_relaxed))) {
+		/* Not sampling: back here after IDLE_GAP more bytes (a thread
+		 * that counted before the profile was turned on starts sampling
+		 * at the latest then). */
+		tl_next = IDLE_GAP;
+		return atomic_load_explicit(&rt.malloc, memory_order_relaxed)(n);
+	}
 	void *p = real.malloc(n);
 	if (p)
 		sample(p, n, __builtin_frame_address(0));
@@ -744,20 +766,25 @@ static void *realloc_checked(void *p, size_t n)
 /* ---- the exported functions ---- */
 
 /*
- * Not sampling: one load, a test of prof (same cache line) and an indirect
- * tail jump to the real function. Sampling: the test, the thread's byte
- * count, and an indirect tail jump to the real function, or, when a sample
- * is due, a direct tail call to the sampling version. Built without a frame
- * of their own (FAST), so that a *_sampled function's return address is in
- * the caller of malloc.
+ * malloc: the thread's byte count, a branch not taken unless a sample is
+ * due, and an indirect tail jump to the real function; no flag test, and
+ * the same instructions whether sampling or not (while not sampling the
+ * count only brings it to malloc_sampled once per IDLE_GAP bytes, which
+ * goes on to the real function). A flag test costs one of the two modes a
+ * taken branch before the indirect jump: 2-3% of a malloc+free pair, more
+ * than the count (see free() in preload.c). The other functions, called
+ * less often, test rt.prof: not sampling, one load, the test and an
+ * indirect tail jump to the real function; sampling, the test, the
+ * thread's byte count, and an indirect tail jump to the real function, or,
+ * when a sample is due, a direct tail call to the sampling version. Built
+ * without a frame of their own (FAST), so that a *_sampled function's
+ * return address is in the caller of malloc.
  */
 FAST EXPORT void *malloc(size_t n)
 {
-	if (unlikely(atomic_load_explicit(&rt.prof, memory_order_relaxed))) {
-		if (unlikely(due(n)))
-			return malloc_sampled(n);
-		/* rt.malloc is real.malloc once rt.prof is set: one cache line */
-	}
+	if (unlikely(due(n)))
+		return malloc_sampled(n);
+	/* rt.malloc is real.malloc once resolved, sampling or not */
 	return atomic_load_explicit(&rt.malloc, memory_order_relaxed)(n);
 }
 
@@ -834,12 +861,13 @@ int md_prof_init(uint64_t rate, const char *pattern)
 	tab = map_tables(NULL);
 	if (!tab)
 		return -1;
-	atomic_store(&md_prof_filter, md_prof_words);
 	atomic_store(&md_prof_rate, rate);
-	/* free() matches sampled blocks before malloc() samples any. */
+	/* free() reads the filter before malloc() samples anything. */
 	md_free_route();
 	resolve_alloc();
 	route();
+	/* This thread's count so far ran down IDLE_GAP: start with a draw. */
+	tl_next = 0;
 	return 0;
 }
 
@@ -947,6 +975,7 @@ int md_prof_dump(void)
 		return EDEADLK;
 	}
 	uint64_t samples = tab->samples, dropped = tab->dropped, live = tab->live;
+	uint32_t nused = tab->nused;
 	unlock();
 	md_puts(&o.b, "memdoctor heap profile 1\npid ");
 	md_puti(&o.b, getpid());
@@ -961,15 +990,13 @@ int md_prof_dump(void)
 	md_puts(&o.b, "\ndropped ");
 	md_putu(&o.b, dropped);
 	md_puts(&o.b, "\n");
-	for (uint32_t s = 0; s < NSTACKS && !o.err; s++) {
+	for (uint32_t k = 0; k < nused && !o.err; k++) { /* a slot, once used, stays used */
 		struct stack st;
-		if (!tab->stacks[s].used) /* a slot, once used, stays used */
-			continue;
 		if (lock_bounded() < 0) {
 			o.err = EDEADLK;
 			break;
 		}
-		st = tab->stacks[s];
+		st = tab->stacks[tab->used[k]];
 		unlock();
 		out_room(&o, 64 + 5 * 24 + MAX_DEPTH * 17);
 		/* stack ALLOC_OBJECTS ALLOC_BYTES INUSE_OBJECTS INUSE_BYTES PC... */
