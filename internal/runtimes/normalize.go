@@ -6,7 +6,7 @@ package runtimes
 // Go describe their own Go runtime too, so Go comes last).
 //
 //	normalised          Go (client_golang)                        Python (prometheus_client)
-//	gc_seconds          go_gc_duration_seconds_sum (STW pauses)   -
+//	gc_seconds          go_cpu_classes_gc_total_cpu_seconds_total / go_sched_gomaxprocs_threads, else go_gc_duration_seconds_sum (STW pauses)   -
 //	collections         go_gc_duration_seconds_count {full}       python_gc_collections_total gen 0+1 young, 2 old
 //	collected_objects   -                                         python_gc_objects_collected_total gen 0+1 young, 2 old
 //	induced             go_gc_cycles_forced_gc_cycles_total       -
@@ -176,10 +176,22 @@ func Normalize(fams map[string]*dto.MetricFamily, target string) (*Reading, bool
 
 func goPage(p page, r *Reading) {
 	p.each("go_info", func(l map[string]string, _ float64) { r.Version = l["version"] })
+	// GC time: the collector's CPU time over all the program's Ps, where
+	// the runtime's metrics are exported (Go collects concurrently: its
+	// cost is CPU, of which the stop-the-world pauses are a small part);
+	// otherwise the pauses.
+	gcCPU, hasCPU := p.sum("go_cpu_classes_gc_total_cpu_seconds_total", nil)
+	procs, _ := p.sum("go_sched_gomaxprocs_threads", nil)
+	byCPU := hasCPU && procs > 0
 	p.countSum("go_gc_duration_seconds", func(_ map[string]string, c, s float64) {
-		r.add(GCSeconds, s)
+		if !byCPU {
+			r.add(GCSeconds, s)
+		}
 		r.add(Collections, c, "generation", Full)
 	})
+	if byCPU {
+		r.add(GCSeconds, gcCPU/procs)
+	}
 	if v, ok := p.sum("go_gc_cycles_forced_gc_cycles_total", nil); ok {
 		r.add(Induced, v, "cause", "runtime.GC()")
 	}

@@ -203,6 +203,12 @@ func TestNormalizeRealPages(t *testing.T) {
 		{Promoted, nil, 305135616},
 		{Allocated, nil, 351272960},
 	})
+	// A service exporting the runtime's GC CPU time: that over its Ps is
+	// its GC time (the pauses, 0.04 s, are a small part of 1.82 s).
+	checkReading(t, readPage(t, "go-client_golang-1.25-gc-cpu.prom"), Go, []want{
+		{GCSeconds, nil, 1.820633825 / 2},
+		{Collections, []string{"generation", "full"}, 741},
+	})
 	if r := readPage(t, "go-client_golang-1.25.prom"); r.Version != "go1.26.8" {
 		t.Errorf("go version %q", r.Version)
 	}

@@ -11,29 +11,50 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-var sink [][]byte
+var (
+	sink [][]byte
+	live []*[4]int64 // gcheavy: what each collection marks
+)
 
 func main() {
 	mode := flag.String("mode", "healthy", "gcheavy or healthy")
 	listen := flag.String("listen", "127.0.0.1:0", "address")
 	flag.Parse()
-	http.Handle("/metrics", promhttp.Handler())
+	// client_golang's Go collector with the runtime's GC CPU time as well
+	// (go_cpu_classes_gc_total_cpu_seconds_total), as a service that opts
+	// into runtime metrics exports it.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/gc/`)})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	http.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		_, _ = fmt.Fprintf(w, "num_gc %d\npause_total_seconds %g\nheap_alloc %d\nnow %g\n", ms.NumGC,
-			float64(ms.PauseTotalNs)/1e9, ms.HeapAlloc, float64(time.Now().UnixNano())/1e9)
+		gc := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+		metrics.Read(gc)
+		_, _ = fmt.Fprintf(w, "num_gc %d\npause_total_seconds %g\ngc_cpu_seconds %g\ngomaxprocs %d\nheap_alloc %d\nnow %g\n", ms.NumGC,
+			float64(ms.PauseTotalNs)/1e9, gc[0].Value.Float64(), runtime.GOMAXPROCS(0), ms.HeapAlloc, float64(time.Now().UnixNano())/1e9)
 	})
 	go func() { log.Fatal(http.ListenAndServe(*listen, nil)) }()
 	switch *mode {
 	case "gcheavy":
+		// GOGC=1 over a live heap of pointers that every cycle marks again.
+		live = make([]*[4]int64, 1<<18)
+		for i := range live {
+			live[i] = new([4]int64)
+		}
 		debug.SetGCPercent(1)
 		for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 			go churn()
