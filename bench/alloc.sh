@@ -10,7 +10,10 @@
 # env:     THREADS (8), MIB (128 per thread), ROUNDS (4) for the workload;
 #          INTERVAL, FREED override the calibrated trim settings (30s, 1GiB);
 #          SWEEP=1 also measures a few other intervals and thresholds;
-#          PROFILE_ONLY=1 measures only the heap profile's cost (below).
+#          PROFILE_ONLY=1 measures only the heap profile's cost (below);
+#          OTHER_LIB=PATH adds another build of the library to that
+#          measurement (loaded, and sampling every 512 KiB), interleaved:
+#          before/after a change to the library in one run.
 #
 # What is measured, per allocator:
 #   peak / final RSS   `alloc_workload hoard THREADS MIB ROUNDS`: VmHWM, and
@@ -64,14 +67,18 @@ T, M = os.environ.get("THREADS", "8"), os.environ.get("MIB", "128")
 wl, fb = os.path.join(out, "alloc_workload"), os.path.join(out, "freebench")
 base = {k: v for k, v in os.environ.items() if not k.startswith("MEMDOCTOR_")}
 LOADED = "library loaded, not sampling"
-def prof(rate):
-    return {"LD_PRELOAD": lib, "MEMDOCTOR_PROFILE": rate, "MEMDOCTOR_PROFILE_PATH": os.path.join(out, "heap.%p")}
+def prof(rate, l=lib):
+    return {"LD_PRELOAD": l, "MEMDOCTOR_PROFILE": rate, "MEMDOCTOR_PROFILE_PATH": os.path.join(out, "heap.%p")}
 # 1 TiB: sampling on, but about one allocation per TiB allocated is due
 # (practically none in a run): the per-call path alone, without the samples
 # (stack walk, table) and the frees that match them.
 configs = [("glibc", {}), (LOADED, {"LD_PRELOAD": lib}),
            ("sampling on, none due (1 TiB)", prof("1TiB")),
            ("library sampling every 512 KiB", prof("512KiB"))]
+other = os.environ.get("OTHER_LIB", "")
+OTHER_LOADED = "other build loaded"
+if other:
+    configs += [(OTHER_LOADED, {"LD_PRELOAD": other}), ("other build sampling 512 KiB", prof("512KiB", other))]
 def cpu_s(pid):
     with open(f"/proc/{pid}/stat") as f:
         f = f.read().rsplit(")", 1)[1].split()
@@ -110,16 +117,18 @@ for name, _ in configs:
 # The goal's measure: CPU cost per operation against the library loaded and
 # not sampling, run by run (each round runs every configuration in turn, so
 # a ratio compares neighbours in time), median [smallest-largest].
-L = res[LOADED]
-def paired(x, key, inverse):
+def paired(x, key, inverse, L):
     rs = [(b / a if inverse else a / b) - 1 for a, b in zip(x[key], L[key])]
     return f"{med(rs):>+7.1%} [{min(rs):+.1%}..{max(rs):+.1%}]"
-print(f"\ncost per operation against the library loaded, not sampling: median of the {reps} rounds' ratios")
-print(f"{'configuration':32} {'hoard':>24} {'freebench 1 thr':>24} {'freebench 8 thr':>24}")
-for name, _ in configs:
-    if name != LOADED:
-        x = res[name]
-        print(f"{name:32} {paired(x, 'hoard', True):>24} {paired(x, 'fb1', False):>24} {paired(x, 'fb8', False):>24}")
+for against in [LOADED] + ([OTHER_LOADED] if other else []):
+    L = res[against]
+    print(f"\ncost per operation against {'the library loaded, not sampling' if against == LOADED else 'the other build loaded'}: "
+          f"median of the {reps} rounds' ratios")
+    print(f"{'configuration':32} {'hoard':>24} {'freebench 1 thr':>24} {'freebench 8 thr':>24}")
+    for name, _ in configs:
+        if name != against:
+            x = res[name]
+            print(f"{name:32} {paired(x, 'hoard', True, L):>24} {paired(x, 'fb1', False, L):>24} {paired(x, 'fb8', False, L):>24}")
 PY
 }
 if [ -n "${PROFILE_ONLY:-}" ]; then
