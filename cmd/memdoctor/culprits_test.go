@@ -109,6 +109,52 @@ func buildJobRunner(t *testing.T, names ...string) []string {
 	return bins
 }
 
+// runner is a job runner a test starts: its binary (named as the creator
+// the trace reports), its jobs a second and its number of jobs.
+type runner struct {
+	bin   string
+	rate  float64
+	count int
+}
+
+// checkCreators checks that the finding's creator evidence names every
+// runner with its counts and its mkdir rate over secs, the first runner
+// first, and returns each runner's evidence line ("" where none names it).
+func checkCreators(t *testing.T, f *model.Finding, runners []runner, secs float64) []string {
+	t.Helper()
+	var creators []string
+	for _, e := range f.Evidence {
+		if e.Name == "creator" {
+			creators = append(creators, e.Text)
+		}
+	}
+	lines := make([]string, len(runners))
+	for i, r := range runners {
+		name := filepath.Base(r.bin)
+		// "jobrunner-fast in UNIT, parent P: 15.6 mkdir/s, 15.6 rmdir/s (125 and 125 in 8 s)"
+		idx := -1
+		for j, c := range creators {
+			if strings.HasPrefix(c, name+" ") || strings.HasPrefix(c, name+":") {
+				lines[i], idx = c, j
+			}
+		}
+		if lines[i] == "" {
+			t.Errorf("no creator evidence names %s: %q", name, creators)
+			continue
+		}
+		if want := fmt.Sprintf("(%d and %d in ", r.count, r.count); !strings.Contains(lines[i], want) {
+			t.Errorf("%s: want %q in %q", name, want, lines[i])
+		}
+		if want := render.Number(float64(r.count)/secs) + " mkdir/s"; !strings.Contains(lines[i], want) {
+			t.Errorf("%s: want %q in %q", name, want, lines[i])
+		}
+		if i == 0 && idx != 0 {
+			t.Errorf("the faster runner is not named first: %q", creators)
+		}
+	}
+	return lines
+}
+
 // TestCheckTraceNamesCgroupCreators (root): two job runners under different
 // names, one at 25 jobs a second and one at 8, each running every job in a
 // memory cgroup of its own that the job's page cache pins after rmdir;
@@ -124,11 +170,6 @@ func TestCheckTraceNamesCgroupCreators(t *testing.T) {
 	t.Cleanup(func() { _ = os.Remove(parent) })
 	data := t.TempDir()
 	bins := buildJobRunner(t, "jobrunner-fast", "jobrunner-slow")
-	type runner struct {
-		bin   string
-		rate  float64
-		count int
-	}
 	runners := []runner{{bins[0], 25, 125}, {bins[1], 8, 40}} // 5 s each
 
 	bin := binary(t)
@@ -187,37 +228,8 @@ func TestCheckTraceNamesCgroupCreators(t *testing.T) {
 	if !ok || secs < 7.5 || secs > 9 {
 		t.Fatalf("trace_seconds %v, want about 8", secs)
 	}
-	var creators []string
-	for _, e := range f.Evidence {
-		if e.Name == "creator" {
-			creators = append(creators, e.Text)
-		}
-	}
-	for i, r := range runners {
-		name := filepath.Base(r.bin)
-		// "jobrunner-fast in UNIT, parent P: 15.6 mkdir/s, 15.6 rmdir/s (125 and 125 in 8 s)"
-		var line string
-		idx := -1
-		for j, c := range creators {
-			if strings.HasPrefix(c, name+" ") || strings.HasPrefix(c, name+":") {
-				line, idx = c, j
-			}
-		}
-		if line == "" {
-			t.Errorf("no creator evidence names %s: %q", name, creators)
-			continue
-		}
-		if want := fmt.Sprintf("(%d and %d in ", r.count, r.count); !strings.Contains(line, want) {
-			t.Errorf("%s: want %q in %q", name, want, line)
-		}
-		rate := float64(r.count) / secs
-		if want := render.Number(rate) + " mkdir/s"; !strings.Contains(line, want) {
-			t.Errorf("%s: want %q in %q", name, want, line)
-		}
-		if i == 0 && idx != 0 {
-			t.Errorf("the faster runner is not named first: %q", creators)
-		}
-		if !strings.Contains(f.Summary, name) {
+	for i, line := range checkCreators(t, f, runners, secs) {
+		if name := filepath.Base(runners[i].bin); line != "" && !strings.Contains(f.Summary, name) {
 			t.Errorf("summary does not name %s: %s", name, f.Summary)
 		}
 	}
@@ -409,11 +421,6 @@ func TestCulpritsEndToEnd(t *testing.T) {
 	rel := "/" + filepath.Base(parent)
 	data := t.TempDir() // its removal frees whatever page cache is left
 	bins := buildJobRunner(t, "ci-runner", "nightly-batch")
-	type runner struct {
-		bin   string
-		rate  float64
-		count int
-	}
 	runners := []runner{{bins[0], 50, 250}, {bins[1], 20, 100}} // 5 s each
 	const kib = 512
 	n := runners[0].count + runners[1].count
@@ -503,41 +510,17 @@ func TestCulpritsEndToEnd(t *testing.T) {
 
 	// Who: both runners, the faster first, with what they did over the
 	// trace (all of their jobs fall inside it).
-	var creators []string
-	for _, e := range f.Evidence {
-		if e.Name == "creator" {
-			creators = append(creators, e.Text)
-		}
-	}
 	at := make([]int, len(runners))
-	for i, r := range runners {
-		name := filepath.Base(r.bin)
-		var line string
-		idx := -1
-		for j, c := range creators {
-			if strings.HasPrefix(c, name+" ") || strings.HasPrefix(c, name+":") {
-				line, idx = c, j
-			}
-		}
+	for i, line := range checkCreators(t, f, runners, secs) {
 		if line == "" {
-			t.Errorf("no creator evidence names %s: %q", name, creators)
 			continue
 		}
-		if want := fmt.Sprintf("(%d and %d in ", r.count, r.count); !strings.Contains(line, want) {
-			t.Errorf("%s: want %q in %q", name, want, line)
-		}
-		rate := render.Number(float64(r.count) / secs)
-		if want := rate + " mkdir/s"; !strings.Contains(line, want) {
-			t.Errorf("%s: want %q in %q", name, want, line)
-		}
-		if i == 0 && idx != 0 {
-			t.Errorf("the faster runner is not named first: %q", creators)
-		}
+		name := filepath.Base(runners[i].bin)
 		at[i] = strings.Index(f.Summary, name+" (")
 		if at[i] < 0 {
 			t.Errorf("summary does not name %s with its rate: %s", name, f.Summary)
 		}
-		t.Logf("%s: asked %v jobs/s, ran %q; traced %s mkdir/s over %v s", name, r.rate, outs[i], rate, secs)
+		t.Logf("%s: asked %v jobs/s, ran %q; traced %s mkdir/s over %v s", name, runners[i].rate, outs[i], render.Number(float64(runners[i].count)/secs), secs)
 	}
 	if at[0] >= 0 && at[1] >= 0 && at[0] > at[1] {
 		t.Errorf("the summary names the slower runner first: %s", f.Summary)
