@@ -141,7 +141,7 @@ func Ask(ctx context.Context, t Target, action string) (*Response, error) {
 	var data []byte
 	err = w.do(ctx, func() error {
 		var err error
-		data, err = readChecked(dfd, name, t.Owners, true, answerTail, true)
+		data, err = readChecked(dfd, name, t.Owners, true, answerTail, true, nil)
 		return err
 	})
 	if err != nil {
@@ -173,7 +173,7 @@ func Ask(ctx context.Context, t Target, action string) (*Response, error) {
 	}
 	err = w.do(ctx, func() error {
 		var err error
-		res.XML, err = readChecked(dfd, name+".malloc_info.xml", t.Owners, false, MaxXML, false)
+		res.XML, err = readChecked(dfd, name+".malloc_info.xml", t.Owners, false, MaxXML, false, nil)
 		return err
 	})
 	if err != nil {
@@ -184,9 +184,11 @@ func Ask(ctx context.Context, t Target, action string) (*Response, error) {
 
 // ReadStats reads the last limit bytes of the stats file t.StatsPath (whole
 // lines) the way Ask reads answers: through the process' root or working
-// directory, as the process' user (t.Cred), without following a symlink in
-// the file name, never opening what is not a regular file, and only a
-// file owned by one of t.Owners (or root).
+// directory, without following a symlink in the file name, never opening
+// what is not a regular file, and only a file owned by one of t.Owners (or
+// root). Unlike Ask it does not take the process' user: it only reads, so
+// it checks instead that t.Cred could read the file itself (permission.go)
+// and needs no set-user-ID system call (the recorder's unit forbids them).
 func ReadStats(ctx context.Context, t Target, limit int64) ([]byte, error) {
 	dir, name := path.Split(t.StatsPath)
 	if name == "" || name == "." || name == ".." {
@@ -196,7 +198,7 @@ func ReadStats(ctx context.Context, t Target, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := startWorker(t.Cred)
+	w, err := startWorker(nil)
 	if err != nil {
 		_ = unix.Close(anchor)
 		return nil, err
@@ -210,7 +212,10 @@ func ReadStats(ctx context.Context, t Target, limit int64) ([]byte, error) {
 			return err
 		}
 		defer func() { _ = unix.Close(dfd) }()
-		data, err = readChecked(dfd, name, t.Owners, true, limit, true)
+		if err := searchable(anchor, dfd, t.Cred); err != nil {
+			return err
+		}
+		data, err = readChecked(dfd, name, t.Owners, true, limit, true, t.Cred)
 		return err
 	})
 	return data, err
@@ -354,7 +359,7 @@ func withdraw(w *worker, dfd int, req, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = w.do(ctx, func() error {
-		b, err := readChecked(dfd, req, nil, false, 256, false)
+		b, err := readChecked(dfd, req, nil, false, 256, false, nil)
 		if err == nil && bytes.Contains(b, []byte(id)) {
 			return unix.Unlinkat(dfd, req, 0)
 		}
@@ -363,9 +368,10 @@ func withdraw(w *worker, dfd int, req, id string) {
 }
 
 // readChecked reads a regular file name in dfd: owned by one of owners
-// (root too when rootOK; any owner when owners is empty), at most limit
-// bytes, or with tail its last limit bytes (from a line start).
-func readChecked(dfd int, name string, owners []uint32, rootOK bool, limit int64, tail bool) ([]byte, error) {
+// (root too when rootOK; any owner when owners is empty), readable by as
+// (when not nil: memdoctor reads it with its own credentials), at most
+// limit bytes, or with tail its last limit bytes (from a line start).
+func readChecked(dfd int, name string, owners []uint32, rootOK bool, limit int64, tail bool, as *Cred) ([]byte, error) {
 	// Looked at first, so that a FIFO is not even opened (opening one
 	// wakes a writer waiting on it); checked again on the open file.
 	var st unix.Stat_t
@@ -394,6 +400,9 @@ func readChecked(dfd int, name string, owners []uint32, rootOK bool, limit int64
 	}
 	if len(owners) > 0 && !slices.Contains(owners, st.Uid) && (!rootOK || st.Uid != 0) {
 		return nil, fmt.Errorf("%w: %s belongs to uid %d, not to the process' user (uid %v)", ErrUnsafe, name, st.Uid, owners)
+	}
+	if err := mayReadFile(fd, &st, as); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	size, off := st.Size, int64(0)
 	if size > limit {

@@ -116,7 +116,7 @@ func TestAskSymlinks(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(realDir, "stats.jsonl.malloc_info.xml")); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := readChecked(mustOpenDir(t, realDir), "stats.jsonl.malloc_info.xml", nil, false, MaxXML, false); !errors.Is(err, ErrUnsafe) {
+	if b, err := readChecked(mustOpenDir(t, realDir), "stats.jsonl.malloc_info.xml", nil, false, MaxXML, false, nil); !errors.Is(err, ErrUnsafe) {
 		t.Errorf("symlinked dump: %d bytes, %v", len(b), err)
 	}
 }
