@@ -48,6 +48,9 @@ type Options struct {
 	StateDirs []string
 	// Env is the command's environment.
 	Env []string
+	// Argv, when set, runs instead of ExecStart (a test's helper, in the
+	// same sandbox).
+	Argv []string
 }
 
 // Command returns the unit's ExecStart, words replaced, to run in the
@@ -63,7 +66,11 @@ func Command(t *testing.T, u *Unit, o Options) *exec.Cmd {
 	}
 	s := spec{NoNewPrivs: u.NoNewPrivs, NativeOnly: u.NativeOnly, DenyWX: u.DenyWriteExec, Env: o.Env,
 		PrivateTmp: u.PrivateTmp}
-	for _, w := range u.ExecStart {
+	words := u.ExecStart
+	if o.Argv != nil {
+		words = o.Argv
+	}
+	for _, w := range words {
 		if r, ok := o.Replace[w]; ok {
 			s.Argv = append(s.Argv, r...)
 			continue
