@@ -1,7 +1,9 @@
 package preload
 
 // The requesting side of the protocol, for a process memdoctor does not
-// trust (README.md, "Requests" and "A requester running as root").
+// trust (README.md, "Requests" and "A requester running as root"). Ask
+// works as described below; ReadStats only reads, and checks what the
+// process' user may read instead of becoming it (permission_linux.go).
 //
 // Everything the process controls is untrusted: the MEMDOCTOR_STATS path in
 // its environment, every file and directory it can write, and each answer

@@ -180,6 +180,10 @@ func TestRecorderUnitSandboxReadsServices(t *testing.T) {
 		}
 	}
 	time.Sleep(time.Second)
+	// The live page, rendered by a child of the recorder, in the sandbox.
+	if code, body := r.get("/"); code != 200 || !strings.Contains(body, "<html") {
+		t.Errorf("the live page in the unit's sandbox: %d %.300s", code, body)
+	}
 	r.stop(t)
 	log := r.logText()
 

@@ -115,9 +115,9 @@ func collectAllocator(c *ctx, pid int, maps []procfs.Mapping, labels []string) {
 	var data []byte
 	if c.live && c.root {
 		// On the live host, as root: the path is the process' to choose,
-		// so it is read as the process' user, through its root, never
-		// following a link in the file name nor opening what is not a
-		// regular file of its own.
+		// so it is read only if the process' user could read it, through
+		// its root, never following a link in the file name nor opening
+		// what is not a regular file of its own.
 		var owners []uint32
 		var cred *preload.Cred
 		owners, cred, err = preload.CredOf(st.Text["Uid"], st.Text["Gid"], st.Text["Groups"])

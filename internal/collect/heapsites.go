@@ -8,8 +8,8 @@ package collect
 //
 // Live host only: the stacks are named from the files the process mapped
 // (opened through /proc/PID/map_files or its root, checked against the
-// mapping), which a capture does not hold. Read as the process' user, like
-// its stats file. Privacy: of its environment only MEMDOCTOR_PROFILE and
+// mapping), which a capture does not hold. Read only where the process'
+// user could read it, like its stats file. Privacy: of its environment only MEMDOCTOR_PROFILE and
 // MEMDOCTOR_PROFILE_PATH are looked for.
 
 import (
