@@ -26,6 +26,11 @@ const nobody = 65534
 // "paths":[...]}.
 const readStatsEnv = "MEMDOCTOR_TEST_READSTATS"
 
+type readStatsResult struct {
+	Err     string  `json:"err,omitempty"` // "" when read
+	Seconds float64 `json:"seconds"`
+}
+
 type readStatsJob struct {
 	PID   int      `json:"pid"`
 	Paths []string `json:"paths"`
@@ -33,8 +38,8 @@ type readStatsJob struct {
 
 // TestReadStatsHelper, run by TestReadStatsInUnitSandbox in the recorder
 // unit's sandbox, reads each path as the stats of the process PID (as
-// internal/collect does) and prints one JSON object: path → "" when read,
-// else the error.
+// internal/collect does) and prints one JSON object: path → the error
+// ("" when read) and how long ReadStats took.
 func TestReadStatsHelper(t *testing.T) {
 	v := os.Getenv(readStatsEnv)
 	if v == "" {
@@ -58,19 +63,20 @@ func TestReadStatsHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
+	out := map[string]readStatsResult{}
 	for _, p := range job.Paths {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		start := time.Now()
 		data, err := ReadStats(ctx, Target{PID: job.PID, StatsPath: p, Owners: owners, Cred: cred}, 1<<20)
+		r := readStatsResult{Seconds: time.Since(start).Seconds()}
 		cancel()
 		switch {
 		case err != nil:
-			out[p] = err.Error()
+			r.Err = err.Error()
 		case !strings.Contains(string(data), `"event"`):
-			out[p] = fmt.Sprintf("read %q, not the stats line", data)
-		default:
-			out[p] = ""
+			r.Err = fmt.Sprintf("read %.100q, not the stats line", data)
 		}
+		out[p] = r
 	}
 	b, _ = json.Marshal(out)
 	fmt.Printf("%s\n", b)
@@ -188,6 +194,24 @@ func TestReadStatsInUnitSandbox(t *testing.T) {
 		}
 		paths = append(paths, f.path)
 	}
+	// The largest input: 4 GiB (a hole) before the last line; ReadStats
+	// reads its last MiB.
+	big := filepath.Join(home, "big.jsonl")
+	if err := os.WriteFile(big, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 4<<30); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := os.OpenFile(big, os.O_WRONLY|os.O_APPEND, 0); err != nil {
+		t.Fatal(err)
+	} else if _, err := f.WriteString("\n" + `{"event":"summary","pid":1}` + "\n"); err != nil || f.Close() != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(big, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, big)
 	if err := os.Symlink(open, filepath.Join(home, "open-link")); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +227,7 @@ func TestReadStatsInUnitSandbox(t *testing.T) {
 	t.Cleanup(func() { _ = proc.Process.Kill(); _ = proc.Wait() })
 	kernel := map[string]bool{}
 	for _, p := range paths {
-		cat := exec.Command("/bin/cat", p)
+		cat := exec.Command("/usr/bin/head", "-c", "1", p)
 		cat.SysProcAttr = asNobody
 		kernel[p] = cat.Run() == nil
 	}
@@ -219,19 +243,23 @@ func TestReadStatsInUnitSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the helper in the unit's sandbox: %v\n%s%s", err, out, stderr.String())
 	}
-	var got map[string]string
+	var got map[string]readStatsResult
 	i := strings.IndexByte(string(out), '{')
 	if i < 0 || json.Unmarshal([]byte(strings.SplitN(string(out[i:]), "\n", 2)[0]), &got) != nil {
 		t.Fatalf("the helper said %q", out)
 	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		t.Logf("the helper's peak RSS: %.1f MiB", float64(ru.Maxrss)/1024)
+	}
 	readable := 0
 	for _, p := range paths {
 		rel, _ := filepath.Rel(base, p)
-		read := got[p] == ""
+		r, ok := got[p]
+		read := ok && r.Err == ""
 		if read != kernel[p] {
-			t.Errorf("%s: read by memdoctor %v (%s), by uid %d itself %v", rel, read, got[p], nobody, kernel[p])
+			t.Errorf("%s: read by memdoctor %v (%s), by uid %d itself %v", rel, read, r.Err, nobody, kernel[p])
 		} else {
-			t.Logf("%s: read %v %s", rel, read, got[p])
+			t.Logf("%s: read %v in %.2f ms %s", rel, read, r.Seconds*1000, r.Err)
 		}
 		if kernel[p] {
 			readable++
