@@ -180,6 +180,7 @@ func TestRecorderUnitSandboxReadsServices(t *testing.T) {
 		}
 	}
 	time.Sleep(time.Second)
+	t.Logf("the recorder's peak RSS in the sandbox: %s", statusField(pid, "VmHWM"))
 	// The live page, rendered by a child of the recorder, in the sandbox.
 	if code, body := r.get("/"); code != 200 || !strings.Contains(body, "<html") {
 		t.Errorf("the live page in the unit's sandbox: %d %.300s", code, body)
@@ -202,7 +203,10 @@ func TestRecorderUnitSandboxReadsServices(t *testing.T) {
 		points[s.Labels.Get("pid")] += len(s.Points)
 	}
 	for name, w := range map[string]*workload{"leak": leak, "hoard": hoard} {
-		if points[w.pid()] < 20 {
+		t.Logf("%s: %d allocator samples stored", name, points[w.pid()])
+		// Every 500 ms for 40 s is 80; a busy host records fewer (31 seen
+		// with the CPUs shared), and diagnose needs about ten.
+		if points[w.pid()] < 10 {
 			t.Errorf("%s (pid %s, uid %d): %d allocator samples stored in 40 s of recording every 500 ms", name, w.pid(), nobody, points[w.pid()])
 		}
 	}
