@@ -51,6 +51,9 @@ type Options struct {
 	// Argv, when set, runs instead of ExecStart (a test's helper, in the
 	// same sandbox).
 	Argv []string
+	// Keep are paths of the test's under /tmp that stay visible (read
+	// only) in the unit's private /tmp.
+	Keep []string
 }
 
 // Command returns the unit's ExecStart, words replaced, to run in the
@@ -146,6 +149,7 @@ func Command(t *testing.T, u *Unit, o Options) *exec.Cmd {
 	}
 	if s.PrivateTmp {
 		s.KeepPaths = append(s.KeepPaths, o.StateDirs...)
+		s.KeepPaths = append(s.KeepPaths, o.Keep...)
 		if len(s.Argv) > 0 {
 			s.KeepPaths = append(s.KeepPaths, filepath.Dir(s.Argv[0]))
 		}
@@ -269,30 +273,38 @@ func mounts(s *spec) error {
 			return fmt.Errorf("bind %s: %w", p, err)
 		}
 	}
-	setattr := func(p string, set, clr uint64) error {
+	setattr := func(p string, set, clr uint64, flags uint) error {
 		a := &unix.MountAttr{Attr_set: set, Attr_clr: clr}
-		if err := unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_RECURSIVE, a); err != nil {
+		if err := unix.MountSetattr(unix.AT_FDCWD, p, flags, a); err != nil {
 			return fmt.Errorf("mount_setattr %s: %w", p, err)
 		}
 		return nil
 	}
-	if err := setattr("/", unix.MOUNT_ATTR_RDONLY, 0); err != nil {
+	if err := setattr("/", unix.MOUNT_ATTR_RDONLY, 0, unix.AT_RECURSIVE); err != nil {
 		return err
 	}
 	// The API file systems stay writable but /sys (ProtectKernelTunables,
-	// ProtectControlGroups) and what ROPaths names; the private /tmp and
-	// the writable paths are writable.
-	rw := []string{"/proc", "/dev"}
-	if s.PrivateTmp {
-		rw = append(rw, "/tmp", "/var/tmp")
+	// ProtectControlGroups) and what ROPaths names; the private /tmp (not
+	// the test's paths kept in it) and the writable paths are writable.
+	for _, p := range []string{"/proc", "/dev"} {
+		if err := setattr(p, 0, unix.MOUNT_ATTR_RDONLY, unix.AT_RECURSIVE); err != nil {
+			return err
+		}
 	}
-	for _, p := range append(rw, s.ReadWrite...) {
-		if err := setattr(p, 0, unix.MOUNT_ATTR_RDONLY); err != nil {
+	if s.PrivateTmp {
+		for _, p := range []string{"/tmp", "/var/tmp"} {
+			if err := setattr(p, 0, unix.MOUNT_ATTR_RDONLY, 0); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range s.ReadWrite {
+		if err := setattr(p, 0, unix.MOUNT_ATTR_RDONLY, unix.AT_RECURSIVE); err != nil {
 			return err
 		}
 	}
 	for _, p := range ro {
-		if err := setattr(p, unix.MOUNT_ATTR_RDONLY, 0); err != nil {
+		if err := setattr(p, unix.MOUNT_ATTR_RDONLY, 0, unix.AT_RECURSIVE); err != nil {
 			return err
 		}
 	}
