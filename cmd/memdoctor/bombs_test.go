@@ -153,10 +153,11 @@ func checkBudget(t *testing.T, what string, took time.Duration, peak int64) {
 // A Prometheus answering range queries with one series at one time
 // repeated, 1 GiB decoded (gzip -9: about 1 MB on the wire, with
 // Content-Encoding: gzip) or sent plainly without end, took diagnose
-// --prometheus to 512 MiB and more: each answer was read whole (up to
-// 128 MiB) before decoding, and scan queries run two at a time. Answers
-// are now decoded as they stream, repeats dropped, and an answer decoding
-// past 256 MiB refused with a message naming the budget.
+// --prometheus to 289 MiB here (512 MiB reported): each answer was read
+// whole (up to 128 MiB) before decoding, and scan queries run two at a
+// time. Answers are now decoded as they stream, repeats dropped, a gzip
+// answer expanding more than 100-fold refused, and any answer decoding
+// past 256 MiB refused, with messages naming the budget.
 func TestDuplicateSampleBombPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("serves gigabyte answers")
@@ -192,8 +193,9 @@ func TestDuplicateSampleBombPrometheus(t *testing.T) {
 			"--until", "2023-11-14T22:13:20Z", "--prometheus-retries", "0")
 		srv.Close()
 		t.Logf("%s: exit %d after %s, peak RSS %d MiB: %s", name, code, took.Round(time.Millisecond), peak>>20, strings.TrimSpace(errOut))
-		if code == 0 || !strings.Contains(errOut, "decodes to more than 256 MiB") {
-			t.Errorf("%s: exit %d, want the answer refused at 256 MiB decoded: %q", name, code, errOut)
+		want := map[bool]string{true: "expands more than 100-fold from gzip", false: "decodes to more than 256 MiB"}[gzipped]
+		if code == 0 || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, want the answer refused (%q): %q", name, code, want, errOut)
 		}
 		checkBudget(t, name, took, peak)
 	}
