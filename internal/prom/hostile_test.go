@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -197,4 +199,55 @@ func TestAnswerBudgets(t *testing.T) {
 		t.Errorf("1.5 million series: %v", err)
 	}
 	t.Logf("1.5 million series: %v; %d MiB allocated", err, (after.TotalAlloc-before.TotalAlloc)>>20)
+}
+
+// The answers of testdata/hostile/prometheus: repeats are held once (the
+// last value kept), a point older than its series' last is dropped, labels
+// after the points still name them, a key nested past 64 levels and a cut
+// answer are errors.
+func TestHostileAnswerFiles(t *testing.T) {
+	ctx := context.Background()
+	at := time.Unix(1700000000, 0)
+	for name, want := range map[string]string{
+		"repeated-point.json":       `{instance="h1"}: 2 @[1700000000]`,
+		"repeated-series.json":      `{instance="h1"} 2`,
+		"points-out-of-order.json":  `{instance="h1"}: 3 @[1700000060] 4 @[1700000120]`,
+		"values-before-metric.json": `{instance="h1"}: 2 @[1700000000]`,
+		"deep-extra.json":           `error`,
+		"truncated.json":            `error`,
+	} {
+		body, err := os.ReadFile(filepath.Join("../../testdata/hostile/prometheus", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := New(Options{URL: "http://hostile.invalid", Transport: answer{200, body}, Retries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		if strings.Contains(string(body), `"vector"`) {
+			v, err := c.Query(ctx, "q", at)
+			if err != nil {
+				got = append(got, "error")
+			}
+			for _, s := range v {
+				got = append(got, fmt.Sprintf("%s %g", s.Labels, s.Value))
+			}
+		} else {
+			ss, err := c.QueryRange(ctx, "q", at.Add(-time.Hour), at.Add(time.Hour), time.Minute)
+			if err != nil {
+				got = append(got, "error")
+			}
+			for _, s := range ss {
+				ps := ""
+				for _, p := range s.Points {
+					ps += " " + p.String()
+				}
+				got = append(got, s.Labels.String()+":"+ps)
+			}
+		}
+		if g := strings.Join(got, "; "); g != want {
+			t.Errorf("%s: %.300q, want %q", name, g, want)
+		}
+	}
 }
