@@ -502,7 +502,7 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 }
 
 // A gzipped answer decodes to at most maxGzipRatio times its wire size,
-// beyond its first gzipSlack bytes: Prometheus' JSON compresses about 10
+// beyond its first gzipSlack bytes: Prometheus' JSON compresses about 4
 // times (a fleet scan: 59.9 MB on the wire for 256 MB decoded), a gzip
 // bomb 1,000 times.
 const (

@@ -37,8 +37,7 @@ const (
 	// not data to hold. It streams through and is not held.
 	maxAnswer = 256 << 20
 	// maxHeld bounds the series and points kept from one answer, as
-	// estimated by heldSeries and heldPoint: the largest answer of that
-	// scan holds about 25 MiB.
+	// estimated by heldSeries, heldLabel and heldPoint.
 	maxHeld = 64 << 20
 	// maxString bounds one string of an answer (a label value, a warning).
 	maxString = 1 << 20

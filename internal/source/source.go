@@ -139,7 +139,7 @@ type IngestOptions struct {
 	// they are read and never count.
 	MaxHeldSamples int
 	// MaxSeries bounds the distinct series of a text file (default 1 Mi,
-	// about 320 MiB to hold): past it the file fails, saying so.
+	// about 700 MiB to hold): past it the file fails, saying so.
 	MaxSeries int
 	// BatchSamples is roughly how many samples go into one store append
 	// (one transaction; default 200 000).
