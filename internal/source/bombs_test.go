@@ -47,7 +47,7 @@ func TestTextRepeatsHeldOnce(t *testing.T) {
 		ms := newMemSink(t)
 		// A small buffer: the alternating file (one series at two times
 		// in turn) is held, then compacted to its two samples.
-		stats, err := Read(path, IngestOptions{BufferSamples: 10, MaxHeldSamples: 100}, ms.sink)
+		stats, err := Read(path, IngestOptions{BufferSamples: 10}, ms.sink)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
