@@ -101,7 +101,7 @@ func decodeAnswer(r io.Reader, perSeries int, what string) (*apiAnswer, error) {
 	if err := d.object(0, d.envelope); err != nil {
 		return &d.a, err
 	}
-	if c, err := d.peek(); err != io.EOF {
+	if c, err := d.peek(); !errors.Is(err, io.EOF) {
 		if err != nil {
 			return &d.a, err
 		}
@@ -140,7 +140,7 @@ func (d *decoder) next() (byte, error) {
 }
 
 func unexpectedEOF(err error) error {
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		return io.ErrUnexpectedEOF
 	}
 	return err
@@ -291,7 +291,7 @@ func (d *decoder) number() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !(c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E') {
+		if (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
 			_ = d.r.UnreadByte()
 			break
 		}
