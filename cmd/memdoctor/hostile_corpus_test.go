@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -94,7 +96,8 @@ func runHostile(t *testing.T, st *corpusStats, r hostileRun) {
 // TestHostileCorpus feeds testdata/hostile (and variants made from a real
 // capture: every kernel file emptied, cut in half, replaced by random bytes,
 // by NULs, by one 1 MiB line, or prefixed with terminal escapes) to every
-// command that reads that kind of input.
+// command that reads that kind of input, and serves each Prometheus answer
+// of the corpus to diagnose --prometheus.
 func TestHostileCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the whole corpus: not in -short")
@@ -213,6 +216,22 @@ func TestHostileCorpus(t *testing.T) {
 		byCat["probe results"]++
 		st.inputs++
 		runHostile(t, st, hostileRun{input: filepath.Base(p), args: []string{"compare", p, p}})
+	}
+	// Prometheus answers: a server giving the same answer to every query.
+	for _, p := range files("prometheus") {
+		byCat["Prometheus answers"]++
+		st.inputs++
+		body, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body)
+		}))
+		runHostile(t, st, hostileRun{input: filepath.Base(p), args: []string{"diagnose", "--prometheus", srv.URL, "--prometheus-retries", "0"}})
+		runHostile(t, st, hostileRun{input: filepath.Base(p), args: []string{"diagnose", "--json", "--prometheus", srv.URL, "--prometheus-retries", "0"}, json: true})
+		srv.Close()
 	}
 	for _, p := range files("lint") {
 		byCat["lint inputs"]++

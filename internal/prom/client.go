@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,11 +31,6 @@ import (
 
 	"github.com/prometheus/common/model"
 )
-
-// maxAnswer bounds one decoded answer: a fleet scan of 1,000 hosts over 15
-// days decodes to about 256 MB over 55 queries (none over 40 MB), so one answer past this is
-// a server gone wrong (or hostile), not data to hold.
-const maxAnswer = 128 << 20
 
 // Options configure a Client. Secrets are read from files so they never
 // appear in a command line.
@@ -260,59 +254,47 @@ type Series struct {
 	Points []model.SamplePair
 }
 
-// apiResponse is the API's envelope; Data holds a pointer to decode the
-// data field into, in the same pass (no copy of a large answer).
-type apiResponse struct {
-	Status    string   `json:"status"`
-	Data      any      `json:"data"`
-	ErrorType string   `json:"errorType"`
-	Error     string   `json:"error"`
-	Warnings  []string `json:"warnings"`
-	Infos     []string `json:"infos"`
-}
-
-type queryData struct {
-	ResultType string          `json:"resultType"`
-	Result     json.RawMessage `json:"result"`
+// rangeSeries is one series of a range query's answer.
+type rangeSeries struct {
+	Metric model.Metric
+	Values []model.SamplePair
 }
 
 // Query runs an instant query at t.
 func (c *Client) Query(ctx context.Context, expr string, t time.Time) ([]Sample, error) {
 	form := url.Values{"query": {expr}, "time": {formatTime(t)}}
-	var d queryData
-	if err := c.call(ctx, "/api/v1/query", form, expr, &d); err != nil {
+	a, err := c.call(ctx, "/api/v1/query", form, expr, 1)
+	if err != nil {
 		return nil, err
 	}
-	switch d.ResultType {
+	switch a.ResultType {
 	case "vector":
-		var v model.Vector
-		if err := json.Unmarshal(d.Result, &v); err != nil {
-			return nil, fmt.Errorf("prometheus answer to %q: %w", expr, err)
-		}
-		out := make([]Sample, 0, len(v))
+		out := make([]Sample, 0, len(a.Series))
 		dropped := 0
-		for _, s := range v {
-			if f := float64(s.Value); math.IsNaN(f) || math.IsInf(f, 0) {
+		for _, s := range a.Series {
+			if len(s.Points) == 0 {
+				continue // a native histogram: nothing memdoctor reads
+			}
+			if f := float64(s.Points[0].Value); math.IsNaN(f) || math.IsInf(f, 0) {
 				dropped++
 				continue
 			}
-			out = append(out, Sample{Labels: s.Metric, Value: float64(s.Value)})
+			out = append(out, Sample{Labels: s.Metric, Value: float64(s.Points[0].Value)})
 		}
 		c.nonFinite(expr, dropped)
 		c.series.Add(int64(len(out)))
 		return out, nil
 	case "scalar":
-		var s model.Scalar
-		if err := json.Unmarshal(d.Result, &s); err != nil {
-			return nil, fmt.Errorf("prometheus answer to %q: %w", expr, err)
+		if a.Scalar == nil {
+			return nil, fmt.Errorf("prometheus answer to %q: a scalar without its value", expr)
 		}
-		if f := float64(s.Value); math.IsNaN(f) || math.IsInf(f, 0) {
+		if f := float64(a.Scalar.Value); math.IsNaN(f) || math.IsInf(f, 0) {
 			c.nonFinite(expr, 1)
 			return []Sample{}, nil
 		}
-		return []Sample{{Labels: model.Metric{}, Value: float64(s.Value)}}, nil
+		return []Sample{{Labels: model.Metric{}, Value: float64(a.Scalar.Value)}}, nil
 	}
-	return nil, fmt.Errorf("prometheus answered %q with a %s, want a vector", expr, d.ResultType)
+	return nil, fmt.Errorf("prometheus answered %q with a %s, want a vector", expr, a.ResultType)
 }
 
 // MaxPointsPerSeries is Prometheus' limit on the points of one range query
@@ -371,20 +353,21 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 func (c *Client) queryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]rangeSeries, error) {
 	form := url.Values{"query": {expr}, "start": {formatTime(start)}, "end": {formatTime(end)},
 		"step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)}}
-	var d struct {
-		ResultType string        `json:"resultType"`
-		Result     []rangeSeries `json:"result"`
-	}
-	if err := c.call(ctx, "/api/v1/query_range", form, expr, &d); err != nil {
+	// The points a series can have: one a step from start to end (and one
+	// more for the rounding of the times sent).
+	steps := int(end.Sub(start)/step) + 2
+	a, err := c.call(ctx, "/api/v1/query_range", form, expr, steps)
+	if err != nil {
 		return nil, err
 	}
-	if d.ResultType != "matrix" {
-		return nil, fmt.Errorf("prometheus answered the range query %q with a %s, want a matrix", expr, d.ResultType)
+	if a.ResultType != "matrix" {
+		return nil, fmt.Errorf("prometheus answered the range query %q with a %s, want a matrix", expr, a.ResultType)
 	}
-	m := d.Result
+	m := make([]rangeSeries, 0, len(a.Series))
 	var n int64
-	for _, s := range m {
-		n += int64(len(s.Values))
+	for _, s := range a.Series {
+		m = append(m, rangeSeries{Metric: s.Metric, Values: s.Points})
+		n += int64(len(s.Points))
 	}
 	c.samples.Add(n)
 	c.series.Add(int64(len(m)))
@@ -401,9 +384,10 @@ func retryable(status int) bool {
 		status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout || status == http.StatusInternalServerError
 }
 
-// call posts a form to an API path and decodes the data field into out,
-// retrying network errors and retryable statuses.
-func (c *Client) call(ctx context.Context, path string, form url.Values, expr string, out any) error {
+// call posts a form to an API path and decodes the answer, keeping at most
+// perSeries points a series, retrying network errors and retryable
+// statuses.
+func (c *Client) call(ctx context.Context, path string, form url.Values, expr string, perSeries int) (*apiAnswer, error) {
 	var last error
 	for attempt := 0; attempt <= c.retries; attempt++ {
 		if attempt > 0 {
@@ -412,28 +396,28 @@ func (c *Client) call(ctx context.Context, path string, form url.Values, expr st
 			d += time.Duration(rand.Int64N(int64(d)/2 + 1)) //nolint:gosec // jitter, not security
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("%w (after: %w)", ctx.Err(), last)
+				return nil, fmt.Errorf("%w (after: %w)", ctx.Err(), last)
 			case <-time.After(d):
 			}
 		}
-		retry, err := c.once(ctx, path, form, expr, out)
+		a, retry, err := c.once(ctx, path, form, expr, perSeries)
 		if err == nil {
-			return nil
+			return a, nil
 		}
 		last = err
 		if !retry || ctx.Err() != nil {
-			return err
+			return nil, err
 		}
 	}
-	return fmt.Errorf("%w (gave up after %d retries)", last, c.retries)
+	return nil, fmt.Errorf("%w (gave up after %d retries)", last, c.retries)
 }
 
-func (c *Client) once(ctx context.Context, path string, form url.Values, expr string, out any) (retry bool, err error) {
+func (c *Client) once(ctx context.Context, path string, form url.Values, expr string, perSeries int) (a *apiAnswer, retry bool, err error) {
 	u := *c.base
 	u.Path += path
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
@@ -445,64 +429,102 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 	defer func() { c.waitedNs.Add(int64(time.Since(t0))) }()
 	if err != nil {
 		if errors.Is(err, httpsafe.ErrRedirect) {
-			return false, fmt.Errorf("prometheus at %s: %w (give the URL the redirect points to, if it is the server meant)", c.URL(), errors.Unwrap(err))
+			return nil, false, fmt.Errorf("prometheus at %s: %w (give the URL the redirect points to, if it is the server meant)", c.URL(), errors.Unwrap(err))
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return true, fmt.Errorf("prometheus at %s did not answer in time: %w (raise --prometheus-timeout, or narrow --match/--range)", c.URL(), err)
+			return nil, true, fmt.Errorf("prometheus at %s did not answer in time: %w (raise --prometheus-timeout, or narrow --match/--range)", c.URL(), err)
 		}
-		return true, fmt.Errorf("cannot reach prometheus at %s: %w (check the URL and that the server runs)", c.URL(), err)
+		return nil, true, fmt.Errorf("cannot reach prometheus at %s: %w (check the URL and that the server runs)", c.URL(), err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	c.queries.Add(1)
+	switch resp.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return nil, false, fmt.Errorf("prometheus at %s refused access (%s): check --prometheus-token-file or --prometheus-user/--prometheus-password-file", c.URL(), resp.Status)
+	case http.StatusNotFound:
+		return nil, false, fmt.Errorf("prometheus at %s: %s has no %s: is the URL the server's base (add the path prefix for Thanos/Mimir)?", c.URL(), u.Path, path)
+	}
 	wire := &countReader{r: resp.Body}
 	var body io.Reader = wire
 	if resp.Header.Get("Content-Encoding") == "gzip" {
 		zr, err := gzip.NewReader(wire)
 		if err != nil {
-			return true, fmt.Errorf("prometheus at %s: bad gzip answer: %w", c.URL(), err)
+			return nil, true, fmt.Errorf("prometheus at %s: bad gzip answer: %w", c.URL(), err)
 		}
 		body = zr
 	}
-	dec := &countReader{r: body}
-	data, err := safeio.ReadAll(dec, maxAnswer)
+	// The answer is decoded as it streams (see stream.go): what is held is
+	// what is kept of it, never the answer itself.
+	dec := &countReader{r: io.LimitReader(body, maxAnswer+1)}
+	var in io.Reader = dec
+	if body != wire {
+		in = &ratioReader{r: dec, wire: wire}
+	}
+	a, derr := decodeAnswer(in, perSeries, expr)
 	c.wire.Add(wire.n)
 	c.body.Add(dec.n)
-	if errors.Is(err, safeio.ErrTooLarge) {
-		return false, fmt.Errorf("prometheus at %s: the answer to %s decodes to more than %d MiB: narrow --match or --range, or raise --step", c.URL(), path, maxAnswer>>20)
+	narrow := "narrow --match or --range, or raise --step"
+	switch {
+	case errors.Is(derr, errBomb):
+		return nil, false, fmt.Errorf("prometheus at %s: the answer to %s expands more than %d-fold from gzip (%d MiB from %d KiB): a gzip bomb, not an answer", c.URL(), path, maxGzipRatio, dec.n>>20, wire.n>>10)
+	case dec.n > maxAnswer:
+		return nil, false, fmt.Errorf("prometheus at %s: the answer to %s decodes to more than %d MiB: %s", c.URL(), path, maxAnswer>>20, narrow)
+	case errors.Is(derr, errBudget):
+		return nil, false, fmt.Errorf("prometheus at %s: %w: %s", c.URL(), derr, narrow)
+	case derr != nil && !errors.Is(derr, errSyntax):
+		return nil, true, fmt.Errorf("prometheus at %s: reading the answer: %w", c.URL(), derr)
 	}
-	if err != nil {
-		return true, fmt.Errorf("prometheus at %s: reading the answer: %w", c.URL(), err)
-	}
-	switch resp.StatusCode {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return false, fmt.Errorf("prometheus at %s refused access (%s): check --prometheus-token-file or --prometheus-user/--prometheus-password-file", c.URL(), resp.Status)
-	case http.StatusNotFound:
-		return false, fmt.Errorf("prometheus at %s: %s has no %s: is the URL the server's base (add the path prefix for Thanos/Mimir)?", c.URL(), u.Path, path)
-	}
-	r := apiResponse{Data: out}
-	jerr := json.Unmarshal(data, &r)
-	if jerr != nil || r.Status == "" {
+	if derr != nil || a.Status == "" {
 		if retryable(resp.StatusCode) {
-			return true, fmt.Errorf("prometheus at %s: %s", c.URL(), resp.Status)
+			return nil, true, fmt.Errorf("prometheus at %s: %s", c.URL(), resp.Status)
 		}
 		snippet := "no status field"
-		if jerr != nil {
-			snippet = jerr.Error()
+		if derr != nil {
+			snippet = derr.Error()
 		}
 		if len(snippet) > 120 {
 			snippet = snippet[:120] + "…"
 		}
-		return false, fmt.Errorf("%s does not answer like the Prometheus API (%s: %q)", c.URL(), resp.Status, snippet)
+		return nil, false, fmt.Errorf("%s does not answer like the Prometheus API (%s: %q)", c.URL(), resp.Status, snippet)
 	}
-	c.warn(r.Warnings)
-	if r.Status != "success" {
-		if retryable(resp.StatusCode) && r.ErrorType != "bad_data" && r.ErrorType != "execution" {
-			return true, fmt.Errorf("prometheus at %s: %s: %s", c.URL(), resp.Status, r.Error)
+	c.warn(a.Warnings)
+	if a.Status != "success" {
+		if retryable(resp.StatusCode) && a.ErrorType != "bad_data" && a.ErrorType != "execution" {
+			return nil, true, fmt.Errorf("prometheus at %s: %s: %s", c.URL(), resp.Status, a.Error)
 		}
-		return false, &APIError{Status: resp.StatusCode, ErrorType: r.ErrorType, Message: r.Error, Query: expr}
+		return nil, false, &APIError{Status: resp.StatusCode, ErrorType: a.ErrorType, Message: a.Error, Query: expr}
 	}
-	return false, nil
+	if a.Dropped > 0 {
+		c.warn([]string{fmt.Sprintf("%d points of the answer to %s repeat or precede the time of the point before them in their series: dropped (a repeat replaces the value)", a.Dropped, expr)})
+	}
+	return a, false, nil
+}
+
+// A gzipped answer decodes to at most maxGzipRatio times its wire size,
+// beyond its first gzipSlack bytes: Prometheus' JSON compresses about 4
+// times (a fleet scan: 59.9 MB on the wire for 256 MB decoded), a gzip
+// bomb 1,000 times.
+const (
+	maxGzipRatio = 100
+	gzipSlack    = 64 << 20
+)
+
+var errBomb = errors.New("gzip bomb")
+
+// ratioReader fails once the bytes it decoded outgrow those received on
+// the wire by more than maxGzipRatio.
+type ratioReader struct {
+	r    *countReader
+	wire *countReader
+}
+
+func (z *ratioReader) Read(p []byte) (int, error) {
+	n, err := z.r.Read(p)
+	if z.r.n > gzipSlack && z.r.n > maxGzipRatio*z.wire.n {
+		return n, errBomb
+	}
+	return n, err
 }
 
 type countReader struct {

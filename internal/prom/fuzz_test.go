@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -37,6 +39,12 @@ func FuzzAnswer(f *testing.F) {
 	} {
 		f.Add(200, []byte(s))
 		f.Add(503, []byte(s))
+	}
+	hostile, _ := filepath.Glob("../../testdata/hostile/prometheus/*")
+	for _, p := range hostile {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(200, data)
+		}
 	}
 	f.Fuzz(func(t *testing.T, status int, body []byte) {
 		if status < 100 || status > 599 {

@@ -1,21 +1,27 @@
 package prom
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 )
 
-// Answers without end: a gzip bomb (about 300 KiB expanding to 1 GiB) and
-// a body streamed forever. Each is cut at maxAnswer decoded bytes with a
-// message that says so; before, a 2 MB bomb took the scan past 900 MB.
+// Answers without end: a gzip bomb (about 1 MiB expanding to 1 GiB) and
+// a body streamed forever. The bomb is refused once it expands 100-fold
+// past 64 MiB, the endless body at maxAnswer decoded bytes, each with a
+// message that says so; as they stream, nothing of them is held (before, a
+// 2 MB bomb took the scan past 900 MB, then up to 128 MiB was read whole).
 func TestHostileAnswersBounded(t *testing.T) {
 	var bomb bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestCompression)
@@ -46,7 +52,7 @@ func TestHostileAnswersBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"bomb", "endless"} {
+	for q, want := range map[string]string{"bomb": "expands more than 100-fold from gzip", "endless": "decodes to more than 256 MiB"} {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
@@ -54,12 +60,12 @@ func TestHostileAnswersBounded(t *testing.T) {
 		_, err := cl.Query(context.Background(), q, time.Now())
 		took := time.Since(start)
 		runtime.ReadMemStats(&after)
-		if err == nil || !strings.Contains(err.Error(), "decodes to more than 128 MiB") {
+		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v", q, err)
 		}
 		alloc := (after.TotalAlloc - before.TotalAlloc) >> 20
 		t.Logf("%s: refused after %s, %d MiB allocated", q, took.Round(time.Millisecond), alloc)
-		if alloc > 400 {
+		if alloc > 16 { // decoded as it streams: nothing of it is held
 			t.Errorf("%s: %d MiB allocated reading one answer", q, alloc)
 		}
 	}
@@ -109,6 +115,139 @@ func TestNonFiniteValuesDropped(t *testing.T) {
 		"1 values of the answer to scalar_inf", "2 values of the answer to range_mixed"} {
 		if !strings.Contains(ws, want) {
 			t.Errorf("warnings %q do not say %q", ws, want)
+		}
+	}
+}
+
+// serve answers every request with body.
+func serve(t *testing.T, body func(w io.Writer)) *Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		body(w)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := New(Options{URL: srv.URL, Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A point repeating the time of the point before it replaces it as the
+// answer streams, and a series given twice is one series: 50,000 repeats
+// of one point are held as one (before, all 50,004 points were returned).
+// A point older than the last of its series is dropped; a warning counts
+// them.
+func TestAnswerRepeatsHeldOnce(t *testing.T) {
+	c := serve(t, func(w io.Writer) {
+		_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"h1"},"values":[`)
+		_, _ = io.WriteString(w, strings.Repeat(`[100,"1"],`, 50000))
+		_, _ = io.WriteString(w, `[100,"2"],[160,"3"]]},{"metric":{"instance":"h1"},"values":[[100,"9"],[160,"5"],[220,"4"]]}]}}`)
+	})
+	ss, err := c.QueryRange(context.Background(), "q", time.Unix(100, 0), time.Unix(220, 0), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 1 {
+		t.Fatalf("%d series, want 1", len(ss))
+	}
+	var got []string
+	for _, p := range ss[0].Points {
+		got = append(got, p.String())
+	}
+	if strings.Join(got, ",") != "2 @[100],5 @[160],4 @[220]" {
+		t.Errorf("points %v, want 2 @[100], 5 @[160], 4 @[220]", got)
+	}
+	if ws := strings.Join(c.Warnings(), "\n"); !strings.Contains(ws, "50002 points of the answer to q repeat or precede") {
+		t.Errorf("warnings %q do not count the 50,002 points dropped", ws)
+	}
+}
+
+// An answer holds at most the points its query can have per series and
+// maxHeld bytes of series and points in all; past either it is refused,
+// naming the budget and what to narrow (before, both were read: a vector
+// of 1.5 million series, 60 MB of JSON, was held whole).
+func TestAnswerBudgets(t *testing.T) {
+	ctx := context.Background()
+	c := serve(t, func(w io.Writer) {
+		_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"h1"},"values":[`)
+		for i := range 100 {
+			fmt.Fprintf(w, `[%d,"1"],`, 100+i)
+		}
+		_, _ = io.WriteString(w, `[1000,"1"]]}]}}`)
+	})
+	_, err := c.QueryRange(ctx, "q", time.Unix(100, 0), time.Unix(160, 0), 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "has more than the 8 points the query can have") || !strings.Contains(err.Error(), "narrow --match or --range") {
+		t.Errorf("points past the range's steps: %v", err)
+	}
+	c = serve(t, func(w io.Writer) {
+		bw := bufio.NewWriter(w)
+		_, _ = io.WriteString(bw, `{"status":"success","data":{"resultType":"vector","result":[`)
+		for i := range 1_500_000 {
+			fmt.Fprintf(bw, `{"metric":{"instance":"h%d"},"value":[1,"1"]},`, i)
+		}
+		_, _ = io.WriteString(bw, `{"metric":{},"value":[1,"1"]}]}}`)
+		_ = bw.Flush()
+	})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = c.Query(ctx, "q", time.Unix(1, 0))
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "holds more than 64 MiB of series and points") {
+		t.Errorf("1.5 million series: %v", err)
+	}
+	t.Logf("1.5 million series: %v; %d MiB allocated", err, (after.TotalAlloc-before.TotalAlloc)>>20)
+}
+
+// The answers of testdata/hostile/prometheus: repeats are held once (the
+// last value kept), a point older than its series' last is dropped, labels
+// after the points still name them, a key nested past 64 levels and a cut
+// answer are errors.
+func TestHostileAnswerFiles(t *testing.T) {
+	ctx := context.Background()
+	at := time.Unix(1700000000, 0)
+	for name, want := range map[string]string{
+		"repeated-point.json":       `{instance="h1"}: 2 @[1700000000]`,
+		"repeated-series.json":      `{instance="h1"} 2`,
+		"points-out-of-order.json":  `{instance="h1"}: 3 @[1700000060] 4 @[1700000120]`,
+		"values-before-metric.json": `{instance="h1"}: 2 @[1700000000]`,
+		"deep-extra.json":           `error`,
+		"truncated.json":            `error`,
+	} {
+		body, err := os.ReadFile(filepath.Join("../../testdata/hostile/prometheus", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := New(Options{URL: "http://hostile.invalid", Transport: answer{200, body}, Retries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		if strings.Contains(string(body), `"vector"`) {
+			v, err := c.Query(ctx, "q", at)
+			if err != nil {
+				got = append(got, "error")
+			}
+			for _, s := range v {
+				got = append(got, fmt.Sprintf("%s %g", s.Labels, s.Value))
+			}
+		} else {
+			ss, err := c.QueryRange(ctx, "q", at.Add(-time.Hour), at.Add(time.Hour), time.Minute)
+			if err != nil {
+				got = append(got, "error")
+			}
+			for _, s := range ss {
+				ps := ""
+				for _, p := range s.Points {
+					ps += " " + p.String()
+				}
+				got = append(got, s.Labels.String()+":"+ps)
+			}
+		}
+		if g := strings.Join(got, "; "); g != want {
+			t.Errorf("%s: %.300q, want %q", name, g, want)
 		}
 	}
 }

@@ -130,8 +130,17 @@ type IngestOptions struct {
 	// BufferSamples bounds, roughly, how many text samples are held before
 	// the complete snapshots of time-ordered instances are written out
 	// (default 4 Mi samples, about 64 MiB). Input that is not in time order
-	// per instance (a dump grouped by series) is held whole.
+	// per instance (a dump grouped by series) is held, up to MaxHeldSamples.
 	BufferSamples int
+	// MaxHeldSamples bounds the text samples held at once, whatever the
+	// input's order (default 32 Mi samples, about 384 MiB): input that is
+	// not in time order per instance past this many distinct samples fails,
+	// saying so. Samples repeating a series at the same time are dropped as
+	// they are read and never count.
+	MaxHeldSamples int
+	// MaxSeries bounds the distinct series of a text file (default 1 Mi,
+	// about 700 MiB to hold): past it the file fails, saying so.
+	MaxSeries int
 	// BatchSamples is roughly how many samples go into one store append
 	// (one transaction; default 200 000).
 	BatchSamples int
@@ -157,6 +166,12 @@ func (o IngestOptions) withDefaults() IngestOptions {
 	}
 	if o.BufferSamples <= 0 {
 		o.BufferSamples = 4 << 20
+	}
+	if o.MaxHeldSamples <= 0 {
+		o.MaxHeldSamples = 32 << 20
+	}
+	if o.MaxSeries <= 0 {
+		o.MaxSeries = 1 << 20
 	}
 	if o.BatchSamples <= 0 {
 		o.BatchSamples = 200_000

@@ -8,6 +8,7 @@ overflow. TestHostileCorpus (cmd/memdoctor) feeds every file to the
 commands that read its kind; the fuzz targets take them as seeds.
 Re-run after editing: python3 testdata/hostile/make.py
 """
+import gzip
 import os
 import shutil
 
@@ -94,6 +95,30 @@ FILES = {
     "openmetrics/help-only.prom": "# HELP node_memory_MemTotal_bytes x\n# TYPE node_memory_MemTotal_bytes gauge\n",
     "openmetrics/binary.prom": b"node_memory_MemTotal_bytes \x00\x01\x02\xff\xfe 1\n",
     "openmetrics/many-labels.prom": "node_memory_MemTotal_bytes{" + ",".join(f"l{i}=\"v\"" for i in range(2000)) + "} 1 1700000000000\n",
+    # Duplicate samples: one series at one time repeated (a small cut of the
+    # gigabyte bomb TestDuplicateSampleBombFile makes), repeats interleaved
+    # with another series, and a series alternating between two times (not
+    # in time order: held, then compacted).
+    "openmetrics/duplicate-samples.prom": "node_memory_MemTotal_bytes{instance=\"h1\"} 8589934592 1700000000\n" * 1000,
+    "openmetrics/duplicate-interleaved.prom": "".join(
+        f"node_memory_MemTotal_bytes{{instance=\"h1\"}} {8589934592 + i} 1700000000\nnode_memory_MemAvailable_bytes{{instance=\"h1\"}} 1000 1700000000\n"
+        for i in range(500)
+    ),
+    "openmetrics/duplicate-alternating.prom": "".join(
+        f"node_memory_MemTotal_bytes{{instance=\"h1\"}} 8589934592 {1700000000 + (i % 2) * 15}\n" for i in range(1000)
+    ),
+    # A gzip bomb in miniature: 8 MiB of one sample in 8 KiB (the gigabyte
+    # one is refused as it expands; this one is read, as one sample).
+    "openmetrics/duplicate-samples.om.gz": gzip.compress(b"m 1 1700000000\n" * (8 << 20 >> 4), compresslevel=9, mtime=0),
+    # prometheus/: answers of the Prometheus HTTP API, seeds of FuzzAnswer.
+    "prometheus/repeated-point.json": '{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"h1"},"values":['
+    + '[1700000000,"1"],' * 1000 + '[1700000000,"2"]]}]}}',
+    "prometheus/repeated-series.json": '{"status":"success","data":{"resultType":"vector","result":['
+    + '{"metric":{"instance":"h1"},"value":[1700000000,"1"]},' * 1000 + '{"metric":{"instance":"h1"},"value":[1700000000,"2"]}]}}',
+    "prometheus/points-out-of-order.json": '{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"h1"},"values":[[1700000060,"1"],[1700000000,"2"],[1700000060,"3"],[1700000120,"4"]]}]}}',
+    "prometheus/values-before-metric.json": '{"status":"success","data":{"result":[{"values":[[1700000000,"1"],[1700000000,"2"]],"metric":{"instance":"h1"}}],"resultType":"matrix"}}',
+    "prometheus/deep-extra.json": '{"status":"success","stats":' + "[" * 100000 + "]" * 100000 + ',"data":{"resultType":"vector","result":[]}}',
+    "prometheus/truncated.json": '{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"h1"},"values":[[1700000000,"1"],[17000',
     # lint/: Kafka producer configurations.
     "lint/binary.properties": b"batch.size=\x00\x01\x02\nlinger.ms=\xff\xfe\n",
     "lint/escape.properties": "batch.size=20" + ESC + "\n" + ESC + "linger.ms=0\n",
@@ -113,7 +138,7 @@ FILES = {
 
 
 def main():
-    for d in ("proc", "openmetrics", "lint", "json"):
+    for d in ("proc", "openmetrics", "lint", "json", "prometheus"):
         shutil.rmtree(os.path.join(HERE, d), ignore_errors=True)
     for name, text in FILES.items():
         path = os.path.join(HERE, name)
