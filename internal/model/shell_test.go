@@ -1,0 +1,174 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// nameAtoms are what random names are made of: letters, the shell's
+// special characters, command substitutions, quotes of every kind,
+// unicode (printable, invisible and direction-changing), control
+// characters and bytes that are not UTF-8.
+var nameAtoms = []string{
+	"a", "Z", "0", ".", "_", " ", "  ", "'", `"`, `\`, "$", "`", "$(touch PWNED)", "`touch PWNED`", "${HOME}", "$UNSET_VAR",
+	"*", "?", "[a]", "~", "!", "#", ";", "&", "|", "<", ">", "(", ")", "{", "}", "=", "%", ",", ":", "@", "+", "^",
+	"'\\''", "\\n", "é", "中", "🙂", "\u00a0", "\u202e", "\u200b", "\u2028", "\ufeff",
+	"\n", "\t", "\r", "\x1b[2J", "\x7f", "\u009b", "\xff", "\xc3",
+}
+
+// randomName is a file name (no / nor NUL, not . or ..) of 1 to 8 atoms,
+// one in four starting with a dash.
+func randomName(r *rand.Rand) string {
+	var b strings.Builder
+	if r.IntN(4) == 0 {
+		b.WriteString("-")
+	}
+	for n := 1 + r.IntN(8); n > 0; n-- {
+		b.WriteString(nameAtoms[r.IntN(len(nameAtoms))])
+	}
+	if s := b.String(); s != "." && s != ".." {
+		return s
+	}
+	return "x"
+}
+
+// TestShellWordsProperty: for random names, each made a file in a scratch
+// directory, the command memdoctor prints (cat PATH, printf of the path,
+// of the name as an argument) is accepted by sh -n, and run by sh -c with
+// set -u, in an empty directory, it prints exactly that path and reads
+// exactly that file; a name that cannot be printed gives Unprintable in
+// its place and a command with no control character; nothing is created
+// where the commands run. Each shell installed (sh, bash, dash) runs
+// them.
+func TestShellWordsProperty(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	r := rand.New(rand.NewPCG(seed, 23))
+	t.Logf("seed %d", seed)
+	n := 1500
+	if testing.Short() {
+		n = 300
+	}
+	files := t.TempDir()
+	var cases []tc
+	seen := map[string]bool{}
+	for len(cases) < n {
+		name := randomName(r)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		c := tc{name: name, path: filepath.Join(files, name), want: filepath.Join(files, name), wantArg: name, token: fmt.Sprintf("token-%d", len(cases))}
+		if !Printable(name) {
+			c.want, c.wantArg = filepath.Join(files, Unprintable), Unprintable
+		} else if strings.HasPrefix(name, "-") {
+			c.wantArg = Unprintable
+		}
+		if err := os.WriteFile(c.path, []byte(c.token), 0o600); err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		cases = append(cases, c)
+	}
+	var shells []string
+	for _, sh := range []string{"sh", "bash", "dash"} {
+		if _, err := exec.LookPath(sh); err == nil {
+			shells = append(shells, sh)
+		}
+	}
+	if len(shells) == 0 {
+		t.Fatal("no shell")
+	}
+	const batch = 100
+	for i := 0; i < len(cases); i += batch {
+		part := cases[i:min(i+batch, len(cases))]
+		var script strings.Builder
+		script.WriteString("set -u\n")
+		for _, c := range part {
+			p, a := ShellPath(c.path), ShellArg(c.name)
+			for _, w := range []string{p, a} {
+				if !Printable(w) || strings.ContainsAny(w, "\n\r\t") {
+					t.Fatalf("%q: the word %q is not printable", c.name, w)
+				}
+			}
+			if c.want != c.path && strings.Contains(p, c.name) {
+				t.Errorf("%q: the unprintable name is in the command %q", c.name, p)
+			}
+			fmt.Fprintf(&script, "printf '%%s\\0' %s %s; cat %s 2>/dev/null; printf '\\0'\n", p, a, p)
+		}
+		for _, sh := range shells {
+			if out, err := exec.Command(sh, "-n", "-c", script.String()).CombinedOutput(); err != nil {
+				t.Fatalf("%s -n rejects the commands for names %q: %v: %s", sh, names(part), err, out)
+			}
+			dir := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			cmd := exec.CommandContext(ctx, sh, "-c", script.String())
+			cmd.Dir = dir
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
+			var o, e bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &o, &e
+			err := cmd.Run()
+			cancel()
+			if err != nil {
+				t.Fatalf("%s: %v: %s", sh, err, e.String())
+			}
+			got := strings.Split(o.String(), "\x00")
+			if len(got) != 3*len(part)+1 {
+				t.Fatalf("%s: %d words printed for %d names", sh, len(got)-1, len(part))
+			}
+			for j, c := range part {
+				path, arg, content := got[3*j], got[3*j+1], got[3*j+2]
+				if path != c.want {
+					t.Errorf("%s: name %q: the command names %q, want %q", sh, c.name, path, c.want)
+				}
+				if arg != c.wantArg {
+					t.Errorf("%s: name %q as an argument is %q, want %q", sh, c.name, arg, c.wantArg)
+				}
+				if c.want == c.path && content != c.token {
+					t.Errorf("%s: name %q: cat read %q, want %q", sh, c.name, content, c.token)
+				}
+				if c.want != c.path && content != "" {
+					t.Errorf("%s: name %q: the placeholder read %q", sh, c.name, content)
+				}
+			}
+			if es, _ := os.ReadDir(dir); len(es) > 0 {
+				t.Errorf("%s: the commands for %q made %s where they ran", sh, names(part), es[0].Name())
+			}
+		}
+	}
+}
+
+// tc is one name of TestShellWordsProperty: the file made for it, what the
+// printed path and argument must be, and the file's content.
+type tc struct{ name, path, want, wantArg, token string }
+
+func names(cs []tc) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.name
+	}
+	return out
+}
+
+// TestExplainUnprintable: a remedy whose command holds the placeholder says
+// how to get the name, once; the others are left as they are.
+func TestExplainUnprintable(t *testing.T) {
+	rs := []Remedy{
+		{Commands: []string{"cat " + ShellPath("/sys/fs/cgroup/a\nb/memory.max")}},
+		{Commands: []string{"cat " + ShellPath("/sys/fs/cgroup/ab/memory.max")}},
+	}
+	ExplainUnprintable(rs)
+	ExplainUnprintable(rs)
+	if want := []string{"cat '/sys/fs/cgroup/" + Unprintable + "/memory.max'", UnprintableHelp}; strings.Join(rs[0].Commands, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", rs[0].Commands, want)
+	}
+	if len(rs[1].Commands) != 1 || rs[1].Commands[0] != "cat /sys/fs/cgroup/ab/memory.max" {
+		t.Errorf("a printable path changed: %q", rs[1].Commands)
+	}
+}
