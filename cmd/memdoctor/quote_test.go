@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -302,5 +303,134 @@ func TestPastedRemediesQuoteProcessNames(t *testing.T) {
 	}
 	if n == 0 {
 		t.Errorf("no remedy names a stats file: %+v", f.Remedies)
+	}
+}
+
+// unquoted says where in command c a POSIX shell reads the text outside
+// single quotes (bare or in double quotes, where $ and ` still act), and
+// comments excluded: the bytes a name from the host may not be in.
+func unquoted(c string) []bool {
+	out := make([]bool, len(c))
+	const (
+		bare = iota
+		single
+		double
+	)
+	state := bare
+	for i := 0; i < len(c); i++ {
+		switch state {
+		case bare:
+			switch {
+			case c[i] == '#' && (i == 0 || strings.ContainsRune(" \t;&|(", rune(c[i-1]))):
+				return out // a comment to the end
+			case c[i] == '\\':
+				out[i] = true
+				if i+1 < len(c) {
+					i++
+					out[i] = true
+				}
+				continue
+			case c[i] == '\'':
+				state = single
+			case c[i] == '"':
+				state = double
+			}
+			out[i] = true
+		case single:
+			if c[i] == '\'' {
+				state = bare
+			}
+		case double:
+			out[i] = true
+			switch c[i] {
+			case '\\':
+				if i+1 < len(c) {
+					i++
+					out[i] = true
+				}
+			case '"':
+				state = bare
+			}
+		}
+	}
+	return out
+}
+
+// TestHostileNamesQuoted: check and report on the hostile corpus' capture
+// (a cgroup named job$(touch PWNED) near its limit, a process named
+// $(touch X)) print commands in which every byte of the names is inside
+// single quotes; run by sh as an unprivileged user (uid 65534) in an empty
+// directory, those commands make no file there.
+func TestHostileNamesQuoted(t *testing.T) {
+	capt := filepath.Join(repoRoot(t), "testdata", "hostile", "captures", "hostile-names.txtar")
+	const cg, proc = "job$(touch PWNED)", "$(touch X)"
+	stdout, stderr, code := runCLI(t, "check", "--json", "--capture", capt)
+	if code != 0 {
+		t.Fatalf("check --json: exit %d: %s", code, stderr)
+	}
+	r := decodeReport(t, stdout)
+	var fromJSON []string
+	for _, f := range r.Findings {
+		for _, rm := range f.Remedies {
+			fromJSON = append(fromJSON, rm.Commands...)
+			if rm.Undo != "" {
+				fromJSON = append(fromJSON, rm.Undo)
+			}
+		}
+	}
+	text, stderr, code := runCLI(t, "check", "--capture", capt)
+	if code != 0 {
+		t.Fatalf("check: exit %d: %s", code, stderr)
+	}
+	page := filepath.Join(t.TempDir(), "r.html")
+	if _, stderr, code := runCLI(t, "report", "--from", capt, "-o", page); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []struct {
+		where string
+		cmds  []string
+	}{{"check --json", fromJSON}, {"check", promptLines(text)}, {"report (HTML)", promptLines(html.UnescapeString(string(b)))}} {
+		n := 0
+		for _, c := range src.cmds {
+			if !strings.Contains(c, cg) && !strings.Contains(c, proc) {
+				continue
+			}
+			n++
+			bare := unquoted(c)
+			for _, name := range []string{cg, proc} {
+				for i := 0; ; {
+					j := strings.Index(c[i:], name)
+					if j < 0 {
+						break
+					}
+					for k := i + j; k < i+j+len(name); k++ {
+						if bare[k] {
+							t.Errorf("%s: %q has %q outside single quotes (at byte %d)", src.where, c, name, k)
+							break
+						}
+					}
+					i += j + len(name)
+				}
+			}
+			dir := t.TempDir()
+			if err := os.Chmod(dir, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			sh := exec.CommandContext(ctx, "sh", "-c", "set -u\n"+c)
+			sh.Dir = dir
+			sh.Env = []string{"PATH=/usr/bin:/bin"}
+			sh.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			_ = sh.Run()
+			cancel()
+			noneMade(t, dir, src.where+" "+c)
+		}
+		if n == 0 {
+			t.Errorf("%s: no command names %s: %q", src.where, cg, src.cmds)
+		}
 	}
 }
