@@ -172,3 +172,79 @@ func TestExplainUnprintable(t *testing.T) {
 		t.Errorf("a printable path changed: %q", rs[1].Commands)
 	}
 }
+
+// shellWord reads w as one word of a POSIX shell with no expansion in it
+// (bare characters that are never special, single-quoted runs, backslash
+// escapes); ok is false for anything the shell would expand, split,
+// redirect or glob.
+func shellWord(w string) (string, bool) {
+	var b strings.Builder
+	if w == "" {
+		return "", false
+	}
+	for i := 0; i < len(w); i++ {
+		switch c := w[i]; {
+		case c == '\'':
+			j := strings.IndexByte(w[i+1:], '\'')
+			if j < 0 {
+				return "", false
+			}
+			b.WriteString(w[i+1 : i+1+j])
+			i += j + 1
+		case c == '\\':
+			if i+1 >= len(w) || w[i+1] == '\n' {
+				return "", false
+			}
+			i++
+			b.WriteByte(w[i])
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_./:@,+", c) >= 0:
+			b.WriteByte(c)
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// FuzzShellQuote: whatever the name, ShellQuote, ShellArg and ShellPath
+// give one printable shell word without expansions that the shell reads
+// back as the name, or as the placeholder where the name (or a path's
+// component) cannot be printed, or an argument starts with -. Seeds: the
+// property test's atoms and the hostile corpus' names.
+func FuzzShellQuote(f *testing.F) {
+	for _, s := range append(nameAtoms, "job$(touch PWNED)", "$(touch X)", "", "-", "--help", "/sys/fs/cgroup/a\nb/memory.max", "a'b'c") {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, c := range []struct {
+			how  string
+			word string
+			want string
+		}{
+			{"ShellQuote", ShellQuote(s), map[bool]string{true: s, false: Unprintable}[Printable(s)]},
+			{"ShellArg", ShellArg(s), map[bool]string{true: s, false: Unprintable}[Printable(s) && !strings.HasPrefix(s, "-")]},
+		} {
+			got, ok := shellWord(c.word)
+			if !ok || got != c.want || !Printable(c.word) {
+				t.Fatalf("%s(%q) = %q: the shell reads %q (a plain word: %v), want %q", c.how, s, c.word, got, ok, c.want)
+			}
+		}
+		parts := strings.Split(s, "/")
+		for i, p := range parts {
+			if !Printable(p) {
+				parts[i] = Unprintable
+			}
+		}
+		want := strings.Join(parts, "/")
+		if s == "" {
+			want = ""
+		}
+		got, ok := shellWord(ShellPath(s))
+		if s == "" {
+			got, ok = "", ShellPath(s) == "''"
+		}
+		if !ok || got != want || !Printable(ShellPath(s)) {
+			t.Fatalf("ShellPath(%q) = %q: the shell reads %q (%v), want %q", s, ShellPath(s), got, ok, want)
+		}
+	})
+}
