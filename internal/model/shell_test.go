@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -247,4 +248,40 @@ func FuzzShellQuote(f *testing.F) {
 			t.Fatalf("ShellPath(%q) = %q: the shell reads %q (%v), want %q", s, ShellPath(s), got, ok, want)
 		}
 	})
+}
+
+// TestFitSourceQuotes: the commands a report names its source in, for a
+// Prometheus instance and a store instance named with quotes, backslashes
+// and a command substitution, run by sh in an empty directory (memdoctor a
+// function printing its arguments), make no file and give memdoctor
+// exactly that instance: in --match, as PromQL's string.
+func TestFitSourceQuotes(t *testing.T) {
+	const inst = `db7:9100"}' \ $(touch X) {instance="other`
+	for _, c := range []struct {
+		name string
+		fit  func(*Report)
+		want []string
+	}{
+		{"prometheus", func(r *Report) { r.FitPrometheus("http://127.0.0.1:9090", inst) },
+			[]string{"diagnose", "--prometheus", "http://127.0.0.1:9090", "--match", "{instance=" + strconv.Quote(inst) + "}", "--range", "1d"}},
+		{"store", func(r *Report) { r.FitSource("/var/lib/memdoctor/it's $(touch Y).db", inst) },
+			[]string{"diagnose", "--from", "/var/lib/memdoctor/it's $(touch Y).db", "--instance", inst, "--since", "-1d"}},
+	} {
+		r := &Report{Findings: []Finding{{Remedies: []Remedy{{Commands: []string{"memdoctor diagnose --from SRC --since -1d"}}}}}}
+		c.fit(r)
+		cmd := r.Findings[0].Remedies[0].Commands[0]
+		dir := t.TempDir()
+		sh := exec.Command("sh", "-c", "set -u\nmemdoctor() { printf '%s\\0' \"$@\"; }\n"+cmd)
+		sh.Dir = dir
+		out, err := sh.Output()
+		if err != nil {
+			t.Fatalf("%s: %q: %v", c.name, cmd, err)
+		}
+		if got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"); strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("%s: %q runs memdoctor %q, want %q", c.name, cmd, got, c.want)
+		}
+		if es, _ := os.ReadDir(dir); len(es) > 0 {
+			t.Errorf("%s: %q made %s", c.name, cmd, es[0].Name())
+		}
+	}
 }
