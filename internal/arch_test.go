@@ -87,7 +87,7 @@ var allowed = map[string][]string{
 	// Fleets read Prometheus, never this host.
 	"prom":    {"httpsafe", "safeio"},
 	"fleet":   {"diagnose", "model", "prom", "promql", "sample"},
-	"alerts":  {"diagnose", "promql"},
+	"alerts":  {"diagnose", "model", "promql"},
 	"compare": {"prom", "promql", "render", "sample", "stats"},
 	// The use cases: what commands call (cmd/memdoctor parses flags and
 	// renders; this opens, resolves windows and steps, diagnoses, merges).

@@ -212,6 +212,14 @@ func TestHostileCorpus(t *testing.T) {
 		runHostile(t, st, hostileRun{input: name, args: []string{"export", "--from", p, "-o", filepath.Join(dir, "e.prom")}})
 		runHostile(t, st, hostileRun{input: name, args: []string{"compare", "--json", p, p}, json: true})
 	}
+	for _, p := range files("captures") {
+		byCat["captures"]++
+		st.inputs++
+		name := filepath.Base(p)
+		runHostile(t, st, hostileRun{input: name, args: []string{"check", "--capture", p}})
+		runHostile(t, st, hostileRun{input: name, args: []string{"check", "--json", "--capture", p}, json: true})
+		runHostile(t, st, hostileRun{input: name, args: []string{"report", "--from", p, "-o", filepath.Join(dir, "r.html")}})
+	}
 	for _, p := range files("json") {
 		byCat["probe results"]++
 		st.inputs++

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // Alert is one alerting rule.
@@ -95,8 +96,20 @@ func Runbook(a Alert) string {
 	if a.Runbook != "" {
 		return a.Runbook
 	}
-	return "memdoctor diagnose --prometheus URL --match '{instance=\"{{ $labels.instance }}\"}'; see the " + a.Rule + " finding"
+	return "memdoctor diagnose --prometheus URL --match '{instance=\"" + instanceLabel + "\"}'   # see the " + a.Rule + " finding"
 }
+
+// instanceLabel is the firing series' instance label as Prometheus'
+// template engine writes it into the runbook's command, inside PromQL's
+// double quotes inside the shell's single quotes: a label that cannot be
+// printed (control, format or line-separator characters, bytes that are
+// not UTF-8) becomes model.Unprintable, then \ and " are escaped for PromQL
+// and ' closes the shell's quotes, is escaped and reopens them. The label
+// is written by whoever the targets' discovery lets name an instance.
+const instanceLabel = `{{ $labels.instance` +
+	` | reReplaceAll "(?s)^.*[\\x00-\\x1f\\x7f-\\x{9f}\\p{Cf}\\x{2028}\\x{2029}\\x{fffd}].*$" "` + model.Unprintable + `"` +
+	` | reReplaceAll "([\\\\\"])" "\\$1"` +
+	` | reReplaceAll "'" "'\\''" }}`
 
 // quote writes a YAML double-quoted string.
 func quote(s string) string { return strconv.Quote(s) }

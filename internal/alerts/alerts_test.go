@@ -8,8 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"text/template"
+
+	"github.com/memdoctor/memdoctor/internal/model"
 )
 
 // caseSeries is one alert's input: a sick and a healthy instance.
@@ -81,18 +86,32 @@ func cases() []caseSeries {
 
 func withInstance(series, inst string) string {
 	i := strings.Index(series, "{")
-	return series[:i+1] + `instance="` + inst + `",` + series[i+1:]
+	return series[:i+1] + `instance=` + strconv.Quote(inst) + `,` + series[i+1:]
 }
 
-func render(tmpl string, labels map[string]string) string {
-	for k, v := range labels {
-		tmpl = strings.ReplaceAll(tmpl, "{{ $labels."+k+" }}", v)
+// render expands an annotation as Prometheus does: text/template with
+// $labels set and Prometheus' reReplaceAll.
+func render(t *testing.T, tmpl string, labels map[string]string) string {
+	t.Helper()
+	tp, err := template.New("").Funcs(template.FuncMap{"reReplaceAll": func(pattern, repl, text string) string {
+		return regexp.MustCompile(pattern).ReplaceAllString(text, repl)
+	}}).Parse("{{$labels := .}}" + tmpl)
+	if err != nil {
+		t.Fatalf("%q: %v", tmpl, err)
 	}
-	return tmpl
+	var b strings.Builder
+	if err := tp.Execute(&b, labels); err != nil {
+		t.Fatalf("%q: %v", tmpl, err)
+	}
+	return b.String()
 }
 
-// promtoolTests writes the promtool unit-test file for rules.
-func promtoolTests(t *testing.T, o Options, rulesFile string) []string {
+// yamlSingle is s as a YAML single-quoted scalar.
+func yamlSingle(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// promtoolTests writes the promtool unit-test file for rules; suffix ends
+// the sick instances' names.
+func promtoolTests(t *testing.T, o Options, rulesFile, suffix string) []string {
 	t.Helper()
 	byName := map[string]Alert{}
 	for _, a := range Alerts(o) {
@@ -100,12 +119,12 @@ func promtoolTests(t *testing.T, o Options, rulesFile string) []string {
 	}
 	// One file per sampling: the evaluation interval is per file.
 	return []string{
-		fmt.Sprintf("rule_files:\n  - %s\nevaluation_interval: 1h\ntests:\n%s", rulesFile, testGroup(t, byName, false)),
-		fmt.Sprintf("rule_files:\n  - %s\nevaluation_interval: 1m\ntests:\n%s", rulesFile, testGroup(t, byName, true)),
+		fmt.Sprintf("rule_files:\n  - %s\nevaluation_interval: 1h\ntests:\n%s", rulesFile, testGroup(t, byName, false, suffix)),
+		fmt.Sprintf("rule_files:\n  - %s\nevaluation_interval: 1m\ntests:\n%s", rulesFile, testGroup(t, byName, true, suffix)),
 	}
 }
 
-func testGroup(t *testing.T, byName map[string]Alert, fast bool) string {
+func testGroup(t *testing.T, byName map[string]Alert, fast bool, suffix string) string {
 	t.Helper()
 	var in, exp strings.Builder
 	type expect struct{ labels []map[string]string }
@@ -119,12 +138,12 @@ func testGroup(t *testing.T, byName map[string]Alert, fast bool) string {
 		if !ok {
 			t.Fatalf("no alert %s", c.alert)
 		}
-		sick, healthy := fmt.Sprintf("sick-%d", i), fmt.Sprintf("ok-%d", i)
+		sick, healthy := fmt.Sprintf("sick-%d", i)+suffix, fmt.Sprintf("ok-%d", i)
 		for s, v := range c.sick {
-			fmt.Fprintf(&in, "      - series: '%s'\n        values: '%s'\n", withInstance(s, sick), v)
+			fmt.Fprintf(&in, "      - series: %s\n        values: '%s'\n", yamlSingle(withInstance(s, sick)), v)
 		}
 		for s, v := range c.ok {
-			fmt.Fprintf(&in, "      - series: '%s'\n        values: '%s'\n", withInstance(s, healthy), v)
+			fmt.Fprintf(&in, "      - series: %s\n        values: '%s'\n", yamlSingle(withInstance(s, healthy)), v)
 		}
 		ls := map[string]string{"instance": sick, "severity": a.Severity, "memdoctor_rule": a.Rule}
 		for k, v := range c.labels {
@@ -148,7 +167,7 @@ func testGroup(t *testing.T, byName map[string]Alert, fast bool) string {
 			for k, v := range ls {
 				fmt.Fprintf(&exp, "              %s: %q\n", k, v)
 			}
-			fmt.Fprintf(&exp, "            exp_annotations:\n              summary: %q\n              runbook: %q\n", render(a.Summary, ls), render(Runbook(a), ls))
+			fmt.Fprintf(&exp, "            exp_annotations:\n              summary: %q\n              runbook: %q\n", render(t, a.Summary, ls), render(t, Runbook(a), ls))
 		}
 	}
 	return fmt.Sprintf("  - interval: %s\n    input_series:\n%s    alert_rule_test:\n%s", interval, in.String(), exp.String())
@@ -166,12 +185,15 @@ func promtool(t *testing.T) string {
 func TestRulesPromtool(t *testing.T) {
 	pt := promtool(t)
 	for _, c := range []struct {
-		name string
-		o    Options
+		name   string
+		o      Options
+		suffix string
 	}{
-		{"subquery baseline", Options{}},
-		{"static baselines", Options{Baselines: []Baseline{{Instance: "sick-7", Bytes: 24e9, Days: 14}, {Instance: "ok-7", Bytes: 25.5e9, Days: 14}}}},
-		{"with a selector", Options{Match: `{instance=~".+"}`}},
+		{"subquery baseline", Options{}, ""},
+		{"static baselines", Options{Baselines: []Baseline{{Instance: "sick-7", Bytes: 24e9, Days: 14}, {Instance: "ok-7", Bytes: 25.5e9, Days: 14}}}, ""},
+		{"with a selector", Options{Match: `{instance=~".+"}`}, ""},
+		// Prometheus' own template engine writes the runbooks as render does
+		{"hostile instance names", Options{}, hostileInstance},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -184,7 +206,7 @@ func TestRulesPromtool(t *testing.T) {
 				t.Fatalf("promtool check rules: %v\n%s\n%s", err, out, YAML(c.o))
 			}
 			args := []string{"test", "rules"}
-			for i, body := range promtoolTests(t, c.o, "memdoctor.yml") {
+			for i, body := range promtoolTests(t, c.o, "memdoctor.yml", c.suffix) {
 				tests := filepath.Join(dir, fmt.Sprintf("memdoctor_test%d.yml", i))
 				if err := os.WriteFile(tests, []byte(body), 0o644); err != nil {
 					t.Fatal(err)
@@ -217,5 +239,64 @@ func TestEveryExpressibleRule(t *testing.T) {
 		if !have[r] {
 			t.Errorf("no alert for %s", r)
 		}
+	}
+}
+
+// hostileInstance ends instance labels in the tests: whoever the targets'
+// discovery lets name an instance writes shell and PromQL quoting into it.
+const hostileInstance = ":9100'$(touch X)\"\\`touch Y`'\\''"
+
+// TestRunbookQuotesInstance: the runbook of every alert that names the
+// firing instance, expanded for an instance label with quotes, backslashes,
+// command substitutions, a leading dash, unicode or control characters,
+// is one command that sh -n accepts; run by sh it creates no file and
+// gives memdoctor diagnose a --match whose PromQL string is exactly the
+// label, or model.Unprintable for a label that cannot be printed.
+func TestRunbookQuotesInstance(t *testing.T) {
+	labels := []string{"db7:9100", "-x", "a b", "db7" + hostileInstance, `"\"`, "'", "é中🙂", "a\nrm -rf x", "a\x1b[2J", "a\u202eb", "a\xffb", "$HOME", "${UNSET}"}
+	n := 0
+	for _, a := range Alerts(Options{}) {
+		if a.Runbook != "" {
+			continue
+		}
+		n++
+		for _, inst := range labels {
+			cmd := render(t, Runbook(a), map[string]string{"instance": inst})
+			if strings.ContainsAny(cmd, "\n\r\x1b") || !model.Printable(cmd) {
+				t.Errorf("%s: the runbook for instance %q is not one printable line: %q", a.Name, inst, cmd)
+				continue
+			}
+			if out, err := exec.Command("sh", "-n", "-c", cmd).CombinedOutput(); err != nil {
+				t.Errorf("%s: sh -n rejects %q: %v: %s", a.Name, cmd, err, out)
+				continue
+			}
+			dir := t.TempDir()
+			c := exec.Command("sh", "-c", "set -u\nmemdoctor() { printf '%s\\0' \"$@\"; }\n"+cmd)
+			c.Dir = dir
+			c.Env = []string{"PATH=/usr/bin:/bin"}
+			out, err := c.Output()
+			if err != nil {
+				t.Errorf("%s: %q: %v", a.Name, cmd, err)
+				continue
+			}
+			if es, _ := os.ReadDir(dir); len(es) > 0 {
+				t.Errorf("%s: the runbook for instance %q made %s", a.Name, inst, es[0].Name())
+			}
+			args := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+			want := inst
+			if !model.Printable(inst) {
+				want = model.Unprintable
+			}
+			if len(args) != 5 || args[0] != "diagnose" || args[3] != "--match" || !strings.HasPrefix(args[4], "{instance=") || !strings.HasSuffix(args[4], "}") {
+				t.Errorf("%s: the runbook for instance %q runs memdoctor %q", a.Name, inst, args)
+				continue
+			}
+			if got, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(args[4], "{instance="), "}")); err != nil || got != want {
+				t.Errorf("%s: --match %s names instance %q (%v), want %q", a.Name, args[4], got, err, want)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no alert has the default runbook")
 	}
 }

@@ -123,7 +123,7 @@ func (allocatorHoarding) Eval(in *Input) []model.Finding {
 				Commands: []string{"memdoctor trim " + pid + "            # dry run: the expected gain", "memdoctor trim " + pid + " --apply"},
 				Risk:     fmt.Sprintf("the process stops for about %.2f s while glibc walks its arenas", cost)},
 			{Title: fmt.Sprintf("keep it given back: the preload trimmer every %v (trim cost %.2f s, under 0.1%% of the time)", iv, cost),
-				Commands: []string{fmt.Sprintf("%sMEMDOCTOR_TRIM_INTERVAL=%s MEMDOCTOR_STATS=/var/log/memdoctor-%s.%%p.jsonl <command>", preload, iv, p.Comm)},
+				Commands: []string{fmt.Sprintf("%sMEMDOCTOR_TRIM_INTERVAL=%s MEMDOCTOR_STATS=/var/log/memdoctor-%s.%%p.jsonl <command>", preload, iv, fileWord(p.Comm))},
 				Risk:     "each trim pauses allocations in the process for its duration; " + restart},
 			{Title: "or trim after every GiB freed (bursty services)",
 				Commands: []string{preload + "MEMDOCTOR_TRIM_FREED=1GiB <command>"},

@@ -135,9 +135,9 @@ func (cgroupMemoryHighThrottled) Eval(in *Input) []model.Finding {
 func cgroupHighRemedies(s *sample.Snapshot, p string, high float64) []model.Remedy {
 	dir := "/sys/fs/cgroup" + p
 	rs := []model.Remedy{{Title: "see what is over memory.high: anonymous memory (the processes' own) or page cache, and the breaches and stall",
-		Commands: []string{fmt.Sprintf("cat %s/memory.high %s/memory.current %s/memory.events.local %s/memory.pressure", dir, dir, dir, dir),
-			fmt.Sprintf("grep -E '^(anon|file|inactive_file|active_file) ' %s/memory.stat", dir),
-			fmt.Sprintf("ps -o pid,rss,comm -p $(cat %s/cgroup.procs | paste -sd,)", dir)},
+		Commands: []string{"cat " + cgFiles(dir, "memory.high", "memory.current", "memory.events.local", "memory.pressure"),
+			"grep -E '^(anon|file|inactive_file|active_file) ' " + cgFiles(dir, "memory.stat"),
+			fmt.Sprintf("ps -o pid,rss,comm -p $(cat %s | paste -sd,)", cgFiles(dir, "cgroup.procs"))},
 		Risk: "none (read-only)"}}
 	raised := roundUpMiB(high * cgroupHighRaise)
 	if maxV, ok := s.Get("memdoctor_cgroup_memory_limit_bytes", "cgroup", p); ok && raised > maxV {
@@ -151,12 +151,12 @@ func cgroupHighRemedies(s *sample.Snapshot, p string, high float64) []model.Reme
 		r.Commands = []string{"# the kubelet sets memory.high from the container's limit (MemoryQoS: memoryThrottlingFactor × limit): raise the limit",
 			"kubectl set resources deployment/<name> -n <namespace> -c <container> --limits=memory=<new limit>"}
 	case isUnitName(unit):
-		r.Commands = []string{fmt.Sprintf("systemctl show %s -p MemoryHigh -p MemoryMax -p MemoryCurrent", unit),
-			fmt.Sprintf("systemctl set-property --runtime %s MemoryHigh=%d   # --runtime: until reboot; drop it to keep the setting", unit, int64(raised))}
-		r.Undo = fmt.Sprintf("systemctl set-property --runtime %s MemoryHigh=%d", unit, int64(high))
+		r.Commands = []string{fmt.Sprintf("systemctl show %s -p MemoryHigh -p MemoryMax -p MemoryCurrent", model.ShellArg(unit)),
+			fmt.Sprintf("systemctl set-property --runtime %s MemoryHigh=%d   # --runtime: until reboot; drop it to keep the setting", model.ShellArg(unit), int64(raised))}
+		r.Undo = fmt.Sprintf("systemctl set-property --runtime %s MemoryHigh=%d", model.ShellArg(unit), int64(high))
 	default:
-		r.Commands = []string{fmt.Sprintf("echo %d > %s/memory.high", int64(raised), dir)}
-		r.Undo = fmt.Sprintf("echo %d > %s/memory.high", int64(high), dir)
+		r.Commands = []string{fmt.Sprintf("echo %d > %s", int64(raised), cgFiles(dir, "memory.high"))}
+		r.Undo = fmt.Sprintf("echo %d > %s", int64(high), cgFiles(dir, "memory.high"))
 	}
 	rs = append(rs, r)
 	return append(rs, model.Remedy{Title: "or make the workload fit under memory.high: a smaller heap or cache, fewer workers; a leak shows as anon rising across readings",

@@ -291,8 +291,8 @@ func cgroupLimitOf(s *sample.Snapshot, p, hier string) (float64, string) {
 func cgroupPressureRemedies(s *sample.Snapshot, p, hier string, ws float64, nearLimit bool) []model.Remedy {
 	dir := "/sys/fs/cgroup" + p
 	rs := []model.Remedy{{Title: "see how it stalls: memory.pressure, its limits, and whether it re-reads what reclaim took (workingset_refault_*)",
-		Commands: []string{fmt.Sprintf("cat %s/memory.pressure %s/memory.current %s/memory.max %s/memory.high %s/memory.low", dir, dir, dir, dir, dir),
-			fmt.Sprintf("grep -E '^(anon|file|inactive_file|active_file|workingset_refault_(anon|file)|pgmajfault) ' %s/memory.stat", dir)},
+		Commands: []string{"cat " + cgFiles(dir, "memory.pressure", "memory.current", "memory.max", "memory.high", "memory.low"),
+			"grep -E '^(anon|file|inactive_file|active_file|workingset_refault_(anon|file)|pgmajfault) ' " + cgFiles(dir, "memory.stat")},
 		Risk: "none (read-only)"}}
 	if nearLimit {
 		return append(rs, cgroupLimitRemedies(s, p, hier)[1:]...)
@@ -306,11 +306,11 @@ func cgroupPressureRemedies(s *sample.Snapshot, p, hier string, ws float64, near
 		r.Commands = []string{"# Kubernetes protects a pod's memory requests with memory.min when the kubelet's MemoryQoS feature gate is on: raise the pod's request",
 			"kubectl set resources deployment/<name> -n <namespace> --requests=memory=" + render.Bytes(int64(low))}
 	case isUnitName(unit):
-		r.Commands = []string{fmt.Sprintf("systemctl set-property --runtime %s MemoryLow=%d   # --runtime: until reboot; drop it to keep the setting", unit, int64(low))}
-		r.Undo = fmt.Sprintf("systemctl set-property --runtime %s MemoryLow=0", unit)
+		r.Commands = []string{fmt.Sprintf("systemctl set-property --runtime %s MemoryLow=%d   # --runtime: until reboot; drop it to keep the setting", model.ShellArg(unit), int64(low))}
+		r.Undo = fmt.Sprintf("systemctl set-property --runtime %s MemoryLow=0", model.ShellArg(unit))
 	default:
-		r.Commands = []string{fmt.Sprintf("echo %d > %s/memory.low", int64(low), dir)}
-		r.Undo = fmt.Sprintf("echo 0 > %s/memory.low", dir)
+		r.Commands = []string{fmt.Sprintf("echo %d > %s", int64(low), cgFiles(dir, "memory.low"))}
+		r.Undo = "echo 0 > " + cgFiles(dir, "memory.low")
 	}
 	rs = append(rs, r)
 	return append(rs, model.Remedy{Title: "or make the workload need less: a smaller heap or cache, fewer workers, or move it to a host with room",
@@ -324,7 +324,7 @@ func roundUpMiB(b float64) float64 {
 }
 
 func isUnitName(c string) bool {
-	return strings.HasSuffix(c, ".service") || strings.HasSuffix(c, ".scope") || strings.HasSuffix(c, ".slice")
+	return !strings.HasPrefix(c, "-") && model.Printable(c) && strings.HasSuffix(c, ".service") || strings.HasSuffix(c, ".scope") || strings.HasSuffix(c, ".slice")
 }
 
 // cgroupPressureQueries: the share of the range the most stalled cgroup of

@@ -262,12 +262,12 @@ func cgroupOwner(s *sample.Snapshot, p string) string {
 func cgroupLimitRemedies(s *sample.Snapshot, p, hier string) []model.Remedy {
 	if ns, pod, ctr, ok := containerName(s, p); ok {
 		return []model.Remedy{{Title: "see what fills it: the container's processes and its memory as the kubelet sees it",
-			Commands: []string{fmt.Sprintf("kubectl top pod %s -n %s --containers", pod, ns),
-				fmt.Sprintf("kubectl describe pod %s -n %s | grep -A3 -E 'Limits|Last State'", pod, ns)},
+			Commands: []string{fmt.Sprintf("kubectl top pod %s -n %s --containers", kubeName(pod), kubeName(ns)),
+				fmt.Sprintf("kubectl describe pod %s -n %s | grep -A3 -E 'Limits|Last State'", kubeName(pod), kubeName(ns))},
 			Risk: "none (read-only)"},
 			{Title: "if the workload needs this much, raise the container's memory limit in its pod template; else find why it grew (a leak shows as RSS rising across samples)",
-				Commands: []string{fmt.Sprintf("kubectl get pod %s -n %s -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}'", pod, ns),
-					fmt.Sprintf("kubectl set resources <kind>/<owner> -n %s -c %s --limits=memory=<new limit>", ns, ctr)},
+				Commands: []string{fmt.Sprintf("kubectl get pod %s -n %s -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}'", kubeName(pod), kubeName(ns)),
+					fmt.Sprintf("kubectl set resources <kind>/<owner> -n %s -c %s --limits=memory=<new limit>", kubeName(ns), kubeName(ctr))},
 				Risk: "a higher limit lets the container take memory from the rest of the node (and restarts its pods)"}}
 	}
 	v1 := "/sys/fs/cgroup/memory" + p
@@ -275,11 +275,11 @@ func cgroupLimitRemedies(s *sample.Snapshot, p, hier string) []model.Remedy {
 	var look, raise []string
 	switch hier {
 	case "v1":
-		look = []string{fmt.Sprintf("cat %s/memory.usage_in_bytes %s/memory.limit_in_bytes %s/memory.failcnt; grep -E '^total_(rss|cache|inactive_file|active_file) ' %s/memory.stat", v1, v1, v1, v1),
-			fmt.Sprintf("ps -o pid,rss,comm -p $(cat %s/cgroup.procs | paste -sd,)", v1)}
+		look = []string{"cat " + cgFiles(v1, "memory.usage_in_bytes", "memory.limit_in_bytes", "memory.failcnt") + "; grep -E '^total_(rss|cache|inactive_file|active_file) ' " + cgFiles(v1, "memory.stat"),
+			fmt.Sprintf("ps -o pid,rss,comm -p $(cat %s | paste -sd,)", cgFiles(v1, "cgroup.procs"))}
 	default:
-		look = []string{fmt.Sprintf("cat %s/memory.current %s/memory.max %s/memory.high %s/memory.events; grep -E '^(anon|file|inactive_file|active_file) ' %s/memory.stat", v2, v2, v2, v2, v2),
-			fmt.Sprintf("ps -o pid,rss,comm -p $(cat %s/cgroup.procs | paste -sd,)", v2)}
+		look = []string{"cat " + cgFiles(v2, "memory.current", "memory.max", "memory.high", "memory.events") + "; grep -E '^(anon|file|inactive_file|active_file) ' " + cgFiles(v2, "memory.stat"),
+			fmt.Sprintf("ps -o pid,rss,comm -p $(cat %s | paste -sd,)", cgFiles(v2, "cgroup.procs"))}
 	}
 	rs := []model.Remedy{{Title: "see what fills it: anonymous memory (the processes' own) or active page cache, and which processes are in it",
 		Commands: look, Risk: "none (read-only)"}}
@@ -288,13 +288,13 @@ func cgroupLimitRemedies(s *sample.Snapshot, p, hier string) []model.Remedy {
 	case strings.Contains(p, "kubepods"):
 		raise = []string{"kubectl get pods -A -o json | jq -r '.items[] | select(.metadata.uid == \"<pod uid>\") | .metadata.namespace + \"/\" + .metadata.name'   # the pod uid is in the evidence",
 			"kubectl set resources deployment/<name> -n <namespace> --limits=memory=<new limit>"}
-	case strings.HasSuffix(unit, ".service") || strings.HasSuffix(unit, ".scope") || strings.HasSuffix(unit, ".slice"):
-		raise = []string{fmt.Sprintf("systemctl show %s -p MemoryMax -p MemoryHigh -p MemoryCurrent", unit),
-			fmt.Sprintf("systemctl set-property %s MemoryMax=<new limit>", unit)}
+	case isUnitName(unit):
+		raise = []string{fmt.Sprintf("systemctl show %s -p MemoryMax -p MemoryHigh -p MemoryCurrent", model.ShellArg(unit)),
+			fmt.Sprintf("systemctl set-property %s MemoryMax=<new limit>", model.ShellArg(unit))}
 	case hier == "v1":
-		raise = []string{fmt.Sprintf("echo <new limit in bytes> > %s/memory.limit_in_bytes", v1)}
+		raise = []string{"echo <new limit in bytes> > " + cgFiles(v1, "memory.limit_in_bytes")}
 	default:
-		raise = []string{fmt.Sprintf("echo <new limit in bytes> > %s/memory.max", v2)}
+		raise = []string{"echo <new limit in bytes> > " + cgFiles(v2, "memory.max")}
 	}
 	rs = append(rs, model.Remedy{Title: "if the workload needs this much, raise its limit where it is set (the runtime or unit resets a value written by hand); else find why it grew (a leak shows as anon rising across samples)",
 		Commands: raise, Risk: "a higher limit lets the cgroup take memory from the rest of the host"})

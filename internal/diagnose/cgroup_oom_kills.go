@@ -34,6 +34,7 @@ package diagnose
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -278,13 +279,14 @@ func nearest(all []cgKills, d, a string) bool {
 func cgroupOOMRemedies(s *sample.Snapshot, p, hier string) []model.Remedy {
 	if ns, pod, ctr, ok := containerName(s, p); ok {
 		rs := []model.Remedy{{Title: "see the kill: the container's last state (OOMKilled, exit code 137), its restarts, and the node's kernel log",
-			Commands: []string{fmt.Sprintf("kubectl get pod %s -n %s -o jsonpath='{range .status.containerStatuses[?(@.name==\"%s\")]}{.restartCount} {.lastState.terminated.reason} {.lastState.terminated.finishedAt}{\"\\n\"}{end}'", pod, ns, ctr),
+			Commands: []string{fmt.Sprintf("kubectl get pod %s -n %s -o jsonpath='{range .status.containerStatuses[?(@.name==\"%s\")]}{.restartCount} {.lastState.terminated.reason} {.lastState.terminated.finishedAt}{\"\\n\"}{end}'",
+				kubeName(pod), kubeName(ns), kubeWord(ctr)),
 				"journalctl -k | grep -E 'oom-kill:|Killed process'   # on the node"},
 			Risk: "none (read-only)"}}
 		return append(rs, cgroupLimitRemedies(s, p, hier)...)
 	}
 	rs := []model.Remedy{{Title: "find the victims: the kernel log names each killed process, its memory and the cgroup whose limit was hit (oom_memcg=)",
-		Commands: []string{fmt.Sprintf("journalctl -k -b | grep -E 'oom-kill:.*oom_memcg=%s[,/]|Memory cgroup out of memory|Killed process'", p),
+		Commands: []string{"journalctl -k -b | grep -E " + oomMemcgPattern(p),
 			"dmesg -T | grep -E 'oom-kill:|Killed process'   # without a journal (this boot only)"},
 		Risk: "none (read-only)"}}
 	return append(rs, cgroupLimitRemedies(s, p, hier)...)
@@ -311,4 +313,15 @@ func cgroupOOMAlerts(o AlertOptions) []Alert {
 		For:      "0m",
 		Severity: "warning",
 		Summary:  "the OOM killer killed a process in cgroup {{ $labels.cgroup }} on {{ $labels.instance }}"}}
+}
+
+// oomMemcgPattern is the quoted extended regular expression for grep -E
+// that finds the kernel log's lines about kills in cgroup p: p is matched
+// as a literal (a cgroup's name may hold any character but /); a name that
+// cannot be printed gives the lines of every kill.
+func oomMemcgPattern(p string) string {
+	if !model.Printable(p) {
+		return "'oom-kill:|Memory cgroup out of memory|Killed process'"
+	}
+	return model.ShellQuote("oom-kill:.*oom_memcg=" + regexp.QuoteMeta(p) + "[,/]|Memory cgroup out of memory|Killed process")
 }

@@ -146,6 +146,9 @@ func evaluate(in *Input, rules []Rule) ([]model.Finding, []sample.Note, model.Co
 		}
 		before := len(in.notes)
 		found := r.Eval(in)
+		for i := range found {
+			model.ExplainUnprintable(found[i].Remedies)
+		}
 		out = append(out, found...)
 		if len(found) == 0 && len(in.notes) > before && in.notes[len(in.notes)-1].Source == "rule "+m.ID {
 			n := in.notes[len(in.notes)-1]

@@ -58,7 +58,7 @@ func gcTimeAlerts(o AlertOptions) []Alert {
 // runtimeRunbook is the runbook of a language runtime's alert: the
 // runtime is read on the host, not from Prometheus.
 func runtimeRunbook(rule string) string {
-	return "memdoctor check on the host; see the " + rule + " finding"
+	return "memdoctor check   # on the host; see the " + rule + " finding"
 }
 
 func (gcTimeHigh) Eval(in *Input) []model.Finding {

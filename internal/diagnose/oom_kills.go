@@ -211,10 +211,12 @@ func oomRemedies(h *model.Host, live bool, from, to time.Time) []model.Remedy {
 func oomCgroupRemedies(hier, kernel string) []model.Remedy {
 	memcg := "CG=$( (dmesg; journalctl -k -b) 2>/dev/null | grep -o 'oom_memcg=[^,]*' | tail -1 | cut -d= -f2)   # the last kill's cgroup"
 	risk := "none to read; a higher limit lets that cgroup take memory from the rest of the host"
-	v1 := "cat /sys/fs/cgroup/memory$CG/memory.limit_in_bytes /sys/fs/cgroup/memory$CG/memory.max_usage_in_bytes /sys/fs/cgroup/memory$CG/memory.failcnt"
-	v2 := "cat /sys/fs/cgroup$CG/memory.max /sys/fs/cgroup$CG/memory.events"
+	// $CG is the kernel's text, expanded only inside double quotes: no
+	// word splitting or globbing on a name with spaces or * in it.
+	v1 := `cat "/sys/fs/cgroup/memory$CG/memory.limit_in_bytes" "/sys/fs/cgroup/memory$CG/memory.max_usage_in_bytes" "/sys/fs/cgroup/memory$CG/memory.failcnt"`
+	v2 := `cat "/sys/fs/cgroup$CG/memory.max" "/sys/fs/cgroup$CG/memory.events"`
 	if kernel == "" || KernelAtLeast(kernel, 5, 19) {
-		v2 = "cat /sys/fs/cgroup$CG/memory.max /sys/fs/cgroup$CG/memory.peak /sys/fs/cgroup$CG/memory.events"
+		v2 = `cat "/sys/fs/cgroup$CG/memory.max" "/sys/fs/cgroup$CG/memory.peak" "/sys/fs/cgroup$CG/memory.events"`
 	}
 	title := "if a memory cgroup's limit was hit (CONSTRAINT_MEMCG): compare its limit with its peak and its failures, then raise the limit or lower the workload's use"
 	switch hier {

@@ -65,6 +65,7 @@ func (processLeak) Eval(in *Input) []model.Finding {
 			continue
 		}
 		comm, pid := s.Labels.Get("comm"), s.Labels.Get("pid")
+		qpid := model.ShellArg(pid)
 		fd := model.Finding{ID: "process_leak", Severity: model.Warning, Subject: subject(w, fmt.Sprintf("process %s (pid %s)", comm, pid)),
 			Summary: fmt.Sprintf("%s's in-use heap grows %s a day (p=%s, +%s over %s, now %s): a leak, not allocator retention",
 				comm, render.Bytes(int64(f.Slope)), render.Number(f.P), render.Bytes(int64(growth)), spanText(ps), render.Bytes(int64(now))),
@@ -76,8 +77,8 @@ func (processLeak) Eval(in *Input) []model.Finding {
 			},
 			Remedies: []model.Remedy{
 				{Title: "find what holds the memory: a heap profile of the running process",
-					Commands: []string{"memleak-bpfcc -p " + pid + " --older 600000   # outstanding allocations older than 10 min (bcc)",
-						"heaptrack -p " + pid},
+					Commands: []string{"memleak-bpfcc -p " + qpid + " --older 600000   # outstanding allocations older than 10 min (bcc)",
+						"heaptrack -p " + qpid},
 					Risk: "profilers slow allocation while attached"},
 				{Title: "until fixed: restart before it runs out (the growth rate gives the time left)", Risk: "a restart"},
 			},
@@ -86,10 +87,10 @@ func (processLeak) Eval(in *Input) []model.Finding {
 			fd.Summary += fmt.Sprintf("; %.0f%% of the sampled growth from %s", 100*share, site)
 			fd.Evidence = append(fd.Evidence, ev("top_site_growth_share", share, "ratio"))
 			fd.Remedies = append([]model.Remedy{{Title: "see the sites and their stacks, and write a pprof profile",
-				Commands: []string{"memdoctor leaks " + pid + " --interval 10m --output heap.pb.gz"}}}, fd.Remedies...)
+				Commands: []string{"memdoctor leaks " + qpid + " --interval 10m --output heap.pb.gz"}}}, fd.Remedies...)
 		} else {
 			fd.Remedies = append(fd.Remedies, model.Remedy{Title: "name the code that leaks at low cost: restart it with memdoctor's heap profile, then ask",
-				Commands: []string{"LD_PRELOAD=$(memdoctor preload --print-path) MEMDOCTOR_PROFILE=512KiB " + comm + " ...",
+				Commands: []string{"LD_PRELOAD=$(memdoctor preload --print-path) MEMDOCTOR_PROFILE=512KiB " + model.ShellArg(comm) + " ...",
 					"memdoctor leaks PID --interval 10m"},
 				Risk: "a restart; sampling costs a few percent of allocation throughput"})
 		}

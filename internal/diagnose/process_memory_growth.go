@@ -164,8 +164,8 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *model.Findin
 	}
 	fd.Remedies = []model.Remedy{
 		{Title: "compare the in-use heap with RSS (glibc: malloc_info; runtimes: their heap metrics)",
-			Commands: []string{"memdoctor malloc " + sg.pid,
-				"grep -E 'VmRSS|RssAnon' /proc/" + sg.pid + "/status"},
+			Commands: []string{"memdoctor malloc " + model.ShellArg(sg.pid),
+				"grep -E 'VmRSS|RssAnon' " + model.ShellPath("/proc/"+sg.pid+"/status")},
 			Risk: "memdoctor malloc holds one thread of the process for about a millisecond (none if it runs the preload library)"},
 		{Title: "if free memory is retained (in-use flat, RSS growing): trim it (malloc_trim) or cap arenas; if in-use grows: profile the leak",
 			Risk: "see the " + mallocArenasMany{}.Meta().ID + " remedies for the trade-offs"},

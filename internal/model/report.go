@@ -7,6 +7,7 @@ package model
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -60,7 +61,7 @@ func (r *Report) FitSource(from, instance string) {
 // FitPrometheus puts a Prometheus source in the report's commands: one
 // instance through --prometheus and --match, a range as --range.
 func (r *Report) FitPrometheus(url, instance string) {
-	arg := "--prometheus " + ShellQuote(url) + " --match " + ShellQuote(`{instance="`+instance+`"}`)
+	arg := "--prometheus " + ShellQuote(url) + " --match " + ShellQuote("{instance="+strconv.Quote(instance)+"}")
 	r.rewrite(func(c string) string {
 		return fromSRC.ReplaceAllStringFunc(c, func(m string) string {
 			sub := fromSRC.FindStringSubmatch(m)
@@ -79,16 +80,7 @@ func (r *Report) rewrite(f func(string) string) {
 			for k := range cs {
 				cs[k] = f(cs[k])
 			}
+			ExplainUnprintable(r.Findings[i].Remedies[j : j+1])
 		}
 	}
-}
-
-// ShellQuote quotes s for a POSIX shell when it needs it.
-func ShellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && !strings.ContainsRune("-_./:=@,+", r)
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

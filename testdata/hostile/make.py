@@ -137,9 +137,35 @@ FILES = {
 }
 
 
+def hostile_names():
+    """The healthy capture with names a local user chooses: a memory cgroup
+    job$(touch PWNED) near the limit it is given (its page cache made
+    active), and a process named
+    $(touch X) (its comm); every command memdoctor prints about them must
+    quote them."""
+    base = os.path.join(HERE, "..", "captures", "healthy-6.18-x86_64-hybrid.txtar")
+    with open(base, encoding="utf-8", errors="surrogateescape") as f:
+        text = f.read()
+    old = "process_api/7c6a4d2abb254e0ea0ac9baebe516c93"
+    new = "process_api/job$(touch PWNED)"
+    text = text.replace(old, new)
+    usage = "-- sys/fs/cgroup/memory/" + new + "/memory.usage_in_bytes --\n18194432\n"
+    assert usage in text
+    text = text.replace(usage, usage + "-- sys/fs/cgroup/memory/" + new + "/memory.limit_in_bytes --\n18874368\n")
+    stat = "-- sys/fs/cgroup/memory/" + new + "/memory.stat --\n"
+    i = text.index(stat)
+    j = text.index("\n-- ", i + len(stat))
+    text = text[:i] + text[i:j].replace("inactive_file 5935104", "inactive_file 0") + text[j:]
+    status = "-- proc/1406/status --\nName:\t"
+    i = text.index(status) + len(status)
+    text = text[:i] + "$(touch X)" + text[text.index("\n", i):]
+    return text
+
+
 def main():
-    for d in ("proc", "openmetrics", "lint", "json", "prometheus"):
+    for d in ("proc", "openmetrics", "lint", "json", "prometheus", "captures"):
         shutil.rmtree(os.path.join(HERE, d), ignore_errors=True)
+    FILES["captures/hostile-names.txtar"] = hostile_names()
     for name, text in FILES.items():
         path = os.path.join(HERE, name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
