@@ -8,9 +8,13 @@
 // Every control character is shown as a visible escape instead: C0 (U+0000
 // to U+001F, ESC among them), DEL (U+007F), C1 (U+0080 to U+009F: a UTF-8
 // terminal reads U+009B as CSI) and bytes that are not UTF-8. What is left
-// of an ESC sequence after its ESC is escaped is plain text. JSON output
-// keeps the exact strings: the JSON encoder escapes C0, and JSON rewrites DEL
-// and C1 as \u escapes (the decoded string is unchanged).
+// of an ESC sequence after its ESC is escaped is plain text. The Unicode
+// direction controls (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to
+// U+2069) are escaped too: printed raw, a name holding U+202E reverses the
+// rest of the line, so a finding could be made to read as another's. JSON
+// output keeps the exact strings: the JSON encoder escapes C0, and JSON
+// rewrites DEL, C1 and the direction controls as \u escapes (the decoded
+// string is unchanged).
 package termsafe
 
 import (
@@ -61,7 +65,13 @@ func cleanUTF8(s string) bool {
 	return true
 }
 
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f }
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f || isBidi(r) }
+
+// isBidi reports the characters that change the direction of the text
+// after them (explicit embeddings, overrides, isolates and marks).
+func isBidi(r rune) bool {
+	return r == 0x061c || r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+}
 
 func escape(s string, keepLines bool) string {
 	if clean(s, keepLines) {
@@ -84,7 +94,7 @@ func escape(s string, keepLines bool) string {
 			b.WriteString(`\r`)
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case r >= 0x80 && r <= 0x9f:
+		case r >= 0x80 && r <= 0x9f || isBidi(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+n])
@@ -137,9 +147,9 @@ func Fprintf(w io.Writer, format string, a ...any) (int, error) {
 	return fmt.Fprintf(w, format, Args(a)...)
 }
 
-// JSON rewrites DEL and C1 characters in encoded JSON as \u escapes. The
-// encoder leaves them raw (they are valid JSON), but a terminal acts on
-// them. They can only occur inside strings, where \u00XX decodes to the same
+// JSON rewrites DEL, C1 and direction control characters in encoded JSON
+// as \u escapes. The encoder leaves them raw (they are valid JSON), but a
+// terminal acts on them. They can only occur inside strings, where \u00XX decodes to the same
 // character, so the document means exactly what it did.
 func JSON(b []byte) []byte {
 	if !hasJSONControl(b) {
@@ -148,7 +158,7 @@ func JSON(b []byte) []byte {
 	out := make([]byte, 0, len(b)+16)
 	for i := 0; i < len(b); {
 		r, n := utf8.DecodeRune(b[i:])
-		if r == 0x7f || r >= 0x80 && r <= 0x9f {
+		if r == 0x7f || r >= 0x80 && r <= 0x9f || isBidi(r) {
 			out = fmt.Appendf(out, `\u%04x`, r)
 		} else {
 			out = append(out, b[i:i+n]...)
@@ -160,8 +170,13 @@ func JSON(b []byte) []byte {
 
 func hasJSONControl(b []byte) bool {
 	for i := 0; i < len(b); i++ {
-		if b[i] == 0x7f || b[i] == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f {
+		switch b[i] {
+		case 0x7f:
 			return true
+		case 0xc2, 0xd8, 0xe2: // lead bytes of C1, U+061C and U+200E to U+2069
+			if r, _ := utf8.DecodeRune(b[i:]); r >= 0x80 && r <= 0x9f || isBidi(r) {
+				return true
+			}
 		}
 	}
 	return false

@@ -16,6 +16,11 @@ func TestEscape(t *testing.T) {
 		{"\u009b31m\u0085", `\u009b31m\u0085`, `\u009b31m\u0085`},
 		{"bad\xff\xc2", `bad\xff\xc2`, `bad\xff\xc2`},
 		{"\x1b]0;title\x07", `\x1b]0;title\x07`, `\x1b]0;title\x07`},
+		// A direction override would print "job-gnp" as "job-png" reversed:
+		// the rest of the line reads backwards.
+		{"job\u202egnp.sh", `job\u202egnp.sh`, `job\u202egnp.sh`},
+		{"\u2066a\u2069\u200f\u061c", `\u2066a\u2069\u200f\u061c`, `\u2066a\u2069\u200f\u061c`},
+		{"quote \u201c ok \u2014 \u2070", "quote \u201c ok \u2014 \u2070", "quote \u201c ok \u2014 \u2070"},
 	} {
 		if got := Escape(c.in); got != c.want {
 			t.Errorf("Escape(%q) = %q, want %q", c.in, got, c.want)
@@ -35,7 +40,7 @@ func TestArgsKeepTrusted(t *testing.T) {
 }
 
 func FuzzEscape(f *testing.F) {
-	for _, s := range []string{"\x1b[2J\u009b31m\r\tev\x7f", "db\x1b]0;pwned\x07\u009b1", "\xff\xfe", "ok"} {
+	for _, s := range []string{"\x1b[2J\u009b31m\r\tev\x7f", "db\x1b]0;pwned\x07\u009b1", "\xff\xfe", "ok", "a\u202eb\u2067"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -65,7 +70,7 @@ func FuzzEscape(f *testing.F) {
 			t.Fatalf("JSON changed %q to %q (%v)", a, c, err)
 		}
 		for _, r := range string(JSON(b)) {
-			if r == 0x7f || r >= 0x80 && r <= 0x9f {
+			if r == 0x7f || r >= 0x80 && r <= 0x9f || isBidi(r) {
 				t.Fatalf("JSON(%q) holds %U raw", s, r)
 			}
 		}
