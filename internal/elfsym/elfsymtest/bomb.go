@@ -177,3 +177,74 @@ func elfHeader(typ elf.Type, shoff uint64, shnum, shstrndx int) []byte {
 	le.PutUint16(b[62:], uint16(shstrndx))
 	return b
 }
+
+// PatchDynamic returns the 64-bit little-endian object lib with its
+// .dynsym, .dynstr and .gnu.version section headers pointing at larger
+// copies of them: the original entries, then entries functions all named
+// by one string of nameSize bytes. The dynamic linker reads the tables
+// through the dynamic segment, which is unchanged (the library still loads
+// and binds as before); what reads the section headers sees the bomb.
+func PatchDynamic(lib []byte, entries, nameSize int) ([]byte, error) {
+	ef, err := elf.NewFile(bytes.NewReader(lib))
+	if err != nil {
+		return nil, err
+	}
+	if ef.Class != elf.ELFCLASS64 || ef.ByteOrder != binary.ByteOrder(le) {
+		return nil, errors.New("only a 64-bit little-endian object is patched")
+	}
+	idx := map[string]int{}
+	for i, s := range ef.Sections {
+		idx[s.Name] = i
+	}
+	ds, ok1 := idx[".dynsym"]
+	dstr, ok2 := idx[".dynstr"]
+	text, ok3 := idx[".text"]
+	if !ok1 || !ok2 || !ok3 {
+		return nil, errors.New("no .dynsym, .dynstr or .text")
+	}
+	data := func(i int) []byte {
+		b, _ := ef.Sections[i].Data()
+		return b
+	}
+	oldStr, oldSym := data(dstr), data(ds)
+	strtab := append(append([]byte{}, oldStr...), bombStrings(nameSize)...)
+	syms := bombSymbols(entries, uint16(text), ef.Sections[text].Addr, min(ef.Sections[text].Size, 4096))[24:]
+	for i := 0; i < entries; i++ {
+		le.PutUint32(syms[24*i:], uint32(len(oldStr)+1))
+	}
+	symtab := append(append([]byte{}, oldSym...), syms...)
+	shoff := le.Uint64(lib[0x28:])
+	shnum := int(le.Uint16(lib[0x3c:]))
+	if shoff == 0 || shoff+uint64(shnum)*64 > uint64(len(lib)) {
+		return nil, fmt.Errorf("section headers at %d (%d) outside the file", shoff, shnum)
+	}
+	hdrs := append([]byte{}, lib[shoff:shoff+uint64(shnum)*64]...)
+	var b bytes.Buffer
+	b.Write(lib)
+	put := func(i int, content []byte) {
+		for b.Len()%8 != 0 {
+			b.WriteByte(0)
+		}
+		h := hdrs[i*64:]
+		le.PutUint64(h[0x18:], uint64(b.Len()))
+		le.PutUint64(h[0x20:], uint64(len(content)))
+		b.Write(content)
+	}
+	put(dstr, strtab)
+	put(ds, symtab)
+	if vs, ok := idx[".gnu.version"]; ok {
+		versions := append([]byte{}, data(vs)...)
+		for i := 0; i < entries; i++ {
+			versions = le.AppendUint16(versions, 1) // global, default
+		}
+		put(vs, versions)
+	}
+	for b.Len()%8 != 0 {
+		b.WriteByte(0)
+	}
+	newShoff := b.Len()
+	b.Write(hdrs)
+	out := b.Bytes()
+	le.PutUint64(out[0x28:], uint64(newShoff))
+	return out, nil
+}
