@@ -25,7 +25,7 @@ import (
 // ErrBound is wrapped by the error of an object that exceeds a bound.
 var ErrBound = errors.New("the symbol table exceeds what memdoctor reads")
 
-// ErrNoTable: the object has no symbol table of the kind asked.
+// ErrNoTable is returned for an object without a symbol table of the kind asked.
 var ErrNoTable = errors.New("no symbol table")
 
 // Limits bound one read.
