@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,7 +113,7 @@ func TestBombs(t *testing.T) {
 		if !errors.Is(err, ErrBound) || syms != nil {
 			t.Errorf("%d entries: %d symbols, %v", n, len(syms), err)
 		}
-		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4*uint64(len(b)) {
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(b))+8<<20 {
 			t.Errorf("%d entries: allocated %d MiB for a %d-byte file", n, alloc>>20, len(b))
 		}
 		if took > time.Second {
@@ -129,6 +130,30 @@ func TestBombs(t *testing.T) {
 			t.Fatalf("%d entries of 1000-byte names: %d symbols, %v", n, len(syms), err)
 		}
 	}
+}
+
+// TestBombUnderTheNameCap: 15,000 entries naming one string just under
+// the cap on a name (60 KiB; 879 MiB of names) stop at the cap on all the
+// names, without copying any.
+func TestBombUnderTheNameCap(t *testing.T) {
+	b := elfsymtest.Bomb(15000, 60<<10)
+	ef, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	_, err = Functions(context.Background(), ef, Default)
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrBound) || !strings.Contains(err.Error(), "names add up") {
+		t.Errorf("%v", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(b))+8<<20 {
+		t.Errorf("allocated %d MiB for a %d-byte file", alloc>>20, len(b))
+	}
+	t.Logf("%d bytes: %v in %v", len(b), err, took)
 }
 
 // TestLimits: each bound is checked, the time and a cancelled context too.
