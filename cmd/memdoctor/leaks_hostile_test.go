@@ -313,3 +313,43 @@ func TestMallocBombLibc(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaksEBPFSignal: SIGTERM while leaks --ebpf samples ends the trace
+// early and still writes its report, within a few seconds.
+func TestLeaksEBPFSignal(t *testing.T) {
+	needBPF(t)
+	_, prog := holdLib(t, t.TempDir())
+	w := startPipe(t, exec.Command(prog))
+	if !w.out.Scan() || w.out.Text() != "ready" {
+		t.Fatalf("holder said %q", w.out.Text())
+	}
+	cmd := exec.Command(binary(t), "leaks", strconv.Itoa(w.cmd.Process.Pid), "--ebpf", "--duration", "60s", "--json")
+	var o bytes.Buffer
+	e := &startedWriter{started: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &o, e
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(ended) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-ended })
+	select {
+	case <-e.started:
+	case <-ended:
+		t.Fatalf("leaks --ebpf ended before sampling: %s", e)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("leaks --ebpf did not start sampling in 60 s: %s", e)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	sent := time.Now()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("leaks --ebpf did not end within 10 s of SIGTERM: %s", e)
+	}
+	t.Logf("leaks --ebpf ended %v after SIGTERM", time.Since(sent).Round(time.Millisecond))
+	var rep heapprof.Report
+	if code := cmd.ProcessState.ExitCode(); code != 0 || json.Unmarshal(o.Bytes(), &rep) != nil || rep.Source != "ebpf" {
+		t.Fatalf("exit %d, report %q: %s", cmd.ProcessState.ExitCode(), o.String(), e)
+	}
+}

@@ -86,7 +86,9 @@ func leaksEBPF(ctx context.Context, pid int, o LeaksOptions) (*heapprof.Report, 
 	if err != nil {
 		return nil, "", err
 	}
-	rep, err := leaksReport(ctx, heapprof.NewSymbolizer(res.Open), res.Dump, res.Base, o)
+	// A signal during the trace ends it early, with its report: the names
+	// are read past it (the reads never block and are bounded).
+	rep, err := leaksReport(context.WithoutCancel(ctx), heapprof.NewSymbolizer(res.Open), res.Dump, res.Base, o)
 	if err != nil {
 		return nil, "", err
 	}
