@@ -80,7 +80,8 @@ func checked(fd int, path string, maxSize int64) (*os.File, Info, error) {
 	}
 	if st.Size > maxSize {
 		_ = unix.Close(fd)
-		return nil, Info{}, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: %d bytes, more than %d MiB", ErrTooLarge, st.Size, maxSize>>20)}
+		// Not its size: the file may be one the caller may not read.
+		return nil, Info{}, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: more than %d MiB", ErrTooLarge, maxSize>>20)}
 	}
 	// Reads are ordinary blocking reads of a regular file.
 	if err := unix.SetNonblock(fd, false); err != nil {
