@@ -30,8 +30,10 @@ const module = "github.com/memdoctor/memdoctor/"
 // the module: trust boundaries and small helpers every layer may use.
 var allowed = map[string][]string{
 	// Trust boundaries: writing, reading, showing, linking, following.
-	"outfile":  nil,
-	"safeio":   nil,
+	"outfile": nil,
+	"safeio":  nil,
+	// A target's ELF symbol tables, read within bounds.
+	"elfsym":   nil,
 	"redact":   nil,
 	"termsafe": nil,
 	"httpsafe": {"redact"},
@@ -46,10 +48,10 @@ var allowed = map[string][]string{
 	// path belongs to (its names from the runtimes' state, read with safeio).
 	"cgroups": {"procfs", "safeio"},
 	// Collection reads this host and turns it into samples.
-	"runtimes": {"httpsafe", "procfs", "redact", "sample"},
+	"runtimes": {"httpsafe", "procfs", "redact", "safeio", "sample"},
 	"collect":  {"cgroups", "heapprof", "inject", "procfs", "runtimes", "sample", "preload"},
 	"capture":  {"outfile", "safeio"},
-	"inject":   {"procfs"},
+	"inject":   {"elfsym", "procfs", "safeio"},
 	// Writes memory.reclaim (with --apply only); reads the tree with procfs.
 	"cgreclaim": {"procfs"},
 	"malloc":    {"inject", "procfs", "preload"},
@@ -59,10 +61,10 @@ var allowed = map[string][]string{
 	// The cgroup tracer loads BPF (or reads tracefs) on the live host.
 	"cgtrace": {"procfs", "sample"},
 	// preload imports nothing of the module: the library's name comes from it.
-	"heapprof": {"procfs", "preload"},
+	"heapprof": {"elfsym", "procfs", "preload", "safeio"},
 	// Heap sampling with uprobes on a live process (leaks --ebpf): its
 	// result is heapprof's dump; inject opens the target's mapped files.
-	"leaktrace": {"heapprof", "inject", "procfs"},
+	"leaktrace": {"elfsym", "heapprof", "inject", "procfs", "safeio"},
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
@@ -98,6 +100,7 @@ var allowed = map[string][]string{
 	"treat": {"cgreclaim", "malloc", "procfs", "sample", "termsafe"},
 	// Test support: imported by tests (and bench tools) only, never by the
 	// binary (TestBinaryHasNoTestCode). Its names end in "test".
+	"elfsym/elfsymtest":      nil, // ELF symbol-table bombs
 	"fleettest":              {"sample"},
 	"incidenttest":           {"capture"},
 	"seriestest":             {"promql", "sample"},

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
@@ -10,6 +15,36 @@ import (
 )
 
 func init() { commands = append(commands, newLeaksCmd) }
+
+// leaksGrace is how long leaks may take to end after SIGINT or SIGTERM
+// (with --ebpf the signal ends the trace, and the report of what was
+// sampled is still written) before it exits without finishing; a second
+// signal exits at once. The kernel removes any probe still attached when
+// memdoctor exits.
+const leaksGrace = 5 * time.Second
+
+// leaksWatchdog exits the process leaksGrace after a signal ended ctx, or
+// at a second signal, unless leaks returned (done) by then: whatever a
+// hostile target made it wait on, a signal ends it.
+func leaksWatchdog(ctx context.Context, done <-chan struct{}, stderr io.Writer) {
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	select {
+	case <-done:
+		return
+	case <-again:
+		_, _ = fmt.Fprintln(stderr, "memdoctor leaks: a second signal: exiting now (the kernel removes the probes)")
+	case <-time.After(leaksGrace):
+		_, _ = fmt.Fprintf(stderr, "memdoctor leaks: still busy %s after the signal: exiting now (the kernel removes the probes)\n", leaksGrace)
+	}
+	os.Exit(1)
+}
 
 func newLeaksCmd() *cobra.Command {
 	var (
@@ -74,6 +109,9 @@ not for one allocating millions; there, use the preload library.`,
 			}
 			ctx, stop := mallocContext()
 			defer stop()
+			done := make(chan struct{})
+			defer close(done) // before stop: the watchdog sees the return first
+			go leaksWatchdog(ctx, done, cmd.ErrOrStderr())
 			rep, path, err := analysis.Leaks(ctx, pid, analysis.LeaksOptions{Interval: interval, Top: top, Timeout: timeout, Output: output,
 				EBPF: useEBPF, Duration: duration, Rate: rate, MaxSamples: maxSamp, EstimateOut: cmd.ErrOrStderr()})
 			if err != nil {

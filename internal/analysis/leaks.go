@@ -52,7 +52,7 @@ func Leaks(ctx context.Context, pid int, o LeaksOptions) (*heapprof.Report, stri
 			return nil, "", err
 		}
 	}
-	rep, err := leaksReport(heapprof.NewSymbolizer(first.Open), d, base, o)
+	rep, err := leaksReport(ctx, heapprof.NewSymbolizer(first.Open), d, base, o)
 	if err != nil {
 		return nil, "", err
 	}
@@ -86,7 +86,9 @@ func leaksEBPF(ctx context.Context, pid int, o LeaksOptions) (*heapprof.Report, 
 	if err != nil {
 		return nil, "", err
 	}
-	rep, err := leaksReport(heapprof.NewSymbolizer(res.Open), res.Dump, res.Base, o)
+	// A signal during the trace ends it early, with its report: the names
+	// are read past it (the reads never block and are bounded).
+	rep, err := leaksReport(context.WithoutCancel(ctx), heapprof.NewSymbolizer(res.Open), res.Dump, res.Base, o)
 	if err != nil {
 		return nil, "", err
 	}
@@ -106,8 +108,13 @@ func leaksEBPF(ctx context.Context, pid int, o LeaksOptions) (*heapprof.Report, 
 
 // leaksReport ranks the sites of d (with their growth since base) and
 // writes the pprof profile.
-func leaksReport(sym *heapprof.Symbolizer, d, base *heapprof.Dump, o LeaksOptions) (*heapprof.Report, error) {
+// A signal (ctx) ends it at any point.
+func leaksReport(ctx context.Context, sym *heapprof.Symbolizer, d, base *heapprof.Dump, o LeaksOptions) (*heapprof.Report, error) {
+	sym.SetContext(ctx)
 	rep := heapprof.NewReport(sym, d, base)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if o.Output != "" {
 		p := heapprof.Profile(sym, d)
 		if err := outfile.Write(o.Output, 0o644, p.Write); err != nil {

@@ -10,10 +10,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/safeio"
 )
 
 // Source lines come from the DWARF line tables of the mapped file, or of
@@ -150,14 +151,13 @@ func readDebugFile(name, buildID string, crc uint32) (d *dwarf.Data, err error) 
 			d, err = nil, fmt.Errorf("%s: malformed debug file: %v", name, r)
 		}
 	}()
-	f, err := os.Open(name)
+	// The name comes from the target's .gnu_debuglink: never block on
+	// what is there (a FIFO), read only a regular file of sane size.
+	f, _, err := safeio.OpenFile(name, maxObject)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }() // read-only
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > maxObject {
-		return nil, fmt.Errorf("%s: not a regular file of sane size", name)
-	}
 	if buildID == "" {
 		h := crc32.NewIEEE()
 		if _, err := io.Copy(h, f); err != nil {

@@ -1,14 +1,17 @@
 package heapprof
 
 import (
+	"context"
 	"debug/dwarf"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"path"
 	"sort"
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/elfsym"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
@@ -50,6 +53,7 @@ type OpenFunc func(m procfs.Mapping) (*os.File, error)
 // from DWARF where the file or its separate debug file has it (dwarf.go);
 // each file is read once.
 type Symbolizer struct {
+	ctx     context.Context
 	open    OpenFunc
 	objects map[string]*object
 	lines   map[string]*lineInfo // by build ID, else by the object's key
@@ -58,7 +62,7 @@ type Symbolizer struct {
 
 type object struct {
 	key     string
-	syms    []elf.Symbol // functions, by address
+	syms    []elfsym.Symbol // functions, by address
 	loads   []elf.ProgHeader
 	err     error
 	buildID string
@@ -71,8 +75,12 @@ type object struct {
 
 // NewSymbolizer returns a symbolizer that opens files with open.
 func NewSymbolizer(open OpenFunc) *Symbolizer {
-	return &Symbolizer{open: open, objects: map[string]*object{}, lines: map[string]*lineInfo{}}
+	return &Symbolizer{ctx: context.Background(), open: open, objects: map[string]*object{}, lines: map[string]*lineInfo{}}
 }
+
+// SetContext ends the symbolizer's work when ctx ends: the frames still
+// to name are left as addresses.
+func (s *Symbolizer) SetContext(ctx context.Context) { s.ctx = ctx }
 
 // SetLines turns the DWARF line lookup on (the default) or off.
 func (s *Symbolizer) SetLines(on bool) { s.noLines = !on }
@@ -86,6 +94,10 @@ func (s *Symbolizer) object(m procfs.Mapping) *object {
 		return o
 	}
 	o := &object{key: key, path: strings.TrimSuffix(m.Path, " (deleted)"), mapping: m}
+	if err := s.ctx.Err(); err != nil {
+		o.err = err // not cached: a later symbolizer may read it
+		return o
+	}
 	s.objects[key] = o
 	defer func() {
 		// debug/elf on a hostile file: a parse that panics names nothing.
@@ -109,14 +121,11 @@ func (s *Symbolizer) object(m procfs.Mapping) *object {
 		return o
 	}
 	defer func() { _ = ef.Close() }()
-	syms, _ := ef.Symbols()
-	if len(syms) == 0 {
-		syms, _ = ef.DynamicSymbols()
-	}
-	for _, y := range syms {
-		if elf.ST_TYPE(y.Info) == elf.STT_FUNC && y.Value != 0 && y.Section != elf.SHN_UNDEF {
-			o.syms = append(o.syms, y)
-		}
+	// The target's file: its symbols are read within bounds (a table of
+	// entries naming one huge string is refused, not expanded).
+	if o.syms, err = elfsym.Functions(s.ctx, ef, elfsym.Default); err != nil && !errors.Is(err, elfsym.ErrNoTable) {
+		o.syms, o.err = nil, fmt.Errorf("%s: %w", m.Path, err)
+		return o
 	}
 	sort.Slice(o.syms, func(i, j int) bool { return o.syms[i].Value < o.syms[j].Value })
 	for _, p := range ef.Progs {
@@ -197,7 +206,7 @@ func (s *Symbolizer) Frame(maps []procfs.Mapping, pc uint64) Frame {
 			if j >= 0 && (o.syms[j].Size == 0 || v < o.syms[j].Value+o.syms[j].Size) {
 				fr.Function = o.syms[j].Name
 			}
-			if !s.noLines {
+			if !s.noLines && s.ctx.Err() == nil {
 				fr.File, fr.Line = s.lineInfo(o).line(v)
 			}
 			break

@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"context"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/memdoctor/memdoctor/internal/elfsym"
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/safeio"
 )
 
 // maxLibSize bounds the library file memdoctor parses (libc.so.6 is about
@@ -97,7 +100,7 @@ func Resolve(pid int, maps []procfs.Mapping, names ...string) (map[string]uint64
 func openMapped(pid int, m procfs.Mapping) (*os.File, error) {
 	proc := filepath.Join("/proc", strconv.Itoa(pid))
 	mf := filepath.Join(proc, "map_files", fmt.Sprintf("%x-%x", m.Start, m.End))
-	if f, err := os.Open(mf); err == nil {
+	if f, _, err := safeio.OpenFile(mf, maxLibSize); err == nil {
 		if err := checkRegular(f, m, -1); err == nil {
 			return f, nil
 		}
@@ -108,7 +111,9 @@ func openMapped(pid int, m procfs.Mapping) (*os.File, error) {
 	if !filepath.IsAbs(p) {
 		return nil, fmt.Errorf("%w: mapping path %q of pid %d is not absolute", ErrNoSymbol, p, pid)
 	}
-	f, err := os.OpenFile(filepath.Join(proc, "root")+p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	// Resolved in the process' root, following no link: what the mapping
+	// names there now may be anything (a FIFO, a link to another file).
+	f, _, err := safeio.OpenInRoot(filepath.Join(proc, "root"), p, maxLibSize)
 	if err != nil {
 		if strings.HasSuffix(m.Path, " (deleted)") {
 			return nil, fmt.Errorf("%w: pid %d runs %s, which was replaced on disk, and its mapped copy is not readable here (needs CAP_SYS_ADMIN): restart the process, or run memdoctor as root", ErrNoSymbol, pid, p)
@@ -158,7 +163,7 @@ func devMinor(d uint64) uint64 { return d&0xff | (d>>12)&^0xff }
 // readDynsyms parses the library: its default-version function symbols by
 // name and its program headers. A malformed file is an error, never a
 // panic.
-func readDynsyms(f *os.File, name string) (syms map[string]elf.Symbol, progs []elf.ProgHeader, err error) {
+func readDynsyms(f *os.File, name string) (syms map[string]elfsym.Symbol, progs []elf.ProgHeader, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %s: malformed ELF (%v)", ErrNoSymbol, name, r)
@@ -174,20 +179,16 @@ func readDynsyms(f *os.File, name string) (syms map[string]elf.Symbol, progs []e
 	return parseDynsyms(ef)
 }
 
-// parseDynsyms keeps the defined function symbols of default version.
-func parseDynsyms(ef *elf.File) (map[string]elf.Symbol, []elf.ProgHeader, error) {
-	ds, err := ef.DynamicSymbols()
+// parseDynsyms keeps the defined function symbols of default version
+// (name@VERSION is an old version kept for old binaries), read within
+// elfsym's bounds: the file is the target's.
+func parseDynsyms(ef *elf.File) (map[string]elfsym.Symbol, []elf.ProgHeader, error) {
+	ds, err := elfsym.Read(context.Background(), ef, elf.SHT_DYNSYM, elfsym.Default, func(s *elfsym.Symbol) bool { return s.Func() && !s.Hidden })
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrNoSymbol, err)
 	}
-	syms := make(map[string]elf.Symbol, 64)
+	syms := make(map[string]elfsym.Symbol, len(ds))
 	for _, s := range ds {
-		if s.Section == elf.SHN_UNDEF || elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
-			continue
-		}
-		if s.HasVersion && s.VersionIndex.IsHidden() {
-			continue // name@VERSION: an old version kept for old binaries
-		}
 		syms[s.Name] = s
 	}
 	progs := make([]elf.ProgHeader, 0, len(ef.Progs))

@@ -21,7 +21,9 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
+	"github.com/memdoctor/memdoctor/internal/elfsym"
 	"github.com/memdoctor/memdoctor/internal/heapprof"
+	"github.com/memdoctor/memdoctor/internal/inject"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
@@ -116,8 +118,12 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 
 	t := &tracer{objs: &objs, pid: opt.PID}
 	defer t.detach() // never leave probes behind
-	root := "/proc/" + strconv.Itoa(opt.PID) + "/root" + libc
-	if err := t.attachEntries(root); err != nil {
+	lib, err := openLibc(opt.PID, maps, libc)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = lib.Close() }() // read-only
+	if err := t.attachEntries(ctx, lib, libc); err != nil {
 		return nil, err
 	}
 	// The count-only phase: calls per second, for the estimate.
@@ -157,7 +163,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 
 	// Sampling: return probes first, so that no sampled call misses its return.
-	if err := t.attachReturns(root); err != nil {
+	if err := t.attachReturns(libc); err != nil {
 		return nil, err
 	}
 	rd, err := ringbuf.NewReader(objs.Events)
@@ -265,6 +271,8 @@ type tracer struct {
 	links []link.Link
 	ex    *link.Executable
 	skip  map[string]bool // functions at the address of another one
+	// offsets: where each function begins in the library file.
+	offsets map[string]uint64
 	// attached: the entries probed; stepped: those whose first
 	// instruction the kernel steps out of line.
 	attached, stepped map[string]bool
@@ -278,26 +286,52 @@ func (t *tracer) detach() {
 	t.links = nil
 }
 
-func (t *tracer) attachEntries(lib string) error {
-	ex, err := link.OpenExecutable(lib)
-	if err != nil {
-		return fmt.Errorf("%s: %w", lib, err)
+// openLibc opens the C library the process maps: the mapped file itself
+// (never what its path names now: a FIFO renamed over it, a link), a
+// regular file of sane size. Probes are attached through this descriptor
+// (/proc/self/fd/N), at the file offsets read from it.
+func openLibc(pid int, maps []procfs.Mapping, libc string) (*os.File, error) {
+	var first *procfs.Mapping
+	for i, m := range maps {
+		if m.Path == libc && (first == nil || m.Offset < first.Offset) {
+			first = &maps[i]
+		}
 	}
-	t.ex = ex
-	t.skip, t.stepped, err = aliases(lib, t.objs.probes())
+	if first == nil {
+		return nil, fmt.Errorf("pid %d: %s is no longer mapped", pid, libc)
+	}
+	f, err := inject.OpenMapped(pid, *first)
+	if err != nil {
+		return nil, fmt.Errorf("opening the C library of pid %d: %w", pid, err)
+	}
+	return f, nil
+}
+
+func (t *tracer) attachEntries(ctx context.Context, lib *os.File, name string) error {
+	var err error
+	t.skip, t.stepped, t.offsets, err = aliases(ctx, lib, name, t.objs.probes())
 	if err != nil {
 		return err
 	}
+	ex, err := link.OpenExecutable("/proc/self/fd/" + strconv.Itoa(int(lib.Fd())))
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	t.ex = ex
 	t.attached = map[string]bool{}
 	for _, p := range t.objs.probes() {
 		if t.skip[p.symbol] {
 			continue
 		}
-		l, err := ex.Uprobe(p.symbol, p.enter, &link.UprobeOptions{PID: t.pid})
-		if err != nil {
-			if p.symbol != "malloc" && p.symbol != "free" && errors.Is(err, link.ErrNoSymbol) {
+		off, ok := t.offsets[p.symbol]
+		if !ok {
+			if p.symbol != "malloc" && p.symbol != "free" {
 				continue // an older libc without it
 			}
+			return unavailable("attaching to "+p.symbol, fmt.Errorf("%w: %s does not export it", link.ErrNoSymbol, name))
+		}
+		l, err := ex.Uprobe(p.symbol, p.enter, &link.UprobeOptions{PID: t.pid, Address: off})
+		if err != nil {
 			return unavailable("attaching to "+p.symbol, err)
 		}
 		t.links = append(t.links, l)
@@ -306,17 +340,14 @@ func (t *tracer) attachEntries(lib string) error {
 	return nil
 }
 
-func (t *tracer) attachReturns(lib string) error {
+func (t *tracer) attachReturns(name string) error {
 	for _, p := range t.objs.probes() {
-		if p.leave == nil || t.skip[p.symbol] {
+		if p.leave == nil || t.skip[p.symbol] || !t.attached[p.symbol] {
 			continue
 		}
-		l, err := t.ex.Uretprobe(p.symbol, p.leave, &link.UprobeOptions{PID: t.pid})
+		l, err := t.ex.Uretprobe(p.symbol, p.leave, &link.UprobeOptions{PID: t.pid, Address: t.offsets[p.symbol]})
 		if err != nil {
-			if p.symbol != "malloc" && errors.Is(err, link.ErrNoSymbol) {
-				continue
-			}
-			return unavailable("attaching to the return of "+p.symbol+" in "+lib, err)
+			return unavailable("attaching to the return of "+p.symbol+" in "+name, err)
 		}
 		t.links = append(t.links, l)
 	}
@@ -326,37 +357,43 @@ func (t *tracer) attachReturns(lib string) error {
 // aliases names the functions that share an address with one listed
 // before them (aligned_alloc is memalign in older glibc): probing both
 // would count their calls twice. It also says which functions begin with
-// an instruction the kernel steps out of line.
-func aliases(lib string, ps []probe) (skip, stepped map[string]bool, err error) {
-	f, err := elf.Open(lib)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", lib, err)
-	}
-	defer func() { _ = f.Close() }()
-	syms, err := f.DynamicSymbols()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", lib, err)
-	}
-	at := map[string]uint64{}
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && (!s.HasVersion || !s.VersionIndex.IsHidden()) {
-			at[s.Name] = s.Value
+// an instruction the kernel steps out of line, and gives each function's
+// offset in the file (where a probe goes). The symbols are read within
+// elfsym's bounds: the library is the target's.
+func aliases(ctx context.Context, lib *os.File, name string, ps []probe) (skip, stepped map[string]bool, offsets map[string]uint64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: malformed ELF file: %v", name, r)
 		}
+	}()
+	f, err := elf.NewFile(lib)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	skip, stepped = map[string]bool{}, map[string]bool{}
+	names := make([]string, 0, len(ps))
+	for _, p := range ps {
+		names = append(names, p.symbol)
+	}
+	at, err := elfsym.Exported(ctx, f, elfsym.Default, names...)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	skip, stepped, offsets = map[string]bool{}, map[string]bool{}, map[string]uint64{}
 	seen := map[uint64]bool{}
 	for _, p := range ps {
-		v, ok := at[p.symbol]
+		s, ok := at[p.symbol]
 		if !ok {
 			continue
 		}
+		v := s.Value
 		if seen[v] {
 			skip[p.symbol] = true
 		}
 		seen[v] = true
 		stepped[p.symbol] = true
 		for _, pr := range f.Progs {
-			if pr.Type == elf.PT_LOAD && v >= pr.Vaddr && v+4 <= pr.Vaddr+pr.Filesz {
+			if pr.Type == elf.PT_LOAD && pr.Flags&elf.PF_X != 0 && v >= pr.Vaddr && v+4 <= pr.Vaddr+pr.Filesz {
+				offsets[p.symbol] = v - pr.Vaddr + pr.Off
 				b := make([]byte, 4)
 				if _, err := pr.ReadAt(b, int64(v-pr.Vaddr)); err == nil {
 					stepped[p.symbol] = !emulated(b)
@@ -364,8 +401,12 @@ func aliases(lib string, ps []probe) (skip, stepped map[string]bool, err error) 
 				break
 			}
 		}
+		if _, ok := offsets[p.symbol]; !ok {
+			delete(stepped, p.symbol)
+			delete(skip, p.symbol) // outside the code: not probed
+		}
 	}
-	return skip, stepped, nil
+	return skip, stepped, offsets, nil
 }
 
 // calibrationTarget and calibrationStep are the functions of memdoctor

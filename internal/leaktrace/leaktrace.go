@@ -27,6 +27,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/heapprof"
 	"github.com/memdoctor/memdoctor/internal/inject"
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/safeio"
 )
 
 // ErrUnavailable is returned when the probes cannot be loaded or attached
@@ -153,6 +154,9 @@ type Result struct {
 	pid                                int
 }
 
+// maxObject bounds a mapped file opened to name its functions.
+const maxObject = 1 << 30
+
 // Open opens the file behind one of the target's mappings (for
 // symbolizing): through the process while it runs, else the path itself
 // if it is still the file that was mapped.
@@ -161,13 +165,11 @@ func (r *Result) Open(m procfs.Mapping) (*os.File, error) {
 	if err == nil {
 		return f, nil
 	}
-	g, gerr := os.Open(strings.TrimSuffix(m.Path, " (deleted)"))
+	g, info, gerr := safeio.OpenFile(strings.TrimSuffix(m.Path, " (deleted)"), maxObject)
 	if gerr != nil {
 		return nil, err
 	}
-	var st unix.Stat_t
-	if unix.Fstat(int(g.Fd()), &st) != nil || st.Ino != m.Inode ||
-		fmt.Sprintf("%02x:%02x", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev))) != m.Dev {
+	if info.Ino != m.Inode || fmt.Sprintf("%02x:%02x", unix.Major(info.Dev), unix.Minor(info.Dev)) != m.Dev {
 		_ = g.Close()
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/redact"
 
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/safeio"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -300,14 +302,82 @@ func HsperfPath(fsys procfs.FS, pid int) (string, error) {
 	return "", fmt.Errorf("JVM pid %d has no hsperfdata file (run as its user or root; or the JVM runs with -XX:-UsePerfData)", pid)
 }
 
+// maxHsperf bounds a perf-data file (the JVM's default is 32 KiB,
+// -XX:PerfDataMemorySize raises it).
+const maxHsperf = 64 << 20
+
+// readHsperf reads the perf-data file p (found by HsperfPath) of JVM pid.
+// On a live host the file is the target's, in the target's mount
+// namespace, where it may have put anything: it is opened inside the
+// process' root (or, for this namespace's /tmp, inside ours) without
+// following any link, never blocking, and must be a regular file owned by
+// the process' user. memdoctor, often root, never reads another file in
+// its place (a link to a root-only file, say), nor tells its size.
+func readHsperf(fsys procfs.FS, pid int, p string) ([]byte, error) {
+	d, live := fsys.Sys().(safeio.DirFS)
+	if !live || d.Root() != "/" {
+		return fsys.ReadFile(p) // a capture: the copies memdoctor made
+	}
+	root, name := "/", p
+	proc := "proc/" + strconv.Itoa(pid) + "/root/"
+	if rest, ok := strings.CutPrefix(p, proc); ok {
+		root, name = "/"+proc, rest
+	}
+	uids, err := procUIDs(fsys, pid)
+	if err != nil {
+		return nil, err
+	}
+	f, info, err := safeio.OpenInRoot(root, name, maxHsperf)
+	if err != nil {
+		return nil, fmt.Errorf("%w (memdoctor reads only the JVM's own regular file, through no symbolic link)", err)
+	}
+	defer func() { _ = f.Close() }() // read-only
+	if !slices.Contains(uids, info.UID) {
+		return nil, fmt.Errorf("owned by uid %d, not by the JVM's user (uid %s): not the JVM's own file, left unread", info.UID, strings.Join(uidStrings(uids), ", "))
+	}
+	return safeio.ReadAll(f, maxHsperf)
+}
+
+// procUIDs are the real and effective user ids of process pid.
+func procUIDs(fsys procfs.FS, pid int) ([]uint32, error) {
+	b, err := fsys.ReadFile("proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+			var out []uint32
+			for _, f := range strings.Fields(v)[:min(2, len(strings.Fields(v)))] {
+				u, err := strconv.ParseUint(f, 10, 32)
+				if err != nil {
+					return nil, fmt.Errorf("pid %d: Uid %q", pid, v)
+				}
+				out = append(out, uint32(u))
+			}
+			if len(out) > 0 {
+				return out, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("pid %d: no Uid in its status", pid)
+}
+
+func uidStrings(uids []uint32) []string {
+	out := make([]string, len(uids))
+	for i, u := range uids {
+		out[i] = strconv.FormatUint(uint64(u), 10)
+	}
+	return out
+}
+
 func readJVM(fsys procfs.FS, pid int, comm string) (*Reading, error) {
 	path, err := HsperfPath(fsys, pid)
 	if err != nil {
 		return nil, err
 	}
-	b, err := fsys.ReadFile(path)
+	b, err := readHsperf(fsys, pid, path)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w (run as the JVM's user or root)", path, err)
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	pd, err := ParseHsperf(b)
 	if err != nil {
@@ -361,7 +431,7 @@ func (w *Watch) Empty() bool { return len(w.paths) == 0 }
 func (w *Watch) Poll(fsys procfs.FS) {
 	w.polls++
 	for pid, p := range w.paths {
-		b, err := fsys.ReadFile(p)
+		b, err := readHsperf(fsys, pid, p)
 		if err != nil {
 			continue
 		}

@@ -185,6 +185,9 @@ type DirFS struct {
 // NewDirFS returns a DirFS over root reading at most limit bytes a file.
 func NewDirFS(root string, limit int64) DirFS { return DirFS{root: root, limit: limit} }
 
+// Root is the directory the tree is read from.
+func (d DirFS) Root() string { return d.root }
+
 func (d DirFS) join(op, name string) (string, error) {
 	if !fs.ValidPath(name) {
 		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}

@@ -1,0 +1,24 @@
+//go:build !linux
+
+package safeio
+
+import (
+	"errors"
+	"os"
+)
+
+// Info identifies an opened file and its owner.
+type Info struct {
+	FileID
+	UID uint32
+}
+
+var errTarget = errors.New("opening a target process' files is Linux only")
+
+// OpenFile is Linux only.
+func OpenFile(path string, maxSize int64) (*os.File, Info, error) { return nil, Info{}, errTarget }
+
+// OpenInRoot is Linux only.
+func OpenInRoot(root, name string, maxSize int64) (*os.File, Info, error) {
+	return nil, Info{}, errTarget
+}
