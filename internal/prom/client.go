@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/httpsafe"
+	"github.com/memdoctor/memdoctor/internal/redact"
 	"github.com/memdoctor/memdoctor/internal/safeio"
 
 	"github.com/prometheus/common/model"
@@ -110,7 +111,7 @@ func New(o Options) (*Client, error) {
 	}
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("prometheus URL %q: want http(s)://HOST[:PORT][/PREFIX]", o.URL)
+		return nil, fmt.Errorf("prometheus URL %q: want http(s)://HOST[:PORT][/PREFIX]", redact.URL(o.URL))
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	if o.Timeout <= 0 {
@@ -182,11 +183,12 @@ func New(o Options) (*Client, error) {
 	return c, nil
 }
 
-// URL is the server's base URL, without credentials.
+// URL is the server's base URL as shown: without its user information,
+// and with the values of parameters named like credentials masked.
 func (c *Client) URL() string {
 	u := *c.base
 	u.User = nil
-	return u.String()
+	return redact.URL(u.String())
 }
 
 // Answers is how many requests got an answer so far (Stats().Queries).
@@ -444,6 +446,7 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 	resp, err := c.hc.Do(req)
 	defer func() { c.waitedNs.Add(int64(time.Since(t0))) }()
 	if err != nil {
+		err = redact.Err(err) // net/http names the URL with its query
 		if errors.Is(err, httpsafe.ErrRedirect) {
 			return false, fmt.Errorf("prometheus at %s: %w (give the URL the redirect points to, if it is the server meant)", c.URL(), errors.Unwrap(err))
 		}
