@@ -83,10 +83,20 @@ kept in memory, up to 16 MiB, and retried), reopens its file on SIGHUP, and
 flushes and exits on SIGTERM. diagnose --from reads the file while record
 writes it. Its HTTP server times out slow and idle clients and holds at most
 256 connections (fewer under a low open-file limit), so clients never take
-what recording needs. --listen PORT means 127.0.0.1:PORT.`,
+what recording needs. --listen PORT means 127.0.0.1:PORT.
+
+/metrics and the page show what only root may read (slabinfo, every user's
+processes' PSS): on TCP, every local user reads them. --listen unix:PATH
+keeps them to root (socket mode 0600; --listen-group GROUP: 0660), and
+--web.config.file adds TLS and basic auth (the exporter-toolkit's file, as
+node_exporter's). A TCP listener answers only requests for an IP address,
+localhost, this host's name or an --allow-host name (421 otherwise), so no
+web page reaches it through a name it points at this host (docs/metrics.md).`,
 		Example: `  sudo memdoctor record                            # /var/lib/memdoctor/memdoctor.db, 15 s
   memdoctor record --db /tmp/md.db --interval 5s --listen ''
   memdoctor record --scrape http://127.0.0.1:8080/metrics   # a service's GC too
+  sudo memdoctor record --listen unix:/run/memdoctor/record.sock   # root only
+  memdoctor record --listen :9105 --web.config.file web.yml  # TLS, basic auth
   memdoctor diagnose --from /var/lib/memdoctor/memdoctor.db`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -196,14 +206,13 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 						cmd.PrintErrf("serving %s: %v\n", listen, err)
 					}
 				}()
-				scheme := "http"
-				if webConfig != "" {
-					scheme = "http(s) as " + webConfig + " says:"
-				}
-				if sock != nil {
+				switch {
+				case sock != nil:
 					cmd.PrintErrf("serving the live report at / and /metrics, /healthz on the unix socket %s (mode %04o)\n", sock.Path, sock.Mode())
-				} else {
-					cmd.PrintErrf("serving the live report at %s://%s/ and /metrics, /healthz\n", scheme, ln.Addr())
+				case webConfig != "":
+					cmd.PrintErrf("serving the live report at / and /metrics, /healthz on %s, with TLS and basic auth as %s says\n", ln.Addr(), webConfig)
+				default:
+					cmd.PrintErrf("serving the live report at http://%s/ and /metrics, /healthz\n", ln.Addr())
 				}
 			}
 			runErr := rec.Run(ctx)
