@@ -137,7 +137,7 @@ func Err(err error) error {
 	msg := err.Error()
 	found := false
 	for e := err; e != nil; e = errors.Unwrap(e) {
-		if ue, ok := e.(*url.Error); ok {
+		if ue, ok := e.(*url.Error); ok { //nolint:errorlint // the loop walks the chain itself
 			shown := URL(ue.URL)
 			msg = strings.ReplaceAll(msg, strconv.Quote(ue.URL), strconv.Quote(shown))
 			msg = strings.ReplaceAll(msg, ue.URL, shown)
@@ -147,7 +147,7 @@ func Err(err error) error {
 	if !found {
 		return err
 	}
-	if _, ok := err.(*url.Error); ok {
+	if _, ok := err.(*url.Error); ok { //nolint:errorlint // err itself: its message is made from the changed URL
 		return err
 	}
 	return &redacted{msg: msg, err: err}
