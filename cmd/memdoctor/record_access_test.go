@@ -407,6 +407,7 @@ scrape_configs:
 	}
 	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		if len(query(`up{job="memdoctor"} == 1`)) == 1 && len(query(`node_memory_MemTotal_bytes{job="memdoctor"}`)) == 1 {
+			t.Logf("%s scraped the recorder over TLS with basic auth", bin)
 			return
 		}
 		if time.Now().After(deadline) {
