@@ -481,7 +481,7 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return false, fmt.Errorf("prometheus at %s refused access (%s): check --prometheus-token-file or --prometheus-user/--prometheus-password-file", c.URL(), resp.Status)
 	case http.StatusNotFound:
-		return false, fmt.Errorf("prometheus at %s: %s has no %s: is the URL the server's base (add the path prefix for Thanos/Mimir)?", c.URL(), u.Path, path)
+		return false, fmt.Errorf("prometheus at %s: %s has no %s: is the URL the server's base (add the path prefix for Thanos/Mimir)?", c.URL(), redact.URL(u.Path), path)
 	}
 	r := apiResponse{Data: out}
 	jerr := json.Unmarshal(data, &r)
