@@ -10,6 +10,8 @@ have smem || need="$need smem"
 have prometheus-node-exporter || need="$need prometheus-node-exporter"
 have promtool && have prometheus || need="$need prometheus"
 have stress-ng || need="$need stress-ng"
+# curl: the recorder's socket and TLS, asked by another user (record_access_test.go).
+have curl || need="$need curl"
 have ruby || need="$need ruby"
 have gcc || need="$need gcc"
 # C extensions of the heap profile tests: the interpreters' headers.

@@ -228,3 +228,103 @@ func TestScrapeCredentialsFromFiles(t *testing.T) {
 		}
 	}
 }
+
+// Secrets in the other places a scrape URL holds them: a query parameter
+// named pwd, a path's matrix parameter (;token=), a user name standing
+// alone, and the query of a URL nothing answers (net/http names it in its
+// error). None is shown in check's text or JSON, nor in the recorder's
+// /metrics, live page, log, store or export; the service is read with
+// them.
+func TestScrapeSecretFormsRedacted(t *testing.T) {
+	const secret = "Zq8wK3pV"
+	page, err := os.ReadFile("../../internal/runtimes/testdata/pages/go-client_golang-1.25.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	served := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, _, _ := r.BasicAuth()
+		var form string
+		switch {
+		case r.URL.Path == "/metrics" && r.URL.Query().Get("pwd") == secret:
+			form = "pwd"
+		case r.URL.Path == "/metrics;token="+secret:
+			form = "matrix"
+		case u == secret:
+			form = "user"
+		default:
+			http.Error(w, "who are you", http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		served[form] = true
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = w.Write(page)
+	}))
+	defer srv.Close()
+	closed := freeAddr(t) // nothing listens there: the request fails in net/http
+	scrapes := []string{
+		srv.URL + "/metrics?pwd=" + secret,
+		srv.URL + "/metrics;token=" + secret,
+		strings.Replace(srv.URL, "http://", "http://"+secret+"@", 1) + "/metrics",
+		"http://" + closed + "/metrics;jsessionid=" + secret + "?format=text&apikey=" + secret,
+	}
+	var args []string
+	for _, s := range scrapes {
+		args = append(args, "--scrape", s)
+	}
+	for _, mode := range [][]string{{"check"}, {"check", "--json"}} {
+		out, errOut, code := runCLI(t, append(append(mode, "--gc-interval", "0"), args...)...)
+		if code != 0 && code != 1 && code != 2 {
+			t.Fatalf("%v: exit %d: %s", mode, code, errOut)
+		}
+		if strings.Contains(out+errOut, secret) {
+			for _, l := range strings.Split(out+errOut, "\n") {
+				if strings.Contains(l, secret) {
+					t.Errorf("%v shows the secret: %s", mode, strings.TrimSpace(l))
+				}
+			}
+		}
+		if !strings.Contains(out, closed) || !strings.Contains(out, "xxxxx") {
+			t.Errorf("%v does not name the failed scrape, or no redacted target", mode)
+		}
+	}
+	for _, form := range []string{"pwd", "matrix", "user"} {
+		if !served[form] {
+			t.Errorf("the service was never read with the secret as %s", form)
+		}
+	}
+
+	db := filepath.Join(t.TempDir(), "md.db")
+	r := startRecorder(t, db, time.Second, args...)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		if _, m := r.get("/metrics"); metricValue(m, "memdoctor_record_scrapes_stored_total") >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the recorder stored fewer than 3 samples in 20 s")
+		}
+	}
+	code, live := r.get("/")
+	if code != http.StatusOK {
+		t.Errorf("GET /: %d %s", code, live)
+	}
+	_, metrics := r.get("/metrics")
+	r.stop(t)
+	exp, errOut, code := runCLI(t, "export", "--from", db, "-o", "-")
+	if code != 0 {
+		t.Fatalf("export: %s", errOut)
+	}
+	raw, _ := os.ReadFile(db)
+	for what, text := range map[string]string{"/metrics": metrics, "the live page": live, "the log": r.logText(),
+		"the export": exp, "the store": string(raw)} {
+		if strings.Contains(text, secret) {
+			t.Errorf("%s holds the secret", what)
+		}
+	}
+	if !strings.Contains(metrics, "xxxxx") || !strings.Contains(live, "xxxxx") {
+		t.Errorf("/metrics or the live page does not name the redacted targets")
+	}
+}

@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,6 +56,9 @@ func newRecordCmd() *cobra.Command {
 		instance  string
 		findEvery time.Duration
 		force     bool
+		webConfig string
+		sockGroup string
+		allowHost []string
 		trace     bool
 		traceHow  string
 		rt        runtimeFlags
@@ -78,10 +83,20 @@ kept in memory, up to 16 MiB, and retried), reopens its file on SIGHUP, and
 flushes and exits on SIGTERM. diagnose --from reads the file while record
 writes it. Its HTTP server times out slow and idle clients and holds at most
 256 connections (fewer under a low open-file limit), so clients never take
-what recording needs. --listen PORT means 127.0.0.1:PORT.`,
+what recording needs. --listen PORT means 127.0.0.1:PORT.
+
+/metrics and the page show what only root may read (slabinfo, every user's
+processes' PSS): on TCP, every local user reads them. --listen unix:PATH
+keeps them to root (socket mode 0600; --listen-group GROUP: 0660), and
+--web.config.file adds TLS and basic auth (the exporter-toolkit's file, as
+node_exporter's). A TCP listener answers only requests for an IP address,
+localhost, this host's name or an --allow-host name (421 otherwise), so no
+web page reaches it through a name it points at this host (docs/metrics.md).`,
 		Example: `  sudo memdoctor record                            # /var/lib/memdoctor/memdoctor.db, 15 s
   memdoctor record --db /tmp/md.db --interval 5s --listen ''
   memdoctor record --scrape http://127.0.0.1:8080/metrics   # a service's GC too
+  sudo memdoctor record --listen unix:/run/memdoctor/record.sock   # root only
+  memdoctor record --listen :9105 --web.config.file web.yml  # TLS, basic auth
   memdoctor diagnose --from /var/lib/memdoctor/memdoctor.db`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -98,8 +113,21 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 			if err := checkTop(top); err != nil {
 				return err
 			}
-			if listen != "" {
+			var sock *record.UnixSocket
+			if path, ok := strings.CutPrefix(listen, "unix:"); ok {
+				if sock, err = unixSocket(path, sockGroup); err != nil {
+					return err
+				}
+			} else if listen != "" {
 				if listen, err = listenAddr(listen); err != nil {
+					return err
+				}
+			}
+			if sockGroup != "" && sock == nil {
+				return fmt.Errorf("--listen-group %s: only for a unix socket (--listen unix:/run/memdoctor/record.sock)", sockGroup)
+			}
+			if webConfig != "" {
+				if err := record.CheckWebConfig(webConfig); err != nil {
 					return err
 				}
 			}
@@ -151,7 +179,12 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 			}()
 			var srv *record.Server
 			if listen != "" {
-				ln, err := net.Listen("tcp", listen)
+				var ln net.Listener
+				if sock != nil {
+					ln, err = record.ListenUnix(*sock)
+				} else {
+					ln, err = net.Listen("tcp", listen)
+				}
 				if err != nil {
 					_ = rec.Close()
 					return fmt.Errorf("--listen %s: %w %s", listen, err, listenHint(err))
@@ -160,13 +193,27 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 				// the open-file limit raised as far as allowed, and the
 				// connections held to a fraction of it.
 				record.RaiseNoFile()
-				srv = rec.NewServer(ln, record.DefaultServerOptions())
+				so := record.DefaultServerOptions()
+				so.WebConfigFile, so.AllowHosts, so.Log = webConfig, allowHost, cmd.ErrOrStderr()
+				if sock != nil {
+					so.HostCheck = false // no browser reaches a unix socket
+				} else if hn, err := os.Hostname(); err == nil {
+					so.AllowHosts = append(so.AllowHosts, hn) // this host's own name
+				}
+				srv = rec.NewServer(ln, so)
 				go func() {
 					if err := srv.Serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 						cmd.PrintErrf("serving %s: %v\n", listen, err)
 					}
 				}()
-				cmd.PrintErrf("serving the live report at http://%s/ and /metrics, /healthz\n", ln.Addr())
+				switch {
+				case sock != nil:
+					cmd.PrintErrf("serving the live report at / and /metrics, /healthz on the unix socket %s (mode %04o)\n", sock.Path, sock.Mode())
+				case webConfig != "":
+					cmd.PrintErrf("serving the live report at / and /metrics, /healthz on %s, with TLS and basic auth as %s says\n", ln.Addr(), webConfig)
+				default:
+					cmd.PrintErrf("serving the live report at http://%s/ and /metrics, /healthz\n", ln.Addr())
+				}
 			}
 			runErr := rec.Run(ctx)
 			if srv != nil {
@@ -185,7 +232,10 @@ what recording needs. --listen PORT means 127.0.0.1:PORT.`,
 	cmd.Flags().BoolVar(&force, "force-interval", false, "accept an --interval below 1s (each sample reads every process; the recorder then costs a CPU)")
 	cmd.Flags().StringVar(&retention, "retention", "30d", "delete samples older than this (0 keeps everything)")
 	cmd.Flags().IntVar(&top, "top", 50, "processes recorded per sample (by PSS)")
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9105", "`ADDR` for the live report at /, /metrics and /healthz: HOST:PORT, or a bare PORT for 127.0.0.1:PORT (':PORT' is every interface; '' serves nothing)")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9105", "`ADDR` for the live report at /, /metrics and /healthz: HOST:PORT, or a bare PORT for 127.0.0.1:PORT (':PORT' is every interface; '' serves nothing), or unix:PATH for a unix socket only its owner (root) may use")
+	cmd.Flags().StringVar(&sockGroup, "listen-group", "", "with --listen unix:PATH, the `GROUP` (name or id) that may use the socket too (mode 0660 instead of 0600)")
+	cmd.Flags().StringVar(&webConfig, "web.config.file", "", "`FILE` enabling TLS and basic auth, in the Prometheus exporter-toolkit's format (tls_server_config, basic_auth_users with bcrypt hashes); read again for each request")
+	cmd.Flags().StringSliceVar(&allowHost, "allow-host", nil, "`NAME` (repeatable) accepted in the Host header besides IP addresses, localhost and this host's name; others get 421, so that no web page reaches the recorder by a name it points at this host ('*' accepts any)")
 	cmd.Flags().BoolVar(&trace, "trace", false, "root: trace memory cgroup creation and removal, and reclaim stalls, for the recording's life (BPF, else tracefs); each sample stores the top creators and stallers of its interval, so diagnose names them")
 	cmd.Flags().StringVar(&traceHow, "trace-method", "", "with --trace, force the tracer: bpf or tracefs (default: BPF, else tracefs)")
 	cmd.Flags().DurationVar(&findEvery, "findings-every", 5*time.Minute, "how often the recording is diagnosed for the findings on /metrics (0: never)")
@@ -240,4 +290,25 @@ func listenHint(err error) string {
 		return "(not an address of this host: use 127.0.0.1:PORT, or :PORT for every interface)"
 	}
 	return "(--listen '' serves nothing)"
+}
+
+// unixSocket reads --listen unix:PATH and --listen-group.
+func unixSocket(path, group string) (*record.UnixSocket, error) {
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("--listen unix:%s: want an absolute path such as unix:/run/memdoctor/record.sock", path)
+	}
+	s := &record.UnixSocket{Path: path, GID: -1}
+	if group == "" {
+		return s, nil
+	}
+	if gid, err := strconv.Atoi(group); err == nil && gid >= 0 {
+		s.GID = gid
+		return s, nil
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		return nil, fmt.Errorf("--listen-group %s: no such group (give a group name of this host or a numeric id)", group)
+	}
+	s.GID, _ = strconv.Atoi(g.Gid)
+	return s, nil
 }

@@ -86,7 +86,7 @@ func TestFloodHelper(t *testing.T) {
 					failed.Add(1)
 					continue
 				}
-				_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: recorder\r\n\r\n")
+				_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
 				mu.Lock()
 				conns = append(conns, c)
 				mu.Unlock()

@@ -211,6 +211,7 @@ func preflight(ctx context.Context, o Options) error {
 		CheckRedirect: httpsafe.CheckRedirect}
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
+	err = redact.Err(err) // net/http names the URL with its query
 	if errors.Is(err, httpsafe.ErrRedirect) {
 		return fmt.Errorf("--url %s: %w (probe the URL it redirects to, if that is the server meant)", redactURL(o.URL), errors.Unwrap(err))
 	}

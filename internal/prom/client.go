@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/httpsafe"
+	"github.com/memdoctor/memdoctor/internal/redact"
 	"github.com/memdoctor/memdoctor/internal/safeio"
 
 	"github.com/prometheus/common/model"
@@ -104,7 +105,7 @@ func New(o Options) (*Client, error) {
 	}
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("prometheus URL %q: want http(s)://HOST[:PORT][/PREFIX]", o.URL)
+		return nil, fmt.Errorf("prometheus URL %q: want http(s)://HOST[:PORT][/PREFIX]", redact.URL(o.URL))
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	if o.Timeout <= 0 {
@@ -176,11 +177,12 @@ func New(o Options) (*Client, error) {
 	return c, nil
 }
 
-// URL is the server's base URL, without credentials.
+// URL is the server's base URL as shown: without its user information,
+// and with the values of parameters named like credentials masked.
 func (c *Client) URL() string {
 	u := *c.base
 	u.User = nil
-	return u.String()
+	return redact.URL(u.String())
 }
 
 // Answers is how many requests got an answer so far (Stats().Queries).
@@ -428,6 +430,7 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 	resp, err := c.hc.Do(req)
 	defer func() { c.waitedNs.Add(int64(time.Since(t0))) }()
 	if err != nil {
+		err = redact.Err(err) // net/http names the URL with its query
 		if errors.Is(err, httpsafe.ErrRedirect) {
 			return nil, false, fmt.Errorf("prometheus at %s: %w (give the URL the redirect points to, if it is the server meant)", c.URL(), errors.Unwrap(err))
 		}
@@ -443,7 +446,7 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return nil, false, fmt.Errorf("prometheus at %s refused access (%s): check --prometheus-token-file or --prometheus-user/--prometheus-password-file", c.URL(), resp.Status)
 	case http.StatusNotFound:
-		return nil, false, fmt.Errorf("prometheus at %s: %s has no %s: is the URL the server's base (add the path prefix for Thanos/Mimir)?", c.URL(), u.Path, path)
+		return nil, false, fmt.Errorf("prometheus at %s: %s has no %s: is the URL the server's base (add the path prefix for Thanos/Mimir)?", c.URL(), redact.URL(u.Path), path)
 	}
 	wire := &countReader{r: resp.Body}
 	var body io.Reader = wire

@@ -1,12 +1,19 @@
 package record
 
 import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/exporter-toolkit/web"
 )
 
 // ServerOptions bounds what HTTP clients can hold of the recorder: its
@@ -26,6 +33,20 @@ type ServerOptions struct {
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
+	// WebConfigFile, when set, is a web configuration file in the
+	// Prometheus exporter-toolkit's format (tls_server_config,
+	// basic_auth_users with bcrypt hashes, http_server_config): TLS and
+	// basic auth for every request. It is read again for each request
+	// and TLS connection, so a changed file applies without a restart.
+	WebConfigFile string
+	// HostCheck answers 421 to requests whose Host is not an IP address,
+	// localhost or one of AllowHosts (see HostGuard): for TCP listeners,
+	// which a browser can reach.
+	HostCheck  bool
+	AllowHosts []string
+	// Log receives the server's warnings (a web configuration file that
+	// no longer parses); nil discards them.
+	Log io.Writer
 }
 
 // Limits of the recorder's server.
@@ -46,6 +67,7 @@ func DefaultServerOptions() ServerOptions {
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       90 * time.Second, // above Prometheus' usual 1 min scrape interval
+		HostCheck:         true,
 	}
 }
 
@@ -89,12 +111,17 @@ func NoFileLimit() uint64 {
 // ServerOptions.MaxConns.
 type Server struct {
 	*http.Server
-	ln *connLimiter
+	ln  *connLimiter
+	web string
+	log *slog.Logger
 }
 
 // NewServer serves h on ln within the limits of o.
 func NewServer(ln net.Listener, h http.Handler, o ServerOptions) *Server {
 	cl := &connLimiter{Listener: ln, max: max(o.MaxConns, 1), conns: map[*trackedConn]struct{}{}}
+	if o.HostCheck {
+		h = HostGuard(h, o.AllowHosts)
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
@@ -104,11 +131,32 @@ func NewServer(ln net.Listener, h http.Handler, o ServerOptions) *Server {
 		MaxHeaderBytes:    16 << 10, // GET /metrics needs a few hundred bytes
 		ConnState:         cl.track,
 	}
-	return &Server{Server: srv, ln: cl}
+	logger := slog.New(slog.DiscardHandler)
+	if o.Log != nil {
+		logger = slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		srv.ErrorLog = log.New(o.Log, "", 0)
+	}
+	return &Server{Server: srv, ln: cl, web: o.WebConfigFile, log: logger}
 }
 
-// Serve accepts connections until Shutdown or Close.
-func (s *Server) Serve() error { return s.Server.Serve(s.ln) }
+// Serve accepts connections until Shutdown or Close; with a web
+// configuration file, through the exporter-toolkit (TLS, basic auth).
+func (s *Server) Serve() error {
+	if s.web == "" {
+		return s.Server.Serve(s.ln)
+	}
+	return web.Serve(s.ln, s.Server, &web.FlagConfig{WebConfigFile: &s.web}, s.log)
+}
+
+// CheckWebConfig reads a web configuration file as Serve will, and says
+// what is wrong with it: its YAML, a user's password hash, a certificate
+// or key that cannot be read or does not match.
+func CheckWebConfig(path string) error {
+	if err := web.Validate(path); err != nil {
+		return fmt.Errorf("--web.config.file %s: %w (the format is the Prometheus exporter-toolkit's: tls_server_config with cert_file and key_file, basic_auth_users with bcrypt hashes; see docs/metrics.md)", path, err)
+	}
+	return nil
+}
 
 // Conns returns the connections open now, and how many were closed to make
 // room for others (evicted) or refused because all were busy.
@@ -195,6 +243,9 @@ func (l *connLimiter) longestWaitingLocked() *trackedConn {
 
 // track is the server's ConnState hook.
 func (l *connLimiter) track(c net.Conn, s http.ConnState) {
+	if tlsc, ok := c.(*tls.Conn); ok {
+		c = tlsc.NetConn() // TLS: the connection the listener accepted
+	}
 	tc, ok := c.(*trackedConn)
 	if !ok {
 		return

@@ -79,12 +79,13 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", shown, err)
+		return nil, fmt.Errorf("scrape %s: %w", shown, redact.Err(err))
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1")
 	s.Auth.apply(req)
 	resp, err := cl.Do(req)
 	if err != nil {
+		err = redact.Err(err) // net/http names the URL with its query
 		if errors.Is(err, httpsafe.ErrRedirect) {
 			return nil, fmt.Errorf("scrape %s: %w (scrape the URL it redirects to, if that is the service meant)", shown, errors.Unwrap(err))
 		}
