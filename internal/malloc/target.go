@@ -48,18 +48,23 @@ var (
 	ErrCanary       = inject.ErrCanary
 	ErrUnsupported  = inject.ErrUnsupported
 	ErrPreload      = errors.New("preload library did not answer")
+	ErrSeccomp      = inject.ErrSeccomp
 )
 
 // target is what /proc says about a process.
 type target struct {
-	pid     int
-	ownPID  int // getpid() in the process' own pid namespace
-	comm    string
-	uid     [4]int64 // real, effective, saved, fs
-	gid     [4]int64 // real, effective, saved, fs; -1 if unknown
-	groups  []uint32 // supplementary groups; nil if unknown
-	state   byte
-	tracer  int
+	pid    int
+	ownPID int // getpid() in the process' own pid namespace
+	comm   string
+	uid    [4]int64 // real, effective, saved, fs
+	gid    [4]int64 // real, effective, saved, fs; -1 if unknown
+	groups []uint32 // supplementary groups; nil if unknown
+	state  byte
+	tracer int
+	// seccomp and filters are the main thread's Seccomp and
+	// Seccomp_filters: 0 none, 1 strict mode, 2 filters.
+	seccomp int
+	filters int
 	threads int64
 	rss     int64
 	rssAnon int64
@@ -115,6 +120,8 @@ func inspectTarget(pid int) (*target, error) {
 	}
 	t.gid, t.groups = parseGids(st.Text["Gid"], st.Text["Groups"])
 	t.tracer = int(st.Value("TracerPid"))
+	t.seccomp = int(st.Value("Seccomp"))
+	t.filters = int(st.Value("Seccomp_filters"))
 	t.threads = st.Value("Threads")
 	t.rss = st.Value("VmRSS")
 	t.rssAnon = st.Value("RssAnon")
@@ -191,7 +198,43 @@ func (t *target) checkAttach() error {
 	if t.tracer != 0 {
 		return fmt.Errorf("%w: pid %d is traced by pid %d (a debugger or strace): detach it first", ErrTraced, t.pid, t.tracer)
 	}
+	if t.seccomp == 1 {
+		return fmt.Errorf("%w: pid %d (%s) is in seccomp strict mode, where any system call but read, write, exit and sigreturn kills it: nothing was called, and memdoctor never calls into it; read it from inside instead: memdoctor's preload library, loaded before the process enters strict mode, answers without any call from outside (memdoctor preload)", ErrSeccomp, t.pid, t.comm)
+	}
 	return nil
+}
+
+// sandboxed says which threads of the process run under seccomp (strict
+// mode or filters), "" when none does.
+func (t *target) sandboxed() string {
+	ents, err := os.ReadDir(procPath(t.pid, "task"))
+	if err != nil {
+		return ""
+	}
+	n, most := 0, 0
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join(procPath(t.pid, "task"), e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		st, err := procfs.ParseStatus(data, "status")
+		if err != nil {
+			continue
+		}
+		if st.Value("Seccomp") != 0 {
+			n++
+			most = max(most, int(st.Value("Seccomp_filters")))
+		}
+	}
+	switch {
+	case n == 0:
+		return ""
+	case t.seccomp == 1:
+		return "is in seccomp strict mode"
+	case most > 0:
+		return fmt.Sprintf("runs %d of %d threads under seccomp (up to %d filters)", n, len(ents), most)
+	}
+	return fmt.Sprintf("runs %d of %d threads under seccomp", n, len(ents))
 }
 
 func (t *target) readMaps(maps []procfs.Mapping) {

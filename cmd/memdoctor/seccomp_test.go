@@ -1,0 +1,234 @@
+package main
+
+// Sandboxed targets come out unharmed: testdata/programs/seccomp_target.c
+// puts itself under seccomp (a filter that kills the process on mmap,
+// strict mode, or a MemoryDenyWriteExecute-like filter that allows what
+// malloc does) and waits in read() on its stdin. malloc, trim (dry run and
+// --apply) and check --malloc must leave it alive, not stopped, not
+// traced, in the state it was in, its read() answering the next line;
+// at the end of its input it exits 0, where a process its filter killed
+// dies of SIGSYS.
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/model"
+)
+
+// sandboxed is a running seccomp_target.
+type sandboxed struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	pid   int
+	in    io.WriteCloser
+	lines chan string
+	state string // /proc/PID/status State once it waits in read()
+	pings int
+}
+
+func startSandboxed(t *testing.T, bin, mode string) *sandboxed {
+	t.Helper()
+	cmd := exec.Command(bin, mode)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &sandboxed{t: t, cmd: cmd, pid: cmd.Process.Pid, in: in, lines: make(chan string, 16)}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+		close(s.lines)
+	}()
+	if l := s.line(); l != fmt.Sprintf("ready %d", s.pid) {
+		t.Fatalf("%s target said %q (stderr %q)", mode, l, stderr.String())
+	}
+	s.waitRead()
+	s.state = s.status("State")
+	return s
+}
+
+func (s *sandboxed) line() string {
+	s.t.Helper()
+	select {
+	case l, ok := <-s.lines:
+		if !ok {
+			return "(closed)"
+		}
+		return l
+	case <-time.After(10 * time.Second):
+		return "(nothing within 10 s)"
+	}
+}
+
+// waitRead waits until the main thread is blocked in read().
+func (s *sandboxed) waitRead() {
+	s.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", s.pid))
+		if f := strings.Fields(string(b)); len(f) > 0 && f[0] == "0" {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("pid %d never blocked in read(): syscall %q", s.pid, b)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (s *sandboxed) status(key string) string {
+	s.t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid))
+	if err != nil {
+		s.t.Fatalf("pid %d: %v (it died)", s.pid, err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	s.t.Fatalf("pid %d: no %s in its status", s.pid, key)
+	return ""
+}
+
+// unharmed fails unless the target is alive, in the state it was in, not
+// stopped, not traced, and answers a line through its read().
+func (s *sandboxed) unharmed(after string) {
+	s.t.Helper()
+	if st := s.status("State"); st != s.state {
+		s.t.Errorf("after %s: State %q, was %q", after, st, s.state)
+	}
+	if tr := s.status("TracerPid"); tr != "0" {
+		s.t.Errorf("after %s: TracerPid %s", after, tr)
+	}
+	notStopped(s.t, s.pid)
+	s.pings++
+	ping := fmt.Sprintf("ping %d", s.pings)
+	if _, err := fmt.Fprintln(s.in, ping); err != nil {
+		s.t.Fatalf("after %s: writing to pid %d: %v", after, s.pid, err)
+	}
+	if l := s.line(); l != "echo "+ping {
+		s.t.Fatalf("after %s: pid %d answered %q to %q", after, s.pid, l, ping)
+	}
+	s.waitRead()
+}
+
+// finish ends the target's input: it must exit 0, not die of SIGSYS.
+func (s *sandboxed) finish() {
+	s.t.Helper()
+	_ = s.in.Close()
+	err := s.cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			s.t.Fatalf("pid %d died of %s", s.pid, ws.Signal())
+		}
+	}
+	if err != nil {
+		s.t.Fatalf("pid %d: %v", s.pid, err)
+	}
+}
+
+func TestSandboxedTargetsUnharmed(t *testing.T) {
+	requirePtraceHere(t)
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed (apt-get install gcc)")
+	}
+	bin := filepath.Join(t.TempDir(), "seccomp_target")
+	if out, err := exec.Command("gcc", "-O1", "-Wall", "-o", bin, filepath.Join(repoRoot(t), "testdata", "programs", "seccomp_target.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		mode string
+		// refused: what malloc and trim say; "" when the filter is proven
+		// to allow the calls and they run.
+		refused []string
+	}{
+		{"kill-mmap", []string{"seccomp sandbox", "1 seccomp filters", "kill the process (SECCOMP_RET_KILL_PROCESS) on mmap", "nothing was called", "preload"}},
+		{"strict", []string{"seccomp sandbox", "strict mode", "preload"}},
+		{"mdwe", nil},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			s := startSandboxed(t, bin, c.mode)
+			pid := fmt.Sprint(s.pid)
+			for _, args := range [][]string{{"malloc", pid}, {"trim", pid}, {"trim", pid, "--apply"}} {
+				start := time.Now()
+				out, errOut, code := runMallocCLI(t, args...)
+				took := time.Since(start)
+				skipDenied(t, errOut)
+				name := strings.Replace(strings.Join(args, " "), pid, "PID", 1)
+				switch {
+				case c.refused == nil && code != 0:
+					t.Errorf("%s exited %d: %s", name, code, errOut)
+				case c.refused == nil:
+					if args[0] == "malloc" && !strings.Contains(out, "arena") {
+						t.Errorf("%s printed no arena:\n%s", name, out)
+					}
+				case code == 0:
+					t.Errorf("%s ran on a target its calls would kill:\n%s\n%s", name, out, errOut)
+				default:
+					for _, w := range c.refused {
+						if !strings.Contains(errOut, w) {
+							t.Errorf("%s: stderr %q lacks %q", name, errOut, w)
+						}
+					}
+					t.Logf("%s refused in %s: %s", name, took.Round(time.Microsecond), strings.TrimSpace(errOut))
+				}
+				s.unharmed(name)
+			}
+
+			// check chooses its processes itself: a sandboxed one is
+			// skipped, without being stopped, and a note says so.
+			start := time.Now()
+			out, errOut, code := runCLI(t, "check", "--json", "--pid", pid, "--top", "1", "--malloc", "1")
+			took := time.Since(start)
+			if code != 0 {
+				t.Fatalf("check --malloc 1: exit %d: %s", code, errOut)
+			}
+			var r model.Report
+			if err := jsonUnmarshal(out, &r); err != nil {
+				t.Fatal(err)
+			}
+			var note string
+			for _, n := range r.Notes {
+				if n.Source == "malloc_info pid "+pid {
+					note = n.Message + " / " + n.Fix
+				}
+			}
+			for _, w := range []string{"seccomp", "skipped without stopping it", "memdoctor malloc " + pid} {
+				if !strings.Contains(note, w) {
+					t.Errorf("check --malloc 1: the note on pid %s %q lacks %q", pid, note, w)
+				}
+			}
+			t.Logf("check --malloc 1 (whole check) in %s: %s", took.Round(time.Millisecond), note)
+			s.unharmed("check --malloc 1")
+			s.finish()
+		})
+	}
+}
