@@ -2,8 +2,9 @@ package main
 
 // Sandboxed targets come out unharmed: testdata/programs/seccomp_target.c
 // puts itself under seccomp (a filter that kills the process on mmap,
-// strict mode, or a MemoryDenyWriteExecute-like filter that allows what
-// malloc does) and waits in read() on its stdin. malloc, trim (dry run and
+// strict mode, a MemoryDenyWriteExecute-like filter that allows what
+// malloc does, or one that kills on restart_syscall while its main thread
+// sleeps) and waits in read() on its stdin. malloc, trim (dry run and
 // --apply) and check --malloc must leave it alive, not stopped, not
 // traced, in the state it was in, its read() answering the next line;
 // at the end of its input it exits 0, where a process its filter killed
@@ -87,16 +88,28 @@ func (s *sandboxed) line() string {
 	}
 }
 
-// waitRead waits until the main thread is blocked in read().
+// waitRead waits until a thread is blocked in read() (and every other in
+// a system call).
 func (s *sandboxed) waitRead() {
 	s.t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", s.pid))
-		if f := strings.Fields(string(b)); len(f) > 0 && f[0] == "0" {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/syscall", s.pid))
+		reading, blocked := 0, 0
+		for _, task := range tasks {
+			b, _ := os.ReadFile(task)
+			f := strings.Fields(string(b))
+			if len(f) > 0 && f[0] == "0" {
+				reading++
+			}
+			if len(f) > 1 {
+				blocked++
+			}
+		}
+		if reading == 1 && blocked == len(tasks) {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("pid %d never blocked in read(): syscall %q", s.pid, b)
+			s.t.Fatalf("pid %d never blocked in read() (%d threads, %d blocked)", s.pid, len(tasks), blocked)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -161,7 +174,7 @@ func TestSandboxedTargetsUnharmed(t *testing.T) {
 		t.Skip("gcc not installed (apt-get install gcc)")
 	}
 	bin := filepath.Join(t.TempDir(), "seccomp_target")
-	if out, err := exec.Command("gcc", "-O1", "-Wall", "-o", bin, filepath.Join(repoRoot(t), "testdata", "programs", "seccomp_target.c")).CombinedOutput(); err != nil {
+	if out, err := exec.Command("gcc", "-O1", "-Wall", "-pthread", "-o", bin, filepath.Join(repoRoot(t), "testdata", "programs", "seccomp_target.c")).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	for _, c := range []struct {
@@ -173,6 +186,10 @@ func TestSandboxedTargetsUnharmed(t *testing.T) {
 		{"kill-mmap", []string{"seccomp sandbox", "1 seccomp filters", "kill the process (SECCOMP_RET_KILL_PROCESS) on mmap", "nothing was called", "preload"}},
 		{"strict", []string{"seccomp sandbox", "strict mode", "preload"}},
 		{"mdwe", nil},
+		// The main thread sleeps: stopping it would make it resume the
+		// sleep through restart_syscall, which kills the process; the
+		// reading thread is chosen instead.
+		{"sleeper", nil},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			s := startSandboxed(t, bin, c.mode)

@@ -362,14 +362,18 @@ type sandbox struct {
 // preloadHint is what to do instead of calling into a sandboxed process.
 const preloadHint = "read it from inside instead: start it with memdoctor's preload library (memdoctor preload), which answers without any call from outside"
 
-// refuse refuses what the status alone tells: strict mode always, and a
-// filter when the caller declared no system calls to prove.
-func (sb sandbox) refuse(pid, tid, declared int) error {
+// refuse refuses what the status alone tells: strict mode always, a
+// filter when the caller declared no system calls to prove, and, before
+// the stop, a filtered thread that the stop would make call
+// restart_syscall.
+func (sb sandbox) refuse(pid, tid, declared int, beforeStop bool) error {
 	switch {
 	case sb.mode == 1:
 		return fmt.Errorf("%w: thread %d of pid %d is in seccomp strict mode, where any system call but read, write, exit and sigreturn kills the process: nothing was called, and nothing will be; %s", ErrSeccomp, tid, pid, preloadHint)
 	case sb.mode == 2 && declared == 0:
 		return fmt.Errorf("%w: thread %d of pid %d runs under %d seccomp filters, and the system calls to prove against them were not declared: nothing was called", ErrSeccomp, tid, pid, sb.filters)
+	case sb.mode == 2 && beforeStop && SleepRestart(pid, tid):
+		return fmt.Errorf("%w: thread %d of pid %d runs under %d seccomp filters and sleeps in a system call that the kernel resumes through restart_syscall once the thread is stopped: its filters can be read only after that stop, so whether they allow restart_syscall cannot be known in advance; nothing was stopped or called (another thread, blocked elsewhere, can be)", ErrSeccomp, tid, pid, sb.filters)
 	case sb.mode > 2:
 		return fmt.Errorf("%w: thread %d of pid %d is in seccomp mode %d, which memdoctor does not know: nothing was called", ErrSeccomp, tid, pid, sb.mode)
 	}

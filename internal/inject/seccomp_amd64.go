@@ -84,7 +84,7 @@ func (s *Session) restartSyscall() (Syscall, bool) {
 // in, is allowed on every path. It runs on the tracer thread, before
 // anything is changed.
 func (s *Session) proveSandbox() error {
-	if err := s.sandbox.refuse(s.pid, s.tid, len(s.opt.Syscalls)); err != nil {
+	if err := s.sandbox.refuse(s.pid, s.tid, len(s.opt.Syscalls), false); err != nil {
 		return err
 	}
 	held := func() string { return time.Since(s.stopped).Round(time.Microsecond).String() }
@@ -99,10 +99,25 @@ func (s *Session) proveSandbox() error {
 		return fmt.Errorf("%w: thread %d of pid %d runs under %d seccomp filters, which memdoctor could not read (%s): without them it cannot prove that its calls make no system call they forbid, and a forbidden one can kill the process; nothing was called (the thread was held %s and put back as it was); run memdoctor as root outside any sandbox, or %s",
 			ErrSeccomp, s.tid, s.pid, s.sandbox.filters, why, held(), preloadHint)
 	}
-	calls := s.opt.Syscalls
 	if sc, ok := s.restartSyscall(); ok {
-		calls = append([]Syscall{sc}, calls...)
+		if err := proveSyscalls(filters, []Syscall{sc}); err != nil {
+			if sc.Nr != unix.SYS_RESTART_SYSCALL {
+				return fmt.Errorf("%w: thread %d of pid %d runs under %d seccomp filters, and %w: nothing was called", ErrSeccomp, s.tid, s.pid, len(filters), err)
+			}
+			// The thread entered a sleep between being chosen and being
+			// stopped (SleepRestart refuses it before): let go as it
+			// is, it would call restart_syscall and be killed. Its sleep
+			// ends early with EINTR instead, as after a signal handler.
+			regs := s.saved
+			eintr := int64(unix.EINTR)
+			regs.Rax = uint64(-eintr)
+			if err := unix.PtraceSetRegs(s.tid, &regs); err != nil {
+				return ptraceError("setting registers of", s.pid, s.tid, err)
+			}
+			return fmt.Errorf("%w: thread %d of pid %d runs under %d seccomp filters, and %w: it went to sleep just as it was stopped, and its filters forbid resuming the sleep, so the sleep returns EINTR (early, as after a signal) instead of the process being killed; nothing was called", ErrSeccomp, s.tid, s.pid, len(filters), err)
+		}
 	}
+	calls := s.opt.Syscalls
 	if err := proveSyscalls(filters, calls); err != nil {
 		return fmt.Errorf("%w: thread %d of pid %d runs under %d seccomp filters, and %w, which the calls into it can make: nothing was called (the thread was held %s and put back as it was); %s",
 			ErrSeccomp, s.tid, s.pid, len(filters), err, held(), preloadHint)
@@ -132,4 +147,40 @@ func threadFilters(pid, tid int) int {
 		}
 	}
 	return -1
+}
+
+// SleepRestart reports whether thread tid of pid is blocked in a system
+// call that the kernel, once the thread is stopped and let go, resumes
+// through restart_syscall rather than by running it again (it returned
+// ERESTART_RESTARTBLOCK): nanosleep, clock_nanosleep, poll with a timeout,
+// a futex wait with a timeout, restart_syscall itself. Merely stopping
+// such a thread makes it call restart_syscall, which a seccomp filter may
+// forbid: for a filtered thread that is known only once it is stopped, too
+// late.
+func SleepRestart(pid, tid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid), "syscall"))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 7 {
+		return false // running, or not in a system call
+	}
+	nr, err := strconv.Atoi(f[0])
+	if err != nil {
+		return false
+	}
+	arg := func(i int) uint64 {
+		v, _ := strconv.ParseUint(strings.TrimPrefix(f[1+i], "0x"), 16, 64)
+		return v
+	}
+	switch nr {
+	case unix.SYS_NANOSLEEP, unix.SYS_CLOCK_NANOSLEEP, unix.SYS_RESTART_SYSCALL:
+		return true
+	case unix.SYS_POLL:
+		return int32(uint32(arg(2))) >= 0 // a timeout in ms; negative waits for ever
+	case unix.SYS_FUTEX:
+		return arg(3) != 0 // a timeout
+	}
+	return false
 }

@@ -97,6 +97,7 @@ type Session struct {
 	stopped  time.Time
 	sandbox  sandbox // the thread's seccomp state, from its status
 	proved   int     // how many seccomp filters were proven to allow the calls
+	refused  error   // set when the filters were not proven after a Reposition: no call is made
 
 	// Calls lists the calls made, with their durations.
 	Calls []Call
@@ -216,7 +217,7 @@ func preflight(pid, tid int, opt Options) (sandbox, error) {
 		}
 	}
 	if !opt.ownChild {
-		if err := sb.refuse(pid, tid, len(opt.Syscalls)); err != nil {
+		if err := sb.refuse(pid, tid, len(opt.Syscalls), true); err != nil {
 			return sb, err
 		}
 	}
@@ -438,7 +439,11 @@ func (s *Session) Reposition(d time.Duration) error {
 			case stopInterrupt:
 				s.stopped = time.Now()
 				if err = s.save(); err == nil && s.sandbox.mode != 0 && !s.opt.ownChild {
-					err = s.proveSandbox() // it stopped in another system call
+					// It stopped in another system call: prove again, and
+					// make no call at all when that fails.
+					if err = s.proveSandbox(); err != nil {
+						s.refused = err
+					}
 				}
 				return
 			case stopExited:
@@ -501,6 +506,9 @@ func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint
 	}
 	if !s.winding && (ctx.Err() != nil || time.Now().After(s.deadline)) || time.Now().After(s.deadline.Add(cleanupGrace)) {
 		return 0, fmt.Errorf("%w: %s not called: the %s timeout expired", ErrTimeout, name, s.opt.Timeout)
+	}
+	if s.refused != nil {
+		return 0, fmt.Errorf("%s not called: %w", name, s.refused)
 	}
 	if s.sandbox.mode != 0 && !s.opt.ownChild {
 		if n := threadFilters(s.pid, s.tid); n >= 0 && n != s.proved {

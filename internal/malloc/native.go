@@ -162,6 +162,11 @@ func holdAndCall(ctx context.Context, t *target, opt Options, fn func(*session) 
 	if err != nil {
 		known = false
 	}
+	if t.sandboxed() != "" {
+		for i := range ths {
+			ths[i].sleeper = inject.SleepRestart(t.pid, ths[i].tid)
+		}
+	}
 	s := &session{t: t, opt: opt, fn: syms}
 	s.pause.Threads = len(ths)
 	tid, why := chooseThread(t.pid, ths, sc, known)

@@ -387,6 +387,10 @@ type threadState struct {
 	tid     int
 	syscall int // -1: in user mode (not blocked in a syscall)
 	running bool
+	// sleeper: blocked in a sleep that a stop makes the thread resume
+	// through restart_syscall (set for sandboxed processes only, whose
+	// filters may forbid it: such a thread is chosen last).
+	sleeper bool
 }
 
 // readThreads lists the threads and the syscall each is blocked in.
@@ -441,6 +445,8 @@ func chooseThread(pid int, ths []threadState, sc syscalls, known bool) (tid int,
 	}
 	rank := func(t threadState) int {
 		switch {
+		case t.sleeper:
+			return 3
 		case t.running || t.syscall < 0:
 			return 3
 		case t.syscall == sc.futex:

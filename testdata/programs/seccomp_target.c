@@ -9,16 +9,23 @@
  *                              of memory both writable and executable fail
  *                              with EPERM, kexec_load kills the process,
  *                              everything else is allowed
+ *   seccomp_target sleeper     a filter that kills the process on
+ *                              restart_syscall (what resumes a sleep after
+ *                              the sleeper was stopped) and allows the
+ *                              rest; the main thread sleeps, a second
+ *                              thread reads
  *
  * Before the sandbox it allocates and frees, so malloc has state to show.
  * It says "ready PID" once sandboxed, and exits (status 0) at the end of
  * its input: a process killed by its filter dies of SIGSYS instead.
- * Only read, write and exit are made after the sandbox is in place.
+ * Only read, write and exit are made after the sandbox is in place (and
+ * clock_nanosleep, and what starting a thread takes, in sleeper mode).
  */
 #define _GNU_SOURCE
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +33,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NR (offsetof(struct seccomp_data, nr))
@@ -45,6 +53,24 @@ static void say(const char *s, size_t n) {
 static void die(const char *what) {
 	perror(what);
 	exit(2);
+}
+
+/* echo answers each line read on stdin until its end. */
+static void echo(void) {
+	char buf[256];
+	for (;;) {
+		ssize_t n = read(0, buf + 5, sizeof buf - 5);
+		if (n <= 0)
+			return;
+		memcpy(buf, "echo ", 5);
+		say(buf, (size_t)n + 5);
+	}
+}
+
+static void *reader(void *arg) {
+	(void)arg;
+	echo();
+	_exit(0);
 }
 
 int main(int argc, char **argv) {
@@ -100,20 +126,34 @@ int main(int argc, char **argv) {
 		struct sock_fprog p = {.len = sizeof f / sizeof f[0], .filter = f};
 		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p) != 0)
 			die("SECCOMP_SET_MODE_FILTER");
+	} else if (strcmp(argv[1], "sleeper") == 0) {
+		struct sock_filter f[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARCH),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, NR),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_restart_syscall, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog p = {.len = sizeof f / sizeof f[0], .filter = f};
+		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p) != 0)
+			die("SECCOMP_SET_MODE_FILTER");
+		pthread_t t;
+		if (pthread_create(&t, NULL, reader, NULL) != 0)
+			die("pthread_create");
+		say(ready, (size_t)rn);
+		for (;;) {
+			struct timespec ts = {.tv_sec = 3600};
+			clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+		}
 	} else {
 		fprintf(stderr, "seccomp_target: unknown sandbox %s\n", argv[1]);
 		return 2;
 	}
 
 	say(ready, (size_t)rn);
-	char buf[256];
-	for (;;) {
-		ssize_t n = read(0, buf + 5, sizeof buf - 5);
-		if (n <= 0)
-			break;
-		memcpy(buf, "echo ", 5);
-		say(buf, (size_t)n + 5);
-	}
+	echo();
 	/* exit, not exit_group: strict mode allows only the former. */
 	syscall(SYS_exit, 0);
 	return 0;
