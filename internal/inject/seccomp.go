@@ -119,15 +119,23 @@ type bpfState struct {
 	mem  [16]aval
 }
 
-// maxBPFStates bounds the work on one program and one system call: a
-// program whose paths do not fit is not proven (a real filter has at most
-// 4096 instructions and visits far fewer distinct states).
-const maxBPFStates = 1 << 16
+// maxBPFStates bounds the work on one program and one system call (a few
+// MiB), maxBPFSteps the instructions run over the whole proof (well under
+// a second): what does not fit is not proven. A real filter has at most 4096 instructions,
+// and its paths converge (after a comparison on an unknown argument both
+// branches hold the same registers), so it visits far fewer.
+const (
+	maxBPFStates = 1 << 14
+	maxBPFSteps  = 1 << 22
+	// stateCost is what a new state counts against the steps: keeping
+	// it costs as much as running about that many instructions.
+	stateCost = 64
+)
 
 // bpfVerdicts runs prog on every seccomp_data that matches sc (arch
 // x86-64, nr, the known arguments; the rest unknown) and returns the set
-// of values it may return.
-func bpfVerdicts(prog []SockFilter, sc Syscall) (map[uint32]bool, error) {
+// of values it may return. Each instruction run counts against *budget.
+func bpfVerdicts(prog []SockFilter, sc Syscall, budget *int) (map[uint32]bool, error) {
 	field := func(off uint32) aval {
 		switch {
 		case off == 0:
@@ -154,16 +162,20 @@ func bpfVerdicts(prog []SockFilter, sc Syscall) (map[uint32]bool, error) {
 		if !seen[s] {
 			seen[s] = true
 			stack = append(stack, s)
+			*budget -= stateCost
 		}
 	}
 paths:
 	for len(stack) > 0 {
 		if len(seen) > maxBPFStates {
-			return nil, fmt.Errorf("the filter has more than %d paths for %s", maxBPFStates, sc.Name)
+			return nil, fmt.Errorf("the filter reaches more than %d distinct states for %s", maxBPFStates, sc.Name)
 		}
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for {
+			if *budget--; *budget < 0 {
+				return nil, fmt.Errorf("proving the filters takes more than %d steps", maxBPFSteps)
+			}
 			if s.pc < 0 || s.pc >= len(prog) {
 				return nil, fmt.Errorf("the filter runs past its end at instruction %d", s.pc)
 			}
@@ -331,9 +343,10 @@ func jump(op uint16, a, b aval) (taken, known bool) {
 // lists them) on every system call; it returns nil when all of them are
 // allowed on every path, else an error naming the first that is not.
 func proveSyscalls(filters [][]SockFilter, calls []Syscall) error {
+	budget := maxBPFSteps
 	for _, sc := range calls {
 		for i, prog := range filters {
-			rets, err := bpfVerdicts(prog, sc)
+			rets, err := bpfVerdicts(prog, sc, &budget)
 			if err != nil {
 				return fmt.Errorf("filter %d of %d cannot be proven to allow %s: %w", i+1, len(filters), sc.Name, err)
 			}
