@@ -87,7 +87,7 @@ func (s *Session) proveSandbox() error {
 	if err := s.sandbox.refuse(s.pid, s.tid, len(s.opt.Syscalls), false); err != nil {
 		return err
 	}
-	held := func() string { return time.Since(s.stopped).Round(time.Microsecond).String() }
+	held := func() string { return strconv.FormatInt(time.Since(s.stopped).Microseconds(), 10) + " µs" }
 	filters, err := s.readFilters()
 	if err != nil {
 		why := err.Error()

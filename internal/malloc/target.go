@@ -5,7 +5,8 @@ package malloc
 //
 //	/proc/PID/status   State (T = stopped: refused), TracerPid (another
 //	                   debugger: refused), Uid (another user: refused unless
-//	                   root), VMRSS/RssAnon, Threads
+//	                   root), Seccomp (strict mode: refused; filters: proven
+//	                   first, see inject), VMRSS/RssAnon, Threads
 //	/proc/PID/maps     libc.so.6 mapped (else not a glibc process), other
 //	                   allocators (jemalloc, tcmalloc, mimalloc: noted), the
 //	                   preload library, the malloc heaps
