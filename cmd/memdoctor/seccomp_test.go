@@ -173,10 +173,16 @@ func TestSandboxedTargetsUnharmed(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not installed (apt-get install gcc)")
 	}
+	src := filepath.Join(repoRoot(t), "testdata", "programs", "seccomp_target.c")
 	bin := filepath.Join(t.TempDir(), "seccomp_target")
-	if out, err := exec.Command("gcc", "-O1", "-Wall", "-pthread", "-o", bin, filepath.Join(repoRoot(t), "testdata", "programs", "seccomp_target.c")).CombinedOutput(); err != nil {
+	if out, err := exec.Command("gcc", "-O1", "-Wall", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
+	// The same with libseccomp (its library only: the headers need not
+	// be installed), for a filter compiled the way container runtimes
+	// compile theirs.
+	withLib := filepath.Join(t.TempDir(), "seccomp_target_libseccomp")
+	libOut, libErr := exec.Command("gcc", "-O1", "-Wall", "-pthread", "-DLIBSECCOMP", "-o", withLib, src, "-l:libseccomp.so.2").CombinedOutput()
 	for _, c := range []struct {
 		mode string
 		// refused: what malloc and trim say; "" when the filter is proven
@@ -190,8 +196,18 @@ func TestSandboxedTargetsUnharmed(t *testing.T) {
 		// sleep through restart_syscall, which kills the process; the
 		// reading thread is chosen instead.
 		{"sleeper", nil},
+		// Allowed: read, mmap, futex... with no argument checked;
+		// everything not listed fails with EPERM.
+		{"container", nil},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
+			bin := bin
+			if c.mode == "container" {
+				if libErr != nil {
+					t.Skipf("libseccomp.so.2 not found (apt-get install libseccomp2): %v\n%s", libErr, libOut)
+				}
+				bin = withLib
+			}
 			s := startSandboxed(t, bin, c.mode)
 			pid := fmt.Sprint(s.pid)
 			for _, args := range [][]string{{"malloc", pid}, {"trim", pid}, {"trim", pid, "--apply"}} {

@@ -9,6 +9,11 @@
  *                              of memory both writable and executable fail
  *                              with EPERM, kexec_load kills the process,
  *                              everything else is allowed
+ *   seccomp_target container   (built with -DLIBSECCOMP, linked with
+ *                              libseccomp) an allow list compiled by
+ *                              libseccomp as container runtimes do: the
+ *                              calls a small service makes, everything
+ *                              else fails with EPERM
  *   seccomp_target sleeper     a filter that kills the process on
  *                              restart_syscall (what resumes a sleep after
  *                              the sleeper was stopped) and allows the
@@ -54,6 +59,55 @@ static void die(const char *what) {
 	perror(what);
 	exit(2);
 }
+
+#ifdef LIBSECCOMP
+/* libseccomp's API (seccomp.h), declared here so that only the library,
+ * not its headers, is needed. */
+typedef void *scmp_filter_ctx;
+struct scmp_arg_cmp {
+	unsigned int arg;
+	int op;
+	unsigned long long datum_a;
+	unsigned long long datum_b;
+};
+#define SCMP_ACT_ALLOW 0x7fff0000U
+#define SCMP_ACT_ERRNO(x) (0x00050000U | ((x)&0x0000ffffU))
+#define SCMP_CMP_EQ 4
+scmp_filter_ctx seccomp_init(unsigned int def_action);
+int seccomp_rule_add(scmp_filter_ctx ctx, unsigned int action, int syscall, unsigned int arg_cnt, ...);
+int seccomp_load(scmp_filter_ctx ctx);
+
+static void container(void) {
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(1));
+	if (ctx == NULL)
+		die("seccomp_init");
+	static const int allowed[] = {
+		__NR_read, __NR_write, __NR_readv, __NR_writev, __NR_pread64, __NR_pwrite64,
+		__NR_open, __NR_openat, __NR_close, __NR_fstat, __NR_newfstatat, __NR_lseek,
+		__NR_mmap, __NR_mprotect, __NR_munmap, __NR_brk, __NR_mremap, __NR_madvise,
+		__NR_rt_sigaction, __NR_rt_sigprocmask, __NR_rt_sigreturn, __NR_sigaltstack,
+		__NR_futex, __NR_sched_yield, __NR_sched_getaffinity, __NR_nanosleep,
+		__NR_clock_nanosleep, __NR_clock_gettime, __NR_gettimeofday, __NR_getrandom,
+		__NR_getpid, __NR_gettid, __NR_getuid, __NR_geteuid, __NR_getgid, __NR_getegid,
+		__NR_epoll_create1, __NR_epoll_ctl, __NR_epoll_wait, __NR_epoll_pwait, __NR_poll,
+		__NR_ppoll, __NR_pipe2, __NR_dup, __NR_dup3, __NR_fcntl, __NR_ioctl,
+		__NR_socket, __NR_connect, __NR_accept4, __NR_bind, __NR_listen, __NR_sendto,
+		__NR_recvfrom, __NR_sendmsg, __NR_recvmsg, __NR_shutdown, __NR_getsockopt,
+		__NR_setsockopt, __NR_clone, __NR_clone3, __NR_set_robust_list, __NR_rseq,
+		__NR_restart_syscall, __NR_exit, __NR_exit_group, __NR_tgkill, __NR_uname,
+		__NR_prlimit64, __NR_sysinfo, __NR_statx, __NR_readlink, __NR_getcwd,
+	};
+	for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+		if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0) != 0)
+			die("seccomp_rule_add");
+	/* As container profiles do for personality: one argument value only. */
+	struct scmp_arg_cmp persona = {.arg = 0, .op = SCMP_CMP_EQ, .datum_a = 0};
+	if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, __NR_personality, 1, persona) != 0)
+		die("seccomp_rule_add personality");
+	if (seccomp_load(ctx) != 0)
+		die("seccomp_load");
+}
+#endif
 
 /* echo answers each line read on stdin until its end. */
 static void echo(void) {
@@ -126,6 +180,10 @@ int main(int argc, char **argv) {
 		struct sock_fprog p = {.len = sizeof f / sizeof f[0], .filter = f};
 		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p) != 0)
 			die("SECCOMP_SET_MODE_FILTER");
+#ifdef LIBSECCOMP
+	} else if (strcmp(argv[1], "container") == 0) {
+		container();
+#endif
 	} else if (strcmp(argv[1], "sleeper") == 0) {
 		struct sock_filter f[] = {
 			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARCH),
