@@ -14,6 +14,12 @@
  *                              libseccomp as container runtimes do: the
  *                              calls a small service makes, everything
  *                              else fails with EPERM
+ *   seccomp_target exact       an allow list of exactly the system calls
+ *                              memdoctor declares for its calls (and what
+ *                              this program needs), any other kills the
+ *                              process; the reading thread never
+ *                              allocated, so a call that allocates in it
+ *                              sets up its tcache and maybe an arena
  *   seccomp_target sleeper     a filter that kills the process on
  *                              restart_syscall (what resumes a sleep after
  *                              the sleeper was stopped) and allows the
@@ -31,6 +37,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +116,33 @@ static void container(void) {
 }
 #endif
 
+/* exact_filter allows only the listed system calls. */
+static void exact_filter(void) {
+	static const int allowed[] = {
+		/* memdoctor's list (internal/malloc sessionSyscalls) */
+		__NR_mmap, __NR_mprotect, __NR_munmap, __NR_brk, __NR_mremap, __NR_madvise,
+		__NR_futex, __NR_sched_getaffinity, __NR_getrandom, __NR_openat, __NR_open,
+		__NR_read, __NR_close,
+		/* this program's own */
+		__NR_write, __NR_exit, __NR_exit_group, __NR_rt_sigreturn,
+	};
+	enum { n = sizeof allowed / sizeof allowed[0] };
+	struct sock_filter f[4 + 2 * n + 1];
+	int i = 0;
+	f[i++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARCH);
+	f[i++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+	f[i++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	f[i++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, NR);
+	for (int k = 0; k < n; k++) {
+		f[i++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)allowed[k], 0, 1);
+		f[i++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	}
+	f[i++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	struct sock_fprog p = {.len = (unsigned short)i, .filter = f};
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &p) != 0)
+		die("SECCOMP_SET_MODE_FILTER");
+}
+
 /* echo answers each line read on stdin until its end. */
 static void echo(void) {
 	char buf[256];
@@ -121,8 +155,11 @@ static void echo(void) {
 	}
 }
 
+static volatile int reader_started;
+
 static void *reader(void *arg) {
 	(void)arg;
+	__atomic_store_n(&reader_started, 1, __ATOMIC_RELEASE);
 	echo();
 	_exit(0);
 }
@@ -180,6 +217,20 @@ int main(int argc, char **argv) {
 		struct sock_fprog p = {.len = sizeof f / sizeof f[0], .filter = f};
 		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p) != 0)
 			die("SECCOMP_SET_MODE_FILTER");
+	} else if (strcmp(argv[1], "exact") == 0) {
+		/* The thread first, then the filter on both (TSYNC): starting a
+		 * thread takes calls the list does not have. */
+		pthread_t t;
+		if (pthread_create(&t, NULL, reader, NULL) != 0)
+			die("pthread_create");
+		/* Once it runs its function it has made its start-up calls
+		 * (rseq among them). */
+		while (!__atomic_load_n(&reader_started, __ATOMIC_ACQUIRE))
+			sched_yield();
+		exact_filter();
+		say(ready, (size_t)rn);
+		pthread_join(t, NULL);
+		return 0;
 #ifdef LIBSECCOMP
 	} else if (strcmp(argv[1], "container") == 0) {
 		container();
