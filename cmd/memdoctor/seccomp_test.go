@@ -108,6 +108,9 @@ func (s *sandboxed) waitRead() {
 		if reading == 1 && blocked == len(tasks) {
 			return
 		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid)); err != nil || bytes.Contains(st, []byte(") Z ")) {
+			s.t.Fatalf("pid %d died (%v)", s.pid, err)
+		}
 		if time.Now().After(deadline) {
 			s.t.Fatalf("pid %d never blocked in read() (%d threads, %d blocked)", s.pid, len(tasks), blocked)
 		}
@@ -134,6 +137,9 @@ func (s *sandboxed) status(key string) string {
 // stopped, not traced, and answers a line through its read().
 func (s *sandboxed) unharmed(after string) {
 	s.t.Helper()
+	// Let go, the thread restarts its read(): it may be seen running
+	// for a moment on a busy host.
+	s.waitRead()
 	if st := s.status("State"); st != s.state {
 		s.t.Errorf("after %s: State %q, was %q", after, st, s.state)
 	}
