@@ -269,6 +269,9 @@ func TestSandboxedTargetsUnharmed(t *testing.T) {
 					t.Errorf("check --malloc 1: the note on pid %s %q lacks %q", pid, note, w)
 				}
 			}
+			if !strings.Contains(errOut, "not reading malloc_info of pid "+pid) || strings.Contains(errOut, "held briefly") {
+				t.Errorf("check --malloc 1 said %q, want that it does not read pid %s", errOut, pid)
+			}
 			t.Logf("check --malloc 1 (whole check) in %s: %s", took.Round(time.Millisecond), note)
 			s.unharmed("check --malloc 1")
 			s.finish()

@@ -205,6 +205,16 @@ func (t *target) checkAttach() error {
 	return nil
 }
 
+// Sandboxed says how process pid runs under seccomp (strict mode or
+// filters, in how many of its threads), "" when it does not or is gone.
+func Sandboxed(pid int) string {
+	seccomp := int64(0)
+	if st, err := procfs.NewFS("/").ProcStatus(pid); err == nil {
+		seccomp = st.Value("Seccomp")
+	}
+	return (&target{pid: pid, seccomp: int(seccomp)}).sandboxed()
+}
+
 // sandboxed says which threads of the process run under seccomp (strict
 // mode or filters), "" when none does.
 func (t *target) sandboxed() string {

@@ -53,7 +53,12 @@ func mallocCandidates(s *sample.Snapshot, n int) []mallocCandidate {
 func InspectAllocators(ctx context.Context, s *sample.Snapshot, n int, timeout time.Duration, progress io.Writer) []sample.Note {
 	var notes []sample.Note
 	for _, c := range mallocCandidates(s, n) {
-		_, _ = termsafe.Fprintf(progress, "memdoctor: reading malloc_info of pid %d (%s): one of its threads is held briefly\n", c.pid, c.comm)
+		if sb := malloc.Sandboxed(c.pid); sb != "" {
+			_, _ = termsafe.Fprintf(progress, "memdoctor: not reading malloc_info of pid %d (%s): it %s\n", c.pid, c.comm, sb)
+		} else {
+			_, _ = termsafe.Fprintf(progress, "memdoctor: reading malloc_info of pid %d (%s): one of its threads is held briefly\n", c.pid, c.comm)
+		}
+		// A process sandboxed since is refused by Inspect all the same.
 		rep, err := malloc.Inspect(ctx, c.pid, malloc.Options{Timeout: timeout, Method: malloc.MethodPtrace, NoSandboxed: true,
 			OnStuck: func(msg string) { _, _ = termsafe.Fprintf(progress, "memdoctor: %s\n", msg) }})
 		if err != nil {
