@@ -76,7 +76,10 @@ library instead, without any hold (as root, memdoctor then handles the
 request files as the process' user and reads only regular files next to
 PATH; --timeout bounds the wait).
 
-Only root may inspect another user's process; PID 1 is refused.`,
+Only root may inspect another user's process; PID 1 is refused. A process
+under seccomp is called into only when its filters allow every system call
+the calls can make (strict mode never); otherwise nothing is called and the
+refusal says which filter forbids what.`,
 		Example: `  memdoctor malloc 4242
   memdoctor malloc 4242 --json | jq '.totals'
   memdoctor malloc 4242 --xml > 4242-malloc_info.xml   # the raw malloc_info document

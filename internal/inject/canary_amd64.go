@@ -247,7 +247,7 @@ func runCanary(sleep time.Duration) (string, error) {
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
-	s, err := Attach(pid, tid, Options{Timeout: 5 * time.Second})
+	s, err := Attach(pid, tid, Options{Timeout: 5 * time.Second, ownChild: true})
 	if err != nil {
 		finish()
 		if errors.Is(err, ErrProcessGone) {

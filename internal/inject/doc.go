@@ -68,6 +68,15 @@
 //     the one case no tracer can cover; SIGINT and SIGTERM only take
 //     effect between calls.
 //
+// A thread under seccomp (seccomp.go): in strict mode it is never called
+// into; under filters, the filters are read once the thread is stopped
+// and run on every system call the caller declared (Options.Syscalls) and
+// on the restart of the call it was stopped in; only when all of them are
+// allowed on every path is a call made, else the thread is let go as it
+// was. A filtered thread asleep in a call the kernel resumes through
+// restart_syscall is not even stopped: the stop alone would make it call
+// restart_syscall, before its filters can be read.
+//
 // Before the first call on any real process, the mechanism is tried on a
 // throwaway child of memdoctor's own (Canary): several threads, one blocked
 // in clock_nanosleep with known values in its general and vector

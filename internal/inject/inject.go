@@ -16,6 +16,7 @@ var (
 	ErrCallFaulted  = errors.New("call faulted")
 	ErrCanary       = errors.New("canary failed")
 	ErrNoSymbol     = errors.New("symbol not found")
+	ErrSeccomp      = errors.New("seccomp sandbox")
 )
 
 // Options bound a session.
@@ -29,6 +30,16 @@ type Options struct {
 	CallGrace time.Duration
 	// OnStuck receives a sentence for the operator (may be nil).
 	OnStuck func(msg string)
+	// Syscalls are every system call the calls of the session may make.
+	// A thread under a seccomp filter is called into only when each of
+	// them is proven allowed by every filter (see seccomp.go); with none
+	// declared, such a thread is refused. A thread in seccomp strict mode
+	// is always refused.
+	Syscalls []Syscall
+	// ownChild: the thread is memdoctor's own canary, which runs under
+	// memdoctor's own filters, if any, and makes no system call in its
+	// call.
+	ownChild bool
 }
 
 func (o Options) withDefaults() Options {

@@ -95,6 +95,9 @@ type Session struct {
 
 	deferred []syscall.Signal
 	stopped  time.Time
+	sandbox  sandbox // the thread's seccomp state, from its status
+	proved   int     // how many seccomp filters were proven to allow the calls
+	refused  error   // set when the filters were not proven after a Reposition: no call is made
 
 	// Calls lists the calls made, with their durations.
 	Calls []Call
@@ -109,14 +112,15 @@ type Session struct {
 // the attach failed) carries Calls and Held.
 func With(pid, tid int, opt Options, fn func(*Session) error) (*Session, error) {
 	opt = opt.withDefaults()
-	if err := preflight(pid, tid); err != nil {
+	sb, err := preflight(pid, tid, opt)
+	if err != nil {
 		return nil, err
 	}
 	mem, err := openMem(pid)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{pid: pid, tid: tid, opt: opt, ex: newExecutor(), mem: mem, deadline: time.Now().Add(opt.Timeout)}
+	s := &Session{pid: pid, tid: tid, opt: opt, ex: newExecutor(), mem: mem, deadline: time.Now().Add(opt.Timeout), sandbox: sb}
 	var (
 		ferr, derr error
 		attached   bool
@@ -167,14 +171,15 @@ func openMem(pid int) (*os.File, error) {
 // be restored exactly (checked before anything is changed).
 func Attach(pid, tid int, opt Options) (*Session, error) {
 	opt = opt.withDefaults()
-	if err := preflight(pid, tid); err != nil {
+	sb, err := preflight(pid, tid, opt)
+	if err != nil {
 		return nil, err
 	}
 	mem, err := openMem(pid)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{pid: pid, tid: tid, opt: opt, ex: newExecutor(), mem: mem, deadline: time.Now().Add(opt.Timeout)}
+	s := &Session{pid: pid, tid: tid, opt: opt, ex: newExecutor(), mem: mem, deadline: time.Now().Add(opt.Timeout), sandbox: sb}
 	s.ex.run(func() { err = s.attach() })
 	if err != nil {
 		s.ex.stop(s.traced)
@@ -184,41 +189,52 @@ func Attach(pid, tid int, opt Options) (*Session, error) {
 	return s, nil
 }
 
-// preflight refuses what /proc already tells.
-func preflight(pid, tid int) error {
+// preflight refuses what /proc already tells, and returns the thread's
+// seccomp state.
+func preflight(pid, tid int, opt Options) (sandbox, error) {
 	dir := filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid))
 	st, err := os.ReadFile(filepath.Join(dir, "status"))
 	if err != nil {
-		return fmt.Errorf("%w: thread %d of pid %d", ErrProcessGone, tid, pid)
+		return sandbox{}, fmt.Errorf("%w: thread %d of pid %d", ErrProcessGone, tid, pid)
 	}
+	var sb sandbox
 	for _, l := range strings.Split(string(st), "\n") {
 		k, v, _ := strings.Cut(l, ":")
 		v = strings.TrimSpace(v)
 		switch k {
 		case "TracerPid":
 			if v != "0" {
-				return fmt.Errorf("%w: thread %d of pid %d is traced by pid %s (a debugger or strace): detach it first", ErrTraced, tid, pid, v)
+				return sb, fmt.Errorf("%w: thread %d of pid %d is traced by pid %s (a debugger or strace): detach it first", ErrTraced, tid, pid, v)
 			}
 		case "x86_Thread_features":
 			if strings.Contains(v, "shstk") {
-				return fmt.Errorf("%w: thread %d of pid %d runs with a shadow stack (CET), which a call made from outside would break", ErrUnsupported, tid, pid)
+				return sb, fmt.Errorf("%w: thread %d of pid %d runs with a shadow stack (CET), which a call made from outside would break", ErrUnsupported, tid, pid)
 			}
+		case "Seccomp":
+			sb.mode, _ = strconv.Atoi(v)
+		case "Seccomp_filters":
+			sb.filters, _ = strconv.Atoi(v)
+		}
+	}
+	if !opt.ownChild {
+		if err := sb.refuse(pid, tid, len(opt.Syscalls), true); err != nil {
+			return sb, err
 		}
 	}
 	// The return address is 0: page 0 must not be mapped.
 	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "maps"))
 	if err != nil {
-		return fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+		return sb, fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
 	}
 	defer func() { _ = f.Close() }() // read-only
 	var first [64]byte
 	n, _ := f.Read(first[:])
 	if lo, _, ok := bytes.Cut(first[:n], []byte("-")); ok {
 		if v, err := strconv.ParseUint(string(lo), 16, 64); err == nil && v == 0 {
-			return fmt.Errorf("%w: pid %d maps page 0, where calls return", ErrUnsupported, pid)
+			return sb, fmt.Errorf("%w: pid %d maps page 0, where calls return", ErrUnsupported, pid)
 		}
 	}
-	return nil
+	return sb, nil
 }
 
 func ptrace(req, tid int, addr, data uintptr) error {
@@ -257,6 +273,14 @@ func (s *Session) attach() error {
 			if err := s.save(); err != nil {
 				_ = s.ptraceDetach()
 				return err
+			}
+			if s.sandbox.mode != 0 && !s.opt.ownChild {
+				// Nothing was changed yet: a refusal lets the thread go
+				// as it was.
+				if err := s.proveSandbox(); err != nil {
+					_ = s.ptraceDetach()
+					return err
+				}
 			}
 			return nil
 		case stopGroup:
@@ -414,7 +438,13 @@ func (s *Session) Reposition(d time.Duration) error {
 			switch kind {
 			case stopInterrupt:
 				s.stopped = time.Now()
-				err = s.save()
+				if err = s.save(); err == nil && s.sandbox.mode != 0 && !s.opt.ownChild {
+					// It stopped in another system call: prove again, and
+					// make no call at all when that fails.
+					if err = s.proveSandbox(); err != nil {
+						s.refused = err
+					}
+				}
 				return
 			case stopExited:
 				s.reaped()
@@ -476,6 +506,14 @@ func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint
 	}
 	if !s.winding && (ctx.Err() != nil || time.Now().After(s.deadline)) || time.Now().After(s.deadline.Add(cleanupGrace)) {
 		return 0, fmt.Errorf("%w: %s not called: the %s timeout expired", ErrTimeout, name, s.opt.Timeout)
+	}
+	if s.refused != nil {
+		return 0, fmt.Errorf("%s not called: %w", name, s.refused)
+	}
+	if s.sandbox.mode != 0 && !s.opt.ownChild {
+		if n := threadFilters(s.pid, s.tid); n >= 0 && n != s.proved {
+			return 0, fmt.Errorf("%w: %s not called: thread %d of pid %d now runs under %d seccomp filters, %d were proven to allow the calls (another thread added one)", ErrSeccomp, name, s.tid, s.pid, n, s.proved)
+		}
 	}
 	var (
 		ret uint64

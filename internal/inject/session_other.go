@@ -71,3 +71,6 @@ func Canary() error { return unsupported() }
 
 // CanaryReport is empty.
 func CanaryReport() string { return "" }
+
+// SleepRestart is false: no thread is stopped on this architecture.
+func SleepRestart(pid, tid int) bool { return false }

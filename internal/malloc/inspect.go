@@ -72,6 +72,11 @@ type Options struct {
 	// PreloadWait bounds the wait for the preload library's dump
 	// (default 5 s; the library looks for requests every second).
 	PreloadWait time.Duration
+	// NoSandboxed refuses, before any thread is stopped, a process any
+	// thread of which runs under seccomp (check --malloc, which chooses
+	// its processes itself). Without it a filtered thread is called into
+	// only once its filters are proven to allow the calls.
+	NoSandboxed bool
 }
 
 func (o Options) withDefaults() Options {
@@ -155,6 +160,11 @@ func Inspect(ctx context.Context, pid int, opt Options) (*Report, error) {
 		}
 		rep.Source, rep.Info, rep.XML, rep.PreloadMs = "preload", *info, xml, ms(time.Since(start))
 	} else {
+		if opt.NoSandboxed {
+			if sb := t.sandboxed(); sb != "" {
+				return nil, fmt.Errorf("%w: pid %d (%s) %s: skipped without stopping it", ErrSeccomp, pid, t.comm, sb)
+			}
+		}
 		if err := t.checkAttach(); err != nil {
 			return nil, err
 		}

@@ -85,6 +85,44 @@ type session struct {
 // sessionFuncs are the functions a session may call.
 var sessionFuncs = []string{"__errno_location", "mmap", "munmap", "fmemopen", "ftell", "fclose", "malloc_info", "malloc_trim"}
 
+// sessionSyscalls are the system calls the functions a session calls can
+// make on x86-64, by what glibc's sources (2.17 to 2.41) do in them: the
+// mmap memdoctor asks for, and the allocator's own in malloc (fmemopen's
+// FILE), free (fclose), malloc_info and malloc_trim. A thread that never
+// allocated gets its tcache and maybe a new arena on its first malloc:
+// new_heap maps PROT_NONE and mprotects it read-write, arena_get2 counts
+// the CPUs (sched_getaffinity, or reading /sys/devices/system/cpu/online);
+// shrink_heap may read /proc/sys/vm/overcommit_memory once; systrim
+// shrinks the heap with brk, mtrim and heap trimming madvise, arenas are
+// locked with futex. What is known of an argument is used: malloc maps
+// memory read-write or PROT_NONE, never executable (a filter such as
+// systemd's MemoryDenyWriteExecute= refuses only writable and executable
+// together). A seccomp filter must allow each of them, for every value of
+// what is not known, before a call is made (inject.Options.Syscalls).
+var sessionSyscalls = func() []inject.Syscall {
+	const (
+		protNone = 0
+		protRW   = 0x1 | 0x2
+		argProt  = 1 << 2
+	)
+	return []inject.Syscall{
+		{Name: "mmap (read-write)", Nr: 9, Args: [6]uint64{2: protRW}, Known: argProt},
+		{Name: "mmap (PROT_NONE)", Nr: 9, Args: [6]uint64{2: protNone}, Known: argProt},
+		{Name: "mprotect (read-write)", Nr: 10, Args: [6]uint64{2: protRW}, Known: argProt},
+		{Name: "munmap", Nr: 11},
+		{Name: "brk", Nr: 12},
+		{Name: "mremap", Nr: 25},
+		{Name: "madvise", Nr: 28},
+		{Name: "futex", Nr: 202},
+		{Name: "sched_getaffinity", Nr: 204},
+		{Name: "getrandom", Nr: 318},
+		{Name: "openat", Nr: 257},
+		{Name: "open", Nr: 2},
+		{Name: "read", Nr: 0},
+		{Name: "close", Nr: 3},
+	}
+}()
+
 // withSession holds one thread of the target, runs fn, and always puts the
 // thread back; it returns the pause (nil when no thread was stopped). A
 // failure of a process that exited meanwhile is reported as ErrProcessGone,
@@ -124,6 +162,11 @@ func holdAndCall(ctx context.Context, t *target, opt Options, fn func(*session) 
 	if err != nil {
 		known = false
 	}
+	if t.sandboxed() != "" {
+		for i := range ths {
+			ths[i].sleeper = inject.SleepRestart(t.pid, ths[i].tid)
+		}
+	}
 	s := &session{t: t, opt: opt, fn: syms}
 	s.pause.Threads = len(ths)
 	tid, why := chooseThread(t.pid, ths, sc, known)
@@ -131,7 +174,7 @@ func holdAndCall(ctx context.Context, t *target, opt Options, fn func(*session) 
 		tid, why = opt.thread, "chosen by the caller"
 	}
 	s.pause.Thread, s.pause.Why = tid, why
-	in, err := inject.With(t.pid, tid, inject.Options{Timeout: time.Until(deadline), CallGrace: opt.CallGrace, OnStuck: opt.OnStuck}, func(in *inject.Session) error {
+	in, err := inject.With(t.pid, tid, inject.Options{Timeout: time.Until(deadline), CallGrace: opt.CallGrace, OnStuck: opt.OnStuck, Syscalls: sessionSyscalls}, func(in *inject.Session) error {
 		s.in = in
 		if opt.thread == 0 {
 			s.position()

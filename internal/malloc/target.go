@@ -5,7 +5,8 @@ package malloc
 //
 //	/proc/PID/status   State (T = stopped: refused), TracerPid (another
 //	                   debugger: refused), Uid (another user: refused unless
-//	                   root), VMRSS/RssAnon, Threads
+//	                   root), Seccomp (strict mode: refused; filters: proven
+//	                   first, see inject), VMRSS/RssAnon, Threads
 //	/proc/PID/maps     libc.so.6 mapped (else not a glibc process), other
 //	                   allocators (jemalloc, tcmalloc, mimalloc: noted), the
 //	                   preload library, the malloc heaps
@@ -48,18 +49,23 @@ var (
 	ErrCanary       = inject.ErrCanary
 	ErrUnsupported  = inject.ErrUnsupported
 	ErrPreload      = errors.New("preload library did not answer")
+	ErrSeccomp      = inject.ErrSeccomp
 )
 
 // target is what /proc says about a process.
 type target struct {
-	pid     int
-	ownPID  int // getpid() in the process' own pid namespace
-	comm    string
-	uid     [4]int64 // real, effective, saved, fs
-	gid     [4]int64 // real, effective, saved, fs; -1 if unknown
-	groups  []uint32 // supplementary groups; nil if unknown
-	state   byte
-	tracer  int
+	pid    int
+	ownPID int // getpid() in the process' own pid namespace
+	comm   string
+	uid    [4]int64 // real, effective, saved, fs
+	gid    [4]int64 // real, effective, saved, fs; -1 if unknown
+	groups []uint32 // supplementary groups; nil if unknown
+	state  byte
+	tracer int
+	// seccomp and filters are the main thread's Seccomp and
+	// Seccomp_filters: 0 none, 1 strict mode, 2 filters.
+	seccomp int
+	filters int
 	threads int64
 	rss     int64
 	rssAnon int64
@@ -115,6 +121,8 @@ func inspectTarget(pid int) (*target, error) {
 	}
 	t.gid, t.groups = parseGids(st.Text["Gid"], st.Text["Groups"])
 	t.tracer = int(st.Value("TracerPid"))
+	t.seccomp = int(st.Value("Seccomp"))
+	t.filters = int(st.Value("Seccomp_filters"))
 	t.threads = st.Value("Threads")
 	t.rss = st.Value("VmRSS")
 	t.rssAnon = st.Value("RssAnon")
@@ -191,7 +199,53 @@ func (t *target) checkAttach() error {
 	if t.tracer != 0 {
 		return fmt.Errorf("%w: pid %d is traced by pid %d (a debugger or strace): detach it first", ErrTraced, t.pid, t.tracer)
 	}
+	if t.seccomp == 1 {
+		return fmt.Errorf("%w: pid %d (%s) is in seccomp strict mode, where any system call but read, write, exit and sigreturn kills it: nothing was called, and memdoctor never calls into it; read it from inside instead: memdoctor's preload library, loaded before the process enters strict mode, answers without any call from outside (memdoctor preload)", ErrSeccomp, t.pid, t.comm)
+	}
 	return nil
+}
+
+// Sandboxed says how process pid runs under seccomp (strict mode or
+// filters, in how many of its threads), "" when it does not or is gone.
+func Sandboxed(pid int) string {
+	seccomp := int64(0)
+	if st, err := procfs.NewFS("/").ProcStatus(pid); err == nil {
+		seccomp = st.Value("Seccomp")
+	}
+	return (&target{pid: pid, seccomp: int(seccomp)}).sandboxed()
+}
+
+// sandboxed says which threads of the process run under seccomp (strict
+// mode or filters), "" when none does.
+func (t *target) sandboxed() string {
+	ents, err := os.ReadDir(procPath(t.pid, "task"))
+	if err != nil {
+		return ""
+	}
+	n, most := 0, 0
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join(procPath(t.pid, "task"), e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		st, err := procfs.ParseStatus(data, "status")
+		if err != nil {
+			continue
+		}
+		if st.Value("Seccomp") != 0 {
+			n++
+			most = max(most, int(st.Value("Seccomp_filters")))
+		}
+	}
+	switch {
+	case n == 0:
+		return ""
+	case t.seccomp == 1:
+		return "is in seccomp strict mode"
+	case most > 0:
+		return fmt.Sprintf("runs %d of %d threads under seccomp (up to %d filters)", n, len(ents), most)
+	}
+	return fmt.Sprintf("runs %d of %d threads under seccomp", n, len(ents))
 }
 
 func (t *target) readMaps(maps []procfs.Mapping) {
@@ -344,6 +398,10 @@ type threadState struct {
 	tid     int
 	syscall int // -1: in user mode (not blocked in a syscall)
 	running bool
+	// sleeper: blocked in a sleep that a stop makes the thread resume
+	// through restart_syscall (set for sandboxed processes only, whose
+	// filters may forbid it: such a thread is chosen last).
+	sleeper bool
 }
 
 // readThreads lists the threads and the syscall each is blocked in.
@@ -398,6 +456,8 @@ func chooseThread(pid int, ths []threadState, sc syscalls, known bool) (tid int,
 	}
 	rank := func(t threadState) int {
 		switch {
+		case t.sleeper:
+			return 3
 		case t.running || t.syscall < 0:
 			return 3
 		case t.syscall == sc.futex:

@@ -53,8 +53,13 @@ func mallocCandidates(s *sample.Snapshot, n int) []mallocCandidate {
 func InspectAllocators(ctx context.Context, s *sample.Snapshot, n int, timeout time.Duration, progress io.Writer) []sample.Note {
 	var notes []sample.Note
 	for _, c := range mallocCandidates(s, n) {
-		_, _ = termsafe.Fprintf(progress, "memdoctor: reading malloc_info of pid %d (%s): one of its threads is held briefly\n", c.pid, c.comm)
-		rep, err := malloc.Inspect(ctx, c.pid, malloc.Options{Timeout: timeout, Method: malloc.MethodPtrace,
+		if sb := malloc.Sandboxed(c.pid); sb != "" {
+			_, _ = termsafe.Fprintf(progress, "memdoctor: not reading malloc_info of pid %d (%s): it %s\n", c.pid, c.comm, sb)
+		} else {
+			_, _ = termsafe.Fprintf(progress, "memdoctor: reading malloc_info of pid %d (%s): one of its threads is held briefly\n", c.pid, c.comm)
+		}
+		// A process sandboxed since is refused by Inspect all the same.
+		rep, err := malloc.Inspect(ctx, c.pid, malloc.Options{Timeout: timeout, Method: malloc.MethodPtrace, NoSandboxed: true,
 			OnStuck: func(msg string) { _, _ = termsafe.Fprintf(progress, "memdoctor: %s\n", msg) }})
 		if err != nil {
 			msg := err.Error()
@@ -67,6 +72,11 @@ func InspectAllocators(ctx context.Context, s *sample.Snapshot, n int, timeout t
 				return notes // nothing else is touched
 			case errors.Is(err, malloc.ErrPtraceDenied):
 				fix = "run memdoctor as root (CAP_SYS_PTRACE)"
+			case errors.Is(err, malloc.ErrSeccomp):
+				// A call into a sandboxed process may make a system call
+				// its filter punishes; check chooses its processes itself
+				// and does not even stop one of them.
+				fix = "`memdoctor malloc " + strconv.Itoa(c.pid) + "` calls into it only once its seccomp filters are proven to allow every system call of the calls; or run it under the preload library (memdoctor preload)"
 			}
 			notes = append(notes, sample.Note{Source: "malloc_info pid " + strconv.Itoa(c.pid),
 				Message: "allocator state not read: " + msg, Hides: "whether the allocator of " + c.comm + " keeps freed memory resident", Fix: fix})
