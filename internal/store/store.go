@@ -131,6 +131,10 @@ func precheck(path string, readOnly bool) error {
 	if fi.IsDir() {
 		return fmt.Errorf("open store %s: is a directory", path)
 	}
+	if !fi.Mode().IsRegular() {
+		// A block device's size reads 0, which would make it a new store.
+		return fmt.Errorf("open store %s: not a regular file (%s): a store is a file; name a new or existing store file", path, fi.Mode().Type())
+	}
 	if fi.Size() == 0 {
 		if readOnly {
 			return corruptf(path, "the file is empty: it is not a memdoctor store (record into it first)")
