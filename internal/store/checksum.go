@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
@@ -177,9 +178,7 @@ func (s *Store) damaged(d Damage) error {
 // its samples decode in order within its range. It returns the first
 // damaged chunks and their count.
 func (s *Store) checkChunks(tx *sql.Tx) ([]Damage, int, error) {
-	rows, err := tx.Query(`SELECT c.series_id, c.min_t, c.max_t, c.num_samples, c.data, ` + s.crcColumn() + `,
-			coalesce(s.name, '?'), coalesce(s.labels, '')
-		FROM chunks c LEFT JOIN series s ON s.id = c.series_id`)
+	rows, err := tx.Query(`SELECT series_id, min_t, max_t, num_samples, data, ` + s.crcColumn() + ` FROM chunks`)
 	if err != nil {
 		return nil, 0, s.wrap("check chunks", err)
 	}
@@ -191,8 +190,7 @@ func (s *Store) checkChunks(tx *sql.Tx) ([]Damage, int, error) {
 		var id, minT, maxT, count int64
 		var data sql.RawBytes
 		var crc sql.NullInt64
-		var name, labels string
-		if err := rows.Scan(&id, &minT, &maxT, &count, &data, &crc, &name, &labels); err != nil {
+		if err := rows.Scan(&id, &minT, &maxT, &count, &data, &crc); err != nil {
 			return nil, 0, s.wrap("check chunks", err)
 		}
 		why := ""
@@ -208,11 +206,25 @@ func (s *Store) checkChunks(tx *sql.Tx) ([]Damage, int, error) {
 		}
 		n++
 		if len(list) < maxDamageListed {
-			list = append(list, Damage{SeriesID: id, Series: name + labels, MinT: minT, From: time.UnixMilli(minT), To: time.UnixMilli(maxT), Samples: count, Why: why})
+			list = append(list, Damage{SeriesID: id, MinT: minT, From: time.UnixMilli(minT), To: time.UnixMilli(maxT), Samples: count, Why: why})
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, 0, s.wrap("check chunks", err)
+	}
+	// The series of the damaged chunks, looked up once the scan is done
+	// (a join would cost every chunk its name).
+	for i := range list {
+		var name, labels string
+		err := tx.QueryRow("SELECT name, labels FROM series WHERE id = ?", list[i].SeriesID).Scan(&name, &labels)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			list[i].Series = "(a series missing from the series table)"
+		case err != nil:
+			return nil, 0, s.wrap("check chunks", err)
+		default:
+			list[i].Series = name + labels
+		}
 	}
 	return list, n, nil
 }
