@@ -104,7 +104,7 @@ func TestDamagedStoreReported(t *testing.T) {
 }
 
 // Bits flipped in a value of a chunk the real recorder wrote (into a store
-// made with 2 s chunks, so that a few seconds of recording cut several):
+// made with 4 s chunks, so that a few seconds of recording cut several):
 // SQLite's checks pass and the chunk decodes, to other values. Before,
 // every reader used them as recorded. Now diagnose refuses the store,
 // naming the damaged chunk's series and time range; --lenient diagnoses
@@ -114,15 +114,15 @@ func TestRecordedChunkBitFlipsReported(t *testing.T) {
 		t.Skip("no /proc")
 	}
 	db := filepath.Join(t.TempDir(), "md.db")
-	st, err := store.Open(db, store.Options{ChunkRange: 2 * time.Second})
+	st, err := store.Open(db, store.Options{ChunkRange: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rec := startRecorder(t, db, 200*time.Millisecond)
-	time.Sleep(5 * time.Second)
+	rec := startRecorder(t, db, 500*time.Millisecond) // slow enough for a loaded machine
+	time.Sleep(10 * time.Second)
 	rec.stop(t)
 	series, from, to := flipRecordedChunk(t, db)
 	t.Logf("flipped a value of the chunk of %s from %s to %s", series, from, to)
