@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"modernc.org/sqlite"
 )
 
 // Every chunk row carries a CRC-32C of its series id, time range, sample
@@ -173,40 +176,90 @@ func (s *Store) damaged(d Damage) error {
 	return nil
 }
 
-// checkChunks reads every chunk row and checks it: its checksum, or, for
-// a chunk without one (a format 1 store read without upgrading it), that
-// its samples decode in order within its range. It returns the first
-// damaged chunks and their count.
+// crcFunc is the SQL name of chunkCRC: the check computes the checksums
+// inside SQLite, without copying each chunk out (a scan through
+// database/sql took three times as long as the quick_check of the pages).
+const crcFunc = "memdoctor_chunk_crc"
+
+func init() {
+	sqlite.MustRegisterFunction(crcFunc, &sqlite.FunctionImpl{
+		NArgs:         5,
+		Deterministic: true,
+		VolatileArgs:  true, // data is read here and not kept
+		Scalar: func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+			var n [4]int64
+			for i := range n {
+				v, ok := args[i].(int64)
+				if !ok {
+					return nil, nil // not a chunk row: NULL, which no crc equals
+				}
+				n[i] = v
+			}
+			var data []byte
+			switch d := args[4].(type) {
+			case []byte:
+				data = d
+			case string:
+				data = []byte(d)
+			default:
+				return nil, nil
+			}
+			return chunkCRC(n[0], n[1], n[2], n[3], data), nil
+		},
+	})
+}
+
+// checkChunks checks every chunk row: its checksum, or, for a chunk
+// without one (a format 1 store read without upgrading it), that its
+// samples decode in order within its range. It returns the first damaged
+// chunks and their count.
 func (s *Store) checkChunks(tx *sql.Tx) ([]Damage, int, error) {
-	rows, err := tx.Query(`SELECT series_id, min_t, max_t, num_samples, data, ` + s.crcColumn() + ` FROM chunks`)
+	var list []Damage
+	n := 0
+	add := func(id, minT, maxT, count int64, why string) {
+		n++
+		if len(list) < maxDamageListed {
+			list = append(list, Damage{SeriesID: id, MinT: minT, From: time.UnixMilli(minT), To: time.UnixMilli(maxT), Samples: count, Why: why})
+		}
+	}
+	if s.hasCRC {
+		rows, err := tx.Query(`SELECT series_id, min_t, max_t, num_samples FROM chunks
+			WHERE crc IS NOT NULL AND crc IS NOT ` + crcFunc + `(series_id, min_t, max_t, num_samples, data)`)
+		if err != nil {
+			return nil, 0, s.wrap("check chunks", err)
+		}
+		for rows.Next() {
+			var id, minT, maxT, count int64
+			if err := rows.Scan(&id, &minT, &maxT, &count); err != nil {
+				_ = rows.Close()
+				return nil, 0, s.wrap("check chunks", err)
+			}
+			add(id, minT, maxT, count, "checksum mismatch")
+		}
+		_ = rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, 0, s.wrap("check chunks", err)
+		}
+	}
+	// Chunks without a checksum: the structural checks, in Go.
+	q := "SELECT series_id, min_t, max_t, num_samples, data FROM chunks"
+	if s.hasCRC {
+		q += " WHERE crc IS NULL"
+	}
+	rows, err := tx.Query(q)
 	if err != nil {
 		return nil, 0, s.wrap("check chunks", err)
 	}
 	defer func() { _ = rows.Close() }() // rows.Err is checked
-	var list []Damage
-	n := 0
 	sn := &queryTx{s: s, tx: tx}
 	for rows.Next() {
 		var id, minT, maxT, count int64
 		var data sql.RawBytes
-		var crc sql.NullInt64
-		if err := rows.Scan(&id, &minT, &maxT, &count, &data, &crc); err != nil {
+		if err := rows.Scan(&id, &minT, &maxT, &count, &data); err != nil {
 			return nil, 0, s.wrap("check chunks", err)
 		}
-		why := ""
-		if crc.Valid {
-			if chunkCRC(id, minT, maxT, count, data) != crc.Int64 {
-				why = "checksum mismatch"
-			}
-		} else {
-			why = sn.walkChunk(minT, maxT, count, data, math.MinInt64, math.MaxInt64, nil)
-		}
-		if why == "" {
-			continue
-		}
-		n++
-		if len(list) < maxDamageListed {
-			list = append(list, Damage{SeriesID: id, MinT: minT, From: time.UnixMilli(minT), To: time.UnixMilli(maxT), Samples: count, Why: why})
+		if why := sn.walkChunk(minT, maxT, count, data, math.MinInt64, math.MaxInt64, nil); why != "" {
+			add(id, minT, maxT, count, why)
 		}
 	}
 	if err := rows.Err(); err != nil {
