@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/spf13/cobra"
 )
 
@@ -66,7 +66,10 @@ Check the file with: promtool check rules FILE.`,
 				_, err := fmt.Fprint(cmd.OutOrStdout(), y)
 				return err
 			}
-			return os.WriteFile(output, []byte(y), 0o644)
+			// The checked writer: a block device, a socket or a link out
+			// of the directory named is refused, a terminal or FIFO
+			// written through, a file replaced whole.
+			return outfile.WriteBytes(output, 0o644, []byte(y))
 		},
 	}
 	pf.register(cmd, true)

@@ -341,6 +341,9 @@ func OpenStore(path string, opt ...IngestOptions) (st *store.Store, cleanup func
 			return nil, cleanup, IngestStats{}, fmt.Errorf("open store %s: %w", path, err)
 		}
 		stats = IngestStats{Kind: KindStore}
+		// --lenient reads past a damaged chunk (the check below notes it)
+		// rather than failing the query that meets it.
+		st.SkipDamaged(o.Lenient)
 		// A query reads only the series and range it asks for, so damage
 		// elsewhere in the file would go unseen: every reader checks every
 		// page first (about the cost of reading the file once). Damage is an

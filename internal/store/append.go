@@ -379,7 +379,7 @@ func (a *appender) cut() error {
 	if a.insChunk == nil {
 		var err error
 		a.insChunk, err = a.tx.PrepareContext(a.ctx,
-			"INSERT INTO chunks (series_id, min_t, max_t, num_samples, data) VALUES (?, ?, ?, ?, ?)")
+			"INSERT INTO chunks (series_id, min_t, max_t, num_samples, data, crc) VALUES (?, ?, ?, ?, ?, ?)")
 		if err != nil {
 			return a.s.wrap("append: cut", err)
 		}
@@ -394,7 +394,8 @@ func (a *appender) cut() error {
 	mn, mx := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, id := range ids {
 		hs := h.series[id]
-		if _, err := a.insChunk.ExecContext(a.ctx, id, hs.minT, hs.maxT, hs.n, hs.chunk.Bytes()); err != nil {
+		data := hs.chunk.Bytes()
+		if _, err := a.insChunk.ExecContext(a.ctx, id, hs.minT, hs.maxT, hs.n, data, chunkCRC(id, hs.minT, hs.maxT, int64(hs.n), data)); err != nil {
 			return a.s.wrap("append: cut", err)
 		}
 		mn, mx = min(mn, hs.minT), max(mx, hs.maxT)

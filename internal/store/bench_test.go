@@ -1,6 +1,7 @@
 package store
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
 
 // wchar returns the bytes this process has passed to write(2) so far
@@ -89,6 +91,40 @@ func BenchmarkIngest(b *testing.B) {
 // BenchmarkSelect30Days reads 30 days at 15 s of 200 series (34.6 M
 // samples) in steps of 648 s: 4000 points per series.
 func BenchmarkSelect30Days(b *testing.B) {
+	st := store30Days(b)
+	const n = 30 * 24 * 240
+	q := Query{From: t0, To: t0.Add(30 * 24 * time.Hour), Step: 648 * time.Second}
+	b.ReportAllocs()
+	for b.Loop() {
+		ss, err := st.Select(q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(ss) != 200 || len(ss[0].Points) != 4000 {
+			b.Fatalf("got %d series of %d points, want 200 of 4000", len(ss), len(ss[0].Points))
+		}
+	}
+	b.ReportMetric(float64(n*200)/b.Elapsed().Seconds()*float64(b.N), "samples/s")
+}
+
+// BenchmarkQuickCheck30Days is what every reader pays at open: the check of
+// every page of the store of BenchmarkSelect30Days (and of every chunk).
+func BenchmarkQuickCheck30Days(b *testing.B) {
+	st := store30Days(b)
+	fi, err := os.Stat(st.Path())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := st.QuickCheck(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(fi.Size()), "file-B")
+}
+
+// store30Days holds 30 days at 15 s of 200 series of a real capture.
+func store30Days(b *testing.B) *Store {
 	st, _ := openTest(b, Options{})
 	base := captureSnapshot(b, "healthy-6.18-x86_64-hybrid.txtar")
 	base.Metrics = base.Metrics[:200]
@@ -104,18 +140,7 @@ func BenchmarkSelect30Days(b *testing.B) {
 			batch = batch[:0]
 		}
 	}
-	q := Query{From: t0, To: t0.Add(30 * 24 * time.Hour), Step: 648 * time.Second}
-	b.ReportAllocs()
-	for b.Loop() {
-		ss, err := st.Select(q)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(ss) != 200 || len(ss[0].Points) != 4000 {
-			b.Fatalf("got %d series of %d points, want 200 of 4000", len(ss), len(ss[0].Points))
-		}
-	}
-	b.ReportMetric(float64(n*200)/b.Elapsed().Seconds()*float64(b.N), "samples/s")
+	return st
 }
 
 // BenchmarkRecordDay records a day of a real capture's 2032 series at 15 s
@@ -185,4 +210,26 @@ func recordDay(b *testing.B, name string, jitter time.Duration) {
 	b.ReportMetric(float64(stats.ChunkBytes)/float64(stats.Samples-stats.HeadSamples), "chunk-B/sample")
 	b.ReportMetric(float64(stats.Samples), "samples")
 	b.ReportMetric(float64(fi.Size()), "file-B")
+}
+
+// BenchmarkChunkCRC is the checksum's own cost per chunk (written at a cut
+// and checked at every read of it): a 2 h chunk of a noisy series at 15 s,
+// 480 samples.
+func BenchmarkChunkCRC(b *testing.B) {
+	c := chunkenc.NewXORChunk()
+	app, err := c.Appender()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 480 {
+		app.Append(0, t0.UnixMilli()+int64(i)*15000, float64(rng.IntN(1<<20))/1000)
+	}
+	data := c.Bytes()
+	b.SetBytes(int64(len(data)))
+	var sum int64
+	for b.Loop() {
+		sum += chunkCRC(7, 1, 2, 480, data)
+	}
+	_ = sum
 }

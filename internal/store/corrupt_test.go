@@ -195,7 +195,7 @@ func TestDamagedChunk(t *testing.T) {
 	}
 	defer st.Close()
 	// The error names the series and the time range lost.
-	if _, err := st.Select(Query{}); !errors.Is(err, ErrCorrupt) || !regexp.MustCompile(`chunk of series m\{j="[a-z]+"\} \(id \d+\) is damaged \(.*\): its \d+ samples from 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC to 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC are lost`).MatchString(err.Error()) {
+	if _, err := st.Select(Query{}); !errors.Is(err, ErrCorrupt) || !regexp.MustCompile(`chunk of series m\{j="[a-z]+"\} \(id \d+, min_t \d+\) is damaged \(.*\): its \d+ samples from 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC to 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC are lost`).MatchString(err.Error()) {
 		t.Errorf("Select over a damaged chunk = %v, want ErrCorrupt naming the series and the range lost", err)
 	}
 }

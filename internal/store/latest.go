@@ -123,7 +123,7 @@ func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sam
 			return s.wrap("latest", err)
 		}
 		sn := &queryTx{s: s, tx: tx}
-		stmt, err := tx.Prepare("SELECT min_t, max_t, num_samples, data FROM chunks WHERE series_id = ? AND min_t <= ? ORDER BY min_t DESC LIMIT 1")
+		stmt, err := tx.Prepare("SELECT min_t, max_t, num_samples, data, " + s.crcColumn() + " FROM chunks WHERE series_id = ? AND min_t <= ? ORDER BY min_t DESC LIMIT 1")
 		if err != nil {
 			return s.wrap("latest", err)
 		}
@@ -138,14 +138,15 @@ func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sam
 			} else {
 				var minT, maxT, n int64
 				var data []byte
-				err := stmt.QueryRow(x.id, at).Scan(&minT, &maxT, &n, &data)
+				var crc sql.NullInt64
+				err := stmt.QueryRow(x.id, at).Scan(&minT, &maxT, &n, &data, &crc)
 				if errors.Is(err, sql.ErrNoRows) {
 					continue
 				}
 				if err != nil {
 					return s.wrap("latest", err)
 				}
-				if err := sn.chunkSamples(x.id, x.name, x.text, minT, maxT, n, data, math.MinInt64, at, take); err != nil {
+				if err := sn.chunkSamples(x.id, x.name, x.text, minT, maxT, n, data, crc, math.MinInt64, at, take); err != nil {
 					return err
 				}
 			}

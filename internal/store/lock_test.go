@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -153,6 +154,102 @@ func TestCommandName(t *testing.T) {
 	} {
 		if got := commandName(c.args); got != c.want {
 			t.Errorf("commandName(%q) = %q, want %q", c.args, got, c.want)
+		}
+	}
+}
+
+// A writer is refused a store reached through another name: a symbolic
+// link, a hard link (each name had a lock file of its own, so two writers
+// wrote one store), a link planted as the lock file (it was followed and
+// its target truncated), a device node (its size reads 0: it became a new
+// store).
+func TestLockRefusesLinks(t *testing.T) {
+	st, path := openTest(t, Options{})
+	sc := &sample.Snapshot{Time: t0}
+	sc.Add("x", 1)
+	if err := st.Append("h", sc); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	sym, hard := filepath.Join(other, "sym.db"), filepath.Join(other, "hard.db")
+	if err := os.Symlink(path, sym); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(sym, Options{}); !errors.Is(err, ErrLinked) || !strings.Contains(err.Error(), "symbolic link to "+path) {
+		t.Errorf("writer through a symbolic link: %v", err)
+	}
+	if err := os.Link(path, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{hard, path} {
+		if _, err := Open(p, Options{}); !errors.Is(err, ErrLinked) || !strings.Contains(err.Error(), "2 hard links") {
+			t.Errorf("writer on %s with a second name: %v", p, err)
+		}
+	}
+	// Readers may go through a symbolic link (SQLite resolves it to find
+	// the WAL beside the file).
+	ro, err := Open(sym, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("reader through a symbolic link: %v", err)
+	}
+	_ = ro.Close()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AcquireLock(path); !errors.Is(err, ErrLinked) {
+		t.Errorf("lock of a store with two names, no writer: %v", err)
+	}
+	if err := os.Remove(hard); err != nil {
+		t.Fatal(err)
+	}
+
+	// A link in the lock file's place is never followed.
+	victim := filepath.Join(other, "victim")
+	if err := os.WriteFile(victim, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(LockPath(path)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, LockPath(path)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrLinked) || !strings.Contains(err.Error(), "lock file") {
+		t.Errorf("writer with a symbolic link as lock file: %v", err)
+	}
+	if err := os.Remove(LockPath(path)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(victim, LockPath(path)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrLinked) {
+		t.Errorf("writer with a hard-linked lock file: %v", err)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "keep me" {
+		t.Errorf("the lock file's link target was written: %q %v", b, err)
+	}
+	if err := os.Remove(LockPath(path)); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("writer once the links are gone: %v", err)
+	}
+	if err := st2.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A device node is not a store, to write or to read.
+	if os.Geteuid() == 0 {
+		node := filepath.Join(other, "dev.db")
+		if err := syscall.Mknod(node, syscall.S_IFBLK|0o600, 7<<8|200); err != nil {
+			t.Fatal(err)
+		}
+		for _, ro := range []bool{false, true} {
+			if _, err := Open(node, Options{ReadOnly: ro}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("store on a block device (read-only %v): %v", ro, err)
+			}
 		}
 	}
 }

@@ -225,7 +225,7 @@ func (sn *queryTx) samples(sel *selected, from, to int64, fn func(t int64, v flo
 		// A chunk spans less than the chunk range, so one that reaches from
 		// starts after from - range: the bound keeps the index seek short.
 		var err error
-		sn.stmt, err = sn.tx.Prepare(`SELECT min_t, max_t, num_samples, data FROM chunks
+		sn.stmt, err = sn.tx.Prepare(`SELECT min_t, max_t, num_samples, data, ` + s.crcColumn() + ` FROM chunks
 			WHERE series_id = ? AND min_t <= ? AND min_t > ? AND max_t >= ? ORDER BY min_t`)
 		if err != nil {
 			return s.wrap("select", err)
@@ -243,10 +243,11 @@ func (sn *queryTx) samples(sel *selected, from, to int64, fn func(t int64, v flo
 	for rows.Next() {
 		var minT, maxT, n int64
 		var data sql.RawBytes
-		if err := rows.Scan(&minT, &maxT, &n, &data); err != nil {
+		var crc sql.NullInt64
+		if err := rows.Scan(&minT, &maxT, &n, &data, &crc); err != nil {
 			return s.wrap("select", err)
 		}
-		if err := sn.chunkSamples(sel.id, sel.name, sel.text, minT, maxT, n, data, from, to, fn); err != nil {
+		if err := sn.chunkSamples(sel.id, sel.name, sel.text, minT, maxT, n, data, crc, from, to, fn); err != nil {
 			return err
 		}
 	}
@@ -279,17 +280,31 @@ func (sn *queryTx) decode(data []byte, from, to int64, fn func(t int64, v float6
 }
 
 // chunkSamples calls fn for the samples of a stored chunk in [from, to].
-// The chunk must hold n samples, in increasing time order within [minT,
-// maxT]: the chunk data carries no checksum of its own. A damaged chunk is
-// an error naming the series and the time range whose samples are lost.
-func (sn *queryTx) chunkSamples(id int64, name, text string, minT, maxT, n int64, data []byte, from, to int64, fn func(t int64, v float64)) error {
-	damaged := func(why string) error {
-		const layout = "2006-01-02 15:04:05 UTC"
-		return corruptf(sn.s.path, fmt.Sprintf("chunk of series %s%s (id %d) is damaged (%s): its %d samples from %s to %s are lost; %s",
-			name, text, id, why, n, time.UnixMilli(minT).UTC().Format(layout), time.UnixMilli(maxT).UTC().Format(layout), recoverHint(sn.s.path)))
+// The chunk's checksum must match (a chunk without one, in a format 1 store
+// read without upgrading it, is checked for structure only), and its data
+// hold n samples in increasing time order within [minT, maxT]. A damaged
+// chunk is an error naming the series and the time range whose samples
+// are lost, or, with SkipDamaged, left out.
+func (sn *queryTx) chunkSamples(id int64, name, text string, minT, maxT, n int64, data []byte, crc sql.NullInt64, from, to int64, fn func(t int64, v float64)) error {
+	var why string
+	if crc.Valid && chunkCRC(id, minT, maxT, n, data) != crc.Int64 {
+		why = "checksum mismatch"
+	} else {
+		why = sn.walkChunk(minT, maxT, n, data, from, to, fn)
 	}
+	if why == "" {
+		return nil
+	}
+	return sn.s.damaged(Damage{SeriesID: id, Series: name + text, MinT: minT, From: time.UnixMilli(minT), To: time.UnixMilli(maxT), Samples: n, Why: why})
+}
+
+// walkChunk calls fn (when not nil) for the samples of an XOR chunk in
+// [from, to] and says what is wrong with the chunk, or "": a count other
+// than n, samples out of order or out of [minT, maxT], undecodable data.
+// With fn it stops after to; without it reads the whole chunk.
+func (sn *queryTx) walkChunk(minT, maxT, n int64, data []byte, from, to int64, fn func(t int64, v float64)) string {
 	if len(data) < 2 || int64(binary.BigEndian.Uint16(data)) != n {
-		return damaged("sample count")
+		return "sample count"
 	}
 	sn.chunk.Reset(data)
 	sn.it = sn.chunk.Iterator(sn.it)
@@ -297,20 +312,23 @@ func (sn *queryTx) chunkSamples(id int64, name, text string, minT, maxT, n int64
 	for sn.it.Next() == chunkenc.ValFloat {
 		t, v := sn.it.At()
 		if t <= prev || t > maxT {
-			return damaged("samples out of the chunk's time range or order")
+			return "samples out of the chunk's time range or order"
 		}
 		prev = t
+		if fn == nil {
+			continue
+		}
 		if t > to {
-			return nil
+			return ""
 		}
 		if t >= from {
 			fn(t, v)
 		}
 	}
 	if err := sn.it.Err(); err != nil {
-		return damaged(err.Error())
+		return err.Error()
 	}
-	return nil
+	return ""
 }
 
 // builder turns a series' samples into a sample.Series, raw or stepped.

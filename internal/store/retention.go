@@ -193,8 +193,9 @@ func (s *Store) Stats() (Stats, error) {
 }
 
 // Check verifies the whole file (SQLite's integrity_check, which reads
-// every page) and every head row. A damaged store is an error wrapping
-// ErrCorrupt that says what to do.
+// every page) and every chunk's checksum. A damaged store is an error
+// wrapping ErrCorrupt that says what to do; damaged chunks are named by
+// series and time range.
 func (s *Store) Check() error { return s.check("integrity_check") }
 
 // QuickCheck is Check without the index-to-table cross checks: it still
@@ -225,6 +226,15 @@ func (s *Store) check(pragma string) error {
 		}
 		if len(msgs) > 0 {
 			return corruptf(s.path, "integrity check: "+strings.Join(msgs, "; ")+"; "+recoverHint(s.path))
+		}
+		// SQLite checks the pages, not what a value holds: every chunk's
+		// checksum tells a flipped bit in its samples.
+		list, n, err := s.checkChunks(tx)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return s.damageError(list, n)
 		}
 		return nil
 	})

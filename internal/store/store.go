@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	// The pure-Go SQLite driver, registered as "sqlite".
@@ -40,7 +41,7 @@ const DefaultChunkRange = 2 * time.Hour
 
 // FormatVersion is the on-disk format this package writes. It refuses a
 // store whose version is newer.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // formatName is meta's "format" value: it tells a store from any other
 // SQLite file.
@@ -72,6 +73,12 @@ type Store struct {
 	rangeMS  int64 // chunk range in milliseconds
 
 	ownLock *Lock // the writer's lock Open took itself, released by Close
+
+	hasCRC      bool        // the chunks table has its crc column (format 2)
+	skipDamaged atomic.Bool // reads leave damaged chunks out (SkipDamaged)
+	dmu         sync.Mutex  // guards skipped, nSkipped
+	skipped     []Damage    // the first damaged chunks reads left out
+	nSkipped    int
 
 	wdb *sql.DB // the one writing connection (BEGIN IMMEDIATE); nil when read-only
 	rdb *sql.DB // reading connections
@@ -130,6 +137,10 @@ func precheck(path string, readOnly bool) error {
 	}
 	if fi.IsDir() {
 		return fmt.Errorf("open store %s: is a directory", path)
+	}
+	if !fi.Mode().IsRegular() {
+		// A block device's size reads 0, which would make it a new store.
+		return fmt.Errorf("open store %s: not a regular file (%s): a store is a file; name a new or existing store file", path, fi.Mode().Type())
 	}
 	if fi.Size() == 0 {
 		if readOnly {
@@ -244,7 +255,7 @@ func (s *Store) open(opt Options) error {
 	return nil
 }
 
-// schema creates the tables of format version 1.
+// schema creates the tables of format version 2.
 var schema = []string{
 	`CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
@@ -268,6 +279,7 @@ var schema = []string{
 	max_t       INTEGER NOT NULL,
 	num_samples INTEGER NOT NULL,
 	data        BLOB NOT NULL,
+	crc         INTEGER,
 	PRIMARY KEY (series_id, min_t)
 )`,
 	`CREATE TABLE head (
@@ -352,6 +364,14 @@ func (s *Store) initSchema(opt Options) error {
 		if _, err := conn.ExecContext(ctx, headIndex); err != nil {
 			return s.wrap("open: index the head", err)
 		}
+		if v == 1 {
+			if err := s.migrateV1(ctx, conn); err != nil {
+				return err
+			}
+		}
+	}
+	if s.hasCRC, err = hasColumn(ctx, conn, "chunks", "crc"); err != nil {
+		return s.wrap("open", err)
 	}
 	return nil
 }
