@@ -10,10 +10,14 @@
 #   - the process that does so and its parent cgroup are both named
 #     ESC "[31mkube;$(id)" (escape byte included: a hostile name, as the
 #     cgroup tracer and every report must print it);
-#   - loads the CPUs (stress-ng --cpu N when installed, else N busy shells).
+#   - loads the CPUs (stress-ng --cpu N when installed, else N busy shells);
+#   - with VM=N (stress-ng), runs N processes of VM_MIB MiB (default 700)
+#     each, larger than a test's own: a check's top-N list or --malloc's
+#     "largest processes" are then not the test's.
 #
 # usage: scripts/noisy-neighbour.sh [SECONDS]   (root; default 600 s, 0: until
-# interrupted). Environment: RATE, DYING, KIB, CPUS (default 2).
+# interrupted). Environment: RATE, DYING, KIB, CPUS (default 2), VM (0),
+# VM_MIB.
 #
 # It is not run by make test: start it in another terminal, run the tests
 # you want to check with -run, stop it with Ctrl-C. Whatever way it ends it
@@ -26,15 +30,17 @@ rate=${RATE:-36}
 dying=${DYING:-360}
 kib=${KIB:-64}
 cpus=${CPUS:-2}
+vm=${VM:-0}
+vmmib=${VM_MIB:-700}
 name=$'\e[31mkube;$(id)'
 
 if [ "$(id -u)" != 0 ]; then
 	echo "noisy-neighbour: run as root (it makes memory cgroups)" >&2
 	exit 2
 fi
-case "$secs$rate$dying$kib$cpus" in
+case "$secs$rate$dying$kib$cpus$vm$vmmib" in
 *[!0-9]*)
-	echo "noisy-neighbour: SECONDS, RATE, DYING, KIB and CPUS are whole numbers" >&2
+	echo "noisy-neighbour: SECONDS, RATE, DYING, KIB, CPUS, VM and VM_MIB are whole numbers" >&2
 	exit 2
 	;;
 esac
@@ -112,6 +118,15 @@ else
 	done
 fi
 
+if [ "$vm" -gt 0 ]; then
+	if ! command -v stress-ng >/dev/null; then
+		echo "noisy-neighbour: VM needs stress-ng (apt-get install stress-ng)" >&2
+		exit 2
+	fi
+	stress-ng --vm "$vm" --vm-bytes "${vmmib}M" --vm-keep --quiet &
+	pids+=($!)
+fi
+
 # DYING jobs a run, runs back to back: the names repeat from one run to the
 # next, so job i's file (and the cgroup it pinned) goes when the next run
 # overwrites it.
@@ -125,7 +140,7 @@ fi
 ) &
 pids+=($!)
 
-echo "noisy-neighbour: pid $$, $rate memory cgroups a second under $(printf %q "$parent"), ~$dying dying, $cpus CPUs busy" >&2
+echo "noisy-neighbour: pid $$, $rate memory cgroups a second under $(printf %q "$parent"), ~$dying dying, $cpus CPUs busy, $vm processes of $vmmib MiB" >&2
 if [ "$secs" = 0 ]; then
 	wait "${pids[-1]}"
 else
