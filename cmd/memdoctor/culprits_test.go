@@ -208,7 +208,7 @@ func TestCheckTraceNamesCgroupCreators(t *testing.T) {
 	if err := check.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The tracer attaches right after it says it traces; the runners start
+	// check says it traces once the tracer is attached; the runners start
 	// a second later and end well within the trace.
 	errs := bufio.NewReader(errPipe)
 	first, err := errs.ReadString('\n')
@@ -493,7 +493,7 @@ func TestCulpritsEndToEnd(t *testing.T) {
 		err := check.Wait()
 		checked <- exit{err, first + string(rest)}
 	}()
-	// The tracer attaches right after it says it traces; the runners start
+	// check says it traces once the tracer is attached; the runners start
 	// a second later and end well within the trace.
 	if first := <-tracing; !strings.Contains(first, "tracing memory cgroup") {
 		t.Fatalf("check's first words: %q", first)

@@ -364,7 +364,14 @@ func TestRuntimeRecordDiagnose(t *testing.T) {
 	heavyURL, healthyURL := startGoServices(t)
 	statsURL := strings.Replace(heavyURL, "/metrics", "/stats", 1)
 	db := filepath.Join(t.TempDir(), "md.db")
-	rec := startRecorder(t, db, time.Second, "--top", "3", "--scrape", heavyURL, "--scrape", healthyURL)
+	rec := &recorder{addr: freeAddr(t)}
+	rec.cmd = exec.Command(binary(t), "record", "--db", db, "--interval", "1s", "--listen", rec.addr, "--top", "3",
+		"--scrape", heavyURL, "--scrape", healthyURL)
+	rec.cmd.Stderr = os.Stderr
+	if err := rec.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rec.cmd.Process.Kill(); _ = rec.cmd.Wait() })
 	gc0 := goStats(t, statsURL)["num_gc"]
 	start := time.Now()
 	var stored, cycles float64
@@ -381,7 +388,10 @@ func TestRuntimeRecordDiagnose(t *testing.T) {
 		}
 	}
 	t.Logf("recorded %v: %v samples stored, %v GC cycles of the GC-heavy service", time.Since(start).Round(time.Second), stored, cycles)
-	rec.stop(t)
+	_ = rec.cmd.Process.Signal(os.Interrupt)
+	if err := rec.cmd.Wait(); err != nil {
+		t.Fatalf("record: %v", err)
+	}
 	out, err := exec.Command(binary(t), "diagnose", "--from", db, "--json").Output()
 	if err != nil {
 		t.Fatalf("diagnose: %v", err)
