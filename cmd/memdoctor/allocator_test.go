@@ -49,7 +49,9 @@ func TestCheckClassifiesAllocatorRetention(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		r := checkJSON(t, "--top", "20")
+		// Only its own workload: on a busy host it need not be among the
+		// largest processes.
+		r := checkJSON(t, "--top", "20", "--pid", w.pid())
 		var hit bool
 		for _, f := range r.Findings {
 			if f.ID == "allocator_hoarding" && strings.Contains(f.Subject, "pid "+w.pid()) {
@@ -133,7 +135,9 @@ func TestCheckMallocPausesToRead(t *testing.T) {
 	bin := buildWorkload(t)
 	hoard := startWorkload(t, bin, nil, "hoard", "8", "64", "4")
 	healthy := startWorkload(t, bin, nil, "healthy", "8", "2", "4")
-	out, errOut, code := runCLI(t, "check", "--json", "--top", "30", "--malloc", "4")
+	// --malloc reads the largest glibc processes check selects: only the
+	// test's two (a busy host has larger ones).
+	out, errOut, code := runCLI(t, "check", "--json", "--top", "30", "--malloc", "4", "--pid", hoard.pid()+","+healthy.pid())
 	if code != 0 {
 		t.Fatalf("check --malloc: exit %d: %s", code, errOut)
 	}
@@ -295,7 +299,7 @@ func TestCheckReadsStatsPathWithPid(t *testing.T) {
 	dir := t.TempDir()
 
 	bad := startWorkload(t, bin, []string{"LD_PRELOAD=" + lib, "MEMDOCTOR_STATS=" + filepath.Join(dir, "trim.%d.jsonl")}, "hoard", "2", "16", "1")
-	r := checkJSON(t, "--top", "40")
+	r := checkJSON(t, "--top", "40", "--pid", bad.pid())
 	tag := "(pid " + bad.pid() + ")"
 	var perProcess bool
 	for _, n := range r.Notes {
@@ -332,7 +336,7 @@ func TestCheckReadsStatsPathWithPid(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	r = checkJSON(t, "--top", "40")
+	r = checkJSON(t, "--top", "40", "--pid", w.pid())
 	var f *model.Finding
 	for i := range r.Findings {
 		if r.Findings[i].ID == "allocator_hoarding" && strings.Contains(r.Findings[i].Subject, "(pid "+w.pid()+")") {

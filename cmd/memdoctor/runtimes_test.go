@@ -352,22 +352,44 @@ func TestRuntimeGo(t *testing.T) {
 }
 
 // record --scrape keeps the runtime series in the store; diagnose --from
-// judges them over the window.
+// judges them over the window. On a loaded host a fixed time of recording
+// may hold too few samples or GC cycles: the recording lasts until the
+// recorder has stored ten samples (each with both services' scrapes) and
+// the GC-heavy service has run twenty cycles since it began (10 s at the
+// least, 2 min at most).
 func TestRuntimeRecordDiagnose(t *testing.T) {
 	if testing.Short() {
 		t.Skip("records for ~10 s")
 	}
 	heavyURL, healthyURL := startGoServices(t)
+	statsURL := strings.Replace(heavyURL, "/metrics", "/stats", 1)
 	db := filepath.Join(t.TempDir(), "md.db")
-	rec := exec.Command(binary(t), "record", "--db", db, "--interval", "1s", "--listen", "", "--top", "3",
+	rec := &recorder{addr: freeAddr(t)}
+	rec.cmd = exec.Command(binary(t), "record", "--db", db, "--interval", "1s", "--listen", rec.addr, "--top", "3",
 		"--scrape", heavyURL, "--scrape", healthyURL)
-	rec.Stderr = os.Stderr
-	if err := rec.Start(); err != nil {
+	rec.cmd.Stderr = os.Stderr
+	if err := rec.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(10 * time.Second)
-	_ = rec.Process.Signal(os.Interrupt)
-	if err := rec.Wait(); err != nil {
+	t.Cleanup(func() { _ = rec.cmd.Process.Kill(); _ = rec.cmd.Wait() })
+	gc0 := goStats(t, statsURL)["num_gc"]
+	start := time.Now()
+	var stored, cycles float64
+	for {
+		time.Sleep(500 * time.Millisecond)
+		_, body := rec.get("/metrics")
+		stored = metricValue(body, "memdoctor_record_scrapes_stored_total")
+		cycles = goStats(t, statsURL)["num_gc"] - gc0
+		if stored >= 10 && cycles >= 20 && time.Since(start) >= 10*time.Second {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			t.Fatalf("after %v the recorder stored %v samples and the GC-heavy service ran %v GC cycles; want 10 and 20", time.Since(start).Round(time.Second), stored, cycles)
+		}
+	}
+	t.Logf("recorded %v: %v samples stored, %v GC cycles of the GC-heavy service", time.Since(start).Round(time.Second), stored, cycles)
+	_ = rec.cmd.Process.Signal(os.Interrupt)
+	if err := rec.cmd.Wait(); err != nil {
 		t.Fatalf("record: %v", err)
 	}
 	out, err := exec.Command(binary(t), "diagnose", "--from", db, "--json").Output()

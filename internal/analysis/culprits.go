@@ -42,13 +42,22 @@ func (f *Culprits) before(ctx context.Context, live bool, progress io.Writer) er
 	default:
 		return fmt.Errorf("--trace-method %q: want bpf or tracefs", f.TraceMethod)
 	}
-	_, _ = fmt.Fprintf(progress, "memdoctor: tracing memory cgroup creation and removal, and reclaim, for %s\n", f.Trace)
-	s, err := cgtrace.Run(ctx, cgtrace.Options{Duration: f.Trace, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: f.TraceMethod})
+	t, err := cgtrace.Start(ctx, cgtrace.Options{Duration: f.Trace, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: f.TraceMethod})
 	if err != nil {
 		f.notes = append(f.notes, sample.Note{Source: "cgroup trace", Message: err.Error(),
 			Hides: "who creates and removes the memory cgroups", Fix: "run as root on a kernel with BTF, or mount tracefs"})
 		return nil
 	}
+	// Said once the tracer is attached (loading it took seconds on a
+	// loaded host): what is done from then on is traced.
+	_, _ = fmt.Fprintf(progress, "memdoctor: tracing memory cgroup creation and removal, and reclaim, for %s\n", f.Trace)
+	select {
+	case <-ctx.Done():
+	case <-time.After(f.Trace):
+	}
+	t.Stop() // the last drain, then the summary
+	s := t.Take()
+	t.Close()
 	for _, n := range s.Notes {
 		f.notes = append(f.notes, sample.Note{Source: "cgroup trace", Message: n})
 	}
