@@ -87,7 +87,7 @@ var allowed = map[string][]string{
 	// Probing a live service measures it from outside.
 	"probe": {"httpsafe", "outfile", "procfs", "redact", "safeio", "stats"},
 	// Fleets read Prometheus, never this host.
-	"prom":    {"httpsafe", "safeio"},
+	"prom":    {"httpsafe", "redact", "safeio"},
 	"fleet":   {"diagnose", "model", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "model", "promql"},
 	"compare": {"prom", "promql", "render", "sample", "stats"},
@@ -104,6 +104,7 @@ var allowed = map[string][]string{
 	"fleettest":              {"sample"},
 	"incidenttest":           {"capture"},
 	"seriestest":             {"promql", "sample"},
+	"unitsandboxtest":        nil,         // a unit file's sandbox, reproduced for a test
 	"preloadattacktest":      {"preload"}, // a shared object named like the library
 	"redirecttest":           nil,
 	"workloadtest":           nil, // programs that tests build and run

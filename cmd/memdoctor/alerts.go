@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
-	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/spf13/cobra"
 )
 
@@ -66,10 +65,7 @@ Check the file with: promtool check rules FILE.`,
 				_, err := fmt.Fprint(cmd.OutOrStdout(), y)
 				return err
 			}
-			// The checked writer: a block device, a socket or a link out
-			// of the directory named is refused, a terminal or FIFO
-			// written through, a file replaced whole.
-			return outfile.WriteBytes(output, 0o644, []byte(y))
+			return analysis.WriteAlertRules(output, y)
 		},
 	}
 	pf.register(cmd, true)

@@ -9,6 +9,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/alerts"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/fleet"
+	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -20,6 +21,11 @@ import (
 func AlertRules(match string, baselines []alerts.Baseline) string {
 	return alerts.YAML(alerts.Options{Match: match, Baselines: baselines})
 }
+
+// WriteAlertRules writes the rule file y to path through the checked writer
+// (a block device, a socket or a link out of the directory named is
+// refused, a terminal or FIFO written through, a file replaced whole).
+func WriteAlertRules(path, y string) error { return outfile.WriteBytes(path, 0o644, []byte(y)) }
 
 // ErrNoBaseline says no host has enough days of memory data.
 var ErrNoBaseline = fmt.Errorf("no host has %d days of memory data for a baseline", diagnose.Thresholds.BaselineDays)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,12 +47,22 @@ func (s *Session) readFilters() ([][]SockFilter, error) {
 		if n == 0 || n > maxFilterInsns || total+int(n) > maxFiltersInsns {
 			return nil, fmt.Errorf("filter %d has %d instructions", i, n)
 		}
-		prog := make([]SockFilter, n)
-		m, _, e := unix.Syscall6(unix.SYS_PTRACE, ptraceSeccompGetFilter, uintptr(s.tid), uintptr(i), uintptr(unsafe.Pointer(&prog[0])), 0, 0)
-		runtime.KeepAlive(prog)
+		// The kernel writes the whole filter at index i without being told
+		// the buffer's size, and another thread of the target can replace
+		// this thread's filters (SECCOMP_FILTER_FLAG_TSYNC) between the two
+		// calls: the buffer holds the largest filter the kernel accepts.
+		buf := make([]SockFilter, maxFilterInsns)
+		m, _, e := unix.Syscall6(unix.SYS_PTRACE, ptraceSeccompGetFilter, uintptr(s.tid), uintptr(i), uintptr(unsafe.Pointer(&buf[0])), 0, 0)
+		runtime.KeepAlive(buf)
 		if e != 0 {
 			return nil, e
 		}
+		if m > maxFilterInsns {
+			// Not reached on Linux (BPF_MAXINSNS); had it been, the
+			// kernel wrote past buf.
+			panic(fmt.Sprintf("seccomp filter %d of thread %d has %d instructions, more than the kernel allows", i, s.tid, m))
+		}
+		prog := slices.Clone(buf[:m])
 		if m != n {
 			return nil, fmt.Errorf("filter %d changed size while read (%d, then %d instructions)", i, n, m)
 		}
