@@ -109,8 +109,9 @@ func Text(w io.Writer, r *model.Report, opt Options) error {
 		}
 	}
 	if r.Cost != nil {
-		p.f("\ncollected in %.0f ms (%d smaps_rollup reads, %d processes vanished while reading)\n",
-			r.Cost.DurationSeconds*1000, r.Cost.SmapsReads, r.Cost.Vanished)
+		p.f("\ncollected in %.0f ms (%s, %s vanished while reading)\n",
+			r.Cost.DurationSeconds*1000, render.Count(float64(r.Cost.SmapsReads), "smaps_rollup read", "smaps_rollup reads"),
+			render.Count(float64(r.Cost.Vanished), "process", "processes"))
 	}
 	return p.err
 }
