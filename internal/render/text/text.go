@@ -504,7 +504,7 @@ func processes(p *printer, h *model.Host, top int, by string) {
 	}
 	p.heading("PROCESSES (by " + strings.ToUpper(by) + "; USS is what exiting would free)")
 	tw := tab(p)
-	_, _ = termsafe.Fprintf(tw, "  \tpid\tpss\tuss\trss\tswap\tanon\tfile\tthreads\tarenas\t comm\n")
+	_, _ = termsafe.Fprintf(tw, "  \tpid\tpss\tuss\trss\tswap\tanon\tfile\tshmem\tthreads\tarenas\t comm\n")
 	opt := func(v *int64) string {
 		if v == nil {
 			return "?"
@@ -519,8 +519,8 @@ func processes(p *printer, h *model.Host, top int, by string) {
 		if pr.MallocArenas != nil {
 			ar = fmt.Sprint(*pr.MallocArenas)
 		}
-		_, _ = termsafe.Fprintf(tw, "  \t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t %s\n", pr.PID, opt(pr.PSSBytes), opt(pr.USSBytes),
-			hb(pr.RSSBytes), hb(pr.SwapBytes), hb(pr.AnonBytes), hb(pr.FileBytes), pr.Threads, ar, pr.Comm)
+		_, _ = termsafe.Fprintf(tw, "  \t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t %s\n", pr.PID, opt(pr.PSSBytes), opt(pr.USSBytes),
+			hb(pr.RSSBytes), hb(pr.SwapBytes), hb(pr.AnonBytes), hb(pr.FileBytes), hb(pr.ShmemBytes), pr.Threads, ar, pr.Comm)
 	}
 	_ = tw.Flush()
 }
