@@ -400,7 +400,7 @@ func countArenas(live bool, pid int, maps []procfs.Mapping) (arenas int, ok bool
 	if err != nil {
 		return 0, false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	arenas, reads := 1, 0 // the main arena has no heap
 	var h [32]byte
 	for _, m := range maps {
