@@ -391,7 +391,8 @@ const maxHeapReads = 4096
 // read-write size. An arena that grew past 64 MiB has more than one heap,
 // and neighbouring heaps share one mapping, so the maps alone overcount
 // (EstimateArenas); counting first heaps is the count malloc_info gives.
-// ok is false when the memory cannot be read (not live, or not allowed).
+// ok is false when the memory cannot be read (not live, or not allowed) or
+// a page where a heap could start is swapped out.
 func countArenas(live bool, pid int, maps []procfs.Mapping) (arenas int, ok bool) {
 	if !live {
 		return 0, false
@@ -401,6 +402,16 @@ func countArenas(live bool, pid int, maps []procfs.Mapping) (arenas int, ok bool
 		return 0, false
 	}
 	defer func() { _ = f.Close() }()
+	// A page is read only when pagemap says it is in memory: a page swapped
+	// out would be read back in, and one a userfaultfd handler serves could
+	// block the read until the handler answers.
+	pm, err := os.Open("/proc/" + strconv.Itoa(pid) + "/pagemap")
+	if err != nil {
+		return 0, false
+	}
+	defer func() { _ = pm.Close() }()
+	page := uint64(os.Getpagesize())
+	var e [8]byte
 	arenas, reads := 1, 0 // the main arena has no heap
 	var h [32]byte
 	for _, m := range maps {
@@ -410,6 +421,15 @@ func countArenas(live bool, pid int, maps []procfs.Mapping) (arenas int, ok bool
 		for a := (m.Start + heapMax - 1) &^ (heapMax - 1); a < m.End; a += heapMax {
 			if reads++; reads > maxHeapReads {
 				return 0, false
+			}
+			if _, err := pm.ReadAt(e[:], int64(a/page*8)); err != nil {
+				return 0, false
+			}
+			switch pe := binary.LittleEndian.Uint64(e[:]); {
+			case pe&(1<<62) != 0:
+				return 0, false // swapped out: maybe a heap's header; the estimate stands
+			case pe&(1<<63) == 0:
+				continue // never touched: glibc writes a heap's header, so no heap starts here
 			}
 			if _, err := f.ReadAt(h[:], int64(a)); err != nil {
 				return 0, false
