@@ -106,17 +106,17 @@ func TestNonFiniteSamplesDropped(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("diagnose with %s exited %d: %s", bad, code, errOut)
 		}
-		want := b + ": 1 samples are NaN or infinite, which no memory size or counter can be: dropped (first: line 22, node_memory_MemAvailable_bytes{instance=\"h\"} " + bad + ")"
+		want := b + ": 1 sample is NaN or infinite, which no memory size or counter can be: dropped (first: line 22, node_memory_MemAvailable_bytes{instance=\"h\"} " + bad + ")"
 		if !strings.Contains(out, want) {
 			t.Errorf("diagnose with %s: no note %q:\n%s", bad, want, out)
 		}
 		// compare and export say it too, not only diagnose.
 		out, errOut, code = runCLI(t, "compare", a, b)
-		if code != 0 || !strings.Contains(out, "note: group B: "+b+": 1 samples are NaN or infinite") {
+		if code != 0 || !strings.Contains(out, "note: group B: "+b+": 1 sample is NaN or infinite") {
 			t.Errorf("compare with %s: exit %d, no note:\n%s%s", bad, code, out, errOut)
 		}
 		_, errOut, code = runCLI(t, "export", "--from", b, "-o", filepath.Join(t.TempDir(), "x.om"))
-		if code != 0 || !strings.Contains(errOut, "memdoctor: note: "+b+": 1 samples are NaN or infinite") {
+		if code != 0 || !strings.Contains(errOut, "memdoctor: note: "+b+": 1 sample is NaN or infinite") {
 			t.Errorf("export with %s: exit %d, no note: %s", bad, code, errOut)
 		}
 	}

@@ -50,19 +50,21 @@ type Target struct {
 
 // Plan is what reclaim would do on one host.
 type Plan struct {
-	Mount      string   `json:"mount"`       // the cgroup2 mount point, FS-relative ("sys/fs/cgroup")
-	Dying      int64    `json:"dying"`       // the root's nr_dying_descendants
-	RootDying  int64    `json:"root_dying"`  // dying cgroups right below the root (not targets)
-	HasReclaim bool     `json:"has_reclaim"` // memory.reclaim exists (5.19+)
+	Mount      string   `json:"mount"`        // the cgroup2 mount point, FS-relative ("sys/fs/cgroup")
+	Dying      int64    `json:"dying"`        // the root's nr_dying_descendants
+	RootDying  int64    `json:"root_dying"`   // dying cgroups right below the root (not targets)
+	HasReclaim bool     `json:"has_reclaim"`  // memory.reclaim exists (5.19+), or memory.force_empty on v1
+	V1         bool     `json:"v1,omitempty"` // cgroup v1: each target's memory.force_empty is written (Dying of a target is then unknown, -1)
 	Targets    []Target `json:"targets"`
 }
 
-// ErrNoV2 is returned where no cgroup2 hierarchy with the memory
-// controller is mounted.
-var ErrNoV2 = errors.New("no cgroup v2 hierarchy with the memory controller is mounted")
+// ErrNoV2 is returned where neither a cgroup2 hierarchy with the memory
+// controller nor a v1 memory hierarchy is mounted.
+var ErrNoV2 = errors.New("no memory cgroup hierarchy (v2 with the memory controller, or v1) is mounted")
 
 // MakePlan reads the cgroup2 tree of f. Below dir (a path below the mount,
-// "/" for all) only that subtree is considered.
+// "/" for all) only that subtree is considered. Where the memory controller
+// is on a v1 hierarchy, the plan is memory.force_empty on dir (see v1.go).
 func MakePlan(f procfs.FS, dir string) (*Plan, error) {
 	mounts, _, err := f.Mountinfo()
 	if err != nil {
@@ -75,11 +77,14 @@ func MakePlan(f procfs.FS, dir string) (*Plan, error) {
 			break
 		}
 	}
-	if mount == "" {
-		return nil, ErrNoV2
+	var ctrl []byte
+	if mount != "" {
+		ctrl, err = f.ReadFile(mount + "/cgroup.controllers")
 	}
-	ctrl, err := f.ReadFile(mount + "/cgroup.controllers")
-	if err != nil || !strings.Contains(" "+strings.TrimSpace(string(ctrl))+" ", " memory ") {
+	if mount == "" || err != nil || !strings.Contains(" "+strings.TrimSpace(string(ctrl))+" ", " memory ") {
+		if v1 := v1Mount(f); v1 != "" {
+			return makePlanV1(f, v1, dir)
+		}
 		return nil, ErrNoV2
 	}
 	p := &Plan{Mount: mount}
@@ -225,6 +230,9 @@ const (
 // asynchronously, it reads the root's nr_dying_descendants until it is 0 or
 // wait has passed.
 func Apply(root string, p *Plan, wait time.Duration) (*Result, error) {
+	if p.V1 {
+		return applyV1(root, p, wait)
+	}
 	if !p.HasReclaim {
 		return nil, errors.New("memory.reclaim is missing (kernel before 5.19): nothing to write")
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,8 +102,14 @@ func TestNoV2AndNoReclaim(t *testing.T) {
 	v1 := tree(t, map[string]string{
 		"proc/self/mountinfo": "31 25 0:27 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n",
 	})
-	if _, err := MakePlan(procfs.NewFS(v1), "/"); !errors.Is(err, ErrNoV2) {
-		t.Errorf("v1 only: %v, want ErrNoV2", err)
+	// v1: the root has no memory.force_empty; the live cgroup above the
+	// dying ones is asked for (the kernel's side is TestReclaimV1ForceEmpty).
+	if _, err := MakePlan(procfs.NewFS(v1), "/"); err == nil || errors.Is(err, ErrNoV2) || !strings.Contains(err.Error(), "--cgroup") {
+		t.Errorf("v1 root: %v, want the refusal naming --cgroup", err)
+	}
+	none := tree(t, map[string]string{"proc/self/mountinfo": "25 1 0:23 / /sys rw - sysfs sysfs rw\n"})
+	if _, err := MakePlan(procfs.NewFS(none), "/"); !errors.Is(err, ErrNoV2) {
+		t.Errorf("no memory hierarchy: %v, want ErrNoV2", err)
 	}
 	old := tree(t, map[string]string{
 		"proc/self/mountinfo":              mountinfo,

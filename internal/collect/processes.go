@@ -8,6 +8,8 @@ package collect
 // largest PSS found gives the exact top N with few reads.
 
 import (
+	"encoding/binary"
+	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -319,6 +321,9 @@ func collectProcesses(c *ctx) error {
 			c.maps[p.pid] = maps
 			c.add("memdoctor_process_mappings", float64(len(maps)), l...)
 			if arenas, glibc := EstimateArenas(maps); glibc {
+				if n, ok := countArenas(c.live, p.pid, maps); ok {
+					arenas = n
+				}
 				c.add("memdoctor_process_malloc_arenas", float64(arenas), l...)
 			}
 			collectAllocator(c, p.pid, maps, l)
@@ -372,6 +377,73 @@ func EstimateArenas(maps []procfs.Mapping) (arenas int, glibc bool) {
 		}
 	}
 	return 1 + heaps, glibc
+}
+
+// maxHeapReads bounds the heap headers countArenas reads in one process
+// (one per 64 MiB of anonymous read-write memory): 4096 cover 256 GiB.
+const maxHeapReads = 4096
+
+// countArenas counts the malloc arenas of a live 64-bit glibc process from
+// the headers of its heaps, read through /proc/PID/mem without stopping it.
+// Every heap starts at a 64 MiB boundary with glibc's heap_info: the arena
+// it belongs to, the previous heap of that arena (NULL for an arena's first
+// heap, whose arena record follows the header), its size and its
+// read-write size. An arena that grew past 64 MiB has more than one heap,
+// and neighbouring heaps share one mapping, so the maps alone overcount
+// (EstimateArenas); counting first heaps is the count malloc_info gives.
+// ok is false when the memory cannot be read (not live, or not allowed) or
+// a page where a heap could start is swapped out.
+func countArenas(live bool, pid int, maps []procfs.Mapping) (arenas int, ok bool) {
+	if !live {
+		return 0, false
+	}
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
+	if err != nil {
+		return 0, false
+	}
+	defer func() { _ = f.Close() }()
+	// A page is read only when pagemap says it is in memory: a page swapped
+	// out would be read back in, and one a userfaultfd handler serves could
+	// block the read until the handler answers.
+	pm, err := os.Open("/proc/" + strconv.Itoa(pid) + "/pagemap")
+	if err != nil {
+		return 0, false
+	}
+	defer func() { _ = pm.Close() }()
+	page := uint64(os.Getpagesize())
+	var e [8]byte
+	arenas, reads := 1, 0 // the main arena has no heap
+	var h [32]byte
+	for _, m := range maps {
+		if m.Path != "" || m.Perms != "rw-p" || m.End <= 1<<32 {
+			continue
+		}
+		for a := (m.Start + heapMax - 1) &^ (heapMax - 1); a < m.End; a += heapMax {
+			if reads++; reads > maxHeapReads {
+				return 0, false
+			}
+			if _, err := pm.ReadAt(e[:], int64(a/page*8)); err != nil {
+				return 0, false
+			}
+			switch pe := binary.LittleEndian.Uint64(e[:]); {
+			case pe&(1<<62) != 0:
+				return 0, false // swapped out: maybe a heap's header; the estimate stands
+			case pe&(1<<63) == 0:
+				continue // never touched: glibc writes a heap's header, so no heap starts here
+			}
+			if _, err := f.ReadAt(h[:], int64(a)); err != nil {
+				return 0, false
+			}
+			arena := binary.LittleEndian.Uint64(h[0:])
+			prev := binary.LittleEndian.Uint64(h[8:])
+			size := binary.LittleEndian.Uint64(h[16:])
+			rw := binary.LittleEndian.Uint64(h[24:])
+			if prev == 0 && arena > a && arena < a+256 && size > 0 && size <= heapMax && rw >= size && rw <= heapMax {
+				arenas++
+			}
+		}
+	}
+	return arenas, true
 }
 
 // countOf is "1 process", "2 processes".

@@ -337,7 +337,7 @@ func NonFinite(group string, ws []*sample.Window) []string {
 					}
 				}
 				if n > 0 {
-					out = append(out, fmt.Sprintf("group %s, %s: %d points of %s are NaN or infinite, left out", group, w.Instance, n, s.Name))
+					out = append(out, fmt.Sprintf("group %s, %s: %s of %s %s NaN or infinite, left out", group, w.Instance, render.Count(float64(n), "point", "points"), s.Name, isAre(n)))
 				}
 			}
 		}
@@ -429,4 +429,12 @@ func byDay(s *sample.Series) map[string][]sample.Point {
 		out[d] = append(out[d], p)
 	}
 	return out
+}
+
+// isAre is the verb for a count of n.
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }

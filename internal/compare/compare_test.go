@@ -84,7 +84,7 @@ func TestCompareNonFinite(t *testing.T) {
 				t.Errorf("%v: a value of B is %v", bad, v)
 			}
 		}
-		if !strings.Contains(strings.Join(r.Notes, "\n"), "group B, h2: 1 points of node_memory_MemAvailable_bytes are NaN or infinite, left out") {
+		if !strings.Contains(strings.Join(r.Notes, "\n"), "group B, h2: 1 point of node_memory_MemAvailable_bytes is NaN or infinite, left out") {
 			t.Errorf("%v: notes %q", bad, r.Notes)
 		}
 	}

@@ -174,7 +174,49 @@ func (r dyingCgroups) Eval(in *Input) []model.Finding {
 		f.Summary += sum
 	}
 	f.Remedies = dyingRemedies(c.MemoryHierarchy, k, slabPins)
+	if c.MemoryHierarchy == "v1" {
+		f.Remedies = append(f.Remedies[:2:2], append([]model.Remedy{forceEmptyRemedy(h.S)}, f.Remedies[2:]...)...)
+	}
 	return []model.Finding{f}
+}
+
+// forceEmptyRemedy frees, on cgroup v1, the dying cgroups already there:
+// memory.force_empty on the live cgroup above them (298 down to 97 dying in
+// 0.07 s on a v1 host). The page scan names that cgroup (the nearest live
+// ancestor of the removed cgroups' cache, most first); without it PARENT
+// stands for the job runner's cgroup.
+func forceEmptyRemedy(s *sample.Snapshot) model.Remedy {
+	var parents []sample.Metric
+	if s != nil {
+		for _, m := range s.Select("memdoctor_memcg_dying_pinned_ancestor_bytes") {
+			if m.Value > 0 && m.Labels.Get("cgroup") != "/" {
+				parents = append(parents, m)
+			}
+		}
+	}
+	sort.SliceStable(parents, func(i, j int) bool { return parents[i].Value > parents[j].Value })
+	words := []string{"PARENT"}
+	if len(parents) > 0 {
+		words = nil
+		for i, m := range parents {
+			if i == 3 {
+				break
+			}
+			words = append(words, model.ShellPath(m.Labels.Get("cgroup")))
+		}
+	}
+	var cmds []string
+	for _, w := range words {
+		cmds = append(cmds, "memdoctor reclaim --cgroup "+w+"           # what --apply would write, and where",
+			"memdoctor reclaim --cgroup "+w+" --apply   # writes 0 to its memory.force_empty")
+	}
+	title := "now: free the dying cgroups already there: memory.force_empty on the live cgroup above them reclaims what they still hold"
+	if len(parents) == 0 {
+		title += " (PARENT: the job runner's cgroup, with no tasks in it or below it)"
+	}
+	return model.Remedy{Title: title, Commands: cmds,
+		Risk: "memory.force_empty reclaims everything charged to that cgroup and below it: the removed cgroups' page cache, and on a cgroup with tasks their live memory too " +
+			"(page cache dropped, anonymous memory swapped out), which is why memdoctor reclaim refuses a cgroup with tasks; later readers re-read from disk"}
 }
 
 // creatorsNamed is how many creators the summary names.

@@ -117,7 +117,8 @@ func (mallocArenasMany) Eval(in *Input) []model.Finding {
 				Risk:     "holds one thread during the trim (proportional to memory freed: 0.2 s for 4 GB in incident 5); the other threads run"},
 			{Title: "cap the arenas at the next restart",
 				Commands: []string{"GLIBC_TUNABLES=glibc.malloc.arena_max=4 <command>   # or MALLOC_ARENA_MAX=4"},
-				Risk:     "more lock contention between threads in malloc; measure throughput; did not help in incident 5"},
+				Risk: "more lock contention between threads in malloc; measure throughput. It gives back what the arenas retain when freed memory is spread over many of them (a Ruby server's RSS fell 69%); " +
+					"it does not help when the memory is in use (a leak, a cache) or freed in a few arenas only: memdoctor malloc shows which"},
 			{Title: "or run it on jemalloc, which returns freed memory on its own",
 				Commands: []string{"apt-get install libjemalloc2", "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 <command>"},
 				Risk:     "a different allocator: validate performance and memory on a canary first"},

@@ -243,9 +243,9 @@ func (t *target) sandboxed() string {
 	case t.seccomp == 1:
 		return "is in seccomp strict mode"
 	case most > 0:
-		return fmt.Sprintf("runs %d of %d threads under seccomp (up to %d filters)", n, len(ents), most)
+		return fmt.Sprintf("runs %d of %s under seccomp (up to %s)", n, countOf(len(ents), "thread", "threads"), countOf(most, "filter", "filters"))
 	}
-	return fmt.Sprintf("runs %d of %d threads under seccomp", n, len(ents))
+	return fmt.Sprintf("runs %d of %s under seccomp", n, countOf(len(ents), "thread", "threads"))
 }
 
 func (t *target) readMaps(maps []procfs.Mapping) {
@@ -595,4 +595,12 @@ func procFlags(pid int) (flags uint64, ok bool) {
 	}
 	v, err := strconv.ParseUint(f[6], 10, 64)
 	return v, err == nil
+}
+
+// countOf is "1 thread", "2 threads".
+func countOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

@@ -875,13 +875,13 @@ func (p *textParser) finish() error {
 	}
 	if p.noTS > 0 {
 		w.notes.add(sample.Note{Source: p.file,
-			Message: fmt.Sprintf("%d samples have no timestamp: stamped with the file's modification time %s",
-				p.noTS, time.UnixMilli(p.mtimeMs).UTC().Format(time.RFC3339))})
+			Message: fmt.Sprintf("%s no timestamp: stamped with the file's modification time %s",
+				samples(p.noTS, "has", "have"), time.UnixMilli(p.mtimeMs).UTC().Format(time.RFC3339))})
 	}
 	if p.dups > 0 {
 		w.skipped += p.dups
 		w.notes.add(sample.Note{Source: p.file,
-			Message: fmt.Sprintf("%d samples repeat a series at the same time: the last one was kept", p.dups)})
+			Message: fmt.Sprintf("%s a series at the same time: the last one was kept", samples(p.dups, "repeats", "repeat"))})
 	}
 	if p.cutShort != nil {
 		w.notes.add(sample.Note{Source: p.file, Message: p.cutShort.Error(), Hides: "whatever followed the last line"})
@@ -889,7 +889,7 @@ func (p *textParser) finish() error {
 	if p.nonFinite > 0 {
 		w.skipped += p.nonFinite
 		w.notes.add(sample.Note{Source: p.file,
-			Message: fmt.Sprintf("%d samples are NaN or infinite, which no memory size or counter can be: dropped (first: %s)", p.nonFinite, p.firstNonFinite),
+			Message: fmt.Sprintf("%s NaN or infinite, which no memory size or counter can be: dropped (first: %s)", samples(p.nonFinite, "is", "are"), p.firstNonFinite),
 			Hides:   "those samples", Fix: "fix what wrote the file"})
 	}
 	if p.bad > 0 {
@@ -955,4 +955,13 @@ func sniffText(path string) error {
 		return nil
 	}
 	return errors.New("no metric lines")
+}
+
+// samples is "1 sample has", "2 samples have": a count of samples with its
+// verb in the same number.
+func samples[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 sample " + one
+	}
+	return fmt.Sprintf("%d samples %s", n, many)
 }

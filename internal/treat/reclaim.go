@@ -22,7 +22,7 @@ type Reclaimed struct {
 func Reclaim(root, cgroup string, apply bool, wait time.Duration) (*Reclaimed, error) {
 	plan, err := cgreclaim.MakePlan(procfs.NewFS(root), cgroup)
 	if errors.Is(err, cgreclaim.ErrNoV2) {
-		return nil, fmt.Errorf("%w: reclaim works on cgroup v2 (on v1, write 0 to a cgroup's memory.force_empty before removing it)", err)
+		return nil, fmt.Errorf("%w: reclaim works on memory cgroups (v2's memory.reclaim, v1's memory.force_empty)", err)
 	}
 	if err != nil {
 		return nil, err

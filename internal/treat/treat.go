@@ -115,6 +115,18 @@ func Trim(ctx context.Context, r Request) (*malloc.TrimResult, error) {
 
 // pauseLine says how long memdoctor held a thread of the process.
 func pauseLine(pid int, p *malloc.Pause) string {
-	return fmt.Sprintf("thread %d of pid %d was held %.1f ms (%.1f ms of it in %d calls; %s); its other %d threads ran throughout",
-		p.Thread, pid, p.AttachedMs, p.CallsMs, len(p.Calls), p.Why, max(p.Threads-1, 0))
+	others := "it has no other threads"
+	if n := p.Threads - 1; n > 0 {
+		others = "its other " + count(n, "thread", "threads") + " ran throughout"
+	}
+	return fmt.Sprintf("thread %d of pid %d was held %.1f ms (%.1f ms of it in %s; %s); %s",
+		p.Thread, pid, p.AttachedMs, p.CallsMs, count(len(p.Calls), "call", "calls"), p.Why, others)
+}
+
+// count is "1 thread", "2 threads".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

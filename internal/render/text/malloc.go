@@ -39,7 +39,7 @@ func MallocText(w io.Writer, r *malloc.Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	p.f("\n%d arenas; %s in %d mmapped chunks outside them\n", t.ArenaCount, hb(t.MmapBytes), t.MmapChunks)
+	p.f("\n%s; %s in %s outside them\n", render.Count(float64(t.ArenaCount), "arena", "arenas"), hb(t.MmapBytes), render.Count(float64(t.MmapChunks), "mmapped chunk", "mmapped chunks"))
 	pct := 0.0
 	if t.SystemBytes > 0 {
 		pct = 100 * float64(t.RetainedBytes) / float64(t.SystemBytes)
@@ -50,7 +50,7 @@ func MallocText(w io.Writer, r *malloc.Report) error {
 		p.f("mallinfo2: arena %d, uordblks %d, fordblks %d, hblkhd %d, keepcost %d\n", m.Arena, m.Uordblks, m.Fordblks, m.Hblkhd, m.Keepcost)
 	}
 	if pp := r.Pause; pp != nil {
-		p.f("hold: thread %d held %.1f ms (calls %.1f ms); %d threads in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, pp.Threads)
+		p.f("hold: thread %d held %.1f ms (calls %.1f ms); %s in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, render.Count(float64(pp.Threads), "thread", "threads"))
 	}
 	if r.PreloadMs > 0 {
 		p.f("asked the preload library: answered in %.0f ms, no pause\n", r.PreloadMs)

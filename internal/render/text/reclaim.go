@@ -22,6 +22,12 @@ func ReclaimText(w io.Writer, r *treat.Reclaimed) error {
 		verb = "wrote"
 	}
 	for _, t := range p.Targets {
+		if p.V1 {
+			pr("  %s: no tasks in it or below it, %s charged to it and to the removed cgroups below it; %s 0 to /%s%s/memory.force_empty\n",
+				termsafe.Escape(t.Path), render.Bytes(t.Bytes), verb, termsafe.Escape(p.Mount), termsafe.Escape(t.Path))
+			pr("    (cgroup v1: memory.force_empty reclaims all of it; on a cgroup with tasks it would reclaim their live memory, which is why such a cgroup is refused)\n")
+			continue
+		}
 		pr("  %s: %d dying below it; %s %d (%s) to /%s%s/memory.reclaim\n", termsafe.Escape(t.Path), t.Dying, verb, t.Bytes, render.Bytes(t.Bytes),
 			termsafe.Escape(p.Mount), termsafe.Escape(t.Path))
 		if t.Dirty > 0 {

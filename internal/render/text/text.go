@@ -109,8 +109,9 @@ func Text(w io.Writer, r *model.Report, opt Options) error {
 		}
 	}
 	if r.Cost != nil {
-		p.f("\ncollected in %.0f ms (%d smaps_rollup reads, %d processes vanished while reading)\n",
-			r.Cost.DurationSeconds*1000, r.Cost.SmapsReads, r.Cost.Vanished)
+		p.f("\ncollected in %.0f ms (%s, %s vanished while reading)\n",
+			r.Cost.DurationSeconds*1000, render.Count(float64(r.Cost.SmapsReads), "smaps_rollup read", "smaps_rollup reads"),
+			render.Count(float64(r.Cost.Vanished), "process", "processes"))
 	}
 	return p.err
 }
@@ -503,7 +504,7 @@ func processes(p *printer, h *model.Host, top int, by string) {
 	}
 	p.heading("PROCESSES (by " + strings.ToUpper(by) + "; USS is what exiting would free)")
 	tw := tab(p)
-	_, _ = termsafe.Fprintf(tw, "  \tpid\tpss\tuss\trss\tswap\tanon\tfile\tthreads\tarenas\t comm\n")
+	_, _ = termsafe.Fprintf(tw, "  \tpid\tpss\tuss\trss\tswap\tanon\tfile\tshmem\tthreads\tarenas\t comm\n")
 	opt := func(v *int64) string {
 		if v == nil {
 			return "?"
@@ -518,8 +519,8 @@ func processes(p *printer, h *model.Host, top int, by string) {
 		if pr.MallocArenas != nil {
 			ar = fmt.Sprint(*pr.MallocArenas)
 		}
-		_, _ = termsafe.Fprintf(tw, "  \t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t %s\n", pr.PID, opt(pr.PSSBytes), opt(pr.USSBytes),
-			hb(pr.RSSBytes), hb(pr.SwapBytes), hb(pr.AnonBytes), hb(pr.FileBytes), pr.Threads, ar, pr.Comm)
+		_, _ = termsafe.Fprintf(tw, "  \t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t %s\n", pr.PID, opt(pr.PSSBytes), opt(pr.USSBytes),
+			hb(pr.RSSBytes), hb(pr.SwapBytes), hb(pr.AnonBytes), hb(pr.FileBytes), hb(pr.ShmemBytes), pr.Threads, ar, pr.Comm)
 	}
 	_ = tw.Flush()
 }
