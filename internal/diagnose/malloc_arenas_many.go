@@ -168,6 +168,21 @@ func (mallocArenasMany) Eval(in *Input) []model.Finding {
 	return out
 }
 
+// withoutRaisedCap drops the arena-cap remedy for a process already capped
+// at or below the cap it offers: it would raise the cap, or change nothing.
+func withoutRaisedCap(rs []model.Remedy, p model.Process) []model.Remedy {
+	if p.ArenaMax == nil || *p.ArenaMax <= 0 || *p.ArenaMax > arenaCapTo {
+		return rs
+	}
+	out := rs[:0:0]
+	for _, r := range rs {
+		if !strings.Contains(strings.Join(r.Commands, "\n"), "glibc.malloc.arena_max=") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // limitWords says which arena limit the count was judged against.
 func limitWords(limit int64, capped bool, cpus int) string {
 	switch {
