@@ -20,11 +20,11 @@ import (
 
 // startThreadedServer runs testdata/programs/python/threaded_server.py with
 // extra environment until the test ends and waits until it answers.
-func startThreadedServer(t *testing.T, env ...string) (*exec.Cmd, string) {
+func startThreadedServer(t *testing.T, keep string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	port := freePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	cmd := exec.Command("python3", filepath.Join(repoRoot(t), "testdata", "programs", "python", "threaded_server.py"), strconv.Itoa(port))
+	cmd := exec.Command("python3", filepath.Join(repoRoot(t), "testdata", "programs", "python", "threaded_server.py"), strconv.Itoa(port), keep)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -117,10 +117,13 @@ func TestThreadedPythonServerArenas(t *testing.T) {
 		t.Skip("python3 missing")
 	}
 	binary(t)
-	free, freeURL := startThreadedServer(t)
-	capped, cappedURL := startThreadedServer(t, "MALLOC_ARENA_MAX=2")
+	free, freeURL := startThreadedServer(t, "256")
+	capped, cappedURL := startThreadedServer(t, "256", "MALLOC_ARENA_MAX=2")
+	// The same server keeping no record gives its memory back.
+	healthy, healthyURL := startThreadedServer(t, "0")
 	drive(t, freeURL+"/work", 160, 8)
 	drive(t, cappedURL+"/work", 160, 8)
+	drive(t, healthyURL+"/work", 160, 8)
 	// Each server keeps only its last 256 records of 4 KiB: the rest is
 	// freed memory malloc holds.
 	anon := rssAnon(t, free.Process.Pid)
@@ -129,7 +132,18 @@ func TestThreadedPythonServerArenas(t *testing.T) {
 		t.Fatalf("the uncapped server did not retain: RssAnon %d MiB", anon>>20)
 	}
 
-	rep := runCheck(t, "--pid", strconv.Itoa(free.Process.Pid), "--pid", strconv.Itoa(capped.Process.Pid))
+	rep := runCheck(t, "--pid", fmt.Sprintf("%d,%d,%d", free.Process.Pid, capped.Process.Pid, healthy.Process.Pid))
+	hwho := fmt.Sprintf("(pid %d)", healthy.Process.Pid)
+	if hp := processOf(rep, healthy.Process.Pid); hp == nil || hp.MallocArenas == nil {
+		t.Errorf("the healthy server %s was not read: %+v", hwho, hp)
+	} else {
+		t.Logf("healthy server: ~%d arenas, %d MiB anonymous", *hp.MallocArenas, hp.AnonBytes>>20)
+	}
+	for _, f := range rep.Findings {
+		if strings.Contains(f.Subject, hwho) {
+			t.Errorf("the threaded server that gives its memory back %s: %s %s", hwho, f.ID, f.Summary)
+		}
+	}
 
 	who := fmt.Sprintf("(pid %d)", free.Process.Pid)
 	var f *model.Finding
