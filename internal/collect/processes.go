@@ -325,6 +325,9 @@ func collectProcesses(c *ctx) error {
 					arenas = n
 				}
 				c.add("memdoctor_process_malloc_arenas", float64(arenas), l...)
+				if n, _, ok, err := c.fs.ProcArenaMax(p.pid); err == nil && ok {
+					c.add("memdoctor_process_malloc_arena_max", float64(n), l...)
+				}
 			}
 			collectAllocator(c, p.pid, maps, l)
 			if hasPreload(maps) {

@@ -136,6 +136,7 @@ func (allocatorHoarding) Eval(in *Input) []model.Finding {
 					"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 <command>   # apt-get install libtcmalloc-minimal4"},
 				Risk: "a different allocator changes performance and memory behaviour everywhere: validate on a canary first"},
 		}
+		f.Remedies = withoutRaisedCap(f.Remedies, p)
 		out = append(out, f)
 	}
 	return out

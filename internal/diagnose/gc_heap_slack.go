@@ -12,12 +12,16 @@ package diagnose
 // /metrics request (scraped every 10 s) brought USS from 90.6 to 17.2 MB
 // for 35 ms more mean latency (99 → 134 ms).
 //
-// Evidence, for heaps whose size the runtime publishes: committed heap
-// (or resident memory when the runtime publishes no committed figure)
-// against the live heap, and the major-collection rate (recent, else
+// Evidence, for heaps whose size the runtime publishes: committed heap,
+// or resident memory when it is smaller (a JVM commits its initial heap,
+// 1/64 of RAM by default, without touching it: an idle JVM 15 s after
+// start had 380 MiB committed and 37 MiB resident) or when the runtime
+// publishes no committed figure, against the live heap, and the major-collection rate (recent, else
 // since start). Fires: committed ≥ 2 × live and at least 64 MiB of slack,
 // and major collections rarer than one a minute (or unknown). Critical at
-// ≥ 4 × and 1 GiB.
+// ≥ 4 × and 1 GiB. A JVM is judged only once its heap had a chance to
+// size itself: after its first collection, or 2 minutes after start; a
+// short-lived command-line JVM never is.
 //
 // Evidence for Ruby, whose garbage the object slots do not show: GC.stat's
 // oldmalloc_increase_bytes (memdoctor_runtime_gc_pending_bytes), the bytes
@@ -103,9 +107,17 @@ func (gcHeapSlack) Eval(in *Input) []model.Finding {
 		switch {
 		case r.HeapCommittedBytes != nil:
 			held = *r.HeapCommittedBytes
+			// Committed but never touched is address space, not memory:
+			// the heap holds at most what the process has resident.
+			if r.ResidentBytes != nil && *r.ResidentBytes < held {
+				held, heldName = *r.ResidentBytes, "resident_bytes"
+			}
 		case r.ResidentBytes != nil:
 			held, heldName = *r.ResidentBytes, "resident_bytes"
 		default:
+			continue
+		}
+		if unsized(r) {
 			continue
 		}
 		slack := held - live
@@ -140,10 +152,32 @@ func (gcHeapSlack) Eval(in *Input) []model.Finding {
 		if r.ResidentBytes != nil && heldName != "resident_bytes" {
 			f.Evidence = append(f.Evidence, ev("resident_bytes", *r.ResidentBytes, "bytes"))
 		}
+		if r.HeapCommittedBytes != nil && heldName != "heap_committed_bytes" {
+			f.Evidence = append(f.Evidence, ev("heap_committed_bytes", *r.HeapCommittedBytes, "bytes"))
+		}
 		f.Remedies = slackRemedies(r)
 		out = append(out, f)
 	}
 	return out
+}
+
+// slackWarmup is how long a JVM that has run no collection yet is left to
+// size its heap before its slack is judged.
+const slackWarmup = 120 // seconds
+
+// unsized says whether a JVM's heap has not yet had a chance to size
+// itself: no collection yet and younger than slackWarmup. Its heap is then
+// the initial one (1/64 of RAM by default, committed but mostly untouched)
+// and its live figure all it ever allocated, which says nothing about what
+// the program needs; a short-lived command-line JVM never gets past this.
+// Any collection counts, not only old ones: a JVM's heap grows and shrinks
+// at young collections too, and G1's concurrent cycles, which are its old
+// collections, are not in the management beans a scraped JVM publishes.
+func unsized(r *model.Runtime) bool {
+	if r.Runtime != "jvm" || val(r.YoungCollections)+val(r.OldCollections)+val(r.FullCollections) > 0 {
+		return false
+	}
+	return r.UptimeSeconds > 0 && r.UptimeSeconds < slackWarmup
 }
 
 // majorRate is the runtime's major collections a minute, recent else

@@ -130,6 +130,7 @@ func processes(s *sample.Snapshot) []model.Process {
 		{"memdoctor_process_shmem_bytes", func(p *model.Process, v float64) { p.ShmemBytes = int64(v) }},
 		{"memdoctor_process_threads", func(p *model.Process, v float64) { p.Threads = int64(v) }},
 		{"memdoctor_process_malloc_arenas", func(p *model.Process, v float64) { p.MallocArenas = ptr(v) }},
+		{"memdoctor_process_malloc_arena_max", func(p *model.Process, v float64) { p.ArenaMax = ptr(v) }},
 		{"memdoctor_process_preload", func(p *model.Process, v float64) { p.Preload = v > 0 }},
 		{"memdoctor_malloc_system_bytes", func(p *model.Process, v float64) { mallocOf(p).SystemBytes = int64(v) }},
 		{"memdoctor_malloc_in_use_bytes", func(p *model.Process, v float64) { mallocOf(p).InUseBytes = int64(v) }},

@@ -12,10 +12,18 @@ package diagnose
 // heap reservations + the main arena); an arena that outgrew one heap counts
 // twice, so it is an upper bound.
 //
-// Thresholds: 16 or more arenas (the default limit on a 2-CPU host, and
-// twice glibc's arena_test) and at least 256 MiB of anonymous memory;
-// warning. It is a suspicion, not a proof: `malloc_info` (free bytes per
-// arena) proves it.
+// Thresholds: arenas near the process' own limit, at least half of it
+// (glibc's default of 8 × CPUs, or the cap it was started with:
+// GLIBC_TUNABLES=glibc.malloc.arena_max, else MALLOC_ARENA_MAX, read from
+// its environment), never fewer than 4 and never more than 16 needed; and
+// at least 256 MiB of anonymous memory; warning. A fixed 16 missed the
+// small hosts, where the limit is 16 or less: a ThreadingHTTPServer whose
+// requests build and drop ~30 MB held 513 MiB free (94%) in 9 arenas on 2
+// CPUs. A capped process counts at most its cap (the estimate counts an
+// arena per heap), so one capped at 2 or 3 is never judged many. It is a
+// suspicion, not a proof: the finding says to run `memdoctor malloc PID`,
+// whose malloc_info (free bytes per arena) proves it. A cap is offered
+// only below the process' own (never one that raises it).
 //
 // Runtimes with heaps of their own: a JVM's committed Java heap, a .NET or
 // Node (V8) managed heap is anonymous memory too, but not malloc's. Their
@@ -51,8 +59,28 @@ func (mallocArenasMany) Meta() Meta {
 
 const (
 	arenasMin    = 16
+	arenasFloor  = 4
 	arenaAnonMin = 256 << 20
+	arenaCapTo   = 4 // the cap the remedy offers
 )
+
+// arenaLimit is the most arenas p may create: its own cap, else glibc's
+// default of 8 × CPUs on 64-bit (0 when the CPUs are unknown).
+func arenaLimit(p model.Process, cpus int) (limit int64, capped bool) {
+	if p.ArenaMax != nil && *p.ArenaMax > 0 {
+		return *p.ArenaMax, true
+	}
+	return 8 * int64(cpus), false
+}
+
+// arenaThreshold is the arena count judged many under a limit: half of it
+// (rounded up), at least arenasFloor and at most arenasMin.
+func arenaThreshold(limit int64) int64 {
+	if limit <= 0 {
+		return arenasMin
+	}
+	return min(arenasMin, max(arenasFloor, (limit+1)/2))
+}
 
 func (mallocArenasMany) Eval(in *Input) []model.Finding {
 	h := in.Host
@@ -61,7 +89,15 @@ func (mallocArenasMany) Eval(in *Input) []model.Finding {
 	}
 	var out []model.Finding
 	for _, p := range h.Processes {
-		if p.MallocArenas == nil || *p.MallocArenas < arenasMin || p.AnonBytes < arenaAnonMin {
+		if p.MallocArenas == nil || p.AnonBytes < arenaAnonMin {
+			continue
+		}
+		limit, capped := arenaLimit(p, h.Info.CPUs)
+		a := *p.MallocArenas
+		if capped {
+			a = min(a, limit)
+		}
+		if a < arenaThreshold(limit) {
 			continue
 		}
 		rt := ownHeapRuntime(h, p.PID)
@@ -81,14 +117,13 @@ func (mallocArenasMany) Eval(in *Input) []model.Finding {
 				continue
 			}
 		}
-		a := *p.MallocArenas
 		mem := render.Bytes(p.AnonBytes) + " anonymous memory"
 		if rt != nil {
 			mem = fmt.Sprintf("%s anonymous memory outside its %s heap (%s of %s)", render.Bytes(outside), rt.Runtime, render.Bytes(heap), render.Bytes(p.AnonBytes))
 		}
 		f := model.Finding{ID: "malloc_arenas_many", Severity: model.Warning, Subject: fmt.Sprintf("process %s (pid %d)", p.Comm, p.PID),
-			Summary: fmt.Sprintf("%s has ~%d malloc arenas across %d threads and %s: freed memory may be held per arena instead of returned",
-				p.Comm, a, p.Threads, mem),
+			Summary: fmt.Sprintf("%s has ~%d malloc arenas across %d threads and %s: freed memory may be held per arena instead of returned (%s); to confirm: memdoctor malloc %d",
+				p.Comm, a, p.Threads, mem, limitWords(limit, capped, h.Info.CPUs), p.PID),
 			Evidence: []model.Evidence{
 				ev("malloc_arenas_estimated", float64(a), "count"),
 				ev("threads", float64(p.Threads), "count"),
@@ -104,6 +139,9 @@ func (mallocArenasMany) Eval(in *Input) []model.Finding {
 		if h.Info.CPUs > 0 {
 			f.Evidence = append(f.Evidence, ev("glibc_default_arena_limit", float64(8*h.Info.CPUs), "count"))
 		}
+		if capped {
+			f.Evidence = append(f.Evidence, ev("malloc_arena_max", float64(limit), "count"))
+		}
 		if h.Info.Glibc != "" {
 			f.Evidence = append(f.Evidence, evText("glibc", h.Info.Glibc))
 		}
@@ -115,17 +153,46 @@ func (mallocArenasMany) Eval(in *Input) []model.Finding {
 			{Title: "give freed memory back now: see the expected gain, then trim (RSS is measured before and after)",
 				Commands: []string{"memdoctor trim " + pid, "memdoctor trim " + pid + " --apply"},
 				Risk:     "holds one thread during the trim (proportional to memory freed: 0.2 s for 4 GB in incident 5); the other threads run"},
-			{Title: "cap the arenas at the next restart",
+		}
+		if !capped || limit > arenaCapTo {
+			f.Remedies = append(f.Remedies, model.Remedy{Title: "cap the arenas at the next restart",
 				Commands: []string{"GLIBC_TUNABLES=glibc.malloc.arena_max=4 <command>   # or MALLOC_ARENA_MAX=4"},
 				Risk: "more lock contention between threads in malloc; measure throughput. It gives back what the arenas retain when freed memory is spread over many of them (a Ruby server's RSS fell 69%); " +
-					"it does not help when the memory is in use (a leak, a cache) or freed in a few arenas only: memdoctor malloc shows which"},
-			{Title: "or run it on jemalloc, which returns freed memory on its own",
-				Commands: []string{"apt-get install libjemalloc2", "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 <command>"},
-				Risk:     "a different allocator: validate performance and memory on a canary first"},
+					"it does not help when the memory is in use (a leak, a cache) or freed in a few arenas only: memdoctor malloc shows which"})
 		}
+		f.Remedies = append(f.Remedies,
+			model.Remedy{Title: "or run it on jemalloc, which returns freed memory on its own",
+				Commands: []string{"apt-get install libjemalloc2", "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 <command>"},
+				Risk:     "a different allocator: validate performance and memory on a canary first"})
 		out = append(out, f)
 	}
 	return out
+}
+
+// withoutRaisedCap drops the arena-cap remedy for a process already capped
+// at or below the cap it offers: it would raise the cap, or change nothing.
+func withoutRaisedCap(rs []model.Remedy, p model.Process) []model.Remedy {
+	if p.ArenaMax == nil || *p.ArenaMax <= 0 || *p.ArenaMax > arenaCapTo {
+		return rs
+	}
+	out := rs[:0:0]
+	for _, r := range rs {
+		if !strings.Contains(strings.Join(r.Commands, "\n"), "glibc.malloc.arena_max=") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// limitWords says which arena limit the count was judged against.
+func limitWords(limit int64, capped bool, cpus int) string {
+	switch {
+	case capped:
+		return fmt.Sprintf("its cap is %d", limit)
+	case limit > 0:
+		return fmt.Sprintf("glibc's limit here is %d: 8 × %d CPUs", limit, cpus)
+	}
+	return "the CPUs, and so glibc's limit, are unknown"
 }
 
 // ownHeapRuntime returns the runtime of pid when it keeps a heap of its own

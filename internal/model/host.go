@@ -71,6 +71,10 @@ type Process struct {
 	ShmemBytes   int64  `json:"shmem_bytes"`
 	Threads      int64  `json:"threads"`
 	MallocArenas *int64 `json:"malloc_arenas,omitempty"`
+	// ArenaMax is the glibc arena cap the process was started with
+	// (MALLOC_ARENA_MAX or GLIBC_TUNABLES glibc.malloc.arena_max), nil when
+	// it runs with glibc's default.
+	ArenaMax *int64 `json:"malloc_arena_max,omitempty"`
 	// Preload is set when the process maps memdoctor's preload library.
 	Preload bool `json:"preload,omitempty"`
 	// Malloc is the allocator's own view, when it was read (memdoctor's

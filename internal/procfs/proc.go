@@ -35,6 +35,7 @@ package procfs
 // (a kernel thread, a zombie) also fails with ESRCH.
 
 import (
+	"io"
 	"io/fs"
 	"slices"
 	"strconv"
@@ -223,4 +224,61 @@ func OwnPID(st KV, pid int) int {
 		}
 	}
 	return pid
+}
+
+// environMax bounds how much of proc/PID/environ is read (the kernel's own
+// bound is the exec argument limit, several MiB).
+const environMax = 1 << 20
+
+// ProcArenaMax reads the glibc malloc arena cap a process was started
+// with: glibc.malloc.arena_max in GLIBC_TUNABLES, else MALLOC_ARENA_MAX
+// (its older alias). ok is false when neither sets a cap (unset, 0 or not a
+// number: glibc's default, 8 arenas a CPU on 64-bit). It is the process'
+// environment at exec: a program that changed it later is not seen.
+func (f FS) ProcArenaMax(pid int) (limit int, from string, ok bool, err error) {
+	fh, err := f.fsys.Open(clean(procFile(pid, "environ")))
+	if err != nil {
+		return 0, "", false, err
+	}
+	defer func() { _ = fh.Close() }()
+	data, err := io.ReadAll(io.LimitReader(fh, environMax))
+	if err != nil {
+		return 0, "", false, err
+	}
+	return ArenaMaxFromEnviron(string(data))
+}
+
+// ArenaMaxFromEnviron finds the arena cap in a NUL-separated environment
+// (see ProcArenaMax).
+func ArenaMaxFromEnviron(env string) (limit int, from string, ok bool, err error) {
+	// glibc (2.36) parses GLIBC_TUNABLES in place, ending each tunable
+	// with a NUL: the environment then reads
+	// "GLIBC_TUNABLES=glibc.malloc.check=0", "glibc.malloc.arena_max=3".
+	// The tunables after the first are the entries that follow it and
+	// start with "glibc.".
+	var alias, tunable string
+	inTunables := false
+	for _, kv := range strings.Split(env, "\x00") {
+		list, ok := strings.CutPrefix(kv, "GLIBC_TUNABLES=")
+		if !ok && inTunables && strings.HasPrefix(kv, "glibc.") {
+			list, ok = kv, true
+		}
+		inTunables = ok
+		switch {
+		case ok:
+			for _, t := range strings.Split(list, ":") {
+				if v, found := strings.CutPrefix(t, "glibc.malloc.arena_max="); found {
+					tunable = v
+				}
+			}
+		case strings.HasPrefix(kv, "MALLOC_ARENA_MAX="):
+			alias = strings.TrimPrefix(kv, "MALLOC_ARENA_MAX=")
+		}
+	}
+	for _, c := range []struct{ v, from string }{{tunable, "GLIBC_TUNABLES=glibc.malloc.arena_max"}, {alias, "MALLOC_ARENA_MAX"}} {
+		if n, e := strconv.Atoi(c.v); e == nil && n > 0 {
+			return n, c.from, true, nil
+		}
+	}
+	return 0, "", false, nil
 }
