@@ -118,6 +118,7 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 		Focus: fo.parsed, SortBy: fo.Sort, UserTotals: fo.Users, FocusCgroup: fo.cgroup}
 	if h.live {
 		opt.KmsgPath = "/dev/kmsg"
+		opt.AskPreload = 2 * time.Second
 	}
 	cu := o.Culprits
 	if cu == nil {
