@@ -23,6 +23,9 @@ have node || need="$need nodejs"
 have chromium || have chromium-browser || need="$need chromium"
 [ -e /usr/include/librdkafka/rdkafka.h ] || need="$need librdkafka-dev"
 [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || [ -e /usr/lib/aarch64-linux-gnu/libjemalloc.so.2 ] || need="$need libjemalloc2"
+# Allocators other than glibc's, and a server linked with jemalloc.
+[ -e /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 ] || [ -e /usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4 ] || need="$need libtcmalloc-minimal4"
+have redis-server && have redis-cli || need="$need redis-server"
 # A seccomp filter compiled as container runtimes compile theirs.
 [ -e /usr/lib/x86_64-linux-gnu/libseccomp.so.2 ] || [ -e /usr/lib/aarch64-linux-gnu/libseccomp.so.2 ] || need="$need libseccomp2"
 # --- packaging (make deb and its test): Debian's own tools -------------------

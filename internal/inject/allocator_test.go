@@ -1,0 +1,125 @@
+package inject
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
+)
+
+// libDir is where Debian puts the allocators' shared objects.
+func libDir() string {
+	if runtime.GOARCH == "arm64" {
+		return "/usr/lib/aarch64-linux-gnu"
+	}
+	return "/usr/lib/x86_64-linux-gnu"
+}
+
+// TestFindMallocServer names the allocator of real processes: a glibc
+// program, the same program linked with Debian's jemalloc, run with
+// jemalloc or tcmalloc in LD_PRELOAD, linked statically, and redis-server
+// (linked with jemalloc).
+func TestFindMallocServer(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	je := filepath.Join(libDir(), "libjemalloc.so.2")
+	tc := filepath.Join(libDir(), "libtcmalloc_minimal.so.4")
+	src, _ := filepath.Abs("../../testdata/programs/retain.c")
+	dir := t.TempDir()
+	build := func(name string, args ...string) string {
+		bin := filepath.Join(dir, name)
+		if out, err := exec.Command("gcc", append([]string{"-O1", "-o", bin, src}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("gcc %s: %v\n%s", name, err, out)
+		}
+		return bin
+	}
+	plain := build("plain")
+	for _, c := range []struct {
+		name, want, object string
+		static             bool
+		need               string
+		cmd                func() *exec.Cmd
+	}{
+		{name: "glibc", want: AllocGlibc, object: "libc.so.6", cmd: func() *exec.Cmd { return exec.Command(plain, "1") }},
+		{name: "static", want: AllocGlibc, static: true, cmd: func() *exec.Cmd { return exec.Command(build("static", "-static"), "1") }},
+		{name: "linked jemalloc", want: AllocJemalloc, object: "libjemalloc.so.2", need: je, cmd: func() *exec.Cmd { return exec.Command(build("je", je), "1") }},
+		{name: "preloaded jemalloc", want: AllocJemalloc, object: "libjemalloc.so.2", need: je, cmd: func() *exec.Cmd {
+			c := exec.Command(plain, "1")
+			c.Env = append(os.Environ(), "LD_PRELOAD="+je)
+			return c
+		}},
+		{name: "preloaded tcmalloc", want: AllocTcmalloc, object: "libtcmalloc_minimal.so.4", need: tc, cmd: func() *exec.Cmd {
+			c := exec.Command(plain, "1")
+			c.Env = append(os.Environ(), "LD_PRELOAD="+tc)
+			return c
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.need != "" {
+				if _, err := os.Stat(c.need); err != nil {
+					t.Skipf("%s not installed (scripts/install-test-deps.sh)", c.need)
+				}
+			}
+			cmd := c.cmd()
+			stdin, _ := cmd.StdinPipe()
+			out, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+			if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+				t.Fatalf("not ready: %v", err)
+			}
+			ms := find(t, cmd.Process.Pid, cmd.Env)
+			if ms.Name != c.want || ms.Static != c.static || c.object != "" && !strings.HasPrefix(filepath.Base(ms.Object), c.object) {
+				t.Errorf("got %+v, want %s (static %v) in %s", ms, c.want, c.static, c.object)
+			}
+		})
+	}
+	t.Run("redis-server", func(t *testing.T) {
+		bin, err := exec.LookPath("redis-server")
+		if err != nil {
+			t.Skip("redis-server not installed (scripts/install-test-deps.sh)")
+		}
+		cmd := exec.Command(bin, "--port", "0", "--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--bind", "127.0.0.1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		var ms MallocServer
+		for i := 0; i < 50; i++ { // until its libraries are mapped
+			if ms = find(t, cmd.Process.Pid, nil); ms.Name != "" {
+				break
+			}
+		}
+		if ms.Name != AllocJemalloc {
+			t.Errorf("redis-server: got %+v, want jemalloc", ms)
+		}
+	})
+}
+
+func find(t *testing.T, pid int, env []string) MallocServer {
+	t.Helper()
+	maps, err := procfs.NewFS("/").ProcMaps(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var preload string
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "LD_PRELOAD="); ok {
+			preload = v
+		}
+	}
+	ms, err := FindMallocServer(context.Background(), pid, maps, preload)
+	if err != nil {
+		t.Logf("pid %d: %v", pid, err)
+	}
+	return ms
+}
