@@ -119,6 +119,7 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 	if h.live {
 		opt.KmsgPath = "/dev/kmsg"
 		opt.AskPreload = 2 * time.Second
+		opt.Allocators = true
 	}
 	cu := o.Culprits
 	if cu == nil {

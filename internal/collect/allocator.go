@@ -12,7 +12,8 @@ package collect
 // library is counted (memdoctor_process_preload) and, when its stats
 // cannot be read, noted with the reason.
 //
-// Privacy: of the process' environment only MEMDOCTOR_STATS is looked for;
+// Privacy: of the process' environment only MEMDOCTOR_STATS (and LD_PRELOAD,
+// to follow the dynamic linker's order) is looked for;
 // nothing else of it is kept or shown.
 
 import (
@@ -23,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/inject"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/preload"
 )
@@ -187,4 +189,33 @@ func askSummary(c *ctx, pid, own int, path string, st procfs.KV) *preload.Line {
 		return nil
 	}
 	return &preload.Line{Event: res.Event, HasPID: true, HasArenas: res.Event.Arenas > 0}
+}
+
+// collectMallocServer names the allocator that serves a process' malloc
+// (inject.FindMallocServer: the object its malloc binds to) in
+// memdoctor_process_allocator_info and returns its name, "" when it could
+// not be told.
+func collectMallocServer(c *ctx, pid int, maps []procfs.Mapping, labels []string) string {
+	ms, err := inject.FindMallocServer(context.Background(), pid, maps, ldPreload(c, pid))
+	if err != nil {
+		return ""
+	}
+	c.add("memdoctor_process_allocator_info", 1, append(labels[:len(labels):len(labels)], "allocator", ms.Name, "object", ms.Object)...)
+	return ms.Name
+}
+
+// ldPreload is LD_PRELOAD in a process' initial environment, the only
+// other variable of it memdoctor reads ("" when unset or unreadable).
+func ldPreload(c *ctx, pid int) string {
+	b, err := c.fs.ReadFile("proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return ""
+	}
+	defer clear(b) // the rest of the environment is not kept
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("LD_PRELOAD=")); ok {
+			return string(v)
+		}
+	}
+	return ""
 }

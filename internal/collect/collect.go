@@ -50,6 +50,11 @@ type Options struct {
 	// this long. Only check sets it: the request is written as the
 	// process' user, which the recorder's unit forbids.
 	AskPreload time.Duration
+	// Allocators names, on the live host, the allocator that serves each
+	// reported process' malloc (memdoctor_process_allocator_info), from
+	// the objects it maps; a glibc arena estimate is then made only for a
+	// glibc process.
+	Allocators bool
 	// Now returns the sample time (default time.Now).
 	Now func() time.Time
 	// Live says the FS is this host's own /proc (so notes can speak of

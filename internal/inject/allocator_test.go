@@ -3,12 +3,15 @@ package inject
 import (
 	"bufio"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
@@ -88,7 +91,13 @@ func TestFindMallocServer(t *testing.T) {
 		if err != nil {
 			t.Skip("redis-server not installed (scripts/install-test-deps.sh)")
 		}
-		cmd := exec.Command(bin, "--port", "0", "--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--bind", "127.0.0.1")
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+		_ = l.Close()
+		cmd := exec.Command(bin, "--port", port, "--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--bind", "127.0.0.1")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -98,6 +107,7 @@ func TestFindMallocServer(t *testing.T) {
 			if ms = find(t, cmd.Process.Pid, nil); ms.Name != "" {
 				break
 			}
+			time.Sleep(20 * time.Millisecond)
 		}
 		if ms.Name != AllocJemalloc {
 			t.Errorf("redis-server: got %+v, want jemalloc", ms)

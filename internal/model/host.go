@@ -71,6 +71,11 @@ type Process struct {
 	ShmemBytes   int64  `json:"shmem_bytes"`
 	Threads      int64  `json:"threads"`
 	MallocArenas *int64 `json:"malloc_arenas,omitempty"`
+	// Allocator serves the process' malloc: glibc, jemalloc, tcmalloc,
+	// mimalloc, musl or other ("" when not known); AllocatorObject is the
+	// object that defines the malloc it binds to.
+	Allocator       string `json:"allocator,omitempty"`
+	AllocatorObject string `json:"allocator_object,omitempty"`
 	// Preload is set when the process maps memdoctor's preload library.
 	Preload bool `json:"preload,omitempty"`
 	// Malloc is the allocator's own view, when it was read (memdoctor's
