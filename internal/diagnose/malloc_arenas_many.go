@@ -61,7 +61,7 @@ func (mallocArenasMany) Eval(in *Input) []model.Finding {
 	}
 	var out []model.Finding
 	for _, p := range h.Processes {
-		if p.MallocArenas == nil || *p.MallocArenas < arenasMin || p.AnonBytes < arenaAnonMin {
+		if p.MallocArenas == nil || *p.MallocArenas < arenasMin || p.AnonBytes < arenaAnonMin || !glibcMalloc(p) {
 			continue
 		}
 		rt := ownHeapRuntime(h, p.PID)

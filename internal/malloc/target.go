@@ -177,6 +177,9 @@ func inspectTarget(pid int) (*target, error) {
 		}
 		return nil, fmt.Errorf("%w: pid %d (%s) has no libc.so.6 in /proc/%d/maps: it is statically linked or uses another C library, so it has no glibc malloc_info to call", ErrNotGlibc, pid, t.comm, pid)
 	}
+	if err := t.checkMallocServer(); err != nil {
+		return nil, err
+	}
 	t.readGlibc()
 	t.readELF()
 	if !t.elf64 && inject.Exited(pid, pid, 20*time.Millisecond) {
