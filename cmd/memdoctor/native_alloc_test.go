@@ -29,9 +29,9 @@ func checkNative(t *testing.T, pid int, want string) {
 	r := checkJSON(t, "--malloc", "5", "--top", "40")
 	spid := strconv.Itoa(pid)
 	var seen *model.Process
-	for i := range r.Host.Processes {
-		if r.Host.Processes[i].PID == pid {
-			seen = &r.Host.Processes[i]
+	for i := range r.Processes {
+		if r.Processes[i].PID == pid {
+			seen = &r.Processes[i]
 		}
 	}
 	if seen == nil {
