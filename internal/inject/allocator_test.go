@@ -133,3 +133,22 @@ func find(t *testing.T, pid int, env []string) MallocServer {
 	}
 	return ms
 }
+
+// BenchmarkFindMallocServer times naming the allocator of a running
+// program (the one named by MALLOC_SERVER_BENCH_PID, else this test binary).
+func BenchmarkFindMallocServer(b *testing.B) {
+	pid := os.Getpid()
+	if v := os.Getenv("MALLOC_SERVER_BENCH_PID"); v != "" {
+		pid, _ = strconv.Atoi(v)
+	}
+	maps, err := procfs.NewFS("/").ProcMaps(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		ms, err := FindMallocServer(context.Background(), pid, maps, "")
+		if i == 0 {
+			b.Logf("pid %d: %+v %v", pid, ms, err)
+		}
+	}
+}
