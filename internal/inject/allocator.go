@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -198,6 +199,15 @@ func lookMalloc(ctx context.Context, pid int, o *mappedObject, isExe bool) (ms *
 		return nil, nil, err
 	}
 	defer func() { _ = f.Close() }() // read-only
+	key, keyed := objectKeyOf(f)
+	if keyed {
+		if c, ok := objectCache.get(key); ok && !(isExe && c.noTable) {
+			if c.alloc != "" {
+				return &MallocServer{Name: c.alloc, Object: o.path, Static: isExe}, c.needed, nil
+			}
+			return nil, c.needed, nil
+		}
+	}
 	ef, err := elf.NewFile(f)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %w", ErrNoSymbol, o.path, err)
@@ -211,14 +221,20 @@ func lookMalloc(ctx context.Context, pid int, o *mappedObject, isExe bool) (ms *
 	if derr != nil && !errors.Is(derr, elfsym.ErrNoTable) {
 		return nil, nil, fmt.Errorf("%w: %s: %w", ErrNoSymbol, o.path, derr)
 	}
-	if path.Base(o.path) == preloadLibName {
-		return nil, needed, nil // forwards to the next definition
+	entry := cachedObject{needed: needed, noTable: derr != nil}
+	if _, ok := exp["malloc"]; ok && path.Base(o.path) != preloadLibName { // the library forwards to the next definition
+		entry.alloc = allocatorOf(exp, o.path)
 	}
-	if _, ok := exp["malloc"]; ok {
-		return &MallocServer{Name: allocatorOf(exp, o.path), Object: o.path, Static: isExe}, needed, nil
+	if keyed {
+		objectCache.put(key, entry)
 	}
-	if isExe && errors.Is(derr, elfsym.ErrNoTable) {
-		// No .dynsym: linked statically, malloc is its own.
+	if entry.alloc != "" {
+		return &MallocServer{Name: entry.alloc, Object: o.path, Static: isExe}, needed, nil
+	}
+	if isExe && errors.Is(derr, elfsym.ErrNoTable) && ef.Section(".go.buildinfo") == nil {
+		// No .dynsym: linked statically, malloc is its own. (A Go
+		// program without cgo has no malloc: its table, often 100k
+		// entries, is not read.)
 		all, err := elfsym.Functions(ctx, ef, elfsym.Default)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %s, linked statically: %w", ErrNoSymbol, o.path, err)
@@ -322,4 +338,56 @@ func dynNames(ef *elf.File, tag elf.DynTag) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// objectKey identifies an object's file: device, inode, size and change
+// time (a file rewritten in place is read again).
+type objectKey struct {
+	dev, ino, size uint64
+	ctime          int64
+}
+
+func objectKeyOf(f *os.File) (objectKey, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return objectKey{}, false
+	}
+	return objectKey{dev: st.Dev, ino: st.Ino, size: uint64(st.Size), ctime: st.Ctim.Nano()}, true
+}
+
+// cachedObject is what one object says of malloc: the allocator if it
+// defines (exports) malloc, its DT_NEEDED names, and whether it has no
+// .dynsym (an executable then is read whole).
+type cachedObject struct {
+	alloc   string
+	needed  []string
+	noTable bool
+}
+
+// objectCache keeps what the objects read so far said, so that libc,
+// libstdc++ and the others many processes share are read once in a run;
+// at most maxCached objects (then it starts over).
+var objectCache = &objCache{m: map[objectKey]cachedObject{}}
+
+const maxCached = 2048
+
+type objCache struct {
+	mu sync.Mutex
+	m  map[objectKey]cachedObject
+}
+
+func (c *objCache) get(k objectKey) (cachedObject, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *objCache) put(k objectKey, v cachedObject) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxCached {
+		clear(c.m)
+	}
+	c.m[k] = v
 }
