@@ -117,10 +117,10 @@ func FindMallocServer(ctx context.Context, pid int, maps []procfs.Mapping, prelo
 		o := order[i]
 		ms, needed, err := lookMalloc(ctx, pid, o, o == exe)
 		if err != nil {
-			if o == exe {
-				return MallocServer{}, err
-			}
-			continue // unreadable: the next one may still tell
+			// An object that cannot be read (refused past elfsym's
+			// bounds, replaced on disk) may be the one defining malloc:
+			// unknown, rather than the next one's name.
+			return MallocServer{}, fmt.Errorf("which allocator serves pid %d's malloc is not known: %w", pid, err)
 		}
 		if ms != nil {
 			return *ms, nil

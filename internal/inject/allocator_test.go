@@ -3,6 +3,7 @@ package inject
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/elfsym"
+	"github.com/memdoctor/memdoctor/internal/elfsym/elfsymtest"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
@@ -151,4 +154,66 @@ func BenchmarkFindMallocServer(b *testing.B) {
 			b.Logf("pid %d: %+v %v", pid, ms, err)
 		}
 	}
+}
+
+// TestFindMallocServerHostileObject: a process preloading a copy of
+// jemalloc whose .dynsym section header points at 1,500 entries all named
+// by one 1 MiB string (it still loads and serves malloc) is not named by
+// the next object (glibc), and the read stops at elfsym's bounds, quickly
+// and without holding the names.
+func TestFindMallocServerHostileObject(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	je := filepath.Join(libDir(), "libjemalloc.so.2")
+	lib, err := os.ReadFile(je)
+	if err != nil {
+		t.Skipf("%s not installed (scripts/install-test-deps.sh)", je)
+	}
+	bomb, err := elfsymtest.PatchDynamic(lib, 1500, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	hostile := filepath.Join(dir, "libjemalloc.so.2")
+	if err := os.WriteFile(hostile, bomb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, _ := filepath.Abs("../../testdata/programs/retain.c")
+	bin := filepath.Join(dir, "retain")
+	if out, err := exec.Command("gcc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "1")
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+hostile)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("the patched library does not load: %v", err)
+	}
+	maps, err := procfs.NewFS("/").ProcMaps(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	ms, err := FindMallocServer(context.Background(), cmd.Process.Pid, maps, hostile)
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	if err == nil || !errors.Is(err, elfsym.ErrBound) {
+		t.Errorf("named %+v (err %v); want the bound's refusal", ms, err)
+	}
+	if took > 5*time.Second {
+		t.Errorf("took %s", took)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("allocated %d MiB reading it", grew>>20)
+	}
+	t.Logf("refused in %s: %v", took.Round(time.Millisecond), err)
 }
