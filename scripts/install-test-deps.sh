@@ -25,6 +25,9 @@ have chromium || have chromium-browser || need="$need chromium"
 [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || [ -e /usr/lib/aarch64-linux-gnu/libjemalloc.so.2 ] || need="$need libjemalloc2"
 # PostgreSQL and pgbench: backends the arena rule must not judge (arenas_postgres_test.go).
 ls /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1 || need="$need postgresql"
+# Allocators other than glibc's, and a server linked with jemalloc.
+[ -e /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 ] || [ -e /usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4 ] || need="$need libtcmalloc-minimal4"
+have redis-server && have redis-cli || need="$need redis-server"
 # A seccomp filter compiled as container runtimes compile theirs.
 [ -e /usr/lib/x86_64-linux-gnu/libseccomp.so.2 ] || [ -e /usr/lib/aarch64-linux-gnu/libseccomp.so.2 ] || need="$need libseccomp2"
 # --- packaging (make deb and its test): Debian's own tools -------------------

@@ -358,3 +358,43 @@ func TestCheckReadsStatsPathWithPid(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckAsksFreshSummary: a process just started with the preload
+// library and MEMDOCTOR_STATS (with %p and without) has written no summary
+// yet (the first comes after 60 s); check asks the library for one over its
+// request channel and judges the process at once, within a few seconds.
+func TestCheckAsksFreshSummary(t *testing.T) {
+	bin := buildWorkload(t)
+	lib, errOut, code := runCLI(t, "preload", "--print-path")
+	if code != 0 {
+		t.Fatalf("preload --print-path: %s", errOut)
+	}
+	lib = strings.TrimSpace(lib)
+	for _, name := range []string{"fresh.%p.jsonl", "fresh.jsonl"} {
+		stats := filepath.Join(t.TempDir(), name)
+		w := startWorkload(t, bin, []string{"LD_PRELOAD=" + lib, "MEMDOCTOR_STATS=" + stats}, "hoard", "8", "64", "4")
+		start := time.Now()
+		r := checkJSON(t, "--top", "40")
+		took := time.Since(start)
+		tag := "(pid " + w.pid() + ")"
+		for _, n := range r.Notes {
+			if strings.Contains(n.Message, tag) && strings.Contains(n.Message, "no allocator summary yet") {
+				t.Errorf("%s: %s", name, n.Message)
+			}
+		}
+		var hit bool
+		for _, f := range r.Findings {
+			if f.ID == "allocator_hoarding" && strings.Contains(f.Subject, tag) {
+				hit = true
+			}
+		}
+		if !hit {
+			t.Errorf("%s: allocator_hoarding did not fire on pid %s just started; findings %+v", name, w.pid(), r.Findings)
+		}
+		if took > 20*time.Second {
+			t.Errorf("%s: check took %s", name, took)
+		}
+		t.Logf("%s: check took %s", name, took.Round(time.Millisecond))
+		_ = w.do(t, "info") // still answering
+	}
+}

@@ -118,6 +118,8 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 		Focus: fo.parsed, SortBy: fo.Sort, UserTotals: fo.Users, FocusCgroup: fo.cgroup}
 	if h.live {
 		opt.KmsgPath = "/dev/kmsg"
+		opt.AskPreload = 2 * time.Second
+		opt.Allocators = true
 	}
 	cu := o.Culprits
 	if cu == nil {

@@ -12,7 +12,8 @@ package collect
 // library is counted (memdoctor_process_preload) and, when its stats
 // cannot be read, noted with the reason.
 //
-// Privacy: of the process' environment only MEMDOCTOR_STATS is looked for;
+// Privacy: of the process' environment only MEMDOCTOR_STATS (and LD_PRELOAD,
+// to follow the dynamic linker's order) is looked for;
 // nothing else of it is kept or shown.
 
 import (
@@ -23,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/inject"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/preload"
 )
@@ -142,6 +144,11 @@ func collectAllocator(c *ctx, pid int, maps []procfs.Mapping, labels []string) {
 		return
 	}
 	last, lastTrim := preload.Newest(data, own)
+	if last == nil && c.live && c.opt.AskPreload > 0 && c.asked < 3*c.opt.AskPreload {
+		start := time.Now()
+		last = askSummary(c, pid, own, path, st)
+		c.asked += time.Since(start)
+	}
 	if last == nil {
 		c.note(name, who+" runs memdoctor's preload library, but its stats hold no allocator summary yet",
 			hides, "wait for a summary (every MEMDOCTOR_STATS_INTERVAL, 60s by default; none with 0), or "+orMalloc)
@@ -157,4 +164,58 @@ func collectAllocator(c *ctx, pid int, maps []procfs.Mapping, labels []string) {
 	if lastTrim != nil {
 		c.add("memdoctor_malloc_trim_seconds", lastTrim.ElapsedMs/1000, labels...)
 	}
+}
+
+// askSummary asks the library in a process whose stats hold no summary yet
+// for one (an info request; the malloc_info dump it also writes is not
+// read) and waits at most c.opt.AskPreload: the library looks for requests
+// every second, so a process just started is not left without an
+// allocator view until its first summary (60 s by default). As root the
+// request is made as the process' user (preload.Ask); nil when it did not
+// answer in time or the answer was refused.
+func askSummary(c *ctx, pid, own int, path string, st procfs.KV) *preload.Line {
+	t := preload.Target{PID: pid, OwnPID: own, StatsPath: path, SkipXML: true}
+	if c.root {
+		owners, cred, err := preload.CredOf(st.Text["Uid"], st.Text["Gid"], st.Text["Groups"])
+		if err != nil {
+			return nil
+		}
+		t.Owners, t.Cred = owners, cred
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.opt.AskPreload)
+	defer cancel()
+	res, err := preload.Ask(ctx, t, "info")
+	if err != nil || res.Event.Mallinfo2 == nil {
+		return nil
+	}
+	return &preload.Line{Event: res.Event, HasPID: true, HasArenas: res.Event.Arenas > 0}
+}
+
+// collectMallocServer names the allocator that serves a process' malloc
+// (inject.FindMallocServer: the object its malloc binds to) in
+// memdoctor_process_allocator_info and returns its name, "" when it could
+// not be told.
+func collectMallocServer(c *ctx, pid int, maps []procfs.Mapping, labels []string) string {
+	ms, err := inject.FindMallocServer(context.Background(), pid, maps, ldPreload(c, pid))
+	if err != nil {
+		return ""
+	}
+	c.add("memdoctor_process_allocator_info", 1, append(labels[:len(labels):len(labels)], "allocator", ms.Name, "object", ms.Object)...)
+	return ms.Name
+}
+
+// ldPreload is LD_PRELOAD in a process' initial environment, the only
+// other variable of it memdoctor reads ("" when unset or unreadable).
+func ldPreload(c *ctx, pid int) string {
+	b, err := c.fs.ReadFile("proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return ""
+	}
+	defer clear(b) // the rest of the environment is not kept
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("LD_PRELOAD=")); ok {
+			return string(v)
+		}
+	}
+	return ""
 }

@@ -44,6 +44,17 @@ type Options struct {
 	// ArenaScan enables the glibc arena estimate from /proc/PID/maps for the
 	// reported processes.
 	ArenaScan bool
+	// AskPreload, when > 0 on the live host, asks a process running
+	// memdoctor's preload library whose stats hold no summary yet for one
+	// (an info request, the library's request channel), waiting at most
+	// this long. Only check sets it: the request is written as the
+	// process' user, which the recorder's unit forbids.
+	AskPreload time.Duration
+	// Allocators names, on the live host, the allocator that serves each
+	// reported process' malloc (memdoctor_process_allocator_info), from
+	// the objects it maps; a glibc arena estimate is then made only for a
+	// glibc process.
+	Allocators bool
 	// Now returns the sample time (default time.Now).
 	Now func() time.Time
 	// Live says the FS is this host's own /proc (so notes can speak of
@@ -137,6 +148,9 @@ type ctx struct {
 	res  *Result
 	live bool // reading this host's own /proc
 	root bool // running with euid 0
+	// asked is the time spent asking preload libraries for a summary;
+	// past three times AskPreload no more are asked.
+	asked time.Duration
 	// maps keeps the mappings the process collector read, for the
 	// runtimes collector (each /proc/PID/maps is read once per snapshot).
 	maps map[int][]procfs.Mapping

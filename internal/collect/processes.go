@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/inject"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
@@ -320,7 +321,11 @@ func collectProcesses(c *ctx) error {
 			}
 			c.maps[p.pid] = maps
 			c.add("memdoctor_process_mappings", float64(len(maps)), l...)
-			if arenas, glibc := EstimateArenas(maps); glibc {
+			alloc := ""
+			if c.live && c.opt.Allocators {
+				alloc = collectMallocServer(c, p.pid, maps, l)
+			}
+			if arenas, glibc := EstimateArenas(maps); glibc && (alloc == "" || alloc == inject.AllocGlibc) {
 				if n, ok := countArenas(c.live, p.pid, maps); ok {
 					arenas = n
 				}

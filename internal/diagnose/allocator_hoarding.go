@@ -80,8 +80,8 @@ func (allocatorHoarding) Eval(in *Input) []model.Finding {
 	}
 	var out []model.Finding
 	for _, p := range h.Processes {
-		if p.Malloc == nil || p.AnonBytes <= 0 {
-			continue
+		if p.Malloc == nil || p.AnonBytes <= 0 || !glibcMalloc(p) {
+			continue // another allocator's heap is not glibc's to judge
 		}
 		ret := retainedOf(p)
 		share := float64(ret) / float64(p.AnonBytes)
@@ -144,3 +144,11 @@ func (allocatorHoarding) Eval(in *Input) []model.Finding {
 
 // Advise does not advise the preload library to a process that runs it.
 func (allocatorHoarding) Advise(in *Input, how string) string { return preloadGiven(in, how) }
+
+// glibcMalloc reports whether glibc's malloc serves p, or nothing says
+// otherwise (a capture, a recording): glibc's figures and remedies (trim,
+// arenas, another allocator) are not for a process that runs jemalloc,
+// tcmalloc or mimalloc.
+func glibcMalloc(p model.Process) bool {
+	return p.Allocator == "" || p.Allocator == "glibc"
+}

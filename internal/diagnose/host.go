@@ -143,6 +143,10 @@ func processes(s *sample.Snapshot) []model.Process {
 			f.set(get(m), m.Value)
 		}
 	}
+	for _, m := range s.Select("memdoctor_process_allocator_info") {
+		p := get(m)
+		p.Allocator, p.AllocatorObject = m.Labels.Get("allocator"), m.Labels.Get("object")
+	}
 	out := make([]model.Process, 0, len(order))
 	for _, pid := range order {
 		out = append(out, *byPID[pid])

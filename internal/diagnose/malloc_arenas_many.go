@@ -89,7 +89,7 @@ func (mallocArenasMany) Eval(in *Input) []model.Finding {
 	}
 	var out []model.Finding
 	for _, p := range h.Processes {
-		if p.MallocArenas == nil || p.AnonBytes < arenaAnonMin {
+		if p.MallocArenas == nil || p.AnonBytes < arenaAnonMin || !glibcMalloc(p) {
 			continue
 		}
 		limit, capped := arenaLimit(p, h.Info.CPUs)

@@ -8,7 +8,8 @@ package malloc
 //	                   root), Seccomp (strict mode: refused; filters: proven
 //	                   first, see inject), VMRSS/RssAnon, Threads
 //	/proc/PID/maps     libc.so.6 mapped (else not a glibc process), other
-//	                   allocators (jemalloc, tcmalloc, mimalloc: noted), the
+//	                   allocators (jemalloc, tcmalloc, mimalloc: refused when
+//	                   one serves malloc, server.go), the
 //	                   preload library, the malloc heaps
 //	/proc/PID/environ  MEMDOCTOR_STATS only, and only when the preload
 //	                   library is mapped; nothing else is kept or printed
@@ -176,6 +177,9 @@ func inspectTarget(pid int) (*target, error) {
 			return nil, fmt.Errorf("%w: pid %d (%s) uses musl libc, which has no malloc_info or malloc_trim", ErrNotGlibc, pid, t.comm)
 		}
 		return nil, fmt.Errorf("%w: pid %d (%s) has no libc.so.6 in /proc/%d/maps: it is statically linked or uses another C library, so it has no glibc malloc_info to call", ErrNotGlibc, pid, t.comm, pid)
+	}
+	if err := t.checkMallocServer(); err != nil {
+		return nil, err
 	}
 	t.readGlibc()
 	t.readELF()

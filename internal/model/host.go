@@ -75,6 +75,11 @@ type Process struct {
 	// (MALLOC_ARENA_MAX or GLIBC_TUNABLES glibc.malloc.arena_max), nil when
 	// it runs with glibc's default.
 	ArenaMax *int64 `json:"malloc_arena_max,omitempty"`
+	// Allocator serves the process' malloc: glibc, jemalloc, tcmalloc,
+	// mimalloc, musl or other ("" when not known); AllocatorObject is the
+	// object that defines the malloc it binds to.
+	Allocator       string `json:"allocator,omitempty"`
+	AllocatorObject string `json:"allocator_object,omitempty"`
 	// Preload is set when the process maps memdoctor's preload library.
 	Preload bool `json:"preload,omitempty"`
 	// Malloc is the allocator's own view, when it was read (memdoctor's

@@ -72,6 +72,7 @@ var catalog = []struct {
 	{"memdoctor_user_", Description{"Per-user totals over the user's processes (check --users).", Gauge}},
 	{"memdoctor_smaps_rollup_reads", Description{"smaps_rollup reads in the last collection.", Gauge}},
 	{"memdoctor_smaps_rollup_seconds", Description{"Time spent reading smaps_rollup in the last collection.", Gauge}},
+	{"memdoctor_process_allocator_info", Description{"The allocator that serves the process' malloc (label allocator: glibc, jemalloc, tcmalloc, mimalloc, musl, other; object: the object defining it; value 1).", Gauge}},
 	{"memdoctor_process_", Description{"Per-process memory of the largest processes.", Gauge}},
 	{"memdoctor_malloc_", Description{"The glibc allocator's view of a process (mallinfo2, malloc_info).", Gauge}},
 	{"memdoctor_runtime_", Description{"A language runtime's garbage collector, normalised across runtimes.", Gauge}},

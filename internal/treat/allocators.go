@@ -3,8 +3,10 @@ package treat
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"path"
 	"sort"
 	"strconv"
 	"time"
@@ -51,7 +53,7 @@ func mallocCandidates(s *sample.Snapshot, n int) []mallocCandidate {
 // the snapshot, so that allocator_hoarding can judge them. Failures become
 // notes.
 func InspectAllocators(ctx context.Context, s *sample.Snapshot, n int, timeout time.Duration, progress io.Writer) []sample.Note {
-	var notes []sample.Note
+	notes := nativeAllocators(s, n)
 	for _, c := range mallocCandidates(s, n) {
 		if sb := malloc.Sandboxed(c.pid); sb != "" {
 			_, _ = termsafe.Fprintf(progress, "memdoctor: not reading malloc_info of pid %d (%s): it %s\n", c.pid, c.comm, sb)
@@ -93,6 +95,47 @@ func InspectAllocators(ctx context.Context, s *sample.Snapshot, n int, timeout t
 		if rep.Pause != nil {
 			s.AddMetric(sample.Metric{Name: "memdoctor_malloc_pause_seconds", Labels: l, Value: rep.Pause.AttachedMs / 1000})
 		}
+	}
+	return notes
+}
+
+// nativeAllocators notes the n processes with the most anonymous memory
+// whose malloc another allocator than glibc's serves (jemalloc, tcmalloc,
+// mimalloc): they are not called into, and what they retain is not known,
+// which the note says with that allocator's own way of giving memory back.
+func nativeAllocators(s *sample.Snapshot, n int) []sample.Note {
+	type native struct {
+		c      mallocCandidate
+		alloc  string
+		object string
+	}
+	var all []native
+	for _, m := range s.Select("memdoctor_process_allocator_info") {
+		a := m.Labels.Get("allocator")
+		if a == "glibc" || a == "" {
+			continue
+		}
+		pid, err := strconv.Atoi(m.Labels.Get("pid"))
+		if err != nil {
+			continue
+		}
+		anon, _ := s.Get("memdoctor_process_anon_bytes", "pid", m.Labels.Get("pid"))
+		all = append(all, native{mallocCandidate{pid: pid, comm: m.Labels.Get("comm"), anon: anon}, a, m.Labels.Get("object")})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].c.anon > all[j].c.anon })
+	var notes []sample.Note
+	for i, p := range all {
+		if i == n {
+			break
+		}
+		fix := "its allocator's own settings, if it has any (memdoctor knows glibc's, jemalloc's, tcmalloc's and mimalloc's)"
+		if a, ok := malloc.NativeAdvice[p.alloc]; ok {
+			fix = "restart it with " + a
+		}
+		notes = append(notes, sample.Note{Source: "malloc pid " + strconv.Itoa(p.c.pid),
+			Message: fmt.Sprintf("%s (pid %d) allocates with %s (%s), not glibc's malloc: memdoctor reads glibc's allocator only, and reading %s's own numbers is not supported yet, so it was not called into",
+				p.c.comm, p.c.pid, p.alloc, path.Base(p.object), p.alloc),
+			Hides: "how much freed memory " + p.alloc + " keeps resident in " + p.c.comm, Fix: fix})
 	}
 	return notes
 }

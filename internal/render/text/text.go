@@ -504,7 +504,7 @@ func processes(p *printer, h *model.Host, top int, by string) {
 	}
 	p.heading("PROCESSES (by " + strings.ToUpper(by) + "; USS is what exiting would free)")
 	tw := tab(p)
-	_, _ = termsafe.Fprintf(tw, "  \tpid\tpss\tuss\trss\tswap\tanon\tfile\tshmem\tthreads\tarenas\t comm\n")
+	_, _ = termsafe.Fprintf(tw, "  \tpid\tpss\tuss\trss\tswap\tanon\tfile\tshmem\tthreads\tmalloc\t comm\n")
 	opt := func(v *int64) string {
 		if v == nil {
 			return "?"
@@ -518,6 +518,12 @@ func processes(p *printer, h *model.Host, top int, by string) {
 		ar := "-"
 		if pr.MallocArenas != nil {
 			ar = fmt.Sprint(*pr.MallocArenas)
+		}
+		if pr.Allocator != "" {
+			ar = pr.Allocator
+			if pr.MallocArenas != nil {
+				ar += fmt.Sprintf(" %d", *pr.MallocArenas)
+			}
 		}
 		_, _ = termsafe.Fprintf(tw, "  \t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t %s\n", pr.PID, opt(pr.PSSBytes), opt(pr.USSBytes),
 			hb(pr.RSSBytes), hb(pr.SwapBytes), hb(pr.AnonBytes), hb(pr.FileBytes), hb(pr.ShmemBytes), pr.Threads, ar, pr.Comm)

@@ -1,0 +1,393 @@
+package inject
+
+// Which allocator serves a process' malloc: the object whose malloc the
+// executable's references bind to. The dynamic linker looks a symbol up in
+// the executable, then in the LD_PRELOAD objects, then in the executable's
+// DT_NEEDED objects breadth first (each one's own DT_NEEDED after all of
+// its level); the first object that defines (exports, in .dynsym) malloc
+// serves it. memdoctor's preload library is skipped: it forwards malloc to
+// the next definition. That order is followed here over the objects the
+// process maps (/proc/PID/maps), each opened as Resolve opens libc
+// (map_files, else the process' root; safeio) and its symbols read within
+// elfsym's bounds. An executable linked statically (or one that defines
+// and exports malloc itself) is named by the allocator-specific functions
+// it defines (mallctl, tc_malloc or MallocExtension, mi_malloc).
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/memdoctor/memdoctor/internal/elfsym"
+	"github.com/memdoctor/memdoctor/internal/procfs"
+)
+
+// Allocators memdoctor tells apart.
+const (
+	AllocGlibc    = "glibc"
+	AllocJemalloc = "jemalloc"
+	AllocTcmalloc = "tcmalloc"
+	AllocMimalloc = "mimalloc"
+	AllocMusl     = "musl"
+	AllocOther    = "other"
+)
+
+// MallocServer is the allocator that serves a process' malloc.
+type MallocServer struct {
+	Name   string // AllocGlibc, AllocJemalloc, ...
+	Object string // the object defining the malloc bound, as mapped
+	Static bool   // defined in the executable itself
+}
+
+// Bounds of the walk: objects looked at, DT_NEEDED entries and name bytes
+// read from one object.
+const (
+	maxObjects   = 512
+	maxDynamic   = 64 << 10
+	maxNeededLen = 256
+)
+
+// allocatorMarks are functions only one allocator defines, looked for in
+// the object that defines malloc.
+var allocatorMarks = []struct{ name, alloc string }{
+	{"mallctl", AllocJemalloc}, {"je_mallctl", AllocJemalloc}, {"je_malloc", AllocJemalloc},
+	{"tc_malloc", AllocTcmalloc}, {"MallocExtension_GetNumericProperty", AllocTcmalloc}, {"TCMallocInternalMalloc", AllocTcmalloc},
+	{"mi_malloc", AllocMimalloc}, {"mi_collect", AllocMimalloc},
+	{"gnu_get_libc_version", AllocGlibc}, {"__libc_malloc", AllocGlibc},
+}
+
+// mappedObject is one file the process maps, by its first mapping.
+type mappedObject struct {
+	m      procfs.Mapping
+	path   string // without " (deleted)"
+	soname string // read when a DT_NEEDED name matches no path
+	read   bool
+}
+
+// FindMallocServer names the allocator that serves malloc in process pid,
+// whose maps are given; preload is its LD_PRELOAD ("" when unset).
+func FindMallocServer(ctx context.Context, pid int, maps []procfs.Mapping, preload string) (MallocServer, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var objs []*mappedObject
+	seen := map[string]bool{}
+	for _, m := range maps {
+		if m.Path == "" || m.Inode == 0 || strings.HasPrefix(m.Path, "[") {
+			continue
+		}
+		k := m.Dev + ":" + strconv.FormatUint(m.Inode, 10)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if len(objs) == maxObjects {
+			break
+		}
+		objs = append(objs, &mappedObject{m: m, path: strings.TrimSuffix(m.Path, " (deleted)")})
+	}
+	exe := exeObject(pid, objs)
+	if exe == nil {
+		return MallocServer{}, fmt.Errorf("%w: the executable of pid %d is not among its mappings", ErrNoSymbol, pid)
+	}
+	order := []*mappedObject{exe}
+	queued := map[*mappedObject]bool{exe: true}
+	for _, p := range strings.FieldsFunc(preload, func(r rune) bool { return r == ' ' || r == ':' || r == '\t' }) {
+		if o := byName(pid, objs, p); o != nil && !queued[o] {
+			queued[o] = true
+			order = append(order, o)
+		}
+	}
+	// Breadth first over DT_NEEDED, checking each object as it comes.
+	for i := 0; i < len(order); i++ {
+		if err := ctx.Err(); err != nil {
+			return MallocServer{}, fmt.Errorf("%w: reading the objects of pid %d: %w", ErrNoSymbol, pid, err)
+		}
+		o := order[i]
+		ms, needed, err := lookMalloc(ctx, pid, o, o == exe)
+		if err != nil {
+			// An object that cannot be read (refused past elfsym's
+			// bounds, replaced on disk) may be the one defining malloc:
+			// unknown, rather than the next one's name.
+			return MallocServer{}, fmt.Errorf("which allocator serves pid %d's malloc is not known: %w", pid, err)
+		}
+		if ms != nil {
+			return *ms, nil
+		}
+		for _, n := range needed {
+			if o := byName(pid, objs, n); o != nil && !queued[o] {
+				queued[o] = true
+				order = append(order, o)
+			}
+		}
+	}
+	return MallocServer{}, fmt.Errorf("%w: no object pid %d maps defines malloc", ErrNoSymbol, pid)
+}
+
+// exeObject is the mapped object that is /proc/PID/exe (same inode and
+// device).
+func exeObject(pid int, objs []*mappedObject) *mappedObject {
+	fi, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid), "exe"))
+	if err != nil {
+		return nil
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	dev := fmt.Sprintf("%02x:%02x", unix.Major(st.Dev), unix.Minor(st.Dev))
+	for _, o := range objs {
+		if o.m.Inode == st.Ino && o.m.Dev == dev {
+			return o
+		}
+	}
+	for _, o := range objs {
+		if o.m.Inode == st.Ino {
+			return o
+		}
+	}
+	return nil
+}
+
+// byName finds the mapped object a DT_NEEDED or LD_PRELOAD name loads: the
+// same path, the same file name, else the object whose DT_SONAME it is.
+func byName(pid int, objs []*mappedObject, name string) *mappedObject {
+	if name == "" {
+		return nil
+	}
+	for _, o := range objs {
+		if o.path == name || !strings.Contains(name, "/") && path.Base(o.path) == name {
+			return o
+		}
+	}
+	if strings.Contains(name, "/") {
+		name = path.Base(name)
+	}
+	for _, o := range objs {
+		if !o.read {
+			o.read = true
+			o.soname = readSoname(pid, o)
+		}
+		if o.soname == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// lookMalloc opens one object and reports which allocator it is if it
+// defines malloc (nil if not), with its DT_NEEDED names.
+func lookMalloc(ctx context.Context, pid int, o *mappedObject, isExe bool) (ms *MallocServer, needed []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s: malformed ELF (%v)", ErrNoSymbol, o.path, r)
+		}
+	}()
+	f, err := openMapped(pid, o.m)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	key, keyed := objectKeyOf(f)
+	if keyed {
+		if c, ok := objectCache.get(key); ok && !(isExe && c.noTable) {
+			if c.alloc != "" {
+				return &MallocServer{Name: c.alloc, Object: o.path, Static: isExe}, c.needed, nil
+			}
+			return nil, c.needed, nil
+		}
+	}
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrNoSymbol, o.path, err)
+	}
+	needed, _ = dynNames(ef, elf.DT_NEEDED)
+	names := []string{"malloc"}
+	for _, a := range allocatorMarks {
+		names = append(names, a.name)
+	}
+	exp, derr := elfsym.Exported(ctx, ef, elfsym.Default, names...)
+	if derr != nil && !errors.Is(derr, elfsym.ErrNoTable) {
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrNoSymbol, o.path, derr)
+	}
+	entry := cachedObject{needed: needed, noTable: derr != nil}
+	if _, ok := exp["malloc"]; ok && path.Base(o.path) != preloadLibName { // the library forwards to the next definition
+		entry.alloc = allocatorOf(exp, o.path)
+	}
+	if keyed {
+		objectCache.put(key, entry)
+	}
+	if entry.alloc != "" {
+		return &MallocServer{Name: entry.alloc, Object: o.path, Static: isExe}, needed, nil
+	}
+	if isExe && errors.Is(derr, elfsym.ErrNoTable) && ef.Section(".go.buildinfo") == nil {
+		// No .dynsym: linked statically, malloc is its own. (A Go
+		// program without cgo has no malloc: its table, often 100k
+		// entries, is not read.)
+		all, err := elfsym.Functions(ctx, ef, elfsym.Default)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %s, linked statically: %w", ErrNoSymbol, o.path, err)
+		}
+		defined := map[string]elfsym.Symbol{}
+		for _, s := range all {
+			defined[s.Name] = s
+		}
+		if _, ok := defined["malloc"]; ok {
+			return &MallocServer{Name: allocatorOf(defined, o.path), Object: o.path, Static: true}, needed, nil
+		}
+	}
+	return nil, needed, nil
+}
+
+// preloadLibName is memdoctor's preload library (preload.LibName; inject
+// does not import preload).
+const preloadLibName = "libmemdoctor_preload.so"
+
+// allocatorOf names the allocator of an object that defines malloc.
+func allocatorOf(defined map[string]elfsym.Symbol, p string) string {
+	for _, a := range allocatorMarks {
+		if _, ok := defined[a.name]; ok {
+			return a.alloc
+		}
+	}
+	b := path.Base(p)
+	switch {
+	case strings.HasPrefix(b, "libc.musl") || strings.HasPrefix(b, "ld-musl"):
+		return AllocMusl
+	case IsLibc(p):
+		return AllocGlibc
+	}
+	return AllocOther
+}
+
+// readSoname reads an object's DT_SONAME ("" when none or unreadable).
+func readSoname(pid int, o *mappedObject) (soname string) {
+	defer func() {
+		if recover() != nil {
+			soname = ""
+		}
+	}()
+	f, err := openMapped(pid, o.m)
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = f.Close() }() // read-only
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return ""
+	}
+	n, _ := dynNames(ef, elf.DT_SONAME)
+	if len(n) == 0 {
+		return ""
+	}
+	return n[0]
+}
+
+// dynNames reads the names of one tag of ef's dynamic section, within
+// bounds (debug/elf's DynString copies every entry's string whole): a
+// section of at most maxDynamic bytes, names of at most maxNeededLen.
+func dynNames(ef *elf.File, tag elf.DynTag) ([]string, error) {
+	ds := ef.Section(".dynamic")
+	if ds == nil || ds.Type == elf.SHT_NOBITS {
+		return nil, nil
+	}
+	if ds.Size > maxDynamic {
+		return nil, fmt.Errorf("%w: .dynamic of %d bytes", elfsym.ErrBound, ds.Size)
+	}
+	if int(ds.Link) >= len(ef.Sections) {
+		return nil, fmt.Errorf("%w: .dynamic links to no string table", ErrNoSymbol)
+	}
+	str := ef.Sections[ds.Link]
+	data := make([]byte, ds.Size)
+	if _, err := ds.ReadAt(data, 0); err != nil {
+		return nil, err
+	}
+	size := 16
+	if ef.Class == elf.ELFCLASS32 {
+		size = 8
+	}
+	var out []string
+	for i := 0; i+size <= len(data); i += size {
+		var t, v uint64
+		if size == 16 {
+			t, v = ef.ByteOrder.Uint64(data[i:]), ef.ByteOrder.Uint64(data[i+8:])
+		} else {
+			t, v = uint64(ef.ByteOrder.Uint32(data[i:])), uint64(ef.ByteOrder.Uint32(data[i+4:]))
+		}
+		if elf.DynTag(t) == elf.DT_NULL {
+			break
+		}
+		if elf.DynTag(t) != tag || v >= str.Size {
+			continue
+		}
+		buf := make([]byte, maxNeededLen)
+		n, _ := str.ReadAt(buf, int64(v))
+		if j := bytes.IndexByte(buf[:n], 0); j > 0 {
+			out = append(out, string(buf[:j]))
+		}
+	}
+	return out, nil
+}
+
+// objectKey identifies an object's file: device, inode, size and change
+// time (a file rewritten in place is read again).
+type objectKey struct {
+	dev, ino, size uint64
+	ctime          int64
+}
+
+func objectKeyOf(f *os.File) (objectKey, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return objectKey{}, false
+	}
+	return objectKey{dev: st.Dev, ino: st.Ino, size: uint64(st.Size), ctime: st.Ctim.Nano()}, true
+}
+
+// cachedObject is what one object says of malloc: the allocator if it
+// defines (exports) malloc, its DT_NEEDED names, and whether it has no
+// .dynsym (an executable then is read whole).
+type cachedObject struct {
+	alloc   string
+	needed  []string
+	noTable bool
+}
+
+// objectCache keeps what the objects read so far said, so that libc,
+// libstdc++ and the others many processes share are read once in a run;
+// at most maxCached objects (then it starts over).
+var objectCache = &objCache{m: map[objectKey]cachedObject{}}
+
+const maxCached = 2048
+
+type objCache struct {
+	mu sync.Mutex
+	m  map[objectKey]cachedObject
+}
+
+func (c *objCache) get(k objectKey) (cachedObject, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *objCache) put(k objectKey, v cachedObject) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxCached {
+		clear(c.m)
+	}
+	c.m[k] = v
+}

@@ -1,0 +1,219 @@
+package inject
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/elfsym"
+	"github.com/memdoctor/memdoctor/internal/elfsym/elfsymtest"
+	"github.com/memdoctor/memdoctor/internal/procfs"
+)
+
+// libDir is where Debian puts the allocators' shared objects.
+func libDir() string {
+	if runtime.GOARCH == "arm64" {
+		return "/usr/lib/aarch64-linux-gnu"
+	}
+	return "/usr/lib/x86_64-linux-gnu"
+}
+
+// TestFindMallocServer names the allocator of real processes: a glibc
+// program, the same program linked with Debian's jemalloc, run with
+// jemalloc or tcmalloc in LD_PRELOAD, linked statically, and redis-server
+// (linked with jemalloc).
+func TestFindMallocServer(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	je := filepath.Join(libDir(), "libjemalloc.so.2")
+	tc := filepath.Join(libDir(), "libtcmalloc_minimal.so.4")
+	src, _ := filepath.Abs("../../testdata/programs/retain.c")
+	dir := t.TempDir()
+	build := func(name string, args ...string) string {
+		bin := filepath.Join(dir, name)
+		if out, err := exec.Command("gcc", append([]string{"-O1", "-o", bin, src}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("gcc %s: %v\n%s", name, err, out)
+		}
+		return bin
+	}
+	plain := build("plain")
+	for _, c := range []struct {
+		name, want, object string
+		static             bool
+		need               string
+		cmd                func() *exec.Cmd
+	}{
+		{name: "glibc", want: AllocGlibc, object: "libc.so.6", cmd: func() *exec.Cmd { return exec.Command(plain, "1") }},
+		{name: "static", want: AllocGlibc, static: true, cmd: func() *exec.Cmd { return exec.Command(build("static", "-static"), "1") }},
+		{name: "linked jemalloc", want: AllocJemalloc, object: "libjemalloc.so.2", need: je, cmd: func() *exec.Cmd { return exec.Command(build("je", je), "1") }},
+		{name: "preloaded jemalloc", want: AllocJemalloc, object: "libjemalloc.so.2", need: je, cmd: func() *exec.Cmd {
+			c := exec.Command(plain, "1")
+			c.Env = append(os.Environ(), "LD_PRELOAD="+je)
+			return c
+		}},
+		{name: "preloaded tcmalloc", want: AllocTcmalloc, object: "libtcmalloc_minimal.so.4", need: tc, cmd: func() *exec.Cmd {
+			c := exec.Command(plain, "1")
+			c.Env = append(os.Environ(), "LD_PRELOAD="+tc)
+			return c
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.need != "" {
+				if _, err := os.Stat(c.need); err != nil {
+					t.Skipf("%s not installed (scripts/install-test-deps.sh)", c.need)
+				}
+			}
+			cmd := c.cmd()
+			stdin, _ := cmd.StdinPipe()
+			out, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+			if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+				t.Fatalf("not ready: %v", err)
+			}
+			ms := find(t, cmd.Process.Pid, cmd.Env)
+			if ms.Name != c.want || ms.Static != c.static || c.object != "" && !strings.HasPrefix(filepath.Base(ms.Object), c.object) {
+				t.Errorf("got %+v, want %s (static %v) in %s", ms, c.want, c.static, c.object)
+			}
+		})
+	}
+	t.Run("redis-server", func(t *testing.T) {
+		bin, err := exec.LookPath("redis-server")
+		if err != nil {
+			t.Skip("redis-server not installed (scripts/install-test-deps.sh)")
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+		_ = l.Close()
+		cmd := exec.Command(bin, "--port", port, "--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--bind", "127.0.0.1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		var ms MallocServer
+		for i := 0; i < 50; i++ { // until its libraries are mapped
+			if ms = find(t, cmd.Process.Pid, nil); ms.Name != "" {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if ms.Name != AllocJemalloc {
+			t.Errorf("redis-server: got %+v, want jemalloc", ms)
+		}
+	})
+}
+
+func find(t *testing.T, pid int, env []string) MallocServer {
+	t.Helper()
+	maps, err := procfs.NewFS("/").ProcMaps(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var preload string
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "LD_PRELOAD="); ok {
+			preload = v
+		}
+	}
+	ms, err := FindMallocServer(context.Background(), pid, maps, preload)
+	if err != nil {
+		t.Logf("pid %d: %v", pid, err)
+	}
+	return ms
+}
+
+// BenchmarkFindMallocServer times naming the allocator of a running
+// program (the one named by MALLOC_SERVER_BENCH_PID, else this test binary).
+func BenchmarkFindMallocServer(b *testing.B) {
+	pid := os.Getpid()
+	if v := os.Getenv("MALLOC_SERVER_BENCH_PID"); v != "" {
+		pid, _ = strconv.Atoi(v)
+	}
+	maps, err := procfs.NewFS("/").ProcMaps(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		ms, err := FindMallocServer(context.Background(), pid, maps, "")
+		if i == 0 {
+			b.Logf("pid %d: %+v %v", pid, ms, err)
+		}
+	}
+}
+
+// TestFindMallocServerHostileObject: a process preloading a copy of
+// jemalloc whose .dynsym section header points at 1,500 entries all named
+// by one 1 MiB string (it still loads and serves malloc) is not named by
+// the next object (glibc), and the read stops at elfsym's bounds, quickly
+// and without holding the names.
+func TestFindMallocServerHostileObject(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	je := filepath.Join(libDir(), "libjemalloc.so.2")
+	lib, err := os.ReadFile(je)
+	if err != nil {
+		t.Skipf("%s not installed (scripts/install-test-deps.sh)", je)
+	}
+	bomb, err := elfsymtest.PatchDynamic(lib, 1500, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	hostile := filepath.Join(dir, "libjemalloc.so.2")
+	if err := os.WriteFile(hostile, bomb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, _ := filepath.Abs("../../testdata/programs/retain.c")
+	bin := filepath.Join(dir, "retain")
+	if out, err := exec.Command("gcc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "1")
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+hostile)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("the patched library does not load: %v", err)
+	}
+	maps, err := procfs.NewFS("/").ProcMaps(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	ms, err := FindMallocServer(context.Background(), cmd.Process.Pid, maps, hostile)
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	if err == nil || !errors.Is(err, elfsym.ErrBound) {
+		t.Errorf("named %+v (err %v); want the bound's refusal", ms, err)
+	}
+	if took > 5*time.Second {
+		t.Errorf("took %s", took)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("allocated %d MiB reading it", grew>>20)
+	}
+	t.Logf("refused in %s: %v", took.Round(time.Millisecond), err)
+}
