@@ -265,25 +265,33 @@ func Apply(root string, p *Plan, wait time.Duration) (*Result, error) {
 		}
 		r.Outcomes = append(r.Outcomes, o)
 	}
-	// The kernel frees released cgroups asynchronously: wait until none is
-	// left, the count has not moved for a second, or the time is up.
+	n, err := settle(start, wait, func() (int64, error) { return readDying(stat) })
+	if n >= 0 {
+		r.After = n
+	}
+	r.Waited = time.Since(start)
+	return r, err
+}
+
+// settle reads the dying count until none is left, it has not moved for a
+// second, or wait has passed since start (the kernel frees released
+// cgroups asynchronously), and returns the last count read (-1 when no
+// read succeeded).
+func settle(start time.Time, wait time.Duration, read func() (int64, error)) (int64, error) {
 	last, still := int64(-1), time.Now()
 	for {
-		n, err := readDying(stat)
+		n, err := read()
 		if err != nil {
-			return r, err
+			return last, err
 		}
-		r.After = n
 		if n != last {
 			last, still = n, time.Now()
 		}
 		if n == 0 || time.Since(start) >= wait || time.Since(still) >= time.Second {
-			break
+			return n, nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	r.Waited = time.Since(start)
-	return r, nil
 }
 
 func readDying(file string) (int64, error) {

@@ -190,21 +190,10 @@ func applyV1(root string, p *Plan, wait time.Duration) (*Result, error) {
 		}
 		r.Outcomes = append(r.Outcomes, o)
 	}
-	last, still := int64(-1), time.Now()
-	for {
-		n, err := v1Dying(f, p.Mount)
-		if err != nil {
-			return r, err
-		}
+	n, err := settle(start, wait, func() (int64, error) { return v1Dying(f, p.Mount) })
+	if n >= 0 {
 		r.After = n
-		if n != last {
-			last, still = n, time.Now()
-		}
-		if n == 0 || time.Since(start) >= wait || time.Since(still) >= time.Second {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	r.Waited = time.Since(start)
-	return r, nil
+	return r, err
 }
