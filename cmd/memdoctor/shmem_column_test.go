@@ -45,7 +45,7 @@ func TestProcessTableShowsShmem(t *testing.T) {
 	// The size columns in order: pss uss rss swap anon file [shmem].
 	var sizeCols []string
 	for _, h := range header {
-		if h != "pid" && h != "threads" && h != "arenas" && h != "comm" {
+		if h != "pid" && h != "threads" && h != "arenas" && h != "malloc" && h != "comm" {
 			sizeCols = append(sizeCols, h)
 		}
 	}
