@@ -201,7 +201,7 @@ func lookMalloc(ctx context.Context, pid int, o *mappedObject, isExe bool) (ms *
 	defer func() { _ = f.Close() }() // read-only
 	key, keyed := objectKeyOf(f)
 	if keyed {
-		if c, ok := objectCache.get(key); ok && !(isExe && c.noTable) {
+		if c, ok := objectCache.get(key); ok && (!isExe || !c.noTable) {
 			if c.alloc != "" {
 				return &MallocServer{Name: c.alloc, Object: o.path, Static: isExe}, c.needed, nil
 			}
