@@ -146,7 +146,7 @@ func exeObject(pid int, objs []*mappedObject) *mappedObject {
 	if !ok {
 		return nil
 	}
-	dev := fmt.Sprintf("%02x:%02x", unix.Major(st.Dev), unix.Minor(st.Dev))
+	dev := fmt.Sprintf("%02x:%02x", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev))) //nolint:unconvert // int32 on darwin
 	for _, o := range objs {
 		if o.m.Inode == st.Ino && o.m.Dev == dev {
 			return o
@@ -348,11 +348,11 @@ type objectKey struct {
 }
 
 func objectKeyOf(f *os.File) (objectKey, bool) {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return objectKey{}, false
 	}
-	return objectKey{dev: st.Dev, ino: st.Ino, size: uint64(st.Size), ctime: st.Ctim.Nano()}, true
+	return objectKey{dev: uint64(st.Dev), ino: st.Ino, size: uint64(st.Size), ctime: st.Ctim.Nano()}, true //nolint:unconvert // Dev is int32 on darwin
 }
 
 // cachedObject is what one object says of malloc: the allocator if it

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package unitsandboxtest runs a command under the sandbox a systemd unit file
 // describes, without systemd: the tests of the packaged recorder unit use it
 // where PID 1 is not systemd (a container) to run memdoctor as the unit
