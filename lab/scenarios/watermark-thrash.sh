@@ -1,6 +1,6 @@
 # Scenario 2 (incident 3): in the 1 GB guest without swap, a reader streams
 # a 1.5 GB file (sparse: page cache without disk I/O) while two processes
-# allocate 24 MiB bursts (150 of them, 100 ms apart). Recorded at 1 s, once
+# allocate 24 MiB bursts (250 of them, 100 ms apart). Recorded at 1 s, once
 # with watermark_scale_factor 10 and once with 200, the same workload;
 # compare reads the two recordings. The recorder traces (BPF) who stalls in
 # direct reclaim. Then, for certain stalls: with the page cache full, a
@@ -31,10 +31,10 @@ for WSF in 10 200; do
   rec=$!
   i=0; until grep -q recording $OUT/rec-$WSF.err || [ $i -gt 100 ]; do sleep 0.2; i=$((i + 1)); done
   cost $WSF.start $rec
-  ( i=0; while [ $i -lt 3 ]; do cat /mnt/big > /dev/null; i=$((i + 1)); done ) &
+  ( i=0; while [ $i -lt 6 ]; do cat /mnt/big > /dev/null; i=$((i + 1)); done ) &
   rd=$!
-  burst 24 150 100 & b1=$!
-  burst 24 150 100 & b2=$!
+  burst 24 250 100 & b1=$!
+  burst 24 250 100 & b2=$!
   sleep 12
   step "check during the bursts"
   cat /proc/pressure/memory > $OUT/psi.check.before.$WSF
