@@ -1,10 +1,12 @@
 package procfs
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestProcArenaMax starts real processes with each way of capping glibc's
@@ -36,6 +38,13 @@ func TestProcArenaMax(t *testing.T) {
 		cmd.Env = append(env, c.env...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
+		}
+		// Start returns once execve closed the child's descriptors, before
+		// the kernel laid out its new environment: wait for it.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", cmd.Process.Pid)); len(b) > 0 {
+				break
+			}
 		}
 		n, from, ok, err := fs.ProcArenaMax(cmd.Process.Pid)
 		_ = cmd.Process.Kill()
