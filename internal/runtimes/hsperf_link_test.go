@@ -147,7 +147,7 @@ func TestHsperfLinkToRootFile(t *testing.T) {
 	// (an unprivileged user may not link a file it cannot read): it is no
 	// link to follow, but root's, not the JVM's user's.
 	pid = fakeJVM(t, "true")
-	link := "/proc/" + strconv.Itoa(pid) + "/root/tmp/hsperfdata_nobody/" + strconv.Itoa(pid)
+	link := filepath.Join("/proc", strconv.Itoa(pid), "root", "tmp", "hsperfdata_nobody", strconv.Itoa(pid))
 	if err := exec.Command("cp", rootPerf, link).Run(); err != nil {
 		t.Fatal(err)
 	}

@@ -319,7 +319,7 @@ func readHsperf(fsys procfs.FS, pid int, p string) ([]byte, error) {
 		return fsys.ReadFile(p) // a capture: the copies memdoctor made
 	}
 	root, name := "/", p
-	proc := "proc/" + strconv.Itoa(pid) + "/root/"
+	proc := path.Join("proc", strconv.Itoa(pid), "root") + "/" // the process' root
 	if rest, ok := strings.CutPrefix(p, proc); ok {
 		root, name = "/"+proc, rest
 	}
