@@ -29,8 +29,9 @@ func accounting(s *sample.Snapshot) model.Accounting {
 	}
 	a.Invalid = meminfoInvalid(s)
 	a.AvailableMissing = availableMissing(s)
-	a.UsedBytes = a.TotalBytes - a.AvailableBytes
-	if a.TotalBytes > 0 {
+	a.UsedMissing = usedMissing(s, a)
+	if a.UsedMissing == "" {
+		a.UsedBytes = a.TotalBytes - a.AvailableBytes
 		a.UsedPercent = 100 * float64(a.UsedBytes) / float64(a.TotalBytes)
 	}
 	hugetlb := mi(s, "Hugetlb")
@@ -104,4 +105,23 @@ func unexplainedParts(s *sample.Snapshot, other int64) []model.Category {
 			Source: "driver pages (alloc_pages), balloon, per-CPU free lists, mlocked or ramfs page cache, pages in transit"})
 	}
 	return parts
+}
+
+// usedMissing says why used memory cannot be given as a number, or "" when
+// it can: MemTotal missing or 0, MemAvailable unknown, or a meminfo value
+// that cannot be (then used could come out below zero or above the total).
+func usedMissing(s *sample.Snapshot, a model.Accounting) string {
+	switch {
+	case a.Invalid != "":
+		return "not computed from impossible data (" + a.Invalid + ")"
+	case !s.Has("node_memory_MemTotal_bytes"):
+		return "node_memory_MemTotal_bytes is missing"
+	case a.TotalBytes <= 0:
+		return "node_memory_MemTotal_bytes is 0"
+	case a.AvailableMissing != "":
+		return "MemAvailable is unknown (" + a.AvailableMissing + ")"
+	case a.AvailableBytes > a.TotalBytes:
+		return "MemAvailable is above MemTotal"
+	}
+	return ""
 }

@@ -49,6 +49,8 @@ func TestImpossibleMeminfoNotEvaluated(t *testing.T) {
 			"low_available_memory", model.SkipInvalidData, "node_memory_MemAvailable_bytes (32.0 GiB) is above node_memory_MemTotal_bytes"},
 		{"unexplained: a category missing", map[string]float64{"Shmem": math.NaN(), "MemAvailable": 100 << 20},
 			"kernel_memory_unexplained", model.SkipMissingData, "node_memory_Shmem_bytes"},
+		{"MemTotal missing", map[string]float64{"MemTotal": math.NaN()},
+			"low_available_memory", model.SkipMissingData, "node_memory_MemTotal_bytes"},
 		{"slab: SUnreclaim negative", map[string]float64{"SUnreclaim": -1},
 			"slab_unreclaimable_high", model.SkipInvalidData, "node_memory_SUnreclaim_bytes is negative"},
 	} {
@@ -90,6 +92,13 @@ func TestImpossibleMeminfoNotEvaluated(t *testing.T) {
 			// Numbers that cannot be are never shown unflagged.
 			if a := h.Accounting; (a.TotalBytes < 0 || a.AvailableBytes < 0 || a.UsedPercent < 0) && a.Invalid == "" {
 				t.Errorf("accounting holds impossible numbers, unflagged: total %d, available %d, used %.1f%%", a.TotalBytes, a.AvailableBytes, a.UsedPercent)
+			}
+			// Used memory is never an impossible number: it is a share
+			// of a known total, or absent with the reason.
+			if a := h.Accounting; a.UsedMissing == "" && (a.TotalBytes <= 0 || a.UsedBytes < 0 || a.UsedBytes > a.TotalBytes) {
+				t.Errorf("used %d of total %d shown as a number", a.UsedBytes, a.TotalBytes)
+			} else if a.UsedMissing != "" && (a.UsedBytes != 0 || a.UsedPercent != 0) {
+				t.Errorf("used %d (%.1f%%) given although %q", a.UsedBytes, a.UsedPercent, a.UsedMissing)
 			}
 			if tc.reason == model.SkipInvalidData && !strings.Contains(h.Accounting.Invalid, tc.says) {
 				t.Errorf("accounting.invalid = %q, want it to say %q", h.Accounting.Invalid, tc.says)

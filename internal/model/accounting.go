@@ -8,8 +8,12 @@ type Accounting struct {
 	TotalBytes     int64      `json:"total_bytes"`
 	AvailableBytes int64      `json:"available_bytes"`
 	FreeBytes      int64      `json:"free_bytes"`
-	UsedBytes      int64      `json:"used_bytes"`
-	UsedPercent    float64    `json:"used_percent"`
+	// UsedBytes and UsedPercent are absent (0) when they cannot be known
+	// or would be impossible (MemTotal missing, a value below zero or
+	// above the total); UsedMissing then says why.
+	UsedBytes      int64      `json:"used_bytes,omitempty"`
+	UsedPercent    float64    `json:"used_percent,omitempty"`
+	UsedMissing    string     `json:"used_missing,omitempty"`
 	SwapTotalBytes int64      `json:"swap_total_bytes"`
 	SwapFreeBytes  int64      `json:"swap_free_bytes"`
 	Categories     []Category `json:"categories"`

@@ -173,7 +173,7 @@ func Render(w io.Writer, p *Page) error {
 				}
 				v.Notes = append(v.Notes, noteView{Source: src, Message: n.Message, Hides: n.Hides, Fix: n.Fix})
 			}
-			if h := in.Report.Host; h != nil && h.Accounting.TotalBytes > 0 {
+			if h := in.Report.Host; h != nil && h.Accounting.TotalBytes > 0 && h.Accounting.UsedMissing == "" {
 				a := h.Accounting
 				iv.AtTheEnd = fmt.Sprintf("total %s, available %s, used %.1f%%, unreclaimable slab %s",
 					render.Bytes(a.TotalBytes), render.Bytes(a.AvailableBytes), a.UsedPercent,

@@ -38,7 +38,7 @@ func DiagnoseText(w io.Writer, r *model.Report, ws []WindowSummary, opt Options)
 			s.From.UTC().Format("2006-01-02 15:04"), s.To.UTC().Format("2006-01-02 15:04"), render.Span(s.To.Sub(s.From)),
 			s.Series, res, s.Findings)
 	}
-	if len(ws) == 1 && r.Host != nil && r.Accounting.TotalBytes > 0 && r.Accounting.Invalid == "" && r.Accounting.AvailableMissing == "" {
+	if len(ws) == 1 && r.Host != nil && r.Accounting.TotalBytes > 0 && r.Accounting.Invalid == "" && r.Accounting.AvailableMissing == "" && r.Accounting.UsedMissing == "" {
 		p.heading("AT THE END")
 		a := r.Accounting
 		p.f("  total %s, available %s, used %.1f%%; unreclaimable slab %s", hb(a.TotalBytes), hb(a.AvailableBytes), a.UsedPercent, hb(r.Slab.UnreclaimableBytes))

@@ -232,7 +232,15 @@ func memory(p *printer, h *model.Host) {
 	if a.Invalid != "" {
 		p.f("  %s %s: the sizes below cannot be trusted\n", p.paint("1;33", "IMPOSSIBLE DATA:"), a.Invalid)
 	}
-	p.f("  total %s, available %s, used %.1f%% (free %s)\n", hb(a.TotalBytes), hb(a.AvailableBytes), a.UsedPercent, hb(a.FreeBytes))
+	if a.UsedMissing != "" {
+		total := hb(a.TotalBytes)
+		if a.TotalBytes <= 0 {
+			total = "unknown"
+		}
+		p.f("  total %s, used unknown: %s (free %s)\n", total, a.UsedMissing, hb(a.FreeBytes))
+	} else {
+		p.f("  total %s, available %s, used %.1f%% (free %s)\n", hb(a.TotalBytes), hb(a.AvailableBytes), a.UsedPercent, hb(a.FreeBytes))
+	}
 	if a.SwapTotalBytes > 0 {
 		p.f("  swap %s, used %s\n", hb(a.SwapTotalBytes), hb(a.SwapTotalBytes-a.SwapFreeBytes))
 	}
