@@ -5,9 +5,9 @@ package model
 // page cache that it gives back on demand; MemAvailable (3.14+) estimates
 // what can be had without swapping.
 type Accounting struct {
-	TotalBytes     int64      `json:"total_bytes"`
-	AvailableBytes int64      `json:"available_bytes"`
-	FreeBytes      int64      `json:"free_bytes"`
+	TotalBytes     int64 `json:"total_bytes"`
+	AvailableBytes int64 `json:"available_bytes"`
+	FreeBytes      int64 `json:"free_bytes"`
 	// UsedBytes and UsedPercent are absent (0) when they cannot be known
 	// or would be impossible (MemTotal missing, a value below zero or
 	// above the total); UsedMissing then says why.
