@@ -5,9 +5,7 @@ package safeio
 import (
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -20,19 +18,13 @@ func TestBeneathFollowsNoLink(t *testing.T) {
 	t.Parallel()
 	top := t.TempDir()
 	root := filepath.Join(top, "root")
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.MkdirAll(filepath.Join(root, "a/b"), 0o755))
-	must(os.WriteFile(filepath.Join(root, "a/b/f"), []byte("inside"), 0o644))
-	must(os.WriteFile(filepath.Join(top, "secret"), []byte("outside"), 0o644))
-	must(os.Symlink(filepath.Join(top, "secret"), filepath.Join(root, "a/out")))
-	must(os.Symlink("b", filepath.Join(root, "a/in")))
-	must(os.Symlink(top, filepath.Join(root, "up")))
-	must(syscall.Mkfifo(filepath.Join(root, "a/fifo"), 0o644))
+	makeTree(t, top,
+		[2]string{"root/a/b/f", "file:inside"},
+		[2]string{"secret", "file:outside"},
+		[2]string{"root/a/out", "link:@secret"},
+		[2]string{"root/a/in", "link:b"},
+		[2]string{"root/up", "link:@"},
+		[2]string{"root/a/fifo", "fifo"})
 
 	f, _, err := OpenBeneath(root, "a/b/f")
 	if err != nil {

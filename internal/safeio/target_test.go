@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -21,30 +20,27 @@ func TestTargetFiles(t *testing.T) {
 	t.Parallel()
 	top := t.TempDir()
 	root := filepath.Join(top, "root")
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.MkdirAll(filepath.Join(root, "tmp/d"), 0o755))
-	must(os.WriteFile(filepath.Join(root, "tmp/d/f"), []byte("inside"), 0o644))
-	must(os.WriteFile(filepath.Join(top, "secret"), []byte("outside"), 0o600))
-	must(os.Symlink(filepath.Join(top, "secret"), filepath.Join(root, "tmp/d/abs")))
-	must(os.Symlink("f", filepath.Join(root, "tmp/d/rel")))
-	must(os.Symlink("d", filepath.Join(root, "tmp/dirlink")))
-	must(syscall.Mkfifo(filepath.Join(root, "tmp/d/fifo"), 0o644))
-	must(os.WriteFile(filepath.Join(top, "f"), []byte("top"), 0o644))
+	makeTree(t, top,
+		[2]string{"root/tmp/d/f", "file:inside"},
+		[2]string{"secret", "file:outside"},
+		[2]string{"root/tmp/d/abs", "link:@secret"},
+		[2]string{"root/tmp/d/rel", "link:f"},
+		[2]string{"root/tmp/dirlink", "link:d"},
+		[2]string{"root/tmp/d/fifo", "fifo"},
+		[2]string{"f", "file:top"},
+		[2]string{"zero", "chardev"})
 
 	start := time.Now()
 	f, info, err := OpenFile(filepath.Join(root, "tmp/d/rel"), 100)
-	must(err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, _ := io.ReadAll(f)
 	_ = f.Close()
 	if string(b) != "inside" || info.Size != 6 || info.UID != uint32(os.Geteuid()) {
 		t.Errorf("OpenFile through a link: %q %+v", b, info)
 	}
-	for _, p := range []string{filepath.Join(root, "tmp/d/fifo"), "/dev/zero", root} {
+	for _, p := range []string{filepath.Join(root, "tmp/d/fifo"), filepath.Join(top, "zero"), root} {
 		if f, _, err := OpenFile(p, 100); !errors.Is(err, ErrNotRegular) {
 			t.Errorf("OpenFile(%s): %v", p, err)
 			if f != nil {
@@ -57,7 +53,9 @@ func TestTargetFiles(t *testing.T) {
 	}
 
 	f, _, err = OpenInRoot(root, "/tmp/d/f", 100)
-	must(err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, _ = io.ReadAll(f)
 	_ = f.Close()
 	if string(b) != "inside" {
