@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"database/sql"
-	binenc "encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
+	"github.com/memdoctor/memdoctor/internal/store/storetest"
 )
 
 // writeStore records two days of a host's memory series through the store
@@ -156,32 +155,7 @@ func flipRecordedChunk(t *testing.T, path string) (series, from, to string) {
 	if err != nil {
 		t.Fatalf("no chunk recorded: %v", err)
 	}
-	file, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(data) < 24 || !bytes.Contains(file, data) {
-		t.Fatalf("the chunk's %d bytes are not in the file", len(data))
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	_, k := binenc.Varint(data[2:]) // the first timestamp; the first value follows
-	for at := 0; ; {
-		i := bytes.Index(file[at:], data)
-		if i < 0 {
-			break
-		}
-		off := int64(at + i + 2 + k)
-		for _, fl := range [][2]int64{{off + 7, 0x01}, {off + 6, 0x40}, {off + 4, 0x08}} {
-			if _, err := f.WriteAt([]byte{file[fl[0]] ^ byte(fl[1])}, fl[0]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		at += i + len(data)
-	}
+	storetest.FlipValueBits(t, path, data)
 	const layout = "2006-01-02 15:04:05 UTC"
 	return name + labels, time.UnixMilli(minT).UTC().Format(layout), time.UnixMilli(maxT).UTC().Format(layout)
 }

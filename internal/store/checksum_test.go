@@ -1,9 +1,7 @@
 package store
 
 import (
-	"bytes"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
+	"github.com/memdoctor/memdoctor/internal/store/storetest"
 )
 
 // flippedChunk is the chunk row FlipChunkBits damaged.
@@ -40,36 +39,7 @@ func flipChunkBits(t *testing.T, path string) flippedChunk {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(data) < 24 || !bytes.Contains(file, data) {
-		t.Fatalf("the chunk's %d bytes are not in the file", len(data))
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	// Every copy: a page freed by an update may hold an old one.
-	_, k := binary.Varint(data[2:]) // the first timestamp; the first value follows
-	for at := 0; ; {
-		i := bytes.Index(file[at:], data)
-		if i < 0 {
-			break
-		}
-		off := int64(at + i + 2 + k)
-		for _, flip := range []struct {
-			at   int64
-			mask byte
-		}{{off + 7, 0x01}, {off + 6, 0x40}, {off + 4, 0x08}} {
-			if _, err := f.WriteAt([]byte{file[flip.at] ^ flip.mask}, flip.at); err != nil {
-				t.Fatal(err)
-			}
-		}
-		at += i + len(data)
-	}
+	storetest.FlipValueBits(t, path, data)
 	return c
 }
 
