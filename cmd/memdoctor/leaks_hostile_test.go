@@ -162,23 +162,7 @@ func TestLeaksEBPFFIFOLibrary(t *testing.T) {
 	if !w.out.Scan() || w.out.Text() != "ready" {
 		t.Fatalf("holder said %q", w.out.Text())
 	}
-	cmd := exec.Command(binary(t), "leaks", strconv.Itoa(w.cmd.Process.Pid), "--ebpf", "--duration", "60s", "--rate", "4KiB", "--json")
-	var o bytes.Buffer
-	e := &startedWriter{started: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = &o, e
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ended := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(ended) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-ended })
-	select {
-	case <-e.started:
-	case <-ended:
-		t.Fatalf("leaks --ebpf ended before sampling: %s", e)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("leaks --ebpf did not start sampling in 60 s: %s", e)
-	}
+	cmd, o, e, ended := startLeaksBinary(t, w.cmd.Process.Pid, "--duration", "60s", "--rate", "4KiB", "--json")
 	if _, err := w.in.Write([]byte("hold\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -323,23 +307,7 @@ func TestLeaksEBPFSignal(t *testing.T) {
 	if !w.out.Scan() || w.out.Text() != "ready" {
 		t.Fatalf("holder said %q", w.out.Text())
 	}
-	cmd := exec.Command(binary(t), "leaks", strconv.Itoa(w.cmd.Process.Pid), "--ebpf", "--duration", "60s", "--json")
-	var o bytes.Buffer
-	e := &startedWriter{started: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = &o, e
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ended := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(ended) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-ended })
-	select {
-	case <-e.started:
-	case <-ended:
-		t.Fatalf("leaks --ebpf ended before sampling: %s", e)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("leaks --ebpf did not start sampling in 60 s: %s", e)
-	}
+	cmd, o, e, ended := startLeaksBinary(t, w.cmd.Process.Pid, "--duration", "60s", "--json")
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	sent := time.Now()
 	select {
@@ -352,4 +320,30 @@ func TestLeaksEBPFSignal(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 0 || json.Unmarshal(o.Bytes(), &rep) != nil || rep.Source != "ebpf" {
 		t.Fatalf("exit %d, report %q: %s", cmd.ProcessState.ExitCode(), o.String(), e)
 	}
+}
+
+// startLeaksBinary runs the binary's `leaks PID --ebpf ARGS...` (a process
+// of its own, so that it can be signalled) and waits until sampling has
+// started; ended is closed when it has exited. It is killed at the end of
+// the test.
+func startLeaksBinary(t *testing.T, pid int, args ...string) (cmd *exec.Cmd, out *bytes.Buffer, e *startedWriter, ended chan struct{}) {
+	t.Helper()
+	cmd = exec.Command(binary(t), append([]string{"leaks", strconv.Itoa(pid), "--ebpf"}, args...)...)
+	out = &bytes.Buffer{}
+	e = &startedWriter{started: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = out, e
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(ended) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-ended })
+	select {
+	case <-e.started:
+	case <-ended:
+		t.Fatalf("leaks --ebpf ended before sampling: %s", e)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("leaks --ebpf did not start sampling in 60 s: %s", e)
+	}
+	return cmd, out, e, ended
 }
