@@ -460,4 +460,67 @@ func TestDocCheckersFail(t *testing.T) {
 			t.Errorf("link error %d: %q, want it to say %q", i, bad[i], w)
 		}
 	}
+	excerpt := "<!-- excerpt: testdata/golden/check-healthy-6.1-x86_64-v2.txt -->\n```text\nFINDINGS\n...\nFINDINGS: none, I promise\n```\n"
+	badEx := docExcerpts(root, "docs/example.md", excerpt)
+	if len(badEx) != 1 || !strings.Contains(badEx[0], "FINDINGS: none, I promise") {
+		t.Errorf("excerpt errors %q, want one naming the line the file does not have", badEx)
+	}
+}
+
+var excerptOf = regexp.MustCompile(`^<!-- excerpt: (\S+) -->$`)
+
+// docExcerpts says which lines of the code block under an
+// `<!-- excerpt: PATH -->` comment are not lines of PATH (a repository
+// file, such as a golden output that a test keeps true). "..." stands for
+// lines left out.
+func docExcerpts(root, file, doc string) []string {
+	var bad []string
+	lines := strings.Split(doc, "\n")
+	for i := 0; i < len(lines); i++ {
+		m := excerptOf.FindStringSubmatch(strings.TrimSpace(lines[i]))
+		if m == nil {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(m[1])))
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s:%d: excerpt of %s: %v", file, i+1, m[1], err))
+			continue
+		}
+		have := map[string]bool{}
+		for _, l := range strings.Split(string(src), "\n") {
+			have[strings.TrimRight(l, " ")] = true
+		}
+		if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```") {
+			bad = append(bad, fmt.Sprintf("%s:%d: an excerpt comment without a code block right under it", file, i+1))
+			continue
+		}
+		for j := i + 2; j < len(lines) && !strings.HasPrefix(lines[j], "```"); j++ {
+			l := strings.TrimRight(lines[j], " ")
+			if strings.TrimSpace(l) == "..." || have[l] {
+				continue
+			}
+			bad = append(bad, fmt.Sprintf("%s:%d: not a line of %s (copy it again from there):\n\t%s", file, j+1, m[1], l))
+		}
+	}
+	return bad
+}
+
+// TestDocExcerpts: output shown in the docs as an excerpt of a file is that
+// file's, line for line.
+func TestDocExcerpts(t *testing.T) {
+	root := repoRoot(t)
+	n := 0
+	for _, f := range docFiles(t, root) {
+		doc, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += strings.Count(string(doc), "<!-- excerpt: ")
+		for _, b := range docExcerpts(root, f, string(doc)) {
+			t.Error(b)
+		}
+	}
+	if n == 0 {
+		t.Error("no excerpt comment found: the README's check excerpt lost its <!-- excerpt: PATH --> comment")
+	}
 }
