@@ -229,7 +229,7 @@ func checkInvocation(root *cobra.Command, args []string) error {
 			if fl == nil {
 				fl = cmd.InheritedFlags().Lookup(long)
 			}
-			if fl == nil && long != "help" && !(cmd == root && long == "version") {
+			if fl == nil && long != "help" && (cmd != root || long != "version") {
 				return fmt.Errorf("%s has no flag --%s (%s --help lists them)", cmd.CommandPath(), long, cmd.CommandPath())
 			}
 			takesValue = fl != nil && fl.NoOptDefVal == ""
