@@ -82,9 +82,18 @@ if [ -s packaging/deb/lintian-overrides ]; then
 	install -m 644 packaging/deb/lintian-overrides "$root/usr/share/lintian/overrides/memdoctor"
 fi
 
-# Docs: README, copyright (with the Go modules compiled in), changelog.
+# Docs: README and the pages under docs/ it links to (Markdown gzipped as
+# Debian's policy asks, pictures as they are), copyright (with the Go
+# modules compiled in), changelog.
 doc=$root/usr/share/doc/memdoctor
 gzip -9n <README.md >"$doc/README.md.gz"
+(cd docs && find . -type f \( -name '*.md' -o -name '*.png' \) | LC_ALL=C sort) | while read -r f; do
+	mkdir -p "$doc/docs/$(dirname "$f")"
+	case $f in
+	*.md) gzip -9n <"docs/$f" >"$doc/docs/$f.gz" ;;
+	*) install -m 644 "docs/$f" "$doc/docs/$f" ;;
+	esac
+done
 modules=$("$GO" version -m "$root/usr/bin/memdoctor" | awk '$1 == "dep" { printf " %s %s\n", $2, $3 }')
 awk -v m="$modules" '{ if ($0 == "@MODULES@") print m; else print }' packaging/deb/copyright.in >"$doc/copyright"
 chmod 644 "$doc/copyright"

@@ -4,7 +4,7 @@ package diagnose_test
 // what each rule gives the report, the fleet scan and the alerts is
 // generated from the rules' Meta (go test ./internal/diagnose -run
 // TestRulesDoc -update rewrites it), every rule has its section there, and
-// the README's rule table names every rule and no other.
+// its table of mechanisms, generated too, names every rule and no other.
 
 import (
 	"flag"
@@ -23,8 +23,8 @@ var updateDocs = flag.Bool("update", false, "rewrite the generated table of docs
 
 const (
 	rulesDoc    = "../../docs/rules.md"
-	readme      = "../../README.md"
 	tableBegin  = "<!-- generated from the rules' Meta by TestRulesDoc (go test ./internal/diagnose -run TestRulesDoc -update): do not edit -->\n"
+	mechBegin   = "<!-- the rules' mechanisms, generated from their Meta by TestRulesDoc (go test ./internal/diagnose -run TestRulesDoc -update): do not edit -->\n"
 	tableEnd    = "<!-- end of the generated table -->\n"
 	tableHeader = "| rule | judges | charts in the report | the fleet scan's pre-filter reads | alerts |\n|---|---|---|---|---|\n"
 )
@@ -45,8 +45,8 @@ func judges(m diagnose.Meta) string {
 	return "a snapshot or a time range"
 }
 
-// readmeTable is the README's generated rule table.
-func readmeTable() string {
+// mechanismTable is the generated table of what each rule judges.
+func mechanismTable() string {
 	var b strings.Builder
 	b.WriteString("| id | judges | mechanism |\n|---|---|---|\n")
 	for _, r := range sortedRules() {
@@ -56,30 +56,37 @@ func readmeTable() string {
 	return b.String()
 }
 
-// checkGenerated compares the text between the markers of path with want,
-// or rewrites it with -update.
-func checkGenerated(t *testing.T, path, want string) string {
+// checkGenerated compares the text between begin and the end marker in
+// path with want, or rewrites it with -update. It returns the document and
+// the table as they are now.
+func checkGenerated(t *testing.T, path, begin, want string) (string, string) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(raw)
-	i, j := strings.Index(doc, tableBegin), strings.Index(doc, tableEnd)
-	if i < 0 || j < i {
-		t.Fatalf("%s lacks the generated table's markers", path)
+	i := strings.Index(doc, begin)
+	j := -1
+	if i >= 0 {
+		j = strings.Index(doc[i:], tableEnd)
 	}
-	if got := doc[i+len(tableBegin) : j]; got != want {
+	if i < 0 || j < 0 {
+		t.Fatalf("%s lacks the generated table's markers (%q and %q)", path, strings.TrimSpace(begin), strings.TrimSpace(tableEnd))
+	}
+	j += i
+	got := doc[i+len(begin) : j]
+	if got != want {
 		if !*updateDocs {
 			t.Errorf("%s: the generated table is not the registry's (go test ./internal/diagnose -run TestRulesDoc -update):\n got:\n%s\nwant:\n%s", path, got, want)
-			return doc
+			return doc, got
 		}
-		doc = doc[:i+len(tableBegin)] + want + doc[j:]
+		doc = doc[:i+len(begin)] + want + doc[j:]
 		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return doc
+	return doc, want
 }
 
 // registryTable is the generated table, one row per rule by id.
@@ -110,8 +117,8 @@ func registryTable() string {
 }
 
 func TestRulesDoc(t *testing.T) {
-	doc := checkGenerated(t, rulesDoc, registryTable())
-	rm := checkGenerated(t, readme, readmeTable())
+	checkGenerated(t, rulesDoc, tableBegin, registryTable())
+	doc, mech := checkGenerated(t, rulesDoc, mechBegin, mechanismTable())
 
 	// Every rule has a one-line Doc; a section or bullet that tells more
 	// documents an existing rule.
@@ -133,18 +140,18 @@ func TestRulesDoc(t *testing.T) {
 		}
 	}
 
-	// The README's tables name only rules that exist.
+	// The table of mechanisms names only rules that exist, and every rule.
 	row := regexp.MustCompile("(?m)^\\| `([a-z0-9_]+)`")
 	var rows []string
-	for _, m := range row.FindAllStringSubmatch(rm, -1) {
+	for _, m := range row.FindAllStringSubmatch(mech, -1) {
 		rows = append(rows, m[1])
 		if !known[m[1]] {
-			t.Errorf("README.md's rule table names %s, which is no rule", m[1])
+			t.Errorf("%s's table of mechanisms names %s, which is no rule", rulesDoc, m[1])
 		}
 	}
 	for _, id := range ids {
 		if !slices.Contains(rows, id) {
-			t.Errorf("README.md's rule table has no row for %s", id)
+			t.Errorf("%s's table of mechanisms has no row for %s", rulesDoc, id)
 		}
 	}
 }

@@ -7,8 +7,8 @@ package diagnose_test
 // written in its own file and nowhere else here: a rule that refers to
 // another takes the id from that rule's Meta. Comments may name rules.
 // Outside this package TestRuleIDsStayInDiagnose (internal/) holds the
-// same line, and TestRulesDoc generates docs/rules.md's and the README's
-// tables from the registry.
+// same line, and TestRulesDoc generates docs/rules.md's two tables from
+// the registry.
 
 import (
 	"go/ast"
