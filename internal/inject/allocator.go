@@ -16,6 +16,7 @@ package inject
 import (
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -91,8 +92,9 @@ func FindMallocServer(ctx context.Context, pid int, maps []procfs.Mapping, prelo
 // as they were when it started; the next pass opens them again (and reads
 // only those changed since: objectCache). Safe for concurrent use.
 type Objects struct {
-	mu sync.Mutex
-	m  map[string]*passObject
+	mu   sync.Mutex
+	m    map[string]*passObject
+	exes map[int]string // pid -> its executable's key in m
 }
 
 // passObject is one object's entry in a pass.
@@ -102,7 +104,20 @@ type passObject struct {
 }
 
 // NewObjects starts a pass.
-func NewObjects() *Objects { return &Objects{m: map[string]*passObject{}} }
+func NewObjects() *Objects { return &Objects{m: map[string]*passObject{}, exes: map[int]string{}} }
+
+// GoVersion is the Go version in the build information of pid's
+// executable as read in this pass ("" for an executable that has none);
+// read is false when this pass did not read it.
+func (p *Objects) GoVersion(pid int) (version string, read bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.m[p.exes[pid]]
+	if !ok || e.err != nil || !e.entry.exeRead {
+		return "", false
+	}
+	return e.entry.goVersion, true
+}
 
 func passKey(m procfs.Mapping) string {
 	return m.Dev + ":" + strconv.FormatUint(m.Inode, 10) + ":" + m.Path
@@ -132,6 +147,9 @@ func (p *Objects) FindMallocServer(ctx context.Context, pid int, maps []procfs.M
 	if exe == nil {
 		return MallocServer{}, fmt.Errorf("%w: the executable of pid %d is not among its mappings", ErrNoSymbol, pid)
 	}
+	p.mu.Lock()
+	p.exes[pid] = passKey(exe.m)
+	p.mu.Unlock()
 	order := []*mappedObject{exe}
 	queued := map[*mappedObject]bool{exe: true}
 	for _, pr := range strings.FieldsFunc(preload, func(r rune) bool { return r == ' ' || r == ':' || r == '\t' }) {
@@ -243,7 +261,7 @@ func (p *Objects) describe(ctx context.Context, pid int, o *mappedObject, isExe 
 	p.mu.Lock()
 	e, ok := p.m[k]
 	p.mu.Unlock()
-	if ok && (e.err != nil || !isExe || e.entry.staticRead) {
+	if ok && (e.err != nil || !isExe || e.entry.exeRead) {
 		return e.entry, e.err
 	}
 	c, err := readObject(ctx, pid, o, isExe)
@@ -270,7 +288,7 @@ func readObject(ctx context.Context, pid int, o *mappedObject, isExe bool) (c ca
 	defer func() { _ = f.Close() }() // read-only
 	key, keyed := objectKeyOf(f)
 	if keyed {
-		if c, ok := objectCache.get(key); ok && (!isExe || c.staticRead) {
+		if c, ok := objectCache.get(key); ok && (!isExe || c.exeRead) {
 			return c, nil
 		}
 	}
@@ -297,8 +315,11 @@ func readObject(ctx context.Context, pid int, o *mappedObject, isExe bool) (c ca
 	// has one, is its own. (A Go program without cgo has no malloc: its
 	// table, often 100k entries, is not read.)
 	static := derr != nil && ef.Section(".go.buildinfo") == nil
-	if isExe || !static {
-		c.staticRead = true
+	if isExe {
+		c.exeRead = true
+		if bi, err := buildinfo.Read(f); err == nil {
+			c.goVersion = bi.GoVersion
+		}
 	}
 	if isExe && c.alloc == "" && static {
 		all, err := elfsym.Functions(ctx, ef, elfsym.Default)
@@ -404,12 +425,14 @@ func objectKeyOf(f *os.File) (objectKey, bool) {
 // cachedObject is what one object says of malloc: the allocator if it
 // defines (exports) malloc, its DT_NEEDED names and DT_SONAME, and for an
 // executable linked statically (no .dynsym) the allocator its whole
-// symbol table names (static), once it was read (staticRead; always true
-// of an object that has a .dynsym).
+// symbol table names (static), and its Go build version (goVersion, ""
+// when not Go, kept for the runtimes collector, which then need not open
+// it again): exeRead says these were read.
 type cachedObject struct {
 	alloc, soname, static string
+	goVersion             string
 	needed                []string
-	staticRead            bool
+	exeRead               bool
 }
 
 // objectCache keeps what the objects read so far said, so that libc,
