@@ -191,7 +191,7 @@ func collectProcesses(c *ctx) error {
 		if len(pidSet) > 0 && !pidSet[pid] {
 			continue
 		}
-		st, err := c.fs.ProcStatus(pid)
+		st, err := c.fs.ProcStatusBrief(pid)
 		if err != nil {
 			if isGone(err) {
 				vanished++
