@@ -59,9 +59,13 @@ func TestCheckOpensEachFileOnce(t *testing.T) {
 	line := regexp.MustCompile(`^(\d+)\s+open(?:at)?\(.*\) = \d+<(.*)>$`)
 	opens := map[string]int{}
 	self := ""
+	var failed []string // opens that failed, for the message
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
+		if strings.Contains(sc.Text(), "= -1 ") {
+			failed = append(failed, sc.Text())
+		}
 		m := line.FindStringSubmatch(sc.Text())
 		if m == nil || strings.Contains(sc.Text(), "O_DIRECTORY") {
 			continue // failed, or a directory listed (not a file read)
@@ -78,7 +82,7 @@ func TestCheckOpensEachFileOnce(t *testing.T) {
 	// objects they map (so that the test cannot pass by reading nothing).
 	for _, pid := range pids {
 		if opens["/proc/"+pid+"/environ"] == 0 || opens["/proc/"+pid+"/smaps_rollup"] == 0 {
-			t.Fatalf("check did not read pid %s's environ and smaps_rollup; opened: %v", pid, opens)
+			t.Fatalf("check did not read pid %s's environ and smaps_rollup; opened: %v; failed: %v\n%s", pid, opens, failed, out)
 		}
 	}
 	libc, found := "", false
