@@ -1,75 +1,116 @@
 #!/bin/sh
-# Benchmark: `memdoctor check` on this host against the raw cost of reading
-# the same files, node_exporter's scrape with the equivalent collectors, and
-# smem for the per-process part, in one run, as ratios.
+# Benchmark: `memdoctor check --json` on this host against
+#  - the raw cost of its reads: bench/rawread (C) replays, from an strace of
+#    one check run, every file check opened, once, with the same reads into
+#    one reusable buffer, nothing parsed (goal: check <= 1.3x);
+#  - a node_exporter scrape (curl of /metrics) with the equivalent
+#    collectors, on a loopback port of its own (goal: check <= 0.7x);
+#  - smem for the per-process part.
+# Runs are interleaved (check, raw reads, scrape, check, ...) so that a
+# change in the host's load moves all three; medians of whole processes,
+# wall and CPU (user + system of the child, from wait4), and peak RSS
+# (GNU time, three more runs). node_exporter's CPU is its own, read from
+# /proc between scrapes (curl's is curl's).
 #
-# usage: bench/check.sh [RUNS]      (root recommended: slabinfo, every smaps)
+# usage: bench/check.sh [RUNS]      (root: slabinfo, every smaps, map_files)
+# Environment: BIN=path measures that binary instead of building ./memdoctor.
 set -eu
 runs=${1:-21}
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
-trap 'kill $nepid 2>/dev/null || true; rm -rf "$out"' EXIT
 nepid=""
-make -s build
-md=./memdoctor
-
-# The exact files check reads: a capture lists them.
-$md capture --top 10 -o "$out/c.txtar" 2>/dev/null
-grep -a '^-- .* --$' "$out/c.txtar" | sed 's/^-- //; s/ --$//' | grep -v '/$' | grep -v '^memdoctor/' \
-  | sed 's|^|/|' > "$out/files"
-nfiles=$(wc -l < "$out/files")
-
-# median_ms CMD...: run CMD $runs times, print the median wall time in ms.
-median_ms() {
-  python3 - "$runs" "$@" <<'PY'
-import subprocess, sys, time, statistics
-n = int(sys.argv[1]); cmd = sys.argv[2:]
-ts = []
-for _ in range(n):
-    t = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    ts.append((time.perf_counter() - t) * 1000)
-print(f"{statistics.median(ts):.1f}")
-PY
-}
-
-peak_kb() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
-
-t_md=$(median_ms $md check --json)
-rss_md=$(peak_kb $md check --json)
-t_cat=$(median_ms sh -c "xargs cat < $out/files > /dev/null 2>&1")
-t_proc=$($md check --json | python3 -c 'import json,sys; c=json.load(sys.stdin)["cost"]["collectors_seconds"]; print("%.1f" % (c["processes"]*1000))')
-
-t_ne="n/a"; rss_ne="n/a"
-if command -v prometheus-node-exporter >/dev/null 2>&1; then
-  port=19199
-  prometheus-node-exporter --web.listen-address=127.0.0.1:$port --collector.disable-defaults \
-    --collector.meminfo --collector.vmstat --collector.vmstat.fields='.*' --collector.zoneinfo \
-    --collector.slabinfo --collector.cgroups --collector.pressure --collector.stat --collector.cpu \
-    --collector.uname --collector.sysctl --collector.sysctl.include=vm.min_free_kbytes \
-    --collector.sysctl.include=vm.watermark_scale_factor --collector.processes >/dev/null 2>&1 &
-  nepid=$!
-  sleep 1
-  curl -s -o /dev/null http://127.0.0.1:$port/metrics
-  t_ne=$(median_ms curl -s -o /dev/null http://127.0.0.1:$port/metrics)
-  rss_ne=$(awk '/VmHWM/ {print $2}' /proc/$nepid/status)
+trap '[ -n "$nepid" ] && kill $nepid 2>/dev/null; rm -rf "$out"' EXIT
+if [ -z "${BIN:-}" ]; then
+	make -s build
+	BIN=./memdoctor
 fi
-t_smem="n/a"
-command -v smem >/dev/null 2>&1 && t_smem=$(median_ms smem -c "pid uss pss rss")
+for t in strace cc python3 curl /usr/bin/time; do
+	command -v $t >/dev/null 2>&1 || { echo "bench/check.sh needs $t (apt-get install strace gcc python3 curl time)" >&2; exit 1; }
+done
 
-python3 - "$t_md" "$rss_md" "$t_cat" "$t_ne" "$rss_ne" "$t_smem" "$t_proc" "$nfiles" "$runs" <<'PY'
-import sys
-md, rss, cat, ne, rss_ne, smem, proc, nfiles, runs = sys.argv[1:]
-def ratio(a, b):
-    try: return f"{float(a)/float(b):.2f}x"
-    except: return "n/a"
-print(f"memdoctor check on this host, median of {runs} runs ({nfiles} files read)")
-print(f"{'what':52} {'median ms':>10} {'memdoctor/this':>15}")
-print(f"{'memdoctor check --json (whole command)':52} {md:>10} {'1.00x':>15}")
-print(f"{'cat of the same files to /dev/null':52} {cat:>10} {ratio(md, cat):>15}")
-print(f"{'node_exporter scrape, equivalent collectors':52} {ne:>10} {ratio(md, ne):>15}")
-print(f"{'memdoctor per-process collector (in the command)':52} {proc:>10} {'':>15}")
-print(f"{'smem (per-process USS/PSS/RSS, all processes)':52} {smem:>10} {ratio(proc, smem):>15}")
-print(f"peak RSS: memdoctor check {int(rss)/1024:.1f} MiB; node_exporter (resident daemon, VmHWM) {rss_ne if rss_ne=='n/a' else f'{int(rss_ne)/1024:.1f} MiB'}")
-print("goals: median < 300 ms, peak RSS < 30 MiB")
+# The raw-read yardstick: what one check run opened and read.
+cc -O2 -o "$out/rawread" bench/rawread/rawread.c
+strace -f -qq -y -s 0 -e trace=open,openat,read,pread64,getdents64 -o "$out/trace" "$BIN" check --json >/dev/null
+mdpid=$(awk 'NR == 1 { print $1 }' "$out/trace")
+python3 bench/rawread/plan.py "$out/trace" "$mdpid" >"$out/plan" 2>"$out/plan.log"
+sed -n '2,$p' "$out/plan.log" >&2
+nfiles=$(grep -c -v '^P' "$out/plan")
+
+url=none
+if command -v prometheus-node-exporter >/dev/null 2>&1; then
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	prometheus-node-exporter --web.listen-address=127.0.0.1:$port --collector.disable-defaults \
+		--collector.meminfo --collector.vmstat --collector.vmstat.fields='.*' --collector.zoneinfo \
+		--collector.slabinfo --collector.cgroups --collector.pressure --collector.stat --collector.cpu \
+		--collector.uname --collector.sysctl --collector.sysctl.include=vm.min_free_kbytes \
+		--collector.sysctl.include=vm.watermark_scale_factor --collector.processes >/dev/null 2>&1 &
+	nepid=$!
+	url=http://127.0.0.1:$port/metrics
+	i=0
+	until curl -s -o /dev/null "$url"; do
+		i=$((i + 1)); [ $i -lt 50 ] || { echo "node_exporter did not answer on $url" >&2; exit 1; }
+		sleep 0.1
+	done
+fi
+smem=none
+command -v smem >/dev/null 2>&1 && smem=smem
+
+python3 - "$runs" "$BIN" "$out/rawread" "$out/plan" "$url" "$smem" "$nfiles" "$(head -1 "$out/plan.log")" "${nepid:-0}" <<'PY'
+import os, statistics, subprocess, sys, time
+runs, md, raw, plan, url, smem, nfiles, planlog, nepid = sys.argv[1:]
+tck = os.sysconf("SC_CLK_TCK")
+def ne_cpu():  # node_exporter's user + system seconds so far
+    f = open(f"/proc/{nepid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / tck
+runs = int(runs)
+cmds = {"md": [md, "check", "--json"], "raw": [raw, plan]}
+if url != "none":
+    cmds["ne"] = ["curl", "-s", "-o", "/dev/null", url]
+if smem != "none":
+    cmds["smem"] = [smem, "-c", "pid uss pss rss"]
+res = {k: {"wall": [], "cpu": [], "rss": []} for k in cmds}
+ne_total = 0.0
+null = open(os.devnull, "w")
+for i in range(runs + 1):          # the first round warms the caches
+    for k, c in cmds.items():
+        c0 = ne_cpu() if k == "ne" else 0
+        t = time.perf_counter()
+        pid = os.posix_spawnp(c[0], c, os.environ, file_actions=[
+            (os.POSIX_SPAWN_DUP2, null.fileno(), 1), (os.POSIX_SPAWN_DUP2, null.fileno(), 2)])
+        _, _, ru = os.wait4(pid, 0)
+        wall = time.perf_counter() - t
+        if k == "ne" and i:
+            ne_total += ne_cpu() - c0
+        if i:
+            res[k]["wall"].append(wall * 1000)
+            res[k]["cpu"].append((ru.ru_utime + ru.ru_stime) * 1000)
+# Peak RSS through GNU time (a small C parent): a child of this
+# interpreter starts with the interpreter's own peak in its accounting.
+for k, c in cmds.items():
+    if k == "ne":  # the daemon's, not curl's
+        res[k]["rss"] = [int(l.split()[1]) / 1024 for l in open(f"/proc/{nepid}/status") if l.startswith("VmHWM:")]
+        continue
+    for _ in range(3):
+        p = subprocess.run(["/usr/bin/time", "-f", "%M"] + c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        res[k]["rss"].append(int(p.stderr.strip().splitlines()[-1]) / 1024)
+med = {k: {m: statistics.median(v) for m, v in r.items()} for k, r in res.items()}
+load = open("/proc/loadavg").read().split()[:3]
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+print(f"memdoctor check --json on this host: {cpu}, {os.cpu_count()} CPUs, load {' '.join(load)}")
+print(f"medians of {runs} interleaved runs; check opened {nfiles} files ({planlog})")
+print(f"{'what':44} {'wall ms':>8} {'cpu ms':>8} {'peak MiB':>9} {'check/this wall':>16} {'cpu':>6}")
+def row(name, k, cpu=True):
+    m = med[k]
+    r = med["md"]["wall"] / m["wall"]
+    rc = f"{med['md']['cpu'] / m['cpu']:.2f}x" if cpu and m["cpu"] > 0 else ""
+    print(f"{name:44} {m['wall']:8.1f} {m['cpu'] if cpu else float('nan'):8.1f} {m['rss']:9.1f} {r:15.2f}x {rc:>6}")
+row("memdoctor check --json", "md")
+row("raw reads of the same files (rawread)", "raw")
+if "ne" in med:
+    row("node_exporter scrape, equivalent collectors", "ne", cpu=False)
+    print(f"  node_exporter's own CPU per scrape (mean, clock ticks): {ne_total / runs * 1000:.1f} ms; "
+          f"check/that {med['md']['cpu'] / max(ne_total / runs * 1000, 1e-9):.2f}x")
+if "smem" in med:
+    row("smem -c 'pid uss pss rss'", "smem")
+print("goals: check <= 1.3x the raw reads, <= 0.7x the node_exporter scrape (wall)")
 PY

@@ -13,6 +13,8 @@ have stress-ng || need="$need stress-ng"
 # curl: the recorder's socket and TLS, asked by another user (record_access_test.go).
 have curl || need="$need curl"
 have ruby || need="$need ruby"
+# strace: the test that check opens each file once (check_opens_test.go), and bench/check.sh.
+have strace || need="$need strace"
 have gcc || need="$need gcc"
 # C extensions of the heap profile tests: the interpreters' headers.
 have python3 && python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null || need="$need python3-dev"

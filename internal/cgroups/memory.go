@@ -187,6 +187,18 @@ type Brief struct {
 	// MaxEvents is v2's memory.events "max" (usage hit memory.max), or
 	// v1's memory.failcnt when the Reader's Failcnt is set, else 0.
 	MaxEvents int64
+	// read keeps what the files read for the Brief said, so that
+	// ReadBrief does not read them a second time (nil: read them).
+	read *briefFiles
+}
+
+// briefFiles are the files a Brief read: the limit (and v2's memory.high)
+// as read, the events file's counters and v1's failcnt; a nil map or a
+// false ok is a file that could not be read.
+type briefFiles struct {
+	limit, high, failcnt       int64
+	limitOK, highOK, failcntOK bool
+	events                     map[string]int64
 }
 
 // Brief reads the three files the selection needs; ok is false when the
@@ -205,19 +217,25 @@ func (f files) brief() (b Brief, ok bool) {
 	if b.Usage, ok = f.usage(); !ok {
 		return b, false
 	}
+	rd := &briefFiles{}
+	b.read = rd
 	limit, events := "memory.max", "memory.events"
 	if f.r.V1 {
 		limit, events = "memory.limit_in_bytes", "memory.oom_control"
 	}
-	if v, ok := f.int(limit); ok {
-		b.Limit = v
+	if rd.limit, rd.limitOK = f.int(limit); rd.limitOK {
+		b.Limit = rd.limit
 	}
 	if !f.r.V1 {
-		if h, ok := f.int("memory.high"); ok && h != Unlimited && (b.Limit == Unlimited || h < b.Limit) {
-			b.Limit = h
+		if rd.high, rd.highOK = f.int("memory.high"); rd.highOK && rd.high != Unlimited && (b.Limit == Unlimited || rd.high < b.Limit) {
+			b.Limit = rd.high
 		}
 	}
 	if kv, ok := f.kv(events); ok {
+		rd.events = kv.Num
+		if rd.events == nil {
+			rd.events = map[string]int64{}
+		}
 		b.OOMKills = kv.Value("oom_kill")
 		b.HighEvents = kv.Value("high")
 		if !f.r.V1 { // oom_control has neither
@@ -226,8 +244,8 @@ func (f files) brief() (b Brief, ok bool) {
 		}
 	}
 	if f.r.V1 && f.r.Failcnt {
-		if v, ok := f.int("memory.failcnt"); ok {
-			b.MaxEvents = v
+		if rd.failcnt, rd.failcntOK = f.int("memory.failcnt"); rd.failcntOK {
+			b.MaxEvents = rd.failcnt
 		}
 	}
 	return b, true
@@ -266,11 +284,29 @@ func (f files) read(b Brief) Memory {
 	m := Memory{Path: cg, V1: f.r.V1, Max: Unlimited, High: Unlimited, Low: 0, Min: 0, Peak: 0,
 		SwapMax: Unlimited, Stat: map[string]int64{}, Events: map[string]int64{}, Has: map[string]bool{"usage": true},
 		Usage: b.Usage}
+	rd := b.read
 	set := func(dst *int64, key, file string) {
-		if v, ok := f.int(file); ok {
+		v, ok := int64(0), false
+		switch {
+		case rd != nil && (file == "memory.limit_in_bytes" || file == "memory.max"):
+			v, ok = rd.limit, rd.limitOK
+		case rd != nil && file == "memory.high":
+			v, ok = rd.high, rd.highOK
+		default:
+			v, ok = f.int(file)
+		}
+		if ok {
 			*dst = v
 			m.Has[key] = true
 		}
+	}
+	// events reads the events file (v1: oom_control) unless the Brief did.
+	events := func(name string) (map[string]int64, bool) {
+		if rd != nil {
+			return rd.events, rd.events != nil
+		}
+		kv, ok := f.kv(name)
+		return kv.Num, ok
 	}
 	kv := f.kv
 	if f.r.V1 {
@@ -296,14 +332,20 @@ func (f files) read(b Brief) Memory {
 			m.Has["stat"] = true
 			m.Stat = v1Stat(st)
 		}
-		if v, ok := f.int("memory.failcnt"); ok {
+		v, ok := int64(0), false
+		if rd != nil && f.r.Failcnt {
+			v, ok = rd.failcnt, rd.failcntOK
+		} else {
+			v, ok = f.int("memory.failcnt")
+		}
+		if ok {
 			m.Events["max"] = v
 			m.Has["events"] = true
 		}
-		if oc, ok := kv("memory.oom_control"); ok {
+		if oc, ok := events("memory.oom_control"); ok {
 			m.Has["events"] = true
 			for _, k := range []string{"oom_kill", "under_oom"} {
-				if v, ok := oc.Get(k); ok {
+				if v, ok := oc[k]; ok {
 					m.Events[k] = v
 				}
 			}
@@ -326,9 +368,9 @@ func (f files) read(b Brief) Memory {
 			m.Stat[k] = v
 		}
 	}
-	if ev, ok := kv("memory.events"); ok {
+	if ev, ok := events("memory.events"); ok {
 		m.Has["events"] = true
-		for k, v := range ev.Num {
+		for k, v := range ev {
 			m.Events[k] = v
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 )
 
@@ -148,7 +147,7 @@ func loadBPF(opt Options, follow int) (*bpfTracer, error) {
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
 		return nil, fmt.Errorf("the kernel has no BTF (/sys/kernel/btf/vmlinux): %w", err)
 	}
-	if err := rlimit.RemoveMemlock(); err != nil {
+	if err := removeMemlock(); err != nil {
 		return nil, fmt.Errorf("memlock limit: %w", err)
 	}
 	spec, err := loadCgtrace()

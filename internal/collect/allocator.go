@@ -17,7 +17,6 @@ package collect
 // nothing else of it is kept or shown.
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"strconv"
@@ -41,23 +40,6 @@ func hasPreload(maps []procfs.Mapping) bool {
 	return false
 }
 
-// statsVar finds MEMDOCTOR_STATS in a process' initial environment: the
-// first entry, as getenv finds it; an empty value is unset, as for the
-// library.
-func statsVar(c *ctx, pid int) (string, bool) {
-	b, err := c.fs.ReadFile("proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return "", false
-	}
-	defer clear(b) // the rest of the environment is not kept
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte("MEMDOCTOR_STATS=")); ok {
-			return string(v), len(v) > 0
-		}
-	}
-	return "", false
-}
-
 // tail reads at most n bytes from the end of a file.
 func tail(c *ctx, name string, n int64) ([]byte, error) {
 	f, err := c.fs.Sys().Open(name)
@@ -79,7 +61,8 @@ func tail(c *ctx, name string, n int64) ([]byte, error) {
 // preload stats file, when it has one. A process that maps the library but
 // whose stats cannot be read gets a note saying why: it already runs the
 // library, so advice to run it would be wrong.
-func collectAllocator(c *ctx, pid int, maps []procfs.Mapping, labels []string) {
+func collectAllocator(c *ctx, p *proc, maps []procfs.Mapping, labels []string) {
+	pid, own := p.pid, p.own
 	if !hasPreload(maps) {
 		return
 	}
@@ -91,17 +74,13 @@ func collectAllocator(c *ctx, pid int, maps []procfs.Mapping, labels []string) {
 	}
 	hides := "the allocator's view of " + who
 	orMalloc := "read it once with `memdoctor malloc " + spid + "` or `memdoctor check --malloc` (either holds one thread briefly)"
-	pattern, ok := statsVar(c, pid)
+	env := c.environ(pid)
+	pattern, ok := env.stats, env.statsSet && env.stats != ""
 	if !ok {
 		c.note("proc/"+spid+"/environ", who+" runs memdoctor's preload library without MEMDOCTOR_STATS (or it is unreadable): it writes no allocator stats",
 			hides, "restart it with MEMDOCTOR_STATS=PATH added (%p in PATH is its pid), or "+orMalloc)
 		return
 	}
-	st, err := c.fs.ProcStatus(pid)
-	if err != nil {
-		return // gone (or unreadable, which the process collector noted)
-	}
-	own := procfs.OwnPID(st, pid)
 	path, ok := preload.ExpandStatsPath(pattern, own)
 	if !ok {
 		c.note("proc/"+spid+"/environ", who+" runs memdoctor's preload library with a MEMDOCTOR_STATS it refuses (a % other than %p and %%, or longer than PATH_MAX): it writes no allocator stats",
@@ -115,6 +94,7 @@ func collectAllocator(c *ctx, pid int, maps []procfs.Mapping, labels []string) {
 		name = "proc/" + spid + "/cwd/" + path
 	}
 	var data []byte
+	var err error
 	if c.live && c.root {
 		// On the live host, as root: the path is the process' to choose,
 		// so it is read only if the process' user could read it, through
@@ -122,7 +102,7 @@ func collectAllocator(c *ctx, pid int, maps []procfs.Mapping, labels []string) {
 		// what is not a regular file of its own.
 		var owners []uint32
 		var cred *preload.Cred
-		owners, cred, err = preload.CredOf(st.Text["Uid"], st.Text["Gid"], st.Text["Groups"])
+		owners, cred, err = preload.CredOf(p.ids.uid, p.ids.gid, p.ids.groups)
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			data, err = preload.ReadStats(ctx, preload.Target{PID: pid, StatsPath: path, Owners: owners, Cred: cred}, statsTail)
@@ -146,7 +126,7 @@ func collectAllocator(c *ctx, pid int, maps []procfs.Mapping, labels []string) {
 	last, lastTrim := preload.Newest(data, own)
 	if last == nil && c.live && c.opt.AskPreload > 0 && c.asked < 3*c.opt.AskPreload {
 		start := time.Now()
-		last = askSummary(c, pid, own, path, st)
+		last = askSummary(c, pid, own, path, p.ids)
 		c.asked += time.Since(start)
 	}
 	if last == nil {
@@ -173,10 +153,10 @@ func collectAllocator(c *ctx, pid int, maps []procfs.Mapping, labels []string) {
 // allocator view until its first summary (60 s by default). As root the
 // request is made as the process' user (preload.Ask); nil when it did not
 // answer in time or the answer was refused.
-func askSummary(c *ctx, pid, own int, path string, st procfs.KV) *preload.Line {
+func askSummary(c *ctx, pid, own int, path string, id ids) *preload.Line {
 	t := preload.Target{PID: pid, OwnPID: own, StatsPath: path, SkipXML: true}
 	if c.root {
-		owners, cred, err := preload.CredOf(st.Text["Uid"], st.Text["Gid"], st.Text["Groups"])
+		owners, cred, err := preload.CredOf(id.uid, id.gid, id.groups)
 		if err != nil {
 			return nil
 		}
@@ -196,26 +176,13 @@ func askSummary(c *ctx, pid, own int, path string, st procfs.KV) *preload.Line {
 // memdoctor_process_allocator_info and returns its name, "" when it could
 // not be told.
 func collectMallocServer(c *ctx, pid int, maps []procfs.Mapping, labels []string) string {
-	ms, err := inject.FindMallocServer(context.Background(), pid, maps, ldPreload(c, pid))
+	if c.objects == nil {
+		c.objects = inject.NewObjects()
+	}
+	ms, err := c.objects.FindMallocServer(context.Background(), pid, maps, c.environ(pid).preload)
 	if err != nil {
 		return ""
 	}
 	c.add("memdoctor_process_allocator_info", 1, append(labels[:len(labels):len(labels)], "allocator", ms.Name, "object", ms.Object)...)
 	return ms.Name
-}
-
-// ldPreload is LD_PRELOAD in a process' initial environment, the only
-// other variable of it memdoctor reads ("" when unset or unreadable).
-func ldPreload(c *ctx, pid int) string {
-	b, err := c.fs.ReadFile("proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return ""
-	}
-	defer clear(b) // the rest of the environment is not kept
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte("LD_PRELOAD=")); ok {
-			return string(v)
-		}
-	}
-	return ""
 }

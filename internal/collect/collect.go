@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/cgroups"
+	"github.com/memdoctor/memdoctor/internal/inject"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/runtimes"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -154,6 +155,11 @@ type ctx struct {
 	// maps keeps the mappings the process collector read, for the
 	// runtimes collector (each /proc/PID/maps is read once per snapshot).
 	maps map[int][]procfs.Mapping
+	// envs keeps what each process' environment said (c.environ).
+	envs map[int]procEnv
+	// objects are the mapped objects read to name allocators: each is
+	// read once per collection (inject.Objects).
+	objects *inject.Objects
 }
 
 func (c *ctx) add(name string, v float64, labels ...string) { c.res.Snapshot.Add(name, v, labels...) }

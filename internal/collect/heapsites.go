@@ -13,7 +13,6 @@ package collect
 // MEMDOCTOR_PROFILE_PATH are looked for.
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"strconv"
@@ -33,32 +32,14 @@ const heapSitesKept = 5
 // maxProfile bounds the dump read.
 const maxProfile = 64 << 20
 
-// profileVars finds MEMDOCTOR_PROFILE and MEMDOCTOR_PROFILE_PATH in a
-// process' initial environment (the first of each, as getenv finds it).
-func profileVars(c *ctx, pid int) (rate, path string) {
-	b, err := c.fs.ReadFile("proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return "", ""
-	}
-	defer clear(b) // the rest of the environment is not kept
-	var seenRate, seenPath bool
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte(preload.ProfileVar+"=")); ok && !seenRate {
-			rate, seenRate = string(v), true
-		} else if v, ok := bytes.CutPrefix(kv, []byte(preload.ProfilePathVar+"=")); ok && !seenPath {
-			path, seenPath = string(v), true
-		}
-	}
-	return rate, path
-}
-
 // collectHeapSites emits memdoctor_heap_site_in_use_bytes for a process
 // that writes a heap profile; a profile that cannot be read is noted.
 func collectHeapSites(c *ctx, pid int, labels []string) {
 	if !c.live || !c.root {
 		return // named from the process' own files, as root: live only
 	}
-	rate, pattern := profileVars(c, pid)
+	env := c.environ(pid)
+	rate, pattern := env.profRate, env.profPath
 	if !preload.ProfileOn(rate) {
 		return
 	}

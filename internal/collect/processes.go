@@ -22,6 +22,8 @@ import (
 
 type proc struct {
 	pid                          int
+	own                          int // the pid it sees as its own (NSpid)
+	ids                          ids // its credentials, from status
 	comm                         string
 	uid                          int
 	rss, anon, file, shmem, swap int64
@@ -29,6 +31,9 @@ type proc struct {
 	pss, uss, swapPss            int64
 	smaps                        bool
 }
+
+// ids are the Uid, Gid and Groups lines of a process' status, as read.
+type ids struct{ uid, gid, groups string }
 
 // sortKey returns the ranking of --sort: a process without smaps_rollup
 // (unreadable) ranks by RSS for PSS and USS.
@@ -186,7 +191,7 @@ func collectProcesses(c *ctx) error {
 		if len(pidSet) > 0 && !pidSet[pid] {
 			continue
 		}
-		st, err := c.fs.ProcStatus(pid)
+		st, err := c.fs.ProcStatusBrief(pid)
 		if err != nil {
 			if isGone(err) {
 				vanished++
@@ -204,7 +209,8 @@ func collectProcesses(c *ctx) error {
 		}
 		p := &proc{pid: pid, rss: rss, anon: st.Value("RssAnon"), file: st.Value("RssFile"),
 			shmem: st.Value("RssShmem"), swap: st.Value("VmSwap"), threads: st.Value("Threads"),
-			comm: st.Text["Name"]}
+			comm: st.Text["Name"], own: procfs.OwnPID(st, pid),
+			ids: ids{st.Text["Uid"], st.Text["Gid"], st.Text["Groups"]}}
 		if uid := strings.Fields(st.Text["Uid"]); len(uid) > 0 {
 			p.uid, _ = strconv.Atoi(uid[0])
 		}
@@ -330,11 +336,11 @@ func collectProcesses(c *ctx) error {
 					arenas = n
 				}
 				c.add("memdoctor_process_malloc_arenas", float64(arenas), l...)
-				if n, _, ok, err := c.fs.ProcArenaMax(p.pid); err == nil && ok {
-					c.add("memdoctor_process_malloc_arena_max", float64(n), l...)
+				if env := c.environ(p.pid); env.arenaMaxSet {
+					c.add("memdoctor_process_malloc_arena_max", float64(env.arenaMax), l...)
 				}
 			}
-			collectAllocator(c, p.pid, maps, l)
+			collectAllocator(c, p, maps, l)
 			if hasPreload(maps) {
 				collectHeapSites(c, p.pid, l)
 			}

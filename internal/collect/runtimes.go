@@ -43,6 +43,9 @@ func collectRuntimes(c *ctx) error {
 	}
 	ro := RuntimeOptions(c.opt, &c.res.Snapshot)
 	ro.Maps = c.maps
+	if c.objects != nil {
+		ro.GoVersions = c.objects.GoVersion
+	}
 	var res *runtimes.Result
 	if c.opt.Runtimes {
 		res = runtimes.Read(context.Background(), c.fs, ro)

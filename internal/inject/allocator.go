@@ -16,6 +16,7 @@ package inject
 import (
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -77,8 +78,53 @@ type mappedObject struct {
 }
 
 // FindMallocServer names the allocator that serves malloc in process pid,
-// whose maps are given; preload is its LD_PRELOAD ("" when unset).
+// whose maps are given; preload is its LD_PRELOAD ("" when unset). A
+// caller naming the allocators of many processes at once uses one
+// Objects for all of them.
 func FindMallocServer(ctx context.Context, pid int, maps []procfs.Mapping, preload string) (MallocServer, error) {
+	return NewObjects().FindMallocServer(ctx, pid, maps, preload)
+}
+
+// Objects remembers what the objects mapped by the processes of one pass
+// said (by the device, inode and path their mappings name), so that an
+// object many processes map, such as libc, is opened and read once in the
+// pass however many processes map it. A pass is short and sees the files
+// as they were when it started; the next pass opens them again (and reads
+// only those changed since: objectCache). Safe for concurrent use.
+type Objects struct {
+	mu   sync.Mutex
+	m    map[string]*passObject
+	exes map[int]string // pid -> its executable's key in m
+}
+
+// passObject is one object's entry in a pass.
+type passObject struct {
+	entry cachedObject
+	err   error // the object could not be read
+}
+
+// NewObjects starts a pass.
+func NewObjects() *Objects { return &Objects{m: map[string]*passObject{}, exes: map[int]string{}} }
+
+// GoVersion is the Go version in the build information of pid's
+// executable as read in this pass ("" for an executable that has none);
+// read is false when this pass did not read it.
+func (p *Objects) GoVersion(pid int) (version string, read bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.m[p.exes[pid]]
+	if !ok || e.err != nil || !e.entry.exeRead {
+		return "", false
+	}
+	return e.entry.goVersion, true
+}
+
+func passKey(m procfs.Mapping) string {
+	return m.Dev + ":" + strconv.FormatUint(m.Inode, 10) + ":" + m.Path
+}
+
+// FindMallocServer is FindMallocServer within the pass.
+func (p *Objects) FindMallocServer(ctx context.Context, pid int, maps []procfs.Mapping, preload string) (MallocServer, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var objs []*mappedObject
@@ -101,10 +147,13 @@ func FindMallocServer(ctx context.Context, pid int, maps []procfs.Mapping, prelo
 	if exe == nil {
 		return MallocServer{}, fmt.Errorf("%w: the executable of pid %d is not among its mappings", ErrNoSymbol, pid)
 	}
+	p.mu.Lock()
+	p.exes[pid] = passKey(exe.m)
+	p.mu.Unlock()
 	order := []*mappedObject{exe}
 	queued := map[*mappedObject]bool{exe: true}
-	for _, p := range strings.FieldsFunc(preload, func(r rune) bool { return r == ' ' || r == ':' || r == '\t' }) {
-		if o := byName(pid, objs, p); o != nil && !queued[o] {
+	for _, pr := range strings.FieldsFunc(preload, func(r rune) bool { return r == ' ' || r == ':' || r == '\t' }) {
+		if o := p.byName(ctx, pid, objs, pr); o != nil && !queued[o] {
 			queued[o] = true
 			order = append(order, o)
 		}
@@ -115,7 +164,7 @@ func FindMallocServer(ctx context.Context, pid int, maps []procfs.Mapping, prelo
 			return MallocServer{}, fmt.Errorf("%w: reading the objects of pid %d: %w", ErrNoSymbol, pid, err)
 		}
 		o := order[i]
-		ms, needed, err := lookMalloc(ctx, pid, o, o == exe)
+		ms, needed, err := p.lookMalloc(ctx, pid, o, o == exe)
 		if err != nil {
 			// An object that cannot be read (refused past elfsym's
 			// bounds, replaced on disk) may be the one defining malloc:
@@ -126,7 +175,7 @@ func FindMallocServer(ctx context.Context, pid int, maps []procfs.Mapping, prelo
 			return *ms, nil
 		}
 		for _, n := range needed {
-			if o := byName(pid, objs, n); o != nil && !queued[o] {
+			if o := p.byName(ctx, pid, objs, n); o != nil && !queued[o] {
 				queued[o] = true
 				order = append(order, o)
 			}
@@ -162,7 +211,7 @@ func exeObject(pid int, objs []*mappedObject) *mappedObject {
 
 // byName finds the mapped object a DT_NEEDED or LD_PRELOAD name loads: the
 // same path, the same file name, else the object whose DT_SONAME it is.
-func byName(pid int, objs []*mappedObject, name string) *mappedObject {
+func (p *Objects) byName(ctx context.Context, pid int, objs []*mappedObject, name string) *mappedObject {
 	if name == "" {
 		return nil
 	}
@@ -177,7 +226,9 @@ func byName(pid int, objs []*mappedObject, name string) *mappedObject {
 	for _, o := range objs {
 		if !o.read {
 			o.read = true
-			o.soname = readSoname(pid, o)
+			if c, err := p.describe(ctx, pid, o, false); err == nil {
+				o.soname = c.soname
+			}
 		}
 		if o.soname == name {
 			return o
@@ -186,9 +237,45 @@ func byName(pid int, objs []*mappedObject, name string) *mappedObject {
 	return nil
 }
 
-// lookMalloc opens one object and reports which allocator it is if it
-// defines malloc (nil if not), with its DT_NEEDED names.
-func lookMalloc(ctx context.Context, pid int, o *mappedObject, isExe bool) (ms *MallocServer, needed []string, err error) {
+// lookMalloc reports which allocator an object is if it defines malloc
+// (nil if not), with its DT_NEEDED names.
+func (p *Objects) lookMalloc(ctx context.Context, pid int, o *mappedObject, isExe bool) (*MallocServer, []string, error) {
+	c, err := p.describe(ctx, pid, o, isExe)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.alloc != "" {
+		return &MallocServer{Name: c.alloc, Object: o.path, Static: isExe}, c.needed, nil
+	}
+	if isExe && c.static != "" {
+		return &MallocServer{Name: c.static, Object: o.path, Static: true}, c.needed, nil
+	}
+	return nil, c.needed, nil
+}
+
+// describe reads what one object says of malloc (cachedObject), opening
+// it at most once in the pass; isExe also reads the whole symbol table of
+// an executable linked statically.
+func (p *Objects) describe(ctx context.Context, pid int, o *mappedObject, isExe bool) (cachedObject, error) {
+	k := passKey(o.m)
+	p.mu.Lock()
+	e, ok := p.m[k]
+	p.mu.Unlock()
+	if ok && (e.err != nil || !isExe || e.entry.exeRead) {
+		return e.entry, e.err
+	}
+	c, err := readObject(ctx, pid, o, isExe)
+	if ctx.Err() != nil {
+		return c, err // this caller's time ran out, not the object's fault
+	}
+	p.mu.Lock()
+	p.m[k] = &passObject{entry: c, err: err}
+	p.mu.Unlock()
+	return c, err
+}
+
+// readObject opens one object and reads what it says of malloc.
+func readObject(ctx context.Context, pid int, o *mappedObject, isExe bool) (c cachedObject, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %s: malformed ELF (%v)", ErrNoSymbol, o.path, r)
@@ -196,58 +283,61 @@ func lookMalloc(ctx context.Context, pid int, o *mappedObject, isExe bool) (ms *
 	}()
 	f, err := openMapped(pid, o.m)
 	if err != nil {
-		return nil, nil, err
+		return c, err
 	}
 	defer func() { _ = f.Close() }() // read-only
 	key, keyed := objectKeyOf(f)
 	if keyed {
-		if c, ok := objectCache.get(key); ok && (!isExe || !c.noTable) {
-			if c.alloc != "" {
-				return &MallocServer{Name: c.alloc, Object: o.path, Static: isExe}, c.needed, nil
-			}
-			return nil, c.needed, nil
+		if c, ok := objectCache.get(key); ok && (!isExe || c.exeRead) {
+			return c, nil
 		}
 	}
 	ef, err := elf.NewFile(f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %w", ErrNoSymbol, o.path, err)
+		return c, fmt.Errorf("%w: %s: %w", ErrNoSymbol, o.path, err)
 	}
-	needed, _ = dynNames(ef, elf.DT_NEEDED)
+	c.needed, _ = dynNames(ef, elf.DT_NEEDED)
+	if n, _ := dynNames(ef, elf.DT_SONAME); len(n) > 0 {
+		c.soname = n[0]
+	}
 	names := []string{"malloc"}
 	for _, a := range allocatorMarks {
 		names = append(names, a.name)
 	}
 	exp, derr := elfsym.Exported(ctx, ef, elfsym.Default, names...)
 	if derr != nil && !errors.Is(derr, elfsym.ErrNoTable) {
-		return nil, nil, fmt.Errorf("%w: %s: %w", ErrNoSymbol, o.path, derr)
+		return c, fmt.Errorf("%w: %s: %w", ErrNoSymbol, o.path, derr)
 	}
-	entry := cachedObject{needed: needed, noTable: derr != nil}
 	if _, ok := exp["malloc"]; ok && path.Base(o.path) != preloadLibName { // the library forwards to the next definition
-		entry.alloc = allocatorOf(exp, o.path)
+		c.alloc = allocatorOf(exp, o.path)
 	}
-	if keyed {
-		objectCache.put(key, entry)
+	// An executable without .dynsym is linked statically: malloc, if it
+	// has one, is its own. (A Go program without cgo has no malloc: its
+	// table, often 100k entries, is not read.)
+	static := derr != nil && ef.Section(".go.buildinfo") == nil
+	if isExe {
+		c.exeRead = true
+		if bi, err := buildinfo.Read(f); err == nil {
+			c.goVersion = bi.GoVersion
+		}
 	}
-	if entry.alloc != "" {
-		return &MallocServer{Name: entry.alloc, Object: o.path, Static: isExe}, needed, nil
-	}
-	if isExe && errors.Is(derr, elfsym.ErrNoTable) && ef.Section(".go.buildinfo") == nil {
-		// No .dynsym: linked statically, malloc is its own. (A Go
-		// program without cgo has no malloc: its table, often 100k
-		// entries, is not read.)
+	if isExe && c.alloc == "" && static {
 		all, err := elfsym.Functions(ctx, ef, elfsym.Default)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %s, linked statically: %w", ErrNoSymbol, o.path, err)
+			return c, fmt.Errorf("%w: %s, linked statically: %w", ErrNoSymbol, o.path, err)
 		}
 		defined := map[string]elfsym.Symbol{}
 		for _, s := range all {
 			defined[s.Name] = s
 		}
 		if _, ok := defined["malloc"]; ok {
-			return &MallocServer{Name: allocatorOf(defined, o.path), Object: o.path, Static: true}, needed, nil
+			c.static = allocatorOf(defined, o.path)
 		}
 	}
-	return nil, needed, nil
+	if keyed {
+		objectCache.put(key, c)
+	}
+	return c, nil
 }
 
 // preloadLibName is memdoctor's preload library (preload.LibName; inject
@@ -269,29 +359,6 @@ func allocatorOf(defined map[string]elfsym.Symbol, p string) string {
 		return AllocGlibc
 	}
 	return AllocOther
-}
-
-// readSoname reads an object's DT_SONAME ("" when none or unreadable).
-func readSoname(pid int, o *mappedObject) (soname string) {
-	defer func() {
-		if recover() != nil {
-			soname = ""
-		}
-	}()
-	f, err := openMapped(pid, o.m)
-	if err != nil {
-		return ""
-	}
-	defer func() { _ = f.Close() }() // read-only
-	ef, err := elf.NewFile(f)
-	if err != nil {
-		return ""
-	}
-	n, _ := dynNames(ef, elf.DT_SONAME)
-	if len(n) == 0 {
-		return ""
-	}
-	return n[0]
 }
 
 // dynNames reads the names of one tag of ef's dynamic section, within
@@ -356,12 +423,16 @@ func objectKeyOf(f *os.File) (objectKey, bool) {
 }
 
 // cachedObject is what one object says of malloc: the allocator if it
-// defines (exports) malloc, its DT_NEEDED names, and whether it has no
-// .dynsym (an executable then is read whole).
+// defines (exports) malloc, its DT_NEEDED names and DT_SONAME, and for an
+// executable linked statically (no .dynsym) the allocator its whole
+// symbol table names (static), and its Go build version (goVersion, ""
+// when not Go, kept for the runtimes collector, which then need not open
+// it again): exeRead says these were read.
 type cachedObject struct {
-	alloc   string
-	needed  []string
-	noTable bool
+	alloc, soname, static string
+	goVersion             string
+	needed                []string
+	exeRead               bool
 }
 
 // objectCache keeps what the objects read so far said, so that libc,

@@ -18,7 +18,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
 	"github.com/memdoctor/memdoctor/internal/elfsym"
@@ -85,7 +84,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if _, err := os.Stat("/sys/bus/event_source/devices/uprobe"); err != nil {
 		return nil, unavailable("the kernel has no uprobe events", err)
 	}
-	if err := rlimit.RemoveMemlock(); err != nil {
+	if err := removeMemlock(); err != nil {
 		return nil, unavailable("memlock limit", err)
 	}
 	spec, err := loadLeaktrace()

@@ -58,10 +58,16 @@ type kvOptions struct {
 	// text reports keys whose value is always text even when it looks
 	// like a decimal number (hex masks in status).
 	text func(key string) bool
+	// keep, when set, keeps only the keys it reports (every line is still
+	// checked): a reader that needs few keys allocates for those only.
+	keep func(key string) bool
 }
 
 func parseKV(s, file string, opt kvOptions) (KV, error) {
 	n := lineHint(s, 4)
+	if opt.keep != nil {
+		n = 16
+	}
 	kv := KV{Num: make(map[string]int64, n), Keys: make([]string, 0, n)}
 	line := opt.firstLine - 1
 	if line < 0 {
@@ -78,6 +84,9 @@ func parseKV(s, file string, opt kvOptions) (KV, error) {
 		key, val, err := splitKey(l)
 		if err != nil {
 			return KV{}, perr(file, line, "%v", err)
+		}
+		if opt.keep != nil && !opt.keep(key) {
+			continue
 		}
 		if v, ok := parseNumber(val); ok && (opt.text == nil || !opt.text(key)) {
 			before := len(kv.Num)

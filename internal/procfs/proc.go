@@ -89,6 +89,27 @@ func (f FS) ProcStatus(pid int) (KV, error) {
 	return ParseStatus(data, name)
 }
 
+// ProcStatusBrief reads proc/PID/status keeping only what the process
+// table needs: Name, Uid, Gid, Groups, NSpid, Threads, VmRSS, RssAnon,
+// RssFile, RssShmem and VmSwap (a whole status is some 55 keys, read for
+// every process on the host).
+func (f FS) ProcStatusBrief(pid int) (KV, error) {
+	name := procFile(pid, "status")
+	data, err := f.ReadFile(name)
+	if err != nil {
+		return KV{}, err
+	}
+	return parseKV(string(data), name, kvOptions{text: statusTextKey, keep: statusBriefKey})
+}
+
+func statusBriefKey(key string) bool {
+	switch key {
+	case "Name", "Uid", "Gid", "Groups", "NSpid", "Threads", "VmRSS", "RssAnon", "RssFile", "RssShmem", "VmSwap":
+		return true
+	}
+	return false
+}
+
 // ParseStatus parses proc/PID/status: kB values in bytes, counts as
 // numbers, everything else (Name, State, Uid, hex masks, Umask) as text.
 func ParseStatus(data []byte, file string) (KV, error) {

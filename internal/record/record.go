@@ -78,8 +78,7 @@ type Config struct {
 	FindingsEvery time.Duration
 	// Lean, for a recorder that is its own process: after each sample,
 	// each answer on /metrics and each evaluation of the findings, the heap
-	// goes back to the kernel and the executable's pages are unmapped (see
-	// settle).
+	// goes back to the kernel (see settle).
 	Lean bool
 	// Trace runs the cgroup and reclaim trace (cgtrace, BPF else tracefs
 	// as TraceMethod says) for the recorder's life: each sample adds what
@@ -114,10 +113,9 @@ type Recorder struct {
 	// a tick reads in full the cgroups whose events rose since.
 	cgEvents *cgroups.EventHistory
 
-	settling      sync.Mutex // held by settle; guards the three below
-	settled       time.Time
-	settleQueued  bool // a settle waits for the second after the last one
-	releaseFailed bool // settle could not release the executable's pages (logged once)
+	settling     sync.Mutex // held by settle; guards the two below
+	settled      time.Time
+	settleQueued bool // a settle waits for the second after the last one
 
 	mu        sync.Mutex
 	lock      *store.Lock // the store's writer lock, held from New to Close, across reopens

@@ -30,6 +30,21 @@ type Detection struct {
 // nil, is its executable (for the Go build information). It returns false
 // for a process with no known runtime (C, C++, Rust...).
 func Detect(maps []procfs.Mapping, exe io.ReaderAt) (Detection, bool) {
+	return detect(maps, func() (string, bool) {
+		if exe == nil {
+			return "", false
+		}
+		bi, err := buildinfo.Read(exe)
+		if err != nil {
+			return "", false
+		}
+		return bi.GoVersion, true
+	})
+}
+
+// detect is Detect with the executable's Go version asked of goVersion,
+// only when the mappings do not tell.
+func detect(maps []procfs.Mapping, goVersion func() (string, bool)) (Detection, bool) {
 	exePath := ""
 	for _, m := range maps {
 		if strings.HasPrefix(m.Path, "/") {
@@ -67,10 +82,8 @@ func Detect(maps []procfs.Mapping, exe io.ReaderAt) (Detection, bool) {
 	case base == "node" || base == "nodejs":
 		return Detection{Runtime: Node, Evidence: exePath}, true
 	}
-	if exe != nil {
-		if bi, err := buildinfo.Read(exe); err == nil {
-			return Detection{Runtime: Go, Version: bi.GoVersion, Evidence: "Go build information in " + exePath}, true
-		}
+	if v, ok := goVersion(); ok {
+		return Detection{Runtime: Go, Version: v, Evidence: "Go build information in " + exePath}, true
 	}
 	return Detection{}, false
 }

@@ -35,6 +35,10 @@ type Options struct {
 	// Maps holds mappings already read this scrape (optional), so that
 	// no /proc/PID/maps is read twice.
 	Maps map[int][]procfs.Mapping
+	// GoVersions, when set, answers for the executables already read
+	// this scrape: the Go version of pid's build information ("" when
+	// none); known false leaves the executable to be read here.
+	GoVersions func(pid int) (version string, known bool)
 	// Comms names PIDs (optional).
 	Comms map[int]string
 	// Watch, when not nil, adds the explicit collections it counted to the
@@ -105,7 +109,7 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 				continue // gone, or not ours to read: the process table says so already
 			}
 		}
-		det, ok := detectPID(fsys, pid, maps)
+		det, ok := detectPID(fsys, pid, maps, opt.GoVersions)
 		if !ok {
 			continue
 		}
@@ -266,7 +270,12 @@ func nsPID(fsys procfs.FS, pid int) int {
 
 // detectPID detects the runtime of pid from its mappings and, for Go, its
 // executable's build information.
-func detectPID(fsys procfs.FS, pid int, maps []procfs.Mapping) (Detection, bool) {
+func detectPID(fsys procfs.FS, pid int, maps []procfs.Mapping, goVersions func(int) (string, bool)) (Detection, bool) {
+	if goVersions != nil {
+		if v, known := goVersions(pid); known {
+			return detect(maps, func() (string, bool) { return v, v != "" })
+		}
+	}
 	var exe io.ReaderAt
 	if f, err := fsys.Sys().Open(path.Join("proc", strconv.Itoa(pid), "exe")); err == nil {
 		defer func() { _ = f.Close() }() // read-only
