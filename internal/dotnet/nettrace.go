@@ -78,6 +78,8 @@ type Parser struct {
 	block []byte
 	// Events counts the events read, Blocks the blocks.
 	Events, Blocks int
+	// onObject, when set, is told the offset after each object.
+	onObject func(pos int64)
 }
 
 // NewParser reads from r within lim (zero fields take DefaultLimits').
@@ -186,6 +188,9 @@ func (p *Parser) Run(fn func(*Event)) error {
 		}
 		if err := p.expect(tagEnd, "the end of "+name); err != nil {
 			return err
+		}
+		if p.onObject != nil {
+			p.onObject(p.pos)
 		}
 	}
 }

@@ -143,7 +143,7 @@ func (c *teeConn) Read(b []byte) (int, error) {
 
 func TestRealRuntimeBusy(t *testing.T) {
 	l := startLoad(t, "busy", 40)
-	st, raw := traceFor(t, l.pid, 3*time.Second, true)
+	st, _ := traceFor(t, l.pid, 3*time.Second, true)
 	if st.Induced[2] == 0 {
 		t.Errorf("no induced gen2 collection seen: %v", st.Reasons)
 	}
@@ -153,9 +153,57 @@ func TestRealRuntimeBusy(t *testing.T) {
 	if st.Pauses == 0 || !st.HeapSeen {
 		t.Errorf("pauses %d, heap statistics %v", st.Pauses, st.HeapSeen)
 	}
-	if dir := os.Getenv("MEMDOCTOR_RECORD_NETTRACE"); dir != "" {
-		if err := os.WriteFile(filepath.Join(dir, "busy-3.1.nettrace"), raw, 0o644); err != nil {
+}
+
+// TestRecordCaptures re-records the captures the parser tests read
+// (testdata/*.nettrace) when MEMDOCTOR_RECORD_NETTRACE names their
+// directory.
+func TestRecordCaptures(t *testing.T) {
+	dir := os.Getenv("MEMDOCTOR_RECORD_NETTRACE")
+	if dir == "" {
+		t.Skip("set MEMDOCTOR_RECORD_NETTRACE=testdata to re-record the captures")
+	}
+	for _, c := range []struct {
+		name, mode string
+		d          time.Duration
+		verbose    bool
+	}{
+		{"busy-info", "busy", 1500 * time.Millisecond, false},
+		{"busy-verbose", "busy", time.Second, true},
+		{"quiet-info", "quiet", time.Second, false},
+	} {
+		l := startLoad(t, c.mode, 30)
+		_, raw := traceFor(t, l.pid, c.d, c.verbose)
+		raw = cutCapture(t, raw)
+		if err := os.WriteFile(filepath.Join(dir, c.name+"-3.1.nettrace"), raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// cutCapture keeps a stream's start up to the end of the first object
+// after which 3 collections were seen (else its objects within 8 KB), ended by
+// the NullReference tag as a stream stopped there: a few KB instead of
+// the whole session and the rundown that ends it.
+func cutCapture(t testing.TB, raw []byte) []byte {
+	t.Helper()
+	st := NewGCStats()
+	p := NewParser(bytes.NewReader(raw), Limits{})
+	cut, small := int64(0), int64(0)
+	p.onObject = func(pos int64) {
+		n := st.Collections[0] + st.Collections[1] + st.Collections[2]
+		if cut == 0 && n >= 3 {
+			cut = pos
+		}
+		if pos <= 8<<10 {
+			small = pos
+		}
+	}
+	if err := p.Run(st.Add); err != nil {
+		t.Fatal(err)
+	}
+	if cut == 0 {
+		cut = small
+	}
+	return append(raw[:cut:cut], tagNull)
 }
