@@ -50,7 +50,7 @@ var allowed = map[string][]string{
 	// A .NET process' GC through its diagnostics socket (found with safeio).
 	"dotnet": {"safeio"},
 	// Collection reads this host and turns it into samples.
-	"runtimes": {"httpsafe", "procfs", "redact", "safeio", "sample"},
+	"runtimes": {"dotnet", "httpsafe", "procfs", "redact", "safeio", "sample"},
 	"collect":  {"cgroups", "heapprof", "inject", "procfs", "runtimes", "sample", "preload"},
 	"capture":  {"outfile", "safeio"},
 	"inject":   {"elfsym", "procfs", "safeio"},

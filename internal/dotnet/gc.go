@@ -51,8 +51,9 @@ type GCStats struct {
 	// and the ones the LOH triggered.
 	Collections, Induced, LargeTriggered [3]int
 	Background                           int
-	// Reasons counts collections per reason name.
-	Reasons map[string]int
+	// Reasons counts collections per reason name; InducedBy the induced
+	// ones per cause and generation ("GC.Collect() gen2").
+	Reasons, InducedBy map[string]int
 	// Pauses: count, total and longest (suspension to restart), seconds.
 	Pauses            int
 	PauseSeconds, Max float64
@@ -76,7 +77,22 @@ type GCStats struct {
 }
 
 // NewGCStats returns empty statistics.
-func NewGCStats() *GCStats { return &GCStats{Reasons: map[string]int{}} }
+func NewGCStats() *GCStats { return &GCStats{Reasons: map[string]int{}, InducedBy: map[string]int{}} }
+
+// InducedCause names what asked for an induced collection of generation
+// gen: GC.Collect() and its modes, or the host's low-memory notification.
+func InducedCause(reason, gen uint32) string {
+	c := "GC.Collect()"
+	switch reason {
+	case 7:
+		c = "GC.Collect(Optimized)"
+	case 9:
+		c = "low-memory notification"
+	case 10:
+		c = "GC.Collect(compacting)"
+	}
+	return fmt.Sprintf("%s gen%d", c, gen)
+}
 
 // Add decodes one event (others are ignored).
 func (s *GCStats) Add(e *Event) {
@@ -119,6 +135,7 @@ func (s *GCStats) Add(e *Event) {
 		s.Reasons[ReasonName(reason)]++
 		if InducedReason(reason) {
 			s.Induced[depth]++
+			s.InducedBy[InducedCause(reason, depth)]++
 		}
 		if LargeReason(reason) {
 			s.LargeTriggered[depth]++
