@@ -52,8 +52,8 @@ func startDotNet(t *testing.T, mode string) *exec.Cmd {
 
 // A .NET process is read through its diagnostics port without any
 // instrumentation: the one inducing gen2 collections and allocating on
-// the LOH gets gc_induced naming GC.Collect() and its gen2 count; an idle
-// one gets no GC finding.
+// the LOH gets gc_induced naming GC.Collect() and its gen2 count and
+// gc_large_object_allocation; an idle one gets no GC finding.
 func TestRuntimeDotNetPort(t *testing.T) {
 	binary(t) // built before the processes start: they live 2 minutes
 	busy := startDotNet(t, "busy")
@@ -77,6 +77,16 @@ func TestRuntimeDotNetPort(t *testing.T) {
 	// Every 0.1 s at most, for 3 s.
 	if n, _ := evidence(fi, "induced_collections"); n < 1 || n > 40 {
 		t.Errorf("%v induced collections in 3 s, the program asks for at most 30", n)
+	}
+	fl := fs["gc_large_object_allocation"]
+	if fl == nil {
+		t.Fatalf("gc_large_object_allocation did not fire for the process allocating 200 KB arrays; findings %v", fs)
+	}
+	if n, _ := evidence(fl, "large_triggered_gen2"); n < 3 {
+		t.Errorf("%v gen2 collections triggered by large allocations: %s", n, fl.Summary)
+	}
+	if r, _ := evidence(fl, "loh_allocation_rate"); r < 1<<20 {
+		t.Errorf("LOH allocation rate %v B/s, the program allocates 200 KB arrays in a loop", r)
 	}
 	qp := fmt.Sprintf("(pid %d)", quiet.Process.Pid)
 	qrt := runtimeOf(t, rep, "pid/"+strconv.Itoa(quiet.Process.Pid))
