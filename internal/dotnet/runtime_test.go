@@ -10,9 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -206,4 +208,77 @@ func cutCapture(t testing.TB, raw []byte) []byte {
 		cut = small
 	}
 	return append(raw[:cut:cut], tagNull)
+}
+
+// itersAt reads the loop's latest cumulative iteration count.
+func (l *loadProc) itersAt() (float64, time.Time) {
+	out := l.output()
+	for i := len(out) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(out[i], "iters "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return n, time.Now()
+		}
+	}
+	return 0, time.Now()
+}
+
+// TestSessionCost measures what a GC session costs: the target's loop
+// throughput without and with a session (alternating windows), and
+// memdoctor's CPU and heap reading a busy process for 3 s. Run with
+// MEMDOCTOR_DOTNET_BENCH=1; the figures are logged (docs/runtimes-dotnet.md).
+func TestSessionCost(t *testing.T) {
+	if os.Getenv("MEMDOCTOR_DOTNET_BENCH") == "" {
+		t.Skip("a measurement of a minute: set MEMDOCTOR_DOTNET_BENCH=1")
+	}
+	loop := startLoad(t, "loop", 120)
+	time.Sleep(3 * time.Second)
+	const window = 6 * time.Second
+	rate := func(session bool) float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), window)
+		defer cancel()
+		n0, t0 := loop.itersAt()
+		if session {
+			ep, err := Find(loop.pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = ep.Close() }()
+			st := NewGCStats()
+			if _, err := Trace(ctx, ep.Dial, SessionOptions{Providers: GCProviders(true)}, st.Add); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			<-ctx.Done()
+		}
+		n1, t1 := loop.itersAt()
+		return (n1 - n0) / t1.Sub(t0).Seconds()
+	}
+	var without, with []float64
+	for i := 0; i < 4; i++ {
+		without = append(without, rate(false))
+		with = append(with, rate(true))
+	}
+	t.Logf("loop iterations/s without a session: %.0f", without)
+	t.Logf("loop iterations/s with a GC session (verbose): %.0f", with)
+	sum := func(v []float64) float64 {
+		s := 0.0
+		for _, x := range v {
+			s += x
+		}
+		return s
+	}
+	t.Logf("mean change with a session: %+.2f%%", 100*(sum(with)/sum(without)-1))
+
+	busy := startLoad(t, "busy", 60)
+	var ru0, ru1 syscall.Rusage
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	st, raw := traceFor(t, busy.pid, 3*time.Second, true)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	runtime.ReadMemStats(&m1)
+	cpu := time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()) + time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano())
+	t.Logf("reading a busy process for 3 s: %v CPU, %d bytes of stream, %d GC events, %d bytes allocated, heap in use %d -> %d bytes, max RSS %d KiB",
+		cpu, len(raw), st.Events, m1.TotalAlloc-m0.TotalAlloc, m0.HeapInuse, m1.HeapInuse, ru1.Maxrss)
 }
