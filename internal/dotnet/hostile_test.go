@@ -289,3 +289,51 @@ func waitEnviron(t *testing.T, pid int, tmp string) {
 	}
 	t.Fatalf("pid %d: no TMPDIR in its environment after 2 s", pid)
 }
+
+// A runtime that knows CollectTracing2 is asked with it, without rundown;
+// one that refuses it is asked with CollectTracing.
+func TestCollectTracing2First(t *testing.T) {
+	for _, knows := range []bool{true, false} {
+		got := make(chan []byte, 4)
+		ep := fakePort(t, func(c net.Conn) {
+			var h [headerSize]byte
+			if _, err := io.ReadFull(c, h[:]); err != nil {
+				return
+			}
+			body := make([]byte, int(binary.LittleEndian.Uint16(h[14:]))-headerSize)
+			if _, err := io.ReadFull(c, body); err != nil {
+				return
+			}
+			got <- append(h[16:18:18], body...)
+			switch {
+			case h[17] == cmdCollectTracing2 && !knows:
+				b, _ := message(setServer, respError, binary.LittleEndian.AppendUint32(nil, 0x80131384))
+				_, _ = c.Write(b)
+			case h[17] == cmdCollectTracing2, h[17] == cmdCollectTracing:
+				_, _ = c.Write(okAnswer(binary.LittleEndian.AppendUint64(nil, 9)))
+				_, _ = c.Write([]byte("Nettrace\x14\x00\x00\x00!FastSerialization.1\x01"))
+			case h[17] == cmdStopTracing:
+				_, _ = c.Write(okAnswer(binary.LittleEndian.AppendUint64(nil, 9)))
+			}
+		})
+		if _, err := runBounded(t, ep, 300*time.Millisecond, 2*time.Second, quick); err != nil {
+			t.Fatalf("knows CollectTracing2 %v: %v", knows, err)
+		}
+		first := <-got
+		if first[0] != setEventPipe || first[1] != cmdCollectTracing2 {
+			t.Fatalf("first request: set %d command %d, want CollectTracing2", first[0], first[1])
+		}
+		// buffer MiB, format, then requestRundown.
+		if rundown := first[2+8]; rundown != 0 {
+			t.Errorf("CollectTracing2 asks for the rundown (%d)", rundown)
+		}
+		if !knows {
+			if again := <-got; again[1] != cmdCollectTracing {
+				t.Errorf("after a refusal of CollectTracing2: command %d, want CollectTracing", again[1])
+			}
+		}
+		if stop := <-got; stop[1] != cmdStopTracing || binary.LittleEndian.Uint64(stop[2:]) != 9 {
+			t.Errorf("knows CollectTracing2 %v: last request %v, want StopTracing of session 9", knows, stop)
+		}
+	}
+}

@@ -37,8 +37,9 @@ const (
 	setProcess   = 0x04
 	setServer    = 0xFF
 
-	cmdStopTracing    = 0x01
-	cmdCollectTracing = 0x02
+	cmdStopTracing     = 0x01
+	cmdCollectTracing  = 0x02
+	cmdCollectTracing2 = 0x03
 
 	respOK    = 0x00
 	respError = 0xFF
@@ -94,11 +95,18 @@ func appendString(b []byte, s string) []byte {
 }
 
 // collectTracing is the CollectTracing request: circular buffer size in
-// MiB, format, then the providers.
-func collectTracing(bufferMB uint32, providers []Provider) ([]byte, error) {
+// MiB, format, then the providers. v2 is CollectTracing2 (.NET 5+), which
+// adds whether to send the rundown (the loaded methods and modules) at the
+// end: memdoctor asks for none.
+func collectTracing(bufferMB uint32, providers []Provider, v2 bool) ([]byte, error) {
 	var p []byte
 	p = binary.LittleEndian.AppendUint32(p, bufferMB)
 	p = binary.LittleEndian.AppendUint32(p, formatNetTrace)
+	cmd := byte(cmdCollectTracing)
+	if v2 {
+		p = append(p, 0) // requestRundown: false
+		cmd = cmdCollectTracing2
+	}
 	p = binary.LittleEndian.AppendUint32(p, uint32(len(providers)))
 	for _, pr := range providers {
 		p = binary.LittleEndian.AppendUint64(p, pr.Keywords)
@@ -106,7 +114,7 @@ func collectTracing(bufferMB uint32, providers []Provider) ([]byte, error) {
 		p = appendString(p, pr.Name)
 		p = appendString(p, pr.Filter)
 	}
-	return message(setEventPipe, cmdCollectTracing, p)
+	return message(setEventPipe, cmd, p)
 }
 
 func stopTracing(session uint64) ([]byte, error) {

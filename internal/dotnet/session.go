@@ -56,34 +56,21 @@ func (o *SessionOptions) defaults() {
 // or a cancellation), calling fn for every event, then stops it. The
 // stream is read to its end after the stop (so the window's last events
 // are kept) within opt.Drain. The stop is sent also when the stream
-// breaks, so no session is left running in the target. An error of the
-// stream after a clean stop is not returned: what was read stands.
+// breaks, so no session is left running in the target. A stream cut at
+// the drain's end is no error: what was read stands.
 func Trace(ctx context.Context, dial Dialer, opt SessionOptions, fn func(*Event)) (*Parser, error) {
 	opt.defaults()
-	req, err := collectTracing(opt.BufferMB, opt.Providers)
-	if err != nil {
-		return nil, err
+	// CollectTracing2 first (no rundown at the end), CollectTracing on a
+	// runtime that does not know it (.NET Core 3.x).
+	c, resp, err := start(ctx, dial, opt, true)
+	var re *RuntimeError
+	if errors.As(err, &re) {
+		c, resp, err = start(ctx, dial, opt, false)
 	}
-	actx, cancel := context.WithTimeout(ctx, opt.Answer)
-	c, err := dial(actx)
-	cancel()
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = c.Close() }()
-	if err := c.SetWriteDeadline(time.Now().Add(opt.Answer)); err != nil {
-		return nil, err
-	}
-	if _, err := c.Write(req); err != nil {
-		return nil, fmt.Errorf("sending CollectTracing: %w", err)
-	}
-	resp, err := readResponse(c, time.Now().Add(opt.Answer))
-	if err != nil {
-		return nil, fmt.Errorf("CollectTracing: %w", err)
-	}
-	if len(resp) < 8 {
-		return nil, fmt.Errorf("CollectTracing: %w: an answer of %d bytes, not a session id", ErrProtocol, len(resp))
-	}
 	session := binary.LittleEndian.Uint64(resp)
 	// The stream is read with no deadline until the stop; the stop (or the
 	// connection's close) ends the read.
@@ -128,6 +115,46 @@ func Trace(ctx context.Context, dial Dialer, opt SessionOptions, fn func(*Event)
 		return p, stopErr
 	}
 	return p, nil
+}
+
+// start opens a connection and asks for a session; on success the
+// connection is left open for the stream.
+func start(ctx context.Context, dial Dialer, opt SessionOptions, v2 bool) (net.Conn, []byte, error) {
+	name := "CollectTracing"
+	if v2 {
+		name = "CollectTracing2"
+	}
+	req, err := collectTracing(opt.BufferMB, opt.Providers, v2)
+	if err != nil {
+		return nil, nil, err
+	}
+	actx, cancel := context.WithTimeout(ctx, opt.Answer)
+	c, err := dial(actx)
+	cancel()
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := func() ([]byte, error) {
+		if err := c.SetWriteDeadline(time.Now().Add(opt.Answer)); err != nil {
+			return nil, err
+		}
+		if _, err := c.Write(req); err != nil {
+			return nil, fmt.Errorf("sending %s: %w", name, err)
+		}
+		resp, err := readResponse(c, time.Now().Add(opt.Answer))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if len(resp) < 8 {
+			return nil, fmt.Errorf("%s: %w: an answer of %d bytes, not a session id", name, ErrProtocol, len(resp))
+		}
+		return resp, nil
+	}()
+	if err != nil {
+		_ = c.Close()
+		return nil, nil, err
+	}
+	return c, resp, nil
 }
 
 // stop sends StopTracing for the session on a connection of its own.
