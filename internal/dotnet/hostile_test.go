@@ -337,3 +337,23 @@ func TestCollectTracing2First(t *testing.T) {
 		}
 	}
 }
+
+// Of several sockets for one pid, the one keyed by the process' start time
+// is taken, else the newest key; a real process' key is its start time.
+func TestChooseSocket(t *testing.T) {
+	p := "dotnet-diagnostic-7-"
+	found := []string{p + "900-socket", p + "10000-socket", p + "x-socket", p + "2000-socket"}
+	if got := choose(found, p, 2000); got != p+"2000-socket" {
+		t.Errorf("with start 2000: %s", got)
+	}
+	if got := choose(found, p, 0); got != p+"10000-socket" {
+		t.Errorf("without a start: %s, want the largest key", got)
+	}
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if startTime(stat) == 0 || startTime([]byte("1 (a) b")) != 0 {
+		t.Errorf("start time %d of %q", startTime(stat), stat)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -100,6 +101,12 @@ func traceFor(t testing.TB, pid int, d time.Duration, verbose bool) (*GCStats, [
 		t.Fatal(err)
 	}
 	defer func() { _ = ep.Close() }()
+	// The runtime keys its socket by the process' start time.
+	if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		if want := fmt.Sprintf("-%d-socket", startTime(stat)); !strings.HasSuffix(ep.Path, want) {
+			t.Errorf("socket %s, want the key of its start time (%s)", ep.Path, want)
+		}
+	}
 	var raw bytes.Buffer
 	first := true
 	dial := func(ctx context.Context) (net.Conn, error) {

@@ -96,9 +96,11 @@ func Find(pid int) (*Endpoint, error) {
 		return nil, fmt.Errorf("pid %d: no diagnostics socket %s*-socket in its TMPDIR %s%s: a .NET Core 3.0+ runtime opens one unless DOTNET_EnableDiagnostics=0",
 			pid, prefix, tmp, why)
 	}
-	// The newest name last: the disambiguation key is the process' start.
-	slices.Sort(found)
-	name := found[len(found)-1]
+	var start uint64
+	if b, err := safeio.ReadSmall(proc+"/stat", maxStatus); err == nil {
+		start = startTime(b)
+	}
+	name := choose(found, prefix, start)
 	return &Endpoint{PID: pid, Path: path.Join(tmp, name), dir: dir, name: name}, nil
 }
 
@@ -169,6 +171,43 @@ func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 		return nil, err
 	}
 	return cred, cerr
+}
+
+// choose picks among the sockets of one pid (a pid reused, or a stale
+// socket of a process killed before it could remove it) the one whose
+// disambiguation key is the process' start time, which is what the
+// runtime puts there, else the one with the largest key (the newest).
+func choose(found []string, prefix string, start uint64) string {
+	best, bestKey := found[0], uint64(0)
+	for _, n := range found {
+		k, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(n, prefix), "-socket"), 10, 64)
+		if err != nil {
+			continue
+		}
+		if start > 0 && k == start {
+			return n
+		}
+		if k >= bestKey {
+			best, bestKey = n, k
+		}
+	}
+	return best
+}
+
+// startTime reads a process' start (clock ticks since boot) from its
+// stat: the 22nd field, the 20th after the command name's closing
+// parenthesis.
+func startTime(stat []byte) uint64 {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[19], 10, 64)
+	return v
 }
 
 // parseStatus reads the process' pid in its own namespace (NSpid's last
