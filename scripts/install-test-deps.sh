@@ -48,11 +48,22 @@ have cpio || need="$need cpio"
 have mkfs.ext4 && have debugfs || need="$need e2fsprogs"
 lab_kernel() { "$(dirname "$0")/../lab/fetch-kernel.sh" >/dev/null || echo "lab: Debian's kernel could not be fetched; the lab tests will skip" >&2; }
 # --- end kernel lab
-[ -z "$need" ] && { lab_kernel; exit 0; }
+# --- .NET: the Core 3.1 runtime (PyPI dotnetcore2) hosted by pythonnet in a
+# venv of Debian's python3 at a fixed place (internal/dotnet's tests).
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || need="$need python3-venv"
+dotnet_venv() {
+  v=/opt/memdoctor-test/dotnet
+  "$v/bin/python" -c 'import dotnetcore2, pythonnet, clr_loader' 2>/dev/null && return 0
+  { /usr/bin/python3 -m venv "$v" && "$v/bin/pip" install -q dotnetcore2==3.1.23 pythonnet==3.2.1 clr-loader==0.3.1; } >/dev/null 2>&1 ||
+    echo "dotnet: the .NET runtime could not be installed in $v; the .NET tests will skip" >&2
+}
+# --- end .NET
+[ -z "$need" ] && { lab_kernel; dotnet_venv; exit 0; }
 if [ "$(id -u)" != 0 ] || ! have apt-get; then
   echo "test peers missing (tests that need them will skip):$need" >&2
   echo "install with: sudo apt-get install -y$need" >&2
   lab_kernel
+  dotnet_venv
   exit 0
 fi
 echo "installing test peers:$need" >&2
@@ -63,4 +74,5 @@ apt-get install -y -qq --no-install-recommends $need >/dev/null || {
   echo "apt-get install failed; tests that need:$need will skip" >&2
 }
 lab_kernel
+dotnet_venv
 exit 0

@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
@@ -65,7 +67,13 @@ be in the top N by PSS.`,
 			if err != nil {
 				return err
 			}
-			rep, err := analysis.Check(cmd.Context(), h, analysis.CheckOptions{Top: top, Runtimes: &rt.Runtimes, Focus: &focus.Focus,
+			// SIGINT or SIGTERM ends the GC interval early (the .NET
+			// sessions are stopped, the report made from what was read);
+			// a second signal kills as usual.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			go func() { <-ctx.Done(); stop() }()
+			rep, err := analysis.Check(ctx, h, analysis.CheckOptions{Top: top, Runtimes: &rt.Runtimes, Focus: &focus.Focus,
 				MallocN: mallocN, MallocTimeout: mallocTimeout, Log: cmd.ErrOrStderr(), Bars: progressBars(cmd), Culprits: &culprits.Culprits,
 				RuntimeRoot: runtimeRoot})
 			if err != nil {

@@ -115,7 +115,8 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 	}
 	opt := collect.Options{Names: names, TopProcesses: o.Top, TopCgroups: o.Top, ArenaScan: true,
 		Live: h.live, Now: h.now(), Runtimes: h.live, Scrape: rt.URLs, ScrapeTimeout: rt.Timeout, ScrapeAuth: rt.Auth,
-		Focus: fo.parsed, SortBy: fo.Sort, UserTotals: fo.Users, FocusCgroup: fo.cgroup}
+		Focus: fo.parsed, SortBy: fo.Sort, UserTotals: fo.Users, FocusCgroup: fo.cgroup,
+		DotNetPort: h.live && rt.Interval > 0}
 	if h.live {
 		opt.KmsgPath = "/dev/kmsg"
 		opt.AskPreload = 2 * time.Second
@@ -147,7 +148,7 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 		cancel()
 	}
 	var rep *model.Report
-	if earlier := rt.secondReading(h.fs, opt, res, o.Bars); earlier != nil {
+	if earlier := rt.secondReading(ctx, h.fs, opt, res, o.Bars); earlier != nil {
 		rep = diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Earlier: earlier, Source: h.name, Notes: res.Notes})
 	} else {
 		rep = diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Source: h.name, Notes: res.Notes})

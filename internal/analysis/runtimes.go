@@ -45,11 +45,12 @@ func (f *Runtimes) Validate() error {
 }
 
 // secondReading reads the runtimes again after the GC interval (watching
-// JVMs' perf data for the cause of each collection meanwhile), replaces the
+// JVMs' perf data for the cause of each collection meanwhile, and running
+// a GC session on each .NET process read through its port), replaces the
 // first reading's runtime series in res with the second, and returns a
 // scrape of the first reading. It returns nil when there is nothing to
 // measure twice.
-func (f *Runtimes) secondReading(fsys procfs.FS, opt collect.Options, res *collect.Result, bars Bars) *sample.Snapshot {
+func (f *Runtimes) secondReading(ctx context.Context, fsys procfs.FS, opt collect.Options, res *collect.Result, bars Bars) *sample.Snapshot {
 	first := res.Runtimes
 	if f.Interval <= 0 || first == nil || !hasGC(first) {
 		return nil
@@ -59,20 +60,26 @@ func (f *Runtimes) secondReading(fsys procfs.FS, opt collect.Options, res *colle
 		earlier.AddMetric(m)
 	}
 	watch := runtimes.NewWatch(fsys, first)
+	// Allocation ticks (verbose) for the LOH allocation rate.
+	dn := runtimes.StartDotNet(ctx, first, true)
 	update, done := func(int64, int64) {}, func() {}
 	if bars != nil {
 		update, done = bars("measuring GC rates")
 	}
 	start := time.Now()
 	tick := time.NewTicker(5 * time.Millisecond)
-	for time.Since(start) < f.Interval {
-		<-tick.C
+	for time.Since(start) < f.Interval && ctx.Err() == nil {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		}
 		if !watch.Empty() {
 			watch.Poll(fsys)
 		}
 		update(int64(time.Since(start)/time.Millisecond), int64(f.Interval/time.Millisecond))
 	}
 	tick.Stop()
+	dn.Stop()
 	done()
 	ro := collect.RuntimeOptions(opt, &res.Snapshot)
 	ro.PIDs = nil
@@ -80,11 +87,12 @@ func (f *Runtimes) secondReading(fsys procfs.FS, opt collect.Options, res *colle
 	for _, rd := range first.Readings {
 		// JVMs read from hsperfdata, and the processes behind scrape
 		// targets (so that the second reading matches them again)
-		if rd.Source == "hsperfdata" || rd.Source == "scrape" && rd.PID > 0 {
+		if rd.Source == "hsperfdata" || rd.Source == runtimes.SourceEventPipe || rd.Source == "scrape" && rd.PID > 0 {
 			ro.PIDs = append(ro.PIDs, rd.PID)
 		}
 	}
 	ro.Watch = watch
+	ro.DotNet = dn
 	second := runtimes.Read(context.Background(), fsys, ro)
 	later := sample.Snapshot{Time: opt.Now(), Instance: res.Snapshot.Instance}
 	for _, m := range res.Snapshot.Metrics {

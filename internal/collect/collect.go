@@ -64,6 +64,9 @@ type Options struct {
 	// Runtimes detects the language runtime of the reported processes and
 	// reads every JVM's perf-data file (see internal/runtimes).
 	Runtimes bool
+	// DotNetPort reads .NET processes through their diagnostics port
+	// (check, which then measures them over its GC interval).
+	DotNetPort bool
 	// Scrape lists applications' Prometheus endpoints whose runtime GC
 	// series to read.
 	Scrape []string

@@ -70,6 +70,14 @@ func inducedSource(runtime, cause string) string {
 		return "code calling runtime.GC() or debug.FreeOSMemory()"
 	}
 	if runtime == "dotnet" {
+		switch {
+		case strings.HasPrefix(cause, "GC.Collect()"), strings.HasPrefix(cause, "GC.Collect(compacting)"):
+			return "induced by GC.Collect() in the program or a library it uses (its runtime's own count, read through the diagnostics port): each a blocking collection of that generation"
+		case strings.HasPrefix(cause, "GC.Collect(Optimized)"):
+			return "GC.Collect(..., GCCollectionMode.Optimized) in the program or a library: the runtime ran the ones it judged worth it"
+		case strings.HasPrefix(cause, "low-memory notification"):
+			return "the runtime's response to the host's or the container's low-memory notification"
+		}
 		return "GC.Collect in code, or the host nearing its memory limit (GCHeapHardLimit, container limit, IIS private-memory limit)"
 	}
 	return "code or tools asking for a collection"

@@ -43,10 +43,12 @@ const (
 	rtAllocated = "memdoctor_runtime_gc_allocated_bytes_total"
 	rtPending   = "memdoctor_runtime_gc_pending_bytes"
 	rtPendLimit = "memdoctor_runtime_gc_pending_limit_bytes"
+	rtLargeAllo = "memdoctor_runtime_gc_large_allocated_bytes_total"
+	rtLargeTrig = "memdoctor_runtime_gc_large_triggered_total"
 )
 
 // runtimeSeries lists every normalised series, for rules' Reads.
-var runtimeSeries = []string{rtInfo, rtGCSeconds, rtColl, rtInduced, rtLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated, rtPending, rtPendLimit}
+var runtimeSeries = []string{rtInfo, rtGCSeconds, rtColl, rtInduced, rtLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated, rtPending, rtPendLimit, rtLargeAllo, rtLargeTrig}
 
 // RuntimesOf builds the runtime models of a snapshot, one per target.
 func RuntimesOf(s *sample.Snapshot) []model.Runtime {
@@ -108,6 +110,12 @@ func RuntimesOf(s *sample.Snapshot) []model.Runtime {
 				r.PromotedBytes = f(m.Value)
 			case rtAllocated:
 				r.AllocatedBytes = f(m.Value)
+			case rtLargeAllo:
+				r.LargeAllocatedBytes = f(m.Value)
+			case rtLargeTrig:
+				if m.Labels.Get("generation") == "old" {
+					r.LargeTriggeredOld = f(m.Value)
+				}
 			case rtPending:
 				r.GCPendingBytes = f(m.Value)
 			case rtPendLimit:
@@ -144,7 +152,8 @@ func lifetime(r *model.Runtime) *model.GCRates {
 	g := &model.GCRates{Seconds: r.UptimeSeconds, GCSeconds: val(r.GCSeconds), Young: val(r.YoungCollections),
 		Old: val(r.OldCollections), Full: val(r.FullCollections), Induced: r.Induced,
 		CollectedYoung: val(r.CollectedYoung), CollectedOld: val(r.CollectedOld),
-		PromotedBytes: val(r.PromotedBytes), AllocatedBytes: val(r.AllocatedBytes)}
+		PromotedBytes: val(r.PromotedBytes), AllocatedBytes: val(r.AllocatedBytes),
+		LargeAllocatedBytes: val(r.LargeAllocatedBytes), LargeTriggeredOld: val(r.LargeTriggeredOld)}
 	if r.GCSeconds != nil {
 		sh := *r.GCSeconds / r.UptimeSeconds
 		g.GCTimeShare = &sh
@@ -168,7 +177,8 @@ func between(a, b *model.Runtime, seconds float64) *model.GCRates {
 	g := &model.GCRates{Seconds: seconds, GCSeconds: inc(a.GCSeconds, b.GCSeconds), Young: inc(a.YoungCollections, b.YoungCollections),
 		Old: inc(a.OldCollections, b.OldCollections), Full: inc(a.FullCollections, b.FullCollections),
 		CollectedYoung: inc(a.CollectedYoung, b.CollectedYoung), CollectedOld: inc(a.CollectedOld, b.CollectedOld),
-		PromotedBytes: inc(a.PromotedBytes, b.PromotedBytes), AllocatedBytes: inc(a.AllocatedBytes, b.AllocatedBytes)}
+		PromotedBytes: inc(a.PromotedBytes, b.PromotedBytes), AllocatedBytes: inc(a.AllocatedBytes, b.AllocatedBytes),
+		LargeAllocatedBytes: inc(a.LargeAllocatedBytes, b.LargeAllocatedBytes), LargeTriggeredOld: inc(a.LargeTriggeredOld, b.LargeTriggeredOld)}
 	if b.GCSeconds != nil && seconds > 0 {
 		sh := g.GCSeconds / seconds
 		g.GCTimeShare = &sh
@@ -277,6 +287,12 @@ func windowGC(w *sample.Window, target string) *model.GCRates {
 	}
 	if s := ser(rtCollected, "generation", "young"); s != nil {
 		g.CollectedYoung = increase(s.Points)
+	}
+	if s := ser(rtLargeAllo); s != nil {
+		g.LargeAllocatedBytes = increase(s.Points)
+	}
+	if s := ser(rtLargeTrig, "generation", "old"); s != nil {
+		g.LargeTriggeredOld = increase(s.Points)
 	}
 	if s := ser(rtCollected, "generation", "old"); s != nil {
 		g.CollectedOld = increase(s.Points)

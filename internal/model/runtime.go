@@ -30,6 +30,12 @@ type Runtime struct {
 	PromotedBytes  *float64 `json:"promoted_bytes_total,omitempty"`
 	AllocatedBytes *float64 `json:"allocated_bytes_total,omitempty"`
 	LastCause      string   `json:"last_cause,omitempty"`
+	// LargeAllocatedBytes is what was allocated on the large-object heap,
+	// as allocation ticks sample it; LargeTriggeredOld the old (gen2)
+	// collections triggered by large-object allocation (.NET through its
+	// diagnostics port).
+	LargeAllocatedBytes *float64 `json:"large_allocated_bytes_total,omitempty"`
+	LargeTriggeredOld   *float64 `json:"large_triggered_old_collections_total,omitempty"`
 
 	HeapLiveBytes      *float64 `json:"heap_live_bytes,omitempty"`
 	HeapCommittedBytes *float64 `json:"heap_committed_bytes,omitempty"`
@@ -70,6 +76,9 @@ type GCRates struct {
 	AllocatedBytes float64 `json:"allocated_bytes,omitempty"`
 	// Induced collections by cause.
 	Induced map[string]float64 `json:"induced,omitempty"`
+	// LargeAllocatedBytes and LargeTriggeredOld over the span.
+	LargeAllocatedBytes float64 `json:"large_allocated_bytes,omitempty"`
+	LargeTriggeredOld   float64 `json:"large_triggered_old_collections,omitempty"`
 	// PendingMaxBytes is the largest GC-pending figure seen over the span
 	// (it falls to zero at each major collection, so one reading may land
 	// just after one).

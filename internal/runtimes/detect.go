@@ -122,7 +122,7 @@ func Hint(runtime string) string {
 	case Node:
 		return "npm install prom-client; require('prom-client').collectDefaultMetrics() exports nodejs_gc_duration_seconds and heap sizes; serve register.metrics() on /metrics and pass its URL with --scrape"
 	case DotNet:
-		return "add prometheus-net (DotNetStats, EventCounterAdapter) or OpenTelemetry.Instrumentation.Runtime with the Prometheus exporter, and pass the /metrics URL with --scrape; dotnet-counters monitor System.Runtime shows the same counters live"
+		return "memdoctor check reads a .NET Core 3.0+ process' collector through its diagnostics socket (dotnet-diagnostic-PID-*-socket in its TMPDIR), which the runtime opens unless DOTNET_EnableDiagnostics=0 (or COMPlus_EnableDiagnostics=0) is set: unset it and restart; else add prometheus-net (DotNetStats, EventCounterAdapter) or OpenTelemetry.Instrumentation.Runtime with the Prometheus exporter, and pass the /metrics URL with --scrape; dotnet-counters monitor System.Runtime shows the same counters live"
 	}
 	return ""
 }

@@ -46,6 +46,12 @@ type Options struct {
 	Watch *Watch
 	// NoHostJVMs skips looking for JVMs in /tmp/hsperfdata_*.
 	NoHostJVMs bool
+	// DotNetPort reads .NET processes through their diagnostics port (a
+	// live host only): zero counters, the start of the sessions a
+	// DotNetWatch then runs; DotNet, when not nil, is that watch, whose
+	// sessions make the readings.
+	DotNetPort bool
+	DotNet     *DotNetWatch
 }
 
 // Result is every reading plus notes on what could not be read.
@@ -128,6 +134,17 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 				continue
 			}
 			res.note("hsperfdata pid "+strconv.Itoa(pid), err.Error(), "the JVM's garbage collector state", Hint(JVM))
+			continue
+		}
+		if det.Runtime == DotNet && (opt.DotNetPort || opt.DotNet != nil) && liveRoot(fsys) {
+			rd, err := dotnetReading(fsys, opt.DotNet, pid, comm, det)
+			if err == nil {
+				res.Readings = append(res.Readings, rd)
+				byPID[pid] = rd
+				continue
+			}
+			res.note("dotnet pid "+strconv.Itoa(pid), fmt.Sprintf("%s (pid %d): %v", comm, pid, err),
+				"the .NET garbage collector's state (collections and their reasons, pauses, heap sizes)", Hint(DotNet))
 			continue
 		}
 		rd := &Reading{Target: "pid/" + strconv.Itoa(pid), Runtime: det.Runtime, Version: det.Version, Source: "maps", PID: pid, Comm: comm}

@@ -124,3 +124,15 @@ func ListBeneath(root, name string, maxEntries int) ([]DirEntry, FileID, error) 
 	}
 	return out, idOf(st), nil
 }
+
+// OpenDirBeneath opens the directory name below root (no symbolic link
+// followed on the way) and keeps it open: names inside it are then
+// resolved against that very directory, whatever is renamed or replaced on
+// the way meanwhile.
+func OpenDirBeneath(root, name string) (*os.File, FileID, error) {
+	fd, st, err := openBeneath(root, name, true)
+	if err != nil {
+		return nil, FileID{}, err
+	}
+	return os.NewFile(uintptr(fd), name), idOf(st), nil
+}

@@ -40,3 +40,6 @@ func StatBeneath(root, name string) (FileID, error) { return FileID{}, errBeneat
 func ListBeneath(root, name string, maxEntries int) ([]DirEntry, FileID, error) {
 	return nil, FileID{}, errBeneath
 }
+
+// OpenDirBeneath is Linux only.
+func OpenDirBeneath(root, name string) (*os.File, FileID, error) { return nil, FileID{}, errBeneath }

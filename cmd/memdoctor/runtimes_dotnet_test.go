@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/model"
+)
+
+// dotnetVenv is where scripts/install-test-deps.sh installs the .NET Core
+// 3.1 runtime (PyPI dotnetcore2) and pythonnet.
+const dotnetVenv = "/opt/memdoctor-test/dotnet/bin/python"
+
+// startDotNet starts internal/dotnet/testdata/gcload.py in mode (a Server
+// GC runtime hosted by Python) and waits for its runtime.
+func startDotNet(t *testing.T, mode string) *exec.Cmd {
+	t.Helper()
+	if out, err := exec.Command(dotnetVenv, "-c", "import dotnetcore2, pythonnet").CombinedOutput(); err != nil {
+		t.Skipf("no .NET runtime for the tests (%v: %s): run scripts/install-test-deps.sh as root", err, out)
+	}
+	cmd := exec.Command(dotnetVenv, filepath.Join(repoRoot(t), "internal", "dotnet", "testdata", "gcload.py"), mode, "120")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready ") {
+				ready <- true
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("gcload.py %s: no runtime after 60 s", mode)
+	}
+	return cmd
+}
+
+// A .NET process is read through its diagnostics port without any
+// instrumentation: the one inducing gen2 collections and allocating on
+// the LOH gets gc_induced naming GC.Collect() and its gen2 count and
+// gc_large_object_allocation; an idle one gets no GC finding.
+func TestRuntimeDotNetPort(t *testing.T) {
+	binary(t) // built before the processes start: they live 2 minutes
+	busy := startDotNet(t, "busy")
+	quiet := startDotNet(t, "quiet")
+	pids := fmt.Sprintf("%d,%d", busy.Process.Pid, quiet.Process.Pid)
+	rep := runCheck(t, "--gc-interval", "3s", "--pid", pids)
+
+	bp := fmt.Sprintf("(pid %d)", busy.Process.Pid)
+	rt := runtimeOf(t, rep, "pid/"+strconv.Itoa(busy.Process.Pid))
+	if rt.Source != "eventpipe" || rt.Runtime != "dotnet" || rt.Version != "3.1.23" {
+		t.Errorf("the busy process read as %s %s from %q, want dotnet 3.1.23 from eventpipe", rt.Runtime, rt.Version, rt.Source)
+	}
+	fs := findingsAbout(rep, bp)
+	fi := fs["gc_induced"]
+	if fi == nil {
+		t.Fatalf("gc_induced did not fire for the process calling GC.Collect(); findings %v, notes %v", fs, rep.Notes)
+	}
+	if !strings.Contains(fi.Summary, "GC.Collect() gen2") || !strings.Contains(fi.Summary, "induced by GC.Collect()") {
+		t.Errorf("gc_induced does not name GC.Collect() and gen2: %s", fi.Summary)
+	}
+	// Every 0.1 s at most, for 3 s.
+	if n, _ := evidence(fi, "induced_collections"); n < 1 || n > 40 {
+		t.Errorf("%v induced collections in 3 s, the program asks for at most 30", n)
+	}
+	fl := fs["gc_large_object_allocation"]
+	if fl == nil {
+		t.Fatalf("gc_large_object_allocation did not fire for the process allocating 200 KB arrays; findings %v", fs)
+	}
+	if n, _ := evidence(fl, "large_triggered_gen2"); n < 3 {
+		t.Errorf("%v gen2 collections triggered by large allocations: %s", n, fl.Summary)
+	}
+	if r, _ := evidence(fl, "loh_allocation_rate"); r < 1<<20 {
+		t.Errorf("LOH allocation rate %v B/s, the program allocates 200 KB arrays in a loop", r)
+	}
+	qp := fmt.Sprintf("(pid %d)", quiet.Process.Pid)
+	qrt := runtimeOf(t, rep, "pid/"+strconv.Itoa(quiet.Process.Pid))
+	if qrt.Source != "eventpipe" || qrt.Recent == nil {
+		t.Errorf("the idle process read from %q with recent rates %v, want eventpipe", qrt.Source, qrt.Recent)
+	}
+	for id, f := range findingsAbout(rep, qp) {
+		t.Errorf("%s fired for the idle .NET process: %s", id, f.Summary)
+	}
+}
+
+// SIGTERM ends check's GC interval early: the .NET session is stopped and
+// the report is made from the seconds read.
+func TestRuntimeDotNetSIGTERM(t *testing.T) {
+	bin := binary(t)
+	busy := startDotNet(t, "busy")
+	cmd := exec.Command(bin, "check", "--json", "--top", "3", "--gc-interval", "60s", "--pid", strconv.Itoa(busy.Process.Pid))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("check after SIGTERM: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("check still runs 20 s after SIGTERM (its GC interval is 60 s)")
+	}
+	t.Logf("check ended %v after SIGTERM", time.Since(start))
+	var rep model.Report
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatalf("check --json after SIGTERM: %v", err)
+	}
+	rt := runtimeOf(t, &rep, "pid/"+strconv.Itoa(busy.Process.Pid))
+	if rt.Source != "eventpipe" || rt.Recent == nil || rt.Recent.Seconds > 30 || rt.Recent.Old == 0 {
+		t.Errorf("the busy process after SIGTERM: source %q, recent %+v", rt.Source, rt.Recent)
+	}
+}

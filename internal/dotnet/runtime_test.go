@@ -1,0 +1,291 @@
+//go:build linux
+
+package dotnet
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// venvPython is the Python of the venv scripts/install-test-deps.sh makes
+// with the .NET Core 3.1 runtime (PyPI dotnetcore2) and pythonnet.
+const venvPython = "/opt/memdoctor-test/dotnet/bin/python"
+
+func runtimePython(t testing.TB) string {
+	t.Helper()
+	if _, err := os.Stat(venvPython); err != nil {
+		t.Skipf("no .NET runtime for the tests (%v): run scripts/install-test-deps.sh as root", err)
+	}
+	if out, err := exec.Command(venvPython, "-c", "import dotnetcore2, pythonnet").CombinedOutput(); err != nil {
+		t.Skipf("the .NET test venv is incomplete (%v: %s): run scripts/install-test-deps.sh as root", err, out)
+	}
+	return venvPython
+}
+
+// loadProc is a running gcload.py.
+type loadProc struct {
+	cmd   *exec.Cmd
+	pid   int
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *loadProc) output() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+// startLoad starts testdata/gcload.py in mode for at most life seconds
+// and waits until its runtime is up.
+func startLoad(t testing.TB, mode string, life int, env ...string) *loadProc {
+	t.Helper()
+	py := runtimePython(t)
+	script, err := filepath.Abs("testdata/gcload.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, script, mode, strconv.Itoa(life))
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	l := &loadProc{cmd: cmd, pid: cmd.Process.Pid}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "ready ") {
+				ready <- line
+				continue
+			}
+			l.mu.Lock()
+			l.lines = append(l.lines, line)
+			l.mu.Unlock()
+		}
+	}()
+	select {
+	case line := <-ready:
+		t.Logf("pid %d: %s", l.pid, line)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("gcload.py %s: the runtime did not start within 60 s", mode)
+	}
+	return l
+}
+
+// traceFor runs a GC session on pid for d, keeping the raw stream too.
+func traceFor(t testing.TB, pid int, d time.Duration, verbose bool) (*GCStats, []byte) {
+	t.Helper()
+	ep, err := Find(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ep.Close() }()
+	// The runtime keys its socket by the process' start time.
+	if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		if want := fmt.Sprintf("-%d-socket", startTime(stat)); !strings.HasSuffix(ep.Path, want) {
+			t.Errorf("socket %s, want the key of its start time (%s)", ep.Path, want)
+		}
+	}
+	var raw bytes.Buffer
+	first := true
+	dial := func(ctx context.Context) (net.Conn, error) {
+		c, err := ep.Dial(ctx)
+		if err == nil && first {
+			first = false
+			return &teeConn{Conn: c, w: &raw}, nil
+		}
+		return c, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	st := NewGCStats()
+	p, err := Trace(ctx, dial, SessionOptions{Providers: GCProviders(verbose)}, st.Add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d blocks, %d events, %d bytes; gen %v induced %v large %v reasons %v pauses %d (%.4f s, max %.4f) heap %v loh %d ticks %d small %d large %d",
+		p.Blocks, p.Events, raw.Len(), st.Collections, st.Induced, st.LargeTriggered, st.Reasons, st.Pauses, st.PauseSeconds, st.Max,
+		st.Gen, st.LOH, st.Ticks, st.AllocSmall, st.AllocLarge)
+	return st, raw.Bytes()
+}
+
+// teeConn keeps what is read after the 20-byte answer header and its
+// 8-byte session id: the nettrace stream.
+type teeConn struct {
+	net.Conn
+	w    *bytes.Buffer
+	skip int
+}
+
+func (c *teeConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	data := b[:n]
+	if c.skip < headerSize+8 {
+		k := min(len(data), headerSize+8-c.skip)
+		c.skip += k
+		data = data[k:]
+	}
+	c.w.Write(data)
+	return n, err
+}
+
+func TestRealRuntimeBusy(t *testing.T) {
+	l := startLoad(t, "busy", 40)
+	st, _ := traceFor(t, l.pid, 3*time.Second, true)
+	if st.Induced[2] == 0 {
+		t.Errorf("no induced gen2 collection seen: %v", st.Reasons)
+	}
+	if st.AllocLarge == 0 {
+		t.Errorf("no large allocation tick seen")
+	}
+	if st.Pauses == 0 || !st.HeapSeen {
+		t.Errorf("pauses %d, heap statistics %v", st.Pauses, st.HeapSeen)
+	}
+}
+
+// TestRecordCaptures re-records the captures the parser tests read
+// (testdata/*.nettrace) when MEMDOCTOR_RECORD_NETTRACE names their
+// directory.
+func TestRecordCaptures(t *testing.T) {
+	dir := os.Getenv("MEMDOCTOR_RECORD_NETTRACE")
+	if dir == "" {
+		t.Skip("set MEMDOCTOR_RECORD_NETTRACE=testdata to re-record the captures")
+	}
+	for _, c := range []struct {
+		name, mode string
+		d          time.Duration
+		verbose    bool
+	}{
+		{"busy-info", "busy", 1500 * time.Millisecond, false},
+		{"busy-verbose", "busy", time.Second, true},
+		{"quiet-info", "quiet", time.Second, false},
+	} {
+		l := startLoad(t, c.mode, 30)
+		_, raw := traceFor(t, l.pid, c.d, c.verbose)
+		raw = cutCapture(t, raw)
+		if err := os.WriteFile(filepath.Join(dir, c.name+"-3.1.nettrace"), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// cutCapture keeps a stream's start up to the end of the first object
+// after which 3 collections were seen (else its objects within 8 KB), ended by
+// the NullReference tag as a stream stopped there: a few KB instead of
+// the whole session and the rundown that ends it.
+func cutCapture(t testing.TB, raw []byte) []byte {
+	t.Helper()
+	st := NewGCStats()
+	p := NewParser(bytes.NewReader(raw), Limits{})
+	cut, small := int64(0), int64(0)
+	p.onObject = func(pos int64) {
+		n := st.Collections[0] + st.Collections[1] + st.Collections[2]
+		if cut == 0 && n >= 3 {
+			cut = pos
+		}
+		if pos <= 8<<10 {
+			small = pos
+		}
+	}
+	if err := p.Run(st.Add); err != nil {
+		t.Fatal(err)
+	}
+	if cut == 0 {
+		cut = small
+	}
+	return append(raw[:cut:cut], tagNull)
+}
+
+// itersAt reads the loop's latest cumulative iteration count.
+func (l *loadProc) itersAt() (float64, time.Time) {
+	out := l.output()
+	for i := len(out) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(out[i], "iters "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return n, time.Now()
+		}
+	}
+	return 0, time.Now()
+}
+
+// TestSessionCost measures what a GC session costs: the target's loop
+// throughput without and with a session (alternating windows), and
+// memdoctor's CPU and heap reading a busy process for 3 s. Run with
+// MEMDOCTOR_DOTNET_BENCH=1; the figures are logged (docs/runtimes-dotnet.md).
+func TestSessionCost(t *testing.T) {
+	if os.Getenv("MEMDOCTOR_DOTNET_BENCH") == "" {
+		t.Skip("a measurement of a minute: set MEMDOCTOR_DOTNET_BENCH=1")
+	}
+	loop := startLoad(t, "loop", 120)
+	time.Sleep(3 * time.Second)
+	const window = 6 * time.Second
+	rate := func(session bool) float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), window)
+		defer cancel()
+		n0, t0 := loop.itersAt()
+		if session {
+			ep, err := Find(loop.pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = ep.Close() }()
+			st := NewGCStats()
+			if _, err := Trace(ctx, ep.Dial, SessionOptions{Providers: GCProviders(true)}, st.Add); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			<-ctx.Done()
+		}
+		n1, t1 := loop.itersAt()
+		return (n1 - n0) / t1.Sub(t0).Seconds()
+	}
+	var without, with []float64
+	for i := 0; i < 4; i++ {
+		without = append(without, rate(false))
+		with = append(with, rate(true))
+	}
+	t.Logf("loop iterations/s without a session: %.0f", without)
+	t.Logf("loop iterations/s with a GC session (verbose): %.0f", with)
+	sum := func(v []float64) float64 {
+		s := 0.0
+		for _, x := range v {
+			s += x
+		}
+		return s
+	}
+	t.Logf("mean change with a session: %+.2f%%", 100*(sum(with)/sum(without)-1))
+
+	busy := startLoad(t, "busy", 60)
+	var ru0, ru1 syscall.Rusage
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	st, raw := traceFor(t, busy.pid, 3*time.Second, true)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	runtime.ReadMemStats(&m1)
+	cpu := time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()) + time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano())
+	t.Logf("reading a busy process for 3 s: %v CPU, %d bytes of stream, %d GC events, %d bytes allocated, heap in use %d -> %d bytes, max RSS %d KiB",
+		cpu, len(raw), st.Events, m1.TotalAlloc-m0.TotalAlloc, m0.HeapInuse, m1.HeapInuse, ru1.Maxrss)
+}

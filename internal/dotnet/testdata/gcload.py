@@ -1,0 +1,78 @@
+"""A .NET Core process for the tests: Python hosting the runtime (PyPI
+dotnetcore2, pythonnet) with Server GC, concurrent GC and invariant
+globalization, then one of:
+
+  busy   forced gen2 collections by System.GC.Collect() every 0.1 s, 200 KB
+         System.Byte[] (large object heap) as fast as it can, and objects
+         kept alive (a bounded cache that grows into gen2);
+  quiet  nothing: the runtime sits idle;
+  loop   small allocations in a loop, printing the iteration count every
+         0.5 s ("iters N"): the throughput a session costs.
+
+It prints "ready" once the runtime is up, and stops by itself after the
+seconds given (default 60) so that no test leaves it behind.
+"""
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+mode = sys.argv[1] if len(sys.argv) > 1 else "busy"
+life = float(sys.argv[2]) if len(sys.argv) > 2 else 60.0
+
+import dotnetcore2  # noqa: E402
+
+root = Path(dotnetcore2.__file__).parent / "bin"
+cfgdir = tempfile.mkdtemp(prefix="gcload-")
+cfg = Path(cfgdir) / "gcload.runtimeconfig.json"
+cfg.write_text(json.dumps({"runtimeOptions": {
+    "tfm": "netcoreapp3.1",
+    "framework": {"name": "Microsoft.NETCore.App", "version": "3.1.0"},
+    "configProperties": {
+        "System.GC.Server": True,
+        "System.GC.Concurrent": True,
+        "System.Globalization.Invariant": True,
+    }}}))
+
+import pythonnet  # noqa: E402
+
+pythonnet.load("coreclr", runtime_config=str(cfg), dotnet_root=str(root))
+import clr  # noqa: E402,F401
+import System  # noqa: E402
+
+os.unlink(cfg)
+os.rmdir(cfgdir)
+print("ready", os.getpid(), System.Environment.Version,
+      "server" if System.Runtime.GCSettings.IsServerGC else "workstation", flush=True)
+
+end = time.monotonic() + life
+if mode == "quiet":
+    while time.monotonic() < end:
+        time.sleep(0.2)
+elif mode == "loop":
+    n = 0
+    nxt = time.monotonic() + 0.5
+    while time.monotonic() < end:
+        for _ in range(200):
+            System.Text.StringBuilder(64).Append("x").ToString()
+        n += 200
+        now = time.monotonic()
+        if now >= nxt:
+            print("iters", n, flush=True)
+            nxt = now + 0.5
+else:
+    cache = []
+    nextgc = time.monotonic()
+    while time.monotonic() < end:
+        System.Array.CreateInstance(System.Byte, 200 * 1024)
+        # The cache grows to 4000 small arrays (~ 4 MB) kept alive, then
+        # turns over slowly: gen2 growth, bounded.
+        cache.append(System.Array.CreateInstance(System.Byte, 1024))
+        if len(cache) > 4000:
+            del cache[:100]
+        now = time.monotonic()
+        if now >= nextgc:
+            System.GC.Collect(2, System.GCCollectionMode.Forced, True)
+            nextgc = now + 0.1

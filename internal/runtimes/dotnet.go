@@ -1,0 +1,177 @@
+package runtimes
+
+// .NET processes read through their diagnostics port (internal/dotnet):
+// check opens one EventPipe session at the GC keyword on each .NET
+// process for its GC interval, and the second reading carries what the
+// session saw. The first reading's counters are zero (the session's
+// start), so the rules' recent rates are the window's; no start time is
+// given, as the counts are not the process' lifetime's.
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/dotnet"
+	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/safeio"
+)
+
+// SourceEventPipe is the source of a .NET reading from its diagnostics
+// port.
+const SourceEventPipe = "eventpipe"
+
+// Series only the port gives.
+const (
+	// LargeAllocated counts bytes allocated on the large-object heap, as
+	// the runtime's allocation ticks sample them (one per ~100 KB).
+	LargeAllocated = "memdoctor_runtime_gc_large_allocated_bytes_total"
+	// LargeTriggered counts collections triggered by large-object
+	// allocation (.NET reasons AllocLarge and OutOfSpaceLOH), label
+	// generation.
+	LargeTriggered = "memdoctor_runtime_gc_large_triggered_total"
+)
+
+// liveRoot says whether fsys is this host's own root (a capture has no
+// sockets to speak to).
+func liveRoot(fsys procfs.FS) bool {
+	d, ok := fsys.Sys().(safeio.DirFS)
+	return ok && d.Root() == "/"
+}
+
+// coreclrVersion reads the runtime's version from its directory
+// (.../Microsoft.NETCore.App/3.1.23/libcoreclr.so).
+func coreclrVersion(evidence string) string {
+	v := path.Base(path.Dir(evidence))
+	if v != "" && v[0] >= '0' && v[0] <= '9' && len(v) <= 32 {
+		return v
+	}
+	return ""
+}
+
+// DotNetWatch runs one GC session on each .NET process read through its
+// port, from StartDotNet until Stop.
+type DotNetWatch struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	stats  map[int]*dotnet.GCStats
+	errs   map[int]error
+	window map[int]time.Duration
+	// started counts the sessions.
+	started int
+}
+
+// StartDotNet starts a session on every reading of res whose source is
+// the port. verbose adds the allocation ticks (the LOH allocation rate).
+func StartDotNet(ctx context.Context, res *Result, verbose bool) *DotNetWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &DotNetWatch{cancel: cancel, stats: map[int]*dotnet.GCStats{}, errs: map[int]error{}, window: map[int]time.Duration{}}
+	for _, rd := range res.Readings {
+		if rd.Runtime != DotNet || rd.Source != SourceEventPipe {
+			continue
+		}
+		pid := rd.PID
+		w.started++
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			start := time.Now()
+			st, err := traceGC(ctx, pid, verbose)
+			w.mu.Lock()
+			w.stats[pid], w.errs[pid], w.window[pid] = st, err, time.Since(start)
+			w.mu.Unlock()
+		}()
+	}
+	return w
+}
+
+func traceGC(ctx context.Context, pid int, verbose bool) (*dotnet.GCStats, error) {
+	ep, err := dotnet.Find(pid)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = ep.Close() }()
+	st := dotnet.NewGCStats()
+	_, err = dotnet.Trace(ctx, ep.Dial, dotnet.SessionOptions{Providers: dotnet.GCProviders(verbose)}, st.Add)
+	return st, err
+}
+
+// Empty says whether no session was started.
+func (w *DotNetWatch) Empty() bool { return w == nil || w.started == 0 }
+
+// Stop ends every session (each sends StopTracing and reads the stream's
+// end within its bounds) and waits for them.
+func (w *DotNetWatch) Stop() {
+	if w == nil {
+		return
+	}
+	w.cancel()
+	w.wg.Wait()
+}
+
+// dotnetReading is the reading of a .NET process: from its session when
+// the watch has one, else zero counters when its port can be found (the
+// session's start), else nil.
+func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Detection) (*Reading, error) {
+	rd := &Reading{Target: "pid/" + strconv.Itoa(pid), Runtime: DotNet, Version: det.Version, Source: SourceEventPipe, PID: pid, Comm: comm}
+	if rd.Version == "" {
+		rd.Version = coreclrVersion(det.Evidence)
+	}
+	if w == nil {
+		ep, err := dotnet.Find(pid)
+		if err != nil {
+			return nil, err
+		}
+		_ = ep.Close()
+		rd.add(GCSeconds, 0)
+		rd.add(Collections, 0, "generation", Young)
+		rd.add(Collections, 0, "generation", Old)
+		rd.add(LargeTriggered, 0, "generation", Old)
+		rd.add(LargeAllocated, 0)
+	} else {
+		w.mu.Lock()
+		st, err := w.stats[pid], w.errs[pid]
+		w.mu.Unlock()
+		if st == nil {
+			if err == nil {
+				err = fmt.Errorf("no session")
+			}
+			return nil, err
+		}
+		if err != nil && st.Events == 0 {
+			return nil, err
+		}
+		rd.add(GCSeconds, st.PauseSeconds)
+		rd.add(Collections, float64(st.Collections[0]+st.Collections[1]), "generation", Young)
+		rd.add(Collections, float64(st.Collections[2]), "generation", Old)
+		for _, c := range inducedCauses(st) {
+			rd.add(Induced, float64(st.InducedBy[c]), "cause", c)
+		}
+		rd.add(LargeTriggered, float64(st.LargeTriggered[2]), "generation", Old)
+		rd.add(LargeAllocated, float64(st.AllocLarge))
+		if st.HeapSeen {
+			rd.add(HeapLive, float64(st.Gen[0]+st.Gen[1]+st.Gen[2]+st.LOH+st.POH))
+			rd.add(LargeObjects, float64(st.LOH))
+		}
+	}
+	if s, err := fsys.ProcStatus(pid); err == nil {
+		if v, ok := s.Get("VmRSS"); ok {
+			rd.add(Resident, float64(v))
+		}
+	}
+	return rd, nil
+}
+
+func inducedCauses(st *dotnet.GCStats) []string {
+	out := make([]string, 0, len(st.InducedBy))
+	for c := range st.InducedBy {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
