@@ -32,6 +32,11 @@ type Scraper struct {
 	Client  *http.Client
 	Timeout time.Duration
 	Auth    Auth
+	// MaxPage bounds the page (0: 32 MiB).
+	MaxPage int64
+	// NoRedirects answers a redirect with an error instead of following
+	// it (even to the same host).
+	NoRedirects bool
 }
 
 // Auth is what a scrape sends to be let in, read from files so that no
@@ -75,6 +80,13 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 		to = 5 * time.Second
 	}
 	cl := httpsafe.Client(s.Client) // redirects only to the same scheme and host
+	if s.NoRedirects {
+		cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	}
+	limit := s.MaxPage
+	if limit <= 0 {
+		limit = maxPage
+	}
 	ctx, cancel := context.WithTimeout(ctx, to)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
@@ -95,6 +107,9 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 		return nil, fmt.Errorf("scrape %s: %w (is the service running and listening there?)", shown, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if s.NoRedirects && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return nil, fmt.Errorf("scrape %s: HTTP %s: a redirect, not followed", shown, resp.Status)
+	}
 	if resp.StatusCode != http.StatusOK {
 		hint := "check the path: usually /metrics"
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
@@ -102,12 +117,15 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 		}
 		return nil, fmt.Errorf("scrape %s: HTTP %s (%s)", shown, resp.Status, hint)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: reading the page: %w", shown, err)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("scrape %s: page larger than %d MiB: not a runtime's metrics page?", shown, limit>>20)
 	}
-	if len(body) > maxPage {
-		return nil, fmt.Errorf("scrape %s: page larger than %d MiB: not a runtime's metrics page?", shown, maxPage>>20)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("scrape %s: the page did not end within %v", shown, to)
+		}
+		return nil, fmt.Errorf("scrape %s: reading the page: %w", shown, redact.Err(err))
 	}
 	if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "protobuf") {
 		return nil, fmt.Errorf("scrape %s: the server answered in protobuf (%s) despite asking for text", shown, ct)
