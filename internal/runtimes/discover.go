@@ -29,6 +29,9 @@ import (
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
+// DiscoverUserAgent names discovery's requests in the services' logs.
+const DiscoverUserAgent = "memdoctor-discover"
+
 const (
 	// DiscoverTimeout bounds each request of discovery: a runtime's page
 	// on loopback answers in a few milliseconds.
@@ -143,11 +146,9 @@ func newDiscoverer(fsys procfs.FS) *discoverer {
 		MaxResponseHeaderBytes: 64 << 10,
 		ResponseHeaderTimeout:  DiscoverTimeout,
 	}
-	cl := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse // a redirect is an answer, not followed
-	}}
 	return &discoverer{fsys: fsys, selfNS: self, tables: map[string][]listenSock{}, claimed: map[uint64]int{},
-		scraper: Scraper{Client: cl, Timeout: DiscoverTimeout, MaxPage: discoverPage, NoRedirects: true}}
+		scraper: Scraper{Client: &http.Client{Transport: tr}, Timeout: DiscoverTimeout, MaxPage: discoverPage,
+			NoRedirects: true, UserAgent: DiscoverUserAgent}}
 }
 
 // table is the listening sockets of pid's network namespace ns, read once

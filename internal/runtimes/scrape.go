@@ -37,6 +37,8 @@ type Scraper struct {
 	// NoRedirects answers a redirect with an error instead of following
 	// it (even to the same host).
 	NoRedirects bool
+	// UserAgent, when set, names the asker to the service.
+	UserAgent string
 }
 
 // Auth is what a scrape sends to be let in, read from files so that no
@@ -94,6 +96,9 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 		return nil, fmt.Errorf("scrape %s: %w", shown, redact.Err(err))
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1")
+	if s.UserAgent != "" {
+		req.Header.Set("User-Agent", s.UserAgent)
+	}
 	s.Auth.apply(req)
 	resp, err := cl.Do(req)
 	if err != nil {
