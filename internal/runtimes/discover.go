@@ -148,7 +148,7 @@ func newDiscoverer(fsys procfs.FS) *discoverer {
 	}
 	return &discoverer{fsys: fsys, selfNS: self, tables: map[string][]listenSock{}, claimed: map[uint64]int{},
 		scraper: Scraper{Client: &http.Client{Transport: tr}, Timeout: DiscoverTimeout, MaxPage: discoverPage,
-			NoRedirects: true, UserAgent: DiscoverUserAgent}}
+			NoRedirects: true, UserAgent: DiscoverUserAgent, RuntimeOnly: true}}
 }
 
 // table is the listening sockets of pid's network namespace ns, read once

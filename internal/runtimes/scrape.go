@@ -39,6 +39,9 @@ type Scraper struct {
 	NoRedirects bool
 	// UserAgent, when set, names the asker to the service.
 	UserAgent string
+	// RuntimeOnly parses only the series of runtimes (the names Normalize
+	// reads), leaving an application's own, however many, unparsed.
+	RuntimeOnly bool
 }
 
 // Auth is what a scrape sends to be let in, read from files so that no
@@ -135,11 +138,48 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 	if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "protobuf") {
 		return nil, fmt.Errorf("scrape %s: the server answered in protobuf (%s) despite asking for text", shown, ct)
 	}
+	if s.RuntimeOnly {
+		body = runtimeSeries(body)
+	}
 	fams, err := ParsePage(body)
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", shown, err)
 	}
 	return fams, nil
+}
+
+// runtimePrefixes begin every name Normalize reads.
+var runtimePrefixes = [][]byte{[]byte("go_"), []byte("jvm_"), []byte("dotnet_"), []byte("nodejs_"), []byte("process_"),
+	[]byte("python_"), []byte("ruby_"), []byte("system_runtime_")}
+
+// runtimeSeries keeps the lines of a text page that describe or sample a
+// runtime's series (and comments of fewer than three words, such as
+// OpenMetrics' "# EOF").
+func runtimeSeries(body []byte) []byte {
+	out := make([]byte, 0, 64<<10)
+	for len(body) > 0 {
+		line := body
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			line = body[:i+1]
+		}
+		body = body[len(line):]
+		name := line
+		if bytes.HasPrefix(line, []byte("#")) {
+			f := bytes.Fields(line)
+			if len(f) < 3 {
+				out = append(out, line...)
+				continue
+			}
+			name = f[2]
+		}
+		for _, p := range runtimePrefixes {
+			if bytes.HasPrefix(name, p) {
+				out = append(out, line...)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // ParsePage parses a Prometheus text or OpenMetrics page.
