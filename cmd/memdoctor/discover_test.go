@@ -225,12 +225,15 @@ class H(http.server.BaseHTTPRequestHandler):
                 while True:
                     self.wfile.write(chunk)
             elif mode == "huge":
-                line = b"python_gc_collections_total{generation=\"0\"} 1\n"
-                chunk = line * ((1 << 20) // len(line))
-                for _ in range(256):
+                # an application's series: the page is large, the
+                # runtime's part of it nothing
+                chunk = b"".join(b"app_series_%d 1\n" % i for i in range(50000))
+                for _ in range(256 << 20 // len(chunk)):
                     self.wfile.write(chunk)
             elif mode == "garbage":
-                self.wfile.write(os.urandom(64 << 10))
+                # a line longer than any buffer, then a runtime's name
+                # with garbage after it
+                self.wfile.write(os.urandom(256 << 10).replace(b"\n", b" ") + b"\ngo_gc_duration_seconds_count{{ \xff\xfe\n")
             else:  # "count": a plain page
                 self.wfile.write(b"python_gc_collections_total{generation=\"0\"} 1\n")
         except (BrokenPipeError, ConnectionResetError):
@@ -398,7 +401,7 @@ func TestDiscoverHostileListeners(t *testing.T) {
 		}
 		return ""
 	}
-	want := map[string]string{"slow": "no answer within", "drip": "did not end within", "endless": "larger than 4 MiB",
+	want := map[string]string{"slow": "no answer within", "drip": "did not end within", "endless": "larger than 1 MiB",
 		"huge": "larger than 4 MiB", "garbage": "not a Prometheus text page", "redirect": "a redirect, not followed"}
 	for _, h := range asked {
 		// at least once: a check that another package's test runs beside

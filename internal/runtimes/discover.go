@@ -39,14 +39,17 @@ const (
 	// discoverBudget bounds discovery as a whole, however many processes
 	// and ports there are.
 	discoverBudget = 2 * time.Second
-	// discoverPage bounds a discovered page (a runtime's page is a few
-	// KiB; an application's own series can make it a few MiB).
+	// discoverPage bounds a discovered page as read (a runtime's page is a
+	// few KiB; an application's own series can make it a few MiB; only the
+	// runtime's series are kept).
 	discoverPage = 4 << 20
 	// discoverPorts is as many ports of one process as are tried.
 	discoverPorts = 4
-	// discoverWorkers is as many processes as are asked at once (so that
-	// at most discoverWorkers pages are held).
-	discoverWorkers = 4
+	// discoverWorkers is as many processes as are asked at once: a server
+	// on a loaded host takes tens of milliseconds to answer, mostly waiting
+	// for a CPU, and each worker holds at most 64 KiB of the page and 1 MiB
+	// of its runtime series.
+	discoverWorkers = 16
 	// discoverFDs is as many descriptors of one process as are looked at
 	// (a listening socket is opened early, among the first descriptors).
 	discoverFDs = 4096
@@ -133,6 +136,7 @@ type discoverer struct {
 	fsys    procfs.FS
 	scraper Scraper
 	selfNS  string
+	mu      sync.Mutex
 	tables  map[string][]listenSock // by network namespace
 	claimed map[uint64]int          // socket inode → the process it was tried for
 }
@@ -143,6 +147,7 @@ func newDiscoverer(fsys procfs.FS) *discoverer {
 		Proxy:                  nil, // never through a proxy: the target is on this host
 		DialContext:            (&net.Dialer{Timeout: DiscoverTimeout}).DialContext,
 		DisableKeepAlives:      true,
+		DisableCompression:     true, // a page on loopback: compressing it costs the target CPU for nothing
 		MaxResponseHeaderBytes: 64 << 10,
 		ResponseHeaderTimeout:  DiscoverTimeout,
 	}
@@ -152,8 +157,10 @@ func newDiscoverer(fsys procfs.FS) *discoverer {
 }
 
 // table is the listening sockets of pid's network namespace ns, read once
-// per namespace. Not safe for concurrent use, nor is candidates.
+// per namespace.
 func (d *discoverer) table(pid int, ns string) []listenSock {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if t, ok := d.tables[ns]; ok {
 		return t
 	}
@@ -167,10 +174,10 @@ func (d *discoverer) table(pid int, ns string) []listenSock {
 	return t
 }
 
-// candidates returns the URLs at which pid's own listening sockets are
-// reachable on loopback (at most discoverPorts, lowest port first), or a
-// reason why none is asked.
-func (d *discoverer) candidates(pid int) ([]string, string) {
+// listens returns the sockets pid itself listens on in memdoctor's network
+// namespace, lowest port first, or a reason why none is asked. Safe for
+// concurrent use.
+func (d *discoverer) listens(pid int) ([]listenSock, string) {
 	ns, err := d.fsys.ReadLink("proc/" + strconv.Itoa(pid) + "/ns/net")
 	if err != nil || d.selfNS == "" {
 		return nil, "its network namespace cannot be read"
@@ -192,6 +199,14 @@ func (d *discoverer) candidates(pid int) ([]string, string) {
 		return nil, "it listens in another network namespace (a container's), whose loopback memdoctor does not enter"
 	}
 	sort.Slice(mine, func(i, j int) bool { return mine[i].port < mine[j].port })
+	return mine, ""
+}
+
+// claim returns the URLs at which the sockets pid listens on are reachable
+// on loopback (at most discoverPorts), leaving out a socket claimed by a
+// process before it (one it shares with a parent or a sibling worker, asked
+// once). Not safe for concurrent use: called in the processes' order.
+func (d *discoverer) claim(pid int, mine []listenSock) ([]string, string) {
 	var urls []string
 	for _, s := range mine {
 		u := loopbackURL(s.ip, s.port)
@@ -199,7 +214,7 @@ func (d *discoverer) candidates(pid int) ([]string, string) {
 			continue
 		}
 		if other, ok := d.claimed[s.inode]; ok && other != pid {
-			continue // a socket shared with a process already asked (a parent, a sibling worker)
+			continue
 		}
 		d.claimed[s.inode] = pid
 		urls = append(urls, u)
@@ -207,10 +222,19 @@ func (d *discoverer) candidates(pid int) ([]string, string) {
 			break
 		}
 	}
-	if len(urls) == 0 {
+	if len(urls) == 0 && len(mine) > 0 {
 		return nil, "it listens on no loopback or wildcard address"
 	}
 	return urls, ""
+}
+
+// candidates is claim of listens.
+func (d *discoverer) candidates(pid int) ([]string, string) {
+	mine, why := d.listens(pid)
+	if why != "" {
+		return nil, why
+	}
+	return d.claim(pid, mine)
 }
 
 // discovery is what discovery made of one process.
@@ -268,17 +292,31 @@ func discoverAll(ctx context.Context, fsys procfs.FS, dets []*Reading) []discove
 		return out
 	}
 	d := newDiscoverer(fsys)
-	// The ports first, in the readings' order (pid order), so that a
-	// socket several processes share is always asked for the same one.
-	urls := make([][]string, len(dets))
+	// The sockets of each process (concurrently: /proc reads that a loaded
+	// host makes wait), then the ports claimed in the readings' order (pid
+	// order), so that a socket several processes share is always asked for
+	// the same one.
+	mine := make([][]listenSock, len(dets))
 	whys := make([]string, len(dets))
+	sem := make(chan struct{}, discoverWorkers)
+	var wg sync.WaitGroup
 	for i, det := range dets {
-		urls[i], whys[i] = d.candidates(det.PID)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			mine[i], whys[i] = d.listens(det.PID)
+		}()
+	}
+	wg.Wait()
+	urls := make([][]string, len(dets))
+	for i, det := range dets {
+		if whys[i] == "" {
+			urls[i], whys[i] = d.claim(det.PID, mine[i])
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, discoverBudget)
 	defer cancel()
-	sem := make(chan struct{}, discoverWorkers)
-	var wg sync.WaitGroup
 	for i, det := range dets {
 		if len(urls[i]) == 0 {
 			out[i] = discovery{why: whys[i]}

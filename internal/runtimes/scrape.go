@@ -6,6 +6,7 @@ package runtimes
 // bound, and errors that say what to check.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -125,21 +126,27 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 		}
 		return nil, fmt.Errorf("scrape %s: HTTP %s (%s)", shown, resp.Status, hint)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if int64(len(body)) > limit {
-		return nil, fmt.Errorf("scrape %s: page larger than %d MiB: not a runtime's metrics page?", shown, limit>>20)
-	}
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("scrape %s: the page did not end within %v", shown, to)
+	var body []byte
+	if s.RuntimeOnly {
+		body, err = readRuntimeSeries(resp.Body, limit, maxRuntimeSeries)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(resp.Body, limit+1))
+		if int64(len(body)) > limit {
+			err = errPageLarge
 		}
+	}
+	switch {
+	case errors.Is(err, errPageLarge):
+		return nil, fmt.Errorf("scrape %s: page larger than %d MiB: not a runtime's metrics page?", shown, limit>>20)
+	case errors.Is(err, errSeriesLarge):
+		return nil, fmt.Errorf("scrape %s: runtime series larger than %d MiB: not a runtime's metrics page?", shown, maxRuntimeSeries>>20)
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("scrape %s: the page did not end within %v", shown, to)
+	case err != nil:
 		return nil, fmt.Errorf("scrape %s: reading the page: %w", shown, redact.Err(err))
 	}
 	if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "protobuf") {
 		return nil, fmt.Errorf("scrape %s: the server answered in protobuf (%s) despite asking for text", shown, ct)
-	}
-	if s.RuntimeOnly {
-		body = runtimeSeries(body)
 	}
 	fams, err := ParsePage(body)
 	if err != nil {
@@ -152,33 +159,73 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 var runtimePrefixes = [][]byte{[]byte("go_"), []byte("jvm_"), []byte("dotnet_"), []byte("nodejs_"), []byte("process_"),
 	[]byte("python_"), []byte("ruby_"), []byte("system_runtime_")}
 
-// runtimeSeries keeps the lines of a text page that describe or sample a
-// runtime's series (and comments of fewer than three words, such as
-// OpenMetrics' "# EOF").
-func runtimeSeries(body []byte) []byte {
-	out := make([]byte, 0, 64<<10)
-	for len(body) > 0 {
-		line := body
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line = body[:i+1]
+// maxRuntimeSeries bounds the runtime's series kept of a page (a
+// runtime's own are tens of KiB).
+const maxRuntimeSeries = 1 << 20
+
+var (
+	errPageLarge   = errors.New("page too large")
+	errSeriesLarge = errors.New("runtime series too large")
+)
+
+// readRuntimeSeries reads a text page of at most limit bytes and keeps
+// only the lines that describe or sample a runtime's series (and comments
+// of fewer than three words, such as OpenMetrics' "# EOF"), at most keep
+// bytes of them: what is held is what is kept, not the page. A line longer
+// than 64 KiB is dropped.
+func readRuntimeSeries(r io.Reader, limit, keep int64) ([]byte, error) {
+	br := bufio.NewReaderSize(io.LimitReader(r, limit+1), 64<<10)
+	var out []byte
+	var read int64
+	long := false // within a line longer than the buffer
+	for {
+		line, err := br.ReadSlice('\n')
+		read += int64(len(line))
+		if read > limit {
+			return nil, errPageLarge
 		}
-		body = body[len(line):]
-		name := line
-		if bytes.HasPrefix(line, []byte("#")) {
-			f := bytes.Fields(line)
-			if len(f) < 3 {
-				out = append(out, line...)
-				continue
-			}
-			name = f[2]
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = true
+			continue
 		}
-		for _, p := range runtimePrefixes {
-			if bytes.HasPrefix(name, p) {
-				out = append(out, line...)
-				break
+		if long {
+			long = false
+		} else if len(line) > 0 && runtimeLine(line) {
+			if int64(len(out)+len(line)) > keep {
+				return nil, errSeriesLarge
 			}
+			out = append(out, line...)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
+}
+
+// runtimeLine says whether a page's line is kept by readRuntimeSeries.
+func runtimeLine(line []byte) bool {
+	name := line
+	if bytes.HasPrefix(line, []byte("#")) {
+		f := bytes.Fields(line)
+		if len(f) < 3 {
+			return true
+		}
+		name = f[2]
+	}
+	for _, p := range runtimePrefixes {
+		if bytes.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// runtimeSeries is readRuntimeSeries of a page held whole.
+func runtimeSeries(body []byte) []byte {
+	out, _ := readRuntimeSeries(bytes.NewReader(body), int64(len(body)), int64(len(body)))
 	return out
 }
 
