@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/safeio"
 )
 
 // DiscoverUserAgent names discovery's requests in the services' logs.
@@ -136,6 +137,7 @@ type discoverer struct {
 	fsys    procfs.FS
 	scraper Scraper
 	selfNS  string
+	live    bool // fsys is this host's own /proc
 	mu      sync.Mutex
 	tables  map[string][]listenSock // by network namespace
 	claimed map[uint64]int          // socket inode → the process it was tried for
@@ -151,7 +153,8 @@ func newDiscoverer(fsys procfs.FS) *discoverer {
 		MaxResponseHeaderBytes: 64 << 10,
 		ResponseHeaderTimeout:  DiscoverTimeout,
 	}
-	return &discoverer{fsys: fsys, selfNS: self, tables: map[string][]listenSock{}, claimed: map[uint64]int{},
+	d, live := fsys.Sys().(safeio.DirFS)
+	return &discoverer{fsys: fsys, selfNS: self, live: live && d.Root() == "/", tables: map[string][]listenSock{}, claimed: map[uint64]int{},
 		scraper: Scraper{Client: &http.Client{Transport: tr}, Timeout: DiscoverTimeout, MaxPage: discoverPage,
 			NoRedirects: true, UserAgent: DiscoverUserAgent, RuntimeOnly: true}}
 }
@@ -163,6 +166,12 @@ func (d *discoverer) table(pid int, ns string) []listenSock {
 	defer d.mu.Unlock()
 	if t, ok := d.tables[ns]; ok {
 		return t
+	}
+	if ns == d.selfNS && d.live {
+		if t, err := ownListening(); err == nil {
+			d.tables[ns] = t
+			return t
+		}
 	}
 	var t []listenSock
 	for _, name := range []string{"tcp", "tcp6"} {

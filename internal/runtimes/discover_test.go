@@ -155,3 +155,51 @@ func nonLoopback() string {
 	}
 	return ""
 }
+
+// The socket diagnostics list this test's own listeners, with the port,
+// address and inode /proc/net/tcp gives them.
+func TestOwnListeningAgreesWithProc(t *testing.T) {
+	if _, err := os.Stat("/proc/self/net/tcp"); err != nil {
+		t.Skip("needs Linux /proc")
+	}
+	var lns []net.Listener
+	for _, a := range []string{"127.0.0.1:0", "0.0.0.0:0", "[::1]:0", "[::]:0"} {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			t.Logf("%s: %v", a, err)
+			continue
+		}
+		defer func() { _ = ln.Close() }()
+		lns = append(lns, ln)
+	}
+	diag, err := ownListening()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var proc []listenSock
+	for _, f := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proc = append(proc, parseListening(b)...)
+	}
+	key := func(s listenSock) string { return fmt.Sprintf("%s %d %d", s.ip, s.port, s.inode) }
+	for _, ln := range lns {
+		port := ln.Addr().(*net.TCPAddr).Port
+		var inProc, inDiag []string
+		for _, s := range proc {
+			if s.port == port {
+				inProc = append(inProc, key(s))
+			}
+		}
+		for _, s := range diag {
+			if s.port == port {
+				inDiag = append(inDiag, key(s))
+			}
+		}
+		if len(inProc) != 1 || !slices.Equal(inProc, inDiag) {
+			t.Errorf("%s: /proc says %v, the socket diagnostics %v", ln.Addr(), inProc, inDiag)
+		}
+	}
+}
