@@ -128,7 +128,8 @@ while True:
 				time.Sleep(100 * time.Millisecond)
 			}
 			lo, _ := promSample(before, p.series)
-			rep := checkBinary(t, "--pid", strconv.Itoa(pid), "--gc-interval", "0")
+			// two readings a second apart: the second finds the same page
+			rep := checkBinary(t, "--pid", strconv.Itoa(pid), "--gc-interval", "1s")
 			after, err := httpGet(url)
 			if err != nil {
 				t.Fatal(err)
@@ -154,6 +155,9 @@ while True:
 			}
 			if *c < lo || *c > hi {
 				t.Errorf("GC count %v read from %s, outside the page's own %v before and %v after", *c, url, lo, hi)
+			}
+			if r.Recent == nil {
+				t.Errorf("no rates over check's interval for %s", url)
 			}
 		})
 	}
