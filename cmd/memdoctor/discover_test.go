@@ -435,3 +435,62 @@ func TestDiscoverHostileListeners(t *testing.T) {
 		t.Errorf("the redirect to %s was followed", strings.Replace(elsewhere.url, "/metrics", "/followed", 1))
 	}
 }
+
+// record reads what a process serves as check does (one option): a
+// Python prometheus_client server holding 256 MiB, so that it is among the
+// processes recorded, is stored under its URL, and the recording's
+// diagnosis names it.
+func TestDiscoverRecord(t *testing.T) {
+	requireLinuxRoot(t)
+	if exec.Command("/usr/bin/python3", "-c", "import prometheus_client").Run() != nil {
+		t.Skip("python3-prometheus-client not installed (scripts/install-test-deps.sh)")
+	}
+	port := freePort(t)
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/metrics"
+	srv := exec.Command("/usr/bin/python3", "-c", fmt.Sprintf(`
+import time, prometheus_client
+held = bytearray(256 << 20)
+for i in range(0, len(held), 4096):
+    held[i] = 1
+prometheus_client.start_http_server(%d, addr="127.0.0.1")
+while True:
+    junk = [[i] for i in range(20000)]
+    time.sleep(0.05)
+`, port))
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := httpGet(url); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not answer on %s", url)
+		}
+	}
+	db := filepath.Join(t.TempDir(), "md.db")
+	rec := startRecorder(t, db, time.Second, "--top", "60")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if _, body := rec.get("/metrics"); metricValue(body, "memdoctor_record_scrapes_stored_total") >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the recorder stored fewer than 3 samples in a minute:\n%s", rec.logText())
+		}
+	}
+	_ = rec.cmd.Process.Signal(os.Interrupt)
+	_, _ = rec.cmd.Process.Wait()
+	out, err := exec.Command(binary(t), "diagnose", "--from", db, "--json").Output()
+	if err != nil {
+		t.Fatalf("diagnose: %v", err)
+	}
+	var rep model.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	rts := runtimesOfPID(&rep, srv.Process.Pid)
+	if len(rts) != 1 || rts[0].Target != url || rts[0].YoungCollections == nil {
+		t.Errorf("the recording's runtime of pid %d: %+v, want one read from %s with its collections", srv.Process.Pid, rts, url)
+	}
+}
