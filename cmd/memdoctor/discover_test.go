@@ -11,7 +11,8 @@ package main
 // client_golang's Go collector" hint for a process that serves it.
 //
 // Hostile listeners (a Python process answering slowly, dripping, without
-// end, with a redirect, with garbage, with a huge page; one listening on a
+// end, with a redirect, with garbage, with a huge page, with a long status
+// line; one listening on a
 // non-loopback address only; one in another network namespace) must not
 // hang check nor make it hold their pages, the last two are never asked,
 // and the redirect is never followed.
@@ -208,6 +209,11 @@ class H(http.server.BaseHTTPRequestHandler):
         if mode == "slow":
             time.sleep(60)
             return
+        if mode == "status":
+            # a reason phrase of 4000 bytes with a terminal escape
+            self.send_response(500, "\x1b[2J" + "x" * 4000)
+            self.end_headers()
+            return
         if mode == "redirect":
             self.send_response(301)
             self.send_header("Location", extra)
@@ -342,7 +348,7 @@ func TestDiscoverHostileListeners(t *testing.T) {
 	// must never be asked.
 	elsewhere := startHostile(t, script, "count", "127.0.0.2", nil)
 	var asked []*hostile
-	for _, mode := range []string{"slow", "drip", "endless", "huge", "garbage"} {
+	for _, mode := range []string{"slow", "drip", "endless", "huge", "garbage", "status"} {
 		asked = append(asked, startHostile(t, script, mode, "127.0.0.1", nil))
 	}
 	asked = append(asked, startHostile(t, script, "redirect", "::1", nil, strings.Replace(elsewhere.url, "/metrics", "/followed", 1)))
@@ -406,7 +412,8 @@ func TestDiscoverHostileListeners(t *testing.T) {
 		return ""
 	}
 	want := map[string]string{"slow": "no answer within", "drip": "did not end within", "endless": "larger than 1 MiB",
-		"huge": "larger than 4 MiB", "garbage": "not a Prometheus text page", "redirect": "a redirect, not followed"}
+		"huge": "larger than 4 MiB", "garbage": "not a Prometheus text page", "redirect": "a redirect, not followed",
+		"status": "HTTP 500 Internal Server Error (check the path"}
 	for _, h := range asked {
 		// at least once: a check that another package's test runs beside
 		// this one may ask too
@@ -415,6 +422,9 @@ func TestDiscoverHostileListeners(t *testing.T) {
 		}
 		note := noteOf(h.pid)
 		t.Logf("asked: %s", note)
+		if strings.Contains(note, "\x1b") || strings.Contains(note, "xxxxxxxx") {
+			t.Errorf("%s server: the note repeats what the server said: %q", h.mode, note)
+		}
 		if !strings.Contains(note, h.url+" (") || !strings.Contains(note, want[h.mode]) {
 			t.Errorf("%s server: the note does not say %s was asked and %q: %q", h.mode, h.url, want[h.mode], note)
 		}

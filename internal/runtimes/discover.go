@@ -56,7 +56,8 @@ const (
 	discoverFDs = 4096
 )
 
-// listenSock is a listening TCP socket of a /proc/net/tcp table.
+// listenSock is a listening TCP socket (of /proc/net/tcp, or of the
+// socket diagnostics).
 type listenSock struct {
 	ip    net.IP
 	port  int
@@ -288,10 +289,18 @@ func (d *discoverer) discover(ctx context.Context, det *Reading, urls []string, 
 }
 
 // shortErr is a scrape error without the "scrape URL: " its Fetch puts
-// first.
+// first, and at most maxErr bytes of it (a parser's error quotes the
+// page, which is the target's).
 func shortErr(err error, u string) string {
-	return strings.TrimPrefix(err.Error(), "scrape "+u+": ")
+	s := strings.TrimPrefix(err.Error(), "scrape "+u+": ")
+	if len(s) > maxErr {
+		s = strings.ToValidUTF8(s[:maxErr], "") + "..."
+	}
+	return s
 }
+
+// maxErr bounds what a note repeats of one failed request.
+const maxErr = 200
 
 // discoverAll runs discovery for the detected-only readings, at most
 // discoverWorkers processes at a time and discoverBudget in all.

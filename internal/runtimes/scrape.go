@@ -117,14 +117,14 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if s.NoRedirects && resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return nil, fmt.Errorf("scrape %s: HTTP %s: a redirect, not followed", shown, resp.Status)
+		return nil, fmt.Errorf("scrape %s: HTTP %s: a redirect, not followed", shown, status(resp))
 	}
 	if resp.StatusCode != http.StatusOK {
 		hint := "check the path: usually /metrics"
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 			hint = "the service wants credentials: --scrape-token-file, or --scrape-user with --scrape-password-file"
 		}
-		return nil, fmt.Errorf("scrape %s: HTTP %s (%s)", shown, resp.Status, hint)
+		return nil, fmt.Errorf("scrape %s: HTTP %s (%s)", shown, status(resp), hint)
 	}
 	var body []byte
 	if s.RuntimeOnly {
@@ -158,6 +158,12 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 // runtimePrefixes begin every name Normalize reads.
 var runtimePrefixes = [][]byte{[]byte("go_"), []byte("jvm_"), []byte("dotnet_"), []byte("nodejs_"), []byte("process_"),
 	[]byte("python_"), []byte("ruby_"), []byte("system_runtime_")}
+
+// status is the answer's status code and its standard text: the server's
+// own reason phrase, any length and any bytes, is not repeated.
+func status(resp *http.Response) string {
+	return strings.TrimSpace(fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))
+}
 
 // maxRuntimeSeries bounds the runtime's series kept of a page (a
 // runtime's own are tens of KiB).
