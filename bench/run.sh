@@ -7,7 +7,7 @@
 # usage: bench/run.sh            (root: most need it)
 set -u
 cd "$(dirname "$0")/.."
-all="check record store diagnose report ingest fleet cgroups trace alloc"
+all="check record store diagnose report ingest fleet cgroups trace alloc discover"
 failed=""
 for b in ${BENCH:-$all}; do
 	echo "=== bench/$b.sh"

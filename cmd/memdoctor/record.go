@@ -149,7 +149,7 @@ web page reaches it through a name it points at this host (docs/metrics.md).`,
 				debug.SetMemoryLimit(12<<20 + record.DefaultMaxPendingBytes)
 			}
 			cfg := record.Config{DBPath: db, Interval: interval, Retention: ret, Top: top,
-				Scrape: rt.URLs, ScrapeTimeout: rt.Timeout, ScrapeAuth: rt.Auth,
+				Scrape: rt.URLs, ScrapeTimeout: rt.Timeout, ScrapeAuth: rt.Auth, Discover: rt.Discover,
 				Instance: instance, Log: cmd.ErrOrStderr(),
 				// Between samples 10 s or more apart, give back what a
 				// sample needed (see record.Config.Lean); closer samples

@@ -115,7 +115,7 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 	}
 	opt := collect.Options{Names: names, TopProcesses: o.Top, TopCgroups: o.Top, ArenaScan: true,
 		Live: h.live, Now: h.now(), Runtimes: h.live, Scrape: rt.URLs, ScrapeTimeout: rt.Timeout, ScrapeAuth: rt.Auth,
-		Focus: fo.parsed, SortBy: fo.Sort, UserTotals: fo.Users, FocusCgroup: fo.cgroup,
+		Discover: rt.Discover, Focus: fo.parsed, SortBy: fo.Sort, UserTotals: fo.Users, FocusCgroup: fo.cgroup,
 		DotNetPort: h.live && rt.Interval > 0}
 	if h.live {
 		opt.KmsgPath = "/dev/kmsg"

@@ -20,6 +20,9 @@ type Runtimes struct {
 	URLs                          []string
 	TokenFile, User, PasswordFile string
 	Timeout, Interval             time.Duration
+	// Discover reads the /metrics that detected runtimes serve on their
+	// own loopback ports (--discover).
+	Discover bool
 	// Auth is what Validate read from the files.
 	Auth runtimes.Auth
 }

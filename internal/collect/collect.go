@@ -74,6 +74,10 @@ type Options struct {
 	ScrapeTimeout time.Duration
 	// ScrapeAuth holds credentials sent with every scrape.
 	ScrapeAuth runtimes.Auth
+	// Discover reads the /metrics a reported process serves on its own
+	// loopback ports when its runtime shows no GC state otherwise (live
+	// hosts only; see internal/runtimes/discover.go).
+	Discover bool
 	// Focus restricts per-process collection to some processes (check
 	// --pid, --cgroup, --user); the zero value reads them all.
 	Focus ProcessFocus

@@ -49,6 +49,9 @@ type Config struct {
 	ScrapeTimeout time.Duration
 	// ScrapeAuth is sent with every scrape.
 	ScrapeAuth runtimes.Auth
+	// Discover reads the /metrics that detected runtimes serve on their
+	// own loopback ports.
+	Discover bool
 	// Instance names this host in the store (default: hostname).
 	Instance string
 	// FS is what to read (default: the live host).
@@ -382,7 +385,8 @@ func (r *Recorder) Tick(at time.Time) {
 	start := time.Now()
 	cpu0 := selfCPU()
 	res, err := collect.Collect(r.fs, collect.Options{TopProcesses: r.cfg.Top, TopCgroups: 10, ArenaScan: true, Live: r.live, Names: r.names, CgroupEvents: r.cgEvents,
-		Now: func() time.Time { return at }, Runtimes: r.live, Scrape: r.cfg.Scrape, ScrapeTimeout: r.cfg.ScrapeTimeout, ScrapeAuth: r.cfg.ScrapeAuth})
+		Now: func() time.Time { return at }, Runtimes: r.live, Scrape: r.cfg.Scrape, ScrapeTimeout: r.cfg.ScrapeTimeout, ScrapeAuth: r.cfg.ScrapeAuth,
+		Discover: r.cfg.Discover})
 	if err != nil {
 		r.mu.Lock()
 		r.lastErr = err

@@ -37,3 +37,22 @@ func BenchmarkNormalizeGoPage(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRuntimeSeries parses a node_exporter page the way discovery
+// does: the runtime's series only.
+func BenchmarkRuntimeSeries(b *testing.B) {
+	data, err := os.ReadFile("testdata/pages/go-client_golang-1.25.prom")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		fams, err := ParsePage(runtimeSeries(data))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := Normalize(fams, "u"); !ok {
+			b.Fatal("not recognised")
+		}
+	}
+}

@@ -52,6 +52,10 @@ type Options struct {
 	// sessions make the readings.
 	DotNetPort bool
 	DotNet     *DotNetWatch
+	// Discover asks the loopback ports each process of PIDs listens on
+	// for /metrics when its runtime has no other GC reading (see
+	// discover.go). Live hosts only.
+	Discover bool
 }
 
 // Result is every reading plus notes on what could not be read.
@@ -152,10 +156,40 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 		byPID[pid] = rd
 	}
 	unmatched := res.oneEach(fsys, order, byPID)
+	asked := map[*Reading]discovery{}
+	if opt.Discover {
+		var dets []*Reading
+		for _, rd := range res.Readings {
+			if rd.Source == "maps" && rd.PID > 0 {
+				dets = append(dets, rd)
+			}
+		}
+		found := discoverAll(ctx, fsys, dets)
+		for i, det := range dets {
+			if found[i].reading == nil {
+				asked[det] = found[i]
+				continue
+			}
+			for j, rd := range res.Readings {
+				if rd == det {
+					res.Readings[j] = found[i].reading
+				}
+			}
+		}
+	}
 	hidden := map[string][]string{}
 	for _, rd := range res.Readings {
 		if rd.Source == "maps" {
-			hidden[rd.Runtime] = append(hidden[rd.Runtime], fmt.Sprintf("%s (pid %d)", rd.Comm, rd.PID))
+			who := fmt.Sprintf("%s (pid %d", rd.Comm, rd.PID)
+			if d, ok := asked[rd]; ok {
+				switch {
+				case len(d.tried) > 0:
+					who += "; its /metrics asked: " + strings.Join(d.tried, ", ")
+				case d.why != "":
+					who += "; " + d.why + ": pass its URL with --scrape"
+				}
+			}
+			hidden[rd.Runtime] = append(hidden[rd.Runtime], who+")")
 		}
 	}
 	kinds := make([]string, 0, len(hidden))

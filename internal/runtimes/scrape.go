@@ -6,6 +6,7 @@ package runtimes
 // bound, and errors that say what to check.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -32,6 +33,16 @@ type Scraper struct {
 	Client  *http.Client
 	Timeout time.Duration
 	Auth    Auth
+	// MaxPage bounds the page (0: 32 MiB).
+	MaxPage int64
+	// NoRedirects answers a redirect with an error instead of following
+	// it (even to the same host).
+	NoRedirects bool
+	// UserAgent, when set, names the asker to the service.
+	UserAgent string
+	// RuntimeOnly parses only the series of runtimes (the names Normalize
+	// reads), leaving an application's own, however many, unparsed.
+	RuntimeOnly bool
 }
 
 // Auth is what a scrape sends to be let in, read from files so that no
@@ -75,6 +86,13 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 		to = 5 * time.Second
 	}
 	cl := httpsafe.Client(s.Client) // redirects only to the same scheme and host
+	if s.NoRedirects {
+		cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	}
+	limit := s.MaxPage
+	if limit <= 0 {
+		limit = maxPage
+	}
 	ctx, cancel := context.WithTimeout(ctx, to)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
@@ -82,6 +100,9 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 		return nil, fmt.Errorf("scrape %s: %w", shown, redact.Err(err))
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1")
+	if s.UserAgent != "" {
+		req.Header.Set("User-Agent", s.UserAgent)
+	}
 	s.Auth.apply(req)
 	resp, err := cl.Do(req)
 	if err != nil {
@@ -95,19 +116,34 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 		return nil, fmt.Errorf("scrape %s: %w (is the service running and listening there?)", shown, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if s.NoRedirects && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return nil, fmt.Errorf("scrape %s: HTTP %s: a redirect, not followed", shown, status(resp))
+	}
 	if resp.StatusCode != http.StatusOK {
 		hint := "check the path: usually /metrics"
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 			hint = "the service wants credentials: --scrape-token-file, or --scrape-user with --scrape-password-file"
 		}
-		return nil, fmt.Errorf("scrape %s: HTTP %s (%s)", shown, resp.Status, hint)
+		return nil, fmt.Errorf("scrape %s: HTTP %s (%s)", shown, status(resp), hint)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: reading the page: %w", shown, err)
+	var body []byte
+	if s.RuntimeOnly {
+		body, err = readRuntimeSeries(resp.Body, limit, maxRuntimeSeries)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(resp.Body, limit+1))
+		if int64(len(body)) > limit {
+			err = errPageLarge
+		}
 	}
-	if len(body) > maxPage {
-		return nil, fmt.Errorf("scrape %s: page larger than %d MiB: not a runtime's metrics page?", shown, maxPage>>20)
+	switch {
+	case errors.Is(err, errPageLarge):
+		return nil, fmt.Errorf("scrape %s: page larger than %d MiB: not a runtime's metrics page?", shown, limit>>20)
+	case errors.Is(err, errSeriesLarge):
+		return nil, fmt.Errorf("scrape %s: runtime series larger than %d MiB: not a runtime's metrics page?", shown, maxRuntimeSeries>>20)
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("scrape %s: the page did not end within %v", shown, to)
+	case err != nil:
+		return nil, fmt.Errorf("scrape %s: reading the page: %w", shown, redact.Err(err))
 	}
 	if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "protobuf") {
 		return nil, fmt.Errorf("scrape %s: the server answered in protobuf (%s) despite asking for text", shown, ct)
@@ -117,6 +153,86 @@ func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricF
 		return nil, fmt.Errorf("scrape %s: %w", shown, err)
 	}
 	return fams, nil
+}
+
+// runtimePrefixes begin every name Normalize reads.
+var runtimePrefixes = [][]byte{[]byte("go_"), []byte("jvm_"), []byte("dotnet_"), []byte("nodejs_"), []byte("process_"),
+	[]byte("python_"), []byte("ruby_"), []byte("system_runtime_")}
+
+// status is the answer's status code and its standard text: the server's
+// own reason phrase, any length and any bytes, is not repeated.
+func status(resp *http.Response) string {
+	return strings.TrimSpace(fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))
+}
+
+// maxRuntimeSeries bounds the runtime's series kept of a page (a
+// runtime's own are tens of KiB).
+const maxRuntimeSeries = 1 << 20
+
+var (
+	errPageLarge   = errors.New("page too large")
+	errSeriesLarge = errors.New("runtime series too large")
+)
+
+// readRuntimeSeries reads a text page of at most limit bytes and keeps
+// only the lines that describe or sample a runtime's series (and comments
+// of fewer than three words, such as OpenMetrics' "# EOF"), at most keep
+// bytes of them: what is held is what is kept, not the page. A line longer
+// than 64 KiB is dropped.
+func readRuntimeSeries(r io.Reader, limit, keep int64) ([]byte, error) {
+	br := bufio.NewReaderSize(io.LimitReader(r, limit+1), 64<<10)
+	var out []byte
+	var read int64
+	long := false // within a line longer than the buffer
+	for {
+		line, err := br.ReadSlice('\n')
+		read += int64(len(line))
+		if read > limit {
+			return nil, errPageLarge
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = true
+			continue
+		}
+		if long {
+			long = false
+		} else if len(line) > 0 && runtimeLine(line) {
+			if int64(len(out)+len(line)) > keep {
+				return nil, errSeriesLarge
+			}
+			out = append(out, line...)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// runtimeLine says whether a page's line is kept by readRuntimeSeries.
+func runtimeLine(line []byte) bool {
+	name := line
+	if bytes.HasPrefix(line, []byte("#")) {
+		f := bytes.Fields(line)
+		if len(f) < 3 {
+			return true
+		}
+		name = f[2]
+	}
+	for _, p := range runtimePrefixes {
+		if bytes.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// runtimeSeries is readRuntimeSeries of a page held whole.
+func runtimeSeries(body []byte) []byte {
+	out, _ := readRuntimeSeries(bytes.NewReader(body), int64(len(body)), int64(len(body)))
+	return out
 }
 
 // ParsePage parses a Prometheus text or OpenMetrics page.
