@@ -498,6 +498,20 @@ func (s *Session) WindDown() { s.winding = true }
 // arguments (System V AMD64) on the stopped thread and returns rax. name
 // is for messages and Calls.
 func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint64) (uint64, error) {
+	return s.callChecked(ctx, name, fn, false, args)
+}
+
+// CallNested is Call for a function that may wait for a lock while it
+// holds another one (jemalloc's epoch refresh and purge hold a global or
+// per-arena mutex while they take the next): interrupting it there would
+// leave the first one locked for good, so past the timeout it is never
+// interrupted, only waited for (OnStuck is told after CallGrace), like a
+// busy call. The lock it waits for is held by a thread that runs.
+func (s *Session) CallNested(ctx context.Context, name string, fn uint64, args ...uint64) (uint64, error) {
+	return s.callChecked(ctx, name, fn, true, args)
+}
+
+func (s *Session) callChecked(ctx context.Context, name string, fn uint64, nested bool, args []uint64) (uint64, error) {
 	if len(args) > 6 {
 		return 0, fmt.Errorf("%s: %d arguments, at most 6", name, len(args))
 	}
@@ -520,12 +534,12 @@ func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint
 		err error
 	)
 	start := time.Now()
-	s.exec(func() { ret, err = s.call(ctx, name, fn, args) })
+	s.exec(func() { ret, err = s.call(ctx, name, fn, nested, args) })
 	s.Calls = append(s.Calls, Call{Addr: fn, Name: name, Duration: time.Since(start)})
 	return ret, err
 }
 
-func (s *Session) call(ctx context.Context, name string, fn uint64, args []uint64) (uint64, error) {
+func (s *Session) call(ctx context.Context, name string, fn uint64, nested bool, args []uint64) (uint64, error) {
 	regs := s.saved
 	sp := (regs.Rsp-redZone)&^15 - 8 // at entry rsp+8 is 16-byte aligned
 	var zero [8]byte
@@ -578,14 +592,18 @@ func (s *Session) call(ctx context.Context, name string, fn uint64, args []uint6
 			// Past the deadline, or cancelled: undo a call that waits on
 			// a lock; wait for a busy one.
 			next = time.Now().Add(10 * time.Millisecond)
-			if nr, _ := ThreadSyscall(s.pid, s.tid); nr == unix.SYS_FUTEX && !interrupted {
+			if nr, _ := ThreadSyscall(s.pid, s.tid); nr == unix.SYS_FUTEX && !interrupted && !nested {
 				if err := unix.PtraceInterrupt(s.tid); err == nil {
 					interrupted = true
 				}
 			}
 			if !told && time.Now().After(hard) && s.opt.OnStuck != nil {
 				told = true
-				s.opt.OnStuck(fmt.Sprintf("%s has run for more than %s in thread %d of pid %d and is busy, not waiting on a lock: stopping it could leave an allocator lock held, so memdoctor waits for it to return", name, s.opt.Timeout+s.opt.CallGrace, s.tid, s.pid))
+				what := "is busy, not waiting on a lock"
+				if nested {
+					what = "may hold one allocator lock while it waits for another"
+				}
+				s.opt.OnStuck(fmt.Sprintf("%s has run for more than %s in thread %d of pid %d and %s: stopping it could leave an allocator lock held, so memdoctor waits for it to return", name, s.opt.Timeout+s.opt.CallGrace, s.tid, s.pid, what))
 			}
 			continue
 		}

@@ -78,9 +78,12 @@ type target struct {
 	glibc       string // version from the mapped libc's banner, "" if unknown
 	musl        bool
 	allocators  []string // other allocators mapped (jemalloc, tcmalloc, mimalloc)
-	preloadLib  bool
-	statsPath   string // MEMDOCTOR_STATS as seen by the process, expanded
-	heaps       int    // 64 MiB-aligned malloc heaps in maps (upper bound of non-main arenas)
+	// server is the allocator that serves malloc when memdoctor reads it
+	// through its own functions (jemalloc, tcmalloc); zero for glibc.
+	server     inject.MallocServer
+	preloadLib bool
+	statsPath  string // MEMDOCTOR_STATS as seen by the process, expanded
+	heaps      int    // 64 MiB-aligned malloc heaps in maps (upper bound of non-main arenas)
 
 	elf64   bool
 	machine uint16 // ELF e_machine: 62 x86-64, 183 aarch64
