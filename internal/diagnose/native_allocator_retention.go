@@ -51,8 +51,8 @@ func init() { register(nativeAllocatorRetention{}) }
 
 func (nativeAllocatorRetention) Meta() Meta {
 	return Meta{ID: "native_allocator_retention", Title: "jemalloc or tcmalloc keeping freed memory resident",
-		Needs:     []Need{{"memdoctor_malloc_in_use_bytes", "the allocator's own figures: `memdoctor check --malloc` / `memdoctor malloc PID` (pauses it briefly)"}},
-		Reads:     []string{"memdoctor_malloc_system_bytes", "memdoctor_malloc_retained_bytes", "memdoctor_malloc_setting", "memdoctor_process_allocator_info"},
+		Needs:     []Need{{"memdoctor_process_rss_bytes", "memdoctor's process collector (--top N)"}},
+		Reads:     []string{"memdoctor_malloc_in_use_bytes", "memdoctor_malloc_system_bytes", "memdoctor_malloc_retained_bytes", "memdoctor_malloc_setting", "memdoctor_process_allocator_info"},
 		Charts:    []string{ChartAllocatorView, ChartProcessMemory},
 		Prefilter: presentPrefilter("memdoctor_malloc_in_use_bytes"),
 		Doc:       "jemalloc or tcmalloc holds far more resident than is allocated, with that allocator's own remedies"}
@@ -81,10 +81,17 @@ func (nativeAllocatorRetention) Eval(in *Input) []model.Finding {
 	if h == nil {
 		return nil
 	}
-	var out []model.Finding
+	var (
+		out    []model.Finding
+		unread []string
+	)
 	for _, p := range h.Processes {
+		if p.Allocator != jemallocAllocator && p.Allocator != tcmallocAllocator {
+			continue
+		}
 		m := p.Malloc
-		if m == nil || (p.Allocator != jemallocAllocator && p.Allocator != tcmallocAllocator) || m.SystemBytes <= 0 {
+		if m == nil || m.SystemBytes <= 0 {
+			unread = append(unread, fmt.Sprintf("%s (pid %d, %s)", p.Comm, p.PID, p.Allocator))
 			continue
 		}
 		held := m.SystemBytes - m.InUseBytes
@@ -130,6 +137,9 @@ func (nativeAllocatorRetention) Eval(in *Input) []model.Finding {
 				Risk:     "one thread of the process runs the purge (tens of milliseconds per 100 MiB given back) while the others run; the pages fault in again if the program allocates them anew"})
 		}
 		if r, ok := nativeSettingsRemedy(p.Allocator, m.Settings); ok {
+			if free < nativePurgeWorth {
+				r.Title += " (for memory freed from now on: it does not give back pages still partly in use)"
+			}
 			f.Remedies = append(f.Remedies, r)
 		}
 		if frag >= nativePurgeWorth {
@@ -143,6 +153,16 @@ func (nativeAllocatorRetention) Eval(in *Input) []model.Finding {
 			f.Remedies = append(f.Remedies, r)
 		}
 		out = append(out, f)
+	}
+	if len(unread) > 0 {
+		const shown = 5
+		more := ""
+		if len(unread) > shown {
+			more = fmt.Sprintf(" and %d more", len(unread)-shown)
+			unread = unread[:shown]
+		}
+		in.Note(nativeAllocatorRetention{}.Meta().ID, "jemalloc or tcmalloc serves malloc in "+strings.Join(unread, ", ")+more+": how much freed memory it keeps resident was not read",
+			fmt.Sprintf("memdoctor check --malloc %d   # reads each allocator's own figures, holding one thread of each for about a millisecond", min(len(unread), shown)))
 	}
 	return out
 }

@@ -8,6 +8,7 @@
  *   retain MIB block      frees the first two thirds of the blocks, which
  *                         were allocated one after the other: whole free
  *                         pages the allocator keeps (retention)
+ *   retain MIB keep       frees nothing: a healthy heap, all in use
  *
  * Commands: "stats" prints the allocator's own figures as one JSON line,
  * read in the process through its own interface (jemalloc's mallctl,
@@ -70,7 +71,7 @@ static void stats(void) {
 
 static char **blocks;
 static size_t n, size = 512;
-static int block;
+static int block, keep;
 
 static int fill(void) {
 	for (size_t i = 0; i < n; i++) {
@@ -82,7 +83,7 @@ static int fill(void) {
 		memset(blocks[i], 1, size);
 	}
 	for (size_t i = 0; i < n; i++)
-		if (block ? i < n / 3 * 2 : i % 3 != 0) {
+		if (!keep && (block ? i < n / 3 * 2 : i % 3 != 0)) {
 			free(blocks[i]);
 			blocks[i] = NULL;
 		}
@@ -92,6 +93,7 @@ static int fill(void) {
 int main(int argc, char **argv) {
 	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;
 	block = argc > 2 && strcmp(argv[2], "block") == 0;
+	keep = argc > 2 && strcmp(argv[2], "keep") == 0;
 	n = (mib << 20) / size;
 	blocks = calloc(n, sizeof *blocks);
 	if (!blocks || fill())
