@@ -8,8 +8,9 @@ package malloc
 //	                   root), Seccomp (strict mode: refused; filters: proven
 //	                   first, see inject), VMRSS/RssAnon, Threads
 //	/proc/PID/maps     libc.so.6 mapped (else not a glibc process), other
-//	                   allocators (jemalloc, tcmalloc, mimalloc: refused when
-//	                   one serves malloc, server.go), the
+//	                   allocators (jemalloc, tcmalloc, mimalloc: when one
+//	                   serves malloc, jemalloc and tcmalloc are read through
+//	                   their own functions, others refused; server.go), the
 //	                   preload library, the malloc heaps
 //	/proc/PID/environ  MEMDOCTOR_STATS only, and only when the preload
 //	                   library is mapped; nothing else is kept or printed
