@@ -42,6 +42,52 @@ type retainProc struct {
 	pid   int
 	in    io.Writer
 	lines *bufio.Reader
+	// charge is the memory.usage_in_bytes (v1) or memory.current (v2) of
+	// the memory cgroup made for it, "" when none could be made.
+	charge string
+}
+
+// memoryCgroup makes a memory cgroup for one test (as root, where the
+// memory controller is mounted) and returns it with its charge file, or
+// "" when there is none.
+func memoryCgroup(t testing.TB) (dir, charge string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return "", ""
+	}
+	root, file := "/sys/fs/cgroup/memory", "memory.usage_in_bytes"
+	if _, err := os.Stat(filepath.Join(root, file)); err != nil {
+		root, file = "/sys/fs/cgroup", "memory.current"
+		if b, err := os.ReadFile(filepath.Join(root, "cgroup.subtree_control")); err != nil || !strings.Contains(string(b), "memory") {
+			return "", ""
+		}
+	}
+	dir, err := os.MkdirTemp(root, "memdoctor-malloc-test-")
+	if err != nil {
+		return "", ""
+	}
+	t.Cleanup(func() {
+		for i := 0; i < 50 && os.Remove(dir) != nil; i++ {
+			time.Sleep(100 * time.Millisecond) // its process is still exiting
+		}
+	})
+	return dir, filepath.Join(dir, file)
+}
+
+// chargeNow reads the process' memory cgroup charge (-1 without one).
+func (p *retainProc) chargeNow() int64 {
+	if p.charge == "" {
+		return -1
+	}
+	b, err := os.ReadFile(p.charge)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	var v int64
+	if _, err := fmt.Sscan(string(b), &v); err != nil {
+		p.t.Fatalf("%s: %q", p.charge, b)
+	}
+	return v
 }
 
 func (p *retainProc) stats() ownStats {
@@ -89,7 +135,12 @@ func startRetain(t testing.TB, lib string, linked bool, mib int, pattern string)
 	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %v: %v\n%s", args, err, out)
 	}
+	cg, charge := memoryCgroup(t)
 	cmd := exec.Command(bin, fmt.Sprint(mib), pattern)
+	if cg != "" {
+		// Started inside its own memory cgroup: the charge is its own.
+		cmd = exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && shift && exec "$@"`, "sh", cg, bin, fmt.Sprint(mib), pattern)
+	}
 	if !linked {
 		cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib)
 	}
@@ -110,7 +161,7 @@ func startRetain(t testing.TB, lib string, linked bool, mib int, pattern string)
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 	})
-	p := &retainProc{t: t, pid: cmd.Process.Pid, in: in, lines: bufio.NewReader(out)}
+	p := &retainProc{t: t, pid: cmd.Process.Pid, in: in, lines: bufio.NewReader(out), charge: charge}
 	ready := make(chan error, 1)
 	go func() {
 		l, err := p.lines.ReadString('\n')
@@ -196,12 +247,18 @@ func TestNativeReadAndTrim(t *testing.T) {
 				!strings.Contains(strings.Join(est.Steps, "\n"), est.Call) {
 				t.Errorf("estimate: %+v", est)
 			}
+			chargeBefore := p.chargeNow()
 			res, err := Trim(ctx, p.pid, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			chargeAfter := p.chargeNow()
 			checkRunning(t, p.pid)
-			t.Logf("%s: %s: RSS %d -> %d kB, in %.1f ms, held %.1f ms", c.name, res.Call, res.RSS.Before>>10, res.RSS.After>>10, res.ElapsedMs, res.Pause.AttachedMs)
+			t.Logf("%s: %s: RSS %d -> %d kB, memory cgroup charge %d -> %d kB, in %.1f ms, held %.1f ms", c.name, res.Call, res.RSS.Before>>10, res.RSS.After>>10,
+				chargeBefore>>10, chargeAfter>>10, res.ElapsedMs, res.Pause.AttachedMs)
+			if p.charge != "" && chargeBefore-chargeAfter < 100*mib {
+				t.Errorf("the memory cgroup's charge fell by %d bytes, want more than 100 MiB", chargeBefore-chargeAfter)
+			}
 			// Most of the free pages go back; the process lives on.
 			if res.Allocator != c.want || res.RSS.Diff < 100*mib {
 				t.Errorf("trim: %+v, want RSS down by more than 100 MiB", res)
