@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -494,9 +495,13 @@ const cleanupGrace = 2 * time.Second
 // the timeout (up to cleanupGrace) or a cancelled context.
 func (s *Session) WindDown() { s.winding = true }
 
-// Call calls the function at fn with up to six integer or pointer
-// arguments (System V AMD64) on the stopped thread and returns rax. name
-// is for messages and Calls.
+// maxArgs bounds a call's integer or pointer arguments: six in registers,
+// the others on the stack (mimalloc's mi_process_info takes eight).
+const maxArgs = 8
+
+// Call calls the function at fn with up to eight integer or pointer
+// arguments (System V AMD64: six in registers, the rest on the stack) on
+// the stopped thread and returns rax. name is for messages and Calls.
 func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint64) (uint64, error) {
 	return s.callChecked(ctx, name, fn, false, args)
 }
@@ -512,8 +517,8 @@ func (s *Session) CallNested(ctx context.Context, name string, fn uint64, args .
 }
 
 func (s *Session) callChecked(ctx context.Context, name string, fn uint64, nested bool, args []uint64) (uint64, error) {
-	if len(args) > 6 {
-		return 0, fmt.Errorf("%s: %d arguments, at most 6", name, len(args))
+	if len(args) > maxArgs {
+		return 0, fmt.Errorf("%s: %d arguments, at most %d", name, len(args), maxArgs)
 	}
 	if s.gone || s.closed {
 		return 0, fmt.Errorf("%w: %s not called: the session is over", ErrProcessGone, name)
@@ -542,8 +547,13 @@ func (s *Session) callChecked(ctx context.Context, name string, fn uint64, neste
 func (s *Session) call(ctx context.Context, name string, fn uint64, nested bool, args []uint64) (uint64, error) {
 	regs := s.saved
 	sp := (regs.Rsp-redZone)&^15 - 8 // at entry rsp+8 is 16-byte aligned
-	var zero [8]byte
-	if err := s.Write(sp, zero[:]); err != nil {
+	// The return address (0: the call ends in a fault memdoctor catches),
+	// then the arguments past the sixth, first at rsp+8 (System V AMD64).
+	frame := make([]byte, 8, 8+8*max(0, len(args)-6))
+	for _, a := range args[min(6, len(args)):] {
+		frame = binary.LittleEndian.AppendUint64(frame, a)
+	}
+	if err := s.Write(sp, frame); err != nil {
 		return 0, err
 	}
 	regs.Rsp = sp
@@ -551,7 +561,7 @@ func (s *Session) call(ctx context.Context, name string, fn uint64, nested bool,
 	regs.Rax = 0
 	regs.Orig_rax = ^uint64(0)   // not in a system call: nothing to restart
 	regs.Eflags &^= 1<<10 | 1<<8 // DF (the ABI wants it clear), TF
-	for i, a := range args {
+	for i, a := range args[:min(6, len(args))] {
 		*[]*uint64{&regs.Rdi, &regs.Rsi, &regs.Rdx, &regs.Rcx, &regs.R8, &regs.R9}[i] = a
 	}
 	if err := unix.PtraceSetRegs(s.tid, &regs); err != nil {

@@ -108,6 +108,14 @@ type NativeStats struct {
 	PageheapFreeBytes     *int64 `json:"pageheap_free_bytes,omitempty"`
 	PageheapUnmappedBytes *int64 `json:"pageheap_unmapped_bytes,omitempty"`
 	CacheFreeBytes        *int64 `json:"cache_free_bytes,omitempty"`
+	// mimalloc: its committed memory now and at its peak
+	// (mi_process_info); mimalloc does not count what is allocated in a
+	// release build, so AllocatedBytes and FreeResidentBytes stay 0 and
+	// Unknown says so.
+	CommittedBytes     *int64 `json:"committed_bytes,omitempty"`
+	PeakCommittedBytes *int64 `json:"peak_committed_bytes,omitempty"`
+	// Unknown says what the allocator does not tell.
+	Unknown string `json:"unknown,omitempty"`
 	// ReleaseRate is TCMALLOC_RELEASE_RATE from the process' environment
 	// ("" when unset: gperftools' default, 1).
 	ReleaseRate string `json:"release_rate,omitempty"`
@@ -116,7 +124,7 @@ type NativeStats struct {
 // nativeReadable reports whether memdoctor reads and treats this
 // allocator through its own functions.
 func nativeReadable(name string) bool {
-	return name == inject.AllocJemalloc || name == inject.AllocTcmalloc
+	return name == inject.AllocJemalloc || name == inject.AllocTcmalloc || name == inject.AllocMimalloc
 }
 
 // jemalloc's MALLCTL_ARENAS_ALL: the index naming all arenas at once.
@@ -135,6 +143,8 @@ func (t *target) nativeFuncs() (map[string]uint64, error) {
 			{"MallocExtension_GetNumericProperty", "MallocExtension_GetNumericProperty"},
 			{"MallocExtension_ReleaseFreeMemory", "MallocExtension_ReleaseFreeMemory"},
 		}
+	case inject.AllocMimalloc:
+		want = [][]string{{"mi_process_info", "mi_process_info"}, {"mi_collect", "mi_collect"}}
 	default:
 		return nil, fmt.Errorf("%w: memdoctor does not call into %s", ErrNotGlibc, t.server.Name)
 	}
@@ -311,11 +321,16 @@ func (s *session) readNative(ctx context.Context) (*NativeStats, error) {
 			return sc.readJemalloc(ctx, ns)
 		case inject.AllocTcmalloc:
 			return sc.readTcmalloc(ctx, ns)
+		case inject.AllocMimalloc:
+			return sc.readMimalloc(ctx, ns)
 		}
 		return fmt.Errorf("%w: memdoctor does not call into %s", ErrNotGlibc, s.t.server.Name)
 	})
 	if err != nil {
 		return nil, err
+	}
+	if s.t.server.Name == inject.AllocMimalloc {
+		ns.Unknown = "mimalloc does not count what is allocated (its statistics are off in release builds): how much of its committed memory is free, and what mi_collect(true) gives back, is known only by calling it"
 	}
 	if s.t.server.Name == inject.AllocTcmalloc {
 		ns.ReleaseRate = readEnv(s.t.pid, "TCMALLOC_RELEASE_RATE")["TCMALLOC_RELEASE_RATE"]
@@ -424,6 +439,34 @@ func (sc *scratch) readTcmalloc(ctx context.Context, ns *NativeStats) error {
 	return nil
 }
 
+// readMimalloc reads mi_process_info(&elapsed, &user, &system,
+// &current_rss, &peak_rss, &current_commit, &peak_commit, &page_faults):
+// its committed memory, counted by mimalloc whatever its build (the
+// statistics of what is allocated are off in release builds, so mimalloc
+// does not say how much of it is free). It takes no lock.
+func (sc *scratch) readMimalloc(ctx context.Context, ns *NativeStats) error {
+	args := make([]uint64, 8)
+	for i := range args {
+		args[i] = sc.addr + scrOut + uint64(8*i)
+	}
+	var zero [64]byte
+	if err := sc.s.in.Write(sc.addr+scrOut, zero[:]); err != nil {
+		return err
+	}
+	if _, err := sc.s.callAs(ctx, "mi_process_info", "mi_process_info", false, args...); err != nil {
+		return err
+	}
+	var out [64]byte
+	if err := sc.s.in.Read(sc.addr+scrOut, out[:]); err != nil {
+		return err
+	}
+	commit := int64(binary.LittleEndian.Uint64(out[40:]))
+	peak := int64(binary.LittleEndian.Uint64(out[48:]))
+	ns.CommittedBytes, ns.PeakCommittedBytes = &commit, &peak
+	ns.ResidentBytes = commit
+	return nil
+}
+
 // totals fills the glibc-shaped totals from the allocator's figures, so
 // that what reads them (trim's estimate, check --malloc's series) means
 // the same: system is what the allocator holds resident, in use what the
@@ -457,6 +500,8 @@ func (t *target) nativeTreat() string {
 		return "mallctl(\"arena." + jeArenasAll + ".purge\")"
 	case inject.AllocTcmalloc:
 		return "MallocExtension_ReleaseFreeMemory()"
+	case inject.AllocMimalloc:
+		return "mi_collect(true)"
 	}
 	return ""
 }
@@ -470,6 +515,12 @@ func (s *session) treatNative(ctx context.Context) error {
 		})
 	case inject.AllocTcmalloc:
 		_, err := s.callAs(ctx, "MallocExtension_ReleaseFreeMemory", s.t.nativeTreat(), false)
+		return err
+	case inject.AllocMimalloc:
+		// mi_collect(true): the calling thread's heap, the segments other
+		// threads abandoned, and the OS pages mimalloc keeps to reuse; its
+		// locks are taken one at a time (the abandoned list, the arena).
+		_, err := s.callAs(ctx, "mi_collect", s.t.nativeTreat(), false, 1)
 		return err
 	}
 	return fmt.Errorf("%w: memdoctor does not call into %s", ErrNotGlibc, s.t.server.Name)
@@ -578,6 +629,12 @@ func estimateNative(ctx context.Context, t *target, opt Options, noPause bool, e
 		return err
 	}
 	est.Source, est.Report, est.Process = rep.Source, rep, rep.Process
+	if rep.Native.Unknown != "" {
+		ub := max(0, min(rep.Native.ResidentBytes, rep.Process.RssAnon))
+		est.UpperBoundBytes = &ub
+		est.Notes = append(est.Notes, rep.Native.Unknown)
+		return nil
+	}
 	r := rep.Native.FreeResidentBytes
 	g := max(0, min(r, rep.Process.RssAnon))
 	est.RetainedBytes, est.ExpectedGainBytes = &r, &g

@@ -34,6 +34,7 @@ type ownStats struct {
 	HeapSize         int64  `json:"heap_size"`
 	PageheapFree     int64  `json:"pageheap_free"`
 	PageheapUnmapped int64  `json:"pageheap_unmapped"`
+	Committed        int64  `json:"committed"`
 	RSSKB            int64  `json:"rss_kb"`
 }
 
@@ -291,5 +292,54 @@ func TestNativeEstimateFragmented(t *testing.T) {
 	t.Logf("estimate: gain %d, nothing: %s", *est.ExpectedGainBytes, est.Nothing)
 	if est.Nothing == "" || !strings.Contains(est.Nothing, "fragmentation") {
 		t.Errorf("a fragmented jemalloc heap: %+v", est)
+	}
+}
+
+// mimalloc (Debian's libmimalloc2.0) does not count what is allocated:
+// memdoctor reads its committed memory (mi_process_info, eight arguments,
+// two on the stack), the dry run gives only a bound, and mi_collect(true)
+// gives the free pages back.
+func TestNativeMimalloc(t *testing.T) {
+	requirePtrace(t)
+	p := startRetain(t, nativeLib(t, "libmimalloc.so.2"), false, 192, "block")
+	own := p.stats()
+	if own.Allocator != inject.AllocMimalloc {
+		t.Fatalf("the program's allocator says %q", own.Allocator)
+	}
+	ctx := context.Background()
+	rep, err := Inspect(ctx, p.pid, Options{})
+	skipIfPtraceDenied(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRunning(t, p.pid)
+	ns := rep.Native
+	if rep.Allocator != inject.AllocMimalloc || ns == nil || ns.CommittedBytes == nil || ns.Unknown == "" {
+		t.Fatalf("report: allocator %q, native %+v", rep.Allocator, ns)
+	}
+	t.Logf("committed %d, the program's own %d; hold %.2f ms", *ns.CommittedBytes, own.Committed, rep.Pause.AttachedMs)
+	if !within(*ns.CommittedBytes, own.Committed, 0.02, 256<<10) || *ns.CommittedBytes < 192<<20 {
+		t.Errorf("committed %d, the program's mimalloc says %d (it touched 195 MiB)", *ns.CommittedBytes, own.Committed)
+	}
+	est, err := Estimate(ctx, p.pid, Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.UpperBoundBytes == nil || est.ExpectedGainBytes != nil || *est.UpperBoundBytes < 128<<20 || est.Call != "mi_collect(true)" {
+		t.Errorf("estimate: %+v", est)
+	}
+	chargeBefore := p.chargeNow()
+	res, err := Trim(ctx, p.pid, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chargeAfter := p.chargeNow()
+	checkRunning(t, p.pid)
+	t.Logf("%s: RSS %d -> %d kB, memory cgroup charge %d -> %d kB, in %.1f ms", res.Call, res.RSS.Before>>10, res.RSS.After>>10, chargeBefore>>10, chargeAfter>>10, res.ElapsedMs)
+	if res.RSS.Diff < 64<<20 || p.charge != "" && chargeBefore-chargeAfter < 64<<20 {
+		t.Errorf("mi_collect(true) gave back %d bytes of RSS and %d of the charge, want 64 MiB or more", res.RSS.Diff, chargeBefore-chargeAfter)
+	}
+	if got := p.stats(); got.RSSKB<<10 > res.RSS.Before-64<<20 {
+		t.Errorf("after the trim the program says %+v", got)
 	}
 }

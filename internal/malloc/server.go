@@ -19,7 +19,7 @@ var NativeAdvice = map[string]string{
 // checkMallocServer finds the allocator that serves malloc when another
 // one than glibc's is mapped (jemalloc or tcmalloc linked in or
 // preloaded): glibc's malloc_info would describe glibc's unused main arena
-// and malloc_trim would give back nothing. jemalloc and tcmalloc are read
+// and malloc_trim would give back nothing. jemalloc, tcmalloc and mimalloc are read
 // and treated through their own functions (nativealloc.go: t.server is
 // set); another one is refused, saying which allocator serves malloc and
 // what memdoctor can do about it.
@@ -43,6 +43,6 @@ func (t *target) checkMallocServer() error {
 	if a, ok := NativeAdvice[ms.Name]; ok {
 		advice = "; to have it give freed memory back by itself, restart it with " + a
 	}
-	return fmt.Errorf("%w: pid %d (%s) allocates with %s (%s), not glibc's malloc: memdoctor reads and trims glibc's, jemalloc's and tcmalloc's allocators only, and reading or trimming %s natively is not supported yet, so it shows no arena table and has nothing to trim here (glibc's arenas in this process are unused)%s",
+	return fmt.Errorf("%w: pid %d (%s) allocates with %s (%s), not glibc's malloc: memdoctor reads and trims glibc's, jemalloc's, tcmalloc's and mimalloc's allocators only, and reading or trimming %s natively is not supported yet, so it shows no arena table and has nothing to trim here (glibc's arenas in this process are unused)%s",
 		ErrNotGlibc, t.pid, t.comm, ms.Name, how, ms.Name, advice)
 }

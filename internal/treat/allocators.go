@@ -206,10 +206,15 @@ func nativeAllocators(s *sample.Snapshot, n int) []sample.Note {
 		if a, ok := malloc.NativeAdvice[p.alloc]; ok {
 			fix = "restart it with " + a
 		}
+		msg := fmt.Sprintf("%s (pid %d) allocates with %s (%s), not glibc's malloc: memdoctor reads glibc's, jemalloc's and tcmalloc's allocators only, and reading %s's own numbers is not supported yet, so it was not called into",
+			p.c.comm, p.c.pid, p.alloc, path.Base(p.object), p.alloc)
+		if p.alloc == "mimalloc" {
+			msg = fmt.Sprintf("%s (pid %d) allocates with mimalloc (%s), which does not count what is allocated in its release builds, so check cannot judge what it retains; `memdoctor malloc %d` reads its committed memory and `memdoctor trim %d --apply` calls mi_collect(true) and measures what it gives back",
+				p.c.comm, p.c.pid, path.Base(p.object), p.c.pid, p.c.pid)
+		}
 		notes = append(notes, sample.Note{Source: "malloc pid " + strconv.Itoa(p.c.pid),
-			Message: fmt.Sprintf("%s (pid %d) allocates with %s (%s), not glibc's malloc: memdoctor reads glibc's, jemalloc's and tcmalloc's allocators only, and reading %s's own numbers is not supported yet, so it was not called into",
-				p.c.comm, p.c.pid, p.alloc, path.Base(p.object), p.alloc),
-			Hides: "how much freed memory " + p.alloc + " keeps resident in " + p.c.comm, Fix: fix})
+			Message: msg,
+			Hides:   "how much freed memory " + p.alloc + " keeps resident in " + p.c.comm, Fix: fix})
 	}
 	return notes
 }

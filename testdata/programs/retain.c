@@ -12,7 +12,8 @@
  *
  * Commands: "stats" prints the allocator's own figures as one JSON line,
  * read in the process through its own interface (jemalloc's mallctl,
- * tcmalloc's MallocExtension_GetNumericProperty, looked up with dlsym), and
+ * tcmalloc's MallocExtension_GetNumericProperty, mimalloc's mi_process_info,
+ * looked up with dlsym), and
  * the process' VmRSS; "more" allocates and frees again as at start. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -23,6 +24,7 @@
 
 typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
 typedef int (*tcprop_fn)(const char *, size_t *);
+typedef void (*miinfo_fn)(size_t *, size_t *, size_t *, size_t *, size_t *, size_t *, size_t *, size_t *);
 
 static long rss_kb(void) {
 	FILE *f = fopen("/proc/self/status", "r");
@@ -47,6 +49,7 @@ static size_t je_get(mallctl_fn je, const char *name) {
 static void stats(void) {
 	mallctl_fn je = (mallctl_fn)dlsym(RTLD_DEFAULT, "mallctl");
 	tcprop_fn tc = (tcprop_fn)dlsym(RTLD_DEFAULT, "MallocExtension_GetNumericProperty");
+	miinfo_fn mi;
 	if (je) {
 		uint64_t e = 1;
 		size_t sz = sizeof e;
@@ -63,6 +66,10 @@ static void stats(void) {
 		tc("tcmalloc.pageheap_unmapped_bytes", &u);
 		printf("{\"allocator\":\"tcmalloc\",\"allocated\":%zu,\"heap_size\":%zu,\"pageheap_free\":%zu,\"pageheap_unmapped\":%zu,\"rss_kb\":%ld}\n",
 		       a, h, f, u, rss_kb());
+	} else if ((mi = (miinfo_fn)dlsym(RTLD_DEFAULT, "mi_process_info"))) {
+		size_t e, u, s, r, pr, c, pc, pf;
+		mi(&e, &u, &s, &r, &pr, &c, &pc, &pf);
+		printf("{\"allocator\":\"mimalloc\",\"committed\":%zu,\"rss_kb\":%ld}\n", c, rss_kb());
 	} else {
 		printf("{\"allocator\":\"\",\"rss_kb\":%ld}\n", rss_kb());
 	}

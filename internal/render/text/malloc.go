@@ -107,6 +107,9 @@ func EstimateText(w io.Writer, e *malloc.TrimEstimate) error {
 		if e.Nothing != "" {
 			p.f("nothing to offer: %s\n", e.Nothing)
 		}
+	case native && e.UpperBoundBytes != nil && e.Source != "smaps":
+		p.f("gain at most %s: %s's committed memory (RssAnon %s); it does not say how much of it is free, --apply measures what it gives\n",
+			hb(*e.UpperBoundBytes), e.Allocator, hb(e.Process.RssAnon))
 	case native:
 		p.f("%s's free pages cannot be told from its used ones without a call into the process; run without --no-pause for the estimate\n", e.Allocator)
 	case e.ExpectedGainBytes != nil:
@@ -191,12 +194,26 @@ func nativeText(p *firstErrWriter, r *malloc.Report) {
 		fmt.Fprintf(tw, "allocated\tactive\tresident\tmapped\tdirty\tmuzzy\tretained (unmapped)\t\n")
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", hb(n.AllocatedBytes), opt(n.ActiveBytes), hb(n.ResidentBytes),
 			opt(n.MappedBytes), opt(n.DirtyBytes), opt(n.MuzzyBytes), opt(n.RetainedBytes))
+	case "mimalloc":
+		fmt.Fprintf(tw, "committed\tpeak committed\t\n")
+		fmt.Fprintf(tw, "%s\t%s\t\n", opt(n.CommittedBytes), opt(n.PeakCommittedBytes))
 	default:
 		fmt.Fprintf(tw, "allocated\theap\tresident\tpage heap free\tunmapped\tcaches free\t\n")
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", hb(n.AllocatedBytes), opt(n.HeapSizeBytes), hb(n.ResidentBytes),
 			opt(n.PageheapFreeBytes), opt(n.PageheapUnmappedBytes), opt(n.CacheFreeBytes))
 	}
 	_ = tw.Flush()
+	if n.Unknown != "" {
+		p.f("\n%s\n", n.Unknown)
+		p.f("  (compare with RssAnon %s, VmRSS %s)\n", hb(r.Process.RssAnon), hb(r.Process.VMRSS))
+		if pp := r.Pause; pp != nil {
+			p.f("hold: thread %d held %.1f ms (calls %.1f ms); %s in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, render.Count(float64(pp.Threads), "thread", "threads"))
+		}
+		for _, n := range r.Notes {
+			p.f("note: %s\n", n)
+		}
+		return
+	}
 	beyond := max(0, n.ResidentBytes-n.AllocatedBytes)
 	pct := 0.0
 	if n.ResidentBytes > 0 {
