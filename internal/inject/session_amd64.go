@@ -509,9 +509,11 @@ func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint
 // CallNested is Call for a function that may wait for a lock while it
 // holds another one (jemalloc's epoch refresh and purge hold a global or
 // per-arena mutex while they take the next): interrupting it there would
-// leave the first one locked for good, so past the timeout it is never
-// interrupted, only waited for (OnStuck is told after CallGrace), like a
-// busy call. The lock it waits for is held by a thread that runs.
+// leave the first one locked for good, so past the timeout it is waited
+// for like a busy call (the lock it waits for is held by a thread that
+// runs), and interrupted only CallGrace past the timeout, saying that a
+// lock may stay held: a wait that long is a deadlock, or a target whose
+// function never returns, and memdoctor does not hang on it.
 func (s *Session) CallNested(ctx context.Context, name string, fn uint64, args ...uint64) (uint64, error) {
 	return s.callChecked(ctx, name, fn, true, args)
 }
@@ -602,7 +604,11 @@ func (s *Session) call(ctx context.Context, name string, fn uint64, nested bool,
 			// Past the deadline, or cancelled: undo a call that waits on
 			// a lock; wait for a busy one.
 			next = time.Now().Add(10 * time.Millisecond)
-			if nr, _ := ThreadSyscall(s.pid, s.tid); nr == unix.SYS_FUTEX && !interrupted && !nested {
+			// A nested call is left waiting, until CallGrace past the
+			// deadline: a lock it waits for that long is never coming (a
+			// deadlock, or a target's own mallctl that never returns), and
+			// memdoctor does not wait for ever.
+			if nr, _ := ThreadSyscall(s.pid, s.tid); nr == unix.SYS_FUTEX && !interrupted && (!nested || time.Now().After(hard)) {
 				if err := unix.PtraceInterrupt(s.tid); err == nil {
 					interrupted = true
 				}
@@ -637,6 +643,9 @@ func (s *Session) call(ctx context.Context, name string, fn uint64, nested bool,
 				return 0, err
 			}
 		case stopInterrupt:
+			if interrupted && nested {
+				return 0, fmt.Errorf("%w: %s still waited on a lock %s past the deadline; memdoctor interrupted it and will put its thread back where it was, but it may have held another allocator lock, which then stays held: if the process stalls in malloc, restart it", ErrTimeout, name, s.opt.CallGrace)
+			}
 			if interrupted {
 				return 0, fmt.Errorf("%w: %s did not return within %s; its thread was waiting on a lock, so memdoctor interrupted it and will put it back where it was (nothing changed)", ErrTimeout, name, s.opt.Timeout)
 			}

@@ -36,7 +36,8 @@ package malloc
 // and "arena.4096.purge" holds an arena's decay mutex while it takes its
 // extent mutexes: interrupted while waiting for the second lock they would
 // leave the first one locked for good, so they are made with CallNested
-// (waited for, never undone). The other reads take ctl_mtx alone (stats.*)
+// (waited for, undone only CallGrace past the deadline, saying a lock may
+// stay held). The other reads take ctl_mtx alone (stats.*)
 // or no lock (opt.*, arenas.page): one waiting on ctl_mtx holds nothing
 // and is undone at the deadline like glibc's calls.
 //
@@ -334,8 +335,8 @@ func (s *session) readNative(ctx context.Context) (*NativeStats, error) {
 	}
 	if s.t.server.Name == inject.AllocTcmalloc {
 		ns.ReleaseRate = readEnv(s.t.pid, "TCMALLOC_RELEASE_RATE")["TCMALLOC_RELEASE_RATE"]
-		if _, err := strconv.ParseFloat(ns.ReleaseRate, 64); err != nil {
-			ns.ReleaseRate = "" // not a number: the process' own, not printed
+		if v, err := strconv.ParseFloat(ns.ReleaseRate, 64); err != nil || !(v >= 0 && v <= 1e6) {
+			ns.ReleaseRate = "" // not a rate: the process' own, not printed
 		}
 	}
 	return ns, nil

@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -341,5 +342,57 @@ func TestNativeMimalloc(t *testing.T) {
 	}
 	if got := p.stats(); got.RSSKB<<10 > res.RSS.Before-64<<20 {
 		t.Errorf("after the trim the program says %+v", got)
+	}
+}
+
+// A mallctl that waits for ever on a lock (a deadlocked allocator, or a
+// target's own function that never returns): the nested call is waited for
+// past the timeout, then interrupted CallGrace later with an error that
+// says a lock may stay held; memdoctor does not hang and the process runs
+// on.
+func TestNativeNestedCallBounded(t *testing.T) {
+	requirePtrace(t)
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed (apt-get install gcc)")
+	}
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libjemalloc.so.2")
+	src := filepath.Join("..", "..", "testdata", "programs", "stuck_mallctl.c")
+	if out, err := exec.Command("gcc", "-O1", "-shared", "-fPIC", "-o", lib, src, "-lpthread").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	p := startRetain(t, lib, false, 8, "keep")
+	start := time.Now()
+	_, err := Inspect(context.Background(), p.pid, Options{Timeout: 300 * time.Millisecond, CallGrace: 700 * time.Millisecond})
+	skipIfPtraceDenied(t, err)
+	took := time.Since(start)
+	t.Logf("after %s: %v", took, err)
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "may have held another allocator lock") {
+		t.Errorf("a mallctl that never returns: %v, want a timeout saying a lock may stay held", err)
+	}
+	if took < time.Second || took > 10*time.Second {
+		t.Errorf("Inspect returned after %s: want the timeout and the grace (1 s), not much more", took)
+	}
+	checkRunning(t, p.pid)
+	// It still allocates and answers (its own "stats" would call the
+	// stuck mallctl: "more" only allocates).
+	answered := make(chan error, 1)
+	go func() {
+		_, err := fmt.Fprintln(p.in, "more")
+		if err == nil {
+			var l string
+			if l, err = p.lines.ReadString('\n'); err == nil && strings.TrimSpace(l) != "ready" {
+				err = fmt.Errorf("printed %q", l)
+			}
+		}
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Errorf("the process after the interrupted call: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the process does not answer after the interrupted call")
 	}
 }
