@@ -30,6 +30,7 @@ ls /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1 || need="$need postgresql"
 # Allocators other than glibc's, and a server linked with jemalloc.
 [ -e /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 ] || [ -e /usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4 ] || need="$need libtcmalloc-minimal4"
 have redis-server && have redis-cli || need="$need redis-server"
+[ -e /usr/lib/x86_64-linux-gnu/libmimalloc.so.2 ] || [ -e /usr/lib/aarch64-linux-gnu/libmimalloc.so.2 ] || need="$need libmimalloc2.0"
 # A seccomp filter compiled as container runtimes compile theirs.
 [ -e /usr/lib/x86_64-linux-gnu/libseccomp.so.2 ] || [ -e /usr/lib/aarch64-linux-gnu/libseccomp.so.2 ] || need="$need libseccomp2"
 # --- packaging (make deb and its test): Debian's own tools -------------------

@@ -103,7 +103,7 @@ be in the top N by PSS.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (a stable interface)")
 	cmd.Flags().IntVar(&top, "top", 10, "how many processes, cgroups and slab caches to show")
 	cmd.Flags().StringVar(&failOn, "fail-on", "none", "exit with status 2 when a finding of this `severity` or worse is found (info, warning, critical)")
-	cmd.Flags().IntVar(&mallocN, "malloc", 0, "read the allocator state (malloc_info, called inside the process) of the `N` largest glibc processes not running memdoctor's preload library; one thread of each is held for about a millisecond (processes under seccomp are skipped, with a note)")
+	cmd.Flags().IntVar(&mallocN, "malloc", 0, "read the allocator state (called inside the process: glibc's malloc_info, jemalloc's mallctl, tcmalloc's MallocExtension) of the `N` largest glibc processes not running memdoctor's preload library, and of the N largest whose malloc jemalloc or tcmalloc serves; one thread of each is held for about a millisecond (processes under seccomp are skipped, with a note)")
 	cmd.Flags().DurationVar(&mallocTimeout, "malloc-timeout", 10*time.Second, "give up on one process' malloc_info after this long (it is never left stopped)")
 	return cmd
 }

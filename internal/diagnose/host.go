@@ -143,6 +143,13 @@ func processes(s *sample.Snapshot) []model.Process {
 			f.set(get(m), m.Value)
 		}
 	}
+	for _, m := range s.Select("memdoctor_malloc_setting") {
+		ms := mallocOf(get(m))
+		if ms.Settings == nil {
+			ms.Settings = map[string]float64{}
+		}
+		ms.Settings[m.Labels.Get("setting")] = m.Value
+	}
 	for _, m := range s.Select("memdoctor_process_allocator_info") {
 		p := get(m)
 		p.Allocator, p.AllocatorObject = m.Labels.Get("allocator"), m.Labels.Get("object")

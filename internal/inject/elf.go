@@ -47,20 +47,58 @@ func Resolve(pid int, maps []procfs.Mapping, names ...string) (map[string]uint64
 	if len(libc) == 0 {
 		return nil, fmt.Errorf("%w: pid %d has no libc.so.6 mapped", ErrNoSymbol, pid)
 	}
-	first := libc[0]
-	for _, m := range libc {
+	out, missing, err := resolveIn(pid, libc, names)
+	if err != nil {
+		return nil, err
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: %s is not exported by %s in pid %d", ErrNoSymbol, missing[0], libc[0].Path, pid)
+	}
+	return out, nil
+}
+
+// ResolveObject finds functions in the object the process maps at path
+// object (as /proc/PID/maps names it: the allocator that serves malloc,
+// from FindMallocServer), read as Resolve reads libc. It returns the
+// addresses of the names the object exports, with the same checks; a name
+// it does not export is left out, for the caller to choose between
+// alternatives (mallctl or je_mallctl).
+func ResolveObject(pid int, maps []procfs.Mapping, object string, names ...string) (map[string]uint64, error) {
+	var ms []procfs.Mapping
+	for _, m := range maps {
+		if m.Path == "" || strings.TrimSuffix(m.Path, " (deleted)") != object {
+			continue
+		}
+		if len(ms) > 0 && (m.Inode != ms[0].Inode || m.Dev != ms[0].Dev) {
+			continue
+		}
+		ms = append(ms, m)
+	}
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("%w: pid %d does not map %s", ErrNoSymbol, pid, object)
+	}
+	out, _, err := resolveIn(pid, ms, names)
+	return out, err
+}
+
+// resolveIn reads the dynamic symbols of the object behind the mappings
+// (all of one file) and places names in the process; missing lists the
+// names the object does not export.
+func resolveIn(pid int, obj []procfs.Mapping, names []string) (out map[string]uint64, missing []string, err error) {
+	first := obj[0]
+	for _, m := range obj {
 		if m.Offset < first.Offset {
 			first = m
 		}
 	}
 	f, err := openMapped(pid, first)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() { _ = f.Close() }() // read-only
 	syms, progs, err := readDynsyms(f, first.Path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	page := uint64(os.Getpagesize())
 	var bias uint64
@@ -73,27 +111,28 @@ func Resolve(pid int, maps []procfs.Mapping, names ...string) (map[string]uint64
 		}
 	}
 	if !found {
-		return nil, fmt.Errorf("%w: no loadable segment of %s matches its mapping at offset %#x in pid %d", ErrNoSymbol, first.Path, first.Offset, pid)
+		return nil, nil, fmt.Errorf("%w: no loadable segment of %s matches its mapping at offset %#x in pid %d", ErrNoSymbol, first.Path, first.Offset, pid)
 	}
-	out := make(map[string]uint64, len(names))
+	out = make(map[string]uint64, len(names))
 	for _, name := range names {
 		s, ok := syms[name]
 		if !ok {
-			return nil, fmt.Errorf("%w: %s is not exported by %s in pid %d", ErrNoSymbol, name, first.Path, pid)
+			missing = append(missing, name)
+			continue
 		}
 		addr := bias + s.Value
 		exec := false
-		for _, m := range libc {
+		for _, m := range obj {
 			if addr >= m.Start && addr < m.End && strings.Contains(m.Perms, "x") {
 				exec = true
 			}
 		}
 		if !exec {
-			return nil, fmt.Errorf("%w: %s would be at %#x in pid %d, outside %s's code", ErrNoSymbol, name, addr, pid, first.Path)
+			return nil, nil, fmt.Errorf("%w: %s would be at %#x in pid %d, outside %s's code", ErrNoSymbol, name, addr, pid, first.Path)
 		}
 		out[name] = addr
 	}
-	return out, nil
+	return out, missing, nil
 }
 
 // openMapped opens the file behind a mapping.

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -494,12 +495,32 @@ const cleanupGrace = 2 * time.Second
 // the timeout (up to cleanupGrace) or a cancelled context.
 func (s *Session) WindDown() { s.winding = true }
 
-// Call calls the function at fn with up to six integer or pointer
-// arguments (System V AMD64) on the stopped thread and returns rax. name
-// is for messages and Calls.
+// maxArgs bounds a call's integer or pointer arguments: six in registers,
+// the others on the stack (mimalloc's mi_process_info takes eight).
+const maxArgs = 8
+
+// Call calls the function at fn with up to eight integer or pointer
+// arguments (System V AMD64: six in registers, the rest on the stack) on
+// the stopped thread and returns rax. name is for messages and Calls.
 func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint64) (uint64, error) {
-	if len(args) > 6 {
-		return 0, fmt.Errorf("%s: %d arguments, at most 6", name, len(args))
+	return s.callChecked(ctx, name, fn, false, args)
+}
+
+// CallNested is Call for a function that may wait for a lock while it
+// holds another one (jemalloc's epoch refresh and purge hold a global or
+// per-arena mutex while they take the next): interrupting it there would
+// leave the first one locked for good, so past the timeout it is waited
+// for like a busy call (the lock it waits for is held by a thread that
+// runs), and interrupted only CallGrace past the timeout, saying that a
+// lock may stay held: a wait that long is a deadlock, or a target whose
+// function never returns, and memdoctor does not hang on it.
+func (s *Session) CallNested(ctx context.Context, name string, fn uint64, args ...uint64) (uint64, error) {
+	return s.callChecked(ctx, name, fn, true, args)
+}
+
+func (s *Session) callChecked(ctx context.Context, name string, fn uint64, nested bool, args []uint64) (uint64, error) {
+	if len(args) > maxArgs {
+		return 0, fmt.Errorf("%s: %d arguments, at most %d", name, len(args), maxArgs)
 	}
 	if s.gone || s.closed {
 		return 0, fmt.Errorf("%w: %s not called: the session is over", ErrProcessGone, name)
@@ -520,16 +541,21 @@ func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint
 		err error
 	)
 	start := time.Now()
-	s.exec(func() { ret, err = s.call(ctx, name, fn, args) })
+	s.exec(func() { ret, err = s.call(ctx, name, fn, nested, args) })
 	s.Calls = append(s.Calls, Call{Addr: fn, Name: name, Duration: time.Since(start)})
 	return ret, err
 }
 
-func (s *Session) call(ctx context.Context, name string, fn uint64, args []uint64) (uint64, error) {
+func (s *Session) call(ctx context.Context, name string, fn uint64, nested bool, args []uint64) (uint64, error) {
 	regs := s.saved
 	sp := (regs.Rsp-redZone)&^15 - 8 // at entry rsp+8 is 16-byte aligned
-	var zero [8]byte
-	if err := s.Write(sp, zero[:]); err != nil {
+	// The return address (0: the call ends in a fault memdoctor catches),
+	// then the arguments past the sixth, first at rsp+8 (System V AMD64).
+	frame := make([]byte, 8, 8+8*max(0, len(args)-6))
+	for _, a := range args[min(6, len(args)):] {
+		frame = binary.LittleEndian.AppendUint64(frame, a)
+	}
+	if err := s.Write(sp, frame); err != nil {
 		return 0, err
 	}
 	regs.Rsp = sp
@@ -537,7 +563,7 @@ func (s *Session) call(ctx context.Context, name string, fn uint64, args []uint6
 	regs.Rax = 0
 	regs.Orig_rax = ^uint64(0)   // not in a system call: nothing to restart
 	regs.Eflags &^= 1<<10 | 1<<8 // DF (the ABI wants it clear), TF
-	for i, a := range args {
+	for i, a := range args[:min(6, len(args))] {
 		*[]*uint64{&regs.Rdi, &regs.Rsi, &regs.Rdx, &regs.Rcx, &regs.R8, &regs.R9}[i] = a
 	}
 	if err := unix.PtraceSetRegs(s.tid, &regs); err != nil {
@@ -578,14 +604,22 @@ func (s *Session) call(ctx context.Context, name string, fn uint64, args []uint6
 			// Past the deadline, or cancelled: undo a call that waits on
 			// a lock; wait for a busy one.
 			next = time.Now().Add(10 * time.Millisecond)
-			if nr, _ := ThreadSyscall(s.pid, s.tid); nr == unix.SYS_FUTEX && !interrupted {
+			// A nested call is left waiting, until CallGrace past the
+			// deadline: a lock it waits for that long is never coming (a
+			// deadlock, or a target's own mallctl that never returns), and
+			// memdoctor does not wait for ever.
+			if nr, _ := ThreadSyscall(s.pid, s.tid); nr == unix.SYS_FUTEX && !interrupted && (!nested || time.Now().After(hard)) {
 				if err := unix.PtraceInterrupt(s.tid); err == nil {
 					interrupted = true
 				}
 			}
 			if !told && time.Now().After(hard) && s.opt.OnStuck != nil {
 				told = true
-				s.opt.OnStuck(fmt.Sprintf("%s has run for more than %s in thread %d of pid %d and is busy, not waiting on a lock: stopping it could leave an allocator lock held, so memdoctor waits for it to return", name, s.opt.Timeout+s.opt.CallGrace, s.tid, s.pid))
+				what := "is busy, not waiting on a lock"
+				if nested {
+					what = "may hold one allocator lock while it waits for another"
+				}
+				s.opt.OnStuck(fmt.Sprintf("%s has run for more than %s in thread %d of pid %d and %s: stopping it could leave an allocator lock held, so memdoctor waits for it to return", name, s.opt.Timeout+s.opt.CallGrace, s.tid, s.pid, what))
 			}
 			continue
 		}
@@ -609,6 +643,9 @@ func (s *Session) call(ctx context.Context, name string, fn uint64, args []uint6
 				return 0, err
 			}
 		case stopInterrupt:
+			if interrupted && nested {
+				return 0, fmt.Errorf("%w: %s still waited on a lock %s past the deadline; memdoctor interrupted it and will put its thread back where it was, but it may have held another allocator lock, which then stays held: if the process stalls in malloc, restart it", ErrTimeout, name, s.opt.CallGrace)
+			}
 			if interrupted {
 				return 0, fmt.Errorf("%w: %s did not return within %s; its thread was waiting on a lock, so memdoctor interrupted it and will put it back where it was (nothing changed)", ErrTimeout, name, s.opt.Timeout)
 			}

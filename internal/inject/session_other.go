@@ -60,6 +60,11 @@ func (s *Session) Call(ctx context.Context, name string, fn uint64, args ...uint
 	return 0, unsupported()
 }
 
+// CallNested is refused on this architecture.
+func (s *Session) CallNested(ctx context.Context, name string, fn uint64, args ...uint64) (uint64, error) {
+	return 0, unsupported()
+}
+
 // Detach does nothing.
 func (s *Session) Detach() error { return nil }
 

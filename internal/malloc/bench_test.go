@@ -70,3 +70,40 @@ func report(b *testing.B, name string, v []float64) {
 	b.ReportMetric(v[(len(v)*99)/100], name+"-p99-ms")
 	b.ReportMetric(v[len(v)-1], name+"-max-ms")
 }
+
+// BenchmarkHoldInspectNative: the hold of `memdoctor malloc PID` on a
+// process whose malloc jemalloc or tcmalloc serves (retain.c freeing 128
+// MiB of 192 in whole pages), over b.N reads of the allocator's own
+// figures. For the figures of docs/allocators.md:
+//
+//	go test ./internal/malloc -run '^$' -bench HoldInspectNative -benchtime=100x
+func BenchmarkHoldInspectNative(b *testing.B) {
+	for _, c := range []struct{ name, lib string }{
+		{"jemalloc", "libjemalloc.so.2"},
+		{"tcmalloc", "libtcmalloc_minimal.so.4"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := startRetain(b, nativeLib(b, c.lib), false, 192, "block")
+			ctx := context.Background()
+			if _, err := Inspect(ctx, p.pid, Options{}); err != nil { // the canary runs once
+				b.Fatal(err)
+			}
+			var held, calls []float64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				rep, err := Inspect(ctx, p.pid, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rep.Native == nil || rep.Native.Allocator != c.name {
+					b.Fatalf("read %+v, want %s's figures", rep.Native, c.name)
+				}
+				held = append(held, rep.Pause.AttachedMs)
+				calls = append(calls, rep.Pause.CallsMs)
+			}
+			b.StopTimer()
+			report(b, "held", held)
+			report(b, "calls", calls)
+		})
+	}
+}

@@ -128,6 +128,13 @@ type Report struct {
 	Pause *Pause `json:"pause,omitempty"`
 	// PreloadMs is how long the preload library took to answer.
 	PreloadMs float64 `json:"preload_ms,omitempty"`
+	// Allocator is the allocator read: glibc, or the one that serves
+	// malloc in its place (jemalloc, tcmalloc), whose own figures are in
+	// Native; Info's totals then hold them in glibc's terms (system:
+	// resident, in use: allocated, retained: what the treatment gives
+	// back) and it has no arenas.
+	Allocator string       `json:"allocator"`
+	Native    *NativeStats `json:"native,omitempty"`
 	// Notes are facts worth knowing about the process.
 	Notes []string `json:"notes,omitempty"`
 	// XML is the malloc_info document as the process wrote it.
@@ -144,7 +151,10 @@ func Inspect(ctx context.Context, pid int, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{PID: pid, Comm: t.comm, GlibcVersion: t.glibc, Notes: t.notes()}
+	rep := &Report{PID: pid, Comm: t.comm, GlibcVersion: t.glibc, Allocator: "glibc", Notes: t.notes()}
+	if t.server.Name != "" {
+		return rep, inspectNative(ctx, t, opt, rep)
+	}
 	usePreload, note, err := choosePreload(t, opt)
 	if err != nil {
 		return nil, err
@@ -214,6 +224,9 @@ func (t *target) notes() []string {
 		n = append(n, "glibc version unknown: no release banner readable in the mapped libc.so.6")
 	}
 	for _, a := range t.allocators {
+		if a == t.server.Name {
+			continue
+		}
 		n = append(n, fmt.Sprintf("the process maps lib%s: memory allocated through it is not in glibc's arenas, and neither malloc_info nor malloc_trim see it", a))
 	}
 	return n

@@ -123,6 +123,13 @@ var sessionSyscalls = func() []inject.Syscall {
 	}
 }()
 
+// nativeSyscalls are the system calls of a session into jemalloc or
+// tcmalloc: glibc's list (their malloc, purge and release map, unmap,
+// madvise and lock with the same calls, and read the CPU count or
+// /proc/sys/vm/overcommit_memory once) and getcpu, which jemalloc's
+// per-CPU arenas ask where the vDSO does not answer.
+var nativeSyscalls = append(sessionSyscalls[:len(sessionSyscalls):len(sessionSyscalls)], inject.Syscall{Name: "getcpu", Nr: 309})
+
 // withSession holds one thread of the target, runs fn, and always puts the
 // thread back; it returns the pause (nil when no thread was stopped). A
 // failure of a process that exited meanwhile is reported as ErrProcessGone,
@@ -146,13 +153,26 @@ func holdAndCall(ctx context.Context, t *target, opt Options, fn func(*session) 
 	if err := inject.Canary(); err != nil {
 		return nil, err
 	}
-	names := sessionFuncs
-	if t.glibcAtLeast(2, 33) {
+	names, calls := sessionFuncs, sessionSyscalls
+	if t.server.Name != "" {
+		// Another allocator serves malloc: its own functions, and from
+		// libc only what the scratch page and errno need.
+		names, calls = []string{"__errno_location", "mmap", "munmap"}, nativeSyscalls
+	} else if t.glibcAtLeast(2, 33) {
 		names = append(names[:len(names):len(names)], "mallinfo2")
 	}
 	syms, err := inject.Resolve(t.pid, t.maps, names...)
 	if err != nil {
 		return nil, fmt.Errorf("pid %d (%s): %w", t.pid, t.comm, err)
+	}
+	if t.server.Name != "" {
+		own, err := t.nativeFuncs()
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range own {
+			syms[k] = v
+		}
 	}
 	if time.Now().After(deadline) || ctx.Err() != nil {
 		return nil, fmt.Errorf("%w: the %s timeout expired before attaching", ErrTimeout, opt.Timeout)
@@ -174,7 +194,7 @@ func holdAndCall(ctx context.Context, t *target, opt Options, fn func(*session) 
 		tid, why = opt.thread, "chosen by the caller"
 	}
 	s.pause.Thread, s.pause.Why = tid, why
-	in, err := inject.With(t.pid, tid, inject.Options{Timeout: time.Until(deadline), CallGrace: opt.CallGrace, OnStuck: opt.OnStuck, Syscalls: sessionSyscalls}, func(in *inject.Session) error {
+	in, err := inject.With(t.pid, tid, inject.Options{Timeout: time.Until(deadline), CallGrace: opt.CallGrace, OnStuck: opt.OnStuck, Syscalls: calls}, func(in *inject.Session) error {
 		s.in = in
 		if opt.thread == 0 {
 			s.position()
@@ -258,15 +278,30 @@ func (s *session) saveErrno(ctx context.Context) error {
 
 // call calls one of the resolved functions.
 func (s *session) call(ctx context.Context, name string, args ...uint64) (uint64, error) {
-	addr, ok := s.fn[name]
+	return s.callAs(ctx, name, name, false, args...)
+}
+
+// callAs calls the resolved function fn, named as for the record
+// (mallctl("epoch")); nested: it may wait for a lock while holding
+// another, so it is never interrupted (inject.Session.CallNested).
+func (s *session) callAs(ctx context.Context, fn, as string, nested bool, args ...uint64) (uint64, error) {
+	addr, ok := s.fn[fn]
 	if !ok {
-		return 0, fmt.Errorf("%w: %s was not resolved in pid %d", inject.ErrNoSymbol, name, s.t.pid)
+		return 0, fmt.Errorf("%w: %s was not resolved in pid %d", inject.ErrNoSymbol, fn, s.t.pid)
 	}
 	n := len(s.in.Calls)
-	v, err := s.in.Call(ctx, name, addr, args...)
+	var (
+		v   uint64
+		err error
+	)
+	if nested {
+		v, err = s.in.CallNested(ctx, as, addr, args...)
+	} else {
+		v, err = s.in.Call(ctx, as, addr, args...)
+	}
 	if len(s.in.Calls) > n { // not when refused before it ran
 		c := s.in.Calls[n]
-		s.pause.Calls = append(s.pause.Calls, Call{Function: name, Ms: ms(c.Duration)})
+		s.pause.Calls = append(s.pause.Calls, Call{Function: as, Ms: ms(c.Duration)})
 	}
 	return v, err
 }

@@ -8,8 +8,9 @@ package malloc
 //	                   root), Seccomp (strict mode: refused; filters: proven
 //	                   first, see inject), VMRSS/RssAnon, Threads
 //	/proc/PID/maps     libc.so.6 mapped (else not a glibc process), other
-//	                   allocators (jemalloc, tcmalloc, mimalloc: refused when
-//	                   one serves malloc, server.go), the
+//	                   allocators (jemalloc, tcmalloc, mimalloc: when one
+//	                   serves malloc, jemalloc and tcmalloc are read through
+//	                   their own functions, others refused; server.go), the
 //	                   preload library, the malloc heaps
 //	/proc/PID/environ  MEMDOCTOR_STATS only, and only when the preload
 //	                   library is mapped; nothing else is kept or printed
@@ -78,9 +79,12 @@ type target struct {
 	glibc       string // version from the mapped libc's banner, "" if unknown
 	musl        bool
 	allocators  []string // other allocators mapped (jemalloc, tcmalloc, mimalloc)
-	preloadLib  bool
-	statsPath   string // MEMDOCTOR_STATS as seen by the process, expanded
-	heaps       int    // 64 MiB-aligned malloc heaps in maps (upper bound of non-main arenas)
+	// server is the allocator that serves malloc when memdoctor reads it
+	// through its own functions (jemalloc, tcmalloc); zero for glibc.
+	server     inject.MallocServer
+	preloadLib bool
+	statsPath  string // MEMDOCTOR_STATS as seen by the process, expanded
+	heaps      int    // 64 MiB-aligned malloc heaps in maps (upper bound of non-main arenas)
 
 	elf64   bool
 	machine uint16 // ELF e_machine: 62 x86-64, 183 aarch64

@@ -69,6 +69,11 @@ type TrimResult struct {
 	PausedMs float64 `json:"pausedMs"`
 	// Pause details the hold.
 	Pause *Pause `json:"pause,omitempty"`
+	// Allocator is the allocator treated: glibc (malloc_trim), jemalloc
+	// (arena.<all>.purge) or tcmalloc (ReleaseFreeMemory); Call is the
+	// call made.
+	Allocator string `json:"allocator"`
+	Call      string `json:"call,omitempty"`
 	// Notes are facts worth knowing about the process.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -84,7 +89,10 @@ func Trim(ctx context.Context, pid int, opt Options) (*TrimResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &TrimResult{PID: pid, GlibcVersion: t.glibc, Notes: t.notes()}
+	res := &TrimResult{PID: pid, GlibcVersion: t.glibc, Allocator: "glibc", Call: "malloc_trim(0)", Notes: t.notes()}
+	if t.server.Name != "" {
+		return res, trimNative(ctx, t, opt, res)
+	}
 	usePreload, note, err := choosePreload(t, opt)
 	if err != nil {
 		return nil, err
@@ -196,7 +204,13 @@ type TrimEstimate struct {
 	Apply string `json:"apply"`
 	// Steps is what --apply does, in order.
 	Steps []string `json:"steps"`
-	Notes []string `json:"notes,omitempty"`
+	// Allocator is the allocator that serves malloc and Call what
+	// --apply calls in it (see TrimResult).
+	Allocator string `json:"allocator"`
+	Call      string `json:"call"`
+	// Nothing says why --apply has nothing to offer, when it has not.
+	Nothing string   `json:"nothing_to_offer,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
 }
 
 // Estimate says what Trim would do and give, without trimming. With
@@ -207,9 +221,12 @@ func Estimate(ctx context.Context, pid int, opt Options, noPause bool) (*TrimEst
 	if err != nil {
 		return nil, err
 	}
-	est := &TrimEstimate{PID: pid, Comm: t.comm, Notes: t.notes(), Apply: "ptrace", Steps: TrimSteps(pid)}
+	est := &TrimEstimate{PID: pid, Comm: t.comm, Allocator: "glibc", Call: "malloc_trim(0)", Notes: t.notes(), Apply: "ptrace", Steps: TrimSteps(pid)}
 	if err := t.checkAttach(); err != nil {
 		est.Notes = append(est.Notes, "--apply will refuse: "+err.Error())
+	}
+	if t.server.Name != "" {
+		return est, estimateNative(ctx, t, opt, noPause, est)
 	}
 	usePreload, _, perr := choosePreload(t, opt)
 	switch {

@@ -87,7 +87,8 @@ type Process struct {
 	Malloc *MallocState `json:"malloc,omitempty"`
 }
 
-// MallocState is a glibc process' heap as its allocator sees it.
+// MallocState is a process' heap as its allocator sees it (glibc's, or
+// jemalloc's or tcmalloc's).
 type MallocState struct {
 	SystemBytes int64 `json:"system_bytes"`
 	InUseBytes  int64 `json:"in_use_bytes"`
@@ -98,6 +99,13 @@ type MallocState struct {
 	Arenas        int64 `json:"arena_count"`
 	// TrimSeconds is how long the last trim took, when known.
 	TrimSeconds *float64 `json:"trim_seconds,omitempty"`
+	// Settings are the settings of jemalloc or tcmalloc that decide
+	// whether it gives freed memory back by itself (background_thread 0
+	// or 1, dirty_decay_ms, muzzy_decay_ms, release_rate), when it was
+	// read through its own functions (check --malloc). For those, system
+	// is what the allocator holds resident, in use what is allocated, and
+	// retained its free pages that a purge or release gives back.
+	Settings map[string]float64 `json:"settings,omitempty"`
 }
 
 // Reclaim are the reclaim counters since boot and their daily rates.

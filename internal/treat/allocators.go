@@ -22,6 +22,7 @@ type mallocCandidate struct {
 	comm   string
 	anon   float64
 	labels sample.Labels
+	alloc  string // jemalloc or tcmalloc when not glibc
 }
 
 // mallocCandidates lists the n glibc processes with the most anonymous
@@ -54,11 +55,11 @@ func mallocCandidates(s *sample.Snapshot, n int) []mallocCandidate {
 // notes.
 func InspectAllocators(ctx context.Context, s *sample.Snapshot, n int, timeout time.Duration, progress io.Writer) []sample.Note {
 	notes := nativeAllocators(s, n)
-	for _, c := range mallocCandidates(s, n) {
+	for _, c := range append(mallocCandidates(s, n), nativeCandidates(s, n)...) {
 		if sb := malloc.Sandboxed(c.pid); sb != "" {
 			_, _ = termsafe.Fprintf(progress, "memdoctor: not reading malloc_info of pid %d (%s): it %s\n", c.pid, c.comm, sb)
 		} else {
-			_, _ = termsafe.Fprintf(progress, "memdoctor: reading malloc_info of pid %d (%s): one of its threads is held briefly\n", c.pid, c.comm)
+			_, _ = termsafe.Fprintf(progress, "memdoctor: reading %s of pid %d (%s): one of its threads is held briefly\n", c.what(), c.pid, c.comm)
 		}
 		// A process sandboxed since is refused by Inspect all the same.
 		rep, err := malloc.Inspect(ctx, c.pid, malloc.Options{Timeout: timeout, Method: malloc.MethodPtrace, NoSandboxed: true,
@@ -95,13 +96,86 @@ func InspectAllocators(ctx context.Context, s *sample.Snapshot, n int, timeout t
 		if rep.Pause != nil {
 			s.AddMetric(sample.Metric{Name: "memdoctor_malloc_pause_seconds", Labels: l, Value: rep.Pause.AttachedMs / 1000})
 		}
+		if ns := rep.Native; ns != nil {
+			for _, st := range nativeSettings(ns) {
+				s.AddMetric(sample.Metric{Name: "memdoctor_malloc_setting", Labels: sample.L("pid", l.Get("pid"), "comm", l.Get("comm"), "setting", st.name), Value: st.value})
+			}
+		}
 	}
 	return notes
 }
 
+// what says what is read of a candidate's allocator.
+func (c mallocCandidate) what() string {
+	if c.alloc != "" {
+		return c.alloc + "'s own figures"
+	}
+	return "malloc_info"
+}
+
+type setting struct {
+	name  string
+	value float64
+}
+
+// nativeSettings are the settings of jemalloc or tcmalloc that decide
+// whether it gives freed memory back by itself.
+func nativeSettings(ns *malloc.NativeStats) []setting {
+	var out []setting
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	if ns.BackgroundThreadOn != nil {
+		out = append(out, setting{"background_thread", b(*ns.BackgroundThreadOn)})
+	}
+	if ns.DirtyDecayMs != nil {
+		out = append(out, setting{"dirty_decay_ms", float64(*ns.DirtyDecayMs)})
+	}
+	if ns.MuzzyDecayMs != nil {
+		out = append(out, setting{"muzzy_decay_ms", float64(*ns.MuzzyDecayMs)})
+	}
+	if ns.ReleaseRate != "" {
+		if v, err := strconv.ParseFloat(ns.ReleaseRate, 64); err == nil {
+			out = append(out, setting{"release_rate", v})
+		}
+	}
+	return out
+}
+
+// nativeReadable are the allocators other than glibc's whose own figures
+// memdoctor reads.
+func nativeReadable(a string) bool { return a == "jemalloc" || a == "tcmalloc" }
+
+// nativeCandidates lists the n processes with the most anonymous memory
+// whose malloc jemalloc or tcmalloc serves.
+func nativeCandidates(s *sample.Snapshot, n int) []mallocCandidate {
+	var out []mallocCandidate
+	for _, m := range s.Select("memdoctor_process_allocator_info") {
+		a := m.Labels.Get("allocator")
+		if !nativeReadable(a) {
+			continue
+		}
+		pid, err := strconv.Atoi(m.Labels.Get("pid"))
+		if err != nil || pid == os.Getpid() || pid == 1 {
+			continue
+		}
+		anon, _ := s.Get("memdoctor_process_anon_bytes", "pid", m.Labels.Get("pid"))
+		out = append(out, mallocCandidate{pid: pid, comm: m.Labels.Get("comm"), anon: anon,
+			labels: sample.L("pid", m.Labels.Get("pid"), "comm", m.Labels.Get("comm")), alloc: a})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].anon > out[j].anon })
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
 // nativeAllocators notes the n processes with the most anonymous memory
-// whose malloc another allocator than glibc's serves (jemalloc, tcmalloc,
-// mimalloc): they are not called into, and what they retain is not known,
+// whose malloc an allocator serves that memdoctor does not read (mimalloc,
+// another one): they are not called into, and what they retain is not known,
 // which the note says with that allocator's own way of giving memory back.
 func nativeAllocators(s *sample.Snapshot, n int) []sample.Note {
 	type native struct {
@@ -112,8 +186,8 @@ func nativeAllocators(s *sample.Snapshot, n int) []sample.Note {
 	var all []native
 	for _, m := range s.Select("memdoctor_process_allocator_info") {
 		a := m.Labels.Get("allocator")
-		if a == "glibc" || a == "" {
-			continue
+		if a == "glibc" || a == "" || nativeReadable(a) {
+			continue // glibc's and these are read
 		}
 		pid, err := strconv.Atoi(m.Labels.Get("pid"))
 		if err != nil {
@@ -132,10 +206,15 @@ func nativeAllocators(s *sample.Snapshot, n int) []sample.Note {
 		if a, ok := malloc.NativeAdvice[p.alloc]; ok {
 			fix = "restart it with " + a
 		}
+		msg := fmt.Sprintf("%s (pid %d) allocates with %s (%s), not glibc's malloc: memdoctor reads glibc's, jemalloc's and tcmalloc's allocators only, and reading %s's own numbers is not supported yet, so it was not called into",
+			p.c.comm, p.c.pid, p.alloc, path.Base(p.object), p.alloc)
+		if p.alloc == "mimalloc" {
+			msg = fmt.Sprintf("%s (pid %d) allocates with mimalloc (%s), which does not count what is allocated in its release builds, so check cannot judge what it retains; `memdoctor malloc %d` reads its committed memory and `memdoctor trim %d --apply` calls mi_collect(true) and measures what it gives back",
+				p.c.comm, p.c.pid, path.Base(p.object), p.c.pid, p.c.pid)
+		}
 		notes = append(notes, sample.Note{Source: "malloc pid " + strconv.Itoa(p.c.pid),
-			Message: fmt.Sprintf("%s (pid %d) allocates with %s (%s), not glibc's malloc: memdoctor reads glibc's allocator only, and reading %s's own numbers is not supported yet, so it was not called into",
-				p.c.comm, p.c.pid, p.alloc, path.Base(p.object), p.alloc),
-			Hides: "how much freed memory " + p.alloc + " keeps resident in " + p.c.comm, Fix: fix})
+			Message: msg,
+			Hides:   "how much freed memory " + p.alloc + " keeps resident in " + p.c.comm, Fix: fix})
 	}
 	return notes
 }

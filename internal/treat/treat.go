@@ -71,7 +71,7 @@ func Inspect(ctx context.Context, r Request) (*malloc.Report, error) {
 		return nil, err
 	}
 	if malloc.WillPause(r.PID, opt) {
-		r.warn("memdoctor: holding one thread of pid %d briefly to call malloc_info in it (about a millisecond)\n", r.PID)
+		r.warn("memdoctor: holding one thread of pid %d briefly to read its allocator's state in it (about a millisecond)\n", r.PID)
 	}
 	rep, err := malloc.Inspect(ctx, r.PID, opt)
 	if rep != nil {
@@ -88,7 +88,7 @@ func Estimate(ctx context.Context, r Request, noPause bool) (*malloc.TrimEstimat
 		return nil, err
 	}
 	if malloc.WillPause(r.PID, opt) && !noPause {
-		r.warn("memdoctor: holding one thread of pid %d briefly to read malloc_info for the estimate (--no-pause to read /proc only)\n", r.PID)
+		r.warn("memdoctor: holding one thread of pid %d briefly to read its allocator's state for the estimate (--no-pause to read /proc only)\n", r.PID)
 	}
 	est, err := malloc.Estimate(ctx, r.PID, opt, noPause)
 	if est != nil && est.Report != nil {
@@ -104,7 +104,7 @@ func Trim(ctx context.Context, r Request) (*malloc.TrimResult, error) {
 		return nil, err
 	}
 	if malloc.WillPause(r.PID, opt) {
-		r.warn("memdoctor: holding one thread of pid %d to call malloc_trim(0) in it\n", r.PID)
+		r.warn("memdoctor: holding one thread of pid %d to give its allocator's free memory back (malloc_trim(0), or jemalloc's or tcmalloc's own call)\n", r.PID)
 	}
 	res, err := malloc.Trim(ctx, r.PID, opt)
 	if res != nil {

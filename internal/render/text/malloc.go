@@ -3,6 +3,7 @@ package text
 import (
 	"fmt"
 	"io"
+	"path"
 	"text/tabwriter"
 
 	"github.com/memdoctor/memdoctor/internal/malloc"
@@ -23,6 +24,10 @@ func MallocText(w io.Writer, r *malloc.Report) error {
 		return hb(n)
 	}
 	p := &firstErrWriter{w: w}
+	if r.Native != nil {
+		nativeText(p, r)
+		return p.err
+	}
 	glibc := r.GlibcVersion
 	if glibc == "" {
 		glibc = "unknown"
@@ -94,7 +99,19 @@ func EstimateText(w io.Writer, e *malloc.TrimEstimate) error {
 	hb := render.Bytes
 	p := &firstErrWriter{w: w}
 	p.f("dry run, nothing changed: pid %d (%s)\n", e.PID, e.Comm)
+	native := e.Allocator != "" && e.Allocator != "glibc"
 	switch {
+	case native && e.ExpectedGainBytes != nil:
+		p.f("expected gain: %s (%s's free pages %s, RssAnon %s; read in the process, one thread held briefly)\n",
+			hb(*e.ExpectedGainBytes), e.Allocator, hb(*e.RetainedBytes), hb(e.Process.RssAnon))
+		if e.Nothing != "" {
+			p.f("nothing to offer: %s\n", e.Nothing)
+		}
+	case native && e.UpperBoundBytes != nil && e.Source != "smaps":
+		p.f("gain at most %s: %s's committed memory (RssAnon %s); it does not say how much of it is free, --apply measures what it gives\n",
+			hb(*e.UpperBoundBytes), e.Allocator, hb(e.Process.RssAnon))
+	case native:
+		p.f("%s's free pages cannot be told from its used ones without a call into the process; run without --no-pause for the estimate\n", e.Allocator)
 	case e.ExpectedGainBytes != nil:
 		how := "called in the process, one thread held briefly"
 		if e.Source == "preload" {
@@ -106,9 +123,12 @@ func EstimateText(w io.Writer, e *malloc.TrimEstimate) error {
 		p.f("gain at most %s: the resident memory of its malloc heaps (RssAnon %s)\n", hb(*e.UpperBoundBytes), hb(e.Process.RssAnon))
 		p.f("  without pausing the process its free and used heap memory cannot be told apart; run without --no-pause for the estimate\n")
 	}
-	if e.Apply == "preload" {
+	switch {
+	case e.Apply == "preload":
 		p.f("\n--apply asks the preload library:\n")
-	} else {
+	case native:
+		p.f("\n--apply calls %s inside the process:\n", e.Call)
+	default:
 		p.f("\n--apply calls malloc_trim(0) inside the process:\n")
 	}
 	for i, s := range e.Steps {
@@ -117,7 +137,9 @@ func EstimateText(w io.Writer, e *malloc.TrimEstimate) error {
 	for _, n := range e.Notes {
 		p.f("note: %s\n", n)
 	}
-	p.f("\nto trim: memdoctor trim %d --apply\n", e.PID)
+	if e.Nothing == "" {
+		p.f("\nto trim: memdoctor trim %d --apply\n", e.PID)
+	}
 	return p.err
 }
 
@@ -132,8 +154,12 @@ func TrimText(w io.Writer, r *malloc.TrimResult) error {
 	if r.Source == "preload" {
 		how = "by its preload library, no pause"
 	}
-	p.f("trimmed pid %d: RSS %s -> %s (%s given back) in %.1f ms, %s\n",
-		r.PID, hb(r.RSS.Before), hb(r.RSS.After), hb(r.RSS.Diff), r.ElapsedMs, how)
+	call := ""
+	if r.Allocator != "" && r.Allocator != "glibc" {
+		call = " by " + r.Allocator + "'s " + r.Call
+	}
+	p.f("trimmed pid %d%s: RSS %s -> %s (%s given back) in %.1f ms, %s\n",
+		r.PID, call, hb(r.RSS.Before), hb(r.RSS.After), hb(r.RSS.Diff), r.ElapsedMs, how)
 	if r.PssAnon != nil {
 		p.f("  RssAnon %s -> %s, Pss_Anon %s -> %s\n", hb(r.RssAnon.Before), hb(r.RssAnon.After), hb(r.PssAnon.Before), hb(r.PssAnon.After))
 	}
@@ -144,4 +170,95 @@ func TrimText(w io.Writer, r *malloc.TrimResult) error {
 		p.f("note: %s\n", n)
 	}
 	return p.err
+}
+
+// nativeText prints the figures of jemalloc or tcmalloc, read through
+// their own functions.
+func nativeText(p *firstErrWriter, r *malloc.Report) {
+	hb := render.Bytes
+	n := r.Native
+	name := n.Allocator
+	if n.Version != "" {
+		name += " " + n.Version
+	}
+	p.f("pid %d (%s), %s (%s serves its malloc), read through %s\n\n", r.PID, r.Comm, name, path.Base(n.Object), r.Source)
+	tw := tabwriter.NewWriter(p, 0, 0, 2, ' ', tabwriter.AlignRight)
+	opt := func(v *int64) string {
+		if v == nil {
+			return "-"
+		}
+		return hb(*v)
+	}
+	switch n.Allocator {
+	case "jemalloc":
+		fmt.Fprintf(tw, "allocated\tactive\tresident\tmapped\tdirty\tmuzzy\tretained (unmapped)\t\n")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", hb(n.AllocatedBytes), opt(n.ActiveBytes), hb(n.ResidentBytes),
+			opt(n.MappedBytes), opt(n.DirtyBytes), opt(n.MuzzyBytes), opt(n.RetainedBytes))
+	case "mimalloc":
+		fmt.Fprintf(tw, "committed\tpeak committed\t\n")
+		fmt.Fprintf(tw, "%s\t%s\t\n", opt(n.CommittedBytes), opt(n.PeakCommittedBytes))
+	default:
+		fmt.Fprintf(tw, "allocated\theap\tresident\tpage heap free\tunmapped\tcaches free\t\n")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", hb(n.AllocatedBytes), opt(n.HeapSizeBytes), hb(n.ResidentBytes),
+			opt(n.PageheapFreeBytes), opt(n.PageheapUnmappedBytes), opt(n.CacheFreeBytes))
+	}
+	_ = tw.Flush()
+	if n.Unknown != "" {
+		p.f("\n%s\n", n.Unknown)
+		p.f("  (compare with RssAnon %s, VmRSS %s)\n", hb(r.Process.RssAnon), hb(r.Process.VMRSS))
+		if pp := r.Pause; pp != nil {
+			p.f("hold: thread %d held %.1f ms (calls %.1f ms); %s in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, render.Count(float64(pp.Threads), "thread", "threads"))
+		}
+		for _, n := range r.Notes {
+			p.f("note: %s\n", n)
+		}
+		return
+	}
+	beyond := max(0, n.ResidentBytes-n.AllocatedBytes)
+	pct := 0.0
+	if n.ResidentBytes > 0 {
+		pct = 100 * float64(beyond) / float64(n.ResidentBytes)
+	}
+	p.f("\nheld beyond what is allocated: %s (%.0f%% of resident)\n", hb(beyond), pct)
+	treat := "arena.<all>.purge"
+	if n.Allocator == "tcmalloc" {
+		treat = "MallocExtension_ReleaseFreeMemory"
+	}
+	p.f("free pages: %s that %s gives back to the kernel; the rest lies in pages partly in use or in caches\n", hb(n.FreeResidentBytes), treat)
+	p.f("  (compare with RssAnon %s, VmRSS %s)\n", hb(r.Process.RssAnon), hb(r.Process.VMRSS))
+	switch n.Allocator {
+	case "jemalloc":
+		onoff := func(b *bool) string {
+			switch {
+			case b == nil:
+				return "unknown"
+			case *b:
+				return "on"
+			}
+			return "off"
+		}
+		decay := func(v *int64) string {
+			if v == nil {
+				return "unknown"
+			}
+			return fmt.Sprint(*v)
+		}
+		p.f("settings: background_thread %s (opt.background_thread %s), dirty_decay_ms %s, muzzy_decay_ms %s, %s\n",
+			onoff(n.BackgroundThreadOn), onoff(n.BackgroundThread), decay(n.DirtyDecayMs), decay(n.MuzzyDecayMs), render.Count(float64(n.Arenas), "arena", "arenas"))
+	case "tcmalloc":
+		rate := "unset (gperftools' default 1)"
+		if n.ReleaseRate != "" {
+			rate = n.ReleaseRate
+		}
+		p.f("settings: TCMALLOC_RELEASE_RATE %s\n", rate)
+	}
+	if pp := r.Pause; pp != nil {
+		p.f("hold: thread %d held %.1f ms (calls %.1f ms); %s in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, render.Count(float64(pp.Threads), "thread", "threads"))
+	}
+	for _, n := range r.Notes {
+		p.f("note: %s\n", n)
+	}
+	if n.FreeResidentBytes >= 64<<20 {
+		p.f("\nnext: memdoctor trim %d          # the expected gain and what --apply would run\n", r.PID)
+	}
 }
