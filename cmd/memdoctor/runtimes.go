@@ -15,7 +15,7 @@ type runtimeFlags struct {
 
 func (f *runtimeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.URLs, "scrape", nil, "read a service's runtime GC metrics from its Prometheus `URL` (repeatable; Go, Python, JVM, .NET, Ruby and Node client names)")
-	cmd.Flags().BoolVar(&f.Discover, "discover", true, "read the /metrics a detected Go, Python, Ruby, Node or .NET process serves on its own loopback ports (false: --scrape URLs only; see docs/runtimes.md)")
+	cmd.Flags().BoolVar(&f.Discover, "discover", true, "read the /metrics a detected Go, Python, Ruby, Node or .NET process serves on its own loopback ports (false: --scrape URLs only; see docs/runtimes/discovery.md)")
 	cmd.Flags().DurationVar(&f.Timeout, "scrape-timeout", 5*time.Second, "time limit of each scrape")
 	cmd.Flags().StringVar(&f.TokenFile, "scrape-token-file", "", "send the bearer token in `FILE` with every scrape")
 	cmd.Flags().StringVar(&f.User, "scrape-user", "", "basic-auth `USER` for every scrape (password from --scrape-password-file)")

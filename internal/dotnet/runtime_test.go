@@ -232,7 +232,7 @@ func (l *loadProc) itersAt() (float64, time.Time) {
 // TestSessionCost measures what a GC session costs: the target's loop
 // throughput without and with a session (alternating windows), and
 // memdoctor's CPU and heap reading a busy process for 3 s. Run with
-// MEMDOCTOR_DOTNET_BENCH=1; the figures are logged (docs/runtimes-dotnet.md).
+// MEMDOCTOR_DOTNET_BENCH=1; the figures are logged (docs/runtimes/dotnet.md).
 func TestSessionCost(t *testing.T) {
 	if os.Getenv("MEMDOCTOR_DOTNET_BENCH") == "" {
 		t.Skip("a measurement of a minute: set MEMDOCTOR_DOTNET_BENCH=1")

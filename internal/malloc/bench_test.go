@@ -74,7 +74,7 @@ func report(b *testing.B, name string, v []float64) {
 // BenchmarkHoldInspectNative: the hold of `memdoctor malloc PID` on a
 // process whose malloc jemalloc or tcmalloc serves (retain.c freeing 128
 // MiB of 192 in whole pages), over b.N reads of the allocator's own
-// figures. For the figures of docs/allocators.md:
+// figures. For the figures of docs/runtimes/allocators.md:
 //
 //	go test ./internal/malloc -run '^$' -bench HoldInspectNative -benchtime=100x
 func BenchmarkHoldInspectNative(b *testing.B) {
