@@ -106,7 +106,7 @@ var allowed = map[string][]string{
 	"fleettest":              {"sample"},
 	"incidenttest":           {"capture"},
 	"seriestest":             {"promql", "sample"},
-	"store/storetest":        nil,         // a store file damaged for its checks
+	"storetest":              nil,         // a store file damaged for its checks
 	"unitsandboxtest":        nil,         // a unit file's sandbox, reproduced for a test
 	"preloadattacktest":      {"preload"}, // a shared object named like the library
 	"redirecttest":           nil,

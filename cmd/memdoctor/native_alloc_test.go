@@ -344,7 +344,7 @@ func TestNativeAllocatorPrograms(t *testing.T) {
 					t.Errorf("remedies lack %q: %s", c.remedy, cmds)
 				}
 				if (c.pattern == "block") != strings.Contains(cmds, "trim "+strconv.Itoa(pid)+" --apply") {
-					t.Errorf("a purge offered %v for free pages in pattern %s: %s", !(c.pattern == "block"), c.pattern, cmds)
+					t.Errorf("a purge offered %v for free pages in pattern %s: %s", c.pattern != "block", c.pattern, cmds)
 				}
 			}
 			// malloc prints the allocator's own table, trim its dry run.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
-	"github.com/memdoctor/memdoctor/internal/store/storetest"
+	"github.com/memdoctor/memdoctor/internal/storetest"
 )
 
 // writeStore records two days of a host's memory series through the store

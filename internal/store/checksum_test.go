@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
-	"github.com/memdoctor/memdoctor/internal/store/storetest"
+	"github.com/memdoctor/memdoctor/internal/storetest"
 )
 
 // flippedChunk is the chunk row FlipChunkBits damaged.
