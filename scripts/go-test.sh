@@ -2,7 +2,7 @@
 # go test of every package for `make test`. The packages run one at a time,
 # except the kernel lab (./lab: Debian's kernel under qemu, about 10 of the
 # run's minutes, most of them inside the emulated guest), which runs beside
-# them from the start: its output goes to a log of its own, printed once it
+# them: its output goes to a log of its own, printed once it
 # ends, so that the two never interleave. MEMDOCTOR_TEST_LAB=serial runs
 # the lab after the others instead, as before.
 #
