@@ -32,9 +32,10 @@ trap stop EXIT
 trap 'stop; exit 130' INT TERM
 
 # Every test binary is built first, as many at a time as there are CPUs:
-# the build cache keeps them, so the runs below (one package at a time,
-# which with -p 1 also built one package at a time, between two runs) find
-# them built. A package that does not build fails below, with its errors.
+# the runs below (one package at a time, and with -p 1 also compiled one
+# package at a time, between two runs) then find every package compiled in
+# the build cache and only link. A package that does not build fails
+# below, with its errors.
 "$GO" test -c -o "$tmp/bin/" "$@" ./... >"$tmp/build.log" 2>&1
 rm -rf "$tmp/bin"
 
