@@ -1,6 +1,12 @@
 #!/bin/sh
-# go test of every package for `make test`, one package at a time. A
-# package whose test binary died inside the Go runtime itself is run once
+# go test of every package for `make test`. The packages run one at a time,
+# except the kernel lab (./lab: Debian's kernel under qemu, about 10 of the
+# run's minutes, most of them inside the emulated guest), which runs beside
+# them: its output goes to a log of its own, printed once it
+# ends, so that the two never interleave. MEMDOCTOR_TEST_LAB=serial runs
+# the lab after the others instead, as before.
+#
+# A package whose test binary died inside the Go runtime itself is run once
 # more, and said so loudly: a SIGSEGV in the runtime's stack unwinder
 # (runtime.(*unwinder).next, or "traceback did not unwind completely":
 # golang/go#64030, open, no known cause in user code, seen here about once
@@ -14,13 +20,51 @@
 set -u
 GO=${GO:-go}
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-{ "$GO" test -p 1 -count=1 -timeout 40m "$@" ./... 2>&1; echo $? >"$tmp/rc"; } | tee "$tmp/log"
+labpid=
+stop() {
+	# The lab's go test, its test binary and qemu are one process group
+	# (setsid): an interrupted run ends them all. SIGTERM, since a shell
+	# starts a background command with SIGINT ignored.
+	[ -n "$labpid" ] && { kill -TERM "-$labpid" 2>/dev/null || kill -TERM "$labpid" 2>/dev/null; }
+	rm -rf "$tmp"
+}
+trap stop EXIT
+trap 'stop; exit 130' INT TERM
+
+# Every test binary is built first, as many at a time as there are CPUs:
+# the runs below (one package at a time, and with -p 1 also compiled one
+# package at a time, between two runs) then find every package compiled in
+# the build cache and only link. A package that does not build fails
+# below, with its errors.
+"$GO" test -c -o "$tmp/bin/" "$@" ./... >"$tmp/build.log" 2>&1
+rm -rf "$tmp/bin"
+
+lab=$("$GO" list ./lab) || exit 1
+pkgs=$("$GO" list ./... | grep -vxF "$lab") || exit 1
+if [ "${MEMDOCTOR_TEST_LAB:-}" = serial ]; then
+	pkgs="$pkgs $lab"
+else
+	setsid=$(command -v setsid || true)
+	$setsid "$GO" test -count=1 -timeout 40m "$@" "$lab" >"$tmp/lab.log" 2>&1 &
+	labpid=$!
+fi
+# shellcheck disable=SC2086 # package paths hold no blanks
+{ "$GO" test -p 1 -count=1 -timeout 40m "$@" $pkgs 2>&1; echo $? >"$tmp/rc"; } | tee "$tmp/log"
 rc=$(cat "$tmp/rc")
+if [ -n "$labpid" ]; then
+	echo "=== $lab ran beside the packages above; its output:"
+	wait "$labpid"
+	labrc=$?
+	labpid=
+	cat "$tmp/lab.log"
+	cat "$tmp/lab.log" >>"$tmp/log"
+	[ "$rc" = 0 ] && rc=$labrc
+fi
 [ "$rc" = 0 ] && exit 0
 
-# Split the log by package (with -p 1 each package's output ends with its
-# ok/FAIL line) and classify each FAIL.
+# Split the log by package (each package's output ends with its ok/FAIL
+# line: the packages above ran one at a time, the lab's log follows them)
+# and classify each FAIL.
 awk -v dir="$tmp" '
 	{ buf = buf $0 "\n" }
 	/^(ok|FAIL|\?)[ \t]+[^ \t]+/ && $2 ~ /\// {

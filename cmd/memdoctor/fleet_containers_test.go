@@ -7,11 +7,15 @@ package main
 // must name exactly the OOM-killed and near-limit containers.
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,8 +39,14 @@ func TestFleetKubernetesContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	promtool, _ := exec.LookPath("promtool") // backfilledFleet skipped without it
-	if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", filepath.Join(dir, "containers.om"), filepath.Join(dir, "tsdb")).CombinedOutput(); err != nil {
-		t.Fatalf("promtool: %v\n%s", err, out)
+	// promtool reads its whole input once per two-hour block: the 144 MB
+	// file took it 297 s in one piece on a loaded host, so it is backfilled
+	// one two-hour block at a time (the same samples).
+	for _, f := range splitOpenMetrics(t, filepath.Join(dir, "containers.om"), 2*time.Hour) {
+		if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", f, filepath.Join(dir, "tsdb")).CombinedOutput(); err != nil {
+			t.Fatalf("promtool backfill of %s: %v\n%s", f, err, out)
+		}
+		_ = os.Remove(f)
 	}
 	srv := startPrometheus(t, dir, "")
 
@@ -159,4 +169,82 @@ func TestFleetKubernetesContainers(t *testing.T) {
 			t.Errorf("cgroup_oom_kills on %s: %v; want %v", inst, g["cgroup_oom_kills"], wantOne)
 		}
 	})
+}
+
+// splitOpenMetrics writes the samples of an OpenMetrics file (families of
+// "# TYPE" and "name{labels} value timestamp" lines, as fleettest writes
+// them) into one file per span of time since the epoch, each family's
+// lines together under its TYPE line, and removes the original. It returns
+// the files in time order.
+func splitOpenMetrics(t *testing.T, path string, span time.Duration) []string {
+	t.Helper()
+	in, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = in.Close() }()
+	type part struct {
+		f      *os.File
+		w      *bufio.Writer
+		family string // the TYPE line last written
+	}
+	parts := map[int64]*part{}
+	var typeLine string
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "# TYPE "):
+			typeLine = line
+			continue
+		case line == "# EOF" || line == "":
+			continue
+		case strings.HasPrefix(line, "#"):
+			t.Fatalf("%s: unexpected line %q", path, line)
+		}
+		ts, err := strconv.ParseInt(line[strings.LastIndexByte(line, ' ')+1:], 10, 64)
+		if err != nil || typeLine == "" {
+			t.Fatalf("%s: sample line %q without a timestamp or a TYPE line", path, line)
+		}
+		k := ts / int64(span.Seconds())
+		p := parts[k]
+		if p == nil {
+			f, err := os.Create(fmt.Sprintf("%s.%d", path, k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p = &part{f: f, w: bufio.NewWriterSize(f, 256<<10)}
+			parts[k] = p
+		}
+		if p.family != typeLine {
+			_, _ = p.w.WriteString(typeLine + "\n")
+			p.family = typeLine
+		}
+		_, _ = p.w.WriteString(line + "\n")
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]int64, 0, len(parts))
+	for k := range parts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var files []string
+	for _, k := range keys {
+		p := parts[k]
+		_, _ = p.w.WriteString("# EOF\n")
+		if err := p.w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p.f.Name())
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	return files
 }

@@ -196,6 +196,7 @@ func TestRulesPromtool(t *testing.T) {
 		{"hostile instance names", Options{}, hostileInstance},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // its own rules and tests, its own promtool
 			dir := t.TempDir()
 			rules := filepath.Join(dir, "memdoctor.yml")
 			if err := os.WriteFile(rules, []byte(YAML(c.o)), 0o644); err != nil {

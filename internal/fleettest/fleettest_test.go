@@ -17,7 +17,10 @@ func TestManifestMatchesRules(t *testing.T) {
 		{Hosts: 60, Days: 15, Interval: 10 * time.Minute, End: time.Date(2026, 3, 10, 7, 0, 0, 0, time.UTC), Seed: 7},
 		{Hosts: 90, Days: 15, Interval: 5 * time.Minute, End: time.Date(2026, 7, 1, 23, 35, 0, 0, time.UTC), Seed: 3},
 	} {
-		t.Run(fmt.Sprintf("seed%d", o.Seed), func(t *testing.T) { checkManifest(t, Plan(o)) })
+		t.Run(fmt.Sprintf("seed%d", o.Seed), func(t *testing.T) {
+			t.Parallel() // each plans and judges its own fleet
+			checkManifest(t, Plan(o))
+		})
 	}
 }
 

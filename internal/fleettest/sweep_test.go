@@ -17,7 +17,10 @@ func TestManifestAcrossSeedsAndHours(t *testing.T) {
 	for _, seed := range []uint64{11, 7, 3, 5} {
 		for _, h := range []int{0, 5, 11, 17, 22} {
 			o := Options{Hosts: 60, Days: 15, Interval: 10 * time.Minute, End: time.Date(2026, 11, 22, h, 0, 0, 0, time.UTC), Seed: seed}
-			t.Run(fmt.Sprintf("seed%d-%02dh", seed, h), func(t *testing.T) { checkManifest(t, Plan(o)) })
+			t.Run(fmt.Sprintf("seed%d-%02dh", seed, h), func(t *testing.T) {
+				t.Parallel() // each plans and judges its own fleet
+				checkManifest(t, Plan(o))
+			})
 		}
 	}
 }
