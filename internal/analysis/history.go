@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
@@ -137,7 +138,7 @@ func (s *Source) DiagnoseInstance(inst, since, until string) (InstanceResult, er
 	if err != nil {
 		return InstanceResult{}, err
 	}
-	w, n, err := s.diagnosisWindow(inst, win, diagnose.Rules(), true)
+	w, n, err := s.planWindow(inst, win, rulesPlan())
 	if err != nil {
 		return InstanceResult{}, err
 	}
@@ -161,18 +162,38 @@ func (s *Source) DiagnoseInstance(inst, since, until string) (InstanceResult, er
 // reads only at the ends of segments (hundreds of slab caches) are read
 // after the rest, one at a time, and kept at those ends.
 func (s *Source) diagnosisWindow(inst string, win Window, rules []diagnose.Rule, thin bool) (*sample.Window, int, error) {
-	names := diagnose.WindowSeries(rules)
+	return s.planWindow(inst, win, newReadPlan(rules, thin))
+}
+
+// readPlan is what a diagnosis reads of each instance: the series read in
+// full, those read only at the ends of segments, and the step aggregates.
+type readPlan struct {
+	rest, ends []string
+	keep       map[string]sample.Aggregates
+}
+
+func newReadPlan(rules []diagnose.Rule, thin bool) readPlan {
 	var ends []string
 	if thin {
 		ends = diagnose.WindowEndsOnly(rules)
 	}
 	var rest []string
-	for _, n := range names {
+	for _, n := range diagnose.WindowSeries(rules) {
 		if !slices.Contains(ends, n) {
 			rest = append(rest, n)
 		}
 	}
-	q := store.Query{Instance: inst, Names: rest, Keep: diagnose.WindowAggregates(rules)}
+	return readPlan{rest: rest, ends: ends, keep: diagnose.WindowAggregates(rules)}
+}
+
+// rulesPlan is the plan of every rule, made once: made for each instance it
+// took an eighth of the time of diagnosing 10,000 instances of one sample.
+var rulesPlan = sync.OnceValue(func() readPlan { return newReadPlan(diagnose.Rules(), true) })
+
+// planWindow reads what p says of inst over win (see diagnosisWindow).
+func (s *Source) planWindow(inst string, win Window, p readPlan) (*sample.Window, int, error) {
+	rest, ends := p.rest, p.ends
+	q := store.Query{Instance: inst, Names: rest, Keep: p.keep}
 	w, n := &sample.Window{Instance: inst, From: win.From, To: win.To, Step: win.Step}, 0
 	var err error
 	if len(rest) > 0 { // no names would read every series
