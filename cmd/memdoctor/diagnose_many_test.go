@@ -77,7 +77,7 @@ func diagnosePeak(t *testing.T, bin, file string, n int, limit string) int64 {
 // sample peaked at 211 MiB of RSS under that limit (338 MB without it),
 // 17.6 KiB more for each instance than 1,000; with only findings, notes
 // (about 18 lines "rule X not evaluated" each here) and summaries kept,
-// 109 MiB and 8.3 KiB. The 30,000- and 100,000-instance figures are
+// 95 MiB and 3.6 KiB. The 30,000- and 100,000-instance figures are
 // bench/ingest.sh's.
 func TestDiagnoseManyInstancesBoundedMemory(t *testing.T) {
 	if testing.Short() {
