@@ -254,13 +254,19 @@ func newMerger(src string, instances int) *merger {
 	return &merger{src: src, several: instances > 1, results: make([]InstanceResult, 0, instances), texts: map[string]string{}}
 }
 
+// maxTexts bounds the distinct note texts shared: of a file whose notes
+// all differ, the map would otherwise hold an entry for every note.
+const maxTexts = 4096
+
 // text returns s, or the equal string kept before: a note's message and
 // fix are the same on thousands of instances.
 func (m *merger) text(s string) string {
 	if t, ok := m.texts[s]; ok {
 		return t
 	}
-	m.texts[s] = s
+	if len(m.texts) < maxTexts {
+		m.texts[s] = s
+	}
 	return s
 }
 
