@@ -4,9 +4,10 @@
 # sizes given). Reports, per size, the wall time and peak RSS
 # (/usr/bin/time -v) of `memdoctor export --from FILE -o -` (the ingest
 # into a temporary store, then every sample written out again) and, up to
-# $DIAGNOSE_MAX instances (default 10000), of `memdoctor diagnose --from
-# FILE` (ingest plus one diagnosis per instance, about 1 ms and 13 KB of
-# report each), then the in-process benchmark (go test -bench IngestFleet).
+# $DIAGNOSE_MAX instances (default 100000), of `memdoctor diagnose --from
+# FILE` (ingest plus one diagnosis per instance; of each only its findings,
+# notes and summary are kept), then the in-process benchmark (go test
+# -bench IngestFleet).
 # Files are generated once into $MEMDOCTOR_BENCH_DIR (default /tmp).
 #
 # usage: bench/ingest.sh [N ...]
@@ -38,7 +39,7 @@ for n in $sizes; do
   fi
   echo "$n instances x 1 sample ($(du -h "$f" | cut -f1)):"
   measure export "$dir/memdoctor" export --from "$f" -o -
-  if [ "$n" -le "${DIAGNOSE_MAX:-10000}" ]; then
+  if [ "$n" -le "${DIAGNOSE_MAX:-100000}" ]; then
     measure diagnose "$dir/memdoctor" diagnose --from "$f"
   fi
 done

@@ -65,7 +65,7 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 			}
 			var sums []text.WindowSummary
 			for _, r := range out.Instances {
-				sums = append(sums, text.WindowSummary{Instance: r.Instance, From: r.From, To: r.To, Step: r.Step(), Series: r.Series, Findings: len(r.Report.Findings)})
+				sums = append(sums, text.WindowSummary{Instance: r.Instance, From: r.From, To: r.To, Step: r.Step(), Series: r.Series, Findings: r.Findings})
 			}
 			return text.DiagnoseText(cmd.OutOrStdout(), out.Report, sums, text.Options{Color: colorOK(cmd.OutOrStdout())})
 		},

@@ -101,7 +101,7 @@ func TestDiagnoseSeveralInstances(t *testing.T) {
 	}
 	n := 0
 	for _, r := range d.Instances {
-		n += len(r.Report.Findings)
+		n += r.Findings
 		if r.Step() != Step(r.To.Sub(r.From)) {
 			t.Errorf("%s: step %v, want %v", r.Instance, r.Step(), Step(r.To.Sub(r.From)))
 		}
@@ -114,8 +114,8 @@ func TestDiagnoseSeveralInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, r := range rp.Instances {
-		if len(r.Report.Findings) != len(d.Instances[i].Report.Findings) || rp.Page.Instances[i].Window == nil {
-			t.Errorf("%s: the page has %d findings, the diagnosis %d", r.Instance, len(r.Report.Findings), len(d.Instances[i].Report.Findings))
+		if len(r.Report.Findings) != d.Instances[i].Findings || rp.Page.Instances[i].Window == nil {
+			t.Errorf("%s: the page has %d findings, the diagnosis %d", r.Instance, len(r.Report.Findings), d.Instances[i].Findings)
 		}
 	}
 

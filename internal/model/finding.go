@@ -1,6 +1,9 @@
 package model
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // Severity of a finding.
 type Severity string
@@ -102,31 +105,60 @@ const (
 // evaluated somewhere is listed once, naming the instance, and unread data
 // names its instance too.
 func MergeCoverage(names []string, cs []Coverage) Coverage {
-	out := Coverage{Evaluated: []string{}, NotEvaluated: []RuleSkip{}}
-	skipped := map[string]bool{}
+	var m CoverageMerger
 	for i, c := range cs {
-		out.Rules = max(out.Rules, c.Rules)
-		out.Partial = out.Partial || c.Partial
-		for _, u := range c.Unread {
-			out.Unread = append(out.Unread, names[i]+": "+u)
-		}
-		for _, s := range c.NotEvaluated {
-			if !skipped[s.ID] {
-				skipped[s.ID] = true
-				s.Detail = names[i] + ": " + s.Detail
-				out.NotEvaluated = append(out.NotEvaluated, s)
-			}
+		m.Add(names[i], c)
+	}
+	return m.Coverage()
+}
+
+// CoverageMerger combines coverages one instance at a time, as
+// MergeCoverage does, holding only the merged lists (not every instance's
+// coverage). The zero value is ready to use.
+type CoverageMerger struct {
+	out       Coverage
+	skipped   map[string]bool
+	evaluated []string
+	seen      map[string]bool
+}
+
+// Add merges the coverage of instance name.
+func (m *CoverageMerger) Add(name string, c Coverage) {
+	if m.skipped == nil {
+		m.skipped, m.seen = map[string]bool{}, map[string]bool{}
+	}
+	m.out.Rules = max(m.out.Rules, c.Rules)
+	m.out.Partial = m.out.Partial || c.Partial
+	for _, u := range c.Unread {
+		m.out.Unread = append(m.out.Unread, name+": "+u)
+	}
+	for _, s := range c.NotEvaluated {
+		if !m.skipped[s.ID] {
+			m.skipped[s.ID] = true
+			s.Detail = name + ": " + s.Detail
+			m.out.NotEvaluated = append(m.out.NotEvaluated, s)
 		}
 	}
-	seen := map[string]bool{}
-	for _, c := range cs {
-		for _, id := range c.Evaluated {
-			if !skipped[id] && !seen[id] {
-				seen[id] = true
-				out.Evaluated = append(out.Evaluated, id)
-			}
+	for _, id := range c.Evaluated {
+		if !m.seen[id] {
+			m.seen[id] = true
+			m.evaluated = append(m.evaluated, id)
 		}
 	}
+}
+
+// Coverage is the merge of what was added: the rules evaluated on some
+// instance and skipped on none, in the order they were first seen.
+func (m *CoverageMerger) Coverage() Coverage {
+	out := m.out
+	out.Evaluated = []string{}
+	for _, id := range m.evaluated {
+		if !m.skipped[id] {
+			out.Evaluated = append(out.Evaluated, id)
+		}
+	}
+	out.NotEvaluated = append([]RuleSkip{}, m.out.NotEvaluated...)
+	out.Unread = slices.Clone(m.out.Unread)
 	return out
 }
 
