@@ -488,7 +488,7 @@ func chooseThread(pid int, ths []threadState, sc syscalls, known bool) (tid int,
 	case 2:
 		return best, "waiting on a futex"
 	}
-	return pid, "main thread; no thread was blocked outside the allocator, so the call may wait for a lock that thread holds (the timeout then interrupts it safely)"
+	return pid, "main thread; no thread was blocked outside the allocator, so the call may wait for a lock that thread holds (the timeout then interrupts a call that can be undone, and waits, bounded, for one that cannot: docs/runtimes/allocators.md)"
 }
 
 // taskStates returns the state letter of every thread.
