@@ -30,7 +30,9 @@ func ChildPage(db string, refresh time.Duration) func(w io.Writer, instance stri
 		c := exec.CommandContext(ctx, exe, "report", "--from", db, "--instance", instance, "--refresh", refresh.String(), "-o", "-")
 		var stderr bytes.Buffer
 		c.Stdout, c.Stderr = w, &stderr
-		if err := c.Run(); err != nil {
+		err = c.Run()
+		_ = dropExecutableCache() // a hint: the page is served either way
+		if err != nil {
 			msg := strings.TrimSpace(stderr.String())
 			if msg == "" {
 				msg = err.Error()
@@ -53,7 +55,9 @@ func ChildFindings(db string) func(ctx context.Context, instance string) ([]mode
 		c := exec.CommandContext(ctx, exe, "diagnose", "--from", db, "--instance", instance, "--json")
 		var stdout, stderr bytes.Buffer
 		c.Stdout, c.Stderr = &stdout, &stderr
-		if err := c.Run(); err != nil {
+		err = c.Run()
+		_ = dropExecutableCache() // a hint: the findings are read either way
+		if err != nil {
 			msg := strings.TrimSpace(stderr.String())
 			if msg == "" {
 				msg = err.Error()

@@ -119,6 +119,7 @@ type Recorder struct {
 	settling     sync.Mutex // held by settle; guards the two below
 	settled      time.Time
 	settleQueued bool // a settle waits for the second after the last one
+	trimmed      bool // trimExecutablePages ran (once, at the first settle)
 
 	mu        sync.Mutex
 	lock      *store.Lock // the store's writer lock, held from New to Close, across reopens
