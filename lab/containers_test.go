@@ -28,7 +28,7 @@ func TestCgroupRulesV2(t *testing.T) {
 	slowScenario(t)
 	l := lab.Open(t)
 	start := time.Now()
-	res := l.Boot(t, lab.Run{Script: scenario(t, "containers.sh"), Timeout: 5 * time.Minute})
+	res := l.Boot(t, lab.Run{Script: scenario(t, "containers.sh"), Timeout: 10 * time.Minute})
 	t.Logf("scenario 5 (container cgroups): %.1fs wall", time.Since(start).Seconds())
 	if res.Exit != 0 {
 		t.Fatalf("scenario exit %d\n%s", res.Exit, res.Log)

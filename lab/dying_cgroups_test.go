@@ -18,7 +18,7 @@ func TestDyingCgroupsV2(t *testing.T) {
 	slowScenario(t)
 	l := lab.Open(t)
 	start := time.Now()
-	res := l.Boot(t, lab.Run{Script: "JOBS=120 KIB=256\n" + scenario(t, "dying-cgroups.sh"), Timeout: 5 * time.Minute})
+	res := l.Boot(t, lab.Run{Script: "JOBS=120 KIB=256\n" + scenario(t, "dying-cgroups.sh"), Timeout: 10 * time.Minute})
 	t.Logf("scenario 1 (dying cgroups): %.1fs wall", time.Since(start).Seconds())
 	if res.Exit != 0 {
 		t.Fatalf("scenario exit %d\n%s", res.Exit, res.Log)

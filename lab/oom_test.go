@@ -22,7 +22,7 @@ func TestOOMKillInCgroup(t *testing.T) {
 	slowScenario(t)
 	l := lab.Open(t)
 	start := time.Now()
-	res := l.Boot(t, lab.Run{Script: scenario(t, "oom-kill.sh"), Timeout: 4 * time.Minute})
+	res := l.Boot(t, lab.Run{Script: scenario(t, "oom-kill.sh"), Timeout: 8 * time.Minute})
 	t.Logf("scenario 4 (OOM kill): %.1fs wall", time.Since(start).Seconds())
 	if res.Exit != 0 {
 		t.Fatalf("scenario exit %d\n%s", res.Exit, res.Log)

@@ -31,7 +31,7 @@ func TestWatermarkThrash(t *testing.T) {
 	slowScenario(t)
 	l := lab.Open(t)
 	start := time.Now()
-	res := l.Boot(t, lab.Run{Script: scenario(t, "watermark-thrash.sh"), Timeout: 12 * time.Minute, DiskMiB: 2048})
+	res := l.Boot(t, lab.Run{Script: scenario(t, "watermark-thrash.sh"), Timeout: 25 * time.Minute, DiskMiB: 2048})
 	t.Logf("scenario 2 (watermark thrash, two settings): %.1fs wall", time.Since(start).Seconds())
 	if res.Exit != 0 {
 		t.Fatalf("scenario exit %d\n%s", res.Exit, res.Log)

@@ -78,6 +78,9 @@ type Options struct {
 	// loopback ports when its runtime shows no GC state otherwise (live
 	// hosts only; see internal/runtimes/discover.go).
 	Discover bool
+	// DiscoverMemo carries discovery's answers from one collection to the
+	// next (the recorder's; nil: every process is asked).
+	DiscoverMemo *runtimes.DiscoverMemo
 	// Focus restricts per-process collection to some processes (check
 	// --pid, --cgroup, --user); the zero value reads them all.
 	Focus ProcessFocus

@@ -26,6 +26,7 @@ func RuntimeOptions(opt Options, s *sample.Snapshot) runtimes.Options {
 	ro.NoHostJVMs = opt.Focus.Active()
 	ro.DotNetPort = opt.DotNetPort
 	ro.Discover = opt.Discover && opt.Live
+	ro.DiscoverMemo = opt.DiscoverMemo
 	for _, m := range s.Select("memdoctor_process_rss_bytes") {
 		pid, err := strconv.Atoi(m.Labels.Get("pid"))
 		if opt.Live && pid == os.Getpid() {

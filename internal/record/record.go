@@ -112,6 +112,9 @@ type Recorder struct {
 	// names names cgroups' owners from the runtimes' state (live only),
 	// its listings cached across ticks.
 	names *cgroups.Runtime
+	// discovered carries discovery's answers from one tick to the next,
+	// so that a silent port is not asked every interval.
+	discovered *runtimes.DiscoverMemo
 	// cgEvents holds each cgroup's event counters from the previous tick:
 	// a tick reads in full the cgroups whose events rose since.
 	cgEvents *cgroups.EventHistory
@@ -199,7 +202,7 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.FindingsEvery <= 0 {
 		cfg.FindingsEvery = 5 * time.Minute
 	}
-	r := &Recorder{cfg: cfg, cgEvents: cgroups.NewEventHistory()}
+	r := &Recorder{cfg: cfg, cgEvents: cgroups.NewEventHistory(), discovered: &runtimes.DiscoverMemo{}}
 	if cfg.FS != nil {
 		r.fs = *cfg.FS
 	} else {
@@ -387,7 +390,7 @@ func (r *Recorder) Tick(at time.Time) {
 	cpu0 := selfCPU()
 	res, err := collect.Collect(r.fs, collect.Options{TopProcesses: r.cfg.Top, TopCgroups: 10, ArenaScan: true, Live: r.live, Names: r.names, CgroupEvents: r.cgEvents,
 		Now: func() time.Time { return at }, Runtimes: r.live, Scrape: r.cfg.Scrape, ScrapeTimeout: r.cfg.ScrapeTimeout, ScrapeAuth: r.cfg.ScrapeAuth,
-		Discover: r.cfg.Discover})
+		Discover: r.cfg.Discover, DiscoverMemo: r.discovered})
 	if err != nil {
 		r.mu.Lock()
 		r.lastErr = err

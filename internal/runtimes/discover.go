@@ -304,7 +304,7 @@ const maxErr = 200
 
 // discoverAll runs discovery for the detected-only readings, at most
 // discoverWorkers processes at a time and discoverBudget in all.
-func discoverAll(ctx context.Context, fsys procfs.FS, dets []*Reading) []discovery {
+func discoverAll(ctx context.Context, fsys procfs.FS, dets []*Reading, memo *DiscoverMemo) []discovery {
 	out := make([]discovery, len(dets))
 	if len(dets) == 0 {
 		return out
@@ -340,11 +340,24 @@ func discoverAll(ctx context.Context, fsys procfs.FS, dets []*Reading) []discove
 			out[i] = discovery{why: whys[i]}
 			continue
 		}
+		ask, why := memo.plan(det.PID, urls[i])
+		if len(ask) == 0 {
+			out[i] = discovery{why: why}
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i] = d.discover(ctx, det, urls[i], whys[i])
+			out[i] = d.discover(ctx, det, ask, whys[i])
+			switch {
+			case out[i].reading != nil:
+				memo.keep(det.PID, urls[i], out[i].reading.Target)
+			case ctx.Err() == nil:
+				// asked in full and nothing served (a port cut short by
+				// the budget is asked again next time)
+				memo.keep(det.PID, urls[i], "")
+			}
 		}()
 	}
 	wg.Wait()

@@ -56,6 +56,9 @@ type Options struct {
 	// for /metrics when its runtime has no other GC reading (see
 	// discover.go). Live hosts only.
 	Discover bool
+	// DiscoverMemo, when not nil, carries discovery's answers from one
+	// reading to the next (the recorder's).
+	DiscoverMemo *DiscoverMemo
 }
 
 // Result is every reading plus notes on what could not be read.
@@ -164,7 +167,7 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 				dets = append(dets, rd)
 			}
 		}
-		found := discoverAll(ctx, fsys, dets)
+		found := discoverAll(ctx, fsys, dets, opt.DiscoverMemo)
 		for i, det := range dets {
 			if found[i].reading == nil {
 				asked[det] = found[i]
