@@ -14,6 +14,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // Layout of struct event in cgtrace.c, from its generated Go twin.
@@ -147,7 +149,7 @@ func loadBPF(opt Options, follow int) (*bpfTracer, error) {
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
 		return nil, fmt.Errorf("the kernel has no BTF (/sys/kernel/btf/vmlinux): %w", err)
 	}
-	if err := removeMemlock(); err != nil {
+	if err := procfs.RemoveMemlockForBPF(); err != nil {
 		return nil, fmt.Errorf("memlock limit: %w", err)
 	}
 	spec, err := loadCgtrace()

@@ -84,7 +84,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if _, err := os.Stat("/sys/bus/event_source/devices/uprobe"); err != nil {
 		return nil, unavailable("the kernel has no uprobe events", err)
 	}
-	if err := removeMemlock(); err != nil {
+	if err := procfs.RemoveMemlockForBPF(); err != nil {
 		return nil, unavailable("memlock limit", err)
 	}
 	spec, err := loadLeaktrace()

@@ -1,6 +1,4 @@
-//go:build linux && (amd64 || arm64)
-
-package leaktrace
+package procfs
 
 import (
 	"fmt"
@@ -8,12 +6,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// removeMemlock lifts the locked-memory limit, which kernels before 5.11
-// charge BPF maps and programs to; later ones charge the memory cgroup and
-// ignore the limit, so failing to raise it there is no error. (The BPF
-// library's own helper package probes the kernel when it is initialised,
-// creating a BPF map in every memdoctor command that links it.)
-func removeMemlock() error {
+// RemoveMemlockForBPF lifts the locked-memory limit, which kernels before
+// 5.11 charge BPF maps and programs to; later ones charge the memory cgroup
+// and ignore the limit, so failing to raise it there is no error. The
+// tracers call it before loading their programs. (The BPF library's own
+// helper package probes the kernel when it is initialised, creating a BPF
+// map in every memdoctor command that links it, so memdoctor does this
+// itself.)
+func RemoveMemlockForBPF() error {
 	err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
 	if err == nil {
 		return nil
