@@ -5,7 +5,6 @@ package main
 // of instances past what their findings, notes and summaries take.
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/fleettest"
 )
 
 // writeInstancesOM writes an OpenMetrics file of n instances with one
@@ -26,13 +27,7 @@ func writeInstancesOM(t *testing.T, dir string, n int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, "# TYPE node_memory_MemAvailable_bytes gauge")
-	for i := range n {
-		fmt.Fprintf(w, "node_memory_MemAvailable_bytes{instance=\"host-%06d:9100\",job=\"node\"} %d 1700000000.000\n", i, 1_000_000_000+i)
-	}
-	fmt.Fprintln(w, "# EOF")
-	if err := w.Flush(); err != nil {
+	if err := fleettest.WriteInstancesOM(f, n); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {

@@ -29,6 +29,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -589,4 +590,18 @@ func (f *Fleet) Window(i int) *sample.Window {
 		w.Add(s)
 	}
 	return w
+}
+
+// WriteInstancesOM writes an OpenMetrics page of n instances with one
+// sample each (a fleet-wide instant query saved as text): the input of
+// `diagnose --from` at scale. A write error stays in the buffer and is
+// returned by its Flush.
+func WriteInstancesOM(w io.Writer, n int) error {
+	bw := bufio.NewWriter(w)
+	_, _ = fmt.Fprintln(bw, "# TYPE node_memory_MemAvailable_bytes gauge")
+	for i := range n {
+		_, _ = fmt.Fprintf(bw, "node_memory_MemAvailable_bytes{instance=\"host-%06d:9100\",job=\"node\"} %d 1700000000.000\n", i, 1_000_000_000+i)
+	}
+	_, _ = fmt.Fprintln(bw, "# EOF")
+	return bw.Flush()
 }

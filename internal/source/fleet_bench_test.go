@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/fleettest"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
 
@@ -23,13 +23,7 @@ func writeFleetOM(tb testing.TB, n int) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, "# TYPE node_memory_MemAvailable_bytes gauge")
-	for i := range n {
-		fmt.Fprintf(w, "node_memory_MemAvailable_bytes{instance=\"host-%06d:9100\",job=\"node\"} %d 1700000000.000\n", i, 1_000_000_000+i)
-	}
-	fmt.Fprintln(w, "# EOF")
-	if err := w.Flush(); err != nil {
+	if err := fleettest.WriteInstancesOM(f, n); err != nil {
 		tb.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
