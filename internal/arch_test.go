@@ -38,7 +38,10 @@ var allowed = map[string][]string{
 	"termsafe": nil,
 	"httpsafe": {"redact"},
 	// Small shared helpers.
-	"stats":  nil,
+	"stats": nil,
+	// The one set of formats for people (bytes, durations, values in
+	// their units) every floor may use.
+	"format": nil,
 	"promql": nil,
 	"vmcalc": nil,
 	"sample": nil,
@@ -70,21 +73,17 @@ var allowed = map[string][]string{
 	// Storage and sources of samples.
 	"store":  {"sample"},
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
-	"record": {"cgroups", "cgtrace", "collect", "diagnose", "model", "procfs", "render", "runtimes", "sample", "store"},
+	"record": {"cgroups", "cgtrace", "collect", "diagnose", "format", "model", "procfs", "runtimes", "sample", "store"},
 	// The stable JSON schema (check --json): data only, no judging.
-	"model": {"sample", "vmcalc"},
+	"model": {"format", "sample", "vmcalc"},
 	// Judging works on samples only: never /proc.
-	"diagnose": {"model", "promql", "render", "sample", "stats", "vmcalc"},
-	// Rendering, in one tree: the one set of formats (bytes, durations,
-	// evidence values) every layer may use, the text and JSON output of
-	// the commands, and the HTML report.
-	"render": {"model"},
+	"diagnose": {"format", "model", "promql", "sample", "stats", "vmcalc"},
 	// render/text writes every command's human output, over the types the
 	// data packages return (they never import it): check, diagnose, fleet
 	// scans, comparisons, malloc/trim/reclaim, leaks, lint, probe, and the
 	// stderr lines.
-	"render/text": {"compare", "diagnose", "fleet", "heapprof", "lint", "malloc", "model", "probe", "render", "termsafe", "treat"},
-	"render/html": {"diagnose", "model", "render", "sample"},
+	"render/text": {"compare", "diagnose", "fleet", "format", "heapprof", "lint", "malloc", "model", "probe", "termsafe", "treat"},
+	"render/html": {"diagnose", "format", "model", "sample"},
 	"lint":        {"model", "safeio", "termsafe"},
 	// Probing a live service measures it from outside.
 	"probe": {"httpsafe", "outfile", "procfs", "redact", "safeio", "stats"},
@@ -92,11 +91,10 @@ var allowed = map[string][]string{
 	"prom":    {"httpsafe", "redact", "safeio"},
 	"fleet":   {"diagnose", "model", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "model", "promql"},
-	"compare": {"prom", "promql", "render", "sample", "stats"},
+	"compare": {"format", "prom", "promql", "sample", "stats"},
 	// The use cases: what commands call (cmd/memdoctor parses flags and
 	// renders; this opens, resolves windows and steps, diagnoses, merges).
-	"analysis": {"alerts", "capture", "cgroups", "cgtrace", "collect", "compare", "diagnose", "fleet", "heapprof", "leaktrace", "malloc", "model", "outfile", "pagescan", "procfs", "prom",
-		"promql", "render", "render/html", "runtimes", "safeio", "sample", "source", "store", "treat"},
+	"analysis": {"alerts", "capture", "cgroups", "cgtrace", "collect", "compare", "diagnose", "fleet", "format", "heapprof", "leaktrace", "malloc", "model", "outfile", "pagescan", "procfs", "prom", "promql", "render/html", "runtimes", "safeio", "sample", "source", "store", "treat"},
 	// Remedies that change the host: a running process' allocator (malloc, trim,
 	// check --malloc) and dying cgroups (reclaim).
 	"treat": {"cgreclaim", "malloc", "procfs", "sample", "termsafe"},

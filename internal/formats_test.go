@@ -1,10 +1,10 @@
 package internal_test
 
 // One set of formats: bytes and durations are written for people by
-// internal/render only, so a report, a finding and a log line say the same
+// internal/format only, so a report, a finding and a log line say the same
 // quantity the same way. A float formatted into KiB/MiB/GiB, or a rounded
 // duration's String, anywhere else in shipped code fails here: use (or add)
-// a function of internal/render.
+// a function of internal/format.
 
 import (
 	"go/ast"
@@ -33,7 +33,7 @@ func TestOneSetOfFormats(t *testing.T) {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" || rel == "internal/render" ||
+			if strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" || rel == "internal/format" ||
 				strings.HasSuffix(d.Name(), "test") || rel == "lab" || rel == "bench" || rel == "scripts" {
 				return filepath.SkipDir
 			}
@@ -59,7 +59,7 @@ func TestOneSetOfFormats(t *testing.T) {
 					s = n.Value
 				}
 				if unitFloat.MatchString(s) {
-					t.Errorf("%s: formats bytes itself (%s): use internal/render", fset.Position(n.Pos()), n.Value)
+					t.Errorf("%s: formats bytes itself (%s): use internal/format", fset.Position(n.Pos()), n.Value)
 				}
 			case *ast.CallExpr:
 				// d.Round(...).String(): a duration written by hand.
@@ -69,7 +69,7 @@ func TestOneSetOfFormats(t *testing.T) {
 				}
 				if inner, ok := sel.X.(*ast.CallExpr); ok {
 					if r, ok := inner.Fun.(*ast.SelectorExpr); ok && r.Sel.Name == "Round" {
-						t.Errorf("%s: formats a duration itself: use internal/render (Clock, Span, Duration)", fset.Position(n.Pos()))
+						t.Errorf("%s: formats a duration itself: use internal/format (Clock, Span, Duration)", fset.Position(n.Pos()))
 					}
 				}
 			}

@@ -17,9 +17,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/pagescan"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 // TestCheckScanPagesNamesPinnedCache (root, cgroup v1 memory controller): a
@@ -162,7 +162,7 @@ func checkCreators(t *testing.T, f *model.Finding, runners []runner, secs float6
 		if want := fmt.Sprintf("(%d and %d in ", r.count, r.count); !strings.Contains(lines[i].text, want) {
 			t.Errorf("%s: want %q in %q", name, want, lines[i].text)
 		}
-		if want := render.Number(float64(r.count)/secs) + " mkdir/s"; !strings.Contains(lines[i].text, want) {
+		if want := format.Number(float64(r.count)/secs) + " mkdir/s"; !strings.Contains(lines[i].text, want) {
 			t.Errorf("%s: want %q in %q", name, want, lines[i].text)
 		}
 	}
@@ -561,7 +561,7 @@ func TestCulpritsEndToEnd(t *testing.T) {
 		if at[i] < 0 {
 			t.Errorf("summary does not name %s with its rate (creator %d of the trace): %s", name, line.rank+1, f.Summary)
 		}
-		t.Logf("%s: asked %v jobs/s, ran %q; traced %s mkdir/s over %v s", name, runners[i].rate, outs[i], render.Number(float64(runners[i].count)/secs), secs)
+		t.Logf("%s: asked %v jobs/s, ran %q; traced %s mkdir/s over %v s", name, runners[i].rate, outs[i], format.Number(float64(runners[i].count)/secs), secs)
 	}
 	if at[0] >= 0 && at[1] >= 0 && at[0] > at[1] {
 		t.Errorf("the summary names the slower runner first: %s", f.Summary)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/compare"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/prom"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
@@ -154,10 +154,10 @@ func reclaimValues(group string, ws []*sample.Window, parts bool, v compare.Valu
 			short = ": too short a span for daily rates, the per-day figures extrapolate these counts"
 		}
 		notes = append(notes, fmt.Sprintf("group %s, %s: %s, %s, %s directly in %s%s",
-			group, w.Instance, render.Count(whole.Counts["kswapd_low_wmark_hit_quickly"], "quick kswapd wake-up", "quick kswapd wake-ups"),
-			render.Count(whole.Counts["allocstall"], "direct-reclaim stall", "direct-reclaim stalls"),
-			render.Count(whole.Counts["pgscan_direct"], "page scanned", "pages scanned"),
-			render.Duration(time.Duration(whole.Seconds*float64(time.Second))), short))
+			group, w.Instance, format.Count(whole.Counts["kswapd_low_wmark_hit_quickly"], "quick kswapd wake-up", "quick kswapd wake-ups"),
+			format.Count(whole.Counts["allocstall"], "direct-reclaim stall", "direct-reclaim stalls"),
+			format.Count(whole.Counts["pgscan_direct"], "page scanned", "pages scanned"),
+			format.Duration(time.Duration(whole.Seconds*float64(time.Second))), short))
 	}
 	return notes
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/analysis"
-	"github.com/memdoctor/memdoctor/internal/render"
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
@@ -79,13 +79,13 @@ func TestCompareReclaimRecordings(t *testing.T) {
 	notes := strings.Join(res.Notes, "\n")
 	for _, want := range []string{
 		fmt.Sprintf("group A, lab: %s, %s, %s directly in 30s: too short",
-			render.Count(rises(ha, 30), "quick kswapd wake-up", "quick kswapd wake-ups"),
-			render.Count(rises(sa, 30), "direct-reclaim stall", "direct-reclaim stalls"),
-			render.Count(rises(pa, 30), "page scanned", "pages scanned")),
+			format.Count(rises(ha, 30), "quick kswapd wake-up", "quick kswapd wake-ups"),
+			format.Count(rises(sa, 30), "direct-reclaim stall", "direct-reclaim stalls"),
+			format.Count(rises(pa, 30), "page scanned", "pages scanned")),
 		fmt.Sprintf("group B, lab: %s, %s, %s directly in 30s: too short",
-			render.Count(rises(hb, 30), "quick kswapd wake-up", "quick kswapd wake-ups"),
-			render.Count(rises(sb, 30), "direct-reclaim stall", "direct-reclaim stalls"),
-			render.Count(rises(pb, 30), "page scanned", "pages scanned"))} {
+			format.Count(rises(hb, 30), "quick kswapd wake-up", "quick kswapd wake-ups"),
+			format.Count(rises(sb, 30), "direct-reclaim stall", "direct-reclaim stalls"),
+			format.Count(rises(pb, 30), "page scanned", "pages scanned"))} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}

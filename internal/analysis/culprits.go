@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/cgtrace"
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/pagescan"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -105,7 +105,7 @@ func pageScan(ctx context.Context, s *sample.Snapshot, timeout time.Duration) []
 	var notes []sample.Note
 	if !res.Complete {
 		notes = append(notes, sample.Note{Source: src,
-			Message: fmt.Sprintf("the page scan stopped at its time limit (%s) after %s of RAM", res.Duration.Round(time.Millisecond), render.Bytes(res.RAMBytes)),
+			Message: fmt.Sprintf("the page scan stopped at its time limit (%s) after %s of RAM", res.Duration.Round(time.Millisecond), format.Bytes(res.RAMBytes)),
 			Hides:   "part of the pages pinning dying cgroups", Fix: "raise --scan-timeout"})
 	}
 	if !rep.PinnedKnown {

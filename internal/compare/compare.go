@@ -11,9 +11,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/promql"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -148,7 +148,7 @@ func Format(v float64, unit string) string {
 	}
 	switch unit {
 	case "bytes", "bytes_per_day":
-		s := render.Bytes(int64(math.Round(v)))
+		s := format.Bytes(int64(math.Round(v)))
 		if unit == "bytes_per_day" {
 			s += "/day"
 		}
@@ -337,7 +337,7 @@ func NonFinite(group string, ws []*sample.Window) []string {
 					}
 				}
 				if n > 0 {
-					out = append(out, fmt.Sprintf("group %s, %s: %s of %s %s NaN or infinite, left out", group, w.Instance, render.Count(float64(n), "point", "points"), s.Name, isAre(n)))
+					out = append(out, fmt.Sprintf("group %s, %s: %s of %s %s NaN or infinite, left out", group, w.Instance, format.Count(float64(n), "point", "points"), s.Name, isAre(n)))
 				}
 			}
 		}

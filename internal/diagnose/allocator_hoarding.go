@@ -25,8 +25,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type allocatorHoarding struct{}
@@ -96,7 +96,7 @@ func (allocatorHoarding) Eval(in *Input) []model.Finding {
 		pid := fmt.Sprint(p.PID)
 		f := model.Finding{ID: "allocator_hoarding", Severity: sev, Subject: fmt.Sprintf("process %s (pid %d)", p.Comm, p.PID),
 			Summary: fmt.Sprintf("%s keeps %s of freed heap resident (%.0f%% of its %s anonymous memory; %s in use): allocator retention, not a leak",
-				p.Comm, render.Bytes(ret), 100*share, render.Bytes(p.AnonBytes), render.Bytes(p.Malloc.InUseBytes)),
+				p.Comm, format.Bytes(ret), 100*share, format.Bytes(p.AnonBytes), format.Bytes(p.Malloc.InUseBytes)),
 			Evidence: []model.Evidence{
 				ev("retained_bytes", float64(ret), "bytes"),
 				ev("in_use_bytes", float64(p.Malloc.InUseBytes), "bytes"),

@@ -29,9 +29,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/promql"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -122,7 +122,7 @@ func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 	}
 	if since, ok := bootedAt(w, seg); ok && since < warmUp {
 		in.Note("available_memory_decline", fmt.Sprintf("available memory falls %s a day, but the host booted %s ago: caches and pools fill after a boot, so this is judged once %v have passed",
-			render.Bytes(int64(-f.Slope)), spanText(avail), warmUp), "wait, or record longer")
+			format.Bytes(int64(-f.Slope)), spanText(avail), warmUp), "wait, or record longer")
 		return nil
 	}
 	total := lastValue(w.Get("node_memory_MemTotal_bytes"))
@@ -145,7 +145,7 @@ func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 	}
 	fd := model.Finding{ID: "available_memory_decline", Severity: sev, Subject: subject(w, "host"),
 		Summary: fmt.Sprintf("available memory falls %s per day (p=%s over %s); %s left, exhausted in about %s",
-			render.Bytes(int64(-f.Slope)), render.Number(f.P), spanText(avail), render.Bytes(int64(last)), render.Count(days, "day", "days")),
+			format.Bytes(int64(-f.Slope)), format.Number(f.P), spanText(avail), format.Bytes(int64(last)), format.Count(days, "day", "days")),
 		Evidence: []model.Evidence{
 			ev("mem_available_slope_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),
@@ -203,7 +203,7 @@ func spanText(ps []sample.Point) string {
 	if len(ps) < 2 {
 		return "no time"
 	}
-	return render.Duration(time.Duration(ps[len(ps)-1].T-ps[0].T) * time.Millisecond)
+	return format.Duration(time.Duration(ps[len(ps)-1].T-ps[0].T) * time.Millisecond)
 }
 
 // subject names the instance when the window has one.

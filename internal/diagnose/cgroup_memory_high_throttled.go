@@ -35,8 +35,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -112,7 +112,7 @@ func (cgroupMemoryHighThrottled) Eval(in *Input) []model.Finding {
 		var when string
 		if c.inRange {
 			when = fmt.Sprintf("%s over memory.high in %s between two readings, its tasks stalled %.0f%% of that time",
-				plural(c.highEvents, "breach", "breaches"), render.Duration(time.Duration(c.seconds*float64(time.Second))), c.some)
+				plural(c.highEvents, "breach", "breaches"), format.Duration(time.Duration(c.seconds*float64(time.Second))), c.some)
 			f.Evidence = append(f.Evidence, ev("high_events_in_range", c.highEvents, "count"), ev("some_stall_percent", c.some, "percent"),
 				ev("some_stall_seconds", c.someStalled, "seconds"), ev("interval_seconds", c.seconds, "seconds"))
 		} else {
@@ -122,7 +122,7 @@ func (cgroupMemoryHighThrottled) Eval(in *Input) []model.Finding {
 				ev("some_avg60_percent", c.some, "percent"))
 		}
 		f.Summary = fmt.Sprintf("%s: usage %s against memory.high %s (anon %s, page cache %s); the kernel reclaims from it and puts its allocating tasks to sleep: it runs slower, it is not killed",
-			when, render.Bytes(int64(usage)), render.Bytes(int64(high)), render.Bytes(int64(anon)), render.Bytes(int64(file)))
+			when, format.Bytes(int64(usage)), format.Bytes(int64(high)), format.Bytes(int64(anon)), format.Bytes(int64(file)))
 		f.Summary = namedSummary(s, c.path, f.Summary)
 		f.Remedies = cgroupHighRemedies(s, c.path, high)
 		out = append(out, f)
@@ -144,7 +144,7 @@ func cgroupHighRemedies(s *sample.Snapshot, p string, high float64) []model.Reme
 		raised = maxV // past memory.max it would never apply
 	}
 	unit := p[strings.LastIndex(p, "/")+1:]
-	r := model.Remedy{Title: fmt.Sprintf("if the workload needs more, raise memory.high where it is set (%s to %s here)", render.Bytes(int64(high)), render.Bytes(int64(raised))),
+	r := model.Remedy{Title: fmt.Sprintf("if the workload needs more, raise memory.high where it is set (%s to %s here)", format.Bytes(int64(high)), format.Bytes(int64(raised))),
 		Risk: "the cgroup may then take that much more from the rest of the host; memory.max still bounds it"}
 	switch {
 	case strings.Contains(p, "kubepods"):

@@ -36,8 +36,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -220,7 +220,7 @@ func (cgroupMemoryPressure) Eval(in *Input) []model.Finding {
 			what += fmt.Sprintf(" (all of them at once %.0f%%)", c.full)
 		}
 		if c.inRange {
-			what += fmt.Sprintf(" over %s between two readings", render.Duration(time.Duration(c.seconds*float64(time.Second))))
+			what += fmt.Sprintf(" over %s between two readings", format.Duration(time.Duration(c.seconds*float64(time.Second))))
 			f.Evidence = append(f.Evidence, ev("some_stall_percent", c.some, "percent"), ev("some_stall_seconds", c.someStalled, "seconds"),
 				ev("interval_seconds", c.seconds, "seconds"))
 			if c.hasFull {
@@ -245,7 +245,7 @@ func (cgroupMemoryPressure) Eval(in *Input) []model.Finding {
 				f.Evidence = append(f.Evidence, ev("working_set_percent_of_limit", pct, "percent"))
 				if pct >= cgroupPressureNearPct {
 					nearLimit = true
-					why = fmt.Sprintf("its working set is %.0f%% of its %s %s: it reclaims from itself to stay under it", pct, limitName, render.Bytes(int64(limit)))
+					why = fmt.Sprintf("its working set is %.0f%% of its %s %s: it reclaims from itself to stay under it", pct, limitName, format.Bytes(int64(limit)))
 				}
 			}
 		}
@@ -304,7 +304,7 @@ func cgroupPressureRemedies(s *sample.Snapshot, p, hier string, ws float64, near
 	switch {
 	case strings.Contains(p, "kubepods"):
 		r.Commands = []string{"# Kubernetes protects a pod's memory requests with memory.min when the kubelet's MemoryQoS feature gate is on: raise the pod's request",
-			"kubectl set resources deployment/<name> -n <namespace> --requests=memory=" + render.Bytes(int64(low))}
+			"kubectl set resources deployment/<name> -n <namespace> --requests=memory=" + format.Bytes(int64(low))}
 	case isUnitName(unit):
 		r.Commands = []string{fmt.Sprintf("systemctl set-property --runtime %s MemoryLow=%d   # --runtime: until reboot; drop it to keep the setting", model.ShellArg(unit), int64(low))}
 		r.Undo = fmt.Sprintf("systemctl set-property --runtime %s MemoryLow=0", model.ShellArg(unit))

@@ -45,8 +45,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -128,7 +128,7 @@ func (cgroupNearLimit) Eval(in *Input) []model.Finding {
 		// reads as numbers).
 		f := model.Finding{ID: "cgroup_near_limit", Severity: sev, Subject: "cgroup " + n.path,
 			Summary: fmt.Sprintf("working set %s is %.0f%% of its %s %s (anon %s, page cache %s of which %s inactive): reclaim cannot take this back cheaply; past the limit the OOM killer kills in it",
-				render.Bytes(int64(n.ws)), n.pct, n.limitName, render.Bytes(int64(n.limit)), render.Bytes(int64(anon)), render.Bytes(int64(file)), render.Bytes(int64(n.inactive))),
+				format.Bytes(int64(n.ws)), n.pct, n.limitName, format.Bytes(int64(n.limit)), format.Bytes(int64(anon)), format.Bytes(int64(file)), format.Bytes(int64(n.inactive))),
 			Evidence: []model.Evidence{
 				evText("cgroup", n.path),
 				evText("owner", who),
@@ -148,7 +148,7 @@ func (cgroupNearLimit) Eval(in *Input) []model.Finding {
 				ev("oom_candidate_score_adj", c.adj, ""), ev("processes", c.procs, "count"))
 		}
 		if left, perHour, ok := timeToLimit(in, n.path, n.ws, n.limit); ok {
-			f.Summary += fmt.Sprintf("; growing %s an hour, it reaches the limit in about %s", render.Bytes(int64(perHour)), render.Duration(left))
+			f.Summary += fmt.Sprintf("; growing %s an hour, it reaches the limit in about %s", format.Bytes(int64(perHour)), format.Duration(left))
 			f.Evidence = append(f.Evidence, ev("working_set_growth_bytes_per_hour", perHour, "bytes"),
 				ev("time_to_limit_seconds", left.Seconds(), "seconds"))
 		}
@@ -170,7 +170,7 @@ func (c oomCand) text() string { return c.comm + " (pid " + c.pid + ")" }
 
 // why: the largest, or the one oom_score_adj makes the choice.
 func (c oomCand) why() string {
-	size := ": " + render.Bytes(int64(c.bytes)) + " of RSS, swap and page tables"
+	size := ": " + format.Bytes(int64(c.bytes)) + " of RSS, swap and page tables"
 	switch {
 	case c.adj != 0:
 		return fmt.Sprintf("%s with oom_score_adj %.0f, among its %s", size, c.adj, plural(c.procs, "process", "processes"))

@@ -39,8 +39,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -175,12 +175,12 @@ func cgroupKmsgVictims(s *sample.Snapshot, p string, findings []cgKills, read ma
 		}
 		v := kmsgVictim{text: fmt.Sprintf("%s (pid %s)", l.Get("task"), l.Get("pid")), rss: size("rss"), anon: size("anon_rss")}
 		if v.rss >= 0 {
-			v.text += " with RSS " + render.Bytes(int64(v.rss))
+			v.text += " with RSS " + format.Bytes(int64(v.rss))
 			if v.anon >= 0 {
-				v.text += " (anon " + render.Bytes(int64(v.anon)) + ")"
+				v.text += " (anon " + format.Bytes(int64(v.anon)) + ")"
 			}
 		} else if v.anon >= 0 {
-			v.text += " with anon RSS " + render.Bytes(int64(v.anon))
+			v.text += " with anon RSS " + format.Bytes(int64(v.anon))
 		}
 		mc := l.Get("oom_memcg")
 		if mc != p {

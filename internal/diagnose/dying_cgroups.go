@@ -50,8 +50,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -257,7 +257,7 @@ func dyingCreators(s *sample.Snapshot) ([]model.Evidence, string) {
 		a, b := by[order[i]], by[order[j]]
 		return a.mkdir+a.rmdir > b.mkdir+b.rmdir
 	})
-	window := render.Number(secs) + " s"
+	window := format.Number(secs) + " s"
 	out := []model.Evidence{ev("trace_seconds", secs, "seconds"), evText("trace_method", tr[0].Labels.Get("method"))}
 	if len(order) == 0 {
 		out = append(out, evText("creators", "no memory cgroup was created or removed during the "+window+" trace"))
@@ -274,9 +274,9 @@ func dyingCreators(s *sample.Snapshot) ([]model.Evidence, string) {
 			who += ", parent " + c.parent
 		}
 		out = append(out, evText("creator", fmt.Sprintf("%s: %s mkdir/s, %s rmdir/s (%.0f and %.0f in %s)",
-			who, render.Number(c.mkdir/secs), render.Number(c.rmdir/secs), c.mkdir, c.rmdir, window)))
+			who, format.Number(c.mkdir/secs), format.Number(c.rmdir/secs), c.mkdir, c.rmdir, window)))
 		if i < creatorsNamed {
-			named = append(named, fmt.Sprintf("%s (%s/s)", c.comm, render.Number(max(c.mkdir, c.rmdir)/secs)))
+			named = append(named, fmt.Sprintf("%s (%s/s)", c.comm, format.Number(max(c.mkdir, c.rmdir)/secs)))
 		}
 	}
 	return out, fmt.Sprintf("; made and removed by %s in a trace of %s", strings.Join(named, ", "), window)
@@ -299,18 +299,18 @@ func dyingPins(s *sample.Snapshot) ([]model.Evidence, string) {
 		v := s.Value("memdoctor_memcg_dying_pinned_bytes", "type", k)
 		out = append(out, ev("pinned_"+k+"_bytes", v, "bytes"))
 		if v > 0 && k != "writeback" && k != "anon" {
-			stuck = append(stuck, render.Bytes(int64(v))+" "+k)
+			stuck = append(stuck, format.Bytes(int64(v))+" "+k)
 		}
 	}
 	for _, m := range s.Select("memdoctor_memcg_dying_pinned_ancestor_bytes") {
 		if m.Value > 0 {
-			out = append(out, evText("pinned_under", fmt.Sprintf("%s: %s of page cache from removed cgroups below it", m.Labels.Get("cgroup"), render.Bytes(int64(m.Value)))))
+			out = append(out, evText("pinned_under", fmt.Sprintf("%s: %s of page cache from removed cgroups below it", m.Labels.Get("cgroup"), format.Bytes(int64(m.Value)))))
 		}
 	}
 	if v, ok := s.Get("memdoctor_pagescan_complete"); ok && v == 0 {
 		out = append(out, evText("page_scan", "stopped at its time limit: the pinned amounts are a lower bound"))
 	}
-	sum := fmt.Sprintf("; %s of page cache pins them", render.Bytes(int64(file)))
+	sum := fmt.Sprintf("; %s of page cache pins them", format.Bytes(int64(file)))
 	if len(stuck) > 0 {
 		sum += " (" + strings.Join(stuck, ", ") + ": drop_caches cannot free these)"
 	}
@@ -431,7 +431,7 @@ func (dyingCgroups) trend(in *Input) *model.Finding {
 	}
 	fd := &model.Finding{ID: "dying_cgroups", Severity: sev, Subject: subject(w, "host"),
 		Summary: fmt.Sprintf("%s grow by %.0f a day (p=%s, %+.0f over %s, now %.0f): removed cgroups stay pinned",
-			what, f.Slope, render.Number(f.P), growth, spanText(ps), last),
+			what, f.Slope, format.Number(f.P), growth, spanText(ps), last),
 		Evidence: []model.Evidence{
 			ev("memory_cgroups_per_day", f.Slope, "per_day"),
 			ev("mann_kendall_p", f.P, ""),
@@ -450,7 +450,7 @@ func (dyingCgroups) trend(in *Input) *model.Finding {
 			fd.Evidence = append(fd.Evidence,
 				ev("slab_unreclaimable_bytes_per_cgroup", perCg, "bytes"),
 				ev("capacity_lost_bytes_per_day", perCg*f.Slope, "bytes_per_day"))
-			fd.Summary += fmt.Sprintf("; each costs %s of unreclaimable slab, %s a day", render.Bytes(int64(perCg)), render.Bytes(int64(perCg*f.Slope)))
+			fd.Summary += fmt.Sprintf("; each costs %s of unreclaimable slab, %s a day", format.Bytes(int64(perCg)), format.Bytes(int64(perCg*f.Slope)))
 		}
 	}
 	kernel := ""
@@ -513,11 +513,11 @@ func dyingAge(s *sample.Snapshot) ([]model.Evidence, string) {
 	sort.SliceStable(ages, func(i, j int) bool { return ages[i].Value > ages[j].Value })
 	for _, m := range ages {
 		if p := m.Labels.Get("cgroup"); p != "" {
-			out = append(out, evText("dying_cgroup", fmt.Sprintf("%s: removed %s ago, still allocated", p, render.Duration(time.Duration(m.Value*float64(time.Second))))))
+			out = append(out, evText("dying_cgroup", fmt.Sprintf("%s: removed %s ago, still allocated", p, format.Duration(time.Duration(m.Value*float64(time.Second))))))
 		}
 	}
 	return out, fmt.Sprintf("; %.0f of the cgroups removed during the trace are still dying, the oldest removed %s ago",
-		n, render.Duration(time.Duration(oldest*float64(time.Second))))
+		n, format.Duration(time.Duration(oldest*float64(time.Second))))
 }
 
 // dailyMinima returns, per UTC day fully inside the span, the lowest value

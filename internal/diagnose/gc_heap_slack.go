@@ -63,8 +63,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type gcHeapSlack struct{}
@@ -139,7 +139,7 @@ func (gcHeapSlack) Eval(in *Input) []model.Finding {
 		}
 		f := model.Finding{ID: "gc_heap_slack", Severity: sev, Subject: runtimeSubject(r),
 			Summary: fmt.Sprintf("%s holds %s of heap for %s live (%.1f×; %s): garbage waits for a major collection",
-				runtimeSubject(r), render.Bytes(int64(held)), render.Bytes(int64(live)), held/live, rare),
+				runtimeSubject(r), format.Bytes(int64(held)), format.Bytes(int64(live)), held/live, rare),
 			Evidence: []model.Evidence{
 				ev(heldName, held, "bytes"),
 				ev("heap_live_bytes", live, "bytes"),
@@ -221,7 +221,7 @@ func pendingSlack(r *model.Runtime) (model.Finding, bool) {
 	sub := runtimeSubject(r)
 	of := ""
 	if r.ResidentBytes != nil {
-		of = fmt.Sprintf(" of its %s resident", render.Bytes(int64(*r.ResidentBytes)))
+		of = fmt.Sprintf(" of its %s resident", format.Bytes(int64(*r.ResidentBytes)))
 	}
 	rate := ""
 	if known {
@@ -229,7 +229,7 @@ func pendingSlack(r *model.Runtime) (model.Finding, bool) {
 	}
 	f := model.Finding{ID: "gc_heap_slack", Severity: sev, Subject: sub,
 		Summary: fmt.Sprintf("%s lets up to %s%s pile up as garbage before a major collection frees it (%s allocated and not freed since the last one%s)",
-			sub, render.Bytes(int64(peak)), of, render.Bytes(int64(pending)), rate),
+			sub, format.Bytes(int64(peak)), of, format.Bytes(int64(pending)), rate),
 		Evidence: []model.Evidence{
 			ev("gc_pending_bytes", pending, "bytes"),
 			ev("slack_bytes", peak, "bytes"),

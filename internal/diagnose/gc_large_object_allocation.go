@@ -31,8 +31,8 @@ package diagnose
 import (
 	"fmt"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 const (
@@ -114,7 +114,7 @@ func (gcLargeObjectAllocation) Eval(in *Input) []model.Finding {
 		if g.LargeAllocatedBytes > 0 {
 			rate := g.LargeAllocatedBytes / g.Seconds
 			evs = append(evs, ev("loh_allocated_bytes", g.LargeAllocatedBytes, "bytes"), ev("loh_allocation_rate", rate, "bytes_per_second"))
-			alloc = fmt.Sprintf(", allocating %s/s on the large-object heap", render.Bytes(int64(rate)))
+			alloc = fmt.Sprintf(", allocating %s/s on the large-object heap", format.Bytes(int64(rate)))
 		}
 		summary := fmt.Sprintf("%s ran %.0f of its %.0f gen2 collections %s because large objects (85,000 bytes or more) were allocated (%.0f%%, %.1f a minute)%s: each allocation that hits the LOH budget waits for a full collection",
 			runtimeSubject(r), g.LargeTriggeredOld, g.Old, span, 100*share, perMin, alloc)

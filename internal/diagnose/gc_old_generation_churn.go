@@ -42,8 +42,8 @@ package diagnose
 import (
 	"fmt"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type gcOldGenerationChurn struct{}
@@ -124,7 +124,7 @@ func (gcOldGenerationChurn) Eval(in *Input) []model.Finding {
 			runtimeSubject(r), old, g.Young, span, 100*ratio)
 		if promo >= promotedWarn && (ratio < churnWarn || old < churnMinOld) {
 			summary = fmt.Sprintf("%s promoted %.0f%% of what it allocated to the old generation %s (%s of %s), and old collections reclaim it: objects live long enough to be promoted, then die",
-				runtimeSubject(r), 100*promo, span, render.Bytes(int64(g.PromotedBytes)), render.Bytes(int64(g.AllocatedBytes)))
+				runtimeSubject(r), 100*promo, span, format.Bytes(int64(g.PromotedBytes)), format.Bytes(int64(g.AllocatedBytes)))
 		}
 		if diesOld >= diesOldWarn {
 			summary = fmt.Sprintf("%s freed %.0f%% of its garbage in the old generation %s (%.0f of %.0f objects; healthy services free nearly all of it young): objects live long enough to be promoted, then die",

@@ -25,8 +25,8 @@ package diagnose
 import (
 	"fmt"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type kernelMemoryUnexplained struct{}
@@ -80,7 +80,7 @@ func (kernelMemoryUnexplained) Eval(in *Input) []model.Finding {
 	}
 	f := model.Finding{ID: "kernel_memory_unexplained", Severity: sev, Subject: "host",
 		Summary: fmt.Sprintf("%s (%.1f%% of memory) is held by the kernel outside every meminfo category (slab, page tables, stacks, caches): not available, and not shown by any other row",
-			render.Bytes(rest.Bytes), rest.Percent),
+			format.Bytes(rest.Bytes), rest.Percent),
 		Evidence: []model.Evidence{
 			ev("unexplained_bytes", float64(rest.Bytes), "bytes"),
 			ev("unexplained_percent_of_total", rest.Percent, "percent"),

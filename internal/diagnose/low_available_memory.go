@@ -18,8 +18,8 @@ package diagnose
 import (
 	"fmt"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type lowAvailableMemory struct{}
@@ -52,7 +52,7 @@ func (lowAvailableMemory) Eval(in *Input) []model.Finding {
 	}
 	f := model.Finding{ID: "low_available_memory", Severity: sev, Subject: "host",
 		Summary: fmt.Sprintf("only %s of %s available (%.1f%% used); free alone (%s) would mislead either way",
-			render.Bytes(a.AvailableBytes), render.Bytes(a.TotalBytes), a.UsedPercent, render.Bytes(a.FreeBytes)),
+			format.Bytes(a.AvailableBytes), format.Bytes(a.TotalBytes), a.UsedPercent, format.Bytes(a.FreeBytes)),
 		Evidence: []model.Evidence{
 			ev("mem_total_bytes", float64(a.TotalBytes), "bytes"),
 			ev("mem_available_bytes", float64(a.AvailableBytes), "bytes"),
@@ -78,13 +78,13 @@ func (lowAvailableMemory) Eval(in *Input) []model.Finding {
 	}
 	if len(h.Processes) > 0 {
 		p := h.Processes[0]
-		f.Evidence = append(f.Evidence, evText("largest_process", fmt.Sprintf("%s (pid %d) %s", p.Comm, p.PID, render.Bytes(rankOf(p)))))
+		f.Evidence = append(f.Evidence, evText("largest_process", fmt.Sprintf("%s (pid %d) %s", p.Comm, p.PID, format.Bytes(rankOf(p)))))
 	}
 	if h.Reclaim.PSISomeAvg60 >= 0 {
 		f.Evidence = append(f.Evidence, ev("psi_memory_some_avg60_percent", h.Reclaim.PSISomeAvg60, "percent"))
 	}
 	if hp := a.Category("hugepages"); hp > a.TotalBytes/4 {
-		f.Evidence = append(f.Evidence, evText("note", "hugepages reserve "+render.Bytes(hp)+": intended for an application, not a leak"))
+		f.Evidence = append(f.Evidence, evText("note", "hugepages reserve "+format.Bytes(hp)+": intended for an application, not a leak"))
 	}
 	f.Remedies = []model.Remedy{
 		{Title: "find what grew: the largest processes and cgroups by PSS",

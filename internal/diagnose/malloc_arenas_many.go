@@ -41,8 +41,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type mallocArenasMany struct{}
@@ -108,7 +108,7 @@ func (mallocArenasMany) Eval(in *Input) []model.Finding {
 			}
 			if rt.HeapCommittedBytes == nil {
 				in.Note("malloc_arenas_many", fmt.Sprintf("%s (pid %d) is a %s process whose committed heap is unknown: its %s of anonymous memory cannot be told from malloc's, so its arenas were not judged",
-					p.Comm, p.PID, rt.Runtime, render.Bytes(p.AnonBytes)), "make its heap visible: "+runtimeHeapHint(rt.Runtime))
+					p.Comm, p.PID, rt.Runtime, format.Bytes(p.AnonBytes)), "make its heap visible: "+runtimeHeapHint(rt.Runtime))
 				continue
 			}
 			heap = int64(*rt.HeapCommittedBytes)
@@ -117,9 +117,9 @@ func (mallocArenasMany) Eval(in *Input) []model.Finding {
 				continue
 			}
 		}
-		mem := render.Bytes(p.AnonBytes) + " anonymous memory"
+		mem := format.Bytes(p.AnonBytes) + " anonymous memory"
 		if rt != nil {
-			mem = fmt.Sprintf("%s anonymous memory outside its %s heap (%s of %s)", render.Bytes(outside), rt.Runtime, render.Bytes(heap), render.Bytes(p.AnonBytes))
+			mem = fmt.Sprintf("%s anonymous memory outside its %s heap (%s of %s)", format.Bytes(outside), rt.Runtime, format.Bytes(heap), format.Bytes(p.AnonBytes))
 		}
 		f := model.Finding{ID: "malloc_arenas_many", Severity: model.Warning, Subject: fmt.Sprintf("process %s (pid %d)", p.Comm, p.PID),
 			Summary: fmt.Sprintf("%s has ~%d malloc arenas across %d threads and %s: freed memory may be held per arena instead of returned (%s); to confirm: memdoctor malloc %d",

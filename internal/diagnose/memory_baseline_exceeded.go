@@ -22,8 +22,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -180,7 +180,7 @@ func (memoryBaselineExceeded) Eval(in *Input) []model.Finding {
 	}
 	days, peaks := DailyPeaks(avail.Points, used)
 	if len(days) < baselineMin+1 {
-		in.Note("memory_baseline_exceeded", fmt.Sprintf("%s with data: the baseline needs %d (a week before the day judged)", render.Count(float64(len(days)), "day", "days"), baselineMin+1), "record longer, or read a longer range")
+		in.Note("memory_baseline_exceeded", fmt.Sprintf("%s with data: the baseline needs %d (a week before the day judged)", format.Count(float64(len(days)), "day", "days"), baselineMin+1), "record longer, or read a longer range")
 		return nil
 	}
 	var out []model.Finding
@@ -224,7 +224,7 @@ func baselineFinding(w *sample.Window, subj, what string, peaks []float64, minEx
 	}
 	return &model.Finding{ID: "memory_baseline_exceeded", Severity: model.Warning, Subject: subject(w, subj),
 		Summary: fmt.Sprintf("%s peaked at %s today, %.0f%% above the median of the previous %d daily peaks (%s)",
-			what, render.Bytes(int64(latest)), 100*(latest/base-1), n, render.Bytes(int64(base))),
+			what, format.Bytes(int64(latest)), 100*(latest/base-1), n, format.Bytes(int64(base))),
 		Evidence: []model.Evidence{
 			ev("latest_daily_peak_bytes", latest, "bytes"),
 			ev("baseline_median_bytes", base, "bytes"),

@@ -41,8 +41,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type nativeAllocatorRetention struct{}
@@ -108,7 +108,7 @@ func (nativeAllocatorRetention) Eval(in *Input) []model.Finding {
 		pid := fmt.Sprint(p.PID)
 		f := model.Finding{ID: "native_allocator_retention", Severity: sev, Subject: fmt.Sprintf("process %s (pid %d)", p.Comm, p.PID),
 			Summary: fmt.Sprintf("%s's %s holds %s resident beyond what it has allocated (%.0f%% of its %s; %s allocated): %s in free pages it can give back now, %s in pages still partly in use",
-				p.Comm, p.Allocator, render.Bytes(held), 100*share, render.Bytes(m.SystemBytes), render.Bytes(m.InUseBytes), render.Bytes(free), render.Bytes(frag)),
+				p.Comm, p.Allocator, format.Bytes(held), 100*share, format.Bytes(m.SystemBytes), format.Bytes(m.InUseBytes), format.Bytes(free), format.Bytes(frag)),
 			Evidence: []model.Evidence{
 				evText("allocator", p.Allocator),
 				ev("held_bytes", float64(held), "bytes"),
@@ -132,7 +132,7 @@ func (nativeAllocatorRetention) Eval(in *Input) []model.Finding {
 			if p.Allocator == tcmallocAllocator {
 				call = "MallocExtension_ReleaseFreeMemory"
 			}
-			f.Remedies = append(f.Remedies, model.Remedy{Title: fmt.Sprintf("give its %s of free pages back now (%s, called in the process)", render.Bytes(free), call),
+			f.Remedies = append(f.Remedies, model.Remedy{Title: fmt.Sprintf("give its %s of free pages back now (%s, called in the process)", format.Bytes(free), call),
 				Commands: []string{"memdoctor trim " + pid + "            # dry run: the expected gain", "memdoctor trim " + pid + " --apply"},
 				Risk:     "one thread of the process runs the purge (tens of milliseconds per 100 MiB given back) while the others run; the pages fault in again if the program allocates them anew"})
 		}
@@ -143,10 +143,10 @@ func (nativeAllocatorRetention) Eval(in *Input) []model.Finding {
 			f.Remedies = append(f.Remedies, r)
 		}
 		if frag >= nativePurgeWorth {
-			r := model.Remedy{Title: fmt.Sprintf("the other %s lies in pages still partly in use (fragmentation): no allocator setting gives it back, only the program moving its live objects, or a restart", render.Bytes(frag)),
+			r := model.Remedy{Title: fmt.Sprintf("the other %s lies in pages still partly in use (fragmentation): no allocator setting gives it back, only the program moving its live objects, or a restart", format.Bytes(frag)),
 				Risk: "a restart loses what the process keeps in memory"}
 			if strings.HasPrefix(p.Comm, "redis") || strings.HasPrefix(p.Comm, "keydb") || strings.HasPrefix(p.Comm, "valkey") {
-				r.Title = fmt.Sprintf("the other %s lies in pages still partly in use (fragmentation): Redis moves its live values with active defragmentation", render.Bytes(frag))
+				r.Title = fmt.Sprintf("the other %s lies in pages still partly in use (fragmentation): Redis moves its live values with active defragmentation", format.Bytes(frag))
 				r.Commands = []string{"redis-cli -p <port> CONFIG SET activedefrag yes"}
 				r.Risk = "defragmentation costs CPU (active-defrag-cycle-min/max bound it) while it runs"
 			}

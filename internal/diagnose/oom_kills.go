@@ -30,8 +30,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type oomKills struct{}
@@ -64,7 +64,7 @@ func (oomKills) Eval(in *Input) []model.Finding {
 		Evidence: []model.Evidence{ev("oom_kills_since_boot", n, "count")}}
 	if up := h.Info.UptimeSeconds; up > 0 {
 		boot := h.Info.Time.Add(-time.Duration(up * float64(time.Second)))
-		since = fmt.Sprintf("since boot (%s ago, %s)", render.Duration(time.Duration(up*float64(time.Second))), boot.UTC().Format("2006-01-02 15:04 UTC"))
+		since = fmt.Sprintf("since boot (%s ago, %s)", format.Duration(time.Duration(up*float64(time.Second))), boot.UTC().Format("2006-01-02 15:04 UTC"))
 		f.Evidence = append(f.Evidence, ev("uptime_seconds", up, "seconds"))
 		if days := up / 86400; days >= 1 {
 			f.Evidence = append(f.Evidence, ev("oom_kills_per_day", n/days, "per_day"))
@@ -103,10 +103,10 @@ func kmsgOOMReports(h *model.Host, f *model.Finding) string {
 		text := victim
 		if rss := size("rss"); rss >= 0 {
 			f.Evidence = append(f.Evidence, ev("kmsg_kill_"+n+"_rss_bytes", rss, "bytes"))
-			text += ", RSS " + render.Bytes(int64(rss))
+			text += ", RSS " + format.Bytes(int64(rss))
 			if anon := size("anon_rss"); anon >= 0 {
 				f.Evidence = append(f.Evidence, ev("kmsg_kill_"+n+"_anon_rss_bytes", anon, "bytes"))
-				text += " (anon " + render.Bytes(int64(anon)) + ")"
+				text += " (anon " + format.Bytes(int64(anon)) + ")"
 			}
 		}
 		if cg := l.Get("oom_memcg"); cg != "" {
@@ -114,14 +114,14 @@ func kmsgOOMReports(h *model.Host, f *model.Finding) string {
 			text += ", cgroup " + cg
 			if lim := size("limit"); lim >= 0 {
 				f.Evidence = append(f.Evidence, ev("kmsg_kill_"+n+"_cgroup_limit_bytes", lim, "bytes"))
-				text += " at its limit " + render.Bytes(int64(lim))
+				text += " at its limit " + format.Bytes(int64(lim))
 			}
 		} else {
 			text += ", the whole host (" + l.Get("constraint") + ")"
 		}
 		// The log's clock (the scheduler's) stops in suspend and can lag
 		// the wall clock in a VM: the date is approximate.
-		text += fmt.Sprintf(", logged %s after boot", render.Duration(time.Duration(m.Value*float64(time.Second))))
+		text += fmt.Sprintf(", logged %s after boot", format.Duration(time.Duration(m.Value*float64(time.Second))))
 		if hasBoot && boot > 0 {
 			at := time.Unix(0, int64((boot+m.Value)*1e9)).UTC()
 			f.Evidence = append(f.Evidence, evText("kmsg_kill_"+n+"_at", at.Format(time.RFC3339)))

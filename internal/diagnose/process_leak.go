@@ -27,8 +27,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -68,7 +68,7 @@ func (processLeak) Eval(in *Input) []model.Finding {
 		qpid := model.ShellArg(pid)
 		fd := model.Finding{ID: "process_leak", Severity: model.Warning, Subject: subject(w, fmt.Sprintf("process %s (pid %s)", comm, pid)),
 			Summary: fmt.Sprintf("%s's in-use heap grows %s a day (p=%s, +%s over %s, now %s): a leak, not allocator retention",
-				comm, render.Bytes(int64(f.Slope)), render.Number(f.P), render.Bytes(int64(growth)), spanText(ps), render.Bytes(int64(now))),
+				comm, format.Bytes(int64(f.Slope)), format.Number(f.P), format.Bytes(int64(growth)), spanText(ps), format.Bytes(int64(now))),
 			Evidence: []model.Evidence{
 				ev("in_use_growth_bytes_per_day", f.Slope, "bytes_per_day"),
 				ev("mann_kendall_p", f.P, ""),

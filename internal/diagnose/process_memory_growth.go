@@ -29,8 +29,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -125,7 +125,7 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *model.Findin
 	fd := &model.Finding{ID: "process_memory_growth", Severity: sev,
 		Subject: subject(w, fmt.Sprintf("process %s (pid %s)", sg.comm, sg.pid)),
 		Summary: fmt.Sprintf("%s grows %s a day (p=%s, +%s over %s), now %s",
-			sg.comm, render.Bytes(int64(f.Slope)), render.Number(f.P), render.Bytes(int64(growth)), spanText(ps), render.Bytes(int64(now))),
+			sg.comm, format.Bytes(int64(f.Slope)), format.Number(f.P), format.Bytes(int64(growth)), spanText(ps), format.Bytes(int64(now))),
 		Evidence: []model.Evidence{
 			ev("growth_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),

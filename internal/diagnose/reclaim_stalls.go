@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -35,9 +35,9 @@ func reclaimTraceEvidence(s *sample.Snapshot) ([]model.Evidence, string) {
 	for _, m := range s.Select("memdoctor_reclaim_trace_kswapd_wakes") {
 		wakes += m.Value
 	}
-	window := render.Number(secs) + " s"
+	window := format.Number(secs) + " s"
 	out := []model.Evidence{ev("kswapd_wakes_traced", wakes, "count"), ev("reclaim_trace_seconds", secs, "seconds")}
-	woke := fmt.Sprintf("; kswapd woken %s during the %s trace", render.Count(wakes, "time", "times"), window)
+	woke := fmt.Sprintf("; kswapd woken %s during the %s trace", format.Count(wakes, "time", "times"), window)
 	type row struct {
 		comm, cgroup          string
 		n, total, p99, maxSec float64
@@ -61,12 +61,12 @@ func reclaimTraceEvidence(s *sample.Snapshot) ([]model.Evidence, string) {
 			break
 		}
 		out = append(out, evText("direct_reclaim_staller", fmt.Sprintf("%s in %s: %.0f stalls, %s ms in total, p99 %s ms, max %s ms over %s",
-			r.comm, r.cgroup, r.n, render.Number(1000*r.total), render.Number(1000*r.p99), render.Number(1000*r.maxSec), window)))
+			r.comm, r.cgroup, r.n, format.Number(1000*r.total), format.Number(1000*r.p99), format.Number(1000*r.maxSec), window)))
 		if i < 3 {
 			if named != "" {
 				named += ", "
 			}
-			named += fmt.Sprintf("%s (%s ms)", r.comm, render.Number(1000*r.total))
+			named += fmt.Sprintf("%s (%s ms)", r.comm, format.Number(1000*r.total))
 		}
 	}
 	return out, woke + "; stalled in direct reclaim during the trace: " + named

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -63,7 +63,7 @@ func run(in *Input, notes []sample.Note) *model.Report {
 		all = append(all, sample.Note{Source: "proc/zoneinfo",
 			Message: fmt.Sprintf("the kernel's watermarks were computed when %d fewer pages (%s) were managed: at boot, before the initramfs and init memory were freed; "+
 				"the kernel recomputes them only when min_free_kbytes, watermark_scale_factor or lowmem_reserve_ratio is written, and the table shows what it would set then "+
-				"(sysctl -w vm.min_free_kbytes=$(cat /proc/sys/vm/min_free_kbytes) applies it)", d, render.Bytes(d*int64(h.Info.PageSize))),
+				"(sysctl -w vm.min_free_kbytes=$(cat /proc/sys/vm/min_free_kbytes) applies it)", d, format.Bytes(d*int64(h.Info.PageSize))),
 			Hides: "nothing: the recomputation matches the kernel's with those pages"})
 	} else if len(h.Watermarks.Mismatches) > 0 {
 		all = append(all, sample.Note{Source: "proc/zoneinfo",

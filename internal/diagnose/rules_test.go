@@ -37,7 +37,6 @@ import (
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/promql"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/seriestest"
 )
@@ -322,7 +321,7 @@ func TestRuleCases(t *testing.T) {
 					t.Errorf("summary shows a raw number: %s", f.Summary)
 				}
 				for _, e := range f.Evidence {
-					if s := render.FormatValue(e); e.Text == "" && rawNumber.MatchString(s) {
+					if s := e.Human(); e.Text == "" && rawNumber.MatchString(s) {
 						t.Errorf("evidence %s prints as %q: raw number (value %v, unit %q)", e.Name, s, e.Value, e.Unit)
 					}
 				}

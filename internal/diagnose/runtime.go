@@ -20,8 +20,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -351,5 +351,5 @@ func runtimeSubject(r *model.Runtime) string {
 
 // spanWords says what span a rate covers.
 func spanWords(g *model.GCRates) string {
-	return "over " + render.ClockSeconds(g.Seconds)
+	return "over " + format.ClockSeconds(g.Seconds)
 }

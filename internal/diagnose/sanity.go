@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/render"
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -55,7 +55,7 @@ func meminfoInvalid(s *sample.Snapshot) string {
 		w, ok2 := s.Get("node_memory_" + c[1] + "_bytes")
 		if ok1 && ok2 && p > w {
 			return fmt.Sprintf("series node_memory_%s_bytes (%s) is above node_memory_%s_bytes (%s)",
-				c[0], render.Bytes(int64(p)), c[1], render.Bytes(int64(w)))
+				c[0], format.Bytes(int64(p)), c[1], format.Bytes(int64(w)))
 		}
 	}
 	return ""

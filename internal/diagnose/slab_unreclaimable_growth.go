@@ -28,8 +28,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 // The rule fires from a growth of this share of MemTotal per day and at
@@ -111,7 +111,7 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []model.Finding {
 	}
 	fd := model.Finding{ID: "slab_unreclaimable_growth", Severity: sev, Subject: subject(w, "host"),
 		Summary: fmt.Sprintf("unreclaimable slab grows %s per day (p=%s, %s over %s), now %s (%.1f%% of memory)",
-			render.Bytes(int64(f.Slope)), render.Number(f.P), render.Bytes(int64(grown)), spanText(su), render.Bytes(int64(last)), 100*last/total),
+			format.Bytes(int64(f.Slope)), format.Number(f.P), format.Bytes(int64(grown)), spanText(su), format.Bytes(int64(last)), 100*last/total),
 		Evidence: []model.Evidence{
 			ev("slab_unreclaimable_slope_bytes_per_day", f.Slope, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),
@@ -124,16 +124,16 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []model.Finding {
 		if i == 5 {
 			break
 		}
-		fd.Evidence = append(fd.Evidence, evText("cache", fmt.Sprintf("%s +%s (now %s%s)", c.name, render.Bytes(int64(c.growth)), render.Bytes(int64(c.now)), c.kind)))
+		fd.Evidence = append(fd.Evidence, evText("cache", fmt.Sprintf("%s +%s (now %s%s)", c.name, format.Bytes(int64(c.growth)), format.Bytes(int64(c.now)), c.kind)))
 	}
 	var named []string
 	for i, c := range growingSites(in, seg) {
 		if i == 5 {
 			break
 		}
-		fd.Evidence = append(fd.Evidence, evText("call_site", fmt.Sprintf("%s +%s (now %s)", c.name, render.Bytes(int64(c.growth)), render.Bytes(int64(c.now)))))
+		fd.Evidence = append(fd.Evidence, evText("call_site", fmt.Sprintf("%s +%s (now %s)", c.name, format.Bytes(int64(c.growth)), format.Bytes(int64(c.now)))))
 		if i < 3 {
-			named = append(named, fmt.Sprintf("%s +%s", c.name, render.Bytes(int64(c.growth))))
+			named = append(named, fmt.Sprintf("%s +%s", c.name, format.Bytes(int64(c.growth))))
 		}
 	}
 	if len(named) > 0 {

@@ -17,8 +17,8 @@ package diagnose
 import (
 	"fmt"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 type slabUnreclaimableHigh struct{}
@@ -54,7 +54,7 @@ func (slabUnreclaimableHigh) Eval(in *Input) []model.Finding {
 	}
 	f := model.Finding{ID: "slab_unreclaimable_high", Severity: sev, Subject: "host",
 		Summary: fmt.Sprintf("unreclaimable slab holds %s (%.1f%% of memory, %.0f%% of all slab); the kernel cannot free it under pressure",
-			render.Bytes(s.UnreclaimableBytes), s.UnreclaimablePercent, s.UnreclaimableShare),
+			format.Bytes(s.UnreclaimableBytes), s.UnreclaimablePercent, s.UnreclaimableShare),
 		Evidence: []model.Evidence{
 			ev("slab_unreclaimable_bytes", float64(s.UnreclaimableBytes), "bytes"),
 			ev("slab_unreclaimable_percent_of_total", s.UnreclaimablePercent, "percent"),
@@ -66,7 +66,7 @@ func (slabUnreclaimableHigh) Eval(in *Input) []model.Finding {
 		if c.Reclaimable != nil && *c.Reclaimable {
 			continue
 		}
-		f.Evidence = append(f.Evidence, evText("cache", fmt.Sprintf("%s %s (%d objects of %d B)", c.Name, render.Bytes(c.Bytes), c.Objects, c.ObjectSizeBytes)))
+		f.Evidence = append(f.Evidence, evText("cache", fmt.Sprintf("%s %s (%d objects of %d B)", c.Name, format.Bytes(c.Bytes), c.Objects, c.ObjectSizeBytes)))
 		if n++; n == 5 {
 			break
 		}

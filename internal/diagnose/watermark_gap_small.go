@@ -41,8 +41,8 @@ package diagnose
 import (
 	"fmt"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/vmcalc"
 )
 
@@ -144,8 +144,8 @@ func (watermarkGapSmall) Eval(in *Input) []model.Finding {
 	}
 	if r.PerDay != nil && r.Short() {
 		seen = fmt.Sprintf("%s and %s in %s (too short a span for daily rates)",
-			render.Count(r.Counts["allocstall"], "direct-reclaim stall", "direct-reclaim stalls"),
-			render.Count(r.Counts["kswapd_low_wmark_hit_quickly"], "quick low-watermark wake-up", "quick low-watermark wake-ups"), render.ClockSeconds(r.Seconds))
+			format.Count(r.Counts["allocstall"], "direct-reclaim stall", "direct-reclaim stalls"),
+			format.Count(r.Counts["kswapd_low_wmark_hit_quickly"], "quick low-watermark wake-up", "quick low-watermark wake-ups"), format.ClockSeconds(r.Seconds))
 		rates = []model.Evidence{
 			ev("kswapd_low_wmark_hit_quickly_count", r.Counts["kswapd_low_wmark_hit_quickly"], "count"),
 			ev("allocstall_count", r.Counts["allocstall"], "count"),
@@ -155,7 +155,7 @@ func (watermarkGapSmall) Eval(in *Input) []model.Finding {
 	}
 	f := model.Finding{ID: "watermark_gap_small", Severity: sev, Subject: "zone " + cur.Zone,
 		Summary: fmt.Sprintf("kswapd's window on %s is %s (low−min); reclaim bursts cross it: %s",
-			cur.Zone, render.Bytes(cur.LowMinGapBytes), seen),
+			cur.Zone, format.Bytes(cur.LowMinGapBytes), seen),
 		Evidence: append([]model.Evidence{
 			ev("watermark_scale_factor", float64(w.WatermarkScaleFactor), ""),
 			ev("min_free_kbytes", float64(w.MinFreeKbytes), "kB"),
@@ -187,13 +187,13 @@ func (watermarkGapSmall) Eval(in *Input) []model.Finding {
 	}
 	f.Remedies = []model.Remedy{
 		{Title: fmt.Sprintf("widen kswapd's window: watermark_scale_factor %d → %d (%s window on %s; MemAvailable %s)",
-			w.WatermarkScaleFactor, rec, render.Bytes(next.LowMinGapBytes), next.Zone, render.Bytes(next.MemAvailableDeltaBytes)),
+			w.WatermarkScaleFactor, rec, format.Bytes(next.LowMinGapBytes), next.Zone, format.Bytes(next.MemAvailableDeltaBytes)),
 			Commands: []string{
 				fmt.Sprintf("sysctl -w vm.watermark_scale_factor=%d", rec),
 				fmt.Sprintf("echo 'vm.watermark_scale_factor = %d' > /etc/sysctl.d/60-memdoctor-watermarks.conf", rec),
 			},
 			Risk: fmt.Sprintf("kswapd starts earlier and keeps %s more free, which lowers MemAvailable by that much; takes effect at once, no restart",
-				render.Bytes(-next.MemAvailableDeltaBytes)),
+				format.Bytes(-next.MemAvailableDeltaBytes)),
 			Undo: fmt.Sprintf("sysctl -w vm.watermark_scale_factor=%d; rm /etc/sysctl.d/60-memdoctor-watermarks.conf", w.WatermarkScaleFactor)},
 		{Title: "verify: kswapd_low_wmark_hit_quickly and allocstall_* per day should fall (incident 3: 1000 → 100 per day)",
 			Commands: []string{"grep -E 'kswapd_low_wmark_hit_quickly|allocstall' /proc/vmstat"},

@@ -35,9 +35,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/promql"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -131,9 +131,9 @@ func (r reclaimRates) judged() (hits, stalls float64) {
 func (r reclaimRates) describe() string {
 	if r.short() {
 		return fmt.Sprintf("%s and %s in %s (too short a span for daily rates)",
-			render.Count(r.nHits, "quick kswapd wake-up", "quick kswapd wake-ups"), render.Count(r.nStalls, "direct-reclaim stall", "direct-reclaim stalls"), render.ClockSeconds(r.seconds))
+			format.Count(r.nHits, "quick kswapd wake-up", "quick kswapd wake-ups"), format.Count(r.nStalls, "direct-reclaim stall", "direct-reclaim stalls"), format.ClockSeconds(r.seconds))
 	}
-	return fmt.Sprintf("%s and %s a day (over %.1f days)", render.Count(r.hits, "quick kswapd wake-up", "quick kswapd wake-ups"), render.Count(r.stalls, "direct-reclaim stall", "direct-reclaim stalls"), r.days)
+	return fmt.Sprintf("%s and %s a day (over %.1f days)", format.Count(r.hits, "quick kswapd wake-up", "quick kswapd wake-ups"), format.Count(r.stalls, "direct-reclaim stall", "direct-reclaim stalls"), r.days)
 }
 
 func reclaimOver(w *sample.Window, sp span) reclaimRates {
@@ -350,7 +350,7 @@ func (watermarkThrash) Eval(in *Input) []model.Finding {
 			ev("mem_available_delta_bytes", float64(r.MemAvailableDeltaBytes), "bytes"))
 		f.Remedies = append(f.Remedies, model.Remedy{
 			Title: fmt.Sprintf("widen kswapd's window: watermark_scale_factor %.0f → %d (%s on %s, MemAvailable %s)",
-				cw, r.WatermarkScaleFactor, render.Bytes(r.LowMinGapBytes), r.Zone, render.Bytes(r.MemAvailableDeltaBytes)),
+				cw, r.WatermarkScaleFactor, format.Bytes(r.LowMinGapBytes), r.Zone, format.Bytes(r.MemAvailableDeltaBytes)),
 			Commands: []string{fmt.Sprintf("sysctl -w vm.watermark_scale_factor=%d", r.WatermarkScaleFactor),
 				fmt.Sprintf("echo 'vm.watermark_scale_factor = %d' > /etc/sysctl.d/60-memdoctor-watermarks.conf", r.WatermarkScaleFactor)},
 			Risk: "kswapd reclaims earlier and keeps more free; MemAvailable drops by the amount shown",
@@ -429,7 +429,7 @@ func improved(w *sample.Window, change *sample.Point, before, now reclaimRates) 
 		change.V, before.hits, now.hits, before.stalls, now.stalls)
 	if before.short() || now.short() {
 		summary = fmt.Sprintf("after watermark_scale_factor changed from %.0f: quick kswapd wake-ups %.0f in %s before, %.0f in %s after; direct-reclaim stalls %.0f before, %.0f after (spans too short for daily rates: record longer to verify)",
-			change.V, before.nHits, render.ClockSeconds(before.seconds), now.nHits, render.ClockSeconds(now.seconds), before.nStalls, now.nStalls)
+			change.V, before.nHits, format.ClockSeconds(before.seconds), now.nHits, format.ClockSeconds(now.seconds), before.nStalls, now.nStalls)
 	}
 	return model.Finding{ID: "watermark_thrash", Severity: model.Info, Subject: subject(w, "host"),
 		Summary: summary,

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"github.com/memdoctor/memdoctor/internal/format"
 	"slices"
 	"sort"
 )
@@ -36,6 +37,15 @@ type Evidence struct {
 	Unit string `json:"unit,omitempty"`
 	// Text is a non-numeric value (a kernel release, a cache name).
 	Text string `json:"text,omitempty"`
+}
+
+// Human writes the value for people, in its unit (text evidence is its
+// text): what the text and HTML reports show.
+func (e Evidence) Human() string {
+	if e.Text != "" {
+		return e.Text
+	}
+	return format.Value(e.Value, e.Unit)
 }
 
 // Remedy is one exact thing to do.

@@ -28,9 +28,9 @@ import (
 	"github.com/memdoctor/memdoctor/internal/cgtrace"
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/runtimes"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
@@ -319,7 +319,7 @@ func (r *Recorder) Close() error {
 		r.logf("exiting with %d snapshots not stored: %v", len(r.pending), r.lastErr)
 	}
 	if n := r.pendDrops - r.pendDropsLogged; n > 0 {
-		r.logf("%d snapshots were dropped while storing failed (held in memory up to %s, %d samples)", n, render.MiB(float64(r.cfg.MaxPendingBytes)), r.cfg.MaxPending)
+		r.logf("%d snapshots were dropped while storing failed (held in memory up to %s, %d samples)", n, format.MiB(float64(r.cfg.MaxPendingBytes)), r.cfg.MaxPending)
 	}
 	var err error
 	if r.st != nil {
@@ -448,7 +448,7 @@ func (r *Recorder) holdLocked(s *sample.Snapshot) {
 	if dropped > 0 {
 		if r.pendDrops == r.pendDropsLogged {
 			r.logf("the samples held in memory reached %d (%s, the limit): dropping the oldest while storing fails",
-				len(r.pending), render.MiB(float64(r.pendBytes)))
+				len(r.pending), format.MiB(float64(r.pendBytes)))
 		}
 		r.pendDrops += int64(dropped)
 	}
@@ -505,7 +505,7 @@ func (r *Recorder) flushLocked() {
 	if r.lastErr != nil {
 		lost := ""
 		if n := r.pendDrops - r.pendDropsLogged; n > 0 {
-			lost = fmt.Sprintf("; %d dropped while it failed (samples held in memory are bounded: %s, %d samples)", n, render.MiB(float64(r.cfg.MaxPendingBytes)), r.cfg.MaxPending)
+			lost = fmt.Sprintf("; %d dropped while it failed (samples held in memory are bounded: %s, %d samples)", n, format.MiB(float64(r.cfg.MaxPendingBytes)), r.cfg.MaxPending)
 		}
 		r.logf("storing works again: %d snapshots written%s", len(r.pending), lost)
 	}
@@ -713,7 +713,7 @@ func (r *Recorder) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	case r.lastErr != nil:
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = fmt.Fprintf(w, "collecting, but storing fails (%d snapshots pending, %s; %d dropped to stay within %s): %v\n",
-			len(r.pending), render.MiB(float64(r.pendBytes)), r.pendDrops-r.pendDropsLogged, render.MiB(float64(r.cfg.MaxPendingBytes)), r.lastErr)
+			len(r.pending), format.MiB(float64(r.pendBytes)), r.pendDrops-r.pendDropsLogged, format.MiB(float64(r.cfg.MaxPendingBytes)), r.lastErr)
 	default:
 		_, _ = fmt.Fprintf(w, "ok: last sample %s, %d stored\n", r.latest.Time.UTC().Format(time.RFC3339), r.appends)
 	}

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -55,7 +55,7 @@ var tmpl = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap
 	"fmtMs": func(ms int64) string {
 		return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04 UTC")
 	},
-	"span":  render.Span,
+	"span":  format.Span,
 	"plus":  func(a, b int) int { return b + a },
 	"minus": func(a, b int) int { return b - a },
 	"css":   func() template.CSS { return template.CSS(style) },
@@ -144,7 +144,7 @@ func Render(w io.Writer, p *Page) error {
 	skipped := map[string]bool{}
 	for i := range p.Instances {
 		in := &p.Instances[i]
-		iv := instanceView{Name: in.Name, From: in.From, To: in.To, Span: render.Span(in.To.Sub(in.From)), Series: in.Series,
+		iv := instanceView{Name: in.Name, From: in.From, To: in.To, Span: format.Span(in.To.Sub(in.From)), Series: in.Series,
 			Step: "raw samples"}
 		if in.Step > 0 {
 			iv.Step = "steps of " + in.Step.String()
@@ -176,8 +176,8 @@ func Render(w io.Writer, p *Page) error {
 			if h := in.Report.Host; h != nil && h.Accounting.TotalBytes > 0 && h.Accounting.UsedMissing == "" {
 				a := h.Accounting
 				iv.AtTheEnd = fmt.Sprintf("total %s, available %s, used %.1f%%, unreclaimable slab %s",
-					render.Bytes(a.TotalBytes), render.Bytes(a.AvailableBytes), a.UsedPercent,
-					render.Bytes(h.Slab.UnreclaimableBytes))
+					format.Bytes(a.TotalBytes), format.Bytes(a.AvailableBytes), a.UsedPercent,
+					format.Bytes(h.Slab.UnreclaimableBytes))
 				if d := h.Cgroups.MemoryDying; d != nil {
 					iv.AtTheEnd += fmt.Sprintf(", dying memory cgroups %d", *d)
 				}
@@ -280,4 +280,4 @@ func caption(in *Instance) string {
 	return c
 }
 
-func evidenceValue(e model.Evidence) string { return render.FormatValue(e) }
+func evidenceValue(e model.Evidence) string { return e.Human() }

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/render"
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -210,11 +210,11 @@ func niceRange(lo, hi float64, n int) (float64, float64, []float64) {
 	return lo, hi, ticks
 }
 
-// format renders a value in a unit, short.
-func format(v float64, unit string) string {
+// short renders a value in a unit, short.
+func short(v float64, unit string) string {
 	switch unit {
 	case UnitBytes:
-		return render.Bytes(int64(v))
+		return format.Bytes(int64(v))
 	case UnitRatio:
 		return strconv.FormatFloat(v*100, 'g', 3, 64) + "%"
 	case UnitPerSecond:
@@ -360,14 +360,14 @@ func drawChart(c Chart, from, to int64, caption string) chartView {
 	lo, hi, ticks := niceRange(loL, hiL, 5)
 	ls := axisScale{lo: lo, hi: hi, top: float64(v.Plot.Y), bottom: float64(v.Plot.Y2)}
 	for _, t := range ticks {
-		v.YTicks = append(v.YTicks, tick{Pos: ls.y(t), Label: format(t, c.Unit)})
+		v.YTicks = append(v.YTicks, tick{Pos: ls.y(t), Label: short(t, c.Unit)})
 	}
 	rs := ls
 	if right {
 		lo, hi, ticks := niceRange(loR, hiR, 5)
 		rs = axisScale{lo: lo, hi: hi, top: float64(v.Plot.Y), bottom: float64(v.Plot.Y2)}
 		for _, t := range ticks {
-			v.RTicks = append(v.RTicks, tick{Pos: rs.y(t), Label: format(t, c.RightUnit)})
+			v.RTicks = append(v.RTicks, tick{Pos: rs.y(t), Label: short(t, c.RightUnit)})
 		}
 	}
 	v.XTicks = timeTicks(from, to, xT)
@@ -379,7 +379,7 @@ func drawChart(c Chart, from, to int64, caption string) chartView {
 			unit = c.RightUnit
 		}
 		if len(p.bs) > 0 {
-			item.Value = format(p.bs[len(p.bs)-1].lastV, unit)
+			item.Value = short(p.bs[len(p.bs)-1].lastV, unit)
 		}
 		v.Legend = append(v.Legend, item)
 	}

@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/memdoctor/memdoctor/internal/compare"
-	"github.com/memdoctor/memdoctor/internal/render"
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
@@ -22,8 +22,8 @@ func CompareText(out io.Writer, r *compare.Result) error {
 			of = row.Of
 		}
 		pf("%s\n", row.Title)
-		pf("  A: median %-14s (%s)\n", compare.Format(row.MedianA, row.Unit), render.Count(float64(len(row.A)), of, of+"s"))
-		pf("  B: median %-14s (%s)\n", compare.Format(row.MedianB, row.Unit), render.Count(float64(len(row.B)), of, of+"s"))
+		pf("  A: median %-14s (%s)\n", compare.Format(row.MedianA, row.Unit), format.Count(float64(len(row.A)), of, of+"s"))
+		pf("  B: median %-14s (%s)\n", compare.Format(row.MedianB, row.Unit), format.Count(float64(len(row.B)), of, of+"s"))
 		pf("  → %s\n\n", row.Verdict)
 	}
 	if len(r.Rows) == 0 {

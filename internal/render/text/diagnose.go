@@ -4,8 +4,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 // WindowSummary says what data one instance's diagnosis read.
@@ -35,7 +35,7 @@ func DiagnoseText(w io.Writer, r *model.Report, ws []WindowSummary, opt Options)
 			res = "steps of " + s.Step.String()
 		}
 		p.f("  %s: %s … %s (%s), %d series read at %s, %d findings\n", s.Instance,
-			s.From.UTC().Format("2006-01-02 15:04"), s.To.UTC().Format("2006-01-02 15:04"), render.Span(s.To.Sub(s.From)),
+			s.From.UTC().Format("2006-01-02 15:04"), s.To.UTC().Format("2006-01-02 15:04"), format.Span(s.To.Sub(s.From)),
 			s.Series, res, s.Findings)
 	}
 	if len(ws) == 1 && r.Host != nil && r.Accounting.TotalBytes > 0 && r.Accounting.Invalid == "" && r.Accounting.AvailableMissing == "" && r.Accounting.UsedMissing == "" {

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/fleet"
-	"github.com/memdoctor/memdoctor/internal/render"
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
@@ -21,7 +21,7 @@ func FleetText(out io.Writer, res *fleet.Result, top int) error {
 	pf("memdoctor diagnose: %d instances at %s, %s … %s\n", len(res.Instances), res.Source,
 		res.From.UTC().Format("2006-01-02 15:04"), res.To.UTC().Format("2006-01-02 15:04"))
 	pf("scan: %d aggregated queries; %d suspects fetched in full (step %gs); %d queries, %s received in %.1fs\n",
-		res.Cost.ScanQueries, res.Suspects, res.StepSeconds, res.Cost.Queries, render.Bytes(res.Cost.WireBytes), res.Cost.DurationSeconds)
+		res.Cost.ScanQueries, res.Suspects, res.StepSeconds, res.Cost.Queries, format.Bytes(res.Cost.WireBytes), res.Cost.DurationSeconds)
 	affected := 0
 	for _, in := range res.Instances {
 		if len(in.Findings) > 0 {

@@ -4,14 +4,14 @@ import (
 	"io"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/heapprof"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
 // LeaksText prints a leaks report read from path.
 func LeaksText(w io.Writer, path string, r *heapprof.Report) error {
-	hb := render.Bytes
+	hb := format.Bytes
 	pf := func(format string, a ...any) { _, _ = termsafe.Fprintf(w, format, a...) }
 	if r.Source == "ebpf" {
 		pf("pid %d, %s ended %s: %s allocated in the trace and still in use in sampled sites (one sample per %s allocated, %d samples",
@@ -28,7 +28,7 @@ func LeaksText(w io.Writer, path string, r *heapprof.Report) error {
 		pf("  %10s %5.1f%%  %s\n", hb(s.InUseBytes), 100*s.Share, s.Title(4))
 	}
 	if !r.Base.IsZero() {
-		pf("\ngrowth over %s: %s\n", render.Clock(r.Time.Sub(r.Base)), hb(r.GrowthBytes))
+		pf("\ngrowth over %s: %s\n", format.Clock(r.Time.Sub(r.Base)), hb(r.GrowthBytes))
 		if len(r.Growth) == 0 {
 			pf("  no site grew\n")
 		}

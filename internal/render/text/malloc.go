@@ -6,8 +6,8 @@ import (
 	"path"
 	"text/tabwriter"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/malloc"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
@@ -16,7 +16,7 @@ import (
 // MallocText prints a process' allocator state: each arena, the totals,
 // what malloc_trim could give back, and the next command.
 func MallocText(w io.Writer, r *malloc.Report) error {
-	hb := render.Bytes
+	hb := format.Bytes
 	dash := func(n int64) string {
 		if n <= 0 {
 			return "-"
@@ -44,7 +44,7 @@ func MallocText(w io.Writer, r *malloc.Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	p.f("\n%s; %s in %s outside them\n", render.Count(float64(t.ArenaCount), "arena", "arenas"), hb(t.MmapBytes), render.Count(float64(t.MmapChunks), "mmapped chunk", "mmapped chunks"))
+	p.f("\n%s; %s in %s outside them\n", format.Count(float64(t.ArenaCount), "arena", "arenas"), hb(t.MmapBytes), format.Count(float64(t.MmapChunks), "mmapped chunk", "mmapped chunks"))
 	pct := 0.0
 	if t.SystemBytes > 0 {
 		pct = 100 * float64(t.RetainedBytes) / float64(t.SystemBytes)
@@ -55,7 +55,7 @@ func MallocText(w io.Writer, r *malloc.Report) error {
 		p.f("mallinfo2: arena %d, uordblks %d, fordblks %d, hblkhd %d, keepcost %d\n", m.Arena, m.Uordblks, m.Fordblks, m.Hblkhd, m.Keepcost)
 	}
 	if pp := r.Pause; pp != nil {
-		p.f("hold: thread %d held %.1f ms (calls %.1f ms); %s in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, render.Count(float64(pp.Threads), "thread", "threads"))
+		p.f("hold: thread %d held %.1f ms (calls %.1f ms); %s in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, format.Count(float64(pp.Threads), "thread", "threads"))
 	}
 	if r.PreloadMs > 0 {
 		p.f("asked the preload library: answered in %.0f ms, no pause\n", r.PreloadMs)
@@ -96,7 +96,7 @@ func (e *firstErrWriter) f(format string, a ...any) {
 // EstimateText prints trim's dry run: the expected gain (or its upper
 // bound) and the steps --apply takes.
 func EstimateText(w io.Writer, e *malloc.TrimEstimate) error {
-	hb := render.Bytes
+	hb := format.Bytes
 	p := &firstErrWriter{w: w}
 	p.f("dry run, nothing changed: pid %d (%s)\n", e.PID, e.Comm)
 	native := e.Allocator != "" && e.Allocator != "glibc"
@@ -145,7 +145,7 @@ func EstimateText(w io.Writer, e *malloc.TrimEstimate) error {
 
 // TrimText prints what a trim gave back.
 func TrimText(w io.Writer, r *malloc.TrimResult) error {
-	hb := render.Bytes
+	hb := format.Bytes
 	p := &firstErrWriter{w: w}
 	how := "called in the process"
 	if r.Pause != nil {
@@ -175,7 +175,7 @@ func TrimText(w io.Writer, r *malloc.TrimResult) error {
 // nativeText prints the figures of jemalloc or tcmalloc, read through
 // their own functions.
 func nativeText(p *firstErrWriter, r *malloc.Report) {
-	hb := render.Bytes
+	hb := format.Bytes
 	n := r.Native
 	name := n.Allocator
 	if n.Version != "" {
@@ -207,7 +207,7 @@ func nativeText(p *firstErrWriter, r *malloc.Report) {
 		p.f("\n%s\n", n.Unknown)
 		p.f("  (compare with RssAnon %s, VmRSS %s)\n", hb(r.Process.RssAnon), hb(r.Process.VMRSS))
 		if pp := r.Pause; pp != nil {
-			p.f("hold: thread %d held %.1f ms (calls %.1f ms); %s in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, render.Count(float64(pp.Threads), "thread", "threads"))
+			p.f("hold: thread %d held %.1f ms (calls %.1f ms); %s in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, format.Count(float64(pp.Threads), "thread", "threads"))
 		}
 		for _, n := range r.Notes {
 			p.f("note: %s\n", n)
@@ -244,7 +244,7 @@ func nativeText(p *firstErrWriter, r *malloc.Report) {
 			return fmt.Sprint(*v)
 		}
 		p.f("settings: background_thread %s (opt.background_thread %s), dirty_decay_ms %s, muzzy_decay_ms %s, %s\n",
-			onoff(n.BackgroundThreadOn), onoff(n.BackgroundThread), decay(n.DirtyDecayMs), decay(n.MuzzyDecayMs), render.Count(float64(n.Arenas), "arena", "arenas"))
+			onoff(n.BackgroundThreadOn), onoff(n.BackgroundThread), decay(n.DirtyDecayMs), decay(n.MuzzyDecayMs), format.Count(float64(n.Arenas), "arena", "arenas"))
 	case "tcmalloc":
 		rate := "unset (gperftools' default 1)"
 		if n.ReleaseRate != "" {
@@ -253,7 +253,7 @@ func nativeText(p *firstErrWriter, r *malloc.Report) {
 		p.f("settings: TCMALLOC_RELEASE_RATE %s\n", rate)
 	}
 	if pp := r.Pause; pp != nil {
-		p.f("hold: thread %d held %.1f ms (calls %.1f ms); %s in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, render.Count(float64(pp.Threads), "thread", "threads"))
+		p.f("hold: thread %d held %.1f ms (calls %.1f ms); %s in the process\n", pp.Thread, pp.AttachedMs, pp.CallsMs, format.Count(float64(pp.Threads), "thread", "threads"))
 	}
 	for _, n := range r.Notes {
 		p.f("note: %s\n", n)

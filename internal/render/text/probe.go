@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/probe"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
@@ -48,9 +48,9 @@ func ProbeCompareText(w io.Writer, c probe.Comparison) error {
 func probeValue(v float64, unit string) string {
 	switch unit {
 	case "bytes":
-		return render.MiB(v)
+		return format.MiB(v)
 	case "seconds":
-		return render.Millis(v)
+		return format.Millis(v)
 	case "per_second":
 		return fmt.Sprintf("%.1f/s", v)
 	}
@@ -87,7 +87,7 @@ func ProbeText(w io.Writer, r *probe.Result) error {
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "latency\tp50\tp90\tp99\tmax\tmean\t\n")
 	l := r.Latency
-	fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%s\t\n", render.Millis(l.P50), render.Millis(l.P90), render.Millis(l.P99), render.Millis(l.Max), render.Millis(l.Mean))
+	fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%s\t\n", format.Millis(l.P50), format.Millis(l.P90), format.Millis(l.P99), format.Millis(l.Max), format.Millis(l.Mean))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -98,12 +98,12 @@ func ProbeText(w io.Writer, r *probe.Result) error {
 	memLine := func(name string, s probe.MemStat, pick func(probe.MemSample) int64) {
 		base, after := "-", "-"
 		if m.Baseline != nil {
-			base = render.MiB(float64(pick(*m.Baseline)))
+			base = format.MiB(float64(pick(*m.Baseline)))
 		}
 		if m.After != nil {
-			after = render.MiB(float64(pick(*m.After)))
+			after = format.MiB(float64(pick(*m.After)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", name, base, render.MiB(float64(s.Median)), render.MiB(float64(s.Worst)), after)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", name, base, format.MiB(float64(s.Median)), format.MiB(float64(s.Worst)), after)
 	}
 	memLine("USS", m.USS, func(s probe.MemSample) int64 { return s.USSBytes })
 	memLine("PSS", m.PSS, func(s probe.MemSample) int64 { return s.PSSBytes })

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/memdoctor/memdoctor/internal/render"
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 	"github.com/memdoctor/memdoctor/internal/treat"
 )
@@ -24,14 +24,14 @@ func ReclaimText(w io.Writer, r *treat.Reclaimed) error {
 	for _, t := range p.Targets {
 		if p.V1 {
 			pr("  %s: no tasks in it or below it, %s charged to it and to the removed cgroups below it; %s 0 to /%s%s/memory.force_empty\n",
-				termsafe.Escape(t.Path), render.Bytes(t.Bytes), verb, termsafe.Escape(p.Mount), termsafe.Escape(t.Path))
+				termsafe.Escape(t.Path), format.Bytes(t.Bytes), verb, termsafe.Escape(p.Mount), termsafe.Escape(t.Path))
 			pr("    (cgroup v1: memory.force_empty reclaims all of it; on a cgroup with tasks it would reclaim their live memory, which is why such a cgroup is refused)\n")
 			continue
 		}
-		pr("  %s: %d dying below it; %s %d (%s) to /%s%s/memory.reclaim\n", termsafe.Escape(t.Path), t.Dying, verb, t.Bytes, render.Bytes(t.Bytes),
+		pr("  %s: %d dying below it; %s %d (%s) to /%s%s/memory.reclaim\n", termsafe.Escape(t.Path), t.Dying, verb, t.Bytes, format.Bytes(t.Bytes),
 			termsafe.Escape(p.Mount), termsafe.Escape(t.Path))
 		if t.Dirty > 0 {
-			pr("    %s of dirty cache not asked for: it pins its cgroups until written back (sync, then run again)\n", render.Bytes(t.Dirty))
+			pr("    %s of dirty cache not asked for: it pins its cgroups until written back (sync, then run again)\n", format.Bytes(t.Dirty))
 		}
 	}
 	if p.RootDying > 0 {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/memdoctor/memdoctor/internal/render"
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
@@ -33,11 +33,11 @@ func ServerWarnings(w io.Writer, ws []string) {
 // Wrote says what a command wrote: "wrote PATH (BEFORE SIZE AFTER)", the
 // size as every report writes sizes.
 func Wrote(w io.Writer, path string, size int64, before, after string) {
-	Warnf(w, "wrote %s (%s%s%s)\n", path, before, render.Bytes(size), after)
+	Warnf(w, "wrote %s (%s%s%s)\n", path, before, format.Bytes(size), after)
 }
 
 // PageWritten says what `memdoctor report` wrote: "wrote PATH: N findings,
 // M charts, SIZE in TIME".
 func PageWritten(w io.Writer, path string, findings, charts int, size int64, seconds float64) {
-	Warnf(w, "wrote %s: %d findings, %d charts, %s in %s\n", path, findings, charts, render.Bytes(size), render.Seconds(seconds))
+	Warnf(w, "wrote %s: %d findings, %d charts, %s in %s\n", path, findings, charts, format.Bytes(size), format.Seconds(seconds))
 }

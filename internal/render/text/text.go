@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
@@ -66,7 +66,7 @@ func (p *printer) sev(s model.Severity) termsafe.Trusted {
 	return p.paint("36", label)
 }
 
-var hb = render.Bytes
+var hb = format.Bytes
 
 // Text writes the terminal report.
 func Text(w io.Writer, r *model.Report, opt Options) error {
@@ -110,8 +110,8 @@ func Text(w io.Writer, r *model.Report, opt Options) error {
 	}
 	if r.Cost != nil {
 		p.f("\ncollected in %.0f ms (%s, %s vanished while reading)\n",
-			r.Cost.DurationSeconds*1000, render.Count(float64(r.Cost.SmapsReads), "smaps_rollup read", "smaps_rollup reads"),
-			render.Count(float64(r.Cost.Vanished), "process", "processes"))
+			r.Cost.DurationSeconds*1000, format.Count(float64(r.Cost.SmapsReads), "smaps_rollup read", "smaps_rollup reads"),
+			format.Count(float64(r.Cost.Vanished), "process", "processes"))
 	}
 	return p.err
 }
@@ -219,7 +219,7 @@ func findings(p *printer, r *model.Report) {
 }
 
 func evidenceString(e model.Evidence) string {
-	return e.Name + " " + render.FormatValue(e)
+	return e.Name + " " + e.Human()
 }
 
 func tab(p *printer) *tabwriter.Writer {

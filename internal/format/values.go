@@ -1,25 +1,19 @@
-package render
+package format
 
 import (
 	"math"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/memdoctor/memdoctor/internal/model"
 )
 
-// FormatValue writes an evidence's value for people, in its unit: bytes
-// as KiB/MiB/GiB, durations as ms/s/minutes, rates "a day", counts as whole
-// numbers, other numbers to three significant digits without exponents.
-// Text evidence is its text. JSON keeps the exact value; only the text and
-// HTML reports use this.
-func FormatValue(e model.Evidence) string {
-	if e.Text != "" {
-		return e.Text
-	}
-	v := e.Value
-	switch e.Unit {
+// Value writes a value for people, in its unit (an evidence's unit names):
+// bytes as KiB/MiB/GiB, durations as ms/s/minutes, rates "a day", counts as
+// whole numbers, other numbers to three significant digits without
+// exponents. JSON keeps the exact value; only the text and HTML reports use
+// this.
+func Value(v float64, unit string) string {
+	switch unit {
 	case "bytes":
 		return Bytes(int64(math.Round(v)))
 	case "bytes_per_day":

@@ -1,9 +1,10 @@
-// Package render is the one set of formats for people, the same way
-// everywhere: bytes, durations, evidence values and numbers, for the text
-// output (render/text), the HTML report (render/html), findings'
-// summaries, comparisons, probes and the commands' messages. A new format
-// goes here, never into the package that prints it.
-package render
+// Package format is the one set of formats for people, the same way
+// everywhere: bytes, durations, values in their units and numbers, for the
+// text output (render/text), the HTML report (render/html), findings'
+// summaries, comparisons, probes and the commands' messages. It is a leaf:
+// every floor may use it. A new format goes here, never into the package
+// that prints it.
+package format
 
 import (
 	"fmt"

@@ -1,10 +1,9 @@
-package render_test
+package format_test
 
 import (
 	"testing"
 
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/render"
 )
 
 // Evidence values as reports print them: in their unit, never as Go's raw
@@ -30,7 +29,7 @@ func TestFormatValue(t *testing.T) {
 		{model.Evidence{Name: "min_free_kbytes", Value: 67584, Unit: "kB"}, "67584 kB"},
 		{model.Evidence{Name: "kernel", Text: "5.0.0-1-generic"}, "5.0.0-1-generic"},
 	} {
-		if got := render.FormatValue(c.e); got != c.want {
+		if got := c.e.Human(); got != c.want {
 			t.Errorf("%s %v %s: %q, want %q", c.e.Name, c.e.Value, c.e.Unit, got, c.want)
 		}
 	}

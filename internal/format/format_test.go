@@ -1,4 +1,4 @@
-package render
+package format
 
 import (
 	"testing"
