@@ -37,9 +37,17 @@ var update = flag.Bool("update", false, "rewrite the golden files of testdata/go
 const goldenDir = "../../testdata/golden"
 
 // matchGolden compares got with testdata/golden/name (or writes it with
-// -update).
+// -update), keyed per rule: what got says about the set of rules is
+// checked against the registry, and each rule's part is compared with its
+// section of testdata/golden/rules/<id>.txt (golden_rules_test.go).
 func matchGolden(t *testing.T, name, got string) {
 	t.Helper()
+	k := splitByRule(loadRuleRegistry(), name, got)
+	for _, e := range k.errs {
+		t.Errorf("%s: %s", name, e)
+	}
+	matchRuleParts(t, k)
+	got = strings.Join(k.body, "\n")
 	path := filepath.Join(goldenDir, name)
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
