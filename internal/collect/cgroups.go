@@ -23,6 +23,8 @@ import (
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
+func init() { register(90, "cgroups", false, collectCgroups) }
+
 type cgroupMounts struct {
 	v1Memory string // FS-relative mount point of the v1 memory hierarchy
 	v2       string // FS-relative mount point of cgroup2

@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/cgroups"
@@ -182,22 +184,21 @@ type collector struct {
 	name     string
 	required bool
 	run      func(*ctx) error
+	order    int
 }
 
-// collectors run in this order (meminfo first: without it nothing else matters).
-var collectors = []collector{
-	{"meminfo", true, collectMeminfo},
-	{"vmstat", false, collectVmstat},
-	{"zoneinfo", false, collectZoneinfo},
-	{"sysctl", false, collectSysctl},
-	{"stat", false, collectStat},
-	{"pressure", false, collectPressure},
-	{"uname", false, collectUname},
-	{"slabinfo", false, collectSlabinfo},
-	{"cgroups", false, collectCgroups},
-	{"processes", false, collectProcesses},
-	{"runtimes", false, collectRuntimes},
-	{"kmsg", false, collectKmsg},
+// collectors run in their order (meminfo first: without it nothing else
+// matters). Each registers itself from its own file, <name>.go.
+var collectors []collector
+
+// register adds a collector, from the init of its file, at its place in
+// the order; two collectors with one order are a programming error.
+func register(order int, name string, required bool, run func(*ctx) error) {
+	i := sort.Search(len(collectors), func(i int) bool { return collectors[i].order >= order })
+	if i < len(collectors) && collectors[i].order == order {
+		panic(fmt.Sprintf("collectors %s and %s both have order %d", collectors[i].name, name, order))
+	}
+	collectors = slices.Insert(collectors, i, collector{name: name, required: required, run: run, order: order})
 }
 
 // Collect reads one snapshot.

@@ -7,6 +7,8 @@ import (
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
+func init() { register(120, "kmsg", false, collectKmsg) }
+
 // maxKmsgOOMReports is how many of the newest OOM-kill reports become
 // series.
 const maxKmsgOOMReports = 5

@@ -21,6 +21,8 @@ func meminfoName(key string, bytes bool) string {
 // isCount says which meminfo keys are counts rather than kB.
 func isCount(key string) bool { return strings.HasPrefix(key, "HugePages_") }
 
+func init() { register(10, "meminfo", true, collectMeminfo) }
+
 func collectMeminfo(c *ctx) error {
 	kv, err := c.fs.Meminfo()
 	if err != nil {
@@ -32,19 +34,6 @@ func collectMeminfo(c *ctx) error {
 			continue
 		}
 		c.add(meminfoName(k, !isCount(k)), float64(v))
-	}
-	return nil
-}
-
-func collectVmstat(c *ctx) error {
-	kv, err := c.fs.Vmstat()
-	if err != nil {
-		return err
-	}
-	for _, k := range kv.Keys {
-		if v, ok := kv.Num[k]; ok {
-			c.add("node_vmstat_"+k, float64(v))
-		}
 	}
 	return nil
 }

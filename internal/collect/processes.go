@@ -20,6 +20,8 @@ import (
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
+func init() { register(100, "processes", false, collectProcesses) }
+
 type proc struct {
 	pid                          int
 	own                          int // the pid it sees as its own (NSpid)

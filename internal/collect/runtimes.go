@@ -13,6 +13,8 @@ import (
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
+func init() { register(110, "runtimes", false, collectRuntimes) }
+
 // RuntimeOptions turns the collection options into what the runtimes reader
 // needs, with the reported processes of a snapshot as the ones to inspect.
 func RuntimeOptions(opt Options, s *sample.Snapshot) runtimes.Options {

@@ -5,6 +5,8 @@ import (
 	"strings"
 )
 
+func init() { register(80, "slabinfo", false, collectSlabinfo) }
+
 // reclaimScan is how many of the largest caches get their SLAB_RECLAIM_ACCOUNT
 // flag read from /sys/kernel/slab (one small sysfs read each).
 const reclaimScan = 25

@@ -6,6 +6,8 @@ import (
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
+func init() { register(30, "zoneinfo", false, collectZoneinfo) }
+
 // collectZoneinfo exports per-zone watermarks with node_exporter's names
 // (node_zoneinfo_*_pages{node,zone}, protection_N) plus what node_exporter
 // lacks: the boost and promo watermarks and each zone's free pages as the
