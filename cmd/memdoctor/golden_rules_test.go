@@ -214,11 +214,13 @@ func (k *keyedOutput) splitText(lines []string, isHTML bool) {
 		}
 		if m := re.FindStringSubmatch(l); m != nil && k.ids(m[2]) != nil {
 			// A run of rule notes: each kept by its rules, one placeholder.
+			var order noteOrder
 			for ; i < len(lines); i++ {
 				m := re.FindStringSubmatch(lines[i])
 				if m == nil || k.ids(m[2]) == nil {
 					break
 				}
+				order.next(k, m[1], k.ids(m[2])[0], isMissingNote(strings.TrimPrefix(m[3], "</b>: ")))
 				rest := m[3]
 				if !isHTML {
 					rest = ": " + rest
@@ -320,11 +322,14 @@ func (k *keyedOutput) splitJSON(lines []string) {
 			// a run of rule notes: each kept by its rules; every one but
 			// the last closes with a comma, the last as the body says
 			comma := ","
+			var order noteOrder
 			for i < len(lines) && lines[i] == ind+"{" {
 				ids := k.ruleNote(lines, i, ind)
 				if ids == nil {
 					break
 				}
+				prefix, missing := k.noteKind(lines, i, ind)
+				order.next(k, prefix, ids[0], missing)
 				if comma != "," {
 					k.errf("notes: a note before %q closes without a comma", lines[i+1])
 				}
@@ -339,6 +344,48 @@ func (k *keyedOutput) splitJSON(lines []string) {
 		}
 		k.body = append(k.body, l)
 	}
+}
+
+// noteOrder checks the order of a run of rule notes, as evaluate makes
+// it for each instance (prefix): first the notes of rules missing a
+// series, by their first rule, then the rules' own notes, by rule.
+type noteOrder struct {
+	prefix  string
+	missing bool
+	idx     int
+	started bool
+}
+
+func (o *noteOrder) next(k *keyedOutput, prefix, first string, missing bool) {
+	idx := k.reg.index[first]
+	if o.started && prefix == o.prefix {
+		if (missing && !o.missing) || (missing == o.missing && idx < o.idx) {
+			k.errf("notes: %srule %s's note comes after rule %s's: notes of missing series first, then by rule", prefix, first, k.reg.ids[o.idx])
+		}
+	}
+	*o = noteOrder{prefix: prefix, missing: missing, idx: idx, started: true}
+}
+
+// noteKind is the instance prefix of the note object at lines[i] and
+// whether it is for a missing series.
+func (k *keyedOutput) noteKind(lines []string, i int, ind string) (string, bool) {
+	end := blockEnd(lines, i, ind)
+	var n struct{ Source, Message string }
+	_ = json.Unmarshal([]byte(strings.TrimSuffix(strings.Join(lines[i:end+1], "\n"), ",")), &n)
+	m := noteSourceRE.FindStringSubmatch(n.Source)
+	if m == nil {
+		return "", false
+	}
+	return m[1], isMissingNote(n.Message)
+}
+
+var seriesListRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*(, [a-zA-Z_:][a-zA-Z0-9_:]*)*$`)
+
+// isMissingNote says whether a note's message is that of rules skipped for
+// a missing series (not a rule's own note about what it lacks).
+func isMissingNote(msg string) bool {
+	mm := missingRE.FindStringSubmatch(msg)
+	return mm != nil && seriesListRE.MatchString(mm[2])
 }
 
 // blockEnd is the line closing the object or array opened at lines[i].
