@@ -14,57 +14,25 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // maxV1Dirs bounds the walk of the v1 memory hierarchy.
 const maxV1Dirs = 100000
 
-// v1Mount is the FS-relative mount point of the v1 memory hierarchy, or "".
-func v1Mount(f procfs.FS) string {
-	mounts, _, err := f.Mountinfo()
-	if err != nil {
-		return ""
-	}
-	for _, m := range mounts {
-		if m.FSType != "cgroup" {
-			continue
-		}
-		for _, o := range m.SuperOptions {
-			if o == "memory" {
-				return strings.TrimPrefix(path.Clean(m.MountPoint), "/")
-			}
-		}
-	}
-	return ""
-}
-
 // v1Dying is how many memory cgroups the kernel holds (/proc/cgroups)
 // less the live ones (directories of the hierarchy, the root included).
 func v1Dying(f procfs.FS, mount string) (int64, error) {
-	b, err := f.ReadFile("proc/cgroups")
-	if err != nil {
-		return 0, err
-	}
-	var all int64 = -1
-	for _, l := range strings.Split(string(b), "\n") {
-		if fs := strings.Fields(l); len(fs) >= 3 && fs[0] == "memory" {
-			all, _ = strconv.ParseInt(fs[2], 10, 64)
-		}
-	}
-	if all < 0 {
-		return 0, errors.New("/proc/cgroups has no memory line")
-	}
 	live, err := countDirs(f, mount)
 	if err != nil {
 		return 0, err
 	}
-	return max(all-live, 0), nil
+	return cgroups.DyingV1(f, live)
 }
 
 // countDirs counts dir and the directories below it.
@@ -157,8 +125,7 @@ func makePlanV1(f procfs.FS, mount, dir string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	usage, _ := f.ReadFile(full + "/memory.usage_in_bytes")
-	bytes, _ := strconv.ParseInt(strings.TrimSpace(string(usage)), 10, 64)
+	bytes, _ := cgroups.Reader{FS: f, Root: mount, V1: true}.Usage(rel)
 	return &Plan{Mount: mount, V1: true, Dying: dying, HasReclaim: true,
 		Targets: []Target{{Path: rel, Dying: -1, Bytes: bytes}}}, nil
 }
