@@ -51,7 +51,10 @@ var allowed = map[string][]string{
 	// hierarchy's counts and walks, proc/PID/cgroup, which cgroups to read,
 	// and who a cgroup path belongs to (its names from the runtimes' state,
 	// read with safeio).
-	"cgroups": {"procfs", "safeio"},
+	"cgroups": {"cgroups/owner", "procfs", "safeio"},
+	// Who a cgroup belongs to: the one type cgroups fills and the report's
+	// schema carries (a leaf: the schema never reads the host).
+	"cgroups/owner": nil,
 	// A .NET process' GC through its diagnostics socket (found with safeio).
 	"dotnet": {"safeio"},
 	// Collection reads this host and turns it into samples.
@@ -79,7 +82,7 @@ var allowed = map[string][]string{
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
 	"record": {"cgroups", "cgtrace", "collect", "diagnose", "format", "model", "procfs", "runtimes", "sample", "store"},
 	// The stable JSON schema (check --json): data only, no judging.
-	"model": {"format", "sample", "vmcalc"},
+	"model": {"cgroups/owner", "format", "sample", "vmcalc"},
 	// Judging works on samples only: never /proc.
 	"diagnose": {"format", "model", "promql", "sample", "stats", "vmcalc"},
 	// render/text writes every command's human output, over the types the
