@@ -47,9 +47,14 @@ var allowed = map[string][]string{
 	"sample": nil,
 	// Parsers are leaves: they return their own types.
 	"procfs": {"safeio"},
-	// One memory cgroup's files, which cgroups to read, and who a cgroup
-	// path belongs to (its names from the runtimes' state, read with safeio).
-	"cgroups": {"procfs", "safeio"},
+	// Every cgroup read: the mounts, one memory cgroup's files, the
+	// hierarchy's counts and walks, proc/PID/cgroup, which cgroups to read,
+	// and who a cgroup path belongs to (its names from the runtimes' state,
+	// read with safeio).
+	"cgroups": {"cgroups/owner", "procfs", "safeio"},
+	// Who a cgroup belongs to: the one type cgroups fills and the report's
+	// schema carries (a leaf: the schema never reads the host).
+	"cgroups/owner": nil,
 	// A .NET process' GC through its diagnostics socket (found with safeio).
 	"dotnet": {"safeio"},
 	// Collection reads this host and turns it into samples.
@@ -57,14 +62,16 @@ var allowed = map[string][]string{
 	"collect":  {"cgroups", "heapprof", "inject", "procfs", "runtimes", "sample", "preload"},
 	"capture":  {"outfile", "safeio"},
 	"inject":   {"elfsym", "procfs", "safeio"},
-	// Writes memory.reclaim (with --apply only); reads the tree with procfs.
-	"cgreclaim": {"procfs"},
+	// Writes memory.reclaim (with --apply only); reads the tree through
+	// cgroups (mounts, cgroup.stat, memory.stat) and procfs.
+	"cgreclaim": {"cgroups", "procfs"},
 	"malloc":    {"inject", "procfs", "preload"},
-	// The page scan reads /proc/kpagecgroup and the memory hierarchy itself
-	// (live only, like inject): its results are samples.
-	"pagescan": {"procfs", "sample"},
-	// The cgroup tracer loads BPF (or reads tracefs) on the live host.
-	"cgtrace": {"procfs", "sample"},
+	// The page scan reads /proc/kpagecgroup (live only, like inject) and
+	// the memory hierarchy through cgroups: its results are samples.
+	"pagescan": {"cgroups", "procfs", "sample"},
+	// The cgroup tracer loads BPF (or reads tracefs) on the live host; it
+	// names cgroups through cgroups (the mount, the walk by inode).
+	"cgtrace": {"cgroups", "procfs", "sample"},
 	// preload imports nothing of the module: the library's name comes from it.
 	"heapprof": {"elfsym", "procfs", "preload", "safeio"},
 	// Heap sampling with uprobes on a live process (leaks --ebpf): its
@@ -75,7 +82,7 @@ var allowed = map[string][]string{
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
 	"record": {"cgroups", "cgtrace", "collect", "diagnose", "format", "model", "procfs", "runtimes", "sample", "store"},
 	// The stable JSON schema (check --json): data only, no judging.
-	"model": {"format", "sample", "vmcalc"},
+	"model": {"cgroups/owner", "format", "sample", "vmcalc"},
 	// Judging works on samples only: never /proc.
 	"diagnose": {"format", "model", "promql", "sample", "stats", "vmcalc"},
 	// render/text writes every command's human output, over the types the

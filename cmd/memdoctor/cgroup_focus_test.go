@@ -138,3 +138,35 @@ func TestCheckCgroupFocusCapture(t *testing.T) {
 		t.Errorf("a misspelt path: exit %d, %q", code, stderr)
 	}
 }
+
+// TestCheckCgroupFocusJoinedV1Mount: on a v1 host whose memory controller
+// shares its hierarchy with cpu (mounted at /sys/fs/cgroup/cpu,memory, as
+// some distributions do), check --cgroup finds a memory cgroup by its name
+// where the collector reads it: from mountinfo, not from a fixed path. The
+// hybrid capture is rewritten to that layout.
+func TestCheckCgroupFocusJoinedV1Mount(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(capturePath(t, "dying-cgroups-6.18-x86_64-hybrid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, r := range [][2]string{
+		{"32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n", ""},
+		{" /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n", " /sys/fs/cgroup/cpu,memory rw,relatime - cgroup cgroup rw,cpu,memory\n"},
+		{"\n-- sys/fs/cgroup/memory/", "\n-- sys/fs/cgroup/cpu,memory/"},
+	} {
+		if !strings.Contains(s, r[0]) {
+			t.Fatalf("the capture has no %q", r[0])
+		}
+		s = strings.ReplaceAll(s, r[0], r[1])
+	}
+	c := filepath.Join(t.TempDir(), "joined.txtar")
+	if err := os.WriteFile(c, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := checkJSON(t, "--capture", c, "--top", "0", "--cgroup", "process_api")
+	if d := r.Cgroup; d == nil || d.Cgroup != "/process_api" || d.UsageBytes <= 0 || len(d.Stat) == 0 {
+		t.Fatalf("--cgroup process_api on a cpu,memory hierarchy: %+v", d)
+	}
+}

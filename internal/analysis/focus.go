@@ -128,13 +128,11 @@ func (f *Focus) check(fs procfs.FS, live bool, names *cgroups.Runtime) error {
 // the memory controller, as the collector reads it: v1's memory hierarchy
 // when mounted (hybrid hosts too), else the unified one.
 func memoryHierarchy(fs procfs.FS) (root string, v1 bool, ok bool) {
-	if fs.Exists("sys/fs/cgroup/memory/memory.usage_in_bytes") {
-		return "sys/fs/cgroup/memory", true, true
+	m, _, err := cgroups.FindMounts(fs)
+	if err != nil {
+		return "", false, false
 	}
-	if fs.Exists("sys/fs/cgroup/cgroup.controllers") {
-		return "sys/fs/cgroup", false, true
-	}
-	return "", false, false
+	return m.Memory()
 }
 
 // maxFocusDirs bounds the walk that resolves --cgroup.

@@ -28,14 +28,13 @@ package cgreclaim
 
 import (
 	"errors"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
@@ -66,33 +65,23 @@ var ErrNoV2 = errors.New("no memory cgroup hierarchy (v2 with the memory control
 // "/" for all) only that subtree is considered. Where the memory controller
 // is on a v1 hierarchy, the plan is memory.force_empty on dir (see v1.go).
 func MakePlan(f procfs.FS, dir string) (*Plan, error) {
-	mounts, _, err := f.Mountinfo()
+	m, _, err := cgroups.FindMounts(f)
 	if err != nil {
 		return nil, err
 	}
-	mount := ""
-	for _, m := range mounts {
-		if m.FSType == "cgroup2" {
-			mount = strings.TrimPrefix(path.Clean(m.MountPoint), "/")
-			break
-		}
-	}
-	var ctrl []byte
-	if mount != "" {
-		ctrl, err = f.ReadFile(mount + "/cgroup.controllers")
-	}
-	if mount == "" || err != nil || !strings.Contains(" "+strings.TrimSpace(string(ctrl))+" ", " memory ") {
-		if v1 := v1Mount(f); v1 != "" {
-			return makePlanV1(f, v1, dir)
+	mount := m.V2
+	if !m.V2Memory {
+		if m.V1Memory != "" {
+			return makePlanV1(f, m.V1Memory, dir)
 		}
 		return nil, ErrNoV2
 	}
 	p := &Plan{Mount: mount}
-	st, err := f.CgroupKV(mount + "/cgroup.stat")
+	st, err := cgroups.ReadCgroupStat(f, mount)
 	if err != nil {
 		return nil, err
 	}
-	p.Dying, _ = st.Get("nr_dying_descendants")
+	p.Dying, _ = st.Dying()
 	start := path.Clean("/" + dir)
 	w := walker{f: f, mount: mount, plan: p}
 	if _, err := w.walk(start, 0); err != nil {
@@ -122,14 +111,14 @@ func (w walker) walk(rel string, depth int) (int64, error) {
 	if rel == "/" {
 		dir = w.mount
 	}
-	st, err := w.f.CgroupKV(dir + "/cgroup.stat")
+	st, err := cgroups.ReadCgroupStat(w.f, dir)
 	if err != nil {
 		if procfs.IsNotExist(err) && rel != "/" {
 			return 0, nil // removed while walking
 		}
 		return 0, err
 	}
-	dying, _ := st.Get("nr_dying_descendants")
+	dying, _ := st.Dying()
 	if rel == "/" || depth == 0 {
 		w.plan.HasReclaim = w.plan.HasReclaim || w.f.Exists(dir+"/memory.reclaim") || w.hasReclaimBelow(dir)
 	}
@@ -177,7 +166,7 @@ type memStat struct{ clean, dirty, slab int64 }
 func (m *memStat) add(o memStat) { m.clean += o.clean; m.dirty += o.dirty; m.slab += o.slab }
 
 func readMemStat(f procfs.FS, dir string) memStat {
-	st, err := f.CgroupKV(dir + "/memory.stat")
+	st, err := cgroups.ReadMemoryStat(f, dir)
 	if err != nil {
 		return memStat{}
 	}
@@ -237,7 +226,7 @@ func Apply(root string, p *Plan, wait time.Duration) (*Result, error) {
 		return nil, errors.New("memory.reclaim is missing (kernel before 5.19): nothing to write")
 	}
 	r := &Result{Before: p.Dying}
-	stat := filepath.Join(root, filepath.FromSlash(p.Mount), "cgroup.stat")
+	f := procfs.NewFS(root)
 	start := time.Now()
 	for _, t := range p.Targets {
 		o := Outcome{Target: t}
@@ -252,11 +241,11 @@ func Apply(root string, p *Plan, wait time.Duration) (*Result, error) {
 				o.Error = err.Error()
 				break
 			}
-			if n, err := readDying(stat); err == nil && n == 0 {
+			if n, err := readDying(f, p.Mount); err == nil && n == 0 {
 				break
 			}
 		}
-		if n, err := readDying(stat); err == nil && n > 0 && o.Error == "" && time.Since(start) < wait {
+		if n, err := readDying(f, p.Mount); err == nil && n > 0 && o.Error == "" && time.Since(start) < wait {
 			// The second pass: the shrinkers (see the package doc).
 			err := writeReclaim(file, max(t.Slab, slab), wait-time.Since(start))
 			if err != nil && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EINTR) {
@@ -265,7 +254,7 @@ func Apply(root string, p *Plan, wait time.Duration) (*Result, error) {
 		}
 		r.Outcomes = append(r.Outcomes, o)
 	}
-	n, err := settle(start, wait, func() (int64, error) { return readDying(stat) })
+	n, err := settle(start, wait, func() (int64, error) { return readDying(f, p.Mount) })
 	if n >= 0 {
 		r.After = n
 	}
@@ -294,15 +283,11 @@ func settle(start time.Time, wait time.Duration, read func() (int64, error)) (in
 	}
 }
 
-func readDying(file string) (int64, error) {
-	b, err := os.ReadFile(file)
+func readDying(f procfs.FS, mount string) (int64, error) {
+	st, err := cgroups.ReadCgroupStat(f, mount)
 	if err != nil {
 		return 0, err
 	}
-	kv, err := procfs.ParseKV(b, file)
-	if err != nil {
-		return 0, err
-	}
-	v, _ := kv.Get("nr_dying_descendants")
+	v, _ := st.Dying()
 	return v, nil
 }

@@ -14,121 +14,25 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // maxV1Dirs bounds the walk of the v1 memory hierarchy.
 const maxV1Dirs = 100000
 
-// v1Mount is the FS-relative mount point of the v1 memory hierarchy, or "".
-func v1Mount(f procfs.FS) string {
-	mounts, _, err := f.Mountinfo()
-	if err != nil {
-		return ""
-	}
-	for _, m := range mounts {
-		if m.FSType != "cgroup" {
-			continue
-		}
-		for _, o := range m.SuperOptions {
-			if o == "memory" {
-				return strings.TrimPrefix(path.Clean(m.MountPoint), "/")
-			}
-		}
-	}
-	return ""
-}
-
 // v1Dying is how many memory cgroups the kernel holds (/proc/cgroups)
 // less the live ones (directories of the hierarchy, the root included).
 func v1Dying(f procfs.FS, mount string) (int64, error) {
-	b, err := f.ReadFile("proc/cgroups")
+	live, err := cgroups.CountDirs(f, mount, maxV1Dirs)
 	if err != nil {
 		return 0, err
 	}
-	var all int64 = -1
-	for _, l := range strings.Split(string(b), "\n") {
-		if fs := strings.Fields(l); len(fs) >= 3 && fs[0] == "memory" {
-			all, _ = strconv.ParseInt(fs[2], 10, 64)
-		}
-	}
-	if all < 0 {
-		return 0, errors.New("/proc/cgroups has no memory line")
-	}
-	live, err := countDirs(f, mount)
-	if err != nil {
-		return 0, err
-	}
-	return max(all-live, 0), nil
-}
-
-// countDirs counts dir and the directories below it.
-func countDirs(f procfs.FS, dir string) (int64, error) {
-	n := int64(0)
-	queue := []string{dir}
-	for len(queue) > 0 {
-		d := queue[0]
-		queue = queue[1:]
-		if n++; n > maxV1Dirs {
-			return 0, fmt.Errorf("more than %d cgroups under /%s", maxV1Dirs, dir)
-		}
-		ents, err := f.ReadDir(d)
-		if err != nil {
-			if procfs.IsNotExist(err) && d != dir {
-				n--
-				continue // removed while walking
-			}
-			return 0, err
-		}
-		for _, e := range ents {
-			if e.IsDir() {
-				queue = append(queue, d+"/"+e.Name())
-			}
-		}
-	}
-	return n, nil
-}
-
-// subtreeTasks is the number of tasks in dir and below, and the first few.
-func subtreeTasks(f procfs.FS, dir string) (int, []string, error) {
-	n, seen := 0, 0
-	var first []string
-	queue := []string{dir}
-	for len(queue) > 0 {
-		d := queue[0]
-		queue = queue[1:]
-		if seen++; seen > maxV1Dirs {
-			return 0, nil, fmt.Errorf("more than %d cgroups under /%s", maxV1Dirs, dir)
-		}
-		b, err := f.ReadFile(d + "/tasks")
-		if err != nil {
-			if procfs.IsNotExist(err) && d != dir {
-				continue
-			}
-			return 0, nil, err
-		}
-		for _, t := range strings.Fields(string(b)) {
-			n++
-			if len(first) < 3 {
-				first = append(first, t)
-			}
-		}
-		ents, err := f.ReadDir(d)
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			if e.IsDir() {
-				queue = append(queue, d+"/"+e.Name())
-			}
-		}
-	}
-	return n, first, nil
+	return cgroups.DyingV1(f, live)
 }
 
 // makePlanV1 plans memory.force_empty on the live cgroup dir (a path below
@@ -144,7 +48,7 @@ func makePlanV1(f procfs.FS, mount, dir string) (*Plan, error) {
 	if !f.Exists(full + "/memory.force_empty") {
 		return nil, fmt.Errorf("--cgroup %s: no such memory cgroup (no /%s/memory.force_empty)", rel, full)
 	}
-	n, first, err := subtreeTasks(f, full)
+	n, first, err := cgroups.SubtreeTasks(f, full, maxV1Dirs)
 	if err != nil {
 		return nil, err
 	}
@@ -157,8 +61,7 @@ func makePlanV1(f procfs.FS, mount, dir string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	usage, _ := f.ReadFile(full + "/memory.usage_in_bytes")
-	bytes, _ := strconv.ParseInt(strings.TrimSpace(string(usage)), 10, 64)
+	bytes, _ := cgroups.Reader{FS: f, Root: mount, V1: true}.Usage(rel)
 	return &Plan{Mount: mount, V1: true, Dying: dying, HasReclaim: true,
 		Targets: []Target{{Path: rel, Dying: -1, Bytes: bytes}}}, nil
 }
@@ -172,7 +75,7 @@ func applyV1(root string, p *Plan, wait time.Duration) (*Result, error) {
 	for _, t := range p.Targets {
 		o := Outcome{Target: t}
 		// Checked again: a task may have moved in since the plan.
-		if n, _, err := subtreeTasks(f, p.Mount+t.Path); err != nil || n > 0 {
+		if n, _, err := cgroups.SubtreeTasks(f, p.Mount+t.Path, maxV1Dirs); err != nil || n > 0 {
 			o.Error = fmt.Sprintf("not written: %d tasks are in it now (memory.force_empty would reclaim their live memory)", n)
 			if err != nil {
 				o.Error = err.Error()

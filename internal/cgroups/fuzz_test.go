@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/memdoctor/memdoctor/internal/procfs"
@@ -77,4 +78,28 @@ func printable(s string) bool {
 		}
 	}
 	return true
+}
+
+// FuzzParseProcCgroup: any proc/PID/cgroup parses without panicking into
+// at most maxProcCgroupLines lines, each of which is in the input as
+// "id:controllers:path".
+func FuzzParseProcCgroup(f *testing.F) {
+	f.Add([]byte("12:cpu,cpuacct:/user.slice\n4:memory:/a\n1:name=systemd:/a.service\n0::/a.service\n"))
+	f.Add([]byte("0::/\n:::\n\n0:memory:/x:y\nno colon\n"))
+	f.Add([]byte("\x00:\xff:\n1:,,:/\r\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lines := ParseProcCgroup(data)
+		if len(lines) > maxProcCgroupLines {
+			t.Fatalf("%d lines kept", len(lines))
+		}
+		for _, l := range lines {
+			s := l.ID + ":" + strings.Join(l.Controllers, ",") + ":" + l.Path
+			if strings.Contains(l.ID, ":") || !bytes.Contains(data, []byte(s)) {
+				t.Errorf("%+v is not a line of %q", l, data)
+			}
+			if l.Unified() && (l.ID != "0" || len(l.Controllers) != 0) {
+				t.Errorf("%+v read as unified", l)
+			}
+		}
+	})
 }

@@ -25,32 +25,13 @@ package cgroups
 
 import (
 	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/cgroups/owner"
 )
 
-// Identity is what a cgroup path says about its owner.
-type Identity struct {
-	// Kind: "kubernetes", "container", "systemd" or "" (a plain directory).
-	Kind string `json:"kind,omitempty"`
-	// Runtime: docker, containerd, cri-o, podman, when a container's.
-	Runtime string `json:"runtime,omitempty"`
-	// ContainerID is the runtime's container id (hex).
-	ContainerID string `json:"container_id,omitempty"`
-	// PodUID and QoS (guaranteed, burstable, besteffort) of a Kubernetes
-	// pod or of a container in one.
-	PodUID string `json:"pod_uid,omitempty"`
-	QoS    string `json:"qos,omitempty"`
-	// Unit is the innermost systemd unit (service, scope, slice).
-	Unit string `json:"unit,omitempty"`
-	// Namespace, Pod and Container are the names the runtimes' state on
-	// the host gives (see Runtime); a path alone never has them.
-	Namespace string `json:"namespace,omitempty"`
-	Pod       string `json:"pod,omitempty"`
-	Container string `json:"container,omitempty"`
-	// Name is a short display name: the unit, "pod <uid>", or
-	// "<runtime> <id prefix>"; with the runtimes' names,
-	// "namespace/pod/container", "namespace/pod" or a container's name.
-	Name string `json:"name,omitempty"`
-}
+// Identity is what a cgroup path says about its owner (see owner.Owner,
+// the one declaration the report's schema shares).
+type Identity = owner.Owner
 
 // Name tells who a cgroup path (relative to its hierarchy's root) belongs
 // to. It never fails: an unknown shape gives an Identity with only Name

@@ -2,14 +2,10 @@ package cgtrace
 
 import (
 	"bytes"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"slices"
-	"strings"
-	"syscall"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
@@ -40,21 +36,26 @@ func newMemcgPaths(proc string) *memcgPaths {
 // cgroup v1 mount with the memory option, else the cgroup2 mount ("" when
 // neither is mounted).
 func MemoryMount(proc string) string {
-	b, err := os.ReadFile(proc + "/self/mountinfo")
+	m, _, err := cgroups.FindMounts(procFS(proc)) // a bad line hides only its mount
 	if err != nil {
 		return ""
 	}
-	mounts, _, _ := procfs.ParseMountinfo(b) // a bad line hides only its mount
-	var v2 string
-	for _, m := range mounts {
-		switch {
-		case m.FSType == "cgroup" && slices.Contains(m.SuperOptions, "memory"):
-			return m.MountPoint
-		case m.FSType == "cgroup2" && v2 == "":
-			v2 = m.MountPoint
-		}
+	switch {
+	case m.V1Memory != "":
+		return "/" + m.V1Memory
+	case m.V2 != "":
+		return "/" + m.V2
 	}
-	return v2
+	return ""
+}
+
+// procFS reads the host whose proc mount is proc ("/proc": the live host);
+// a proc mount named otherwise has no host around it, and reads nothing.
+func procFS(proc string) procfs.FS {
+	if filepath.Base(proc) != "proc" {
+		return procfs.NewFS(proc + "/nothing")
+	}
+	return procfs.NewFS(filepath.Dir(proc))
 }
 
 // learn records a cgroup the trace saw made or removed in the memory
@@ -99,33 +100,12 @@ func (m *memcgPaths) walk() {
 	if len(m.paths) >= maxMemcgPaths/2 {
 		clear(m.paths)
 	}
-	_ = filepath.WalkDir(m.mount, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == m.mount {
-				return err
-			}
-			return nil // removed while walking
-		}
-		if !d.IsDir() {
-			return nil
-		}
+	_, _ = cgroups.WalkInodes(m.mount, maxMemcgPaths, func(ino uint64, rel string) bool {
 		if len(m.paths) >= maxMemcgPaths {
-			return filepath.SkipAll
+			return false
 		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		st, ok := info.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil
-		}
-		rel := strings.TrimPrefix(p, m.mount)
-		if rel == "" {
-			rel = "/"
-		}
-		m.paths[st.Ino] = rel
-		return nil
+		m.paths[ino] = rel
+		return true
 	})
 }
 

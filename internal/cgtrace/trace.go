@@ -11,7 +11,6 @@
 package cgtrace
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -467,25 +467,19 @@ func (a *aggregator) ppidOf(pid int) int {
 // .service or .scope, from the name=systemd line on v1 or the unified
 // line) or else its path; and its memory cgroup's path.
 func (a *aggregator) cgroupsOf(pid int) (unit, memcg string) {
-	f, err := os.Open(fmt.Sprintf("%s/%d/cgroup", a.opt.Proc, pid))
+	b, err := os.ReadFile(fmt.Sprintf("%s/%d/cgroup", a.opt.Proc, pid))
 	if err != nil {
 		return "", ""
 	}
-	defer func() { _ = f.Close() }()
 	var sd, unified string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
+	for _, l := range cgroups.ParseProcCgroup(b) {
 		switch {
-		case parts[1] == "name=systemd":
-			sd = parts[2]
-		case parts[0] == "0" && parts[1] == "":
-			unified = parts[2]
-		case slices.Contains(strings.Split(parts[1], ","), "memory"):
-			memcg = parts[2]
+		case len(l.Controllers) == 1 && l.Controllers[0] == "name=systemd":
+			sd = l.Path
+		case l.Unified():
+			unified = l.Path
+		case l.Has("memory"):
+			memcg = l.Path
 		}
 	}
 	p := sd
@@ -547,19 +541,7 @@ func (a *aggregator) summary(method string, d time.Duration, dropped int64) *Sum
 // MemoryHierarchyID is the memory controller's hierarchy id from
 // /proc/cgroups (0 when it is on the unified tree), or -1.
 func MemoryHierarchyID(proc string) int {
-	b, err := os.ReadFile(proc + "/cgroups")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 4 && f[0] == "memory" && f[3] == "1" {
-			if n, err := strconv.Atoi(f[1]); err == nil {
-				return n
-			}
-		}
-	}
-	return -1
+	return cgroups.MemoryHierarchyID(procFS(proc))
 }
 
 // TopCreators is how many creators (and stall rows) a summary exports as

@@ -14,55 +14,25 @@ package collect
 
 import (
 	"fmt"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/cgroups"
-	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 func init() { register(90, "cgroups", false, collectCgroups) }
 
-type cgroupMounts struct {
-	v1Memory string // FS-relative mount point of the v1 memory hierarchy
-	v2       string // FS-relative mount point of cgroup2
-	v2Memory bool   // memory controller enabled on the v2 root
-}
-
-func findCgroupMounts(c *ctx) (cgroupMounts, error) {
-	var m cgroupMounts
-	mounts, skipped, err := c.fs.Mountinfo()
+// findCgroupMounts finds the hierarchies, noting mountinfo's malformed
+// lines.
+func findCgroupMounts(c *ctx) (cgroups.Mounts, error) {
+	m, skipped, err := cgroups.FindMounts(c.fs)
 	if err != nil {
 		return m, err
 	}
 	if len(skipped) > 0 {
 		c.note("proc/self/mountinfo", fmt.Sprintf("%d malformed line(s) skipped, the first: %v", len(skipped), skipped[0]),
 			"a cgroup hierarchy mounted on a skipped line", "")
-	}
-	for _, mt := range mounts {
-		rel := strings.TrimPrefix(path.Clean(mt.MountPoint), "/")
-		switch mt.FSType {
-		case "cgroup2":
-			if m.v2 == "" {
-				m.v2 = rel
-			}
-		case "cgroup":
-			for _, o := range mt.SuperOptions {
-				if o == "memory" && m.v1Memory == "" {
-					m.v1Memory = rel
-				}
-			}
-		}
-	}
-	if m.v2 != "" {
-		ctrl := readTrim(c, m.v2+"/cgroup.controllers")
-		for _, f := range strings.Fields(ctrl) {
-			if f == "memory" {
-				m.v2Memory = true
-			}
-		}
 	}
 	return m, nil
 }
@@ -103,27 +73,19 @@ func collectCgroups(c *ctx) error {
 		}
 		return err
 	}
-	mode := "none"
-	switch {
-	case m.v1Memory != "" && m.v2 != "":
-		mode = "hybrid"
-	case m.v1Memory != "":
-		mode = "v1"
-	case m.v2 != "":
-		mode = "v2"
-	}
+	root, v1, ok := m.Memory()
 	memOn := "none"
 	switch {
-	case m.v1Memory != "":
+	case ok && v1:
 		memOn = "v1"
-	case m.v2Memory:
+	case ok:
 		memOn = "v2"
 	}
-	c.add("memdoctor_cgroup_info", 1, "mode", mode, "memory", memOn)
+	c.add("memdoctor_cgroup_info", 1, "mode", m.Mode(), "memory", memOn)
 
-	var v2stat procfs.KV
-	if m.v2 != "" {
-		if v2stat, err = c.fs.CgroupKV(m.v2 + "/cgroup.stat"); err == nil {
+	var v2stat cgroups.CgroupStat
+	if m.V2 != "" {
+		if v2stat, err = cgroups.ReadCgroupStat(c.fs, m.V2); err == nil {
 			for _, k := range v2stat.Keys {
 				v := float64(v2stat.Num[k])
 				switch {
@@ -136,22 +98,16 @@ func collectCgroups(c *ctx) error {
 				}
 			}
 		} else {
-			c.note(m.v2+"/cgroup.stat", err.Error(), "dying cgroups of the unified hierarchy", "")
+			c.note(m.V2+"/cgroup.stat", err.Error(), "dying cgroups of the unified hierarchy", "")
 		}
 	}
 
-	var root string
-	switch memOn {
-	case "v1":
-		root = m.v1Memory
-	case "v2":
-		root = m.v2
-	default:
+	if !ok {
 		c.note("cgroups", "no memory cgroup hierarchy is mounted", "memory cgroups and dying cgroups", "mount cgroup2 (or the v1 memory controller)")
 		return nil
 	}
 	// A selection that compares readings counts v1's limit hits too.
-	r := cgroups.Reader{FS: c.fs, Root: root, V1: memOn == "v1", Failcnt: c.opt.CgroupEvents != nil}
+	r := cgroups.Reader{FS: c.fs, Root: root, V1: v1, Failcnt: c.opt.CgroupEvents != nil}
 	briefs, dirs, capped := r.Scan(c.opt.MaxCgroupDirs)
 	if capped {
 		c.note(root, "more than the directory limit of memory cgroups; counted the first ones only",
@@ -168,12 +124,12 @@ func collectCgroups(c *ctx) error {
 		if v, ok := v2stat.Get("nr_subsys_memory"); ok {
 			live = v
 		}
-		if v, ok := v2stat.Get("nr_dying_subsys_memory"); ok {
+		if v, exact, ok := v2stat.DyingMemory(); ok {
 			dying = v
-		} else if v, ok := v2stat.Get("nr_dying_descendants"); ok {
-			dying = v
-			c.note(m.v2+"/cgroup.stat", "nr_dying_subsys_memory is absent (kernel before ≈6.11): dying cgroups of any controller are counted as memory cgroups",
-				"", "")
+			if !exact {
+				c.note(m.V2+"/cgroup.stat", "nr_dying_subsys_memory is absent (kernel before ≈6.11): dying cgroups of any controller are counted as memory cgroups",
+					"", "")
+			}
 		}
 	}
 	c.add("memdoctor_memcg_live_cgroups", float64(live))

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/inject"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
@@ -93,17 +94,13 @@ var v1Controllers = map[string]bool{"memory": true, "cpu": true, "cpuacct": true
 
 // inCgroup says whether pid is in one of the cgroups or below.
 func (c *ctx) inCgroup(pid int, cgs []string) bool {
-	b, err := c.fs.ReadFile("proc/" + strconv.Itoa(pid) + "/cgroup")
+	lines, err := cgroups.ReadProcCgroup(c.fs, pid)
 	if err != nil {
 		return false
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(l, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
+	for _, l := range lines {
 		for _, cg := range cgs {
-			if cg == "/" || parts[2] == cg || strings.HasPrefix(parts[2], cg+"/") {
+			if cg == "/" || l.Path == cg || strings.HasPrefix(l.Path, cg+"/") {
 				return true
 			}
 		}

@@ -1,5 +1,7 @@
 package model
 
+import "github.com/memdoctor/memdoctor/internal/cgroups/owner"
+
 // Cgroups summarises memory cgroups.
 type Cgroups struct {
 	// Mode is the cgroup layout: v1, v2, hybrid or none.
@@ -40,18 +42,7 @@ type CgroupUse struct {
 
 // CgroupOwner is what a cgroup's path says about who owns it, and the
 // names the runtimes' state on the host gives (namespace, pod, container).
-type CgroupOwner struct {
-	Kind        string `json:"kind,omitempty"`
-	Name        string `json:"name,omitempty"`
-	Runtime     string `json:"runtime,omitempty"`
-	ContainerID string `json:"container_id,omitempty"`
-	PodUID      string `json:"pod_uid,omitempty"`
-	QoS         string `json:"qos,omitempty"`
-	Unit        string `json:"unit,omitempty"`
-	Namespace   string `json:"namespace,omitempty"`
-	Pod         string `json:"pod,omitempty"`
-	Container   string `json:"container,omitempty"`
-}
+type CgroupOwner = owner.Owner
 
 // SlabReport summarises slab memory.
 type SlabReport struct {

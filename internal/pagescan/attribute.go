@@ -2,15 +2,11 @@ package pagescan
 
 import (
 	"errors"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 
+	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
@@ -25,35 +21,27 @@ type Hierarchy struct {
 // controller's mount: a v1 hierarchy with the memory option, else cgroup2
 // when it has the memory controller.
 func FindMemoryHierarchy(proc string) (Hierarchy, error) {
-	b, err := os.ReadFile(proc + "/self/mountinfo")
+	m, _, err := cgroups.FindMounts(procFS(proc)) // a bad line hides only its mount
 	if err != nil {
 		return Hierarchy{}, err
 	}
-	mounts, _, _ := procfs.ParseMountinfo(b) // a bad line hides only its mount
-	var v2 string
-	for _, m := range mounts {
-		switch {
-		case m.FSType == "cgroup" && slices.Contains(m.SuperOptions, "memory"):
-			return Hierarchy{Mount: m.MountPoint, Version: "v1"}, nil
-		case m.FSType == "cgroup2" && v2 == "":
-			v2 = m.MountPoint
-		}
+	root, v1, ok := m.Memory()
+	if !ok {
+		return Hierarchy{}, errors.New("no memory cgroup hierarchy is mounted")
 	}
-	if v2 != "" {
-		if b, err := os.ReadFile(v2 + "/cgroup.controllers"); err == nil && hasField(string(b), "memory") {
-			return Hierarchy{Mount: v2, Version: "v2"}, nil
-		}
+	if v1 {
+		return Hierarchy{Mount: "/" + root, Version: "v1"}, nil
 	}
-	return Hierarchy{}, errors.New("no memory cgroup hierarchy is mounted")
+	return Hierarchy{Mount: "/" + root, Version: "v2"}, nil
 }
 
-func hasField(s, f string) bool {
-	for _, x := range strings.Fields(s) {
-		if x == f {
-			return true
-		}
+// procFS reads the host whose proc mount is proc ("/proc": the live host);
+// a proc mount named otherwise has no host around it, and reads nothing.
+func procFS(proc string) procfs.FS {
+	if filepath.Base(proc) != "proc" {
+		return procfs.NewFS(proc + "/nothing")
 	}
-	return false
+	return procfs.NewFS(filepath.Dir(proc))
 }
 
 // Pin is what removed cgroups pin under one live cgroup (their nearest
@@ -83,40 +71,20 @@ type Report struct {
 }
 
 // local reads the cgroup's own (non-hierarchical) counters from a v1
-// memory.stat, in pages.
+// memory.stat, in pages (dir is the cgroup's absolute path).
 func local(dir string, pageSize int64) (Counts, bool) {
-	b, err := os.ReadFile(dir + "/memory.stat")
+	st, err := cgroups.ReadMemoryStat(procfs.NewFS("/"), strings.TrimPrefix(dir, "/"))
 	if err != nil {
 		return Counts{}, false
 	}
-	var c Counts
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			continue
-		}
-		n /= pageSize
-		switch k {
-		case "cache":
-			c.File = n
-		case "rss":
-			c.Anon = n
-		case "dirty":
-			c.Dirty = n
-		case "writeback":
-			c.Writeback = n
-		case "mapped_file":
-			c.Mapped = n
-		case "shmem":
-			c.Shmem = n
-		}
-	}
-	return c, true
+	l := st.V1Local()
+	return Counts{File: l["file"] / pageSize, Anon: l["anon"] / pageSize, Dirty: l["file_dirty"] / pageSize,
+		Writeback: l["file_writeback"] / pageSize, Mapped: l["file_mapped"] / pageSize, Shmem: l["shmem"] / pageSize}, true
 }
+
+// maxDirs bounds the walk of the hierarchy (a host has thousands of
+// cgroups at most; the kernel's limit on dying ones is far below this).
+const maxDirs = 1 << 20
 
 func excess(scan, own int64) int64 { return max(scan-own, 0) }
 
@@ -127,30 +95,23 @@ func Attribute(res *Result, h Hierarchy, proc string) *Report {
 	ps := int64(res.PageSize)
 	seen := map[uint64]bool{}
 	pins := map[string]*Pin{}
-	_ = filepath.WalkDir(h.Mount, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		st, ok := info.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil
-		}
+	_, _ = cgroups.WalkInodes(h.Mount, maxDirs, func(ino uint64, rel string) bool {
 		rep.Live++
-		seen[st.Ino] = true
+		seen[ino] = true
 		if h.Version != "v1" {
-			return nil
+			return true
 		}
-		sc := res.ByInode[st.Ino]
+		sc := res.ByInode[ino]
 		if sc == nil {
-			return nil
+			return true
+		}
+		p := h.Mount
+		if rel != "/" {
+			p += rel
 		}
 		own, ok := local(p, ps)
 		if !ok {
-			return nil
+			return true
 		}
 		// The flags are shares of the pinned page cache: never more.
 		f := excess(sc.File, own.File)
@@ -159,10 +120,9 @@ func Attribute(res *Result, h Hierarchy, proc string) *Report {
 			Mapped: min(excess(sc.Mapped, own.Mapped), f), Shmem: min(excess(sc.Shmem, own.Shmem), f)}
 		pin.Pages = pin.File + pin.Anon
 		if pin.Pages > 0 {
-			rel := "/" + strings.TrimPrefix(strings.TrimPrefix(p, h.Mount), "/")
 			pins[rel] = &Pin{Cgroup: rel, Counts: pin}
 		}
-		return nil
+		return true
 	})
 	// Inodes without a directory: cgroups removed after their pages were
 	// read (the kernel had not yet moved them to the parent).
@@ -195,37 +155,17 @@ func Attribute(res *Result, h Hierarchy, proc string) *Report {
 // nr_dying_descendants; v1's /proc/cgroups count minus the directories.
 func dyingCount(h Hierarchy, proc string, live int) int64 {
 	if h.Version == "v2" {
-		b, err := os.ReadFile(h.Mount + "/cgroup.stat")
+		st, err := cgroups.ReadCgroupStat(procfs.NewFS("/"), strings.TrimPrefix(h.Mount, "/"))
 		if err != nil {
 			return -1
 		}
-		var anyDying int64 = -1
-		for _, line := range strings.Split(string(b), "\n") {
-			k, v, _ := strings.Cut(line, " ")
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				continue
-			}
-			switch k {
-			case "nr_dying_subsys_memory":
-				return n
-			case "nr_dying_descendants":
-				anyDying = n
-			}
+		if n, _, ok := st.DyingMemory(); ok {
+			return n
 		}
-		return anyDying
-	}
-	b, err := os.ReadFile(proc + "/cgroups")
-	if err != nil {
 		return -1
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 3 && f[0] == "memory" {
-			if n, err := strconv.ParseInt(f[2], 10, 64); err == nil {
-				return max(n-int64(live), 0)
-			}
-		}
+	if n, err := cgroups.DyingV1(procFS(proc), int64(live)); err == nil {
+		return n
 	}
 	return -1
 }
