@@ -32,7 +32,6 @@ import (
 	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/promql"
-	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
 // The rule fires on a drop of at least this share of MemTotal over the
@@ -94,12 +93,6 @@ func (availableMemoryDecline) Meta() Meta {
 		Prefilter: &Prefilter{About: "MemAvailable now and its slope per day, over the range and its newer half", Queries: declineQueries, Score: declineScore},
 		Doc:       "MemAvailable falls steadily; days until exhausted; which categories grew"}
 }
-
-const (
-	declineMinSpan   = 6 * time.Hour
-	declineMinPoints = 12
-	maxFitPoints     = 1000
-)
 
 func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 	w := in.Window
@@ -187,29 +180,4 @@ func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 			Risk:     "none (read-only)"},
 	}
 	return []model.Finding{fd}
-}
-
-func lastValue(s *sample.Series) float64 {
-	if s == nil {
-		return 0
-	}
-	if p, ok := s.Last(); ok {
-		return p.V
-	}
-	return 0
-}
-
-func spanText(ps []sample.Point) string {
-	if len(ps) < 2 {
-		return "no time"
-	}
-	return format.Duration(time.Duration(ps[len(ps)-1].T-ps[0].T) * time.Millisecond)
-}
-
-// subject names the instance when the window has one.
-func subject(w *sample.Window, what string) string {
-	if w != nil && w.Instance != "" {
-		return w.Instance + " " + what
-	}
-	return what
 }

@@ -257,14 +257,6 @@ func ownKills(all []cgKills) []cgKills {
 	return out
 }
 
-// isBelow says whether cgroup d is a descendant of a.
-func isBelow(d, a string) bool {
-	if a == "/" {
-		return d != "/"
-	}
-	return strings.HasPrefix(d, a+"/")
-}
-
 // nearest says whether no other listed cgroup lies between d and its
 // ancestor a.
 func nearest(all []cgKills, d, a string) bool {

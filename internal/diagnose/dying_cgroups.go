@@ -46,7 +46,6 @@ package diagnose
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -103,21 +102,6 @@ func dyingAlerts(o AlertOptions) []Alert {
 	return []Alert{{Name: "MemdoctorDyingCgroupsGrowing", For: "1h", Severity: "warning",
 		Expr:    fmt.Sprintf("%s >= %s\nor\n%s >= %s", dailyFloorGrowth(cg), th, dailyFloorGrowth(dying), th),
 		Summary: fmt.Sprintf("memory cgroups on {{ $labels.instance }} pile up: their daily floor grows by %s or more a day (removed cgroups stay pinned)", th)}}
-}
-
-// KernelAtLeast reports whether a release string ("5.3.0-26-generic") is at
-// least major.minor. Unparseable releases report false.
-func KernelAtLeast(release string, major, minor int) bool {
-	f := strings.FieldsFunc(release, func(r rune) bool { return r == '.' || r == '-' || r == '+' || r == '_' })
-	if len(f) < 2 {
-		return false
-	}
-	ma, err1 := strconv.Atoi(f[0])
-	mi, err2 := strconv.Atoi(f[1])
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return ma > major || (ma == major && mi >= minor)
 }
 
 func (r dyingCgroups) Eval(in *Input) []model.Finding {

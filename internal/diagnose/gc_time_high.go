@@ -33,10 +33,7 @@ type gcTimeHigh struct{}
 
 func init() { register(gcTimeHigh{}) }
 
-const (
-	gcTimeWarn = 0.05
-	gcTimeCrit = 0.20
-)
+const gcTimeCrit = 0.20
 
 func (gcTimeHigh) Meta() Meta {
 	return Meta{ID: "gc_time_high", Title: "time in garbage collection above 5%",
@@ -53,12 +50,6 @@ func gcTimeAlerts(o AlertOptions) []Alert {
 		Expr:    fmt.Sprintf("rate(%s[5m]) > %s", sel(rtGCSeconds, o.Match), promNum(gcTimeWarn)),
 		Summary: fmt.Sprintf("{{ $labels.runtime }} process {{ $labels.target }} spends more than %s%% of its time in garbage collection", promNum(100*gcTimeWarn)),
 		Runbook: runtimeRunbook("gc_time_high")}}
-}
-
-// runtimeRunbook is the runbook of a language runtime's alert: the
-// runtime is read on the host, not from Prometheus.
-func runtimeRunbook(rule string) string {
-	return "memdoctor check   # on the host; see the " + rule + " finding"
 }
 
 func (gcTimeHigh) Eval(in *Input) []model.Finding {

@@ -173,13 +173,6 @@ func oomInWindow(in *Input) []model.Finding {
 	return []model.Finding{f}
 }
 
-func plural(n float64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%.0f %s", n, many)
-}
-
 // oomRemedies fit the data: the kernel log of the kills' time (a range
 // names it; a live check reads this boot's), and the limits of the host's
 // own cgroup layout.

@@ -49,7 +49,6 @@ func (processMemoryGrowth) Meta() Meta {
 }
 
 const (
-	procMinSpan      = time.Hour
 	procMinGrowth    = 64 << 20
 	procMinPerDay    = 32 << 20
 	procMinRelPerDay = 0.05
@@ -98,13 +97,6 @@ func (processMemoryGrowth) Eval(in *Input) []model.Finding {
 		out = out[:5]
 	}
 	return out
-}
-
-func stepOf(w *sample.Window) int64 {
-	if w.Step > 0 {
-		return w.Step.Milliseconds()
-	}
-	return (5 * time.Minute).Milliseconds()
 }
 
 func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *model.Finding {

@@ -237,6 +237,10 @@ func windowRates(h *model.Host, w *sample.Window) {
 	}
 }
 
+// gcTimeWarn is the share of time in GC that gc_time_high warns at; a
+// window's parts above it are counted for that rule.
+const gcTimeWarn = 0.05
+
 // gcWindowParts is how many parts a window is cut into to judge whether GC
 // time was high throughout.
 const gcWindowParts = 6

@@ -145,3 +145,18 @@ func kernelVersion(release string) (major, minor int, ok bool) {
 	mi, err2 := strconv.Atoi(f[1])
 	return ma, mi, err1 == nil && err2 == nil
 }
+
+// KernelAtLeast reports whether a release string ("5.3.0-26-generic") is at
+// least major.minor. Unparseable releases report false.
+func KernelAtLeast(release string, major, minor int) bool {
+	f := strings.FieldsFunc(release, func(r rune) bool { return r == '.' || r == '-' || r == '+' || r == '_' })
+	if len(f) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(f[0])
+	mi, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || (ma == major && mi >= minor)
+}
