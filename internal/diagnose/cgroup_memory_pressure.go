@@ -138,7 +138,7 @@ func (cgroupMemoryPressure) Eval(in *Input) []model.Finding {
 		if rf, ok := s.Get("memdoctor_cgroup_memory_stat", "cgroup", c.path, "stat", "workingset_refault_file"); ok {
 			f.Evidence = append(f.Evidence, ev("workingset_refault_file", rf, "count"))
 		}
-		f.Summary = namedSummary(s, c.path, what+": "+why+"; latency suffers and, at its limit, the OOM killer is next")
+		f.Summary = model.NamedSummary(s, c.path, what+": "+why+"; latency suffers and, at its limit, the OOM killer is next")
 		f.Remedies = cgroupPressureRemedies(s, c.path, hier, ws, nearLimit)
 		out = append(out, f)
 	}

@@ -151,7 +151,7 @@ func (cgroupNearLimit) Eval(in *Input) []model.Finding {
 			f.Evidence = append(f.Evidence, ev("working_set_growth_bytes_per_hour", perHour, "bytes"),
 				ev("time_to_limit_seconds", left.Seconds(), "seconds"))
 		}
-		f.Summary = namedSummary(s, n.path, f.Summary)
+		f.Summary = model.NamedSummary(s, n.path, f.Summary)
 		out = append(out, f)
 	}
 	return out
@@ -233,9 +233,9 @@ func timeToLimit(in *Input, p string, ws, limit float64) (left time.Duration, pe
 	if in.Window == nil || ws >= limit {
 		return 0, 0, false
 	}
-	sp := lastSegment(in.Window)
+	sp := model.LastSegment(in.Window)
 	sp.From = max(sp.From, sp.To-cgroupSlopeSpan.Milliseconds())
-	ps := within(in.Window.Get("memdoctor_cgroup_memory_working_set_bytes", "cgroup", p), sp)
+	ps := model.Within(in.Window.Get("memdoctor_cgroup_memory_working_set_bytes", "cgroup", p), sp)
 	f := fitTrend(ps)
 	if !f.OK || f.P >= cgroupSlopeP || f.Slope <= 0 {
 		return 0, 0, false

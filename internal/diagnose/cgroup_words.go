@@ -56,11 +56,11 @@ func snapshotHighEvents(s *sample.Snapshot, p string) float64 {
 }
 
 func windowStalls(w *sample.Window) []cgStall {
-	sp := lastSegment(w)
+	sp := model.LastSegment(w)
 	var out []cgStall
 	for _, sr := range w.Select("memdoctor_cgroup_memory_pressure_seconds_total", "kind", "some") {
 		p := sr.Labels.Get("cgroup")
-		ps := within(sr, sp)
+		ps := model.Within(sr, sp)
 		if len(ps) < 2 {
 			continue
 		}
@@ -68,11 +68,11 @@ func windowStalls(w *sample.Window) []cgStall {
 		if secs <= 0 {
 			continue
 		}
-		c := cgStall{path: p, inRange: true, seconds: secs, someStalled: increase(ps)}
+		c := cgStall{path: p, inRange: true, seconds: secs, someStalled: model.Increase(ps)}
 		c.some = 100 * c.someStalled / secs
 		if fs := w.Select("memdoctor_cgroup_memory_pressure_seconds_total", "cgroup", p, "kind", "full"); len(fs) > 0 {
-			if fp := within(fs[0], sp); len(fp) >= 2 {
-				c.fullStalled, c.hasFull = increase(fp), true
+			if fp := model.Within(fs[0], sp); len(fp) >= 2 {
+				c.fullStalled, c.hasFull = model.Increase(fp), true
 				c.full = 100 * c.fullStalled / secs
 			}
 		}
@@ -81,7 +81,7 @@ func windowStalls(w *sample.Window) []cgStall {
 			ev = w.Select("memdoctor_cgroup_memory_events_total", "cgroup", p, "event", "high")
 		}
 		if len(ev) > 0 {
-			c.highEvents = increase(within(ev[0], sp))
+			c.highEvents = model.Increase(model.Within(ev[0], sp))
 		}
 		out = append(out, c)
 	}

@@ -51,7 +51,7 @@ func baselineScore(v PrefilterValues) float64 {
 	for i, a := range v.Daily {
 		used[i] = v.Total - a
 	}
-	med, _ := BaselineOf(used)
+	med, _ := model.BaselineOf(used)
 	if med <= 0 {
 		return 0
 	}
@@ -68,8 +68,8 @@ func baselineAlerts(o AlertOptions) []Alert {
 		a.Expr = fmt.Sprintf("%s\n  > on (instance) group_left %s * %s", used, promNum(margin), BaselineRecord)
 		a.Summary = fmt.Sprintf("memory use on {{ $labels.instance }} is more than %.0f%% above its usual daily peak", 100*(margin-1))
 	} else {
-		a.Expr = fmt.Sprintf("%s\n  > %s * quantile_over_time(0.5, max_over_time(%s[1d:5m])[%dd:1d] offset 1d)", used, promNum(margin), used, baselineDays)
-		a.Summary = fmt.Sprintf("memory use on {{ $labels.instance }} is more than %.0f%% above the median of its last %d daily peaks", 100*(margin-1), baselineDays)
+		a.Expr = fmt.Sprintf("%s\n  > %s * quantile_over_time(0.5, max_over_time(%s[1d:5m])[%dd:1d] offset 1d)", used, promNum(margin), used, model.BaselineDays)
+		a.Summary = fmt.Sprintf("memory use on {{ $labels.instance }} is more than %.0f%% above the median of its last %d daily peaks", 100*(margin-1), model.BaselineDays)
 	}
 	return []Alert{a}
 }
@@ -100,7 +100,7 @@ func (memoryBaselineExceeded) Eval(in *Input) []model.Finding {
 		}
 		used[i] = total - v
 	}
-	days, peaks := DailyPeaks(avail.Points, used)
+	days, peaks := model.DailyPeaks(avail.Points, used)
 	if len(days) < baselineMin+1 {
 		in.Note("memory_baseline_exceeded", fmt.Sprintf("%s with data: the baseline needs %d (a week before the day judged)", format.Count(float64(len(days)), "day", "days"), baselineMin+1), "record longer, or read a longer range")
 		return nil
@@ -127,7 +127,7 @@ func (memoryBaselineExceeded) Eval(in *Input) []model.Finding {
 				}
 			}
 		}
-		d, pk := DailyPeaks(ps, vals)
+		d, pk := model.DailyPeaks(ps, vals)
 		if len(d) < baselineMin+1 {
 			continue
 		}
@@ -140,7 +140,7 @@ func (memoryBaselineExceeded) Eval(in *Input) []model.Finding {
 
 func baselineFinding(w *sample.Window, subj, what string, peaks []float64, minExcess float64) *model.Finding {
 	latest := peaks[len(peaks)-1]
-	base, n := BaselineOf(peaks)
+	base, n := model.BaselineOf(peaks)
 	if latest <= base*baselineMargin || latest-base < minExcess {
 		return nil
 	}

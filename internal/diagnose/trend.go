@@ -3,6 +3,7 @@ package diagnose
 import (
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/stats"
 )
@@ -18,7 +19,7 @@ type fit struct {
 
 // fitTrend fits points (time in days), thinned to maxFitPoints.
 func fitTrend(ps []sample.Point) fit {
-	xs, ys := xy(ps, maxFitPoints)
+	xs, ys := model.XY(ps, maxFitPoints)
 	if len(xs) < 4 {
 		return fit{}
 	}

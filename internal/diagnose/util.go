@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,4 +118,21 @@ func psiEvidence(some, full *float64) ([]model.Evidence, string) {
 		clause += fmt.Sprintf("; every task at once %.1f%%", *full)
 	}
 	return out, clause + ")"
+}
+
+// runtimeSubject names a runtime target for a finding.
+func runtimeSubject(r *model.Runtime) string {
+	if r.PID > 0 && r.Comm != "" {
+		s := r.Runtime + " process " + r.Comm + " (pid " + strconv.Itoa(r.PID) + ")"
+		if u := r.URL(); u != "" {
+			s += " at " + u
+		}
+		return s
+	}
+	return r.Runtime + " runtime at " + r.Target
+}
+
+// spanWords says what span a rate covers.
+func spanWords(g *model.GCRates) string {
+	return "over " + format.ClockSeconds(g.Seconds)
 }

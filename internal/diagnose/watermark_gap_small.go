@@ -58,7 +58,7 @@ func (watermarkGapSmall) Meta() Meta {
 			// The recommendation is bounded by what it costs of MemTotal.
 			{"node_memory_MemTotal_bytes", "read /proc/meminfo"},
 		},
-		Reads:     append(append([]string(nil), psiTotalSeries...), reclaimTraceSeries...), // the stall share; record --trace: who stalled, over the window
+		Reads:     append(append([]string(nil), model.PSITotalSeries...), reclaimTraceSeries...), // the stall share; record --trace: who stalled, over the window
 		Charts:    []string{ChartZoneWatermarks, ChartReclaimRates, ChartCPUSysSoftirq},
 		Prefilter: &Prefilter{About: "quick kswapd wake-ups and direct reclaim, where watermark_scale_factor is known", Queries: gapQueries, Score: gapScore},
 		Doc:       "kswapd's window (low − min) too narrow for the reclaim bursts seen; recommends a `watermark_scale_factor` with its predicted watermarks and cost"}

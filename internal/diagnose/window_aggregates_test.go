@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -65,18 +66,18 @@ func TestThinToEnds(t *testing.T) {
 	}
 	w.Add(bt)
 	w.Add(x)
-	segs := segments(w)
+	segs := model.Segments(w)
 	if len(segs) != 2 {
 		t.Fatalf("segments %v, want two", segs)
 	}
-	thin := ThinToEnds(w)(x)
+	thin := model.ThinToEnds(w)(x)
 	// minutes 0 (first), 5 and 58 (the first segment), 62 and 100 (the
 	// second, and the last)
 	if len(thin.Points) != 5 || len(thin.Min) != 5 || thin.Mean != nil || thin.Max != nil {
 		t.Fatalf("kept %d points (%d minima, means %v, maxima %v): want 5, minima only", len(thin.Points), len(thin.Min), thin.Mean, thin.Max)
 	}
 	for _, sp := range segs {
-		a, b := within(x, sp), within(thin, sp)
+		a, b := model.Within(x, sp), model.Within(thin, sp)
 		if len(b) != 2 || a[0] != b[0] || a[len(a)-1] != b[1] {
 			t.Errorf("segment %v: ends %v, want %v … %v", sp, b, a[0], a[len(a)-1])
 		}

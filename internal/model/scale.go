@@ -1,7 +1,6 @@
-package diagnose
+package model
 
 import (
-	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/vmcalc"
 )
 
@@ -17,7 +16,7 @@ const (
 // RecommendScaleFactor returns the recommended watermark_scale_factor for
 // the host (never below the current one), or 0 when watermarks could not be
 // recomputed.
-func RecommendScaleFactor(h *model.Host) int64 {
+func RecommendScaleFactor(h *Host) int64 {
 	w := &h.Watermarks
 	if !w.Recomputed || w.Calc == nil {
 		return 0
