@@ -1,4 +1,4 @@
-package diagnose_test
+package model_test
 
 import (
 	"os"
