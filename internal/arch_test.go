@@ -82,9 +82,9 @@ var allowed = map[string][]string{
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
 	"record": {"cgroups", "cgtrace", "collect", "diagnose", "format", "model", "procfs", "runtimes", "sample", "store"},
 	// The stable JSON schema (check --json): data only, no judging.
-	"model": {"cgroups/owner", "format", "sample", "vmcalc"},
+	"model": {"cgroups/owner", "format", "sample", "stats", "vmcalc"},
 	// Judging works on samples only: never /proc.
-	"diagnose": {"format", "model", "promql", "sample", "stats", "vmcalc"},
+	"diagnose": {"format", "model", "promql", "sample", "stats"},
 	// render/text writes every command's human output, over the types the
 	// data packages return (they never import it): check, diagnose, fleet
 	// scans, comparisons, malloc/trim/reclaim, leaks, lint, probe, and the

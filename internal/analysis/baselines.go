@@ -9,6 +9,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/alerts"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/fleet"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/promql"
@@ -34,7 +35,7 @@ var ErrNoBaseline = fmt.Errorf("no host has %d days of memory data for a baselin
 // there are enough (diagnose's own computation of daily peaks and their
 // median: the alert and the rule agree).
 func baselineOf(inst string, peaks []float64) (alerts.Baseline, bool) {
-	med, days := diagnose.BaselineOf(peaks)
+	med, days := model.BaselineOf(peaks)
 	if days == 0 || days < diagnose.Thresholds.BaselineDays/2 {
 		return alerts.Baseline{}, false
 	}
@@ -68,7 +69,7 @@ func PromBaselines(ctx context.Context, c *prom.Client, match string, win Window
 }
 
 // FileBaselines computes each host's baseline from history (a recording
-// or any source diagnose reads), with diagnose.DailyPeaks.
+// or any source diagnose reads), with model.DailyPeaks.
 func FileBaselines(path string, bars Bars) ([]alerts.Baseline, error) {
 	update, done := bars("reading " + path)
 	s, err := OpenAll(path, false, update)
@@ -100,7 +101,7 @@ func FileBaselines(path string, bars Bars) ([]alerts.Baseline, error) {
 		for i, p := range av.Points {
 			used[i] = total - p.V
 		}
-		_, peaks := diagnose.DailyPeaks(av.Points, used)
+		_, peaks := model.DailyPeaks(av.Points, used)
 		if b, ok := baselineOf(inst, peaks); ok {
 			out = append(out, b)
 		}

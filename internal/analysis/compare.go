@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/compare"
-	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/format"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
@@ -97,7 +97,7 @@ func loadWindows(path, win string, bars Bars) ([]*sample.Window, []string, error
 				return nil, nil, err
 			}
 		}
-		ss, err := s.Store.Select(store.Query{Instance: inst, Names: append(diagnose.ReclaimSeries(), compare.WindowNames...), From: from, To: to})
+		ss, err := s.Store.Select(store.Query{Instance: inst, Names: append(model.ReclaimSeries(), compare.WindowNames...), From: from, To: to})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -126,7 +126,7 @@ func reclaimValues(group string, ws []*sample.Window, parts bool, v compare.Valu
 		if parts {
 			n = compare.RecordingParts
 		}
-		whole, each, ok := diagnose.WindowReclaim(w, n)
+		whole, each, ok := model.WindowReclaim(w, n)
 		if !ok {
 			continue
 		}

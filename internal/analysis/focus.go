@@ -11,7 +11,6 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/collect"
-	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -249,7 +248,7 @@ func (f *Focus) apply(rep *model.Report, res *collect.Result) {
 	}
 	sort.SliceStable(rep.Processes, func(i, j int) bool { return key(rep.Processes[i]) > key(rep.Processes[j]) })
 	if f.cgroup != "" {
-		hidden := diagnose.FocusCgroup(rep, &res.Snapshot, f.cgroup)
+		hidden := model.FocusCgroup(rep, &res.Snapshot, f.cgroup)
 		rep.Notes = append(rep.Notes, sample.Note{Source: "check", Message: fmt.Sprintf("findings limited to cgroup %s: %d about it, %d others left out", f.cgroup, len(rep.Findings), hidden),
 			Hides: "the findings about the rest of the host (run check without --cgroup for them)"})
 	}

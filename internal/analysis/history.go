@@ -201,7 +201,7 @@ func (s *Source) planWindow(inst string, win Window, p readPlan) (*sample.Window
 			return w, n, err
 		}
 	}
-	cut := diagnose.ThinToEnds(w)
+	cut := model.ThinToEnds(w)
 	q.Names, q.From, q.To, q.Step = ends, win.From, win.To, win.Step
 	err = s.Store.SelectEach(q, func(x *sample.Series) error {
 		w.Add(cut(x))

@@ -243,7 +243,7 @@ func Capture(top int, note, tool string, noRedact bool, out string, w io.Writer)
 	if out == "" {
 		host := "host"
 		if u := res.Snapshot.Select("node_uname_info"); len(u) > 0 && u[0].Labels.Get("nodename") != "" {
-			host = diagnose.HostName(u[0].Labels.Get("nodename"))
+			host = model.HostName(u[0].Labels.Get("nodename"))
 		}
 		out = fmt.Sprintf("memdoctor-%s-%s.txtar", sanitize(host), prov.Time.Format("20060102T150405Z"))
 	}

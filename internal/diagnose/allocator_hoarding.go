@@ -144,11 +144,3 @@ func (allocatorHoarding) Eval(in *Input) []model.Finding {
 
 // Advise does not advise the preload library to a process that runs it.
 func (allocatorHoarding) Advise(in *Input, how string) string { return preloadGiven(in, how) }
-
-// glibcMalloc reports whether glibc's malloc serves p, or nothing says
-// otherwise (a capture, a recording): glibc's figures and remedies (trim,
-// arenas, another allocator) are not for a process that runs jemalloc,
-// tcmalloc or mimalloc.
-func glibcMalloc(p model.Process) bool {
-	return p.Allocator == "" || p.Allocator == "glibc"
-}

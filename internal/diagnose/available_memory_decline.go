@@ -32,7 +32,6 @@ import (
 	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/promql"
-	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
 // The rule fires on a drop of at least this share of MemTotal over the
@@ -95,12 +94,6 @@ func (availableMemoryDecline) Meta() Meta {
 		Doc:       "MemAvailable falls steadily; days until exhausted; which categories grew"}
 }
 
-const (
-	declineMinSpan   = 6 * time.Hour
-	declineMinPoints = 12
-	maxFitPoints     = 1000
-)
-
 func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 	w := in.Window
 	if w == nil {
@@ -109,8 +102,8 @@ func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 	if !windowUsable(in, "available_memory_decline", "node_memory_MemAvailable_bytes", "node_memory_MemTotal_bytes") {
 		return nil
 	}
-	seg := lastSegment(w)
-	avail := within(w.Get("node_memory_MemAvailable_bytes"), seg)
+	seg := model.LastSegment(w)
+	avail := model.Within(w.Get("node_memory_MemAvailable_bytes"), seg)
 	if len(avail) < declineMinPoints || time.Duration(avail[len(avail)-1].T-avail[0].T)*time.Millisecond < declineMinSpan {
 		in.Note("available_memory_decline", fmt.Sprintf("%d samples over %s since the last boot: too little to fit a trend (needs %v and %d samples)",
 			len(avail), spanText(avail), declineMinSpan, declineMinPoints), "record longer")
@@ -120,14 +113,14 @@ func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 	if !f.OK || f.P >= 0.01 || f.Slope >= 0 {
 		return nil
 	}
-	if since, ok := bootedAt(w, seg); ok && since < warmUp {
+	if since, ok := model.BootedAt(w, seg); ok && since < model.WarmUp {
 		in.Note("available_memory_decline", fmt.Sprintf("available memory falls %s a day, but the host booted %s ago: caches and pools fill after a boot, so this is judged once %v have passed",
-			format.Bytes(int64(-f.Slope)), spanText(avail), warmUp), "wait, or record longer")
+			format.Bytes(int64(-f.Slope)), spanText(avail), model.WarmUp), "wait, or record longer")
 		return nil
 	}
 	total := lastValue(w.Get("node_memory_MemTotal_bytes"))
 	last := avail[len(avail)-1].V
-	drop := -f.Slope * span{avail[0].T, avail[len(avail)-1].T}.days()
+	drop := -f.Slope * model.Span{From: avail[0].T, To: avail[len(avail)-1].T}.Days()
 	if total <= 0 || drop < declineMinDropShare*total {
 		return nil
 	}
@@ -152,7 +145,7 @@ func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 			ev("mem_available_bytes", last, "bytes"),
 			ev("mem_total_bytes", total, "bytes"),
 			ev("days_until_exhausted", days, "days"),
-			ev("window_days", span{avail[0].T, avail[len(avail)-1].T}.days(), "days"),
+			ev("window_days", model.Span{From: avail[0].T, To: avail[len(avail)-1].T}.Days(), "days"),
 		},
 	}
 	type growth struct {
@@ -161,7 +154,7 @@ func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 	}
 	var grew []growth
 	for _, c := range memoryCategories {
-		ps := within(w.Get(c.series), seg)
+		ps := model.Within(w.Get(c.series), seg)
 		if len(ps) < declineMinPoints {
 			continue
 		}
@@ -187,29 +180,4 @@ func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 			Risk:     "none (read-only)"},
 	}
 	return []model.Finding{fd}
-}
-
-func lastValue(s *sample.Series) float64 {
-	if s == nil {
-		return 0
-	}
-	if p, ok := s.Last(); ok {
-		return p.V
-	}
-	return 0
-}
-
-func spanText(ps []sample.Point) string {
-	if len(ps) < 2 {
-		return "no time"
-	}
-	return format.Duration(time.Duration(ps[len(ps)-1].T-ps[0].T) * time.Millisecond)
-}
-
-// subject names the instance when the window has one.
-func subject(w *sample.Window, what string) string {
-	if w != nil && w.Instance != "" {
-		return w.Instance + " " + what
-	}
-	return what
 }

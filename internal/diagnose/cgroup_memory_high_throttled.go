@@ -123,7 +123,7 @@ func (cgroupMemoryHighThrottled) Eval(in *Input) []model.Finding {
 		}
 		f.Summary = fmt.Sprintf("%s: usage %s against memory.high %s (anon %s, page cache %s); the kernel reclaims from it and puts its allocating tasks to sleep: it runs slower, it is not killed",
 			when, format.Bytes(int64(usage)), format.Bytes(int64(high)), format.Bytes(int64(anon)), format.Bytes(int64(file)))
-		f.Summary = namedSummary(s, c.path, f.Summary)
+		f.Summary = model.NamedSummary(s, c.path, f.Summary)
 		f.Remedies = cgroupHighRemedies(s, c.path, high)
 		out = append(out, f)
 	}

@@ -71,120 +71,6 @@ func (cgroupMemoryPressure) Meta() Meta {
 			cgroupPressureSomePct, cgroupPressureFullPct)}
 }
 
-// cgStall is one cgroup's stall shares, in percent.
-type cgStall struct {
-	path string
-	// some, full: the share over the range, or the snapshot's avg60.
-	some, full float64
-	// avg10 of "some" on a snapshot; seconds between the two readings and
-	// the stall counter's increase over them on a range.
-	someAvg10, seconds, someStalled, fullStalled float64
-	hasFull, inRange                             bool
-	// highEvents: memory.high breaches (this cgroup's own when read),
-	// since made or within the range.
-	highEvents float64
-}
-
-// cgroupStalls reads every cgroup's memory stall: over the newest boot's
-// readings of a range when the window has them, else the snapshot's
-// averages.
-func cgroupStalls(in *Input) []cgStall {
-	if in.Window != nil && in.Window.Has("memdoctor_cgroup_memory_pressure_seconds_total") {
-		return windowStalls(in.Window)
-	}
-	if in.Host == nil {
-		return nil
-	}
-	s := in.Host.S
-	var out []cgStall
-	for _, m := range s.Select("memdoctor_cgroup_memory_pressure_avg60_percent", "kind", "some") {
-		p := m.Labels.Get("cgroup")
-		c := cgStall{path: p, some: m.Value, someAvg10: s.Value("memdoctor_cgroup_memory_pressure_avg10_percent", "cgroup", p, "kind", "some")}
-		if v, ok := s.Get("memdoctor_cgroup_memory_pressure_avg60_percent", "cgroup", p, "kind", "full"); ok {
-			c.full, c.hasFull = v, true
-		}
-		c.highEvents = snapshotHighEvents(s, p)
-		out = append(out, c)
-	}
-	return out
-}
-
-// snapshotHighEvents is a cgroup's own memory.high breaches since it was
-// made (memory.events.local), else those of its subtree.
-func snapshotHighEvents(s *sample.Snapshot, p string) float64 {
-	if v, ok := s.Get("memdoctor_cgroup_memory_events_local_total", "cgroup", p, "event", "high"); ok {
-		return v
-	}
-	return s.Value("memdoctor_cgroup_memory_events_total", "cgroup", p, "event", "high")
-}
-
-func windowStalls(w *sample.Window) []cgStall {
-	sp := lastSegment(w)
-	var out []cgStall
-	for _, sr := range w.Select("memdoctor_cgroup_memory_pressure_seconds_total", "kind", "some") {
-		p := sr.Labels.Get("cgroup")
-		ps := within(sr, sp)
-		if len(ps) < 2 {
-			continue
-		}
-		secs := float64(ps[len(ps)-1].T-ps[0].T) / 1000
-		if secs <= 0 {
-			continue
-		}
-		c := cgStall{path: p, inRange: true, seconds: secs, someStalled: increase(ps)}
-		c.some = 100 * c.someStalled / secs
-		if fs := w.Select("memdoctor_cgroup_memory_pressure_seconds_total", "cgroup", p, "kind", "full"); len(fs) > 0 {
-			if fp := within(fs[0], sp); len(fp) >= 2 {
-				c.fullStalled, c.hasFull = increase(fp), true
-				c.full = 100 * c.fullStalled / secs
-			}
-		}
-		ev := w.Select("memdoctor_cgroup_memory_events_local_total", "cgroup", p, "event", "high")
-		if len(ev) == 0 {
-			ev = w.Select("memdoctor_cgroup_memory_events_total", "cgroup", p, "event", "high")
-		}
-		if len(ev) > 0 {
-			c.highEvents = increase(within(ev[0], sp))
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// sustained says whether the stall reached the rule's thresholds, and how
-// badly.
-func (c cgStall) sustained() (model.Severity, bool) {
-	if c.inRange && c.seconds < cgroupPressureMinSpan.Seconds() {
-		return "", false
-	}
-	if c.hasFull && c.full >= cgroupPressureFullPct && (c.inRange || c.someAvg10 >= cgroupPressureFullPct) {
-		return model.Critical, true
-	}
-	if c.some >= cgroupPressureSomePct && (c.inRange || c.someAvg10 >= cgroupPressureSomePct) {
-		return model.Warning, true
-	}
-	return "", false
-}
-
-// deepest drops each cgroup that has a descendant in the list: PSI is
-// hierarchical, and the descendant is where the stall happens.
-func deepest(all []cgStall) []cgStall {
-	var out []cgStall
-	for _, c := range all {
-		below := false
-		for _, d := range all {
-			if d.path != c.path && isBelow(d.path, c.path) {
-				below = true
-				break
-			}
-		}
-		if !below {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 func (cgroupMemoryPressure) Eval(in *Input) []model.Finding {
 	if in.Host == nil {
 		return nil
@@ -252,7 +138,7 @@ func (cgroupMemoryPressure) Eval(in *Input) []model.Finding {
 		if rf, ok := s.Get("memdoctor_cgroup_memory_stat", "cgroup", c.path, "stat", "workingset_refault_file"); ok {
 			f.Evidence = append(f.Evidence, ev("workingset_refault_file", rf, "count"))
 		}
-		f.Summary = namedSummary(s, c.path, what+": "+why+"; latency suffers and, at its limit, the OOM killer is next")
+		f.Summary = model.NamedSummary(s, c.path, what+": "+why+"; latency suffers and, at its limit, the OOM killer is next")
 		f.Remedies = cgroupPressureRemedies(s, c.path, hier, ws, nearLimit)
 		out = append(out, f)
 	}
@@ -262,12 +148,6 @@ func (cgroupMemoryPressure) Eval(in *Input) []model.Finding {
 // cgroupPressureNearPct: a working set at this share of the limit is what
 // the stall comes from (the cgroup reclaims from itself).
 const cgroupPressureNearPct = 80
-
-// cgroupHighSet says whether the cgroup has a memory.high of its own.
-func cgroupHighSet(s *sample.Snapshot, p string) bool {
-	_, ok := s.Get("memdoctor_cgroup_memory_high_bytes", "cgroup", p)
-	return ok
-}
 
 // cgroupLimitOf is the lower of memory.max and memory.high, and its name
 // (0 when none).
@@ -317,16 +197,6 @@ func cgroupPressureRemedies(s *sample.Snapshot, p, hier string, ws float64, near
 		Risk: "none until changed"})
 }
 
-// roundUpMiB rounds bytes up to a whole MiB.
-func roundUpMiB(b float64) float64 {
-	const mib = 1 << 20
-	return float64((int64(b) + mib - 1) / mib * mib)
-}
-
-func isUnitName(c string) bool {
-	return !strings.HasPrefix(c, "-") && model.Printable(c) && strings.HasSuffix(c, ".service") || strings.HasSuffix(c, ".scope") || strings.HasSuffix(c, ".slice")
-}
-
 // cgroupPressureQueries: the share of the range the most stalled cgroup of
 // each instance stalled, for instances near the threshold only.
 func cgroupPressureQueries(a PrefilterArgs) []PromQuery {
@@ -345,4 +215,19 @@ func cgroupPressureAlerts(o AlertOptions) []Alert {
 	share := "100 * rate(" + sel("memdoctor_cgroup_memory_pressure_seconds_total", o.Match, `kind="some"`) + "[5m])"
 	return []Alert{{Name: "MemdoctorCgroupMemoryPressure", Expr: share + " > " + promNum(cgroupPressureSomePct), For: "10m", Severity: "warning",
 		Summary: "cgroup {{ $labels.cgroup }} on {{ $labels.instance }}: its tasks stall on memory over " + promNum(cgroupPressureSomePct) + "% of the time"}}
+}
+
+// sustained says whether the stall reached the rule's thresholds, and how
+// badly.
+func (c cgStall) sustained() (model.Severity, bool) {
+	if c.inRange && c.seconds < cgroupPressureMinSpan.Seconds() {
+		return "", false
+	}
+	if c.hasFull && c.full >= cgroupPressureFullPct && (c.inRange || c.someAvg10 >= cgroupPressureFullPct) {
+		return model.Critical, true
+	}
+	if c.some >= cgroupPressureSomePct && (c.inRange || c.someAvg10 >= cgroupPressureSomePct) {
+		return model.Warning, true
+	}
+	return "", false
 }

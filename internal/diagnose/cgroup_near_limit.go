@@ -42,7 +42,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/format"
@@ -152,7 +151,7 @@ func (cgroupNearLimit) Eval(in *Input) []model.Finding {
 			f.Evidence = append(f.Evidence, ev("working_set_growth_bytes_per_hour", perHour, "bytes"),
 				ev("time_to_limit_seconds", left.Seconds(), "seconds"))
 		}
-		f.Summary = namedSummary(s, n.path, f.Summary)
+		f.Summary = model.NamedSummary(s, n.path, f.Summary)
 		out = append(out, f)
 	}
 	return out
@@ -234,93 +233,15 @@ func timeToLimit(in *Input, p string, ws, limit float64) (left time.Duration, pe
 	if in.Window == nil || ws >= limit {
 		return 0, 0, false
 	}
-	sp := lastSegment(in.Window)
+	sp := model.LastSegment(in.Window)
 	sp.From = max(sp.From, sp.To-cgroupSlopeSpan.Milliseconds())
-	ps := within(in.Window.Get("memdoctor_cgroup_memory_working_set_bytes", "cgroup", p), sp)
+	ps := model.Within(in.Window.Get("memdoctor_cgroup_memory_working_set_bytes", "cgroup", p), sp)
 	f := fitTrend(ps)
 	if !f.OK || f.P >= cgroupSlopeP || f.Slope <= 0 {
 		return 0, 0, false
 	}
 	days := (limit - ws) / f.Slope
 	return time.Duration(days * 24 * float64(time.Hour)), f.Slope / 24, true
-}
-
-// cgroupOwner is the display name the collector gave a cgroup (its unit,
-// pod or container), else its path.
-func cgroupOwner(s *sample.Snapshot, p string) string {
-	for _, m := range s.Select("memdoctor_cgroup_owner_info", "cgroup", p) {
-		if n := m.Labels.Get("name"); n != "" && n != p {
-			return n + " (" + p + ")"
-		}
-	}
-	return p
-}
-
-// cgroupLimitRemedies: what is in the cgroup, and its limit in the host's
-// layout; for a systemd unit, the unit's own property; for a Kubernetes
-// pod, its spec.
-func cgroupLimitRemedies(s *sample.Snapshot, p, hier string) []model.Remedy {
-	if ns, pod, ctr, ok := containerName(s, p); ok {
-		return []model.Remedy{{Title: "see what fills it: the container's processes and its memory as the kubelet sees it",
-			Commands: []string{fmt.Sprintf("kubectl top pod %s -n %s --containers", kubeName(pod), kubeName(ns)),
-				fmt.Sprintf("kubectl describe pod %s -n %s | grep -A3 -E 'Limits|Last State'", kubeName(pod), kubeName(ns))},
-			Risk: "none (read-only)"},
-			{Title: "if the workload needs this much, raise the container's memory limit in its pod template; else find why it grew (a leak shows as RSS rising across samples)",
-				Commands: []string{fmt.Sprintf("kubectl get pod %s -n %s -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}'", kubeName(pod), kubeName(ns)),
-					fmt.Sprintf("kubectl set resources <kind>/<owner> -n %s -c %s --limits=memory=<new limit>", kubeName(ns), kubeName(ctr))},
-				Risk: "a higher limit lets the container take memory from the rest of the node (and restarts its pods)"}}
-	}
-	v1 := "/sys/fs/cgroup/memory" + p
-	v2 := "/sys/fs/cgroup" + p
-	var look, raise []string
-	switch hier {
-	case "v1":
-		look = []string{"cat " + cgFiles(v1, "memory.usage_in_bytes", "memory.limit_in_bytes", "memory.failcnt") + "; grep -E '^total_(rss|cache|inactive_file|active_file) ' " + cgFiles(v1, "memory.stat"),
-			fmt.Sprintf("ps -o pid,rss,comm -p $(cat %s | paste -sd,)", cgFiles(v1, "cgroup.procs"))}
-	default:
-		look = []string{"cat " + cgFiles(v2, "memory.current", "memory.max", "memory.high", "memory.events") + "; grep -E '^(anon|file|inactive_file|active_file) ' " + cgFiles(v2, "memory.stat"),
-			fmt.Sprintf("ps -o pid,rss,comm -p $(cat %s | paste -sd,)", cgFiles(v2, "cgroup.procs"))}
-	}
-	rs := []model.Remedy{{Title: "see what fills it: anonymous memory (the processes' own) or active page cache, and which processes are in it",
-		Commands: look, Risk: "none (read-only)"}}
-	unit := p[strings.LastIndex(p, "/")+1:]
-	switch {
-	case strings.Contains(p, "kubepods"):
-		raise = []string{"kubectl get pods -A -o json | jq -r '.items[] | select(.metadata.uid == \"<pod uid>\") | .metadata.namespace + \"/\" + .metadata.name'   # the pod uid is in the evidence",
-			"kubectl set resources deployment/<name> -n <namespace> --limits=memory=<new limit>"}
-	case isUnitName(unit):
-		raise = []string{fmt.Sprintf("systemctl show %s -p MemoryMax -p MemoryHigh -p MemoryCurrent", model.ShellArg(unit)),
-			fmt.Sprintf("systemctl set-property %s MemoryMax=<new limit>", model.ShellArg(unit))}
-	case hier == "v1":
-		raise = []string{"echo <new limit in bytes> > " + cgFiles(v1, "memory.limit_in_bytes")}
-	default:
-		raise = []string{"echo <new limit in bytes> > " + cgFiles(v2, "memory.max")}
-	}
-	rs = append(rs, model.Remedy{Title: "if the workload needs this much, raise its limit where it is set (the runtime or unit resets a value written by hand); else find why it grew (a leak shows as anon rising across samples)",
-		Commands: raise, Risk: "a higher limit lets the cgroup take memory from the rest of the host"})
-	return rs
-}
-
-// containerName splits the name a Kubernetes container read through
-// Prometheus gets (namespace/pod/container, where host cgroups are paths
-// from "/"); for a host cgroup, it is the names the runtimes' state gave
-// its owner (memdoctor_cgroup_owner_info's namespace, pod and container).
-func containerName(s *sample.Snapshot, p string) (ns, pod, ctr string, ok bool) {
-	if strings.HasPrefix(p, "/") {
-		// A host cgroup: the names the runtimes' state gave its owner.
-		for _, m := range s.Select("memdoctor_cgroup_owner_info", "cgroup", p) {
-			l := m.Labels
-			if l.Get("kind") == "kubernetes" && l.Get("namespace") != "" && l.Get("pod") != "" && l.Get("container") != "" {
-				return l.Get("namespace"), l.Get("pod"), l.Get("container"), true
-			}
-		}
-		return "", "", "", false
-	}
-	parts := strings.Split(p, "/")
-	if len(parts) != 3 {
-		return "", "", "", false
-	}
-	return parts[0], parts[1], parts[2], true
 }
 
 // cgroupNearQueries: the latest working set against the limit, the nearest

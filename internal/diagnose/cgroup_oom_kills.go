@@ -133,7 +133,7 @@ func (cgroupOOMKills) Eval(in *Input) []model.Finding {
 			}
 			f.Summary = strings.Replace(f.Summary, "the kernel log names the victim", "the kernel log names "+strings.Join(texts, "; "), 1)
 		}
-		f.Summary = namedSummary(s, c.path, f.Summary)
+		f.Summary = model.NamedSummary(s, c.path, f.Summary)
 		f.Remedies = cgroupOOMRemedies(s, c.path, hier)
 		out = append(out, f)
 	}
@@ -215,8 +215,8 @@ func cgroupKillsInWindow(in *Input) (out []cgKills, from, to time.Time) {
 	var first, last int64
 	for _, sr := range w.Select("memdoctor_cgroup_memory_events_total", "event", "oom_kill") {
 		var inc float64
-		for _, sp := range segments(w) {
-			ps := within(sr, sp)
+		for _, sp := range model.Segments(w) {
+			ps := model.Within(sr, sp)
 			for i := 1; i < len(ps); i++ {
 				d := ps[i].V - ps[i-1].V
 				if d < 0 {
@@ -255,14 +255,6 @@ func ownKills(all []cgKills) []cgKills {
 		}
 	}
 	return out
-}
-
-// isBelow says whether cgroup d is a descendant of a.
-func isBelow(d, a string) bool {
-	if a == "/" {
-		return d != "/"
-	}
-	return strings.HasPrefix(d, a+"/")
 }
 
 // nearest says whether no other listed cgroup lies between d and its

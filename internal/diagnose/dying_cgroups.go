@@ -46,7 +46,6 @@ package diagnose
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -105,21 +104,6 @@ func dyingAlerts(o AlertOptions) []Alert {
 		Summary: fmt.Sprintf("memory cgroups on {{ $labels.instance }} pile up: their daily floor grows by %s or more a day (removed cgroups stay pinned)", th)}}
 }
 
-// KernelAtLeast reports whether a release string ("5.3.0-26-generic") is at
-// least major.minor. Unparseable releases report false.
-func KernelAtLeast(release string, major, minor int) bool {
-	f := strings.FieldsFunc(release, func(r rune) bool { return r == '.' || r == '-' || r == '+' || r == '_' })
-	if len(f) < 2 {
-		return false
-	}
-	ma, err1 := strconv.Atoi(f[0])
-	mi, err2 := strconv.Atoi(f[1])
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return ma > major || (ma == major && mi >= minor)
-}
-
 func (r dyingCgroups) Eval(in *Input) []model.Finding {
 	if in.Window != nil {
 		if f := r.trend(in); f != nil {
@@ -149,7 +133,7 @@ func (r dyingCgroups) Eval(in *Input) []model.Finding {
 		return nil
 	}
 	k := h.Info.Kernel
-	slabPins := k != "" && !KernelAtLeast(k, 5, 3)
+	slabPins := k != "" && !model.KernelAtLeast(k, 5, 3)
 	f := model.Finding{ID: "dying_cgroups", Severity: sev, Subject: "host",
 		Summary: fmt.Sprintf("%d removed memory cgroups are still allocated (%d live): pages charged to them keep them alive", dying, live),
 		Evidence: []model.Evidence{
@@ -333,7 +317,7 @@ func dyingRemedies(hierarchy, kernel string, slabPins bool) []model.Remedy {
 	}
 	v1 := "echo 0 > /sys/fs/cgroup/memory/JOB/memory.force_empty && rmdir /sys/fs/cgroup/memory/JOB"
 	v2 := "cat /sys/fs/cgroup/JOB/memory.current > /sys/fs/cgroup/JOB/memory.reclaim; rmdir /sys/fs/cgroup/JOB"
-	hasReclaim := kernel == "" || KernelAtLeast(kernel, 5, 19)
+	hasReclaim := kernel == "" || model.KernelAtLeast(kernel, 5, 19)
 	switch {
 	case hierarchy == "v1":
 		rs = append(rs, model.Remedy{Title: "before removing a job's cgroup (JOB: its path under the hierarchy), reclaim what it charged so rmdir frees it at once",
@@ -386,24 +370,24 @@ const (
 // trend judges the memory-cgroup count over the window.
 func (dyingCgroups) trend(in *Input) *model.Finding {
 	w := in.Window
-	seg := lastSegment(w)
+	seg := model.LastSegment(w)
 	what := "dying memory cgroups"
 	cnt := w.Get("memdoctor_memcg_dying_cgroups")
 	if cnt == nil {
 		cnt = w.Get("node_cgroups_cgroups", "subsys_name", "memory")
 		what = "memory cgroups (dying included)"
 	}
-	ps := within(cnt, seg)
+	ps := model.Within(cnt, seg)
 	if len(ps) < declineMinPoints {
 		if cnt != nil {
 			in.Note("dying_cgroups", fmt.Sprintf("%d samples of the memory-cgroup count since the last boot: too few for a trend", len(ps)), "record longer")
 		}
 		return nil
 	}
-	if since, ok := bootedAt(w, seg); ok && since < warmUp && len(dailyMinima(cnt, seg)) < 4 {
+	if since, ok := model.BootedAt(w, seg); ok && since < model.WarmUp && len(dailyMinima(cnt, seg)) < 4 {
 		// A host that just booted creates the cgroups of its jobs until
 		// the first nights free them: judged once daily floors exist.
-		in.Note("dying_cgroups", fmt.Sprintf("the host booted %s ago: its memory-cgroup count is judged on daily floors once it has run %v", spanText(ps), warmUp), "wait, or record longer")
+		in.Note("dying_cgroups", fmt.Sprintf("the host booted %s ago: its memory-cgroup count is judged on daily floors once it has run %v", spanText(ps), model.WarmUp), "wait, or record longer")
 		return nil
 	}
 	// Over several days, judge the daily floor: dying cgroups that are never
@@ -412,7 +396,7 @@ func (dyingCgroups) trend(in *Input) *model.Finding {
 	judged := ps
 	if floors := dailyMinima(cnt, seg); len(floors) >= 4 {
 		judged = floors
-	} else if paidBack(ps) {
+	} else if model.PaidBack(ps) {
 		// Too few days for floors, but the count falls back: removed
 		// cgroups are being freed. Raw points would read a day's rise
 		// (or a host filling up after a boot) as a leak.
@@ -440,9 +424,9 @@ func (dyingCgroups) trend(in *Input) *model.Finding {
 			evText("counted", what),
 		},
 	}
-	su := within(w.Get("node_memory_SUnreclaim_bytes"), seg)
-	if a, b := align(ps, su); len(a) >= declineMinPoints {
-		a, b = thinPairs(a, b, maxFitPoints) // Theil–Sen is O(n²) in time and memory
+	su := model.Within(w.Get("node_memory_SUnreclaim_bytes"), seg)
+	if a, b := model.Align(ps, su); len(a) >= declineMinPoints {
+		a, b = model.ThinPairs(a, b, maxFitPoints) // Theil–Sen is O(n²) in time and memory
 		if r, p, ok := stats.Pearson(a, b); ok {
 			fd.Evidence = append(fd.Evidence, ev("correlation_with_slab_unreclaimable", r, "ratio"), ev("correlation_p", p, ""))
 		}
@@ -457,7 +441,7 @@ func (dyingCgroups) trend(in *Input) *model.Finding {
 	if u := w.Get("node_uname_info"); u != nil {
 		kernel = u.Labels.Get("release")
 	}
-	slabPins := kernel != "" && !KernelAtLeast(kernel, 5, 3)
+	slabPins := kernel != "" && !model.KernelAtLeast(kernel, 5, 3)
 	if kernel != "" {
 		fd.Evidence = append(fd.Evidence, evText("kernel", kernel))
 		if slabPins {
@@ -522,7 +506,7 @@ func dyingAge(s *sample.Snapshot) ([]model.Evidence, string) {
 
 // dailyMinima returns, per UTC day fully inside the span, the lowest value
 // (the step minimum when downsampled), stamped at noon of that day.
-func dailyMinima(s *sample.Series, sp span) []sample.Point {
+func dailyMinima(s *sample.Series, sp model.Span) []sample.Point {
 	const day = int64(24 * time.Hour / time.Millisecond)
 	mins := map[int64]float64{}
 	var order []int64

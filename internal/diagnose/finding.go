@@ -1,6 +1,6 @@
-// Package diagnose turns samples into an explanation: a host model
-// (accounting, zones, cgroups, slab, processes) and findings from rules, one
-// rule per file. It never reads /proc: every rule runs on replayed data, a
+// Package diagnose turns samples into an explanation: findings from rules
+// over the host model (internal/model builds it), one rule per file, each
+// file a leaf. It never reads /proc: every rule runs on replayed data, a
 // capture, a recording or a Prometheus query alike.
 package diagnose
 

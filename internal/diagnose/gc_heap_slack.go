@@ -81,10 +81,10 @@ const (
 
 func (gcHeapSlack) Meta() Meta {
 	return Meta{ID: "gc_heap_slack", Title: "heap held far above the live heap between rare major collections",
-		Needs:     []Need{{rtLive, "expose the runtime's heap metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
-		Reads:     runtimeSeries,
+		Needs:     []Need{{model.RTLive, "expose the runtime's heap metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
+		Reads:     model.RuntimeSeries,
 		Charts:    []string{ChartGCTimeShare, ChartGCCollections},
-		Prefilter: presentPrefilter(rtLive),
+		Prefilter: presentPrefilter(model.RTLive),
 		Doc:       "the heap held far above the live heap between rare major collections; GC-after-request and runtime knobs, with the latency cost"}
 }
 
@@ -174,7 +174,7 @@ const slackWarmup = 120 // seconds
 // at young collections too, and G1's concurrent cycles, which are its old
 // collections, are not in the management beans a scraped JVM publishes.
 func unsized(r *model.Runtime) bool {
-	if r.Runtime != "jvm" || val(r.YoungCollections)+val(r.OldCollections)+val(r.FullCollections) > 0 {
+	if r.Runtime != "jvm" || model.OrZero(r.YoungCollections)+model.OrZero(r.OldCollections)+model.OrZero(r.FullCollections) > 0 {
 		return false
 	}
 	return r.UptimeSeconds > 0 && r.UptimeSeconds < slackWarmup
@@ -201,11 +201,11 @@ func pendingSlack(r *model.Runtime) (model.Finding, bool) {
 	if r.GCPendingBytes == nil && r.GCPendingLimitBytes == nil {
 		return model.Finding{}, false
 	}
-	pending := val(r.GCPendingBytes)
+	pending := model.OrZero(r.GCPendingBytes)
 	if r.Recent != nil && r.Recent.PendingMaxBytes != nil {
 		pending = max(pending, *r.Recent.PendingMaxBytes)
 	}
-	peak := max(pending, val(r.GCPendingLimitBytes))
+	peak := max(pending, model.OrZero(r.GCPendingLimitBytes))
 	if peak < slackMinBytes {
 		return model.Finding{}, false
 	}

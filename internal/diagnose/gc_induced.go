@@ -38,8 +38,8 @@ func init() { register(gcInduced{}) }
 
 func (gcInduced) Meta() Meta {
 	return Meta{ID: "gc_induced", Title: "explicit or induced garbage collections",
-		Needs:     []Need{{rtInfo, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
-		Reads:     runtimeSeries,
+		Needs:     []Need{{model.RTInfo, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
+		Reads:     model.RuntimeSeries,
 		Charts:    []string{ChartGCTimeShare, ChartGCCollections},
 		Alerts:    gcInducedAlerts,
 		Prefilter: &Prefilter{About: "induced collections within the range", Queries: gcInducedQueries, Score: gcInducedScore},
@@ -48,7 +48,7 @@ func (gcInduced) Meta() Meta {
 
 func gcInducedAlerts(o AlertOptions) []Alert {
 	return []Alert{{Name: "MemdoctorInducedGC", For: "0m", Severity: "info",
-		Expr:    fmt.Sprintf("increase(%s[1h]) > 0", sel(rtInduced, o.Match)),
+		Expr:    fmt.Sprintf("increase(%s[1h]) > 0", sel(model.RTInduced, o.Match)),
 		Summary: "{{ $labels.runtime }} process {{ $labels.target }} runs explicitly induced collections ({{ $labels.cause }})",
 		Runbook: runtimeRunbook("gc_induced")}}
 }
@@ -198,7 +198,7 @@ func inducedRemedies(r *model.Runtime) []model.Remedy {
 // gcInducedQueries: induced collections within the range (any is a
 // finding).
 func gcInducedQueries(a PrefilterArgs) []PromQuery {
-	return []PromQuery{{"induced", byInstance("increase("+sel(rtInduced, a.Match)+"["+a.Window()+"])") + " > 0"}}
+	return []PromQuery{{"induced", byInstance("increase("+sel(model.RTInduced, a.Match)+"["+a.Window()+"])") + " > 0"}}
 }
 
 func gcInducedScore(v PrefilterValues) float64 { return v.V("induced") }

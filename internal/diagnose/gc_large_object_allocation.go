@@ -56,8 +56,8 @@ func (gcLargeObjectAllocation) Meta() Meta {
 	return Meta{ID: "gc_large_object_allocation", Title: "large-object allocations triggering gen2 collections",
 		// The .NET readings through the port have the collections; a
 		// runtime without the LOH series is skipped in Eval.
-		Needs:  []Need{{rtColl, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
-		Reads:  runtimeSeries,
+		Needs:  []Need{{model.RTColl, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
+		Reads:  model.RuntimeSeries,
 		Charts: []string{ChartGCCollections, ChartGCTimeShare},
 		Alerts: gcLargeAlerts,
 		Prefilter: &Prefilter{About: "gen2 collections triggered by large-object allocation within the range",
@@ -67,13 +67,13 @@ func (gcLargeObjectAllocation) Meta() Meta {
 
 func gcLargeAlerts(o AlertOptions) []Alert {
 	return []Alert{{Name: "MemdoctorLargeObjectGen2", For: "15m", Severity: "warning",
-		Expr:    fmt.Sprintf("increase(%s[15m]) >= %d", sel(rtLargeTrig, o.Match, `generation="old"`), largeTriggeredMin),
+		Expr:    fmt.Sprintf("increase(%s[15m]) >= %d", sel(model.RTLargeTrig, o.Match, `generation="old"`), largeTriggeredMin),
 		Summary: "{{ $labels.runtime }} process {{ $labels.target }}: large-object allocations trigger gen2 collections",
 		Runbook: runtimeRunbook("gc_large_object_allocation")}}
 }
 
 func gcLargeQueries(a PrefilterArgs) []PromQuery {
-	return []PromQuery{{"large_gen2", byInstance("increase(" + sel(rtLargeTrig, a.Match, `generation="old"`) + "[" + a.Window() + "])")}}
+	return []PromQuery{{"large_gen2", byInstance("increase(" + sel(model.RTLargeTrig, a.Match, `generation="old"`) + "[" + a.Window() + "])")}}
 }
 
 func gcLargeScore(v PrefilterValues) float64 { return v.V("large_gen2") / largeTriggeredMin }

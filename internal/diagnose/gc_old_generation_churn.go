@@ -66,10 +66,10 @@ const (
 
 func (gcOldGenerationChurn) Meta() Meta {
 	return Meta{ID: "gc_old_generation_churn", Title: "old-generation collections nearly as frequent as young ones",
-		Needs:     []Need{{rtColl, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
-		Reads:     runtimeSeries,
+		Needs:     []Need{{model.RTColl, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
+		Reads:     model.RuntimeSeries,
 		Charts:    []string{ChartGCTimeShare, ChartGCCollections},
-		Prefilter: presentPrefilter(rtColl),
+		Prefilter: presentPrefilter(model.RTColl),
 		Doc:       "old-generation collections nearly as frequent as young ones (objects promoted, then dying old); LOH growth"}
 }
 

@@ -33,15 +33,12 @@ type gcTimeHigh struct{}
 
 func init() { register(gcTimeHigh{}) }
 
-const (
-	gcTimeWarn = 0.05
-	gcTimeCrit = 0.20
-)
+const gcTimeCrit = 0.20
 
 func (gcTimeHigh) Meta() Meta {
 	return Meta{ID: "gc_time_high", Title: "time in garbage collection above 5%",
-		Needs:     []Need{{rtGCSeconds, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
-		Reads:     runtimeSeries,
+		Needs:     []Need{{model.RTGCSeconds, "expose the runtime's GC metrics and pass the URL with `memdoctor check --scrape URL` (JVMs are read from hsperfdata without configuration)"}},
+		Reads:     model.RuntimeSeries,
 		Charts:    []string{ChartGCTimeShare, ChartGCCollections},
 		Alerts:    gcTimeAlerts,
 		Prefilter: &Prefilter{About: "the share of time in GC over the range", Queries: gcTimeQueries, Score: gcTimeScore},
@@ -50,15 +47,9 @@ func (gcTimeHigh) Meta() Meta {
 
 func gcTimeAlerts(o AlertOptions) []Alert {
 	return []Alert{{Name: "MemdoctorGCTimeHigh", For: "15m", Severity: "warning",
-		Expr:    fmt.Sprintf("rate(%s[5m]) > %s", sel(rtGCSeconds, o.Match), promNum(gcTimeWarn)),
-		Summary: fmt.Sprintf("{{ $labels.runtime }} process {{ $labels.target }} spends more than %s%% of its time in garbage collection", promNum(100*gcTimeWarn)),
+		Expr:    fmt.Sprintf("rate(%s[5m]) > %s", sel(model.RTGCSeconds, o.Match), promNum(model.GCTimeWarn)),
+		Summary: fmt.Sprintf("{{ $labels.runtime }} process {{ $labels.target }} spends more than %s%% of its time in garbage collection", promNum(100*model.GCTimeWarn)),
 		Runbook: runtimeRunbook("gc_time_high")}}
-}
-
-// runtimeRunbook is the runbook of a language runtime's alert: the
-// runtime is read on the host, not from Prometheus.
-func runtimeRunbook(rule string) string {
-	return "memdoctor check   # on the host; see the " + rule + " finding"
 }
 
 func (gcTimeHigh) Eval(in *Input) []model.Finding {
@@ -88,7 +79,7 @@ func (gcTimeHigh) Eval(in *Input) []model.Finding {
 				continue
 			}
 			share = max(share, *s)
-			fire = fire && *s > gcTimeWarn
+			fire = fire && *s > model.GCTimeWarn
 		}
 		if recent != nil {
 			share = *recent
@@ -159,7 +150,7 @@ func gcTimeRemedies(r *model.Runtime) []model.Remedy {
 // gcTimeQueries: the largest share of time in GC of an instance's
 // runtimes over the range, near the threshold only.
 func gcTimeQueries(a PrefilterArgs) []PromQuery {
-	return []PromQuery{{"share", byInstance("rate("+sel(rtGCSeconds, a.Match)+"["+a.Window()+"])") + " >= " + promNum(gcTimeWarn*PrefilterFactor)}}
+	return []PromQuery{{"share", byInstance("rate("+sel(model.RTGCSeconds, a.Match)+"["+a.Window()+"])") + " >= " + promNum(model.GCTimeWarn*PrefilterFactor)}}
 }
 
-func gcTimeScore(v PrefilterValues) float64 { return v.V("share") / gcTimeWarn }
+func gcTimeScore(v PrefilterValues) float64 { return v.V("share") / model.GCTimeWarn }

@@ -56,14 +56,14 @@ func TestLabCapturesCgroupV2(t *testing.T) {
 func TestUnsetHostnameIsLocalhost(t *testing.T) {
 	t.Parallel()
 	s := baseSnapshot(t, "healthy-6.1-x86_64-v2")
-	if u := s.Select("node_uname_info"); len(u) == 0 || u[0].Labels.Get("nodename") != diagnose.UnsetHostName {
+	if u := s.Select("node_uname_info"); len(u) == 0 || u[0].Labels.Get("nodename") != model.UnsetHostName {
 		t.Fatalf("the capture's nodename is not the kernel's unset name: %v", u)
 	}
 	if h := diagnose.Run(diagnose.Data{Latest: &s, Source: "test"}).Info.Hostname; h != "localhost" {
 		t.Errorf("hostname %q, want localhost", h)
 	}
 	for in, want := range map[string]string{"(none)": "localhost", "": "localhost", "db-1": "db-1"} {
-		if got := diagnose.HostName(in); got != want {
+		if got := model.HostName(in); got != want {
 			t.Errorf("HostName(%q) = %q, want %q", in, got, want)
 		}
 	}

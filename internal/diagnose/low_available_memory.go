@@ -78,7 +78,7 @@ func (lowAvailableMemory) Eval(in *Input) []model.Finding {
 	}
 	if len(h.Processes) > 0 {
 		p := h.Processes[0]
-		f.Evidence = append(f.Evidence, evText("largest_process", fmt.Sprintf("%s (pid %d) %s", p.Comm, p.PID, format.Bytes(rankOf(p)))))
+		f.Evidence = append(f.Evidence, evText("largest_process", fmt.Sprintf("%s (pid %d) %s", p.Comm, p.PID, format.Bytes(model.RankOf(p)))))
 	}
 	if h.Reclaim.PSISomeAvg60 >= 0 {
 		f.Evidence = append(f.Evidence, ev("psi_memory_some_avg60_percent", h.Reclaim.PSISomeAvg60, "percent"))

@@ -61,7 +61,6 @@ const (
 	arenasMin    = 16
 	arenasFloor  = 4
 	arenaAnonMin = 256 << 20
-	arenaCapTo   = 4 // the cap the remedy offers
 )
 
 // arenaLimit is the most arenas p may create: its own cap, else glibc's
@@ -165,21 +164,6 @@ func (mallocArenasMany) Eval(in *Input) []model.Finding {
 				Commands: []string{"apt-get install libjemalloc2", "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 <command>"},
 				Risk:     "a different allocator: validate performance and memory on a canary first"})
 		out = append(out, f)
-	}
-	return out
-}
-
-// withoutRaisedCap drops the arena-cap remedy for a process already capped
-// at or below the cap it offers: it would raise the cap, or change nothing.
-func withoutRaisedCap(rs []model.Remedy, p model.Process) []model.Remedy {
-	if p.ArenaMax == nil || *p.ArenaMax <= 0 || *p.ArenaMax > arenaCapTo {
-		return rs
-	}
-	out := rs[:0:0]
-	for _, r := range rs {
-		if !strings.Contains(strings.Join(r.Commands, "\n"), "glibc.malloc.arena_max=") {
-			out = append(out, r)
-		}
 	}
 	return out
 }

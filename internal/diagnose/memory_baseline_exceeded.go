@@ -19,13 +19,10 @@ package diagnose
 
 import (
 	"fmt"
-	"sort"
-	"time"
 
 	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
-	"github.com/memdoctor/memdoctor/internal/stats"
 )
 
 type memoryBaselineExceeded struct{}
@@ -44,12 +41,6 @@ func (memoryBaselineExceeded) Meta() Meta {
 		Doc:       "today's peak above the median of the previous 14 daily peaks (host and processes)"}
 }
 
-// DailyMinAvailable is the lowest available memory over window, by
-// instance: over a day, the day's peak of use.
-func DailyMinAvailable(match, window string) string {
-	return "min by (instance) (min_over_time(" + sel("node_memory_MemAvailable_bytes", match) + "[" + window + "]))"
-}
-
 // baselineScore compares the last daily peak of use with the usual one,
 // scaled so that 1 is the rule's margin.
 func baselineScore(v PrefilterValues) float64 {
@@ -60,22 +51,12 @@ func baselineScore(v PrefilterValues) float64 {
 	for i, a := range v.Daily {
 		used[i] = v.Total - a
 	}
-	med, _ := BaselineOf(used)
+	med, _ := model.BaselineOf(used)
 	if med <= 0 {
 		return 0
 	}
 	margin := float64(baselineMargin) // 1.1 as a float64: its excess is not exactly 0.1
 	return (used[len(used)-1]/med - 1) / (margin - 1)
-}
-
-// BaselineOf is the usual daily peak before the last day: the median of
-// up to BaselineDays peaks before it, and how many it took.
-func BaselineOf(peaks []float64) (median float64, days int) {
-	if len(peaks) < 2 {
-		return 0, 0
-	}
-	prev := peaks[max(0, len(peaks)-1-baselineDays) : len(peaks)-1]
-	return stats.Median(prev), len(prev)
 }
 
 func baselineAlerts(o AlertOptions) []Alert {
@@ -87,75 +68,16 @@ func baselineAlerts(o AlertOptions) []Alert {
 		a.Expr = fmt.Sprintf("%s\n  > on (instance) group_left %s * %s", used, promNum(margin), BaselineRecord)
 		a.Summary = fmt.Sprintf("memory use on {{ $labels.instance }} is more than %.0f%% above its usual daily peak", 100*(margin-1))
 	} else {
-		a.Expr = fmt.Sprintf("%s\n  > %s * quantile_over_time(0.5, max_over_time(%s[1d:5m])[%dd:1d] offset 1d)", used, promNum(margin), used, baselineDays)
-		a.Summary = fmt.Sprintf("memory use on {{ $labels.instance }} is more than %.0f%% above the median of its last %d daily peaks", 100*(margin-1), baselineDays)
+		a.Expr = fmt.Sprintf("%s\n  > %s * quantile_over_time(0.5, max_over_time(%s[1d:5m])[%dd:1d] offset 1d)", used, promNum(margin), used, model.BaselineDays)
+		a.Summary = fmt.Sprintf("memory use on {{ $labels.instance }} is more than %.0f%% above the median of its last %d daily peaks", 100*(margin-1), model.BaselineDays)
 	}
 	return []Alert{a}
 }
 
 const (
-	baselineDays   = 14 // daily peaks the baseline takes at most
-	baselineMin    = 7  // and at least: a week before the day judged
+	baselineMin    = 7 // daily peaks the baseline takes at least: a week before the day judged
 	baselineMargin = 1.10
 )
-
-// DailyPeaks returns the largest of vals (one per point) per UTC day of
-// the points' times, in day order. A point at exactly midnight is the
-// boundary of two days: it counts for both where they have points of their
-// own, and makes no day of its own next to one (a range that ends or starts
-// at midnight, such as one read through Prometheus, whose last step is
-// there, does not get a day of one point). A day is then what a Prometheus
-// range [1d] at midnight reads (the fleet scan's daily values), and a
-// recording that starts at midnight has no day before its first.
-func DailyPeaks(ps []sample.Point, vals []float64) (days []int64, peaks []float64) {
-	const day = int64(24 * time.Hour / time.Millisecond)
-	has := map[int64]bool{} // days with a point inside, not at midnight
-	for _, p := range ps {
-		if p.T%day != 0 {
-			has[floorDiv(p.T, day)] = true
-		}
-	}
-	byDay := map[int64]float64{}
-	put := func(d int64, v float64) {
-		if cur, ok := byDay[d]; !ok || v > cur {
-			byDay[d] = v
-		}
-	}
-	for i, p := range ps {
-		d := floorDiv(p.T, day)
-		if p.T%day != 0 {
-			put(d, vals[i])
-			continue
-		}
-		// Midnight: the day it opens and the one it closes.
-		if has[d] {
-			put(d, vals[i])
-		}
-		if has[d-1] {
-			put(d-1, vals[i])
-		}
-		if !has[d] && !has[d-1] {
-			put(d, vals[i]) // no neighbour: a day of its own
-		}
-	}
-	for d := range byDay {
-		days = append(days, d)
-	}
-	sort.Slice(days, func(i, j int) bool { return days[i] < days[j] })
-	for _, d := range days {
-		peaks = append(peaks, byDay[d])
-	}
-	return days, peaks
-}
-
-// floorDiv is a/b rounded down (times before 1970 are negative).
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
 
 func (memoryBaselineExceeded) Eval(in *Input) []model.Finding {
 	w := in.Window
@@ -178,7 +100,7 @@ func (memoryBaselineExceeded) Eval(in *Input) []model.Finding {
 		}
 		used[i] = total - v
 	}
-	days, peaks := DailyPeaks(avail.Points, used)
+	days, peaks := model.DailyPeaks(avail.Points, used)
 	if len(days) < baselineMin+1 {
 		in.Note("memory_baseline_exceeded", fmt.Sprintf("%s with data: the baseline needs %d (a week before the day judged)", format.Count(float64(len(days)), "day", "days"), baselineMin+1), "record longer, or read a longer range")
 		return nil
@@ -205,7 +127,7 @@ func (memoryBaselineExceeded) Eval(in *Input) []model.Finding {
 				}
 			}
 		}
-		d, pk := DailyPeaks(ps, vals)
+		d, pk := model.DailyPeaks(ps, vals)
 		if len(d) < baselineMin+1 {
 			continue
 		}
@@ -218,7 +140,7 @@ func (memoryBaselineExceeded) Eval(in *Input) []model.Finding {
 
 func baselineFinding(w *sample.Window, subj, what string, peaks []float64, minExcess float64) *model.Finding {
 	latest := peaks[len(peaks)-1]
-	base, n := BaselineOf(peaks)
+	base, n := model.BaselineOf(peaks)
 	if latest <= base*baselineMargin || latest-base < minExcess {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -55,7 +56,7 @@ func TestBaselineDayEndsAtMidnight(t *testing.T) {
 	for i, p := range avail.Points {
 		vals[i] = -p.V
 	}
-	days, _ := diagnose.DailyPeaks(avail.Points, vals)
+	days, _ := model.DailyPeaks(avail.Points, vals)
 	first, last := mid.Add(-16*24*time.Hour).Unix()/86400, mid.Add(-24*time.Hour).Unix()/86400
 	if days[0] != first || days[len(days)-1] != last || len(days) != 16 {
 		t.Errorf("days %d..%d (%d), want %d..%d (16): no day of one midnight point at either end", days[0], days[len(days)-1], len(days), first, last)

@@ -182,3 +182,9 @@ func Lookup(id string) (Rule, bool) {
 	}
 	return nil, false
 }
+
+// DailyMinAvailable is the lowest available memory over window, by
+// instance: over a day, the day's peak of use.
+func DailyMinAvailable(match, window string) string {
+	return "min by (instance) (min_over_time(" + sel("node_memory_MemAvailable_bytes", match) + "[" + window + "]))"
+}

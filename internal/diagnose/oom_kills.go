@@ -139,8 +139,8 @@ func oomInWindow(in *Input) []model.Finding {
 	w := in.Window
 	var inc float64
 	var first, last int64
-	for _, sp := range segments(w) {
-		ps := within(w.Get("node_vmstat_oom_kill"), sp)
+	for _, sp := range model.Segments(w) {
+		ps := model.Within(w.Get("node_vmstat_oom_kill"), sp)
 		for i := 1; i < len(ps); i++ {
 			d := ps[i].V - ps[i-1].V
 			if d < 0 { // a reboot without a boot-time series: restarted from 0
@@ -171,13 +171,6 @@ func oomInWindow(in *Input) []model.Finding {
 	}
 	f.Remedies = oomRemedies(in.Host, false, from, to)
 	return []model.Finding{f}
-}
-
-func plural(n float64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%.0f %s", n, many)
 }
 
 // oomRemedies fit the data: the kernel log of the kills' time (a range
@@ -215,7 +208,7 @@ func oomCgroupRemedies(hier, kernel string) []model.Remedy {
 	// word splitting or globbing on a name with spaces or * in it.
 	v1 := `cat "/sys/fs/cgroup/memory$CG/memory.limit_in_bytes" "/sys/fs/cgroup/memory$CG/memory.max_usage_in_bytes" "/sys/fs/cgroup/memory$CG/memory.failcnt"`
 	v2 := `cat "/sys/fs/cgroup$CG/memory.max" "/sys/fs/cgroup$CG/memory.events"`
-	if kernel == "" || KernelAtLeast(kernel, 5, 19) {
+	if kernel == "" || model.KernelAtLeast(kernel, 5, 19) {
 		v2 = `cat "/sys/fs/cgroup$CG/memory.max" "/sys/fs/cgroup$CG/memory.peak" "/sys/fs/cgroup$CG/memory.events"`
 	}
 	title := "if a memory cgroup's limit was hit (CONSTRAINT_MEMCG): compare its limit with its peak and its failures, then raise the limit or lower the workload's use"

@@ -60,7 +60,7 @@ func (processLeak) Eval(in *Input) []model.Finding {
 		}
 		f := fitTrend(ps)
 		now := ps[len(ps)-1].V
-		growth := f.Slope * span{ps[0].T, ps[len(ps)-1].T}.days()
+		growth := f.Slope * model.Span{From: ps[0].T, To: ps[len(ps)-1].T}.Days()
 		if !f.OK || f.P >= 0.01 || f.Slope < 16<<20 || f.Slope < 0.02*now || growth < 64<<20 {
 			continue
 		}
@@ -83,7 +83,7 @@ func (processLeak) Eval(in *Input) []model.Finding {
 				{Title: "until fixed: restart before it runs out (the growth rate gives the time left)", Risk: "a restart"},
 			},
 		}
-		if site, share, ok := topLeakSite(w, pid, span{ps[0].T, ps[len(ps)-1].T}); ok {
+		if site, share, ok := topLeakSite(w, pid, model.Span{From: ps[0].T, To: ps[len(ps)-1].T}); ok {
 			fd.Summary += fmt.Sprintf("; %.0f%% of the sampled growth from %s", 100*share, site)
 			fd.Evidence = append(fd.Evidence, ev("top_site_growth_share", share, "ratio"))
 			fd.Remedies = append([]model.Remedy{{Title: "see the sites and their stacks, and write a pprof profile",
@@ -95,7 +95,7 @@ func (processLeak) Eval(in *Input) []model.Finding {
 				Risk: "a restart; sampling costs a few percent of allocation throughput"})
 		}
 		if a := w.Get("memdoctor_process_anon_bytes", "pid", pid); a != nil {
-			if g := fitTrend(within(a, span{ps[0].T, ps[len(ps)-1].T})); g.OK {
+			if g := fitTrend(model.Within(a, model.Span{From: ps[0].T, To: ps[len(ps)-1].T})); g.OK {
 				fd.Evidence = append(fd.Evidence, ev("anon_growth_bytes_per_day", g.Slope, "bytes_per_day"))
 			}
 		}
@@ -111,10 +111,10 @@ func (processLeak) Advise(in *Input, how string) string { return preloadGiven(in
 // topLeakSite finds, among the heap profile sites of pid, the one whose
 // in-use bytes grew most over sp, and its share of the growth of all sites
 // that grew. ok is false without sites or without growth.
-func topLeakSite(w *sample.Window, pid string, sp span) (site string, share float64, ok bool) {
+func topLeakSite(w *sample.Window, pid string, sp model.Span) (site string, share float64, ok bool) {
 	var total, best float64
 	for _, s := range w.Select("memdoctor_heap_site_in_use_bytes", "pid", pid) {
-		ps := within(s, sp)
+		ps := model.Within(s, sp)
 		if len(ps) == 0 {
 			continue
 		}

@@ -49,7 +49,6 @@ func (processMemoryGrowth) Meta() Meta {
 }
 
 const (
-	procMinSpan      = time.Hour
 	procMinGrowth    = 64 << 20
 	procMinPerDay    = 32 << 20
 	procMinRelPerDay = 0.05
@@ -100,13 +99,6 @@ func (processMemoryGrowth) Eval(in *Input) []model.Finding {
 	return out
 }
 
-func stepOf(w *sample.Window) int64 {
-	if w.Step > 0 {
-		return w.Step.Milliseconds()
-	}
-	return (5 * time.Minute).Milliseconds()
-}
-
 func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *model.Finding {
 	ps := sg.points
 	if len(ps) < declineMinPoints || time.Duration(ps[len(ps)-1].T-ps[0].T)*time.Millisecond < procMinSpan {
@@ -114,7 +106,7 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *model.Findin
 	}
 	f := fitTrend(ps)
 	now := ps[len(ps)-1].V
-	growth := f.Slope * span{ps[0].T, ps[len(ps)-1].T}.days()
+	growth := f.Slope * model.Span{From: ps[0].T, To: ps[len(ps)-1].T}.Days()
 	if !f.OK || f.P >= 0.01 || f.Slope < procMinPerDay || f.Slope < procMinRelPerDay*now || growth < procMinGrowth {
 		return nil
 	}
@@ -150,7 +142,7 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *model.Findin
 	if a := w.Get("memdoctor_process_malloc_arenas", "pid", sg.pid); a != nil {
 		fd.Evidence = append(fd.Evidence, ev("malloc_arenas_estimated", lastValue(a), "count"))
 	}
-	if iu := within(w.Get("memdoctor_malloc_in_use_bytes", "pid", sg.pid), span{ps[0].T, ps[len(ps)-1].T}); len(iu) >= declineMinPoints {
+	if iu := model.Within(w.Get("memdoctor_malloc_in_use_bytes", "pid", sg.pid), model.Span{From: ps[0].T, To: ps[len(ps)-1].T}); len(iu) >= declineMinPoints {
 		g := fitTrend(iu)
 		class := "retention: the in-use heap is flat while memory grows (see " + allocatorHoarding{}.Meta().ID + ")"
 		if g.OK && g.P < 0.01 && g.Slope >= 0.5*f.Slope {

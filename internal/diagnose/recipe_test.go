@@ -21,21 +21,21 @@ import (
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 )
 
-// ruleFile is what a Go file of the package declares and registers.
-type ruleFile struct {
+// recipeFile is what a Go file of the package declares and registers.
+type recipeFile struct {
 	header     string
 	types      map[string]bool
 	methods    map[string][]string // type -> its methods
 	registered []string            // types registered from init
 }
 
-func readRuleFiles(t *testing.T) map[string]*ruleFile {
+func readRuleFiles(t *testing.T) map[string]*recipeFile {
 	t.Helper()
 	paths, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]*ruleFile{}
+	out := map[string]*recipeFile{}
 	for _, path := range paths {
 		if strings.HasSuffix(path, "_test.go") {
 			continue
@@ -45,7 +45,7 @@ func readRuleFiles(t *testing.T) map[string]*ruleFile {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rf := &ruleFile{types: map[string]bool{}, methods: map[string][]string{}}
+		rf := &recipeFile{types: map[string]bool{}, methods: map[string][]string{}}
 		for _, cg := range f.Comments {
 			if len(f.Imports) > 0 && cg.Pos() > f.Imports[0].Pos() {
 				break

@@ -121,7 +121,7 @@ func TestScrapeAdviceFitsContext(t *testing.T) {
 		t.Errorf("check's fix: %q", snap)
 	}
 	w := seriestest.MustParse(t, "interval 15m\nnode_memory_MemTotal_bytes 16e9+0x100\nnode_memory_MemAvailable_bytes 8e9+0x100\n")
-	rec := fixes(diagnose.Run(diagnose.Data{Latest: diagnose.LatestSnapshot(w, 0), Window: w, Source: "store"}))
+	rec := fixes(diagnose.Run(diagnose.Data{Latest: model.LatestSnapshot(w, 0), Window: w, Source: "store"}))
 	if !strings.Contains(rec, "memdoctor record --scrape URL") || strings.Contains(rec, "check --scrape") {
 		t.Errorf("a recording's fix: %q", rec)
 	}
@@ -142,7 +142,7 @@ func TestScrapeAdviceFitsContext(t *testing.T) {
 	if live := alloc(diagnose.Run(diagnose.Data{Latest: apply(baseSnapshot(t, "healthy-6.18-x86_64-hybrid"), ruleCase{}), Source: "live"})); !strings.Contains(live, "check --malloc") {
 		t.Errorf("check's allocator fix: %q", live)
 	}
-	recAlloc := alloc(diagnose.Run(diagnose.Data{Latest: diagnose.LatestSnapshot(w, 0), Window: w, Source: "store"}))
+	recAlloc := alloc(diagnose.Run(diagnose.Data{Latest: model.LatestSnapshot(w, 0), Window: w, Source: "store"}))
 	if recAlloc == "" || strings.Contains(recAlloc, "check --malloc") || !strings.Contains(recAlloc, "memdoctor record") {
 		t.Errorf("a recording's allocator fix: %q", recAlloc)
 	}

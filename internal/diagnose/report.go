@@ -33,13 +33,13 @@ type Data struct {
 func Run(d Data) *model.Report {
 	latest := d.Latest
 	if latest == nil {
-		latest = LatestSnapshot(d.Window, latestMaxAge(d.Window))
+		latest = model.LatestSnapshot(d.Window, latestMaxAge(d.Window))
 	}
-	h := Analyze(latest, d.Source)
+	h := model.Analyze(latest, d.Source)
 	if d.Earlier != nil {
-		intervalRates(h, d.Earlier)
+		model.IntervalRates(h, d.Earlier)
 	}
-	windowRates(h, d.Window)
+	model.WindowRates(h, d.Window)
 	return run(&Input{Host: h, Window: d.Window}, d.Notes)
 }
 

@@ -91,15 +91,15 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []model.Finding {
 	if !windowUsable(in, "slab_unreclaimable_growth", "node_memory_SUnreclaim_bytes", "node_memory_MemTotal_bytes") {
 		return nil
 	}
-	seg := lastSegment(w)
-	su := within(w.Get("node_memory_SUnreclaim_bytes"), seg)
+	seg := model.LastSegment(w)
+	su := model.Within(w.Get("node_memory_SUnreclaim_bytes"), seg)
 	if len(su) < declineMinPoints || time.Duration(su[len(su)-1].T-su[0].T)*time.Millisecond < declineMinSpan {
 		in.Note("slab_unreclaimable_growth", fmt.Sprintf("%d samples over %s since the last boot: too little to fit a trend", len(su), spanText(su)), "record longer")
 		return nil
 	}
 	f := fitTrend(su)
 	total := lastValue(w.Get("node_memory_MemTotal_bytes"))
-	days := span{su[0].T, su[len(su)-1].T}.days()
+	days := model.Span{From: su[0].T, To: su[len(su)-1].T}.Days()
 	grown := f.Slope * days
 	if !f.OK || f.P >= 0.01 || f.Slope <= 0 || total <= 0 || f.Slope < slabMinShareOfTotalPerDay*total || grown < slabMinGrowth {
 		return nil
@@ -160,10 +160,10 @@ type cacheGrowth struct {
 // "func (file:line [module])". A site that entered the recorded top sites
 // during the span grew from below them: its growth is counted from its
 // first point.
-func growingSites(in *Input, sp span) []cacheGrowth {
+func growingSites(in *Input, sp model.Span) []cacheGrowth {
 	var out []cacheGrowth
 	for _, s := range in.Window.Select("memdoctor_allocinfo_bytes") {
-		ps := within(s, sp)
+		ps := model.Within(s, sp)
 		if len(ps) < 2 {
 			continue
 		}
@@ -181,13 +181,13 @@ func growingSites(in *Input, sp span) []cacheGrowth {
 }
 
 // growingCaches ranks slab caches by their growth over the span.
-func growingCaches(in *Input, sp span) []cacheGrowth {
+func growingCaches(in *Input, sp model.Span) []cacheGrowth {
 	w := in.Window
 	var out []cacheGrowth
 	size := w.Select("memdoctor_slabinfo_size_bytes")
 	if len(size) > 0 {
 		for _, s := range size {
-			ps := within(s, sp)
+			ps := model.Within(s, sp)
 			if len(ps) < 2 {
 				continue
 			}
@@ -205,7 +205,7 @@ func growingCaches(in *Input, sp span) []cacheGrowth {
 		for _, s := range w.Select("node_slabinfo_objects") {
 			name := s.Labels.Get("slab")
 			objSize := lastValue(w.Get("node_slabinfo_object_size_bytes", "slab", name))
-			ps := within(s, sp)
+			ps := model.Within(s, sp)
 			if len(ps) < 2 || objSize == 0 {
 				continue
 			}

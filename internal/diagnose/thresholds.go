@@ -8,15 +8,5 @@ var Thresholds = struct {
 	// of the BaselineDays before.
 	BaselineDays int
 }{
-	BaselineDays: baselineDays,
+	BaselineDays: model.BaselineDays,
 }
-
-// AllocstallSeries are the direct-reclaim stall counters watermark_thrash
-// sums (per zone on newer kernels, one counter on older ones).
-func AllocstallSeries() []string { return append([]string(nil), allocstallSeries...) }
-
-// minEvidenceSeconds is the shortest span daily reclaim rates are
-// extrapolated from (watermark_gap_small, watermark_thrash): below it the
-// counts themselves are compared with the daily thresholds, and the
-// findings say the span instead of a rate.
-const minEvidenceSeconds = model.MinEvidenceSeconds

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -31,7 +32,7 @@ func traceSource(in *Input, secs string) *sample.Snapshot {
 		if strings.HasPrefix(secs, "memdoctor_reclaim_") {
 			names = reclaimTraceSeries
 		}
-		return traceTotals(in.Window, lastSegment(in.Window), names)
+		return traceTotals(in.Window, model.LastSegment(in.Window), names)
 	}
 	if in.Host != nil {
 		return in.Host.S
@@ -46,15 +47,15 @@ func traceSource(in *Input, secs string) *sample.Snapshot {
 // dying counts are the newest. A downsampled read keeps one interval per
 // step: the sums are then those of the intervals read, and the rates, which
 // divide them by the summed seconds, stay right.
-func traceTotals(w *sample.Window, sp span, names []string) *sample.Snapshot {
+func traceTotals(w *sample.Window, sp model.Span, names []string) *sample.Snapshot {
 	sc := &sample.Snapshot{}
 	var newest int64 // the newest interval's time
-	if ps := within(w.Get(names[0]), sp); len(ps) > 0 {
+	if ps := model.Within(w.Get(names[0]), sp); len(ps) > 0 {
 		newest = ps[len(ps)-1].T
 	}
 	for _, name := range names {
 		for _, s := range w.Select(name) {
-			ps := within(s, sp)
+			ps := model.Within(s, sp)
 			if len(ps) == 0 {
 				continue
 			}

@@ -27,7 +27,7 @@ func TestTraceTotalsOverARecording(t *testing.T) {
 		}
 		w.Add(s)
 	}
-	if traceTotals(w, span{base, base + 20_000}, reclaimTraceSeries) != nil {
+	if traceTotals(w, model.Span{From: base, To: base + 20_000}, reclaimTraceSeries) != nil {
 		t.Error("totals of a window without a trace")
 	}
 	burst := sample.L("cgroup", "/jobs/b", "comm", "burst", "kind", "direct")
@@ -41,7 +41,7 @@ func TestTraceTotalsOverARecording(t *testing.T) {
 	series("memdoctor_cgroup_trace_seconds", sample.L("method", "bpf"), 10, 10, 10)
 	series("memdoctor_cgroup_trace_dying", nil, 5, 9, 12)
 	series("memdoctor_cgroup_trace_dying_oldest_seconds", nil, 8, 18, 28)
-	sp := span{base, base + 20_000}
+	sp := model.Span{From: base, To: base + 20_000}
 	ev, sum := reclaimTraceEvidence(traceTotals(w, sp, reclaimTraceSeries))
 	var stallers []string
 	for _, e := range ev {

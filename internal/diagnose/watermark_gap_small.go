@@ -43,7 +43,6 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/vmcalc"
 )
 
 type watermarkGapSmall struct{}
@@ -59,56 +58,10 @@ func (watermarkGapSmall) Meta() Meta {
 			// The recommendation is bounded by what it costs of MemTotal.
 			{"node_memory_MemTotal_bytes", "read /proc/meminfo"},
 		},
-		Reads:     append(append([]string(nil), psiTotalSeries...), reclaimTraceSeries...), // the stall share; record --trace: who stalled, over the window
+		Reads:     append(append([]string(nil), model.PSITotalSeries...), reclaimTraceSeries...), // the stall share; record --trace: who stalled, over the window
 		Charts:    []string{ChartZoneWatermarks, ChartReclaimRates, ChartCPUSysSoftirq},
 		Prefilter: &Prefilter{About: "quick kswapd wake-ups and direct reclaim, where watermark_scale_factor is known", Queries: gapQueries, Score: gapScore},
 		Doc:       "kswapd's window (low − min) too narrow for the reclaim bursts seen; recommends a `watermark_scale_factor` with its predicted watermarks and cost"}
-}
-
-// Target window, as a share of the zone and an absolute floor.
-const (
-	targetGapPercent = 2
-	targetGapFloor   = 64 << 20
-	targetGapCeiling = 512 << 20
-	maxScaleFactor   = 1000
-	maxCostPercent   = 10
-)
-
-// RecommendScaleFactor returns the recommended watermark_scale_factor for
-// the host (never below the current one), or 0 when watermarks could not be
-// recomputed.
-func RecommendScaleFactor(h *model.Host) int64 {
-	w := &h.Watermarks
-	if !w.Recomputed || w.Calc == nil {
-		return 0
-	}
-	cur := w.WatermarkScaleFactor
-	best := int64(0)
-	var bigManaged int64
-	for _, z := range w.Calc.Zones {
-		if vmcalc.IsLowmem(z.Name) && z.Managed > bigManaged {
-			bigManaged = z.Managed
-		}
-	}
-	if bigManaged == 0 {
-		return 0
-	}
-	ps := int64(w.Calc.Params.PageSize)
-	target := min(max(bigManaged*ps*targetGapPercent/100, targetGapFloor), targetGapCeiling)
-	for f := int64(10); f <= maxScaleFactor; f += 10 {
-		wi := w.Evaluate(f)
-		if wi == nil {
-			return 0
-		}
-		if -wi.MemAvailableDeltaBytes > h.Accounting.TotalBytes*maxCostPercent/100 {
-			break
-		}
-		best = f
-		if wi.LowMinGapBytes >= target {
-			break
-		}
-	}
-	return max(best, cur)
 }
 
 func (watermarkGapSmall) Eval(in *Input) []model.Finding {

@@ -46,20 +46,13 @@ type watermarkThrash struct{}
 
 func init() { register(watermarkThrash{}) }
 
-// psiTotalSeries are the PSI memory stall totals the watermark rules read
-// over a time range (node_exporter's names).
-var psiTotalSeries = []string{"node_pressure_memory_waiting_seconds_total", "node_pressure_memory_stalled_seconds_total"}
-
-var allocstallSeries = []string{"node_vmstat_allocstall_dma", "node_vmstat_allocstall_dma32", "node_vmstat_allocstall_normal",
-	"node_vmstat_allocstall_movable", "node_vmstat_allocstall_device", "node_vmstat_allocstall"}
-
 func (watermarkThrash) Meta() Meta {
 	reads := append([]string{"node_vmstat_pgscan_direct", "node_vmstat_pgscan_kswapd", "node_cpu_seconds_total",
 		"node_context_switches_total", "node_sysctl_vm_watermark_scale_factor", "memdoctor_zoneinfo_free_pages",
 		"node_zoneinfo_nr_free_pages", "node_zoneinfo_low_pages", "node_zoneinfo_min_pages", "node_zoneinfo_managed_pages",
-		"node_boot_time_seconds"}, allocstallSeries...)
-	reads = append(reads, psiTotalSeries...)     // the stall share over the span
-	reads = append(reads, reclaimTraceSeries...) // record --trace: who stalled
+		"node_boot_time_seconds"}, model.AllocstallSeries()...)
+	reads = append(reads, model.PSITotalSeries...) // the stall share over the span
+	reads = append(reads, reclaimTraceSeries...)   // record --trace: who stalled
 	return Meta{ID: "watermark_thrash", Trend: true, Title: "reclaim bursts crossing the watermarks",
 		Needs:     []Need{{"node_vmstat_kswapd_low_wmark_hit_quickly", "record /proc/vmstat over time (node_exporter: --collector.vmstat.fields including kswapd and allocstall)"}},
 		Reads:     reads,
@@ -77,8 +70,8 @@ func thrashQueries(a PrefilterArgs) []PromQuery {
 	return []PromQuery{
 		{"hits", byInstance("increase(" + hq + "[" + a.Window() + "])")},
 		{"hits_1d", byInstance("increase(" + hq + "[1d])")},
-		{"stalls", "sum by (instance) (" + promql.SumIncrease(allocstallSeries, a.Match, a.Window()) + ")"},
-		{"stalls_1d", "sum by (instance) (" + promql.SumIncrease(allocstallSeries, a.Match, "1d") + ")"},
+		{"stalls", "sum by (instance) (" + promql.SumIncrease(model.AllocstallSeries(), a.Match, a.Window()) + ")"},
+		{"stalls_1d", "sum by (instance) (" + promql.SumIncrease(model.AllocstallSeries(), a.Match, "1d") + ")"},
 	}
 }
 
@@ -92,7 +85,7 @@ func thrashAlerts(o AlertOptions) []Alert {
 	return []Alert{{Name: "MemdoctorWatermarkThrash", For: "30m", Severity: "warning",
 		Expr: fmt.Sprintf("increase(%s[1d]) >= %s\nor\nsum without (memdoctor_counter) (\n%s\n) >= %s",
 			sel("node_vmstat_kswapd_low_wmark_hit_quickly", o.Match), promNum(thrashHitsPerDay),
-			promql.SumIncrease(allocstallSeries, o.Match, "1d"), promNum(thrashStallsPerDay)),
+			promql.SumIncrease(model.AllocstallSeries(), o.Match, "1d"), promNum(thrashStallsPerDay)),
 		Summary: fmt.Sprintf("reclaim on {{ $labels.instance }} crosses the watermarks: %s or more quick kswapd wake-ups, or %s or more direct-reclaim stalls, in a day",
 			promNum(thrashHitsPerDay), promNum(thrashStallsPerDay))}}
 }
@@ -103,140 +96,13 @@ const (
 	thrashCritStalls   = 1000
 )
 
-// reclaimRates are the reclaim counters over one span: their increases
-// (n*) over the seconds between the first and last sample of the
-// kswapd series, and the daily rates. All share that one span.
-type reclaimRates struct {
-	hits, stalls, scans    float64 // per day
-	nHits, nStalls, nScans float64 // increases
-	days, seconds          float64
-	// psiSome and psiFull are the PSI memory stall shares over the span,
-	// percent (nil when PSI was not recorded).
-	psiSome, psiFull *float64
-}
-
-// short: too short a span to extrapolate daily rates (minEvidenceSeconds).
-func (r reclaimRates) short() bool { return r.seconds < minEvidenceSeconds }
-
-// judged are the values compared with the per-day thresholds: the daily
-// rates, or on a short span the counts themselves (see Reclaim.Judged).
-func (r reclaimRates) judged() (hits, stalls float64) {
-	if r.short() {
-		return r.nHits, r.nStalls
-	}
-	return r.hits, r.stalls
-}
-
-// describe says what was seen, as rates or, on a short span, as counts.
-func (r reclaimRates) describe() string {
-	if r.short() {
-		return fmt.Sprintf("%s and %s in %s (too short a span for daily rates)",
-			format.Count(r.nHits, "quick kswapd wake-up", "quick kswapd wake-ups"), format.Count(r.nStalls, "direct-reclaim stall", "direct-reclaim stalls"), format.ClockSeconds(r.seconds))
-	}
-	return fmt.Sprintf("%s and %s a day (over %.1f days)", format.Count(r.hits, "quick kswapd wake-up", "quick kswapd wake-ups"), format.Count(r.stalls, "direct-reclaim stall", "direct-reclaim stalls"), r.days)
-}
-
-func reclaimOver(w *sample.Window, sp span) reclaimRates {
-	hits := within(w.Get("node_vmstat_kswapd_low_wmark_hit_quickly"), sp)
-	if len(hits) < 2 {
-		return reclaimRates{}
-	}
-	// One span for every counter: the kswapd series' own.
-	sp = span{hits[0].T, hits[len(hits)-1].T}
-	r := reclaimRates{days: sp.days(), seconds: float64(sp.To-sp.From) / 1000, nHits: increase(hits)}
-	r.nScans = increase(within(w.Get("node_vmstat_pgscan_direct"), sp))
-	var st []*sample.Series
-	for _, n := range allocstallSeries {
-		if s := w.Get(n); s != nil {
-			st = append(st, s)
-		}
-	}
-	if s := sumSeries(st); s != nil {
-		r.nStalls = increase(within(s, sp))
-	}
-	if r.days > 0 {
-		r.hits, r.stalls, r.scans = r.nHits/r.days, r.nStalls/r.days, r.nScans/r.days
-	}
-	r.psiSome = psiShare(w.Get("node_pressure_memory_waiting_seconds_total"), sp)
-	r.psiFull = psiShare(w.Get("node_pressure_memory_stalled_seconds_total"), sp)
-	return r
-}
-
-// psiShare is the share of the span, in percent, that a PSI stall total
-// (seconds) grew: its increase over the time between its first and last
-// point in sp, the stall share of the whole span where avg60 is only the
-// last minute's. Nil with fewer than two points.
-func psiShare(s *sample.Series, sp span) *float64 {
-	ps := within(s, sp)
-	if len(ps) < 2 {
-		return nil
-	}
-	secs := float64(ps[len(ps)-1].T-ps[0].T) / 1000
-	if secs <= 0 {
-		return nil
-	}
-	v := 100 * increase(ps) / secs
-	return &v
-}
-
-// psiEvidence gives the PSI stall shares over the span, and a clause for
-// the summary; nothing when PSI was not recorded.
-func psiEvidence(some, full *float64) ([]model.Evidence, string) {
-	if some == nil {
-		return nil, ""
-	}
-	out := []model.Evidence{ev("psi_memory_some_share_percent", *some, "percent")}
-	clause := fmt.Sprintf("; tasks waited on memory %.1f%% of the time (PSI some", *some)
-	if full != nil {
-		out = append(out, ev("psi_memory_full_share_percent", *full, "percent"))
-		clause += fmt.Sprintf("; every task at once %.1f%%", *full)
-	}
-	return out, clause + ")"
-}
-
-// currentReclaim: the rates over the newest boot since the last change of
-// watermark_scale_factor, the span watermark_thrash judges (false with
-// fewer than 3 samples of the kswapd counter).
-func currentReclaim(w *sample.Window) (reclaimRates, bool) {
-	cur, ok := currentSpan(w)
-	if !ok {
-		return reclaimRates{}, false
-	}
-	return reclaimOver(w, cur), true
-}
-
-// currentSpan is the span currentReclaim judges.
-func currentSpan(w *sample.Window) (span, bool) {
-	seg := lastSegment(w)
-	if len(within(w.Get("node_vmstat_kswapd_low_wmark_hit_quickly"), seg)) < 3 {
-		return span{}, false
-	}
-	cur := seg
-	if ch := settingChanges(w.Get("node_sysctl_vm_watermark_scale_factor"), seg); len(ch) > 0 {
-		cur = span{ch[len(ch)-1].T, seg.To}
-	}
-	return cur, true
-}
-
-// settingChanges returns the times where the series' value changed.
-func settingChanges(s *sample.Series, sp span) []sample.Point {
-	ps := within(s, sp)
-	var out []sample.Point
-	for i := 1; i < len(ps); i++ {
-		if ps[i].V != ps[i-1].V {
-			out = append(out, sample.Point{T: ps[i].T, V: ps[i-1].V})
-		}
-	}
-	return out
-}
-
 func (watermarkThrash) Eval(in *Input) []model.Finding {
 	w := in.Window
 	if w == nil {
 		return nil
 	}
-	seg := lastSegment(w)
-	hits := within(w.Get("node_vmstat_kswapd_low_wmark_hit_quickly"), seg)
+	seg := model.LastSegment(w)
+	hits := model.Within(w.Get("node_vmstat_kswapd_low_wmark_hit_quickly"), seg)
 	if len(hits) < 3 {
 		in.Note("watermark_thrash", "fewer than 3 samples of /proc/vmstat since the last boot", "record longer")
 		return nil
@@ -245,42 +111,42 @@ func (watermarkThrash) Eval(in *Input) []model.Finding {
 	// the before/after comparison.
 	wsf := w.Get("node_sysctl_vm_watermark_scale_factor")
 	cur := seg
-	var before *reclaimRates
+	var before *model.ReclaimRates
 	var change *sample.Point
-	if ch := settingChanges(wsf, seg); len(ch) > 0 {
+	if ch := model.SettingChanges(wsf, seg); len(ch) > 0 {
 		c := ch[len(ch)-1]
 		change = &c
-		prev := span{seg.From, c.T}
+		prev := model.Span{From: seg.From, To: c.T}
 		if c2 := len(ch) - 2; c2 >= 0 {
 			prev.From = ch[c2].T
 		}
-		b := reclaimOver(w, prev)
+		b := model.ReclaimOver(w, prev)
 		before = &b
-		cur = span{c.T, seg.To}
+		cur = model.Span{From: c.T, To: seg.To}
 	}
-	now := reclaimOver(w, cur)
-	bad := func(r reclaimRates) bool {
-		h, st := r.judged()
+	now := model.ReclaimOver(w, cur)
+	bad := func(r model.ReclaimRates) bool {
+		h, st := r.Judged()
 		return h >= thrashHitsPerDay || st >= thrashStallsPerDay
 	}
 	if !bad(now) {
 		if before != nil && bad(*before) {
 			return []model.Finding{improved(w, change, *before, now)}
 		}
-		if now.short() && (now.nHits > 0 || now.nStalls > 0) {
-			in.Note("watermark_thrash", fmt.Sprintf("%s: below the thresholds, and too short to judge a day", now.describe()), "record longer")
+		if now.Short() && (now.NHits > 0 || now.NStalls > 0) {
+			in.Note("watermark_thrash", fmt.Sprintf("%s: below the thresholds, and too short to judge a day", now.Describe()), "record longer")
 		}
 		return nil
 	}
 	sev := model.Warning
-	if _, st := now.judged(); st >= thrashCritStalls {
+	if _, st := now.Judged(); st >= thrashCritStalls {
 		sev = model.Critical
 	}
 	f := model.Finding{ID: "watermark_thrash", Severity: sev, Subject: subject(w, "host"),
-		Summary:  "reclaim bursts cross the watermarks: " + now.describe(),
+		Summary:  "reclaim bursts cross the watermarks: " + now.Describe(),
 		Evidence: rateEvidence(now),
 	}
-	if ev, clause := psiEvidence(now.psiSome, now.psiFull); len(ev) > 0 {
+	if ev, clause := psiEvidence(now.PSISome, now.PSIFull); len(ev) > 0 {
 		f.Evidence = append(f.Evidence, ev...)
 		f.Summary += clause
 	}
@@ -306,25 +172,25 @@ func (watermarkThrash) Eval(in *Input) []model.Finding {
 	}
 	// Correlation of direct reclaim with sys+softirq CPU and context switches.
 	var st []*sample.Series
-	for _, n := range allocstallSeries {
+	for _, n := range model.AllocstallSeries() {
 		if s := w.Get(n); s != nil {
 			st = append(st, s)
 		}
 	}
-	if stall := sumSeries(st); stall != nil {
-		sr := sample.Rates(within(stall, cur))
+	if stall := model.SumSeries(st); stall != nil {
+		sr := sample.Rates(model.Within(stall, cur))
 		var cpu []*sample.Series
 		cpu = append(cpu, w.Select("node_cpu_seconds_total", "mode", "system")...)
 		cpu = append(cpu, w.Select("node_cpu_seconds_total", "mode", "softirq")...)
-		if c := sumSeries(cpu); c != nil {
-			if a, b := align(sr, sample.Rates(within(c, cur))); len(a) >= 8 {
+		if c := model.SumSeries(cpu); c != nil {
+			if a, b := model.Align(sr, sample.Rates(model.Within(c, cur))); len(a) >= 8 {
 				if r, p, ok := stats.Pearson(a, b); ok && !math.IsNaN(r) {
 					f.Evidence = append(f.Evidence, ev("stall_vs_sys_softirq_cpu_correlation", r, "ratio"), ev("stall_vs_cpu_p", p, ""))
 				}
 			}
 		}
 		if cs := w.Get("node_context_switches_total"); cs != nil {
-			if a, b := align(sr, sample.Rates(within(cs, cur))); len(a) >= 8 {
+			if a, b := model.Align(sr, sample.Rates(model.Within(cs, cur))); len(a) >= 8 {
 				if r, _, ok := stats.Pearson(a, b); ok && !math.IsNaN(r) {
 					f.Evidence = append(f.Evidence, ev("stall_vs_context_switches_correlation", r, "ratio"))
 				}
@@ -334,8 +200,8 @@ func (watermarkThrash) Eval(in *Input) []model.Finding {
 	if before != nil {
 		f.Evidence = append(f.Evidence,
 			ev("watermark_scale_factor_before", change.V, ""),
-			ev("kswapd_low_wmark_hit_quickly_per_day_before", before.hits, "per_day"),
-			ev("allocstall_per_day_before", before.stalls, "per_day"))
+			ev("kswapd_low_wmark_hit_quickly_per_day_before", before.Hits, "per_day"),
+			ev("allocstall_per_day_before", before.Stalls, "per_day"))
 	}
 	cw := lastValue(wsf)
 	if h := in.Host; h != nil && h.Watermarks.Recommended != nil && float64(h.Watermarks.Recommended.WatermarkScaleFactor) > cw {
@@ -366,12 +232,12 @@ func (watermarkThrash) Eval(in *Input) []model.Finding {
 
 // belowShare is the share of samples in sp whose free pages (the step's
 // minimum when downsampled) were below the low watermark.
-func belowShare(free, low *sample.Series, sp span) (share float64, n int) {
+func belowShare(free, low *sample.Series, sp model.Span) (share float64, n int) {
 	lowAt := map[int64]float64{}
-	for _, p := range within(low, sp) {
+	for _, p := range model.Within(low, sp) {
 		lowAt[p.T] = p.V
 	}
-	ps := within(free, sp)
+	ps := model.Within(free, sp)
 	off := 0
 	if len(ps) > 0 {
 		off = indexOf(free, ps[0].T)
@@ -408,82 +274,40 @@ func indexOf(s *sample.Series, t int64) int {
 
 // rateEvidence: daily rates over a span long enough, else the counts and
 // the span (never a rate extrapolated from minutes).
-func rateEvidence(r reclaimRates) []model.Evidence {
-	if r.short() {
+func rateEvidence(r model.ReclaimRates) []model.Evidence {
+	if r.Short() {
 		return []model.Evidence{
-			ev("kswapd_low_wmark_hit_quickly_count", r.nHits, "count"),
-			ev("allocstall_count", r.nStalls, "count"),
-			ev("pgscan_direct_count", r.nScans, "count"),
-			ev("span_seconds", r.seconds, "seconds"),
+			ev("kswapd_low_wmark_hit_quickly_count", r.NHits, "count"),
+			ev("allocstall_count", r.NStalls, "count"),
+			ev("pgscan_direct_count", r.NScans, "count"),
+			ev("span_seconds", r.Seconds, "seconds"),
 		}
 	}
 	return []model.Evidence{
-		ev("kswapd_low_wmark_hit_quickly_per_day", r.hits, "per_day"),
-		ev("allocstall_per_day", r.stalls, "per_day"),
-		ev("pgscan_direct_per_day", r.scans, "per_day"),
+		ev("kswapd_low_wmark_hit_quickly_per_day", r.Hits, "per_day"),
+		ev("allocstall_per_day", r.Stalls, "per_day"),
+		ev("pgscan_direct_per_day", r.Scans, "per_day"),
 	}
 }
 
-func improved(w *sample.Window, change *sample.Point, before, now reclaimRates) model.Finding {
+func improved(w *sample.Window, change *sample.Point, before, now model.ReclaimRates) model.Finding {
 	summary := fmt.Sprintf("verified: after watermark_scale_factor changed from %.0f, quick kswapd wake-ups fell %.0f → %.0f a day and direct-reclaim stalls %.0f → %.0f",
-		change.V, before.hits, now.hits, before.stalls, now.stalls)
-	if before.short() || now.short() {
+		change.V, before.Hits, now.Hits, before.Stalls, now.Stalls)
+	if before.Short() || now.Short() {
 		summary = fmt.Sprintf("after watermark_scale_factor changed from %.0f: quick kswapd wake-ups %.0f in %s before, %.0f in %s after; direct-reclaim stalls %.0f before, %.0f after (spans too short for daily rates: record longer to verify)",
-			change.V, before.nHits, format.ClockSeconds(before.seconds), now.nHits, format.ClockSeconds(now.seconds), before.nStalls, now.nStalls)
+			change.V, before.NHits, format.ClockSeconds(before.Seconds), now.NHits, format.ClockSeconds(now.Seconds), before.NStalls, now.NStalls)
 	}
 	return model.Finding{ID: "watermark_thrash", Severity: model.Info, Subject: subject(w, "host"),
 		Summary: summary,
 		Evidence: []model.Evidence{
 			ev("watermark_scale_factor_before", change.V, ""),
-			ev("kswapd_low_wmark_hit_quickly_per_day_before", before.hits, "per_day"),
-			ev("kswapd_low_wmark_hit_quickly_per_day", now.hits, "per_day"),
-			ev("allocstall_per_day_before", before.stalls, "per_day"),
-			ev("allocstall_per_day", now.stalls, "per_day"),
-			ev("days_after_change", now.days, "days"),
+			ev("kswapd_low_wmark_hit_quickly_per_day_before", before.Hits, "per_day"),
+			ev("kswapd_low_wmark_hit_quickly_per_day", now.Hits, "per_day"),
+			ev("allocstall_per_day_before", before.Stalls, "per_day"),
+			ev("allocstall_per_day", now.Stalls, "per_day"),
+			ev("days_after_change", now.Days, "days"),
 		},
 		Remedies: []model.Remedy{{Title: "keep the setting (persist it in /etc/sysctl.d) and keep watching the rates",
 			Commands: []string{"sysctl vm.watermark_scale_factor"}, Risk: "none"}},
 	}
-}
-
-// ReclaimSeries are the series WindowReclaim reads.
-func ReclaimSeries() []string {
-	return append([]string{"node_vmstat_kswapd_low_wmark_hit_quickly", "node_vmstat_pgscan_direct",
-		"node_sysctl_vm_watermark_scale_factor", "node_boot_time_seconds"}, allocstallSeries...)
-}
-
-// WindowReclaim is the Reclaim model of a window over the span
-// watermark_thrash judges (the newest boot, since the last change of
-// watermark_scale_factor): counts, their span and per-day rates of
-// kswapd_low_wmark_hit_quickly, allocstall and pgscan_direct; and, with
-// parts > 1, the same over that many equal parts of the span, for an
-// interval within one recording (false with fewer than 3 samples).
-func WindowReclaim(w *sample.Window, parts int) (whole model.Reclaim, each []model.Reclaim, ok bool) {
-	cur, ok := currentSpan(w)
-	if !ok {
-		return model.Reclaim{}, nil, false
-	}
-	ratesOver := func(sp span) (model.Reclaim, bool) {
-		rr := reclaimOver(w, sp)
-		if rr.seconds <= 0 {
-			return model.Reclaim{}, false
-		}
-		var r model.Reclaim
-		setRates(&r, rr.seconds, map[string]float64{
-			"kswapd_low_wmark_hit_quickly": rr.nHits, "allocstall": rr.nStalls, "pgscan_direct": rr.nScans})
-		return r, true
-	}
-	whole, ok = ratesOver(cur)
-	if !ok {
-		return model.Reclaim{}, nil, false
-	}
-	if parts > 1 {
-		d := (cur.To - cur.From) / int64(parts)
-		for i := range int64(parts) {
-			if r, ok := ratesOver(span{cur.From + i*d, cur.From + (i+1)*d}); ok {
-				each = append(each, r)
-			}
-		}
-	}
-	return whole, each, true
 }

@@ -1,7 +1,9 @@
 // Package model is memdoctor's stable JSON schema: the report that check
 // and diagnose print with --json (the host model, findings, notes, coverage)
-// and the types it is made of. It holds data and the few accessors that
-// read it; building the model and judging it is internal/diagnose's job.
+// and the types it is made of, and how the host model is built from samples
+// (Analyze and the build*.go files) with the calculations the rules and the
+// analyses share (windows, reclaim rates, daily peaks, baselines, scale
+// factor). It never judges: that is internal/diagnose's job.
 // Keys are only ever added within a SchemaVersion.
 package model
 

@@ -27,7 +27,6 @@ import (
 	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/cgtrace"
 	"github.com/memdoctor/memdoctor/internal/collect"
-	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/procfs"
@@ -212,7 +211,7 @@ func New(cfg Config) (*Recorder, error) {
 	}
 	if r.cfg.Instance == "" {
 		h, _ := os.Hostname()
-		r.cfg.Instance = diagnose.HostName(h)
+		r.cfg.Instance = model.HostName(h)
 	}
 	lock, err := store.AcquireLock(cfg.DBPath)
 	if errors.Is(err, store.ErrLocked) {

@@ -206,7 +206,7 @@ func cgroupMemory(w *sample.Window, f *model.Finding) []Chart {
 }
 
 // allocstall are the direct-reclaim stall counters (watermark_thrash's).
-var allocstall = diagnose.AllocstallSeries()
+var allocstall = model.AllocstallSeries()
 
 const (
 	gcSeconds          = "memdoctor_runtime_gc_seconds_total"

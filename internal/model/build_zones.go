@@ -1,4 +1,4 @@
-package diagnose
+package model
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/vmcalc"
 )
@@ -19,13 +18,13 @@ var WhatIfFactors = []int64{50, 100, 200, 500}
 // are simply missing).
 var zoneIndex = map[string]int{"DMA": 0, "DMA32": 1, "Normal": 2, "HighMem": 3, "Movable": 4, "Device": 5}
 
-func zones(s *sample.Snapshot, pageSize int) ([]model.ZoneReport, model.Watermarks) {
-	var out []model.ZoneReport
+func zones(s *sample.Snapshot, pageSize int) ([]ZoneReport, Watermarks) {
+	var out []ZoneReport
 	for _, m := range s.Select("node_zoneinfo_managed_pages") {
 		node, _ := strconv.Atoi(m.Labels.Get("node"))
 		name := m.Labels.Get("zone")
 		l := []string{"node", m.Labels.Get("node"), "zone", name}
-		z := model.ZoneReport{Node: node, Zone: name, ManagedPages: int64(m.Value),
+		z := ZoneReport{Node: node, Zone: name, ManagedPages: int64(m.Value),
 			MinPages:   int64(s.Value("node_zoneinfo_min_pages", l...)),
 			LowPages:   int64(s.Value("node_zoneinfo_low_pages", l...)),
 			HighPages:  int64(s.Value("node_zoneinfo_high_pages", l...)),
@@ -52,7 +51,7 @@ func zones(s *sample.Snapshot, pageSize int) ([]model.ZoneReport, model.Watermar
 		}
 		return zoneIndex[out[i].Zone] < zoneIndex[out[j].Zone]
 	})
-	w := model.Watermarks{Mismatches: []string{}}
+	w := Watermarks{Mismatches: []string{}}
 	mfk, ok1 := s.Get("node_sysctl_vm_min_free_kbytes")
 	wsf, ok2 := s.Get("node_sysctl_vm_watermark_scale_factor")
 	if len(out) == 0 || !ok1 || !ok2 {
@@ -90,7 +89,7 @@ func zones(s *sample.Snapshot, pageSize int) ([]model.ZoneReport, model.Watermar
 	if !s.Has("node_memory_KReclaimable_bytes") {
 		avail.ReclaimablePages = mi(s, "SReclaimable") / ps
 	}
-	w.Calc = &model.WatermarkCalc{Zones: vz, Params: p, Avail: avail}
+	w.Calc = &WatermarkCalc{Zones: vz, Params: p, Avail: avail}
 	w.EffectiveFrom = vmcalc.EffectiveFrom(vz, p)
 	w.Threshold = vmcalc.ScaleFactorThreshold(vz, p)
 	marks := vmcalc.Watermarks(vz, p)
@@ -100,7 +99,7 @@ func zones(s *sample.Snapshot, pageSize int) ([]model.ZoneReport, model.Watermar
 	whatifs := vmcalc.Evaluate(vz, p, avail, factors)
 	for i := range out {
 		z := &out[i]
-		c := model.Marks{MinPages: marks[i].Min + z.BoostPages, LowPages: marks[i].Low + z.BoostPages, HighPages: marks[i].High + z.BoostPages}
+		c := Marks{MinPages: marks[i].Min + z.BoostPages, LowPages: marks[i].Low + z.BoostPages, HighPages: marks[i].High + z.BoostPages}
 		z.Computed = &c
 		match := c.MinPages == z.MinPages && c.LowPages == z.LowPages && c.HighPages == z.HighPages
 		if !match {
@@ -120,7 +119,7 @@ func zones(s *sample.Snapshot, pageSize int) ([]model.ZoneReport, model.Watermar
 		z.MatchesKernel = &match
 		for _, wi := range whatifs {
 			m := wi.Marks[i]
-			z.WhatIf = append(z.WhatIf, model.WhatIf{WatermarkScaleFactor: wi.WatermarkScaleFactor,
+			z.WhatIf = append(z.WhatIf, WhatIf{WatermarkScaleFactor: wi.WatermarkScaleFactor,
 				MinPages: m.Min + z.BoostPages, LowPages: m.Low + z.BoostPages, HighPages: m.High + z.BoostPages,
 				MemAvailableDeltaBytes: wi.MemAvailableDeltaPages * ps})
 		}
@@ -144,4 +143,19 @@ func kernelVersion(release string) (major, minor int, ok bool) {
 	ma, err1 := strconv.Atoi(f[0])
 	mi, err2 := strconv.Atoi(f[1])
 	return ma, mi, err1 == nil && err2 == nil
+}
+
+// KernelAtLeast reports whether a release string ("5.3.0-26-generic") is at
+// least major.minor. Unparseable releases report false.
+func KernelAtLeast(release string, major, minor int) bool {
+	f := strings.FieldsFunc(release, func(r rune) bool { return r == '.' || r == '-' || r == '+' || r == '_' })
+	if len(f) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(f[0])
+	mi, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || (ma == major && mi >= minor)
 }

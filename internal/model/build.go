@@ -1,16 +1,15 @@
-package diagnose
+package model
 
 import (
 	"sort"
 	"strconv"
 
-	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
 // Analyze builds the host model from one snapshot.
-func Analyze(s *sample.Snapshot, source string) *model.Host {
-	h := &model.Host{S: s}
+func Analyze(s *sample.Snapshot, source string) *Host {
+	h := &Host{S: s}
 	h.Info = hostInfo(s, source)
 	h.Accounting = accounting(s)
 	h.Zones, h.Watermarks = zones(s, h.Info.PageSize)
@@ -32,8 +31,8 @@ const UnsetHostName = sample.UnsetHostName
 // HostName is sample.HostName: "localhost" for a host never named.
 func HostName(nodename string) string { return sample.HostName(nodename) }
 
-func hostInfo(s *sample.Snapshot, source string) model.HostInfo {
-	hi := model.HostInfo{Time: s.Time, Source: source, PageSize: int(s.Value("memdoctor_page_size_bytes"))}
+func hostInfo(s *sample.Snapshot, source string) HostInfo {
+	hi := HostInfo{Time: s.Time, Source: source, PageSize: int(s.Value("memdoctor_page_size_bytes"))}
 	if hi.PageSize == 0 {
 		hi.PageSize = 4096
 	}
@@ -56,8 +55,8 @@ func hostInfo(s *sample.Snapshot, source string) model.HostInfo {
 	return hi
 }
 
-func reclaim(s *sample.Snapshot, uptime float64) model.Reclaim {
-	r := model.Reclaim{
+func reclaim(s *sample.Snapshot, uptime float64) Reclaim {
+	r := Reclaim{
 		KswapdLowWmarkHitQuickly:  s.Value("node_vmstat_kswapd_low_wmark_hit_quickly"),
 		KswapdHighWmarkHitQuickly: s.Value("node_vmstat_kswapd_high_wmark_hit_quickly"),
 		PgscanDirect:              s.Value("node_vmstat_pgscan_direct"),
@@ -95,7 +94,7 @@ func reclaim(s *sample.Snapshot, uptime float64) model.Reclaim {
 }
 
 // setRates sets r's daily rates from counts over seconds.
-func setRates(r *model.Reclaim, seconds float64, counts map[string]float64) {
+func setRates(r *Reclaim, seconds float64, counts map[string]float64) {
 	r.Seconds, r.Counts = seconds, counts
 	r.PerDay = map[string]float64{}
 	for k, v := range counts {
@@ -103,14 +102,14 @@ func setRates(r *model.Reclaim, seconds float64, counts map[string]float64) {
 	}
 }
 
-func processes(s *sample.Snapshot) []model.Process {
-	byPID := map[int]*model.Process{}
+func processes(s *sample.Snapshot) []Process {
+	byPID := map[int]*Process{}
 	var order []int
-	get := func(m sample.Metric) *model.Process {
+	get := func(m sample.Metric) *Process {
 		pid, _ := strconv.Atoi(m.Labels.Get("pid"))
 		p, ok := byPID[pid]
 		if !ok {
-			p = &model.Process{PID: pid, Comm: m.Labels.Get("comm")}
+			p = &Process{PID: pid, Comm: m.Labels.Get("comm")}
 			byPID[pid] = p
 			order = append(order, pid)
 		}
@@ -119,25 +118,25 @@ func processes(s *sample.Snapshot) []model.Process {
 	ptr := func(v float64) *int64 { x := int64(v); return &x }
 	for _, f := range []struct {
 		name string
-		set  func(*model.Process, float64)
+		set  func(*Process, float64)
 	}{
-		{"memdoctor_process_rss_bytes", func(p *model.Process, v float64) { p.RSSBytes = int64(v) }},
-		{"memdoctor_process_pss_bytes", func(p *model.Process, v float64) { p.PSSBytes = ptr(v) }},
-		{"memdoctor_process_uss_bytes", func(p *model.Process, v float64) { p.USSBytes = ptr(v) }},
-		{"memdoctor_process_swap_bytes", func(p *model.Process, v float64) { p.SwapBytes = int64(v) }},
-		{"memdoctor_process_anon_bytes", func(p *model.Process, v float64) { p.AnonBytes = int64(v) }},
-		{"memdoctor_process_file_bytes", func(p *model.Process, v float64) { p.FileBytes = int64(v) }},
-		{"memdoctor_process_shmem_bytes", func(p *model.Process, v float64) { p.ShmemBytes = int64(v) }},
-		{"memdoctor_process_threads", func(p *model.Process, v float64) { p.Threads = int64(v) }},
-		{"memdoctor_process_malloc_arenas", func(p *model.Process, v float64) { p.MallocArenas = ptr(v) }},
-		{"memdoctor_process_malloc_arena_max", func(p *model.Process, v float64) { p.ArenaMax = ptr(v) }},
-		{"memdoctor_process_preload", func(p *model.Process, v float64) { p.Preload = v > 0 }},
-		{"memdoctor_malloc_system_bytes", func(p *model.Process, v float64) { mallocOf(p).SystemBytes = int64(v) }},
-		{"memdoctor_malloc_in_use_bytes", func(p *model.Process, v float64) { mallocOf(p).InUseBytes = int64(v) }},
-		{"memdoctor_malloc_free_bytes", func(p *model.Process, v float64) { mallocOf(p).FreeBytes = int64(v) }},
-		{"memdoctor_malloc_retained_bytes", func(p *model.Process, v float64) { mallocOf(p).RetainedBytes = int64(v) }},
-		{"memdoctor_malloc_arenas", func(p *model.Process, v float64) { mallocOf(p).Arenas = int64(v) }},
-		{"memdoctor_malloc_trim_seconds", func(p *model.Process, v float64) { x := v; mallocOf(p).TrimSeconds = &x }},
+		{"memdoctor_process_rss_bytes", func(p *Process, v float64) { p.RSSBytes = int64(v) }},
+		{"memdoctor_process_pss_bytes", func(p *Process, v float64) { p.PSSBytes = ptr(v) }},
+		{"memdoctor_process_uss_bytes", func(p *Process, v float64) { p.USSBytes = ptr(v) }},
+		{"memdoctor_process_swap_bytes", func(p *Process, v float64) { p.SwapBytes = int64(v) }},
+		{"memdoctor_process_anon_bytes", func(p *Process, v float64) { p.AnonBytes = int64(v) }},
+		{"memdoctor_process_file_bytes", func(p *Process, v float64) { p.FileBytes = int64(v) }},
+		{"memdoctor_process_shmem_bytes", func(p *Process, v float64) { p.ShmemBytes = int64(v) }},
+		{"memdoctor_process_threads", func(p *Process, v float64) { p.Threads = int64(v) }},
+		{"memdoctor_process_malloc_arenas", func(p *Process, v float64) { p.MallocArenas = ptr(v) }},
+		{"memdoctor_process_malloc_arena_max", func(p *Process, v float64) { p.ArenaMax = ptr(v) }},
+		{"memdoctor_process_preload", func(p *Process, v float64) { p.Preload = v > 0 }},
+		{"memdoctor_malloc_system_bytes", func(p *Process, v float64) { mallocOf(p).SystemBytes = int64(v) }},
+		{"memdoctor_malloc_in_use_bytes", func(p *Process, v float64) { mallocOf(p).InUseBytes = int64(v) }},
+		{"memdoctor_malloc_free_bytes", func(p *Process, v float64) { mallocOf(p).FreeBytes = int64(v) }},
+		{"memdoctor_malloc_retained_bytes", func(p *Process, v float64) { mallocOf(p).RetainedBytes = int64(v) }},
+		{"memdoctor_malloc_arenas", func(p *Process, v float64) { mallocOf(p).Arenas = int64(v) }},
+		{"memdoctor_malloc_trim_seconds", func(p *Process, v float64) { x := v; mallocOf(p).TrimSeconds = &x }},
 	} {
 		for _, m := range s.Select(f.name) {
 			f.set(get(m), m.Value)
@@ -154,55 +153,56 @@ func processes(s *sample.Snapshot) []model.Process {
 		p := get(m)
 		p.Allocator, p.AllocatorObject = m.Labels.Get("allocator"), m.Labels.Get("object")
 	}
-	out := make([]model.Process, 0, len(order))
+	out := make([]Process, 0, len(order))
 	for _, pid := range order {
 		out = append(out, *byPID[pid])
 	}
-	sort.SliceStable(out, func(i, j int) bool { return rankOf(out[i]) > rankOf(out[j]) })
+	sort.SliceStable(out, func(i, j int) bool { return RankOf(out[i]) > RankOf(out[j]) })
 	return out
 }
 
-func mallocOf(p *model.Process) *model.MallocState {
+func mallocOf(p *Process) *MallocState {
 	if p.Malloc == nil {
-		p.Malloc = &model.MallocState{}
+		p.Malloc = &MallocState{}
 	}
 	return p.Malloc
 }
 
-func rankOf(p model.Process) int64 {
+// RankOf is what processes are ranked by: PSS when read, else RSS.
+func RankOf(p Process) int64 {
 	if p.PSSBytes != nil {
 		return *p.PSSBytes
 	}
 	return p.RSSBytes
 }
 
-func users(s *sample.Snapshot) []model.UserTotal {
-	by := map[string]*model.UserTotal{}
+func users(s *sample.Snapshot) []UserTotal {
+	by := map[string]*UserTotal{}
 	var order []string
 	for _, f := range []struct {
 		name string
-		set  func(*model.UserTotal, float64)
+		set  func(*UserTotal, float64)
 	}{
-		{"memdoctor_user_processes", func(u *model.UserTotal, v float64) { u.Processes = int64(v) }},
-		{"memdoctor_user_processes_unread", func(u *model.UserTotal, v float64) { u.Unread = int64(v) }},
-		{"memdoctor_user_rss_bytes", func(u *model.UserTotal, v float64) { u.RSSBytes = int64(v) }},
-		{"memdoctor_user_pss_bytes", func(u *model.UserTotal, v float64) { u.PSSBytes = int64(v) }},
-		{"memdoctor_user_uss_bytes", func(u *model.UserTotal, v float64) { u.USSBytes = int64(v) }},
-		{"memdoctor_user_swap_bytes", func(u *model.UserTotal, v float64) { u.SwapBytes = int64(v) }},
+		{"memdoctor_user_processes", func(u *UserTotal, v float64) { u.Processes = int64(v) }},
+		{"memdoctor_user_processes_unread", func(u *UserTotal, v float64) { u.Unread = int64(v) }},
+		{"memdoctor_user_rss_bytes", func(u *UserTotal, v float64) { u.RSSBytes = int64(v) }},
+		{"memdoctor_user_pss_bytes", func(u *UserTotal, v float64) { u.PSSBytes = int64(v) }},
+		{"memdoctor_user_uss_bytes", func(u *UserTotal, v float64) { u.USSBytes = int64(v) }},
+		{"memdoctor_user_swap_bytes", func(u *UserTotal, v float64) { u.SwapBytes = int64(v) }},
 	} {
 		for _, m := range s.Select(f.name) {
 			k := m.Labels.Get("uid")
 			u, ok := by[k]
 			if !ok {
 				uid, _ := strconv.Atoi(k)
-				u = &model.UserTotal{UID: uid, User: m.Labels.Get("user")}
+				u = &UserTotal{UID: uid, User: m.Labels.Get("user")}
 				by[k] = u
 				order = append(order, k)
 			}
 			f.set(u, m.Value)
 		}
 	}
-	out := make([]model.UserTotal, 0, len(order))
+	out := make([]UserTotal, 0, len(order))
 	for _, k := range order {
 		out = append(out, *by[k])
 	}

@@ -1,9 +1,8 @@
-package diagnose
+package model
 
 import (
 	"sort"
 
-	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -16,8 +15,8 @@ func optInt(s *sample.Snapshot, name string, match ...string) *int64 {
 	return &x
 }
 
-func cgroups(s *sample.Snapshot) model.Cgroups {
-	c := model.Cgroups{Mode: "unknown", MemoryHierarchy: "unknown", Top: []model.CgroupUse{}}
+func cgroups(s *sample.Snapshot) Cgroups {
+	c := Cgroups{Mode: "unknown", MemoryHierarchy: "unknown", Top: []CgroupUse{}}
 	if i := s.Select("memdoctor_cgroup_info"); len(i) > 0 {
 		c.Mode = i[0].Labels.Get("mode")
 		c.MemoryHierarchy = i[0].Labels.Get("memory")
@@ -35,7 +34,7 @@ func cgroups(s *sample.Snapshot) model.Cgroups {
 	}
 	for _, m := range s.Select("memdoctor_cgroup_memory_usage_bytes") {
 		p := m.Labels.Get("cgroup")
-		u := model.CgroupUse{Cgroup: p, UsageBytes: int64(m.Value),
+		u := CgroupUse{Cgroup: p, UsageBytes: int64(m.Value),
 			AnonBytes:       int64(s.Value("memdoctor_cgroup_memory_anon_bytes", "cgroup", p)),
 			FileBytes:       int64(s.Value("memdoctor_cgroup_memory_file_bytes", "cgroup", p)),
 			ShmemBytes:      int64(s.Value("memdoctor_cgroup_memory_shmem_bytes", "cgroup", p)),
@@ -52,7 +51,7 @@ func cgroups(s *sample.Snapshot) model.Cgroups {
 		}
 		if o := s.Select("memdoctor_cgroup_owner_info", "cgroup", p); len(o) > 0 && o[0].Labels.Get("kind") != "" {
 			l := o[0].Labels
-			u.Owner = &model.CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
+			u.Owner = &CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
 				PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit"),
 				Namespace: l.Get("namespace"), Pod: l.Get("pod"), Container: l.Get("container")}
 		}
@@ -65,18 +64,18 @@ func cgroups(s *sample.Snapshot) model.Cgroups {
 // slabTop is how many caches the report lists.
 const slabTop = 15
 
-func slab(s *sample.Snapshot) model.SlabReport {
-	r := model.SlabReport{ReclaimableBytes: mi(s, "SReclaimable"), UnreclaimableBytes: mi(s, "SUnreclaim"), Top: []model.SlabCache{}}
+func slab(s *sample.Snapshot) SlabReport {
+	r := SlabReport{ReclaimableBytes: mi(s, "SReclaimable"), UnreclaimableBytes: mi(s, "SUnreclaim"), Top: []SlabCache{}}
 	if t := mi(s, "MemTotal"); t > 0 {
 		r.UnreclaimablePercent = 100 * float64(r.UnreclaimableBytes) / float64(t)
 	}
 	if t := r.ReclaimableBytes + r.UnreclaimableBytes; t > 0 {
 		r.UnreclaimableShare = 100 * float64(r.UnreclaimableBytes) / float64(t)
 	}
-	var all []model.SlabCache
+	var all []SlabCache
 	for _, m := range s.Select("node_slabinfo_objects") {
 		name := m.Labels.Get("slab")
-		c := model.SlabCache{Name: name, Objects: int64(m.Value),
+		c := SlabCache{Name: name, Objects: int64(m.Value),
 			ActiveObjects:   int64(s.Value("node_slabinfo_active_objects", "slab", name)),
 			ObjectSizeBytes: int64(s.Value("node_slabinfo_object_size_bytes", "slab", name))}
 		if b, ok := s.Get("memdoctor_slabinfo_size_bytes", "slab", name); ok {
@@ -101,12 +100,12 @@ func slab(s *sample.Snapshot) model.SlabReport {
 
 // CgroupDetailOf gathers what a scrape holds of one cgroup; ok is false
 // when it holds nothing of it.
-func CgroupDetailOf(s *sample.Snapshot, p string) (d model.CgroupDetail, ok bool) {
+func CgroupDetailOf(s *sample.Snapshot, p string) (d CgroupDetail, ok bool) {
 	u, ok := s.Get("memdoctor_cgroup_memory_usage_bytes", "cgroup", p)
 	if !ok {
 		return d, false
 	}
-	d = model.CgroupDetail{Cgroup: p, UsageBytes: int64(u), WorkingSetBytes: optInt(s, "memdoctor_cgroup_memory_working_set_bytes", "cgroup", p),
+	d = CgroupDetail{Cgroup: p, UsageBytes: int64(u), WorkingSetBytes: optInt(s, "memdoctor_cgroup_memory_working_set_bytes", "cgroup", p),
 		PeakBytes: optInt(s, "memdoctor_cgroup_memory_peak_bytes", "cgroup", p), SwapBytes: optInt(s, "memdoctor_cgroup_memory_swap_bytes", "cgroup", p),
 		Limits: map[string]int64{}, Stat: map[string]int64{}, Events: map[string]int64{}}
 	for name, series := range map[string]string{"max": "limit", "high": "high", "low": "low", "min": "min", "swap_max": "swap_limit"} {
@@ -146,7 +145,7 @@ func CgroupDetailOf(s *sample.Snapshot, p string) (d model.CgroupDetail, ok bool
 	}
 	if o := s.Select("memdoctor_cgroup_owner_info", "cgroup", p); len(o) > 0 && o[0].Labels.Get("kind") != "" {
 		l := o[0].Labels
-		d.Owner = &model.CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
+		d.Owner = &CgroupOwner{Kind: l.Get("kind"), Name: l.Get("name"), Runtime: l.Get("runtime"), ContainerID: l.Get("container_id"),
 			PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit"),
 			Namespace: l.Get("namespace"), Pod: l.Get("pod"), Container: l.Get("container")}
 	}
@@ -156,15 +155,15 @@ func CgroupDetailOf(s *sample.Snapshot, p string) (d model.CgroupDetail, ok bool
 // FocusCgroup keeps the report's findings about one cgroup (their subject
 // is the cgroup) and adds its detail; it returns how many other findings
 // it left out.
-func FocusCgroup(r *model.Report, s *sample.Snapshot, p string) (hidden int) {
-	var keep []model.Finding
+func FocusCgroup(r *Report, s *sample.Snapshot, p string) (hidden int) {
+	var keep []Finding
 	for _, f := range r.Findings {
 		if f.Subject == "cgroup "+p {
 			keep = append(keep, f)
 		}
 	}
 	hidden = len(r.Findings) - len(keep)
-	r.Findings = append([]model.Finding{}, keep...)
+	r.Findings = append([]Finding{}, keep...)
 	if d, ok := CgroupDetailOf(s, p); ok {
 		d.Findings = len(keep)
 		r.Cgroup = &d
@@ -185,9 +184,9 @@ func runtimeName(s *sample.Snapshot, p string) string {
 	return ""
 }
 
-// namedSummary starts a cgroup finding's summary with its owner's runtime
+// NamedSummary starts a cgroup finding's summary with its owner's runtime
 // name, when there is one.
-func namedSummary(s *sample.Snapshot, p, summary string) string {
+func NamedSummary(s *sample.Snapshot, p, summary string) string {
 	if n := runtimeName(s, p); n != "" {
 		return n + ": " + summary
 	}

@@ -1,4 +1,4 @@
-package diagnose
+package model
 
 import (
 	"math"
@@ -8,29 +8,30 @@ import (
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
-// span is a time range [From, To] in milliseconds.
-type span struct{ From, To int64 }
+// Span is a time range [From, To] in milliseconds.
+type Span struct{ From, To int64 }
 
-func (s span) days() float64 { return float64(s.To-s.From) / float64(24*time.Hour/time.Millisecond) }
+// Days is the span's length in days.
+func (s Span) Days() float64 { return float64(s.To-s.From) / float64(24*time.Hour/time.Millisecond) }
 
-// segments splits the window at reboots: wherever node_boot_time_seconds
+// Segments splits the window at reboots: wherever node_boot_time_seconds
 // changes by more than a minute (the kernel's boot time drifts by
 // fractions of a second), and at gaps longer than maxGap. No slope is ever
 // fitted across a segment boundary. Without a boot-time series the whole
 // window is one segment.
-func segments(w *sample.Window) []span {
-	all := span{w.From.UnixMilli(), w.To.UnixMilli()}
+func Segments(w *sample.Window) []Span {
+	all := Span{w.From.UnixMilli(), w.To.UnixMilli()}
 	bt := w.Get("node_boot_time_seconds")
 	if bt == nil || len(bt.Points) == 0 {
-		return []span{all}
+		return []Span{all}
 	}
-	var out []span
-	cur := span{bt.Points[0].T, bt.Points[0].T}
+	var out []Span
+	cur := Span{bt.Points[0].T, bt.Points[0].T}
 	prev := bt.Points[0].V
 	for _, p := range bt.Points[1:] {
 		if math.Abs(p.V-prev) > 60 {
 			out = append(out, cur)
-			cur = span{p.T, p.T}
+			cur = Span{p.T, p.T}
 		}
 		cur.To = p.T
 		prev = p.V
@@ -45,7 +46,7 @@ func segments(w *sample.Window) []span {
 // source has it) and the series' first and last point. Step aggregates
 // are kept for the same points.
 func ThinToEnds(w *sample.Window) func(*sample.Series) *sample.Series {
-	segs := segments(w)
+	segs := Segments(w)
 	return func(s *sample.Series) *sample.Series {
 		n := len(s.Points)
 		keep := make([]bool, n)
@@ -79,14 +80,14 @@ func ThinToEnds(w *sample.Window) func(*sample.Series) *sample.Series {
 	}
 }
 
-// lastSegment returns the newest segment.
-func lastSegment(w *sample.Window) span {
-	s := segments(w)
+// LastSegment returns the newest segment.
+func LastSegment(w *sample.Window) Span {
+	s := Segments(w)
 	return s[len(s)-1]
 }
 
-// within returns the points of s inside sp (nil-safe).
-func within(s *sample.Series, sp span) []sample.Point {
+// Within returns the points of s inside sp (nil-safe).
+func Within(s *sample.Series, sp Span) []sample.Point {
 	if s == nil {
 		return nil
 	}
@@ -95,9 +96,9 @@ func within(s *sample.Series, sp span) []sample.Point {
 	return s.Points[lo:hi]
 }
 
-// xy turns points into days since the first point and values, thinned to at
+// XY turns points into days since the first point and values, thinned to at
 // most maxN evenly spaced points (Theil–Sen is O(n²)).
-func xy(ps []sample.Point, maxN int) (xs, ys []float64) {
+func XY(ps []sample.Point, maxN int) (xs, ys []float64) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
@@ -113,9 +114,9 @@ func xy(ps []sample.Point, maxN int) (xs, ys []float64) {
 	return xs, ys
 }
 
-// increase is a counter's increase over the points, counting through
+// Increase is a counter's increase over the points, counting through
 // resets (a drop means the counter restarted from zero).
-func increase(ps []sample.Point) float64 {
+func Increase(ps []sample.Point) float64 {
 	var inc float64
 	for i := 1; i < len(ps); i++ {
 		d := ps[i].V - ps[i-1].V
@@ -127,9 +128,9 @@ func increase(ps []sample.Point) float64 {
 	return inc
 }
 
-// sumSeries adds series point by point on the timestamps of the first
+// SumSeries adds series point by point on the timestamps of the first
 // (all series of a window share the sampling times of their source).
-func sumSeries(ss []*sample.Series) *sample.Series {
+func SumSeries(ss []*sample.Series) *sample.Series {
 	if len(ss) == 0 {
 		return nil
 	}
@@ -146,8 +147,8 @@ func sumSeries(ss []*sample.Series) *sample.Series {
 	return out
 }
 
-// thinPairs keeps at most maxN evenly spaced pairs of xa, xb.
-func thinPairs(xa, xb []float64, maxN int) (ya, yb []float64) {
+// ThinPairs keeps at most maxN evenly spaced pairs of xa, xb.
+func ThinPairs(xa, xb []float64, maxN int) (ya, yb []float64) {
 	if len(xa) <= maxN {
 		return xa, xb
 	}
@@ -159,8 +160,8 @@ func thinPairs(xa, xb []float64, maxN int) (ya, yb []float64) {
 	return ya, yb
 }
 
-// align returns the values of a and b at the timestamps both have.
-func align(a, b []sample.Point) (xa, xb []float64) {
+// Align returns the values of a and b at the timestamps both have.
+func Align(a, b []sample.Point) (xa, xb []float64) {
 	byT := make(map[int64]float64, len(b))
 	for _, p := range b {
 		byT[p.T] = p.V
@@ -189,15 +190,15 @@ func LatestSnapshot(w *sample.Window, maxAge time.Duration) *sample.Snapshot {
 	return s
 }
 
-// warmUp is how long after a boot a host's memory may still be filling
+// WarmUp is how long after a boot a host's memory may still be filling
 // (page cache, database pools, the cgroups of a day's jobs): a decline or
 // growth in that time is not yet judged.
-const warmUp = 3 * 24 * time.Hour
+const WarmUp = 3 * 24 * time.Hour
 
-// bootedAt says whether segment sp starts at a boot (within an hour of
+// BootedAt says whether segment sp starts at a boot (within an hour of
 // node_boot_time_seconds) and how long it has run since.
-func bootedAt(w *sample.Window, sp span) (since time.Duration, ok bool) {
-	bt := within(w.Get("node_boot_time_seconds"), sp)
+func BootedAt(w *sample.Window, sp Span) (since time.Duration, ok bool) {
+	bt := Within(w.Get("node_boot_time_seconds"), sp)
 	if len(bt) == 0 {
 		return 0, false
 	}
@@ -208,10 +209,10 @@ func bootedAt(w *sample.Window, sp span) (since time.Duration, ok bool) {
 	return time.Duration(sp.To-int64(bt[0].V*1000)) * time.Millisecond, true
 }
 
-// paidBack says whether a count falls back by at least a quarter of its
+// PaidBack says whether a count falls back by at least a quarter of its
 // range after some peak: what a working kernel does with cgroups it frees
 // (a leak only ever grows, up to noise).
-func paidBack(ps []sample.Point) bool {
+func PaidBack(ps []sample.Point) bool {
 	if len(ps) == 0 {
 		return false
 	}

@@ -1,11 +1,10 @@
-package diagnose_test
+package model_test
 
 import (
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
@@ -25,7 +24,7 @@ func TestUnexplainedParts(t *testing.T) {
 	s.Add("memdoctor_page_size_bytes", 4096)
 	s.Add("node_vmstat_nr_memmap_pages", 1024)
 	s.Add("node_vmstat_nr_iommu_pages", 2048)
-	a := diagnose.Analyze(s, "test").Accounting
+	a := model.Analyze(s, "test").Accounting
 	var rest *model.Category
 	var known int64
 	for i, c := range a.Categories {
@@ -62,7 +61,7 @@ func TestUnexplainedParts(t *testing.T) {
 	s2.Add("node_memory_MemTotal_bytes", 4*gib)
 	s2.Add("node_memory_MemFree_bytes", 3*gib)
 	s2.Add("node_memory_VmallocUsed_bytes", 2*gib)
-	a2 := diagnose.Analyze(s2, "test").Accounting
+	a2 := model.Analyze(s2, "test").Accounting
 	for _, c := range a2.Categories {
 		if c.Name != "unexplained" {
 			continue

@@ -1,7 +1,6 @@
-package diagnose
+package model
 
 import (
-	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -9,14 +8,14 @@ import (
 // beyond 8 EiB) is 0 here and named by meminfoInvalid.
 func mi(s *sample.Snapshot, key string) int64 {
 	v := s.Value("node_memory_" + key + "_bytes")
-	if !(v >= 0 && v < maxBytes) {
+	if !(v >= 0 && v < MaxBytes) {
 		return 0
 	}
 	return int64(v)
 }
 
-func accounting(s *sample.Snapshot) model.Accounting {
-	a := model.Accounting{
+func accounting(s *sample.Snapshot) Accounting {
+	a := Accounting{
 		TotalBytes:     mi(s, "MemTotal"),
 		AvailableBytes: mi(s, "MemAvailable"),
 		FreeBytes:      mi(s, "MemFree"),
@@ -38,7 +37,7 @@ func accounting(s *sample.Snapshot) model.Accounting {
 	if !s.Has("node_memory_Hugetlb_bytes") {
 		hugetlb = int64(s.Value("node_memory_HugePages_Total") * s.Value("node_memory_Hugepagesize_bytes"))
 	}
-	cats := []model.Category{
+	cats := []Category{
 		{Name: "free", Bytes: a.FreeBytes, Reclaimable: true, Source: "MemFree"},
 		{Name: "anon", Bytes: mi(s, "AnonPages"), Source: "AnonPages"},
 		{Name: "page_cache_active", Bytes: mi(s, "Active_file"), Reclaimable: true, Source: "Active(file)"},
@@ -60,7 +59,7 @@ func accounting(s *sample.Snapshot) model.Accounting {
 	if other < 0 {
 		other = 0
 	}
-	cats = append(cats, model.Category{Name: "unexplained", Bytes: other, Source: model.UnexplainedSource, Parts: unexplainedParts(s, other)})
+	cats = append(cats, Category{Name: "unexplained", Bytes: other, Source: UnexplainedSource, Parts: unexplainedParts(s, other)})
 	for i := range cats {
 		if a.TotalBytes > 0 {
 			cats[i].Percent = 100 * float64(cats[i].Bytes) / float64(a.TotalBytes)
@@ -78,8 +77,8 @@ func accounting(s *sample.Snapshot) model.Accounting {
 
 // unexplainedParts attributes what meminfo can within the unexplained
 // bytes, each part at most what is left.
-func unexplainedParts(s *sample.Snapshot, other int64) []model.Category {
-	var parts []model.Category
+func unexplainedParts(s *sample.Snapshot, other int64) []Category {
+	var parts []Category
 	left := other
 	add := func(name string, b int64, src string) {
 		b = min(b, left)
@@ -87,7 +86,7 @@ func unexplainedParts(s *sample.Snapshot, other int64) []model.Category {
 			return
 		}
 		left -= b
-		parts = append(parts, model.Category{Name: name, Bytes: b, Source: src})
+		parts = append(parts, Category{Name: name, Bytes: b, Source: src})
 	}
 	add("vmalloc", mi(s, "VmallocUsed"), "VmallocUsed (an upper bound: it includes vmapped kernel stacks)")
 	if s.Has("node_memory_KReclaimable_bytes") {
@@ -101,7 +100,7 @@ func unexplainedParts(s *sample.Snapshot, other int64) []model.Category {
 	add("memmap_runtime", int64(s.Value("node_vmstat_nr_memmap_pages"))*ps, "vmstat nr_memmap_pages: struct pages allocated after boot (memory hotplug), 6.7+")
 	add("iommu_page_tables", int64(s.Value("node_vmstat_nr_iommu_pages"))*ps, "vmstat nr_iommu_pages: IOMMU page tables, 6.9+")
 	if len(parts) > 0 {
-		parts = append(parts, model.Category{Name: "not_in_meminfo", Bytes: left,
+		parts = append(parts, Category{Name: "not_in_meminfo", Bytes: left,
 			Source: "driver pages (alloc_pages), balloon, per-CPU free lists, mlocked or ramfs page cache, pages in transit"})
 	}
 	return parts
@@ -110,7 +109,7 @@ func unexplainedParts(s *sample.Snapshot, other int64) []model.Category {
 // usedMissing says why used memory cannot be given as a number, or "" when
 // it can: MemTotal missing or 0, MemAvailable unknown, or a meminfo value
 // that cannot be (then used could come out below zero or above the total).
-func usedMissing(s *sample.Snapshot, a model.Accounting) string {
+func usedMissing(s *sample.Snapshot, a Accounting) string {
 	switch {
 	case a.Invalid != "":
 		return "not computed from impossible data (" + a.Invalid + ")"

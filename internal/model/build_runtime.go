@@ -1,4 +1,4 @@
-package diagnose
+package model
 
 // The language runtimes' garbage collectors, from the normalised
 // memdoctor_runtime_* series (internal/runtimes maps each runtime's own
@@ -20,18 +20,16 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/memdoctor/memdoctor/internal/format"
-	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
 // Normalised runtime series names (see internal/runtimes).
 const (
-	rtInfo      = "memdoctor_runtime_info"
-	rtGCSeconds = "memdoctor_runtime_gc_seconds_total"
-	rtColl      = "memdoctor_runtime_gc_collections_total"
-	rtInduced   = "memdoctor_runtime_gc_induced_total"
-	rtLive      = "memdoctor_runtime_heap_live_bytes"
+	RTInfo      = "memdoctor_runtime_info"
+	RTGCSeconds = "memdoctor_runtime_gc_seconds_total"
+	RTColl      = "memdoctor_runtime_gc_collections_total"
+	RTInduced   = "memdoctor_runtime_gc_induced_total"
+	RTLive      = "memdoctor_runtime_heap_live_bytes"
 	rtCommitted = "memdoctor_runtime_heap_committed_bytes"
 	rtLimit     = "memdoctor_runtime_heap_limit_bytes"
 	rtResident  = "memdoctor_runtime_resident_bytes"
@@ -44,39 +42,39 @@ const (
 	rtPending   = "memdoctor_runtime_gc_pending_bytes"
 	rtPendLimit = "memdoctor_runtime_gc_pending_limit_bytes"
 	rtLargeAllo = "memdoctor_runtime_gc_large_allocated_bytes_total"
-	rtLargeTrig = "memdoctor_runtime_gc_large_triggered_total"
+	RTLargeTrig = "memdoctor_runtime_gc_large_triggered_total"
 )
 
-// runtimeSeries lists every normalised series, for rules' Reads.
-var runtimeSeries = []string{rtInfo, rtGCSeconds, rtColl, rtInduced, rtLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated, rtPending, rtPendLimit, rtLargeAllo, rtLargeTrig}
+// RuntimeSeries lists every normalised series, for rules' Reads.
+var RuntimeSeries = []string{RTInfo, RTGCSeconds, RTColl, RTInduced, RTLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated, rtPending, rtPendLimit, rtLargeAllo, RTLargeTrig}
 
 // RuntimesOf builds the runtime models of a snapshot, one per target.
-func RuntimesOf(s *sample.Snapshot) []model.Runtime {
-	byTarget := map[string]*model.Runtime{}
+func RuntimesOf(s *sample.Snapshot) []Runtime {
+	byTarget := map[string]*Runtime{}
 	var order []string
-	get := func(l sample.Labels) *model.Runtime {
+	get := func(l sample.Labels) *Runtime {
 		t := l.Get("target")
 		r, ok := byTarget[t]
 		if !ok {
 			pid, _ := strconv.Atoi(l.Get("pid"))
-			r = &model.Runtime{Target: t, Runtime: l.Get("runtime"), PID: pid, Comm: l.Get("comm")}
+			r = &Runtime{Target: t, Runtime: l.Get("runtime"), PID: pid, Comm: l.Get("comm")}
 			byTarget[t] = r
 			order = append(order, t)
 		}
 		return r
 	}
 	f := func(v float64) *float64 { return &v }
-	for _, m := range s.Select(rtInfo) {
+	for _, m := range s.Select(RTInfo) {
 		r := get(m.Labels)
 		r.Version, r.Source, r.Also = m.Labels.Get("version"), m.Labels.Get("source"), m.Labels.Get("also")
 	}
-	for _, name := range runtimeSeries[1:] {
+	for _, name := range RuntimeSeries[1:] {
 		for _, m := range s.Select(name) {
 			r := get(m.Labels)
 			switch name {
-			case rtGCSeconds:
+			case RTGCSeconds:
 				r.GCSeconds = f(m.Value)
-			case rtColl:
+			case RTColl:
 				switch m.Labels.Get("generation") {
 				case "young":
 					r.YoungCollections = f(m.Value)
@@ -85,12 +83,12 @@ func RuntimesOf(s *sample.Snapshot) []model.Runtime {
 				case "full":
 					r.FullCollections = f(m.Value)
 				}
-			case rtInduced:
+			case RTInduced:
 				if r.Induced == nil {
 					r.Induced = map[string]float64{}
 				}
 				r.Induced[m.Labels.Get("cause")] += m.Value
-			case rtLive:
+			case RTLive:
 				r.HeapLiveBytes = f(m.Value)
 			case rtCommitted:
 				r.HeapCommittedBytes = f(m.Value)
@@ -112,7 +110,7 @@ func RuntimesOf(s *sample.Snapshot) []model.Runtime {
 				r.AllocatedBytes = f(m.Value)
 			case rtLargeAllo:
 				r.LargeAllocatedBytes = f(m.Value)
-			case rtLargeTrig:
+			case RTLargeTrig:
 				if m.Labels.Get("generation") == "old" {
 					r.LargeTriggeredOld = f(m.Value)
 				}
@@ -129,7 +127,7 @@ func RuntimesOf(s *sample.Snapshot) []model.Runtime {
 			}
 		}
 	}
-	out := make([]model.Runtime, 0, len(order))
+	out := make([]Runtime, 0, len(order))
 	for _, t := range order {
 		r := byTarget[t]
 		if r.UptimeSeconds > 1 {
@@ -141,19 +139,20 @@ func RuntimesOf(s *sample.Snapshot) []model.Runtime {
 	return out
 }
 
-func val(p *float64) float64 {
+// OrZero is *p, or 0 when p is nil.
+func OrZero(p *float64) float64 {
 	if p == nil {
 		return 0
 	}
 	return *p
 }
 
-func lifetime(r *model.Runtime) *model.GCRates {
-	g := &model.GCRates{Seconds: r.UptimeSeconds, GCSeconds: val(r.GCSeconds), Young: val(r.YoungCollections),
-		Old: val(r.OldCollections), Full: val(r.FullCollections), Induced: r.Induced,
-		CollectedYoung: val(r.CollectedYoung), CollectedOld: val(r.CollectedOld),
-		PromotedBytes: val(r.PromotedBytes), AllocatedBytes: val(r.AllocatedBytes),
-		LargeAllocatedBytes: val(r.LargeAllocatedBytes), LargeTriggeredOld: val(r.LargeTriggeredOld)}
+func lifetime(r *Runtime) *GCRates {
+	g := &GCRates{Seconds: r.UptimeSeconds, GCSeconds: OrZero(r.GCSeconds), Young: OrZero(r.YoungCollections),
+		Old: OrZero(r.OldCollections), Full: OrZero(r.FullCollections), Induced: r.Induced,
+		CollectedYoung: OrZero(r.CollectedYoung), CollectedOld: OrZero(r.CollectedOld),
+		PromotedBytes: OrZero(r.PromotedBytes), AllocatedBytes: OrZero(r.AllocatedBytes),
+		LargeAllocatedBytes: OrZero(r.LargeAllocatedBytes), LargeTriggeredOld: OrZero(r.LargeTriggeredOld)}
 	if r.GCSeconds != nil {
 		sh := *r.GCSeconds / r.UptimeSeconds
 		g.GCTimeShare = &sh
@@ -164,7 +163,7 @@ func lifetime(r *model.Runtime) *model.GCRates {
 // between computes the rates from an earlier reading a to a later one b. A
 // counter absent from a (a label set that appeared since) counts from 0;
 // one that fell (a restart) counts from its new value.
-func between(a, b *model.Runtime, seconds float64) *model.GCRates {
+func between(a, b *Runtime, seconds float64) *GCRates {
 	inc := func(x, y *float64) float64 {
 		switch {
 		case y == nil:
@@ -174,7 +173,7 @@ func between(a, b *model.Runtime, seconds float64) *model.GCRates {
 		}
 		return *y - *x
 	}
-	g := &model.GCRates{Seconds: seconds, GCSeconds: inc(a.GCSeconds, b.GCSeconds), Young: inc(a.YoungCollections, b.YoungCollections),
+	g := &GCRates{Seconds: seconds, GCSeconds: inc(a.GCSeconds, b.GCSeconds), Young: inc(a.YoungCollections, b.YoungCollections),
 		Old: inc(a.OldCollections, b.OldCollections), Full: inc(a.FullCollections, b.FullCollections),
 		CollectedYoung: inc(a.CollectedYoung, b.CollectedYoung), CollectedOld: inc(a.CollectedOld, b.CollectedOld),
 		PromotedBytes: inc(a.PromotedBytes, b.PromotedBytes), AllocatedBytes: inc(a.AllocatedBytes, b.AllocatedBytes),
@@ -198,16 +197,16 @@ func between(a, b *model.Runtime, seconds float64) *model.GCRates {
 		g.LargeObjectGrowthBytes = &d
 	}
 	if b.GCPendingBytes != nil {
-		m := max(val(a.GCPendingBytes), *b.GCPendingBytes)
+		m := max(OrZero(a.GCPendingBytes), *b.GCPendingBytes)
 		g.PendingMaxBytes = &m
 	}
 	return g
 }
 
-// intervalRates fills the runtimes' Recent rates from the change of their
+// IntervalRates fills the runtimes' Recent rates from the change of their
 // counters since an earlier reading of the same host.
-func intervalRates(h *model.Host, earlier *sample.Snapshot) {
-	prev := map[string]model.Runtime{}
+func IntervalRates(h *Host, earlier *sample.Snapshot) {
+	prev := map[string]Runtime{}
 	for _, r := range RuntimesOf(earlier) {
 		prev[r.Target] = r
 	}
@@ -219,15 +218,15 @@ func intervalRates(h *model.Host, earlier *sample.Snapshot) {
 	}
 }
 
-// windowRates fills the runtimes' Recent rates from a window.
-func windowRates(h *model.Host, w *sample.Window) {
+// WindowRates fills the runtimes' Recent rates from a window.
+func WindowRates(h *Host, w *sample.Window) {
 	if w == nil {
 		return
 	}
-	if rr, ok := currentReclaim(w); ok && rr.seconds > 0 {
-		setRates(&h.Reclaim, rr.seconds, map[string]float64{
-			"kswapd_low_wmark_hit_quickly": rr.nHits, "allocstall": rr.nStalls, "pgscan_direct": rr.nScans})
-		h.Reclaim.PSISomePercent, h.Reclaim.PSIFullPercent = rr.psiSome, rr.psiFull
+	if rr, ok := currentReclaim(w); ok && rr.Seconds > 0 {
+		setRates(&h.Reclaim, rr.Seconds, map[string]float64{
+			"kswapd_low_wmark_hit_quickly": rr.NHits, "allocstall": rr.NStalls, "pgscan_direct": rr.NScans})
+		h.Reclaim.PSISomePercent, h.Reclaim.PSIFullPercent = rr.PSISome, rr.PSIFull
 	}
 	for i := range h.Runtimes {
 		r := &h.Runtimes[i]
@@ -237,11 +236,15 @@ func windowRates(h *model.Host, w *sample.Window) {
 	}
 }
 
+// GCTimeWarn is the share of time in GC that gc_time_high warns at; a
+// window's parts above it are counted for that rule.
+const GCTimeWarn = 0.05
+
 // gcWindowParts is how many parts a window is cut into to judge whether GC
 // time was high throughout.
 const gcWindowParts = 6
 
-func windowGC(w *sample.Window, target string) *model.GCRates {
+func windowGC(w *sample.Window, target string) *GCRates {
 	ser := func(name string, match ...string) *sample.Series {
 		ss := w.Select(name, append([]string{"target", target}, match...)...)
 		if len(ss) == 0 {
@@ -260,48 +263,48 @@ func windowGC(w *sample.Window, target string) *model.GCRates {
 	if to <= from {
 		return nil
 	}
-	g := &model.GCRates{Seconds: float64(to-from) / 1000}
-	if s := ser(rtGCSeconds); s != nil && len(s.Points) >= 2 {
-		g.GCSeconds = increase(s.Points)
+	g := &GCRates{Seconds: float64(to-from) / 1000}
+	if s := ser(RTGCSeconds); s != nil && len(s.Points) >= 2 {
+		g.GCSeconds = Increase(s.Points)
 		span := float64(s.Points[len(s.Points)-1].T-s.Points[0].T) / 1000
 		if span > 0 {
 			sh := g.GCSeconds / span
 			g.GCTimeShare = &sh
-			g.PartsAboveGCThreshold = partsAbove(s.Points, gcTimeWarn)
+			g.PartsAboveGCThreshold = partsAbove(s.Points, GCTimeWarn)
 		}
 	}
-	if s := ser(rtColl, "generation", "young"); s != nil {
-		g.Young = increase(s.Points)
+	if s := ser(RTColl, "generation", "young"); s != nil {
+		g.Young = Increase(s.Points)
 	}
-	if s := ser(rtColl, "generation", "old"); s != nil {
-		g.Old = increase(s.Points)
+	if s := ser(RTColl, "generation", "old"); s != nil {
+		g.Old = Increase(s.Points)
 	}
-	if s := ser(rtColl, "generation", "full"); s != nil {
-		g.Full = increase(s.Points)
+	if s := ser(RTColl, "generation", "full"); s != nil {
+		g.Full = Increase(s.Points)
 	}
 	if s := ser(rtPromoted); s != nil {
-		g.PromotedBytes = increase(s.Points)
+		g.PromotedBytes = Increase(s.Points)
 	}
 	if s := ser(rtAllocated); s != nil {
-		g.AllocatedBytes = increase(s.Points)
+		g.AllocatedBytes = Increase(s.Points)
 	}
 	if s := ser(rtCollected, "generation", "young"); s != nil {
-		g.CollectedYoung = increase(s.Points)
+		g.CollectedYoung = Increase(s.Points)
 	}
 	if s := ser(rtLargeAllo); s != nil {
-		g.LargeAllocatedBytes = increase(s.Points)
+		g.LargeAllocatedBytes = Increase(s.Points)
 	}
-	if s := ser(rtLargeTrig, "generation", "old"); s != nil {
-		g.LargeTriggeredOld = increase(s.Points)
+	if s := ser(RTLargeTrig, "generation", "old"); s != nil {
+		g.LargeTriggeredOld = Increase(s.Points)
 	}
 	if s := ser(rtCollected, "generation", "old"); s != nil {
-		g.CollectedOld = increase(s.Points)
+		g.CollectedOld = Increase(s.Points)
 	}
-	for _, s := range w.Select(rtInduced, "target", target) {
+	for _, s := range w.Select(RTInduced, "target", target) {
 		if g.Induced == nil {
 			g.Induced = map[string]float64{}
 		}
-		g.Induced[s.Labels.Get("cause")] += increase(s.Points)
+		g.Induced[s.Labels.Get("cause")] += Increase(s.Points)
 	}
 	if s := ser(rtPending); s != nil && len(s.Points) > 0 {
 		m := s.Points[0].V
@@ -329,27 +332,10 @@ func partsAbove(ps []sample.Point, threshold float64) *float64 {
 		lo := k * (len(ps) - 1) / n
 		hi := (k + 1) * (len(ps) - 1) / n
 		secs := float64(ps[hi].T-ps[lo].T) / 1000
-		if secs > 0 && increase(ps[lo:hi+1])/secs > threshold {
+		if secs > 0 && Increase(ps[lo:hi+1])/secs > threshold {
 			above++
 		}
 	}
 	v := float64(above) / float64(n)
 	return &v
-}
-
-// runtimeSubject names a runtime target for a finding.
-func runtimeSubject(r *model.Runtime) string {
-	if r.PID > 0 && r.Comm != "" {
-		s := r.Runtime + " process " + r.Comm + " (pid " + strconv.Itoa(r.PID) + ")"
-		if u := r.URL(); u != "" {
-			s += " at " + u
-		}
-		return s
-	}
-	return r.Runtime + " runtime at " + r.Target
-}
-
-// spanWords says what span a rate covers.
-func spanWords(g *model.GCRates) string {
-	return "over " + format.ClockSeconds(g.Seconds)
 }
