@@ -50,8 +50,9 @@ var allowed = map[string][]string{
 	// One memory cgroup's files, which cgroups to read, and who a cgroup
 	// path belongs to (its names from the runtimes' state, read with safeio).
 	"cgroups": {"procfs", "safeio"},
-	// A .NET process' GC through its diagnostics socket (found with safeio).
-	"dotnet": {"safeio"},
+	// A .NET process' GC through its diagnostics socket (found with safeio;
+	// the process' status, environment and stat read with procfs).
+	"dotnet": {"procfs", "safeio"},
 	// Collection reads this host and turns it into samples.
 	"runtimes": {"dotnet", "httpsafe", "procfs", "redact", "safeio", "sample"},
 	"collect":  {"cgroups", "heapprof", "inject", "procfs", "runtimes", "sample", "preload"},

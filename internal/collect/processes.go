@@ -336,8 +336,8 @@ func collectProcesses(c *ctx) error {
 					arenas = n
 				}
 				c.add("memdoctor_process_malloc_arenas", float64(arenas), l...)
-				if env := c.environ(p.pid); env.arenaMaxSet {
-					c.add("memdoctor_process_malloc_arena_max", float64(env.arenaMax), l...)
+				if env := c.environ(p.pid); env.ArenaMaxSet {
+					c.add("memdoctor_process_malloc_arena_max", float64(env.ArenaMax), l...)
 				}
 			}
 			collectAllocator(c, p, maps, l)
