@@ -72,7 +72,7 @@ var allowed = map[string][]string{
 	// result is heapprof's dump; inject opens the target's mapped files.
 	"leaktrace": {"elfsym", "heapprof", "inject", "procfs", "safeio"},
 	// Storage and sources of samples.
-	"store":  {"sample"},
+	"store":  {"procfs", "sample"}, // procfs: who holds the lock (/proc/locks)
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
 	"record": {"cgroups", "cgtrace", "collect", "diagnose", "format", "model", "procfs", "runtimes", "sample", "store"},
 	// The stable JSON schema (check --json): data only, no judging.

@@ -411,7 +411,7 @@ func countArenas(live bool, pid int, maps []procfs.Mapping) (arenas int, ok bool
 	if !live {
 		return 0, false
 	}
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
+	f, err := procfs.OpenMem(pid, os.O_RDONLY)
 	if err != nil {
 		return 0, false
 	}
@@ -419,7 +419,7 @@ func countArenas(live bool, pid int, maps []procfs.Mapping) (arenas int, ok bool
 	// A page is read only when pagemap says it is in memory: a page swapped
 	// out would be read back in, and one a userfaultfd handler serves could
 	// block the read until the handler answers.
-	pm, err := os.Open("/proc/" + strconv.Itoa(pid) + "/pagemap")
+	pm, err := procfs.OpenPagemap(pid)
 	if err != nil {
 		return 0, false
 	}
