@@ -55,8 +55,9 @@ var allowed = map[string][]string{
 	// Who a cgroup belongs to: the one type cgroups fills and the report's
 	// schema carries (a leaf: the schema never reads the host).
 	"cgroups/owner": nil,
-	// A .NET process' GC through its diagnostics socket (found with safeio).
-	"dotnet": {"safeio"},
+	// A .NET process' GC through its diagnostics socket (found with safeio;
+	// the process' status, environment and stat read with procfs).
+	"dotnet": {"procfs", "safeio"},
 	// Collection reads this host and turns it into samples.
 	"runtimes": {"dotnet", "httpsafe", "procfs", "redact", "safeio", "sample"},
 	"collect":  {"cgroups", "heapprof", "inject", "procfs", "runtimes", "sample", "preload"},
@@ -78,7 +79,7 @@ var allowed = map[string][]string{
 	// result is heapprof's dump; inject opens the target's mapped files.
 	"leaktrace": {"elfsym", "heapprof", "inject", "procfs", "safeio"},
 	// Storage and sources of samples.
-	"store":  {"sample"},
+	"store":  {"procfs", "sample"}, // procfs: who holds the lock (/proc/locks)
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
 	"record": {"cgroups", "cgtrace", "collect", "diagnose", "format", "model", "procfs", "runtimes", "sample", "store"},
 	// The stable JSON schema (check --json): data only, no judging.

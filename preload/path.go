@@ -48,6 +48,27 @@ func ExpandStatsPath(pattern string, pid int) (path string, ok bool) {
 	return string(out), true
 }
 
+// StatsVar is the variable that asks the library for its stats file
+// (README.md "Environment"): the one variable of another process' environment
+// memdoctor needs to find that file.
+const StatsVar = "MEMDOCTOR_STATS"
+
+// StatsPathFromEnv is the stats file a process writes, from its initial
+// environment (lookup returns a variable's first value, as getenv finds
+// it) and the pid it sees as its own: MEMDOCTOR_STATS expanded as the
+// library expands it (ExpandStatsPath). set is false when the variable is
+// unset or empty; ok is false when the library writes no stats (unset, or
+// a pattern it refuses). The path is as the process sees it: below its
+// root, or relative to its working directory.
+func StatsPathFromEnv(lookup func(name string) (string, bool), ownPID int) (path string, set, ok bool) {
+	pattern, found := lookup(StatsVar)
+	if !found || pattern == "" {
+		return "", false, false
+	}
+	path, ok = ExpandStatsPath(pattern, ownPID)
+	return path, true, ok
+}
+
 // The heap profile's variables (README.md "Heap profile") and the path the
 // library writes to when MEMDOCTOR_PROFILE_PATH is unset.
 const (

@@ -93,3 +93,28 @@ func TestExpandStatsPath(t *testing.T) {
 		}
 	}
 }
+
+// StatsPathFromEnv: unset and empty say "not set"; a pattern the library
+// refuses is set but gives no file; the others expand with the process'
+// own pid.
+func TestStatsPathFromEnv(t *testing.T) {
+	for _, c := range []struct {
+		env          map[string]string
+		path         string
+		set, written bool
+	}{
+		{map[string]string{}, "", false, false},
+		{map[string]string{StatsVar: ""}, "", false, false},
+		{map[string]string{"OTHER": "/x"}, "", false, false},
+		{map[string]string{StatsVar: "/run/s.%p"}, "/run/s.7", true, true},
+		{map[string]string{StatsVar: "rel/%%%p"}, "rel/%7", true, true},
+		{map[string]string{StatsVar: "/run/%d"}, "", true, false},
+		{map[string]string{StatsVar: "/" + strings.Repeat("a", pathMax)}, "", true, false},
+	} {
+		lookup := func(name string) (string, bool) { v, ok := c.env[name]; return v, ok }
+		path, set, ok := StatsPathFromEnv(lookup, 7)
+		if path != c.path || set != c.set || ok != c.written {
+			t.Errorf("%q: %q set %v ok %v, want %q %v %v", c.env, path, set, ok, c.path, c.set, c.written)
+		}
+	}
+}

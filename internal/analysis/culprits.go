@@ -10,6 +10,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/cgtrace"
 	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/pagescan"
+	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -42,7 +43,7 @@ func (f *Culprits) before(ctx context.Context, live bool, progress io.Writer) er
 	default:
 		return fmt.Errorf("--trace-method %q: want bpf or tracefs", f.TraceMethod)
 	}
-	t, err := cgtrace.Start(ctx, cgtrace.Options{Duration: f.Trace, Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: f.TraceMethod})
+	t, err := cgtrace.Start(ctx, cgtrace.Options{Duration: f.Trace, Hierarchy: cgtrace.MemoryHierarchyID(procfs.ProcMount), Method: f.TraceMethod})
 	if err != nil {
 		f.notes = append(f.notes, sample.Note{Source: "cgroup trace", Message: err.Error(),
 			Hides: "who creates and removes the memory cgroups", Fix: "run as root on a kernel with BTF, or mount tracefs"})
@@ -88,7 +89,7 @@ func (f *Culprits) after(ctx context.Context, live bool, s *sample.Snapshot) ([]
 // could not do becomes notes, never an error.
 func pageScan(ctx context.Context, s *sample.Snapshot, timeout time.Duration) []sample.Note {
 	const src = "proc/kpagecgroup"
-	h, err := pagescan.FindMemoryHierarchy("/proc")
+	h, err := pagescan.FindMemoryHierarchy(procfs.ProcMount)
 	if err != nil {
 		return []sample.Note{{Source: src, Message: err.Error(), Hides: "what pins the dying cgroups"}}
 	}
@@ -100,7 +101,7 @@ func pageScan(ctx context.Context, s *sample.Snapshot, timeout time.Duration) []
 		}
 		return []sample.Note{n}
 	}
-	rep := pagescan.Attribute(res, h, "/proc")
+	rep := pagescan.Attribute(res, h, procfs.ProcMount)
 	rep.AddTo(s)
 	var notes []sample.Note
 	if !res.Complete {

@@ -230,9 +230,9 @@ func Apply(root string, p *Plan, wait time.Duration) (*Result, error) {
 	start := time.Now()
 	for _, t := range p.Targets {
 		o := Outcome{Target: t}
-		file := filepath.Join(root, filepath.FromSlash(p.Mount), filepath.FromSlash(t.Path), "memory.reclaim")
+		dir := filepath.Join(root, filepath.FromSlash(p.Mount), filepath.FromSlash(t.Path))
 		for left := t.Bytes; left > 0 && time.Since(start) < wait; left -= chunk {
-			err := writeReclaim(file, min(left, chunk), wait-time.Since(start))
+			err := cgroups.Reclaim(dir, min(left, chunk), wait-time.Since(start))
 			if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
 				o.Partial = true
 				break
@@ -247,7 +247,7 @@ func Apply(root string, p *Plan, wait time.Duration) (*Result, error) {
 		}
 		if n, err := readDying(f, p.Mount); err == nil && n > 0 && o.Error == "" && time.Since(start) < wait {
 			// The second pass: the shrinkers (see the package doc).
-			err := writeReclaim(file, max(t.Slab, slab), wait-time.Since(start))
+			err := cgroups.Reclaim(dir, max(t.Slab, slab), wait-time.Since(start))
 			if err != nil && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EINTR) {
 				o.Error = err.Error()
 			}

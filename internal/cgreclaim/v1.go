@@ -83,8 +83,8 @@ func applyV1(root string, p *Plan, wait time.Duration) (*Result, error) {
 			r.Outcomes = append(r.Outcomes, o)
 			continue
 		}
-		file := filepath.Join(root, filepath.FromSlash(p.Mount), filepath.FromSlash(t.Path), "memory.force_empty")
-		if err := writeReclaim(file, 0, wait-time.Since(start)); err != nil {
+		dir := filepath.Join(root, filepath.FromSlash(p.Mount), filepath.FromSlash(t.Path))
+		if err := cgroups.ForceEmpty(dir, wait-time.Since(start)); err != nil {
 			if errors.Is(err, syscall.EINTR) {
 				o.Partial = true
 			} else {

@@ -52,6 +52,41 @@ func (s CgroupStat) DyingMemory() (n int64, exact, ok bool) {
 	return v, false, ok
 }
 
+// StatCount is one of cgroup.stat's counts of the hierarchy below a
+// cgroup: Key as the kernel names it (nr_descendants,
+// nr_dying_descendants, nr_subsys_<controller>,
+// nr_dying_subsys_<controller>); Subsys names the controller of a
+// per-controller count, and Dying says the count is of removed cgroups the
+// kernel still holds.
+type StatCount struct {
+	Key    string
+	Subsys string
+	Dying  bool
+	Value  int64
+}
+
+// Counts lists the file's counts of cgroups in its order (other keys are
+// left out).
+func (s CgroupStat) Counts() []StatCount {
+	var out []StatCount
+	for _, k := range s.Keys {
+		c := StatCount{Key: k, Value: s.Num[k]}
+		switch {
+		case k == "nr_descendants":
+		case k == "nr_dying_descendants":
+			c.Dying = true
+		case strings.HasPrefix(k, "nr_dying_subsys_"):
+			c.Dying, c.Subsys = true, strings.TrimPrefix(k, "nr_dying_subsys_")
+		case strings.HasPrefix(k, "nr_subsys_"):
+			c.Subsys = strings.TrimPrefix(k, "nr_subsys_")
+		default:
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // MemoryStat is a memory.stat file, its keys as the kernel names them.
 type MemoryStat struct{ procfs.KV }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // Tracer is a trace that runs until closed (record --trace): Take returns
@@ -58,7 +60,7 @@ const tracefsPoll = 100 * time.Millisecond
 // used.
 func Start(ctx context.Context, opt Options) (*Tracer, error) {
 	if opt.Proc == "" {
-		opt.Proc = "/proc"
+		opt.Proc = procfs.ProcMount
 	}
 	t := &Tracer{opt: opt, agg: newAggregator(opt), done: make(chan struct{})}
 	if opt.Method == "" || opt.Method == "bpf" {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/cgroups"
+	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -257,6 +258,7 @@ type creatorKey struct{ comm, unit string }
 // aggregator sums events per creator.
 type aggregator struct {
 	opt      Options
+	procFS   procfs.FS // opt.Proc, read through procfs
 	events   int64
 	kept     int64
 	creators map[creatorKey]*Creator
@@ -282,7 +284,7 @@ type proc struct {
 
 func newAggregator(opt Options) *aggregator {
 	return &aggregator{opt: opt, creators: map[creatorKey]*Creator{}, units: map[int]proc{}, fast: map[fastKey]*Creator{}, named: map[cgtraceCreatorKey]Creator{}, stalls: map[stallKey]*stallAgg{},
-		memcgs: newMemcgPaths(opt.Proc), memHier: MemoryHierarchyID(opt.Proc)}
+		memcgs: newMemcgPaths(opt.Proc), memHier: MemoryHierarchyID(opt.Proc), procFS: procfs.NewProcFS(opt.Proc)}
 }
 
 // maxUnitCache bounds the pid → unit cache (a runner forking per job).
@@ -403,8 +405,8 @@ func (a *aggregator) creatorOf(e Event) *Creator {
 	}
 	if c == nil {
 		c = &Creator{Comm: e.Comm, Unit: unit, Cgroup: p.memcg, Example: e.Path}
-		if b, err := os.ReadFile(fmt.Sprintf("%s/%d/comm", a.opt.Proc, e.PPID)); e.PPID > 0 && err == nil {
-			c.Parent = strings.TrimSpace(string(b))
+		if comm, err := a.procFS.ProcComm(e.PPID); e.PPID > 0 && err == nil {
+			c.Parent = strings.TrimSpace(comm)
 		}
 		a.creators[k] = c
 	}
@@ -446,21 +448,11 @@ func (a *aggregator) procOf(pid, ppid int, memcgID uint64) proc {
 
 // ppidOf reads the parent's pid from /proc/PID/stat (0 when gone).
 func (a *aggregator) ppidOf(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("%s/%d/stat", a.opt.Proc, pid))
+	st, err := a.procFS.ProcStat(pid)
 	if err != nil {
 		return 0
 	}
-	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[1])
-	return n
+	return st.PPID
 }
 
 // cgroupsOf reads the process' cgroup: its systemd unit (the innermost

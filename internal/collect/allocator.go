@@ -6,7 +6,7 @@ package collect
 // PATH; the newest line gives the in-use heap, the free heap and the
 // arenas, and the newest trim line how long a trim takes.
 //
-// PATH is expanded as the library expands it (preload.ExpandStatsPath: %p
+// PATH is expanded as the library expands it (preload.StatsPathFromEnv: %p
 // is the pid the process sees as its own, %% a percent sign), through
 // /proc/PID/root (or /proc/PID/cwd when relative). A process mapping the
 // library is counted (memdoctor_process_preload) and, when its stats
@@ -74,14 +74,12 @@ func collectAllocator(c *ctx, p *proc, maps []procfs.Mapping, labels []string) {
 	}
 	hides := "the allocator's view of " + who
 	orMalloc := "read it once with `memdoctor malloc " + spid + "` or `memdoctor check --malloc` (either holds one thread briefly)"
-	env := c.environ(pid)
-	pattern, ok := env.stats, env.statsSet && env.stats != ""
-	if !ok {
+	path, set, ok := preload.StatsPathFromEnv(c.environ(pid).Lookup, own)
+	if !set {
 		c.note("proc/"+spid+"/environ", who+" runs memdoctor's preload library without MEMDOCTOR_STATS (or it is unreadable): it writes no allocator stats",
 			hides, "restart it with MEMDOCTOR_STATS=PATH added (%p in PATH is its pid), or "+orMalloc)
 		return
 	}
-	path, ok := preload.ExpandStatsPath(pattern, own)
 	if !ok {
 		c.note("proc/"+spid+"/environ", who+" runs memdoctor's preload library with a MEMDOCTOR_STATS it refuses (a % other than %p and %%, or longer than PATH_MAX): it writes no allocator stats",
 			hides, "restart it with a valid MEMDOCTOR_STATS, or "+orMalloc)
@@ -179,7 +177,7 @@ func collectMallocServer(c *ctx, pid int, maps []procfs.Mapping, labels []string
 	if c.objects == nil {
 		c.objects = inject.NewObjects()
 	}
-	ms, err := c.objects.FindMallocServer(context.Background(), pid, maps, c.environ(pid).preload)
+	ms, err := c.objects.FindMallocServer(context.Background(), pid, maps, c.environ(pid).Vars["LD_PRELOAD"])
 	if err != nil {
 		return ""
 	}

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/cgroups"
 )
@@ -86,15 +85,15 @@ func collectCgroups(c *ctx) error {
 	var v2stat cgroups.CgroupStat
 	if m.V2 != "" {
 		if v2stat, err = cgroups.ReadCgroupStat(c.fs, m.V2); err == nil {
-			for _, k := range v2stat.Keys {
-				v := float64(v2stat.Num[k])
+			for _, n := range v2stat.Counts() {
+				v := float64(n.Value)
 				switch {
-				case k == "nr_descendants" || k == "nr_dying_descendants":
-					c.add("memdoctor_cgroup2_"+k, v)
-				case strings.HasPrefix(k, "nr_dying_subsys_"):
-					c.add("memdoctor_cgroup2_dying_subsys", v, "subsys", strings.TrimPrefix(k, "nr_dying_subsys_"))
-				case strings.HasPrefix(k, "nr_subsys_"):
-					c.add("memdoctor_cgroup2_subsys", v, "subsys", strings.TrimPrefix(k, "nr_subsys_"))
+				case n.Subsys == "":
+					c.add("memdoctor_cgroup2_"+n.Key, v)
+				case n.Dying:
+					c.add("memdoctor_cgroup2_dying_subsys", v, "subsys", n.Subsys)
+				default:
+					c.add("memdoctor_cgroup2_subsys", v, "subsys", n.Subsys)
 				}
 			}
 		} else {

@@ -168,7 +168,7 @@ type ctx struct {
 	// runtimes collector (each /proc/PID/maps is read once per snapshot).
 	maps map[int][]procfs.Mapping
 	// envs keeps what each process' environment said (c.environ).
-	envs map[int]procEnv
+	envs map[int]procfs.Environ
 	// objects are the mapped objects read to name allocators: each is
 	// read once per collection (inject.Objects).
 	objects *inject.Objects

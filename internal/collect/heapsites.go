@@ -39,7 +39,7 @@ func collectHeapSites(c *ctx, pid int, labels []string) {
 		return // named from the process' own files, as root: live only
 	}
 	env := c.environ(pid)
-	rate, pattern := env.profRate, env.profPath
+	rate, pattern := env.Vars[preload.ProfileVar], env.Vars[preload.ProfilePathVar]
 	if !preload.ProfileOn(rate) {
 		return
 	}

@@ -65,33 +65,6 @@ func sortKey(by string) func(p *proc) int64 {
 // SortKeys are the values Options.SortBy takes.
 var SortKeys = []string{"pss", "uss", "rss", "swap"}
 
-// cgroupCandidates turns a cgroup given as a path in /proc/PID/cgroup or
-// under /sys/fs/cgroup into the paths to match ("" selects nothing).
-func cgroupCandidates(cg string) []string {
-	if cg == "" {
-		return nil
-	}
-	cg = "/" + strings.Trim(cg, "/")
-	rest, ok := strings.CutPrefix(cg, "/sys/fs/cgroup")
-	if !ok {
-		return []string{cg}
-	}
-	rest = "/" + strings.Trim(rest, "/")
-	out := []string{rest}
-	// cgroup v1: /sys/fs/cgroup/CONTROLLER/path.
-	first, path, _ := strings.Cut(rest[1:], "/")
-	if v1Controllers[first] {
-		out = append(out, "/"+path)
-	}
-	return out
-}
-
-// v1Controllers are the directories of cgroup v1 hierarchies under
-// /sys/fs/cgroup.
-var v1Controllers = map[string]bool{"memory": true, "cpu": true, "cpuacct": true, "cpu,cpuacct": true, "cpuset": true,
-	"pids": true, "blkio": true, "io": true, "devices": true, "freezer": true, "net_cls": true, "net_prio": true,
-	"net_cls,net_prio": true, "perf_event": true, "hugetlb": true, "rdma": true, "misc": true, "systemd": true, "unified": true}
-
 // inCgroup says whether pid is in one of the cgroups or below.
 func (c *ctx) inCgroup(pid int, cgs []string) bool {
 	lines, err := cgroups.ReadProcCgroup(c.fs, pid)
@@ -185,7 +158,7 @@ func collectProcesses(c *ctx) error {
 	for _, p := range focus.PIDs {
 		pidSet[p] = true
 	}
-	cgroups := cgroupCandidates(focus.Cgroup)
+	cgroups := cgroups.FocusPaths(focus.Cgroup)
 	for _, pid := range pids {
 		if len(pidSet) > 0 && !pidSet[pid] {
 			continue
@@ -335,8 +308,8 @@ func collectProcesses(c *ctx) error {
 					arenas = n
 				}
 				c.add("memdoctor_process_malloc_arenas", float64(arenas), l...)
-				if env := c.environ(p.pid); env.arenaMaxSet {
-					c.add("memdoctor_process_malloc_arena_max", float64(env.arenaMax), l...)
+				if env := c.environ(p.pid); env.ArenaMaxSet {
+					c.add("memdoctor_process_malloc_arena_max", float64(env.ArenaMax), l...)
 				}
 			}
 			collectAllocator(c, p, maps, l)
@@ -410,7 +383,7 @@ func countArenas(live bool, pid int, maps []procfs.Mapping) (arenas int, ok bool
 	if !live {
 		return 0, false
 	}
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
+	f, err := procfs.OpenMem(pid, os.O_RDONLY)
 	if err != nil {
 		return 0, false
 	}
@@ -418,7 +391,7 @@ func countArenas(live bool, pid int, maps []procfs.Mapping) (arenas int, ok bool
 	// A page is read only when pagemap says it is in memory: a page swapped
 	// out would be read back in, and one a userfaultfd handler serves could
 	// block the read until the handler answers.
-	pm, err := os.Open("/proc/" + strconv.Itoa(pid) + "/pagemap")
+	pm, err := procfs.OpenPagemap(pid)
 	if err != nil {
 		return 0, false
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/safeio"
 )
 
@@ -349,11 +350,11 @@ func TestChooseSocket(t *testing.T) {
 	if got := choose(found, p, 0); got != p+"10000-socket" {
 		t.Errorf("without a start: %s, want the largest key", got)
 	}
-	stat, err := os.ReadFile("/proc/self/stat")
+	st, err := procfs.Live().SelfStat()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if startTime(stat) == 0 || startTime([]byte("1 (a) b")) != 0 {
-		t.Errorf("start time %d of %q", startTime(stat), stat)
+	if st.StartTimeTicks == 0 {
+		t.Errorf("start time %d", st.StartTimeTicks)
 	}
 }

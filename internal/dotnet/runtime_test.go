@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // venvPython is the Python of the venv scripts/install-test-deps.sh makes
@@ -102,8 +104,8 @@ func traceFor(t testing.TB, pid int, d time.Duration, verbose bool) (*GCStats, [
 	}
 	defer func() { _ = ep.Close() }()
 	// The runtime keys its socket by the process' start time.
-	if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
-		if want := fmt.Sprintf("-%d-socket", startTime(stat)); !strings.HasSuffix(ep.Path, want) {
+	if stat, err := procfs.Live().ProcStat(pid); err == nil {
+		if want := fmt.Sprintf("-%d-socket", stat.StartTimeTicks); !strings.HasSuffix(ep.Path, want) {
 			t.Errorf("socket %s, want the key of its start time (%s)", ep.Path, want)
 		}
 	}

@@ -3,7 +3,6 @@
 package dotnet
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -16,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/safeio"
 )
 
@@ -29,12 +29,8 @@ type Endpoint struct {
 	name string
 }
 
-// Limits on what is read from the target to find its socket.
-const (
-	maxEnviron    = 1 << 20
-	maxStatus     = 64 << 10
-	maxTmpEntries = 1 << 16
-)
+// maxTmpEntries limits the listing of the target's TMPDIR.
+const maxTmpEntries = 1 << 16
 
 // Find locates pid's diagnostics socket: dotnet-diagnostic-NSPID-*-socket
 // in the directory its TMPDIR names (/tmp without one), inside the
@@ -42,22 +38,22 @@ const (
 // link, and owned by the process' user. The returned endpoint holds the
 // directory open; Close it.
 func Find(pid int) (*Endpoint, error) {
-	proc := "/proc/" + strconv.Itoa(pid)
-	status, err := safeio.ReadSmall(proc+"/status", maxStatus)
+	fs := procfs.Live()
+	status, err := fs.ProcStatus(pid)
 	if err != nil {
 		return nil, fmt.Errorf("pid %d: %w", pid, err)
 	}
-	nspid, uids, err := parseStatus(status)
+	nspid, uids, err := statusIDs(status)
 	if err != nil {
 		return nil, fmt.Errorf("pid %d: %w", pid, err)
 	}
 	tmp := "/tmp"
-	if env, err := safeio.ReadSmall(proc+"/environ", maxEnviron); err == nil {
+	if env, err := fs.ProcEnviron(pid, "TMPDIR"); err == nil {
 		if t, ok := tmpdir(env); ok {
 			tmp = t
 		}
 	}
-	dir, _, err := safeio.OpenDirBeneath(proc+"/root", strings.TrimPrefix(tmp, "/"))
+	dir, _, err := safeio.OpenDirBeneath(procfs.PIDPath(pid, "root"), strings.TrimPrefix(tmp, "/"))
 	if err != nil {
 		return nil, fmt.Errorf("pid %d: its TMPDIR %s: %w (memdoctor follows no symbolic link there)", pid, tmp, err)
 	}
@@ -96,9 +92,9 @@ func Find(pid int) (*Endpoint, error) {
 		return nil, fmt.Errorf("pid %d: no diagnostics socket %s*-socket in its TMPDIR %s%s: a .NET Core 3.0+ runtime opens one unless DOTNET_EnableDiagnostics=0",
 			pid, prefix, tmp, why)
 	}
-	var start uint64
-	if b, err := safeio.ReadSmall(proc+"/stat", maxStatus); err == nil {
-		start = startTime(b)
+	var start uint64 // clock ticks since boot
+	if st, err := fs.ProcStat(pid); err == nil {
+		start = st.StartTimeTicks
 	}
 	name := choose(found, prefix, start)
 	return &Endpoint{PID: pid, Path: path.Join(tmp, name), dir: dir, name: name}, nil
@@ -135,7 +131,7 @@ func (e *Endpoint) Close() error {
 // credentials, as the kernel gives them): a socket another process
 // planted or took over is refused.
 func (e *Endpoint) Dial(ctx context.Context) (net.Conn, error) {
-	addr := fmt.Sprintf("/proc/self/fd/%d/%s", e.dir.Fd(), e.name)
+	addr := procfs.SelfFDPath(int(e.dir.Fd())) + "/" + e.name
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", addr)
 	if err != nil {
@@ -194,42 +190,18 @@ func choose(found []string, prefix string, start uint64) string {
 	return best
 }
 
-// startTime reads a process' start (clock ticks since boot) from its
-// stat: the 22nd field, the 20th after the command name's closing
-// parenthesis.
-func startTime(stat []byte) uint64 {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 20 {
-		return 0
-	}
-	v, _ := strconv.ParseUint(f[19], 10, 64)
-	return v
-}
-
-// parseStatus reads the process' pid in its own namespace (NSpid's last
-// field) and its real and effective uids.
-func parseStatus(b []byte) (nspid int, uids []uint32, err error) {
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		s := string(line)
-		if v, ok := strings.CutPrefix(s, "NSpid:"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				nspid, _ = strconv.Atoi(f[len(f)-1])
+// statusIDs reads the process' pid in its own namespace (NSpid's last
+// field, procfs.OwnPID) and its real and effective uids from its status.
+func statusIDs(st procfs.KV) (nspid int, uids []uint32, err error) {
+	nspid = procfs.OwnPID(st, 0)
+	if v, ok := st.Text["Uid"]; ok {
+		f := strings.Fields(v)
+		for _, x := range f[:min(2, len(f))] {
+			u, err := strconv.ParseUint(x, 10, 32)
+			if err != nil {
+				return 0, nil, fmt.Errorf("status Uid %q", v)
 			}
-		}
-		if v, ok := strings.CutPrefix(s, "Uid:"); ok {
-			f := strings.Fields(v)
-			for _, x := range f[:min(2, len(f))] {
-				u, err := strconv.ParseUint(x, 10, 32)
-				if err != nil {
-					return 0, nil, fmt.Errorf("status Uid %q", v)
-				}
-				uids = append(uids, uint32(u))
-			}
+			uids = append(uids, uint32(u))
 		}
 	}
 	if nspid <= 0 || len(uids) == 0 {
@@ -238,24 +210,20 @@ func parseStatus(b []byte) (nspid int, uids []uint32, err error) {
 	return nspid, uids, nil
 }
 
-// tmpdir reads TMPDIR from an environ block: an absolute path with no ".."
-// (the runtime's own rule is the variable as it stands; anything else is
-// not followed).
-func tmpdir(env []byte) (string, bool) {
-	for _, kv := range bytes.Split(env, []byte{0}) {
-		v, ok := bytes.CutPrefix(kv, []byte("TMPDIR="))
-		if !ok {
-			continue
-		}
-		p := string(v)
-		if p == "" || !strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") || strings.ContainsRune(p, 0) {
-			return "", false
-		}
-		p = path.Clean(p)
-		if p == "/" {
-			return "", false
-		}
-		return p, true
+// tmpdir reads TMPDIR from the process' environment: an absolute path
+// with no ".." (the runtime's own rule is the variable as it stands;
+// anything else is not followed).
+func tmpdir(env procfs.Environ) (string, bool) {
+	p, ok := env.Lookup("TMPDIR")
+	if !ok {
+		return "", false
 	}
-	return "", false
+	if p == "" || !strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") || strings.ContainsRune(p, 0) {
+		return "", false
+	}
+	p = path.Clean(p)
+	if p == "/" {
+		return "", false
+	}
+	return p, true
 }

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,7 +186,7 @@ func (p *Objects) FindMallocServer(ctx context.Context, pid int, maps []procfs.M
 // exeObject is the mapped object that is /proc/PID/exe (same inode and
 // device).
 func exeObject(pid int, objs []*mappedObject) *mappedObject {
-	fi, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid), "exe"))
+	fi, err := os.Stat(procfs.PIDPath(pid, "exe"))
 	if err != nil {
 		return nil
 	}

@@ -21,6 +21,8 @@ import (
 
 	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // The canary is memdoctor itself, started again with canaryEnv set: its
@@ -188,7 +190,7 @@ func Canary() error {
 func CanaryReport() string { return canaryReport }
 
 func runCanary(sleep time.Duration) (string, error) {
-	cmd := exec.Command("/proc/self/exe")
+	cmd := exec.Command(procfs.SelfExe)
 	cmd.Env = []string{canaryEnv + "=" + strconv.Itoa(int(sleep/time.Millisecond)), "GODEBUG=asyncpreemptoff=1", "GOMAXPROCS=2"}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -137,8 +137,7 @@ func resolveIn(pid int, obj []procfs.Mapping, names []string) (out map[string]ui
 
 // openMapped opens the file behind a mapping.
 func openMapped(pid int, m procfs.Mapping) (*os.File, error) {
-	proc := filepath.Join("/proc", strconv.Itoa(pid))
-	mf := filepath.Join(proc, "map_files", fmt.Sprintf("%x-%x", m.Start, m.End))
+	mf := procfs.PIDPath(pid, fmt.Sprintf("map_files/%x-%x", m.Start, m.End))
 	if f, _, err := safeio.OpenFile(mf, maxLibSize); err == nil {
 		if err := checkRegular(f, m, -1); err == nil {
 			return f, nil
@@ -152,7 +151,7 @@ func openMapped(pid int, m procfs.Mapping) (*os.File, error) {
 	}
 	// Resolved in the process' root, following no link: what the mapping
 	// names there now may be anything (a FIFO, a link to another file).
-	f, _, err := safeio.OpenInRoot(filepath.Join(proc, "root"), p, maxLibSize)
+	f, _, err := safeio.OpenInRoot(procfs.PIDPath(pid, "root"), p, maxLibSize)
 	if err != nil {
 		if strings.HasSuffix(m.Path, " (deleted)") {
 			return nil, fmt.Errorf("%w: pid %d runs %s, which was replaced on disk, and its mapped copy is not readable here (needs CAP_SYS_ADMIN): restart the process, or run memdoctor as root", ErrNoSymbol, pid, p)

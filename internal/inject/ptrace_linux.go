@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // executor runs functions on one locked OS thread: the kernel accepts
@@ -79,7 +79,7 @@ func (e *executor) stop(lose bool) {
 	if !lose {
 		return
 	}
-	task := filepath.Join("/proc/self/task", strconv.Itoa(e.tid))
+	task := procfs.SelfTaskPath(e.tid)
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
 		if _, err := os.Stat(task); errors.Is(err, os.ErrNotExist) {
 			return
@@ -157,41 +157,32 @@ func waitFor(tid int, give func() bool) (ws unix.WaitStatus, ok bool, err error)
 // memFile opens /proc/PID/mem for reading and writing the stopped thread's
 // memory (allowed to the tracer).
 func memFile(pid int) (*os.File, error) {
-	return os.OpenFile(filepath.Join("/proc", strconv.Itoa(pid), "mem"), os.O_RDWR|syscall.O_CLOEXEC, 0)
+	return procfs.OpenMem(pid, os.O_RDWR)
 }
 
 // ThreadSyscall reads /proc/PID/task/TID/syscall: the system call number a
 // blocked thread is in, -1 when it runs in user mode ("running" or no
 // call), and whether the file could be read.
 func ThreadSyscall(pid, tid int) (nr int, ok bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid), "syscall"))
+	sc, err := procfs.Live().TaskSyscall(pid, tid)
 	if err != nil {
 		return -1, false
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 || f[0] == "running" {
-		return -1, true
-	}
-	n, err := strconv.Atoi(f[0])
-	if err != nil {
-		return -1, true
-	}
-	return n, true
+	return sc.Nr, true
 }
 
 // Exited reports whether thread tid of pid has exited or is exiting. An
 // exiting thread (the kernel refuses to trace it, EPERM) becomes a zombie
 // or vanishes within moments, so it is watched for up to wait.
 func Exited(pid, tid int, wait time.Duration) bool {
-	stat := filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid), "stat")
+	fs := procfs.Live()
 	deadline := time.Now().Add(wait)
 	for {
-		b, err := os.ReadFile(stat)
-		if err != nil {
-			return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+		st, err := fs.TaskStat(pid, tid)
+		if err != nil && !errors.Is(err, procfs.ErrMalformed) {
+			return procfs.IsNotExist(err)
 		}
-		// pid (comm) S ...: comm may hold blanks and parentheses.
-		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X') {
+		if err == nil && (st.State == 'Z' || st.State == 'X') {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -217,8 +208,8 @@ func ptraceError(op string, pid, tid int, err error) error {
 // PtraceHint says why ptrace may be refused on this host.
 func PtraceHint() string {
 	hints := []string{}
-	if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
-		switch v := strings.TrimSpace(string(b)); v {
+	if v, err := procfs.Live().Sysctl("kernel/yama/ptrace_scope"); err == nil {
+		switch v {
 		case "1":
 			hints = append(hints, "kernel.yama.ptrace_scope=1 lets a process trace only its descendants: run memdoctor as root (CAP_SYS_PTRACE)")
 		case "2":

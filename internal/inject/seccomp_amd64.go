@@ -5,16 +5,15 @@ package inject
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // ptraceSeccompGetFilter is PTRACE_SECCOMP_GET_FILTER (Linux 4.4, with
@@ -144,18 +143,12 @@ func (s *Session) proveSandbox() error {
 // it cannot be read). Filters are never removed, so an unchanged count is
 // an unchanged chain.
 func threadFilters(pid, tid int) int {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid), "status"))
+	st, err := procfs.Live().TaskStatus(pid, tid)
 	if err != nil {
 		return -1
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "Seccomp_filters:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				return -1
-			}
-			return n
-		}
+	if n, ok := st.Get("Seccomp_filters"); ok {
+		return int(n)
 	}
 	return -1
 }
@@ -169,23 +162,12 @@ func threadFilters(pid, tid int) int {
 // forbid: for a filtered thread that is known only once it is stopped, too
 // late.
 func SleepRestart(pid, tid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid), "syscall"))
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 7 {
+	sc, err := procfs.Live().TaskSyscall(pid, tid)
+	if err != nil || !sc.Full {
 		return false // running, or not in a system call
 	}
-	nr, err := strconv.Atoi(f[0])
-	if err != nil {
-		return false
-	}
-	arg := func(i int) uint64 {
-		v, _ := strconv.ParseUint(strings.TrimPrefix(f[1+i], "0x"), 16, 64)
-		return v
-	}
-	switch nr {
+	arg := func(i int) uint64 { return sc.Args[i] }
+	switch sc.Nr {
 	case unix.SYS_NANOSLEEP, unix.SYS_CLOCK_NANOSLEEP, unix.SYS_RESTART_SYSCALL:
 		return true
 	case unix.SYS_POLL:

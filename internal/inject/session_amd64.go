@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -19,6 +18,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // Supported reports whether this build can call into processes.
@@ -193,37 +194,28 @@ func Attach(pid, tid int, opt Options) (*Session, error) {
 // preflight refuses what /proc already tells, and returns the thread's
 // seccomp state.
 func preflight(pid, tid int, opt Options) (sandbox, error) {
-	dir := filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid))
-	st, err := os.ReadFile(filepath.Join(dir, "status"))
+	st, err := procfs.Live().TaskStatus(pid, tid)
 	if err != nil {
+		if errors.Is(err, procfs.ErrMalformed) {
+			return sandbox{}, fmt.Errorf("thread %d of pid %d: %w", tid, pid, err)
+		}
 		return sandbox{}, fmt.Errorf("%w: thread %d of pid %d", ErrProcessGone, tid, pid)
 	}
 	var sb sandbox
-	for _, l := range strings.Split(string(st), "\n") {
-		k, v, _ := strings.Cut(l, ":")
-		v = strings.TrimSpace(v)
-		switch k {
-		case "TracerPid":
-			if v != "0" {
-				return sb, fmt.Errorf("%w: thread %d of pid %d is traced by pid %s (a debugger or strace): detach it first", ErrTraced, tid, pid, v)
-			}
-		case "x86_Thread_features":
-			if strings.Contains(v, "shstk") {
-				return sb, fmt.Errorf("%w: thread %d of pid %d runs with a shadow stack (CET), which a call made from outside would break", ErrUnsupported, tid, pid)
-			}
-		case "Seccomp":
-			sb.mode, _ = strconv.Atoi(v)
-		case "Seccomp_filters":
-			sb.filters, _ = strconv.Atoi(v)
-		}
+	if v := st.Value("TracerPid"); v != 0 {
+		return sb, fmt.Errorf("%w: thread %d of pid %d is traced by pid %d (a debugger or strace): detach it first", ErrTraced, tid, pid, v)
 	}
+	if strings.Contains(st.Text["x86_Thread_features"], "shstk") {
+		return sb, fmt.Errorf("%w: thread %d of pid %d runs with a shadow stack (CET), which a call made from outside would break", ErrUnsupported, tid, pid)
+	}
+	sb.mode, sb.filters = int(st.Value("Seccomp")), int(st.Value("Seccomp_filters"))
 	if !opt.ownChild {
 		if err := sb.refuse(pid, tid, len(opt.Syscalls), true); err != nil {
 			return sb, err
 		}
 	}
 	// The return address is 0: page 0 must not be mapped.
-	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "maps"))
+	f, err := os.Open(procfs.PIDPath(pid, "maps"))
 	if err != nil {
 		return sb, fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
 	}

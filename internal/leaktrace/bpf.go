@@ -11,7 +11,6 @@ import (
 	"os"
 	"reflect"
 	"runtime"
-	"strconv"
 	"time"
 	"unsafe"
 
@@ -312,7 +311,7 @@ func (t *tracer) attachEntries(ctx context.Context, lib *os.File, name string) e
 	if err != nil {
 		return err
 	}
-	ex, err := link.OpenExecutable("/proc/self/fd/" + strconv.Itoa(int(lib.Fd())))
+	ex, err := link.OpenExecutable(procfs.SelfFDPath(int(lib.Fd())))
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}

@@ -201,7 +201,7 @@ func choosePreload(t *target, opt Options) (use bool, note string, err error) {
 			return false, "", fmt.Errorf("%w: pid %d does not map %s", ErrPreload, t.pid, preload.LibName)
 		}
 		if t.statsPath == "" {
-			return false, "", fmt.Errorf("%w: pid %d maps %s but was started without %s=PATH, so it takes no requests", ErrPreload, t.pid, preload.LibName, statsVar)
+			return false, "", fmt.Errorf("%w: pid %d maps %s but was started without %s=PATH, so it takes no requests", ErrPreload, t.pid, preload.LibName, preload.StatsVar)
 		}
 		return true, "", nil
 	case MethodAuto:
@@ -209,7 +209,7 @@ func choosePreload(t *target, opt Options) (use bool, note string, err error) {
 		return false, "", fmt.Errorf("method %q: want auto, ptrace or preload", opt.Method)
 	}
 	if t.preloadLib && t.statsPath == "" {
-		return false, fmt.Sprintf("the process maps %s but has no %s=PATH in its environment, so its stats cannot be asked for: read by calling into it", preload.LibName, statsVar), nil
+		return false, fmt.Sprintf("the process maps %s but has no %s=PATH in its environment, so its stats cannot be asked for: read by calling into it", preload.LibName, preload.StatsVar), nil
 	}
 	return t.preloadLib, "", nil
 }

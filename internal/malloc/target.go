@@ -25,7 +25,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -92,12 +91,8 @@ type target struct {
 	maps []procfs.Mapping
 }
 
-// statsVar is the one environment variable memdoctor reads from another
-// process.
-const statsVar = "MEMDOCTOR_STATS"
-
 func procPath(pid int, name string) string {
-	return filepath.Join("/proc", strconv.Itoa(pid), name)
+	return procfs.PIDPath(pid, name)
 }
 
 // inspectTarget reads a process' files and applies the refusals that do
@@ -226,17 +221,14 @@ func Sandboxed(pid int) string {
 // sandboxed says which threads of the process run under seccomp (strict
 // mode or filters), "" when none does.
 func (t *target) sandboxed() string {
-	ents, err := os.ReadDir(procPath(t.pid, "task"))
+	fs := procfs.Live()
+	ents, err := fs.TIDs(t.pid)
 	if err != nil {
 		return ""
 	}
 	n, most := 0, 0
-	for _, e := range ents {
-		data, err := os.ReadFile(filepath.Join(procPath(t.pid, "task"), e.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		st, err := procfs.ParseStatus(data, "status")
+	for _, tid := range ents {
+		st, err := fs.TaskStatus(t.pid, tid)
 		if err != nil {
 			continue
 		}
@@ -326,41 +318,28 @@ func (t *target) readELF() {
 	t.machine = binary.LittleEndian.Uint16(h[18:])
 }
 
-// readStatsVar finds MEMDOCTOR_STATS in the process' initial environment.
+// readStatsVar finds the stats file the preload library writes, from the
+// process' initial environment.
 func (t *target) readStatsVar() {
-	if v, ok := readEnv(t.pid, statsVar)[statsVar]; ok {
-		// expanded with the pid the process sees as its own
-		if p, ok := preload.ExpandStatsPath(v, t.ownPID); ok {
-			t.statsPath = p
-		}
+	env, err := procfs.Live().ProcEnviron(t.pid, preload.StatsVar)
+	if err != nil {
+		return
+	}
+	// expanded with the pid the process sees as its own
+	if p, _, ok := preload.StatsPathFromEnv(env.Lookup, t.ownPID); ok {
+		t.statsPath = p
 	}
 }
 
 // readEnv finds the named variables in a process' initial environment (the
-// first of each, as getenv finds it). Every other variable is skipped
-// unread: environments hold secrets.
+// first of each, as getenv finds it; procfs.ProcEnviron). Every other
+// variable is skipped unread: environments hold secrets.
 func readEnv(pid int, names ...string) map[string]string {
-	out := map[string]string{}
-	buf, err := os.ReadFile(procPath(pid, "environ"))
+	env, err := procfs.Live().ProcEnviron(pid, names...)
 	if err != nil {
-		return out
+		return map[string]string{}
 	}
-	defer clear(buf) // do not leave the environment in memory longer than needed
-	data := buf
-	for len(data) > 0 {
-		entry := data
-		if i := bytes.IndexByte(data, 0); i >= 0 {
-			entry, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		for _, n := range names {
-			if _, seen := out[n]; !seen && len(entry) > len(n) && entry[len(n)] == '=' && string(entry[:len(n)]) == n {
-				out[n] = string(entry[len(n)+1:])
-			}
-		}
-	}
-	return out
+	return env.Vars
 }
 
 // glibcAtLeast reports whether the process' glibc is at least major.minor
@@ -414,32 +393,18 @@ type threadState struct {
 
 // readThreads lists the threads and the syscall each is blocked in.
 func readThreads(pid int) ([]threadState, error) {
-	ents, err := os.ReadDir(procPath(pid, "task"))
+	fs := procfs.Live()
+	tids, err := fs.TIDs(pid)
 	if err != nil {
 		return nil, err
 	}
 	var out []threadState
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		ts := threadState{tid: tid, syscall: -1}
-		data, err := os.ReadFile(filepath.Join(procPath(pid, "task"), e.Name(), "syscall"))
+	for _, tid := range tids {
+		sc, err := fs.TaskSyscall(pid, tid)
 		if err != nil {
 			continue // exited, or no permission: not a candidate
 		}
-		f := strings.Fields(string(data))
-		switch {
-		case len(f) == 0:
-		case f[0] == "running":
-			ts.running = true
-		default:
-			if n, err := strconv.Atoi(f[0]); err == nil {
-				ts.syscall = n
-			}
-		}
-		out = append(out, ts)
+		out = append(out, threadState{tid: tid, syscall: sc.Nr, running: sc.Running})
 	}
 	return out, nil
 }
@@ -493,26 +458,18 @@ func chooseThread(pid int, ths []threadState, sc syscalls, known bool) (tid int,
 
 // taskStates returns the state letter of every thread.
 func taskStates(pid int) (map[int]byte, error) {
-	ents, err := os.ReadDir(procPath(pid, "task"))
+	fs := procfs.Live()
+	tids, err := fs.TIDs(pid)
 	if err != nil {
 		return nil, err
 	}
 	out := map[int]byte{}
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
+	for _, tid := range tids {
+		st, err := fs.TaskStat(pid, tid)
 		if err != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(procPath(pid, "task"), e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) S ...: comm may hold blanks and parentheses.
-		i := bytes.LastIndexByte(data, ')')
-		if i < 0 || i+2 >= len(data) {
-			continue
-		}
-		out[tid] = data[i+2]
+		out[tid] = st.State
 	}
 	return out, nil
 }
@@ -533,11 +490,7 @@ func stopPending(pid int) bool {
 
 // tracerOf returns the TracerPid of one thread.
 func tracerOf(pid, tid int) int {
-	data, err := os.ReadFile(filepath.Join(procPath(pid, "task"), strconv.Itoa(tid), "status"))
-	if err != nil {
-		return 0
-	}
-	st, err := procfs.ParseStatus(data, "status")
+	st, err := procfs.Live().TaskStatus(pid, tid)
 	if err != nil {
 		return 0
 	}
@@ -587,22 +540,11 @@ func exiting(pid int) bool {
 // procFlags reads the task flags (field 9) of /proc/PID/stat. ok is false
 // when the file is gone or does not parse.
 func procFlags(pid int) (flags uint64, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := procfs.Live().ProcStat(pid)
 	if err != nil {
 		return 0, false
 	}
-	// The command name may hold spaces and parentheses: the fields
-	// start after its last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 7 {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(f[6], 10, 64)
-	return v, err == nil
+	return st.Flags, true
 }
 
 // countOf is "1 thread", "2 threads".

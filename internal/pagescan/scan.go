@@ -30,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // Page flag bits of /proc/kpageflags (include/uapi/linux/kernel-page-flags.h).
@@ -172,7 +174,7 @@ var ErrNotPermitted = errors.New("/proc/kpagecgroup and /proc/kpageflags need ro
 // Scan reads every page frame's memory cgroup and flags.
 func Scan(ctx context.Context, opt Options) (*Result, error) {
 	if opt.Proc == "" {
-		opt.Proc = "/proc"
+		opt.Proc = procfs.ProcMount
 	}
 	if opt.Timeout <= 0 {
 		opt.Timeout = 30 * time.Second

@@ -178,3 +178,40 @@ func IsPermission(err error) bool {
 func (f FS) ReadLink(name string) (string, error) {
 	return fs.ReadLink(f.fsys, clean(name))
 }
+
+// NewProcFS returns an FS over a proc filesystem mounted at mount
+// (ProcMount on the live host): its proc/... names are read below mount,
+// and nothing else exists in it. The tracers take the proc mount as an
+// option.
+func NewProcFS(mount string) FS {
+	return FS{fsys: procMountFS{safeio.NewDirFS(mount, safeio.ProcFile)}, PageSize: os.Getpagesize()}
+}
+
+// procMountFS maps "proc/X" to X below a proc mount.
+type procMountFS struct{ d safeio.DirFS }
+
+func (p procMountFS) name(op, name string) (string, error) {
+	if rest, ok := strings.CutPrefix(name, "proc/"); ok {
+		return rest, nil
+	}
+	if name == "proc" {
+		return ".", nil
+	}
+	return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+}
+
+func (p procMountFS) Open(name string) (fs.File, error) {
+	n, err := p.name("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return p.d.Open(n)
+}
+
+func (p procMountFS) ReadFile(name string) ([]byte, error) {
+	n, err := p.name("read", name)
+	if err != nil {
+		return nil, err
+	}
+	return p.d.ReadFile(n)
+}

@@ -29,6 +29,16 @@ func (f FS) ProcMaps(pid int) ([]Mapping, error) {
 	return ParseMaps(data, name)
 }
 
+// SelfMaps reads proc/self/maps, the calling process' own mappings.
+func (f FS) SelfMaps() ([]Mapping, error) {
+	const name = "proc/self/maps"
+	data, err := f.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMaps(data, name)
+}
+
 // ParseMaps parses proc/PID/maps.
 func ParseMaps(data []byte, file string) ([]Mapping, error) {
 	s := string(data)

@@ -35,7 +35,6 @@ package procfs
 // (a kernel thread, a zombie) also fails with ESRCH.
 
 import (
-	"io"
 	"io/fs"
 	"slices"
 	"strconv"
@@ -247,9 +246,11 @@ func OwnPID(st KV, pid int) int {
 	return pid
 }
 
-// environMax bounds how much of proc/PID/environ is read (the kernel's own
-// bound is the exec argument limit, several MiB).
-const environMax = 1 << 20
+// environMax bounds how much of proc/PID/environ is read. exec allows the
+// arguments and environment together a quarter of the stack limit, at
+// most 6 MiB, so every environment exec made is read whole; a process that
+// moved its environment's end (prctl PR_SET_MM_ENV_END) is cut there.
+const environMax = 8 << 20
 
 // ProcArenaMax reads the glibc malloc arena cap a process was started
 // with: glibc.malloc.arena_max in GLIBC_TUNABLES, else MALLOC_ARENA_MAX
@@ -257,16 +258,11 @@ const environMax = 1 << 20
 // number: glibc's default, 8 arenas a CPU on 64-bit). It is the process'
 // environment at exec: a program that changed it later is not seen.
 func (f FS) ProcArenaMax(pid int) (limit int, from string, ok bool, err error) {
-	fh, err := f.fsys.Open(clean(procFile(pid, "environ")))
+	e, err := f.ProcEnviron(pid)
 	if err != nil {
 		return 0, "", false, err
 	}
-	defer func() { _ = fh.Close() }()
-	data, err := io.ReadAll(io.LimitReader(fh, environMax))
-	if err != nil {
-		return 0, "", false, err
-	}
-	return ArenaMaxFromEnviron(string(data))
+	return e.ArenaMax, e.ArenaMaxFrom, e.ArenaMaxSet, nil
 }
 
 // ArenaMaxFromEnviron finds the arena cap in a NUL-separated environment

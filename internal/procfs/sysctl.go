@@ -43,6 +43,16 @@ func (f FS) SysctlVM() (map[string]string, []string, error) {
 	return vals, unreadable, nil
 }
 
+// Sysctl reads one sysctl, proc/sys/NAME ("kernel/yama/ptrace_scope"),
+// trimmed.
+func (f FS) Sysctl(name string) (string, error) {
+	data, err := f.ReadFile("proc/sys/" + name)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
 // ParseInts parses a blank-separated list of integers ("256 256 32 0 0").
 // An empty or blank string gives an empty list.
 func ParseInts(s string) ([]int64, error) {

@@ -1,17 +1,15 @@
 package record
 
 import (
-	"bufio"
-	"bytes"
 	"debug/elf"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // trimExecutablePages lowers what this process' own executable costs its
@@ -34,7 +32,7 @@ import (
 // cause is not known yet; MADV_PAGEOUT did not change it). Returns the
 // bytes of the executable cached before and after.
 func trimExecutablePages() (before, after int64, err error) {
-	f, err := os.Open("/proc/self/exe")
+	f, err := os.Open(procfs.SelfExe)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -52,7 +50,7 @@ func trimExecutablePages() (before, after int64, err error) {
 	if ef, err := elf.NewFile(f); err == nil {
 		codeOnly = ef.Type != elf.ET_EXEC
 	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	maps, err := procfs.Live().SelfMaps()
 	if err != nil {
 		return before, before, err
 	}
@@ -82,31 +80,16 @@ type mapping struct {
 	perms      string
 }
 
-// exeMappings returns the mappings in a /proc/PID/maps text of the file
+// exeMappings returns the mappings (procfs.SelfMaps) of the file
 // with inode ino (matched by inode, not by a path that may have spaces or
 // " (deleted)" appended).
-func exeMappings(maps []byte, ino uint64) []mapping {
+func exeMappings(maps []procfs.Mapping, ino uint64) []mapping {
 	var out []mapping
-	sc := bufio.NewScanner(bytes.NewReader(maps))
-	for sc.Scan() {
-		// start-end perms offset dev inode path
-		f := strings.Fields(sc.Text())
-		if len(f) < 6 || len(f[1]) < 4 {
+	for _, m := range maps {
+		if m.Inode != ino || m.Path == "" || m.End <= m.Start {
 			continue
 		}
-		if n, err := strconv.ParseUint(f[4], 10, 64); err != nil || n != ino {
-			continue
-		}
-		lo, hi, ok := strings.Cut(f[0], "-")
-		if !ok {
-			continue
-		}
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
-			continue
-		}
-		out = append(out, mapping{uintptr(start), uintptr(end), f[1]})
+		out = append(out, mapping{uintptr(m.Start), uintptr(m.End), m.Perms})
 	}
 	return out
 }
@@ -170,7 +153,7 @@ func mincoreRange(m, vec []byte) error {
 // binary again, charged to the recorder's memory cgroup. The pages this
 // process or any other maps stay.
 func dropExecutableCache() error {
-	f, err := os.Open("/proc/self/exe")
+	f, err := os.Open(procfs.SelfExe)
 	if err != nil {
 		return err
 	}

@@ -239,7 +239,7 @@ func (r *Recorder) startTrace() {
 		r.logf("--trace watches this host: not traced while recording another root")
 		return
 	}
-	t, err := cgtrace.Start(context.Background(), cgtrace.Options{Hierarchy: cgtrace.MemoryHierarchyID("/proc"), Method: r.cfg.TraceMethod})
+	t, err := cgtrace.Start(context.Background(), cgtrace.Options{Hierarchy: cgtrace.MemoryHierarchyID(procfs.ProcMount), Method: r.cfg.TraceMethod})
 	if err != nil {
 		r.logf("not tracing: %v", err)
 		return
@@ -720,34 +720,18 @@ func (r *Recorder) serveHealth(w http.ResponseWriter, _ *http.Request) {
 
 // selfCPU returns this process' user+system CPU seconds, or -1.
 func selfCPU() float64 {
-	b, err := os.ReadFile("/proc/self/stat")
+	st, err := procfs.Live().SelfStat()
 	if err != nil {
 		return -1
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return -1
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return -1
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100
+	return float64(st.UTimeTicks+st.STimeTicks) / 100
 }
 
 // selfRSS returns this process' resident memory in bytes.
 func selfRSS() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
+	m, err := procfs.Live().SelfStatm()
 	if err != nil {
 		return 0
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return pages * int64(os.Getpagesize())
+	return m.Resident * int64(os.Getpagesize())
 }

@@ -7,8 +7,6 @@ package runtimes
 // visible.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -302,24 +300,13 @@ func HostJVMs(fsys procfs.FS) []int {
 }
 
 // nsPID returns the process' pid in its own pid namespace (NSpid's last
-// field), or pid.
+// field, procfs.OwnPID), or pid.
 func nsPID(fsys procfs.FS, pid int) int {
-	b, err := fsys.ReadFile("proc/" + strconv.Itoa(pid) + "/status")
+	st, err := fsys.ProcStatusBrief(pid)
 	if err != nil {
 		return pid
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "NSpid:"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				if n, err := strconv.Atoi(f[len(f)-1]); err == nil {
-					return n
-				}
-			}
-		}
-	}
-	return pid
+	return procfs.OwnPID(st, pid)
 }
 
 // detectPID detects the runtime of pid from its mappings and, for Go, its

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // ErrLocked is wrapped when another process writes the store: a store has
@@ -206,24 +207,13 @@ func flockPid(f *os.File) string {
 	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
 		return ""
 	}
-	lf, err := os.Open("/proc/locks")
+	locks, err := procfs.Live().Locks()
 	if err != nil {
 		return ""
 	}
-	defer func() { _ = lf.Close() }() // read-only
-	// e.g. "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF"; a blocked
-	// waiter's line has "->" after the number.
-	want := ":" + strconv.FormatUint(st.Ino, 10)
-	dev := fmt.Sprintf("%02x:%02x", unixMajor(uint64(st.Dev)), unixMinor(uint64(st.Dev)))
-	sc := bufio.NewScanner(lf)
-	for sc.Scan() {
-		fl := strings.Fields(sc.Text())
-		if len(fl) < 6 || fl[1] == "->" || fl[1] != "FLOCK" {
-			continue
-		}
-		id := fl[5]
-		if strings.HasSuffix(id, want) && strings.HasSuffix(id[:len(id)-len(want)], dev) {
-			return fl[4]
+	for _, l := range locks {
+		if l.Class == "FLOCK" && !l.Blocked && l.Inode == st.Ino && l.Major == unixMajor(uint64(st.Dev)) && l.Minor == unixMinor(uint64(st.Dev)) {
+			return strconv.Itoa(l.PID)
 		}
 	}
 	return ""
@@ -234,9 +224,13 @@ func unixMinor(dev uint64) uint64 { return dev&0xff | (dev>>12)&^0xff }
 
 // procComm is the short command name of pid, or "".
 func procComm(pid string) string {
-	b, err := os.ReadFile("/proc/" + pid + "/comm")
+	n, err := strconv.Atoi(pid)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(b))
+	comm, err := procfs.Live().ProcComm(n)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(comm)
 }

@@ -1,11 +1,11 @@
-package collect
+package cgroups
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestCgroupCandidates(t *testing.T) {
+func TestFocusPaths(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		in   string
@@ -19,9 +19,9 @@ func TestCgroupCandidates(t *testing.T) {
 		{"/sys/fs/cgroup/user.slice", []string{"/user.slice"}},
 		{"/sys/fs/cgroup/memory", []string{"/memory", "/"}},
 	} {
-		got := cgroupCandidates(c.in)
+		got := FocusPaths(c.in)
 		if strings.Join(got, " ") != strings.Join(c.want, " ") {
-			t.Errorf("cgroupCandidates(%q) = %q, want %q", c.in, got, c.want)
+			t.Errorf("FocusPaths(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

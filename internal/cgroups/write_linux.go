@@ -1,21 +1,36 @@
 //go:build linux
 
-package cgreclaim
+package cgroups
 
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"syscall"
 	"time"
 )
 
-// writeReclaim writes one request to memory.reclaim. The kernel keeps
+// Reclaim asks the kernel to reclaim bytes from the cgroup whose directory
+// is dir (an absolute path): one write to its memory.reclaim (cgroup v2,
+// kernel 5.19+), bounded by limit as writeControl says.
+func Reclaim(dir string, bytes int64, limit time.Duration) error {
+	return writeControl(filepath.Join(dir, "memory.reclaim"), bytes, limit)
+}
+
+// ForceEmpty asks a cgroup v1 memory cgroup (dir, an absolute path) to
+// drop every page it is charged for: a write of 0 to memory.force_empty,
+// bounded by limit.
+func ForceEmpty(dir string, limit time.Duration) error {
+	return writeControl(filepath.Join(dir, "memory.force_empty"), 0, limit)
+}
+
+// writeControl writes one request to a cgroup's control file. The kernel keeps
 // reclaiming while it makes any progress, which can last minutes; past
 // limit the writing thread is sent SIGURG (the Go runtime's own preemption
 // signal, harmless), on which the kernel stops and write returns EINTR.
-func writeReclaim(file string, bytes int64, limit time.Duration) error {
+func writeControl(file string, bytes int64, limit time.Duration) error {
 	f, err := os.OpenFile(file, os.O_WRONLY, 0)
 	if err != nil {
 		return err
