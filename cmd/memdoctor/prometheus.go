@@ -8,8 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/render/text"
+	"github.com/memdoctor/memdoctor/internal/usecase/history"
+	"github.com/memdoctor/memdoctor/internal/usecase/prometheus"
 	"github.com/spf13/cobra"
 )
 
@@ -41,9 +42,9 @@ func (f *promFlags) register(cmd *cobra.Command, withRange bool) {
 	}
 }
 
-// server is the server the flags name, for analysis.Connect.
-func (f *promFlags) server() analysis.PromServer {
-	return analysis.PromServer{URL: f.url, TokenFile: f.tokenFile, User: f.user, PasswordFile: f.passwordFile,
+// server is the server the flags name, for prometheus.Connect.
+func (f *promFlags) server() prometheus.PromServer {
+	return prometheus.PromServer{URL: f.url, TokenFile: f.tokenFile, User: f.user, PasswordFile: f.passwordFile,
 		CA: f.ca, Insecure: f.insecure, Timeout: f.timeout, Retries: f.retries, Deadline: f.deadline}
 }
 
@@ -55,8 +56,8 @@ type answering interface {
 
 // window resolves --until (RFC 3339, a date, or -DURATION before now),
 // --range and --step into the window read, and canonicalises --match.
-func (f *promFlags) window(until string) (analysis.Window, error) {
-	win, err := analysis.PromWindow(time.Now().UTC(), until, f.rangeS, f.step)
+func (f *promFlags) window(until string) (history.Window, error) {
+	win, err := history.PromWindow(time.Now().UTC(), until, f.rangeS, f.step)
 	if err != nil {
 		return win, err
 	}
@@ -66,7 +67,7 @@ func (f *promFlags) window(until string) (analysis.Window, error) {
 // checkMatch parses --match with Prometheus' parser and keeps its
 // canonical form.
 func (f *promFlags) checkMatch() error {
-	m, err := analysis.ParseMatch(f.match)
+	m, err := prometheus.ParseMatch(f.match)
 	if err != nil {
 		return fmt.Errorf("--match %q: %w", f.match, err)
 	}

@@ -1,4 +1,7 @@
-package analysis
+// Package prometheus is memdoctor's use cases over a Prometheus-compatible
+// server: connecting, fleet scans and their report pages, comparisons of
+// two groups of hosts, baselines and the alerting rules.
+package prometheus
 
 import (
 	"fmt"

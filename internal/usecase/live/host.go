@@ -1,4 +1,7 @@
-package analysis
+// Package live is memdoctor's use cases on this host now (or a directory
+// laid out like / and a capture archive, read the same way): check, with
+// its focus, its culprits and the runtimes it reads, and capture.
+package live
 
 import (
 	"context"
@@ -17,6 +20,10 @@ import (
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/treat"
 )
+
+// Bars start the display of a long read's progress (label says what is
+// read) and return its update and what ends it: the type of history.Bars.
+type Bars = func(label string) (update func(done, total int64), done func())
 
 // Host is what a read command reads: the live host, a directory laid out
 // like / (--root), or a capture archive (--capture).
