@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/render/text"
@@ -48,12 +46,6 @@ func (f *promFlags) server() prometheus.PromServer {
 		CA: f.ca, Insecure: f.insecure, Timeout: f.timeout, Retries: f.retries, Deadline: f.deadline}
 }
 
-// answering is a Prometheus client as a session sees it.
-type answering interface {
-	URL() string
-	Answers() int64
-}
-
 // window resolves --until (RFC 3339, a date, or -DURATION before now),
 // --range and --step into the window read, and canonicalises --match.
 func (f *promFlags) window(until string) (history.Window, error) {
@@ -78,61 +70,14 @@ func (f *promFlags) checkMatch() error {
 // printWarnings shows the server's partial-data warnings on stderr.
 func printWarnings(w io.Writer, ws []string) { text.ServerWarnings(w, ws) }
 
-// heartbeatEvery is how often a long read from Prometheus says on stderr
-// how far it got.
-var heartbeatEvery = 10 * time.Second
-
 // session bounds one read from Prometheus (what names it in messages):
-// its context ends at --prometheus-deadline; every heartbeatEvery a line
-// on stderr (through bar, which may draw on a terminal) says how many
-// answers came so far; end stops both and turns an error caused by the
-// deadline into one that names it (calls after the first only do that).
-func (f *promFlags) session(cmd *cobra.Command, c answering, bar *progressBar, what string) (ctx context.Context, end func(error) error) {
-	parent := promContext(cmd)
-	ctx, cancel := context.WithCancel(parent)
-	if f.deadline > 0 {
-		ctx, cancel = context.WithTimeout(parent, f.deadline)
-	}
+// prometheus.PromServer.Session, its heartbeat drawn through bar (a new
+// one on stderr when nil).
+func (f *promFlags) session(cmd *cobra.Command, c prometheus.Answering, bar *progressBar, what string) (ctx context.Context, end func(error) error) {
 	if bar == nil {
 		bar = newProgress(cmd.ErrOrStderr(), what)
 	}
-	start := time.Now()
-	status := func() string {
-		s := fmt.Sprintf("memdoctor: %s: %d answers from %s in %s", what, c.Answers(), c.URL(), time.Since(start).Round(time.Second))
-		if f.deadline > 0 {
-			s += fmt.Sprintf(" (--prometheus-deadline %s)", f.deadline)
-		}
-		return s
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(heartbeatEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				bar.line(status())
-			}
-		}
-	}()
-	var once sync.Once
-	return ctx, func(err error) error {
-		once.Do(func() {
-			close(stop)
-			<-done
-		})
-		expired := errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil
-		cancel()
-		if err != nil && expired {
-			return fmt.Errorf("%s: gave up at --prometheus-deadline %s with %d answers received (raise it, or narrow --match or --range): %w",
-				what, f.deadline, c.Answers(), err)
-		}
-		return err
-	}
+	return f.server().Session(promContext(cmd), c, bar.line, what)
 }
 
 func promContext(cmd *cobra.Command) context.Context {

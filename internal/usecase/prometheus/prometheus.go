@@ -19,8 +19,8 @@ type PromServer struct {
 	Timeout                                time.Duration
 	// Retries of a failed request (0: none).
 	Retries int
-	// Deadline bounds a whole read (0: none); checked here, applied by
-	// the caller's session.
+	// Deadline bounds a whole read (0: none); checked by Connect,
+	// applied by Session.
 	Deadline time.Duration
 }
 
