@@ -120,15 +120,11 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 	if err := fo.check(h.fs, h.live, names); err != nil {
 		return nil, err
 	}
-	opt := collect.Options{Names: names, TopProcesses: o.Top, TopCgroups: o.Top, ArenaScan: true,
-		Live: h.live, Now: h.now(), Runtimes: h.live, Scrape: rt.URLs, ScrapeTimeout: rt.Timeout, ScrapeAuth: rt.Auth,
-		Discover: rt.Discover, Focus: fo.parsed, SortBy: fo.Sort, UserTotals: fo.Users, FocusCgroup: fo.cgroup,
-		DotNetPort: h.live && rt.Interval > 0}
-	if h.live {
-		opt.KmsgPath = "/dev/kmsg"
-		opt.AskPreload = 2 * time.Second
-		opt.Allocators = true
-	}
+	opt := collect.Profile(collect.Check, o.Top, h.live)
+	opt.Names, opt.Now = names, h.now()
+	opt.Scrape, opt.ScrapeTimeout, opt.ScrapeAuth, opt.Discover = rt.URLs, rt.Timeout, rt.Auth, rt.Discover
+	opt.Focus, opt.SortBy, opt.UserTotals, opt.FocusCgroup = fo.parsed, fo.Sort, fo.Users, fo.cgroup
+	opt.DotNetPort = h.live && rt.Interval > 0
 	cu := o.Culprits
 	if cu == nil {
 		cu = &Culprits{}
@@ -219,7 +215,7 @@ func Capture(top int, note, tool string, noRedact bool, out string, w io.Writer)
 	live := procfs.NewFS("/")
 	rec := capture.NewRecorder(live.Sys(), capture.RecordOptions{})
 	fsys := procfs.NewFSFrom(rec, live.PageSize)
-	res, err := collect.Collect(fsys, collect.Options{TopProcesses: top, TopCgroups: top, ArenaScan: true, Live: true})
+	res, err := collect.Collect(fsys, collect.Profile(collect.Capture, top, true))
 	if err != nil {
 		return nil, err
 	}
