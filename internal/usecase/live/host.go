@@ -23,7 +23,7 @@ import (
 
 // Bars start the display of a long read's progress (label says what is
 // read) and return its update and what ends it: the type of history.Bars.
-type Bars = func(label string) (update func(done, total int64), done func())
+type Bars = collect.Bars
 
 // Host is what a read command reads: the live host, a directory laid out
 // like / (--root), or a capture archive (--capture).
@@ -124,7 +124,7 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 	opt.Names, opt.Now = names, h.now()
 	opt.Scrape, opt.ScrapeTimeout, opt.ScrapeAuth, opt.Discover = rt.URLs, rt.Timeout, rt.Auth, rt.Discover
 	opt.Focus, opt.SortBy, opt.UserTotals, opt.FocusCgroup = fo.parsed, fo.Sort, fo.Users, fo.cgroup
-	opt.DotNetPort = h.live && rt.Interval > 0
+	opt.DotNetPort, opt.GCInterval = h.live && rt.Interval > 0, rt.Interval
 	cu := o.Culprits
 	if cu == nil {
 		cu = &Culprits{}
@@ -151,7 +151,7 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 		cancel()
 	}
 	var rep *model.Report
-	if earlier := rt.secondReading(ctx, h.fs, opt, res, o.Bars); earlier != nil {
+	if earlier := collect.ReadRuntimesAgain(ctx, h.fs, opt, res, o.Bars); earlier != nil {
 		rep = diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Earlier: earlier, Source: h.name, Notes: res.Notes})
 	} else {
 		rep = diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Source: h.name, Notes: res.Notes})
