@@ -18,4 +18,4 @@ while [ $i -lt "$runs" ]; do
   /usr/bin/time -f "diagnose: %e s wall, %M KiB peak RSS" ./memdoctor diagnose --from "$db" --json > /dev/null
   i=$((i + 1))
 done
-MEMDOCTOR_BENCH_DB="$db" go test -count=1 -run TestDiagnose30DaysPeakHeap -v ./internal/analysis | grep -E "peaked|FAIL|^ok"
+MEMDOCTOR_BENCH_DB="$db" go test -count=1 -run TestDiagnose30DaysPeakHeap -v ./internal/usecase/history | grep -E "peaked|FAIL|^ok"

@@ -5,7 +5,7 @@ package internal_test
 //
 //	procfs <- collect -> sample <- store/source <- diagnose <- render/text, render/html
 //	                              sample, vmcalc <- model (the JSON schema) <- diagnose and every reader of a report
-//	analysis (the use cases) <- cmd/memdoctor (flags, wiring: at most cmdImports packages)
+//	usecase/live, usecase/history, usecase/prometheus, usecase/leaks (the use cases) <- cmd/memdoctor (flags, wiring: at most cmdImports packages)
 //
 // Every package under internal/ is listed with the internal packages (and
 // the module's preload package) it may import; a package missing from the
@@ -100,9 +100,20 @@ var allowed = map[string][]string{
 	"fleet":   {"diagnose", "model", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "model", "promql"},
 	"compare": {"format", "prom", "promql", "sample", "stats"},
-	// The use cases: what commands call (cmd/memdoctor parses flags and
-	// renders; this opens, resolves windows and steps, diagnoses, merges).
-	"analysis": {"alerts", "capture", "cgroups", "cgtrace", "collect", "compare", "diagnose", "fleet", "format", "heapprof", "leaktrace", "malloc", "model", "outfile", "pagescan", "procfs", "prom", "promql", "render/html", "runtimes", "safeio", "sample", "source", "store", "treat"},
+	// The use cases, one slice each: what commands call (cmd/memdoctor
+	// parses flags and renders). None imports more than a third of the
+	// module's other packages.
+	// This host now (or --root, --capture): check, its focus, culprits and
+	// runtimes, and capture.
+	"usecase/live": {"capture", "cgroups", "cgtrace", "collect", "diagnose", "format", "model", "pagescan", "procfs", "runtimes", "safeio", "sample", "treat"},
+	// One process' heap profile (leaks): the profilers stay out of live.
+	"usecase/leaks": {"heapprof", "leaktrace", "malloc", "outfile"},
+	// Saved history: open, windows and steps, diagnose, merge, report
+	// pages, compare, export.
+	"usecase/history": {"compare", "diagnose", "format", "model", "outfile", "promql", "render/html", "sample", "source", "store"},
+	// A Prometheus server: connect, fleet scans and their pages, compare,
+	// baselines, alerts; its windows and pages are history's.
+	"usecase/prometheus": {"alerts", "compare", "diagnose", "fleet", "model", "outfile", "prom", "promql", "render/html", "sample", "store", "usecase/history"},
 	// Remedies that change the host: a running process' allocator (malloc, trim,
 	// check --malloc) and dying cgroups (reclaim).
 	"treat": {"cgreclaim", "malloc", "procfs", "sample", "termsafe"},
@@ -195,11 +206,11 @@ func TestPreloadIsALeaf(t *testing.T) {
 
 // cmdImports is the most internal packages cmd/memdoctor may import. The
 // command files parse flags and render; what a command does lives behind
-// a few packages: analysis (the use cases over history and this host),
-// treat (remedies on a process' allocator), render/text (text, and every line
-// on stderr), and the self-contained lint, probe and record. A command
-// that needs a seventh package puts its logic in one of these instead.
-const cmdImports = 6
+// a few packages: the use cases under usecase/ (live, history, prometheus,
+// leaks), treat (remedies on a process' allocator), render/text (text, and
+// every line on stderr), and the self-contained lint, probe and record. A
+// command that needs a tenth package puts its logic in one of these instead.
+const cmdImports = 9
 
 func TestCmdImportsFewPackages(t *testing.T) {
 	t.Parallel()
@@ -217,7 +228,7 @@ func TestCmdImportsFewPackages(t *testing.T) {
 		t.Fatalf("cmd/memdoctor imports no internal package: %v", bp.Imports)
 	}
 	if len(internal) > cmdImports {
-		t.Errorf("cmd/memdoctor imports %d internal packages, at most %d allowed: %s\n(move the logic behind internal/analysis, treat or render/text; the command files keep flags and wiring)",
+		t.Errorf("cmd/memdoctor imports %d internal packages, at most %d allowed: %s\n(move the logic behind a use case of internal/usecase, treat or render/text; the command files keep flags and wiring)",
 			len(internal), cmdImports, strings.Join(internal, ", "))
 	}
 }

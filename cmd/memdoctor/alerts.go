@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/usecase/prometheus"
 	"github.com/spf13/cobra"
 )
 
@@ -43,29 +43,29 @@ Check the file with: promtool check rules FILE.`,
 			}
 			var y string
 			if baselineFrom == "" {
-				y = analysis.AlertRules(pf.match, nil)
+				y = prometheus.AlertRules(pf.match, nil)
 			} else {
 				var err error
-				var bs []analysis.Baseline
+				var bs []prometheus.Baseline
 				if strings.HasPrefix(baselineFrom, "http://") || strings.HasPrefix(baselineFrom, "https://") {
 					pf.url = baselineFrom
 					bs, err = promBaselines(cmd, &pf, until)
 				} else {
-					bs, err = analysis.FileBaselines(baselineFrom, progressBars(cmd))
+					bs, err = prometheus.FileBaselines(baselineFrom, progressBars(cmd))
 				}
 				if err != nil {
 					return fmt.Errorf("--baseline-from %s: %w", baselineFrom, err)
 				}
 				if len(bs) == 0 {
-					return fmt.Errorf("--baseline-from %s: %w", baselineFrom, analysis.ErrNoBaseline)
+					return fmt.Errorf("--baseline-from %s: %w", baselineFrom, prometheus.ErrNoBaseline)
 				}
-				y = analysis.AlertRules(pf.match, bs)
+				y = prometheus.AlertRules(pf.match, bs)
 			}
 			if output == "" || output == "-" {
 				_, err := fmt.Fprint(cmd.OutOrStdout(), y)
 				return err
 			}
-			return analysis.WriteAlertRules(output, y)
+			return prometheus.WriteAlertRules(output, y)
 		},
 	}
 	pf.register(cmd, true)
@@ -76,17 +76,17 @@ Check the file with: promtool check rules FILE.`,
 	return cmd
 }
 
-func promBaselines(cmd *cobra.Command, pf *promFlags, until string) ([]analysis.Baseline, error) {
+func promBaselines(cmd *cobra.Command, pf *promFlags, until string) ([]prometheus.Baseline, error) {
 	win, err := pf.window(until)
 	if err != nil {
 		return nil, err
 	}
-	c, err := analysis.Connect(pf.server())
+	c, err := prometheus.Connect(pf.server())
 	if err != nil {
 		return nil, err
 	}
 	ctx, endSession := pf.session(cmd, c, nil, "reading the baselines")
-	bs, err := analysis.PromBaselines(ctx, c, pf.match, win)
+	bs, err := prometheus.PromBaselines(ctx, c, pf.match, win)
 	if err = endSession(err); err != nil {
 		return nil, err
 	}

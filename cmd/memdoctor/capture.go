@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/render/text"
+	"github.com/memdoctor/memdoctor/internal/usecase/live"
 	"github.com/spf13/cobra"
 )
 
@@ -35,7 +35,7 @@ command lines whole.`,
 			if err := checkTop(top); err != nil {
 				return err
 			}
-			c, err := analysis.Capture(top, note, "memdoctor "+buildInfo().Version, noRedact, out, cmd.OutOrStdout())
+			c, err := live.Capture(top, note, "memdoctor "+buildInfo().Version, noRedact, out, cmd.OutOrStdout())
 			if err != nil || c.Path == "" {
 				return err
 			}

@@ -6,8 +6,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/render/text"
+	"github.com/memdoctor/memdoctor/internal/usecase/live"
 	"github.com/spf13/cobra"
 )
 
@@ -50,7 +50,7 @@ be in the top N by PSS.`,
   memdoctor check --scrape http://127.0.0.1:8080/metrics --json   # a service's GC too`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			threshold, err := analysis.ParseFailOn(failOn)
+			threshold, err := live.ParseFailOn(failOn)
 			if err != nil {
 				return err
 			}
@@ -73,7 +73,7 @@ be in the top N by PSS.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			go func() { <-ctx.Done(); stop() }()
-			rep, err := analysis.Check(ctx, h, analysis.CheckOptions{Top: top, Runtimes: &rt.Runtimes, Focus: &focus.Focus,
+			rep, err := live.Check(ctx, h, live.CheckOptions{Top: top, Runtimes: &rt.Runtimes, Focus: &focus.Focus,
 				MallocN: mallocN, MallocTimeout: mallocTimeout, Log: cmd.ErrOrStderr(), Bars: progressBars(cmd), Culprits: &culprits.Culprits,
 				RuntimeRoot: runtimeRoot})
 			if err != nil {
@@ -88,7 +88,7 @@ be in the top N by PSS.`,
 			if err != nil {
 				return err
 			}
-			if analysis.Fails(rep.Findings, threshold) {
+			if live.Fails(rep.Findings, threshold) {
 				return exitError{2}
 			}
 			return nil

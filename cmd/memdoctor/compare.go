@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/probe"
 	"github.com/memdoctor/memdoctor/internal/render/text"
+	"github.com/memdoctor/memdoctor/internal/usecase/history"
+	"github.com/memdoctor/memdoctor/internal/usecase/prometheus"
 	"github.com/spf13/cobra"
 )
 
@@ -67,12 +68,12 @@ span (and says when it is too short for daily rates).`,
 			case len(args) == 2 && probe.IsResult(args[0]) && probe.IsResult(args[1]):
 				return compareProbes(cmd, args[0], args[1], asJSON)
 			case len(args) == 2:
-				return show(analysis.CompareSources(args[0], "", args[1], "", progressBars(cmd)))
+				return show(history.CompareSources(args[0], "", args[1], "", progressBars(cmd)))
 			case len(args) == 1:
 				if winA == "" || winB == "" {
 					return errors.New("one source needs two windows: --a-window FROM/TO --b-window FROM/TO")
 				}
-				return show(analysis.CompareSources(args[0], winA, args[0], winB, progressBars(cmd)))
+				return show(history.CompareSources(args[0], winA, args[0], winB, progressBars(cmd)))
 			default:
 				return errors.New("give two groups: --prometheus URL --a SEL --b SEL, two sources, one source with --a-window and --b-window, or two probe results")
 			}
@@ -99,18 +100,18 @@ func comparePrometheus(cmd *cobra.Command, pf *promFlags, a, b, until string, as
 		flag string
 		sel  *string
 	}{{"--a", &a}, {"--b", &b}} {
-		m, err := analysis.ParseMatch(*s.sel)
+		m, err := prometheus.ParseMatch(*s.sel)
 		if err != nil {
 			return fmt.Errorf("%s %q: %w", s.flag, *s.sel, err)
 		}
 		*s.sel = m
 	}
-	c, err := analysis.Connect(pf.server())
+	c, err := prometheus.Connect(pf.server())
 	if err != nil {
 		return err
 	}
 	ctx, endSession := pf.session(cmd, c, nil, "comparing the groups")
-	res, err := analysis.ComparePrometheus(ctx, c, a, b, pf.match, win)
+	res, err := prometheus.ComparePrometheus(ctx, c, a, b, pf.match, win)
 	if err = endSession(err); err != nil {
 		return err
 	}

@@ -3,13 +3,13 @@ package main
 import (
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/usecase/live"
 	"github.com/spf13/cobra"
 )
 
 // culpritFlags are check's opt-in looks at who made and what pins the dying
-// cgroups (analysis.Culprits).
-type culpritFlags struct{ analysis.Culprits }
+// cgroups (live.Culprits).
+type culpritFlags struct{ live.Culprits }
 
 func (f *culpritFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.ScanPages, "scan-pages", false, "read /proc/kpagecgroup and /proc/kpageflags (root; about 30 ms per GiB of RAM) to tell how much page cache, dirty, mapped or shmem, pins the dying memory cgroups")

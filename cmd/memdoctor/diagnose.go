@@ -3,8 +3,8 @@ package main
 import (
 	"errors"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/render/text"
+	"github.com/memdoctor/memdoctor/internal/usecase/history"
 	"github.com/spf13/cobra"
 )
 
@@ -56,7 +56,7 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 				return err
 			}
 			defer s.Close()
-			out, err := analysis.Diagnose(s, src.since, src.until)
+			out, err := history.Diagnose(s, src.since, src.until)
 			if err != nil {
 				return err
 			}
@@ -92,12 +92,12 @@ func (f *sourceFlags) register(cmd *cobra.Command) {
 }
 
 // open opens the source, with a progress bar while it is ingested.
-func (f *sourceFlags) open(cmd *cobra.Command) (*analysis.Source, error) {
+func (f *sourceFlags) open(cmd *cobra.Command) (*history.Source, error) {
 	if f.from == "" {
 		return nil, errors.New("--from is required: a recording, a directory of saved /proc files or captures, or an OpenMetrics file")
 	}
 	bar := newProgress(cmd.ErrOrStderr(), "reading "+f.from)
-	s, err := analysis.Open(f.from, f.instance, f.lenient, bar.update)
+	s, err := history.Open(f.from, f.instance, f.lenient, bar.update)
 	bar.done()
 	return s, err
 }

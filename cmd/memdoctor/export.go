@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/render/text"
+	"github.com/memdoctor/memdoctor/internal/usecase/history"
 	"github.com/spf13/cobra"
 )
 
@@ -37,7 +37,7 @@ has one row per sample: instance, name, labels, timestamp_ms, value.`,
 				return fmt.Errorf("-o FILE is required (\"-\" for standard output)")
 			}
 			bar := newProgress(cmd.ErrOrStderr(), "reading "+from)
-			s, err := analysis.OpenAll(from, lenient, bar.update)
+			s, err := history.OpenAll(from, lenient, bar.update)
 			bar.done()
 			if err != nil {
 				return err

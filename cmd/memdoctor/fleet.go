@@ -4,8 +4,8 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/render/text"
+	"github.com/memdoctor/memdoctor/internal/usecase/prometheus"
 	"github.com/spf13/cobra"
 )
 
@@ -29,16 +29,16 @@ const fleetMemoryLimit = 128 << 20
 
 // fleet resolves the flags into a scan: the window (ending at until) and
 // its step, the client and the canonical --match.
-func (f *fleetFlags) fleet(until string) (*analysis.Fleet, error) {
+func (f *fleetFlags) fleet(until string) (*prometheus.Fleet, error) {
 	win, err := f.prom.window(until)
 	if err != nil {
 		return nil, err
 	}
-	c, err := analysis.Connect(f.prom.server())
+	c, err := prometheus.Connect(f.prom.server())
 	if err != nil {
 		return nil, err
 	}
-	return &analysis.Fleet{Client: c, Match: f.prom.match, Window: win, By: f.by, All: f.all}, nil
+	return &prometheus.Fleet{Client: c, Match: f.prom.match, Window: win, By: f.by, All: f.all}, nil
 }
 
 // runFleet is `diagnose --prometheus`.

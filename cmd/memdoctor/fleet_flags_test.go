@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/usecase/prometheus"
 )
 
 // --match (and compare's --a, --b) are parsed with Prometheus' parser
@@ -57,9 +59,9 @@ func TestMatchParsed(t *testing.T) {
 // (before: ~8 minutes against 30 s answers, nothing on stderr). The scan
 // asks two queries at a time: two answers a second.
 func TestPrometheusDeadline(t *testing.T) {
-	old := heartbeatEvery
-	heartbeatEvery = 300 * time.Millisecond
-	t.Cleanup(func() { heartbeatEvery = old })
+	old := prometheus.HeartbeatEvery
+	prometheus.HeartbeatEvery = 300 * time.Millisecond
+	t.Cleanup(func() { prometheus.HeartbeatEvery = old })
 	var asked atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked.Add(1)

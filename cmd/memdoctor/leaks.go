@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/render/text"
+	"github.com/memdoctor/memdoctor/internal/usecase/leaks"
 	"github.com/spf13/cobra"
 )
 
@@ -112,7 +112,7 @@ not for one allocating millions; there, use the preload library.`,
 			done := make(chan struct{})
 			defer close(done) // before stop: the watchdog sees the return first
 			go leaksWatchdog(ctx, done, cmd.ErrOrStderr())
-			rep, path, err := analysis.Leaks(ctx, pid, analysis.LeaksOptions{Interval: interval, Top: top, Timeout: timeout, Output: output,
+			rep, path, err := leaks.Leaks(ctx, pid, leaks.Options{Interval: interval, Top: top, Timeout: timeout, Output: output,
 				EBPF: useEBPF, Duration: duration, Rate: rate, MaxSamples: maxSamp, EstimateOut: cmd.ErrOrStderr()})
 			if err != nil {
 				return err

@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/lint"
 	"github.com/memdoctor/memdoctor/internal/render/text"
+	"github.com/memdoctor/memdoctor/internal/usecase/live"
 	"github.com/spf13/cobra"
 )
 
@@ -45,7 +45,7 @@ extension and the keys; --format forces one.`,
   memdoctor lint --fail-on warning conf/*.properties   # exit 2 in CI`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			threshold, err := analysis.ParseFailOn(failOn)
+			threshold, err := live.ParseFailOn(failOn)
 			if err != nil {
 				return err
 			}
@@ -69,7 +69,7 @@ extension and the keys; --format forces one.`,
 			if err != nil {
 				return err
 			}
-			if analysis.Fails(rep.Findings, threshold) {
+			if live.Fails(rep.Findings, threshold) {
 				return exitError{2}
 			}
 			return nil

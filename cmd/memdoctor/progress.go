@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/usecase/history"
 	"github.com/spf13/cobra"
 )
 
@@ -67,8 +67,8 @@ func (p *progressBar) done() {
 }
 
 // progressBars starts a progress bar on cmd's stderr for each read.
-func progressBars(cmd *cobra.Command) analysis.Bars {
-	return func(label string) (analysis.Progress, func()) {
+func progressBars(cmd *cobra.Command) history.Bars {
+	return func(label string) (history.Progress, func()) {
 		bar := newProgress(cmd.ErrOrStderr(), label)
 		return bar.update, bar.done
 	}

@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/render/text"
+	"github.com/memdoctor/memdoctor/internal/usecase/history"
+	"github.com/memdoctor/memdoctor/internal/usecase/prometheus"
 	"github.com/spf13/cobra"
 )
 
@@ -41,22 +40,16 @@ func (f *promFlags) register(cmd *cobra.Command, withRange bool) {
 	}
 }
 
-// server is the server the flags name, for analysis.Connect.
-func (f *promFlags) server() analysis.PromServer {
-	return analysis.PromServer{URL: f.url, TokenFile: f.tokenFile, User: f.user, PasswordFile: f.passwordFile,
+// server is the server the flags name, for prometheus.Connect.
+func (f *promFlags) server() prometheus.PromServer {
+	return prometheus.PromServer{URL: f.url, TokenFile: f.tokenFile, User: f.user, PasswordFile: f.passwordFile,
 		CA: f.ca, Insecure: f.insecure, Timeout: f.timeout, Retries: f.retries, Deadline: f.deadline}
-}
-
-// answering is a Prometheus client as a session sees it.
-type answering interface {
-	URL() string
-	Answers() int64
 }
 
 // window resolves --until (RFC 3339, a date, or -DURATION before now),
 // --range and --step into the window read, and canonicalises --match.
-func (f *promFlags) window(until string) (analysis.Window, error) {
-	win, err := analysis.PromWindow(time.Now().UTC(), until, f.rangeS, f.step)
+func (f *promFlags) window(until string) (history.Window, error) {
+	win, err := history.PromWindow(time.Now().UTC(), until, f.rangeS, f.step)
 	if err != nil {
 		return win, err
 	}
@@ -66,7 +59,7 @@ func (f *promFlags) window(until string) (analysis.Window, error) {
 // checkMatch parses --match with Prometheus' parser and keeps its
 // canonical form.
 func (f *promFlags) checkMatch() error {
-	m, err := analysis.ParseMatch(f.match)
+	m, err := prometheus.ParseMatch(f.match)
 	if err != nil {
 		return fmt.Errorf("--match %q: %w", f.match, err)
 	}
@@ -77,61 +70,14 @@ func (f *promFlags) checkMatch() error {
 // printWarnings shows the server's partial-data warnings on stderr.
 func printWarnings(w io.Writer, ws []string) { text.ServerWarnings(w, ws) }
 
-// heartbeatEvery is how often a long read from Prometheus says on stderr
-// how far it got.
-var heartbeatEvery = 10 * time.Second
-
 // session bounds one read from Prometheus (what names it in messages):
-// its context ends at --prometheus-deadline; every heartbeatEvery a line
-// on stderr (through bar, which may draw on a terminal) says how many
-// answers came so far; end stops both and turns an error caused by the
-// deadline into one that names it (calls after the first only do that).
-func (f *promFlags) session(cmd *cobra.Command, c answering, bar *progressBar, what string) (ctx context.Context, end func(error) error) {
-	parent := promContext(cmd)
-	ctx, cancel := context.WithCancel(parent)
-	if f.deadline > 0 {
-		ctx, cancel = context.WithTimeout(parent, f.deadline)
-	}
+// prometheus.PromServer.Session, its heartbeat drawn through bar (a new
+// one on stderr when nil).
+func (f *promFlags) session(cmd *cobra.Command, c prometheus.Answering, bar *progressBar, what string) (ctx context.Context, end func(error) error) {
 	if bar == nil {
 		bar = newProgress(cmd.ErrOrStderr(), what)
 	}
-	start := time.Now()
-	status := func() string {
-		s := fmt.Sprintf("memdoctor: %s: %d answers from %s in %s", what, c.Answers(), c.URL(), time.Since(start).Round(time.Second))
-		if f.deadline > 0 {
-			s += fmt.Sprintf(" (--prometheus-deadline %s)", f.deadline)
-		}
-		return s
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(heartbeatEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				bar.line(status())
-			}
-		}
-	}()
-	var once sync.Once
-	return ctx, func(err error) error {
-		once.Do(func() {
-			close(stop)
-			<-done
-		})
-		expired := errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil
-		cancel()
-		if err != nil && expired {
-			return fmt.Errorf("%s: gave up at --prometheus-deadline %s with %d answers received (raise it, or narrow --match or --range): %w",
-				what, f.deadline, c.Answers(), err)
-		}
-		return err
-	}
+	return f.server().Session(promContext(cmd), c, bar.line, what)
 }
 
 func promContext(cmd *cobra.Command) context.Context {

@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/record"
+	"github.com/memdoctor/memdoctor/internal/usecase/history"
 	"github.com/spf13/cobra"
 )
 
@@ -39,7 +39,7 @@ func defaultDB() string {
 // parseRetention reads a duration flag: a Go duration or a Prometheus one
 // with days ("30d", "720h", "1d12h").
 func parseRetention(s string) (time.Duration, error) {
-	v, err := analysis.ParseDuration(s)
+	v, err := history.ParseDuration(s)
 	if err != nil {
 		return 0, fmt.Errorf("--retention %q: want a duration such as 30d or 720h", s)
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/render/text"
+	"github.com/memdoctor/memdoctor/internal/usecase/history"
 	"github.com/spf13/cobra"
 )
 
@@ -15,13 +15,13 @@ func init() { commands = append(commands, newReportCmd) }
 
 // reportSummary is what report --json prints about the file it wrote.
 type reportSummary struct {
-	Output    string                    `json:"output"`
-	Bytes     int                       `json:"bytes"`
-	Findings  int                       `json:"findings"`
-	Charts    int                       `json:"charts"`
-	Instances []analysis.InstanceResult `json:"instances"`
-	Source    string                    `json:"source"`
-	Seconds   float64                   `json:"seconds"`
+	Output    string                   `json:"output"`
+	Bytes     int                      `json:"bytes"`
+	Findings  int                      `json:"findings"`
+	Charts    int                      `json:"charts"`
+	Instances []history.InstanceResult `json:"instances"`
+	Source    string                   `json:"source"`
+	Seconds   float64                  `json:"seconds"`
 }
 
 func newReportCmd() *cobra.Command {
@@ -58,7 +58,7 @@ phone and prints cleanly.`,
 			}
 			start := time.Now()
 			var (
-				rp  *analysis.PageReport
+				rp  *history.PageReport
 				err error
 			)
 			source := src.from
@@ -76,7 +76,7 @@ phone and prints cleanly.`,
 					return err
 				}
 				defer s.Close()
-				if rp, err = analysis.Page(s, src.since, src.until); err != nil {
+				if rp, err = history.Page(s, src.since, src.until); err != nil {
 					return err
 				}
 			}

@@ -5,7 +5,7 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/usecase/history"
 	"github.com/spf13/cobra"
 )
 
@@ -13,7 +13,7 @@ import (
 // diagnose --prometheus does, then reads the charted series of the
 // instances with findings (the --top worst) at display resolution. The
 // page's findings are the scan's; the charts never feed them.
-func buildFleetPage(cmd *cobra.Command, f *fleetFlags, until string) (*analysis.PageReport, error) {
+func buildFleetPage(cmd *cobra.Command, f *fleetFlags, until string) (*history.PageReport, error) {
 	fl, err := f.fleet(until)
 	if err != nil {
 		return nil, err

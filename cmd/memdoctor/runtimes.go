@@ -3,14 +3,14 @@ package main
 import (
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/usecase/live"
 	"github.com/spf13/cobra"
 )
 
 // runtimeFlags select the language runtimes check and record read besides
 // the JVMs they find by themselves.
 type runtimeFlags struct {
-	analysis.Runtimes
+	live.Runtimes
 }
 
 func (f *runtimeFlags) register(cmd *cobra.Command) {

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/memdoctor/memdoctor/internal/analysis"
+	"github.com/memdoctor/memdoctor/internal/usecase/live"
 	"github.com/spf13/cobra"
 )
 
@@ -19,6 +19,6 @@ func (f *hostFlags) register(cmd *cobra.Command) {
 }
 
 // open opens what to read.
-func (f *hostFlags) open() (*analysis.Host, error) {
-	return analysis.OpenHost(f.root, f.capture)
+func (f *hostFlags) open() (*live.Host, error) {
+	return live.OpenHost(f.root, f.capture)
 }

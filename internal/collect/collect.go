@@ -69,6 +69,9 @@ type Options struct {
 	// DotNetPort reads .NET processes through their diagnostics port
 	// (check, which then measures them over its GC interval).
 	DotNetPort bool
+	// GCInterval is how far apart check reads the runtimes twice to
+	// measure GC rates (ReadRuntimesAgain; 0: once).
+	GCInterval time.Duration
 	// Scrape lists applications' Prometheus endpoints whose runtime GC
 	// series to read.
 	Scrape []string

@@ -8,7 +8,10 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
+	"time"
 
+	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/runtimes"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
@@ -64,3 +67,101 @@ func collectRuntimes(c *ctx) error {
 	c.res.Notes = append(c.res.Notes, res.Notes...)
 	return nil
 }
+
+// Bars start the display of a long read's progress (label says what is
+// read) and return its update and what ends it.
+type Bars = func(label string) (update func(done, total int64), done func())
+
+// ReadRuntimesAgain is the second reading of check's GC interval: it reads
+// the runtimes of res (read with opt) again opt.GCInterval later (watching
+// JVMs' perf data for the cause of each collection meanwhile, and running
+// a GC session on each .NET process read through its port), replaces the
+// first reading's runtime series in res with the second, and returns a
+// scrape of the first reading. It returns nil when there is nothing to
+// measure twice. bars (nil: none) draws the wait; ctx ends it early.
+func ReadRuntimesAgain(ctx context.Context, fsys procfs.FS, opt Options, res *Result, bars Bars) *sample.Snapshot {
+	opt.defaults()
+	first := res.Runtimes
+	if opt.GCInterval <= 0 || first == nil || !hasGC(first) {
+		return nil
+	}
+	earlier := &sample.Snapshot{Time: res.Snapshot.Time}
+	for _, m := range first.Metrics() {
+		earlier.AddMetric(m)
+	}
+	watch := runtimes.NewWatch(fsys, first)
+	// Allocation ticks (verbose) for the LOH allocation rate.
+	dn := runtimes.StartDotNet(ctx, first, true)
+	update, done := func(int64, int64) {}, func() {}
+	if bars != nil {
+		update, done = bars("measuring GC rates")
+	}
+	start := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	for time.Since(start) < opt.GCInterval && ctx.Err() == nil {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		}
+		if !watch.Empty() {
+			watch.Poll(fsys)
+		}
+		update(int64(time.Since(start)/time.Millisecond), int64(opt.GCInterval/time.Millisecond))
+	}
+	tick.Stop()
+	dn.Stop()
+	done()
+	ro := RuntimeOptions(opt, &res.Snapshot)
+	ro.PIDs = nil
+	ro.NoHostJVMs = true
+	for _, rd := range first.Readings {
+		// JVMs read from hsperfdata, and the processes behind scrape
+		// targets (so that the second reading matches them again)
+		if rd.Source == "hsperfdata" || rd.Source == runtimes.SourceEventPipe || rd.Source == "scrape" && rd.PID > 0 {
+			ro.PIDs = append(ro.PIDs, rd.PID)
+		}
+	}
+	ro.Watch = watch
+	ro.DotNet = dn
+	second := runtimes.Read(context.Background(), fsys, ro)
+	later := sample.Snapshot{Time: opt.Now(), Instance: res.Snapshot.Instance}
+	for _, m := range res.Snapshot.Metrics {
+		if !isRuntimeGC(m.Name) {
+			later.AddMetric(m)
+		}
+	}
+	// Detected-only runtimes (no GC data) keep their first reading.
+	for _, rd := range first.Readings {
+		if rd.Source == "maps" {
+			for _, m := range rd.Metrics() {
+				later.AddMetric(m)
+			}
+		}
+	}
+	for _, m := range second.Metrics() {
+		later.AddMetric(m)
+	}
+	res.Snapshot = later
+	// A source that failed both times (a scrape target down) is noted once.
+	noted := map[string]bool{}
+	for _, n := range res.Notes {
+		noted[n.Source] = true
+	}
+	for _, n := range second.Notes {
+		if !noted[n.Source] {
+			res.Notes = append(res.Notes, n)
+		}
+	}
+	return earlier
+}
+
+func hasGC(r *runtimes.Result) bool {
+	for _, rd := range r.Readings {
+		if rd.Source != "maps" {
+			return true
+		}
+	}
+	return false
+}
+
+func isRuntimeGC(name string) bool { return strings.HasPrefix(name, "memdoctor_runtime_") }

@@ -36,7 +36,7 @@ type Options struct {
 	End   time.Time
 	Range time.Duration
 	// Step is the resolution of suspects' full ranges (required: the
-	// caller resolves it, internal/analysis.PromStep by default).
+	// caller resolves it, internal/usecase/history.PromStep by default).
 	Step time.Duration
 	// By lists labels to correlate findings with, besides the kernel
 	// release.

@@ -387,9 +387,11 @@ func (r *Recorder) firstSlot(now time.Time) time.Time {
 func (r *Recorder) Tick(at time.Time) {
 	start := time.Now()
 	cpu0 := selfCPU()
-	res, err := collect.Collect(r.fs, collect.Options{TopProcesses: r.cfg.Top, TopCgroups: 10, ArenaScan: true, Live: r.live, Names: r.names, CgroupEvents: r.cgEvents,
-		Now: func() time.Time { return at }, Runtimes: r.live, Scrape: r.cfg.Scrape, ScrapeTimeout: r.cfg.ScrapeTimeout, ScrapeAuth: r.cfg.ScrapeAuth,
-		Discover: r.cfg.Discover, DiscoverMemo: r.discovered})
+	opt := collect.Profile(collect.Record, r.cfg.Top, r.live)
+	opt.Names, opt.CgroupEvents, opt.Now = r.names, r.cgEvents, func() time.Time { return at }
+	opt.Scrape, opt.ScrapeTimeout, opt.ScrapeAuth = r.cfg.Scrape, r.cfg.ScrapeTimeout, r.cfg.ScrapeAuth
+	opt.Discover, opt.DiscoverMemo = r.cfg.Discover, r.discovered
+	res, err := collect.Collect(r.fs, opt)
 	if err != nil {
 		r.mu.Lock()
 		r.lastErr = err

@@ -138,8 +138,9 @@ func readCaptures(path string, opt IngestOptions, w *writer) error {
 			}
 			pfs := procfs.NewFSFrom(fsys, r.prov.PageSize)
 			pfs.GlibcBanner = r.prov.Glibc
-			res, err := collect.Collect(pfs, collect.Options{TopProcesses: opt.Top, TopCgroups: opt.Top, ArenaScan: true,
-				Now: func() time.Time { return r.prov.Time }})
+			co := collect.Profile(collect.Check, opt.Top, false) // as check --capture reads it
+			co.Now = func() time.Time { return r.prov.Time }
+			res, err := collect.Collect(pfs, co)
 			if err != nil {
 				return nil, fmt.Errorf("capture %s: %w", r.file, err)
 			}

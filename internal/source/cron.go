@@ -253,8 +253,9 @@ func readCron(dir string, opt IngestOptions, w *writer) error {
 			if err != nil {
 				return cronSnap{}, err
 			}
-			res, err := collect.Collect(procfs.NewFSFrom(fsys, pageSize),
-				collect.Options{Now: func() time.Time { return g.t }})
+			co := collect.Profile(collect.Cron, 0, false)
+			co.Now = func() time.Time { return g.t }
+			res, err := collect.Collect(procfs.NewFSFrom(fsys, pageSize), co)
 			if err != nil {
 				return cronSnap{}, mapCollectError(err, g.files)
 			}

@@ -1,4 +1,7 @@
-package analysis
+// Package live is memdoctor's use cases on this host now (or a directory
+// laid out like / and a capture archive, read the same way): check, with
+// its focus, its culprits and the runtimes it reads, and capture.
+package live
 
 import (
 	"context"
@@ -17,6 +20,10 @@ import (
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/treat"
 )
+
+// Bars start the display of a long read's progress (label says what is
+// read) and return its update and what ends it: the type of history.Bars.
+type Bars = collect.Bars
 
 // Host is what a read command reads: the live host, a directory laid out
 // like / (--root), or a capture archive (--capture).
@@ -113,15 +120,11 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 	if err := fo.check(h.fs, h.live, names); err != nil {
 		return nil, err
 	}
-	opt := collect.Options{Names: names, TopProcesses: o.Top, TopCgroups: o.Top, ArenaScan: true,
-		Live: h.live, Now: h.now(), Runtimes: h.live, Scrape: rt.URLs, ScrapeTimeout: rt.Timeout, ScrapeAuth: rt.Auth,
-		Discover: rt.Discover, Focus: fo.parsed, SortBy: fo.Sort, UserTotals: fo.Users, FocusCgroup: fo.cgroup,
-		DotNetPort: h.live && rt.Interval > 0}
-	if h.live {
-		opt.KmsgPath = "/dev/kmsg"
-		opt.AskPreload = 2 * time.Second
-		opt.Allocators = true
-	}
+	opt := collect.Profile(collect.Check, o.Top, h.live)
+	opt.Names, opt.Now = names, h.now()
+	opt.Scrape, opt.ScrapeTimeout, opt.ScrapeAuth, opt.Discover = rt.URLs, rt.Timeout, rt.Auth, rt.Discover
+	opt.Focus, opt.SortBy, opt.UserTotals, opt.FocusCgroup = fo.parsed, fo.Sort, fo.Users, fo.cgroup
+	opt.DotNetPort, opt.GCInterval = h.live && rt.Interval > 0, rt.Interval
 	cu := o.Culprits
 	if cu == nil {
 		cu = &Culprits{}
@@ -148,7 +151,7 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 		cancel()
 	}
 	var rep *model.Report
-	if earlier := rt.secondReading(ctx, h.fs, opt, res, o.Bars); earlier != nil {
+	if earlier := collect.ReadRuntimesAgain(ctx, h.fs, opt, res, o.Bars); earlier != nil {
 		rep = diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Earlier: earlier, Source: h.name, Notes: res.Notes})
 	} else {
 		rep = diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Source: h.name, Notes: res.Notes})
@@ -212,7 +215,7 @@ func Capture(top int, note, tool string, noRedact bool, out string, w io.Writer)
 	live := procfs.NewFS("/")
 	rec := capture.NewRecorder(live.Sys(), capture.RecordOptions{})
 	fsys := procfs.NewFSFrom(rec, live.PageSize)
-	res, err := collect.Collect(fsys, collect.Options{TopProcesses: top, TopCgroups: top, ArenaScan: true, Live: true})
+	res, err := collect.Collect(fsys, collect.Profile(collect.Capture, top, true))
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package analysis_test
+package live_test
 
 import (
 	"os"
@@ -19,17 +19,17 @@ import (
 // oom_kills names the victim, its RSS and anon RSS, the cgroup and its
 // limit, and when. Without a log path the finding has none of it.
 func TestOOMKillsKernelLogLab61(t *testing.T) {
-	fsys, prov, err := capture.LoadFile("../../testdata/captures/healthy-6.1-x86_64-v2.txtar")
+	fsys, prov, err := capture.LoadFile("../../../testdata/captures/healthy-6.1-x86_64-v2.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
 	pfs := procfs.NewFSFrom(fsys, prov.PageSize)
-	want := procfs.ParseOOMReports(mustRead(t, "../procfs/testdata/kmsg-oom-memcg-6.1.txt"))
+	want := procfs.ParseOOMReports(mustRead(t, "../../procfs/testdata/kmsg-oom-memcg-6.1.txt"))
 	if len(want) != 1 {
 		t.Fatalf("the lab log has %d reports", len(want))
 	}
 	w := want[0]
-	for _, path := range []string{"../procfs/testdata/kmsg-oom-memcg-6.1.txt", ""} {
+	for _, path := range []string{"../../procfs/testdata/kmsg-oom-memcg-6.1.txt", ""} {
 		res, err := collect.Collect(pfs, collect.Options{KmsgPath: path})
 		if err != nil {
 			t.Fatal(err)
@@ -89,7 +89,7 @@ func mustRead(t *testing.T, p string) []byte {
 // An unreadable kernel log (absent here; not permitted alike) gives no
 // series and a note that says what it hides.
 func TestKernelLogUnreadableIsANote(t *testing.T) {
-	fsys, prov, err := capture.LoadFile("../../testdata/captures/healthy-6.1-x86_64-v2.txtar")
+	fsys, prov, err := capture.LoadFile("../../../testdata/captures/healthy-6.1-x86_64-v2.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestKernelLogUnreadableIsANote(t *testing.T) {
 // A hostile log: a comm with a terminal escape and an overlong field; the
 // victim comes out with the escape replaced, the overlong cgroup dropped.
 func TestKernelLogHostileComm(t *testing.T) {
-	fsys, prov, err := capture.LoadFile("../../testdata/captures/healthy-6.1-x86_64-v2.txtar")
+	fsys, prov, err := capture.LoadFile("../../../testdata/captures/healthy-6.1-x86_64-v2.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}

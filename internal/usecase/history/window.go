@@ -1,9 +1,10 @@
-// Package analysis is memdoctor's use cases over history and over this
-// host: it opens what a command reads, resolves the window and the step
-// it is read at (once, here), diagnoses each instance, merges them, builds
-// report pages, computes baselines and comparisons. Commands parse their
-// flags and call it; rendering is internal/render (text, html).
-package analysis
+// Package history is memdoctor's use cases over saved history (a
+// recording, saved files or captures, an OpenMetrics file): it opens what
+// a command reads, resolves the window and the step it is read at (once,
+// here, for Prometheus too), diagnoses each instance, merges them, builds
+// report pages, compares and exports. Commands parse their flags and call
+// it; rendering is internal/render (text, html).
+package history
 
 import (
 	"fmt"
@@ -34,10 +35,10 @@ func PromStep(span time.Duration) time.Duration {
 	return max(time.Minute, (span / TargetPoints).Round(time.Second))
 }
 
-// chartStep is the resolution charts read a span at: half a display
+// ChartStep is the resolution charts read a span at: half a display
 // bucket, to the second (each step keeps its minimum, maximum and mean);
 // 0 (raw samples) below a second.
-func chartStep(span time.Duration, buckets int) time.Duration {
+func ChartStep(span time.Duration, buckets int) time.Duration {
 	s := span / time.Duration(2*buckets)
 	if s < time.Second {
 		return 0

@@ -1,4 +1,4 @@
-package analysis
+package history
 
 import (
 	"encoding/json"
@@ -166,7 +166,7 @@ func TestDiagnoseThinsEndsOnlySeries(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	opt := incidenttest.Incident1Options{Days: 14, Interval: 10 * time.Minute, Shape: incidenttest.Shape50,
-		Capture: filepath.Join("..", "..", incidenttest.Incident1BaseCapture)}
+		Capture: filepath.Join("..", "..", "..", incidenttest.Incident1BaseCapture)}
 	if err := incidenttest.WriteIncident1CronDir(dir, opt); err != nil {
 		t.Fatal(err)
 	}

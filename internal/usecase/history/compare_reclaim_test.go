@@ -1,4 +1,4 @@
-package analysis_test
+package history_test
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memdoctor/memdoctor/internal/analysis"
 	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
+	"github.com/memdoctor/memdoctor/internal/usecase/history"
 )
 
 // reclaimRecording writes a 1 s recording of n samples whose reclaim
@@ -55,7 +55,7 @@ func TestCompareReclaimRecordings(t *testing.T) {
 	hb, sb, pb := []float64{3, 2, 4}, []float64{0, 1, 0}, []float64{40, 80}
 	a := reclaimRecording(t, 10, 31, ha, sa, pa)
 	b := reclaimRecording(t, 200, 31, hb, sb, pb)
-	res, err := analysis.CompareSources(a, "", b, "", noBars)
+	res, err := history.CompareSources(a, "", b, "", noBars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestCompareReclaimRecordings(t *testing.T) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
 	}
-	same, err := analysis.CompareSources(a, "", a, "", noBars)
+	same, err := history.CompareSources(a, "", a, "", noBars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,4 +110,4 @@ func rises(x []float64, n int) float64 {
 	return s
 }
 
-func noBars(string) (analysis.Progress, func()) { return nil, func() {} }
+func noBars(string) (history.Progress, func()) { return nil, func() {} }

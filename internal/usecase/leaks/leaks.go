@@ -1,4 +1,7 @@
-package analysis
+// Package leaks is `memdoctor leaks`: one process' heap profile, from the
+// preload library or sampled with uprobes, ranked by site. It is a use
+// case of its own so that the live slice does not import the profilers.
+package leaks
 
 import (
 	"context"
@@ -13,8 +16,8 @@ import (
 	"github.com/memdoctor/memdoctor/internal/outfile"
 )
 
-// LeaksOptions bound `memdoctor leaks`.
-type LeaksOptions struct {
+// Options bound `memdoctor leaks`.
+type Options struct {
 	// Interval > 0 ranks the sites by growth between the current profile
 	// and one written Interval later.
 	Interval time.Duration
@@ -37,7 +40,7 @@ type LeaksOptions struct {
 
 // Leaks reads the heap profile that the preload library writes for pid and
 // ranks its sites; it returns the report and the profile file it read.
-func Leaks(ctx context.Context, pid int, o LeaksOptions) (*heapprof.Report, string, error) {
+func Leaks(ctx context.Context, pid int, o Options) (*heapprof.Report, string, error) {
 	if o.EBPF {
 		return leaksEBPF(ctx, pid, o)
 	}
@@ -60,7 +63,7 @@ func Leaks(ctx context.Context, pid int, o LeaksOptions) (*heapprof.Report, stri
 }
 
 // leaksEBPF samples the process with uprobes (leaktrace) for o.Duration.
-func leaksEBPF(ctx context.Context, pid int, o LeaksOptions) (*heapprof.Report, string, error) {
+func leaksEBPF(ctx context.Context, pid int, o Options) (*heapprof.Report, string, error) {
 	if o.Interval > 0 {
 		return nil, "", fmt.Errorf("--interval reads two profiles of the preload library; with --ebpf, the growth is over --duration")
 	}
@@ -109,7 +112,7 @@ func leaksEBPF(ctx context.Context, pid int, o LeaksOptions) (*heapprof.Report, 
 // leaksReport ranks the sites of d (with their growth since base) and
 // writes the pprof profile.
 // A signal (ctx) ends it at any point.
-func leaksReport(ctx context.Context, sym *heapprof.Symbolizer, d, base *heapprof.Dump, o LeaksOptions) (*heapprof.Report, error) {
+func leaksReport(ctx context.Context, sym *heapprof.Symbolizer, d, base *heapprof.Dump, o Options) (*heapprof.Report, error) {
 	sym.SetContext(ctx)
 	rep := heapprof.NewReport(sym, d, base)
 	if err := ctx.Err(); err != nil {

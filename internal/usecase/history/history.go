@@ -1,4 +1,4 @@
-package analysis
+package history
 
 import (
 	"bufio"
@@ -19,12 +19,13 @@ import (
 )
 
 // Progress is told how much of a long read is done (a progress bar's
-// update).
-type Progress func(done, total int64)
+// update). The two are aliases, so that the other use cases' own (live's
+// Bars) are the same types.
+type Progress = func(done, total int64)
 
 // Bars start the display of a read's progress (label says what is read)
 // and return its update and what ends it.
-type Bars func(label string) (update Progress, done func())
+type Bars = func(label string) (update Progress, done func())
 
 // Source is history opened for reading: a recording, a directory of saved
 // files or captures, or an OpenMetrics file, as a store.

@@ -1,4 +1,4 @@
-package analysis
+package live
 
 import (
 	"errors"
@@ -158,14 +158,7 @@ func (f *Focus) resolveCgroup(fs procfs.FS, live bool, names *cgroups.Runtime) e
 	}
 	rel := q
 	if isPath {
-		if r, ok := strings.CutPrefix(q, "/"+root); ok && (r == "" || strings.HasPrefix(r, "/")) {
-			rel = r
-		} else if r, ok := strings.CutPrefix(q, "/sys/fs/cgroup"); ok && (r == "" || strings.HasPrefix(r, "/")) && !v1 {
-			rel = r
-		}
-		if rel == "" {
-			rel = "/"
-		}
+		rel = cgroups.InHierarchy(q, root, v1)
 	}
 	briefs, _, _ := cgroups.Reader{FS: fs, Root: root, V1: v1}.Scan(maxFocusDirs)
 	paths := make([]string, 0, len(briefs))
@@ -203,27 +196,7 @@ func (f *Focus) resolveCgroup(fs procfs.FS, live bool, names *cgroups.Runtime) e
 // checkProcessCgroup accepts a cgroup path of any hierarchy as a focus on
 // its processes.
 func (f *Focus) checkProcessCgroup(fs procfs.FS) error {
-	cg := f.parsed.Cgroup
-	if strings.HasPrefix(cg, "/sys/fs/cgroup") {
-		if !fs.Exists(strings.TrimPrefix(cg, "/")) {
-			return fmt.Errorf("--cgroup %s: no such cgroup directory", cg)
-		}
-		return nil
-	}
-	// A /proc/PID/cgroup path: a directory under the v2 root or a v1
-	// hierarchy's mount.
-	dirs := []string{"sys/fs/cgroup" + cg}
-	if ents, err := fs.ReadDir("sys/fs/cgroup"); err == nil {
-		for _, e := range ents {
-			dirs = append(dirs, "sys/fs/cgroup/"+e.Name()+cg)
-		}
-	}
-	for _, d := range dirs {
-		if fs.Exists(strings.TrimSuffix(d, "/")) {
-			return nil
-		}
-	}
-	return fmt.Errorf("--cgroup %s: no such cgroup (not under /sys/fs/cgroup; see /proc/PID/cgroup for a process' path)", cg)
+	return cgroups.AnyHierarchyHas(fs, f.parsed.Cgroup)
 }
 
 // apply ranks the report's processes by --sort and says what the focus

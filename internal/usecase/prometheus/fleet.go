@@ -1,76 +1,26 @@
-package analysis
+package prometheus
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/fleet"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/render/html"
 	"github.com/memdoctor/memdoctor/internal/sample"
-	"github.com/memdoctor/memdoctor/internal/store"
+	"github.com/memdoctor/memdoctor/internal/usecase/history"
 )
-
-// Page diagnoses each instance of s (as Diagnose does) and loads the
-// charted series at display resolution.
-func Page(s *Source, since, until string) (*PageReport, error) {
-	page := &html.Page{Source: s.Path, Generated: time.Now()}
-	var results []InstanceResult
-	for _, inst := range s.Instances {
-		r, err := s.DiagnoseInstance(inst, since, until)
-		if err != nil {
-			return nil, fmt.Errorf("instance %s: %w", inst, err)
-		}
-		results = append(results, r)
-		win := Window{From: r.From, To: r.To, Step: chartStep(r.To.Sub(r.From), html.Buckets(false))}
-		w, _, err := s.window(store.Query{Instance: inst, Names: html.SeriesNames()}, win)
-		if err != nil {
-			return nil, fmt.Errorf("instance %s: reading the charted series: %w", inst, err)
-		}
-		page.Instances = append(page.Instances, html.Instance{Name: inst, From: r.From, To: r.To,
-			Step: r.Step(), Series: r.Series, Report: r.Report, Window: w})
-	}
-	return &PageReport{Page: page, Instances: results}, nil
-}
-
-// PageReport is a report page and the diagnoses of the instances it
-// shows.
-type PageReport struct {
-	Page      *html.Page
-	Instances []InstanceResult
-}
-
-// Write renders the page, reloading itself every refresh (0: never), and
-// writes it to w when out is "-", else to the file out: a new or regular
-// file is replaced atomically, so a reader never sees half a report; a
-// terminal, /dev/null or a FIFO is written through, never replaced. It
-// returns the HTML.
-func (r *PageReport) Write(out string, w io.Writer, refresh time.Duration) ([]byte, error) {
-	r.Page.Refresh = refresh
-	var buf bytes.Buffer
-	if err := html.Render(&buf, r.Page); err != nil {
-		return nil, fmt.Errorf("rendering the report: %w", err)
-	}
-	if out == "-" {
-		_, err := w.Write(buf.Bytes())
-		return buf.Bytes(), err
-	}
-	return buf.Bytes(), outfile.WriteBytes(out, 0o644, buf.Bytes())
-}
 
 // Fleet is a scan of the fleet behind a Prometheus server.
 type Fleet struct {
 	Client *prom.Client
 	// Match is the canonical label selector every series must match.
 	Match  string
-	Window Window
+	Window history.Window
 	// By are labels to correlate findings with; All skips the pre-filter.
 	By  []string
 	All bool
@@ -78,7 +28,7 @@ type Fleet struct {
 
 // Scan diagnoses the fleet: aggregated queries score every instance, the
 // suspects' full ranges are fetched at the window's step and judged.
-func (f *Fleet) Scan(ctx context.Context, progress Progress) (*fleet.Result, error) {
+func (f *Fleet) Scan(ctx context.Context, progress history.Progress) (*fleet.Result, error) {
 	return fleet.Scan(ctx, f.Client, fleet.Options{Match: f.Match, End: f.Window.To, Range: f.Window.Range(),
 		Step: f.Window.Step, By: f.By, All: f.All, Progress: progress})
 }
@@ -103,7 +53,7 @@ func Shown(res *fleet.Result, top int) (shown []*fleet.Instance, affected int) {
 // resolution (the page's findings are the scan's; the charts never feed
 // them). charting is called before the series are read; an error reading
 // them is returned as the client gave it.
-func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, charting func()) (*PageReport, error) {
+func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, charting func()) (*history.PageReport, error) {
 	shown, affected := Shown(res, top)
 	page := &html.Page{Source: f.Client.URL(), Generated: time.Now()}
 	page.Summary = append(page.Summary, fmt.Sprintf("%d instances scanned with %d aggregated queries; %d suspects read in full; %d with findings%s.",
@@ -114,7 +64,7 @@ func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, chart
 		}
 	}
 	if len(shown) == 0 {
-		return &PageReport{Page: page}, nil
+		return &history.PageReport{Page: page}, nil
 	}
 	names := make([]string, 0, len(html.SeriesNames()))
 	for _, n := range html.SeriesNames() {
@@ -124,7 +74,7 @@ func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, chart
 	for _, in := range shown {
 		insts = append(insts, in.Instance)
 	}
-	step := max(f.Window.Step, chartStep(f.Window.Range(), html.Buckets(false)))
+	step := max(f.Window.Step, history.ChartStep(f.Window.Range(), html.Buckets(false)))
 	if charting != nil {
 		charting()
 	}
@@ -136,19 +86,19 @@ func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, chart
 	if err != nil {
 		return nil, err
 	}
-	var results []InstanceResult
+	var results []history.InstanceResult
 	for _, in := range shown {
 		w := windows[in.Instance]
 		if w == nil {
 			w = &sample.Window{Instance: in.Instance, From: res.From, To: res.To, Step: step}
 		}
 		rep := &model.Report{SchemaVersion: model.SchemaVersion, Findings: in.Findings, Notes: in.Notes}
-		r := InstanceResult{Instance: in.Instance, From: res.From, To: res.To, StepSeconds: res.StepSeconds, Series: in.Series, Report: rep}
+		r := history.InstanceResult{Instance: in.Instance, From: res.From, To: res.To, StepSeconds: res.StepSeconds, Series: in.Series, Report: rep}
 		page.Instances = append(page.Instances, html.Instance{Name: in.Instance, From: res.From, To: res.To,
 			Step: r.Step(), Series: in.Series, Report: rep, Window: w})
 		results = append(results, r)
 	}
-	return &PageReport{Page: page, Instances: results}, nil
+	return &history.PageReport{Page: page, Instances: results}, nil
 }
 
 func shownText(shown, affected int) string {

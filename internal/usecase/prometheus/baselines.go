@@ -1,4 +1,4 @@
-package analysis
+package prometheus
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
+	"github.com/memdoctor/memdoctor/internal/usecase/history"
 )
 
 // AlertRules is the Prometheus rule file for match, with the hosts'
@@ -44,7 +45,7 @@ func baselineOf(inst string, peaks []float64) (alerts.Baseline, bool) {
 
 // PromBaselines computes each host's baseline from the daily minima of
 // available memory Prometheus has over the window.
-func PromBaselines(ctx context.Context, c *prom.Client, match string, win Window) ([]alerts.Baseline, error) {
+func PromBaselines(ctx context.Context, c *prom.Client, match string, win history.Window) ([]alerts.Baseline, error) {
 	r := win.Range()
 	mins, err := fleet.Daily(ctx, c, func(window string) string { return diagnose.DailyMinAvailable(match, window) }, win.To, r)
 	if err != nil {
@@ -70,9 +71,9 @@ func PromBaselines(ctx context.Context, c *prom.Client, match string, win Window
 
 // FileBaselines computes each host's baseline from history (a recording
 // or any source diagnose reads), with model.DailyPeaks.
-func FileBaselines(path string, bars Bars) ([]alerts.Baseline, error) {
+func FileBaselines(path string, bars history.Bars) ([]alerts.Baseline, error) {
 	update, done := bars("reading " + path)
-	s, err := OpenAll(path, false, update)
+	s, err := history.OpenAll(path, false, update)
 	done()
 	if err != nil {
 		return nil, err

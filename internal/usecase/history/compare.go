@@ -1,27 +1,15 @@
-package analysis
+package history
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/compare"
 	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
-	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/sample"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
-
-// ComparePrometheus compares two label selectors' hosts over the window
-// (each selector is canonicalised first; flags name them in errors).
-func ComparePrometheus(ctx context.Context, c *prom.Client, a, b, match string, win Window) (*compare.Result, error) {
-	va, vb, err := compare.PromGroups(ctx, c, a, b, match, win.To, win.Range())
-	if err != nil {
-		return nil, err
-	}
-	return compare.Compare(a, b, "host", va, vb), nil
-}
 
 // CompareSources compares two sources, or two windows (FROM/TO) of them
 // (wa and wb empty: all their data). The values are hosts, or days when

@@ -1,4 +1,7 @@
-package analysis
+// Package prometheus is memdoctor's use cases over a Prometheus-compatible
+// server: connecting, fleet scans and their report pages, comparisons of
+// two groups of hosts, baselines and the alerting rules.
+package prometheus
 
 import (
 	"fmt"
@@ -16,8 +19,8 @@ type PromServer struct {
 	Timeout                                time.Duration
 	// Retries of a failed request (0: none).
 	Retries int
-	// Deadline bounds a whole read (0: none); checked here, applied by
-	// the caller's session.
+	// Deadline bounds a whole read (0: none); checked by Connect,
+	// applied by Session.
 	Deadline time.Duration
 }
 
