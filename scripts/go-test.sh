@@ -9,6 +9,10 @@
 # kswapd wake-ups instead of the 100 its finding needs, and the recorder's
 # connection-flood test lost samples of its 1 s interval.
 #
+# cmd/memdoctor, the longest package, runs its tests that only wait (marked
+# t.Parallel) 8 at a time by itself (its TestMain); a -parallel given here
+# decides instead, for every package.
+#
 # A package whose test binary died inside the Go runtime itself is run once
 # more, and said so loudly: a SIGSEGV in the runtime's stack unwinder
 # (runtime.(*unwinder).next, or "traceback did not unwind completely":

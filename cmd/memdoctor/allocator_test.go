@@ -76,12 +76,10 @@ func buildWorkload(t *testing.T) string {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not installed")
 	}
-	bin := filepath.Join(t.TempDir(), "alloc_workload")
 	src := filepath.Join(repoRoot(t), "testdata", "programs", "alloc_workload.c")
-	if out, err := exec.Command("gcc", "-O1", "-o", bin, src, "-lpthread").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	return bin
+	return buildOnce(t, "alloc_workload", func(dir string) (string, error) {
+		return gcc(filepath.Join(dir, "alloc_workload"), src, "-O1", "-lpthread")
+	})
 }
 
 // workload is a running alloc_workload.
@@ -197,6 +195,7 @@ func parseReady(t *testing.T, line string) map[string]float64 {
 func TestAllocatorRecordingsClassified(t *testing.T) {
 	skipShort(t)
 	requireLinuxRoot(t)
+	t.Parallel() // 40 s of recording its own processes
 	bin := buildWorkload(t)
 	lib, errOut, code := runCLI(t, "preload", "--print-path")
 	if code != 0 {

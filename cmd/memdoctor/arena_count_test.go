@@ -28,10 +28,10 @@ func startArenas(t *testing.T, threads, mib int) int {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not installed (apt-get install gcc)")
 	}
-	bin := filepath.Join(t.TempDir(), "arenas")
-	if out, err := exec.Command("gcc", "-O1", "-o", bin, filepath.Join(repoRoot(t), "testdata", "programs", "arenas.c"), "-lpthread").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	src := filepath.Join(repoRoot(t), "testdata", "programs", "arenas.c")
+	bin := buildOnce(t, "arenas", func(dir string) (string, error) {
+		return gcc(filepath.Join(dir, "arenas"), src, "-O1", "-lpthread")
+	})
 	cmd := exec.Command(bin, strconv.Itoa(threads), strconv.Itoa(mib))
 	cmd.Env = append(os.Environ(), "GLIBC_TUNABLES=glibc.malloc.arena_max="+strconv.Itoa(threads+4))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

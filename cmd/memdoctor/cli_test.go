@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -59,12 +61,28 @@ var (
 	binErr  error
 )
 
-// TestMain removes the binary the tests built once they are done.
+// waitingParallel is how many tests marked t.Parallel run at once when
+// -parallel is not given. Those tests mostly wait (on programs they
+// started, recorders sampling, timeouts), so more of them than CPUs
+// (go test's default) share the CPUs without crowding one another; the
+// tests that burn CPU or judge timing stay serial.
+const waitingParallel = 8
+
+// TestMain runs up to waitingParallel tests in parallel unless -parallel
+// says otherwise, and removes the programs the tests built once they are
+// done.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(waitingParallel))
+	}
 	code := m.Run()
 	if binPath != "" && binErr == nil {
 		_ = os.RemoveAll(filepath.Dir(binPath))
 	}
+	removeBuilt()
 	os.Exit(code)
 }
 

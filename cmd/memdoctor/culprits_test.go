@@ -96,15 +96,12 @@ func buildJobRunner(t *testing.T, names ...string) []string {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not installed")
 	}
-	dir := t.TempDir()
 	src := filepath.Join(repoRoot(t), "testdata", "programs", "jobrunner.c")
 	var bins []string
 	for _, n := range names {
-		bin := filepath.Join(dir, n)
-		if out, err := exec.Command("gcc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
-			t.Fatalf("gcc: %v\n%s", err, out)
-		}
-		bins = append(bins, bin)
+		bins = append(bins, buildOnce(t, "jobrunner-"+n, func(dir string) (string, error) {
+			return gcc(filepath.Join(dir, n), src, "-O2")
+		}))
 	}
 	return bins
 }

@@ -22,6 +22,9 @@ import (
 func TestDebPackage(t *testing.T) {
 	skipShort(t)
 	requireLinuxRoot(t)
+	// Mostly waits on dpkg and apt (its build is the only CPU it uses),
+	// on a port and paths no other test uses.
+	t.Parallel()
 	for _, tool := range []string{"dpkg-deb", "apt-get", "dpkg-query", "make"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not found: the package test needs a Debian system (scripts/install-test-deps.sh)", tool)

@@ -65,13 +65,7 @@ func TestDiscoverServedMetrics(t *testing.T) {
 	young := func(r *model.Runtime) *float64 { return r.YoungCollections }
 	peers := []peer{
 		{"goservice", func(t *testing.T, port int) *exec.Cmd {
-			bin := filepath.Join(t.TempDir(), "goservice")
-			build := exec.Command("go", "build", "-o", bin, "./internal/workloadtest/goservice")
-			build.Dir = repoRoot(t)
-			if out, err := build.CombinedOutput(); err != nil {
-				t.Fatalf("building goservice: %v\n%s", err, out)
-			}
-			return exec.Command(bin, "-mode", "healthy", "-listen", "127.0.0.1:"+strconv.Itoa(port))
+			return exec.Command(goservice(t), "-mode", "healthy", "-listen", "127.0.0.1:"+strconv.Itoa(port))
 		}, "go_gc_duration_seconds_count", full, "register client_golang"},
 		{"prometheus", func(t *testing.T, port int) *exec.Cmd {
 			if _, err := exec.LookPath("prometheus"); err != nil {

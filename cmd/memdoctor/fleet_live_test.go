@@ -29,6 +29,7 @@ func TestFleetLive(t *testing.T) {
 	if err != nil {
 		t.Skip("prometheus-node-exporter not installed (apt-get install prometheus-node-exporter)")
 	}
+	t.Parallel() // waits for its own Prometheus to scrape its recorder and exporter
 	dir := t.TempDir()
 	rec := startRecorder(t, filepath.Join(dir, "md.db"), time.Second)
 	neAddr := freeAddr(t)

@@ -39,12 +39,10 @@ type plainWorkload struct{ *workloadPipe }
 
 func buildLeakWorkload(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "leak_workload")
 	src := filepath.Join(repoRoot(t), "testdata", "programs", "leak_workload.c")
-	if out, err := exec.Command("gcc", "-O1", "-fno-omit-frame-pointer", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	return bin
+	return buildOnce(t, "leak_workload-fp", func(dir string) (string, error) {
+		return gcc(filepath.Join(dir, "leak_workload"), src, "-O1", "-fno-omit-frame-pointer", "-pthread")
+	})
 }
 
 func startPlainWorkload(t *testing.T, bin string) *plainWorkload {

@@ -70,11 +70,10 @@ func startLeakWorkload(t *testing.T, rate string, cflags ...string) *leakWorkloa
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not installed")
 	}
-	bin := filepath.Join(t.TempDir(), "leak_workload")
-	args := append(append([]string{}, cflags...), "-pthread", "-o", bin, filepath.Join(repoRoot(t), "testdata", "programs", "leak_workload.c"))
-	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %v: %v\n%s", args, err, out)
-	}
+	src := filepath.Join(repoRoot(t), "testdata", "programs", "leak_workload.c")
+	bin := buildOnce(t, "leak_workload"+strings.Join(cflags, ""), func(dir string) (string, error) {
+		return gcc(filepath.Join(dir, "leak_workload"), src, append(cflags, "-pthread")...)
+	})
 	return startLeakCmd(t, rate, exec.Command(bin))
 }
 
@@ -84,10 +83,11 @@ func startLeakWorkload(t *testing.T, rate string, cflags ...string) *leakWorkloa
 func startLeakCmd(t *testing.T, rate string, cmd *exec.Cmd) *leakWorkload {
 	t.Helper()
 	dir := t.TempDir()
-	lib, err := preload.Build(context.Background(), preload.BuildOptions{CacheDir: filepath.Join(dir, "cache")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The library is built once for every test, in a cache of the tests'
+	// own (not the user's).
+	lib := buildOnce(t, "preload-cache", func(cache string) (string, error) {
+		return preload.Build(context.Background(), preload.BuildOptions{CacheDir: cache})
+	})
 	dumps := filepath.Join(dir, "dumps")
 	if err := os.Mkdir(dumps, 0o755); err != nil {
 		t.Fatal(err)

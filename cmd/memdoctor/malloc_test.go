@@ -69,14 +69,14 @@ func startAllocWorkload(t *testing.T, static bool, args ...string) *allocWorkloa
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not installed (apt-get install gcc)")
 	}
-	bin := filepath.Join(t.TempDir(), "alloc_workload")
-	gcc := []string{"-O1", "-g", "-o", bin, filepath.Join(repoRoot(t), "testdata", "programs", "alloc_workload.c"), "-lpthread"}
+	src := filepath.Join(repoRoot(t), "testdata", "programs", "alloc_workload.c")
+	flags, name := []string{"-O1", "-g", "-lpthread"}, "alloc_workload-g"
 	if static {
-		gcc = append([]string{"-static"}, gcc...)
+		flags, name = append([]string{"-static"}, flags...), name+"-static"
 	}
-	if out, err := exec.Command("gcc", gcc...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	bin := buildOnce(t, name, func(dir string) (string, error) {
+		return gcc(filepath.Join(dir, "alloc_workload"), src, flags...)
+	})
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := cmd.StdinPipe()

@@ -96,6 +96,7 @@ func statusField(pid int, name string) string {
 func TestRecorderUnitSandboxReadsServices(t *testing.T) {
 	skipShort(t)
 	requireLinuxRoot(t)
+	t.Parallel() // 40 s of recording its own processes
 	u, err := unitsandboxtest.Parse(filepath.Join(repoRoot(t), "packaging", "deb", "memdoctor-record.service"))
 	if err != nil {
 		t.Fatal(err)

@@ -397,6 +397,7 @@ func TestReportInBrowser(t *testing.T) {
 // itself; /metrics and /healthz are unchanged; chromium opens it without
 // errors.
 func TestLivePage(t *testing.T) {
+	t.Parallel() // waits for its own recorder's first samples
 	db := filepath.Join(t.TempDir(), "live.db")
 	r := startRecorder(t, db, time.Second)
 	// A few samples: three at least, so that each rate has two points to

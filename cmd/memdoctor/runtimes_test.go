@@ -149,12 +149,10 @@ func compileGcWorkload(t *testing.T) string {
 	if _, err := exec.LookPath("javac"); err != nil {
 		t.Skip("javac missing: apt-get install openjdk-17-jdk-headless (scripts/install-test-deps.sh)")
 	}
-	dir := t.TempDir()
 	src := filepath.Join(repoRoot(t), "testdata", "programs", "java", "GcWorkload.java")
-	if out, err := exec.Command("javac", "-d", dir, src).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
-	return dir
+	return buildOnce(t, "GcWorkload", func(dir string) (string, error) {
+		return dir, runBuild(exec.Command("javac", "-d", dir, src))
+	})
 }
 
 func TestRuntimeJava(t *testing.T) {
@@ -302,12 +300,7 @@ func goStats(t *testing.T, url string) map[string]float64 {
 // twice, GC-heavy and healthy, and returns their /metrics URLs.
 func startGoServices(t *testing.T) (heavyURL, healthyURL string) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "goservice")
-	build := exec.Command("go", "build", "-o", bin, "./internal/workloadtest/goservice")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building goservice: %v\n%s", err, out)
-	}
+	bin := goservice(t)
 	hc, hh := freePort(t), freePort(t)
 	heavyURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", hc)
 	healthyURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", hh)

@@ -112,6 +112,7 @@ func TestRecordedChunkBitFlipsReported(t *testing.T) {
 	if _, err := os.Stat("/proc/meminfo"); err != nil {
 		t.Skip("no /proc")
 	}
+	t.Parallel() // 10 s of recording into its own store
 	db := filepath.Join(t.TempDir(), "md.db")
 	st, err := store.Open(db, store.Options{ChunkRange: 4 * time.Second})
 	if err != nil {
