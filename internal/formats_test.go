@@ -10,43 +10,21 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 )
 
 func TestOneSetOfFormats(t *testing.T) {
 	t.Parallel()
 	unitFloat := regexp.MustCompile(`%[-+ #0-9]*\.[0-9]+[fgeFG] ?[KMGTP]iB`)
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" || rel == "internal/format" ||
-				strings.HasSuffix(d.Name(), "test") || rel == "lab" || rel == "bench" || rel == "scripts" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		files++
+	files := shippedGoFiles(t, "internal/format")
+	for _, sf := range files {
+		path := sf.Path
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
@@ -75,12 +53,5 @@ func TestOneSetOfFormats(t *testing.T) {
 			}
 			return true
 		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 50 {
-		t.Fatalf("only %d Go files looked at under %s", files, root)
 	}
 }

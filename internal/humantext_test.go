@@ -11,7 +11,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,32 +25,13 @@ var textElsewhere = map[string]string{
 
 func TestHumanTextInRenderTree(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	seen := map[string]bool{}
-	files := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" || rel == "internal/render" ||
-				strings.HasSuffix(d.Name(), "test") || rel == "lab" || rel == "bench" || rel == "scripts" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		files++
+	files := shippedGoFiles(t, "internal/render")
+	for _, sf := range files {
+		path, rel := sf.Path, sf.Rel
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
@@ -65,13 +45,6 @@ func TestHumanTextInRenderTree(t *testing.T) {
 			}
 			t.Errorf("%s: %s writes text for people outside internal/render: move it to internal/render/text as a function over the type it prints", rel, fn.Name.Name)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 100 {
-		t.Fatalf("read %d Go files under %s: the walk missed the tree", files, root)
 	}
 	for key := range textElsewhere {
 		if !seen[key] {

@@ -21,7 +21,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -58,46 +57,20 @@ var (
 
 func TestKernelPathsHaveOneOwner(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	type pkgFiles struct {
-		files   []string
+		files   []shippedFile
 		imports map[string]bool
 	}
 	pkgs := map[string]*pkgFiles{}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel == "." {
-				return nil
-			}
-			if strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || strings.HasSuffix(d.Name(), "test") ||
-				rel == "lab" || rel == "bench" || rel == "scripts" || slices.Contains(kernelFileOwners, rel) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
-			return nil
-		}
-		dir := filepath.ToSlash(filepath.Dir(rel))
+	for _, f := range shippedGoFiles(t, kernelFileOwners...) {
+		dir := filepath.ToSlash(filepath.Dir(f.Rel))
 		if pkgs[dir] == nil {
 			pkgs[dir] = &pkgFiles{imports: map[string]bool{}}
 		}
-		pkgs[dir].files = append(pkgs[dir].files, path)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		pkgs[dir].files = append(pkgs[dir].files, f)
 	}
 	if len(pkgs) < 20 {
-		t.Fatalf("found %d packages under %s: the walk is wrong", len(pkgs), root)
+		t.Fatalf("found %d packages: the walk is wrong", len(pkgs))
 	}
 	pending := map[string]bool{}
 	for _, f := range pendingCgroups {
@@ -107,9 +80,10 @@ func TestKernelPathsHaveOneOwner(t *testing.T) {
 	checked := 0
 	for dir, p := range pkgs {
 		parsed := make([]*ast.File, 0, len(p.files))
+		rels := map[*ast.File]string{}
 		fset := token.NewFileSet()
-		for _, path := range p.files {
-			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		for _, sf := range p.files {
+			f, err := parser.ParseFile(fset, sf.Path, nil, parser.SkipObjectResolution)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,6 +91,7 @@ func TestKernelPathsHaveOneOwner(t *testing.T) {
 				continue
 			}
 			parsed = append(parsed, f)
+			rels[f] = sf.Rel
 			for _, imp := range f.Imports {
 				s, _ := strconv.Unquote(imp.Path.Value)
 				p.imports[s] = true
@@ -128,8 +103,7 @@ func TestKernelPathsHaveOneOwner(t *testing.T) {
 		}
 		checked++
 		for _, f := range parsed {
-			rel, _ := filepath.Rel(root, fset.File(f.Pos()).Name())
-			rel = filepath.ToSlash(rel)
+			rel := rels[f]
 			tags := map[*ast.BasicLit]bool{} // a struct tag is a JSON key, not a path
 			ast.Inspect(f, func(n ast.Node) bool {
 				if fd, ok := n.(*ast.Field); ok && fd.Tag != nil {
