@@ -69,8 +69,12 @@ func findingsOf(b []byte) ([]struct {
 	ID string `json:"id"`
 }, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, fmt.Errorf("not a JSON object: %v %v", tok, err)
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if tok != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object: starts with %v", tok)
 	}
 	for dec.More() {
 		key, err := dec.Token()
