@@ -181,12 +181,14 @@ func TestGrafanaQueriesOnPrometheus(t *testing.T) {
 	cg, usageFile, limitFile := testMemoryCgroup(t, 128<<20)
 	fillCgroup(t, cg, usageFile, limitFile)
 
+	start := time.Now()
 	bin := filepath.Join(t.TempDir(), "memdoctor")
 	build := exec.Command("go", "build", "-o", bin, "../cmd/memdoctor")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building memdoctor: %v\n%s", err, out)
 	}
+	built := time.Now()
 	recAddr := loopbackAddr(t)
 	recLog := filepath.Join(t.TempDir(), "record.log")
 	startLogged(t, recLog, bin, "record", "--db", filepath.Join(t.TempDir(), "md.db"), "--interval", "1s",
@@ -226,6 +228,8 @@ scrape_configs:
 			}
 		}
 		if missing == "" {
+			t.Logf("memdoctor built in %v; the recorder scraped, its findings evaluated and the test's cgroup recorded %v later",
+				built.Sub(start).Round(time.Second), time.Since(built).Round(time.Second))
 			break
 		}
 		if time.Now().After(deadline) {
