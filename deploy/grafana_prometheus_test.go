@@ -179,8 +179,6 @@ func TestGrafanaQueriesOnPrometheus(t *testing.T) {
 	d, _ := loadDashboard(t)
 	catalog := loadSeriesCatalog(t)
 	cg, usageFile, limitFile := testMemoryCgroup(t, 128<<20)
-	fillCgroup(t, cg, usageFile, limitFile)
-
 	start := time.Now()
 	bin := filepath.Join(t.TempDir(), "memdoctor")
 	build := exec.Command("go", "build", "-o", bin, "../cmd/memdoctor")
@@ -189,6 +187,9 @@ func TestGrafanaQueriesOnPrometheus(t *testing.T) {
 		t.Fatalf("building memdoctor: %v\n%s", err, out)
 	}
 	built := time.Now()
+	// Filled after the build, so that its growth (what the time to the
+	// OOM kill is computed from) is recorded.
+	fillCgroup(t, cg, usageFile, limitFile)
 	recAddr := loopbackAddr(t)
 	recLog := filepath.Join(t.TempDir(), "record.log")
 	startLogged(t, recLog, bin, "record", "--db", filepath.Join(t.TempDir(), "md.db"), "--interval", "1s",
@@ -219,6 +220,11 @@ scrape_configs:
 	ready := []string{"up" + sel + " == 1", "memdoctor_finding" + sel,
 		fmt.Sprintf(`memdoctor_cgroup_memory_limit_bytes{instance=%q, cgroup=%q}`, recAddr, cg),
 		fmt.Sprintf(`count_over_time(node_memory_MemTotal_bytes%s[1m]) >= 5`, sel)}
+	for _, n := range notYetCollected {
+		if catalog.has(n) {
+			ready = append(ready, fmt.Sprintf(`%s{instance=%q, cgroup=%q}`, n, recAddr, cg))
+		}
+	}
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
 		missing := ""
 		for _, q := range ready {
@@ -350,8 +356,8 @@ func testMemoryCgroup(t *testing.T, limit int64) (cg, usage, limitFile string) {
 
 // fillCgroup runs a process in the cgroup that allocates anonymous memory
 // until the cgroup's usage is 93 % of its limit (its working set then
-// makes cgroup_near_limit fire), then grows by 256 KiB a second up to
-// 96 %, and returns once it reached 93 %.
+// makes cgroup_near_limit fire), then grows by 128 KiB a second up to
+// 97 % (about 40 s), and returns once it reached 93 %.
 func fillCgroup(t *testing.T, cg, usageFile, limitFile string) {
 	t.Helper()
 	script := `import mmap, sys, time
@@ -367,8 +373,8 @@ while used() < limit * 0.93:
 print("full", flush=True)
 while True:
     time.sleep(1)
-    if used() < limit * 0.96:
-        grow(256 << 10)
+    if used() < limit * 0.97:
+        grow(128 << 10)
 `
 	procs := filepath.Join(filepath.Dir(usageFile), "cgroup.procs")
 	// The shell joins the cgroup before python starts: every byte it
