@@ -163,6 +163,9 @@ func labelValues(q string) (selector, label string, ok bool) {
 // limit: each query parses, names only series memdoctor's catalog has,
 // and returns data (the per-cgroup ones, the test's cgroup).
 func TestGrafanaQueriesOnPrometheus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds memdoctor and runs a recorder and Prometheus for about 15 s")
+	}
 	if runtime.GOOS != "linux" {
 		t.Skip("needs Linux")
 	}

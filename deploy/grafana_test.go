@@ -232,6 +232,9 @@ func TestGrafanaDashboard(t *testing.T) {
 // and FieldConfig. A misspelt key, a value of the wrong type or outside an
 // enumeration, or a required option left out fails.
 func TestGrafanaDashboardSchema(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tsc reads Grafana's types: about 25 s of CPU")
+	}
 	d, raw := loadDashboard(t)
 	const dir = "/opt/memdoctor-test/grafana-schema"
 	tsc := filepath.Join(dir, "node_modules", ".bin", "tsc")
