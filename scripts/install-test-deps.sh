@@ -59,12 +59,25 @@ dotnet_venv() {
     echo "dotnet: the .NET runtime could not be installed in $v; the .NET tests will skip" >&2
 }
 # --- end .NET
-[ -z "$need" ] && { lab_kernel; dotnet_venv; exit 0; }
+# --- Grafana: the dashboard's types (deploy/grafana_test.go) checked by tsc
+# against Grafana's schema package, both from npm at fixed versions in a
+# fixed place.
+have npm || need="$need npm"
+grafana_schema() {
+  g=/opt/memdoctor-test/grafana-schema
+  [ -e "$g/node_modules/@grafana/schema/package.json" ] && [ -x "$g/node_modules/.bin/tsc" ] && return 0
+  { have npm && mkdir -p "$g" && npm install --prefix "$g" --no-audit --no-fund --ignore-scripts --save-exact --loglevel=error \
+      @grafana/schema@13.2.3 typescript@5.9.3; } >/dev/null 2>&1 ||
+    echo "grafana: @grafana/schema and typescript could not be installed in $g; the dashboard's schema test will skip" >&2
+}
+# --- end Grafana
+[ -z "$need" ] && { lab_kernel; dotnet_venv; grafana_schema; exit 0; }
 if [ "$(id -u)" != 0 ] || ! have apt-get; then
   echo "test peers missing (tests that need them will skip):$need" >&2
   echo "install with: sudo apt-get install -y$need" >&2
   lab_kernel
   dotnet_venv
+  grafana_schema
   exit 0
 fi
 echo "installing test peers:$need" >&2
@@ -76,4 +89,5 @@ apt-get install -y -qq --no-install-recommends $need >/dev/null || {
 }
 lab_kernel
 dotnet_venv
+grafana_schema
 exit 0
