@@ -43,8 +43,9 @@ type OOMMemory struct {
 	// WorkingSetBytes is usage minus inactive file: what the kubelet's
 	// eviction and kubectl top show.
 	WorkingSetBytes int64 `json:"working_set_bytes"`
-	// LimitBytes is the limit the charge is judged against (the lower of
-	// memory.max and memory.high), nil when none is set; DistanceBytes is
+	// LimitBytes is the limit the OOM killer acts at (memory.max, v1
+	// memory.limit_in_bytes; not memory.high, over which the kernel
+	// throttles and does not kill), nil when none is set; DistanceBytes is
 	// LimitBytes minus UnreclaimableBytes, how much more the cgroup can
 	// hold before reclaim has nothing left to take.
 	LimitBytes    *int64 `json:"limit_bytes,omitempty"`
@@ -136,10 +137,9 @@ func OOMMemoryFrom(s *sample.Snapshot, cgroup string) (m OOMMemory, ok bool) {
 	for _, x := range s.Select("memdoctor_cgroup_memory_stat", "cgroup", cgroup) {
 		stat[x.Labels.Get("stat")] = int64(x.Value)
 	}
+	// memory.max only: over memory.high the kernel throttles the
+	// cgroup's tasks and reclaims, it does not kill.
 	limit := optInt(s, "memdoctor_cgroup_memory_limit_bytes", "cgroup", cgroup)
-	if h := optInt(s, "memdoctor_cgroup_memory_high_bytes", "cgroup", cgroup); h != nil && (limit == nil || *h < *limit) {
-		limit = h
-	}
 	m = OOMMemoryOf(stat, int64(u), limit)
 	m.SetSwapRoom(swapRoom(s, cgroup))
 	return m, true

@@ -65,7 +65,7 @@ var catalog = []struct {
 	{"memdoctor_cgroup_memory_pressure_avg60_percent", Description{"Share of the last 60 s the cgroup's tasks stalled on memory (v2 memory.pressure).", Gauge}},
 	{"memdoctor_cgroup_memory_stat", Description{"memory.stat keys of the cgroup, in v2 names.", Gauge}},
 	{"memdoctor_cgroup_memory_unreclaimable_bytes", Description{"What the cgroup's reclaim cannot take back without swap: anon, shmem and unreclaimable kernel memory (record).", Gauge}},
-	{"memdoctor_cgroup_memory_oom_distance_bytes", Description{"The cgroup's limit (memory.max, or memory.high when lower) less its unreclaimable memory, plus the swap it may still take: room before the OOM killer acts (record; only with a limit).", Gauge}},
+	{"memdoctor_cgroup_memory_oom_distance_bytes", Description{"The cgroup's memory.max (v1 memory.limit_in_bytes) less its unreclaimable memory, plus the swap it may still take: room before the OOM killer acts (record; only with a limit).", Gauge}},
 	{"memdoctor_cgroup_memory_oom_eta_seconds", Description{"Seconds until the cgroup's unreclaimable memory uses its distance to the limit at its growth over the recorder's last samples (record; only while it grows).", Gauge}},
 	{"memdoctor_cgroup_owner_info", Description{"Who a memory cgroup belongs to (systemd unit, container, Kubernetes pod), from its path; namespace, pod and container names from the runtimes' state on the host where readable.", Gauge}},
 	{"memdoctor_cgroup_memory_", Description{"Memory charged to the cgroup.", Gauge}},

@@ -431,10 +431,9 @@ func oomLines(p *printer, m *model.OOMMemory, why string) {
 	}
 	line += fmt.Sprintf("; page cache active %s, inactive %s, dirty %s", hb(m.ActiveFileBytes), hb(m.InactiveFileBytes), hb(m.DirtyBytes))
 	p.f("%s\n", line)
-	switch {
-	case m.DistanceBytes == nil:
+	if m.DistanceBytes == nil {
 		p.f("  to OOM: no limit set\n")
-	default:
+	} else {
 		line = fmt.Sprintf("  to OOM: %s of its limit %s", hb(*m.DistanceBytes), hb(*m.LimitBytes))
 		if m.SwapRoomBytes > 0 {
 			line += fmt.Sprintf(" (with %s it may still swap out)", hb(m.SwapRoomBytes))
