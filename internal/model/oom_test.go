@@ -161,3 +161,43 @@ func TestUnreclaimableGrowth(t *testing.T) {
 		t.Errorf("flat anon beside growing page cache: growth %v", g)
 	}
 }
+
+// OOMRates gives a container of the report (a cgroup with a limit) its
+// growth and the time to the OOM kill from a time range; a plain cgroup
+// without a limit or an owner, not listed as a container, gets neither.
+func TestOOMRates(t *testing.T) {
+	w := &sample.Window{From: time.Unix(0, 0), To: time.Unix(3600, 0)}
+	s := &sample.Snapshot{Time: time.Unix(3600, 0)}
+	for _, cg := range []string{"/limited", "/free"} {
+		add := func(name string, f func(i int) float64) {
+			sr := &sample.Series{Name: name, Labels: sample.Labels{{Name: "cgroup", Value: cg}}}
+			for i := 0; i <= 60; i++ {
+				sr.Points = append(sr.Points, sample.Point{T: int64(i) * 60000, V: f(i)})
+			}
+			w.Add(sr)
+			s.Add(name, f(60), "cgroup", cg)
+		}
+		add("memdoctor_cgroup_memory_usage_bytes", func(i int) float64 { return 1e8 + float64(i)*1e6 })
+		add("memdoctor_cgroup_memory_anon_bytes", func(i int) float64 { return 1e8 + float64(i)*1e6 })
+		add("memdoctor_cgroup_memory_working_set_bytes", func(i int) float64 { return 1e8 + float64(i)*1e6 })
+	}
+	s.Add("memdoctor_cgroup_memory_limit_bytes", 2.2e8, "cgroup", "/limited")
+	h := Analyze(s, "test")
+	OOMRates(h, w)
+	for _, u := range h.Cgroups.Top {
+		if u.OOM == nil {
+			t.Fatalf("%s: no OOM-relevant memory", u.Cgroup)
+		}
+		switch u.Cgroup {
+		case "/limited":
+			// 60 MB left at 1 MB a minute
+			if u.OOM.GrowthBytesPerSecond == nil || u.OOM.ETASeconds == nil || *u.OOM.ETASeconds < 3590 || *u.OOM.ETASeconds > 3610 {
+				t.Errorf("/limited: growth %v eta %v, want 1e6/60 a second and 3,600 s", u.OOM.GrowthBytesPerSecond, u.OOM.ETASeconds)
+			}
+		case "/free":
+			if u.OOM.GrowthBytesPerSecond != nil || u.OOM.ETASeconds != nil {
+				t.Errorf("/free is no container, yet growth %v eta %v", u.OOM.GrowthBytesPerSecond, u.OOM.ETASeconds)
+			}
+		}
+	}
+}
