@@ -18,10 +18,19 @@ import (
 // limit and runs in it a python process that fills it by what (anon: 54
 // MiB of its own memory; cache: a 256 MiB file read through the page
 // cache; tmpfs: a 54 MiB file written to a tmpfs the test mounts in its
-// temporary directory), then waits. Everything is undone when the test
+// temporary directory; leak: the page cache, then 1 MiB more anon every
+// quarter second, 40 MiB in all), then waits. Everything is undone when the test
 // ends: the process killed, the tmpfs unmounted, the cgroup removed. It
 // returns the cgroup's path in the hierarchy.
 func fillCgroup(t *testing.T, what string) string {
+	cg, _ := fillCgroupThen(t, what)
+	return cg
+}
+
+// fillCgroupThen is fillCgroup; for leak, the leak starts when the
+// function returned is called.
+func fillCgroupThen(t *testing.T, what string) (string, func()) {
+	t.Helper()
 	t.Helper()
 	const limit = 64 << 20
 	root := v1Root(t)
@@ -42,12 +51,12 @@ func fillCgroup(t *testing.T, what string) string {
 	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(fmt.Sprint(limit)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var script string
+	var script, trigger string
 	switch what {
 	case "anon":
 		script = `b = bytearray(54 << 20)
 for i in range(0, len(b), 4096): b[i] = 1`
-	case "cache":
+	case "cache", "leak":
 		p := filepath.Join(t.TempDir(), "big")
 		f, err := os.Create(p)
 		if err != nil {
@@ -68,6 +77,22 @@ for i in range(0, len(b), 4096): b[i] = 1`
 		script = fmt.Sprintf(`f = open(%q, "rb")
 os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
 while f.read(1 << 20): pass`, p)
+		if what == "leak" {
+			// then, once the trigger file is there, 1 MiB of anon
+			// every quarter second, 40 MiB in all
+			trigger = filepath.Join(filepath.Dir(p), "go")
+			script += fmt.Sprintf(`
+import threading
+held = []
+def leak():
+    while not os.path.exists(%q): time.sleep(0.05)
+    for i in range(40):
+        b = bytearray(1 << 20)
+        for j in range(0, len(b), 4096): b[j] = 1
+        held.append(b)
+        time.sleep(0.25)
+threading.Thread(target=leak, daemon=True).start()`, trigger)
+		}
 	case "tmpfs":
 		mnt := t.TempDir()
 		if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=128m"); err != nil {
@@ -93,7 +118,13 @@ while f.read(1 << 20): pass`, p)
 	if err != nil || strings.TrimSpace(line) != "ready" {
 		t.Fatalf("the %s filler did not start: %q %v", what, line, err)
 	}
-	return "/" + name
+	return "/" + name, func() {
+		if trigger != "" {
+			if err := os.WriteFile(trigger, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 // TestCheckOOMDistanceLive: three real v1 memory cgroups at their 64 MiB
@@ -160,5 +191,53 @@ func TestCheckOOMDistanceLive(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("check --cgroup %s lacks %q:\n%s", tmpfs, want, out)
 		}
+	}
+}
+
+// TestRecordedOOMDistanceDiagnosed: a real v1 cgroup kept at its 64 MiB
+// limit by page cache while its process adds 4 MiB of anon a second, recorded
+// every 250 ms: diagnose of the recording gives the container its
+// distance to the OOM kill and, from the unreclaimable part's growth, the
+// time to it, and cgroup_oom_imminent fires critical on it (the kill is
+// seconds away).
+func TestRecordedOOMDistanceDiagnosed(t *testing.T) {
+	const mib = 1 << 20
+	leak, start := fillCgroupThen(t, "leak")
+	db := filepath.Join(t.TempDir(), "md.db")
+	r := startRecorder(t, db, 250*time.Millisecond)
+	start()
+	time.Sleep(6 * time.Second)
+	r.stop(t)
+	rep := diagnoseJSON(t, db)
+	var m *model.OOMMemory
+	for _, u := range rep.Cgroups.Top {
+		if u.Cgroup == leak {
+			m = u.OOM
+		}
+	}
+	if m == nil || m.DistanceBytes == nil {
+		t.Fatalf("diagnose --json: no OOM-relevant memory and distance for %s", leak)
+	}
+	if m.GrowthBytesPerSecond == nil || m.ETASeconds == nil {
+		t.Fatalf("diagnose --json: no growth or time to the OOM kill for %s: %+v", leak, *m)
+	}
+	g := *m.GrowthBytesPerSecond / mib
+	t.Logf("recorded: unreclaimable %.1f MiB, distance %.1f MiB, growth %.2f MiB/s, eta %.1f s", float64(m.UnreclaimableBytes)/mib,
+		float64(*m.DistanceBytes)/mib, g, *m.ETASeconds)
+	// 4 MiB a second by the clock; the sleeps and a loaded host make it slower, never faster
+	if g < 1.5 || g > 4.5 {
+		t.Errorf("growth %.2f MiB/s, want about 4 (at most)", g)
+	}
+	var f *model.Finding
+	for i := range rep.Findings {
+		if rep.Findings[i].ID == "cgroup_oom_imminent" && rep.Findings[i].Subject == "cgroup "+leak {
+			f = &rep.Findings[i]
+		}
+	}
+	if f == nil || f.Severity != model.Critical {
+		t.Fatalf("cgroup_oom_imminent on the recording: %+v, want critical", f)
+	}
+	if eta, ok := evidence(f, "oom_eta_seconds"); !ok || eta > 60 {
+		t.Errorf("finding's oom_eta_seconds %v (%v), want seconds", eta, ok)
 	}
 }
