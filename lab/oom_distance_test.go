@@ -34,7 +34,7 @@ func TestOOMDistanceV2(t *testing.T) {
 	if res.Exit != 0 {
 		t.Fatalf("scenario exit %d\n%s", res.Exit, res.Log)
 	}
-	t.Logf("scenario log:\n%s", res.Log)
+	t.Logf("guest uptime at the scenario's end: %ss (%.1fs at its start)", strings.TrimSpace(res.File(t, "uptime.end")), res.Uptime)
 	read := func(name string) *model.Report {
 		var r model.Report
 		if err := json.Unmarshal([]byte(res.File(t, name)), &r); err != nil {

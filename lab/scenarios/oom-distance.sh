@@ -34,3 +34,5 @@ echo "creep exit $?" > $OUT/creep.exit
 cat /sys/fs/cgroup/anon/memory.events > $OUT/anon.events
 cat /sys/fs/cgroup/cache/memory.events > $OUT/cache.events
 step done
+read -r up _ < /proc/uptime
+echo "$up" > $OUT/uptime.end

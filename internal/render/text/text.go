@@ -371,7 +371,7 @@ func containers(p *printer, h *model.Host, top int) {
 	if len(rows) == 0 {
 		return
 	}
-	p.heading("CONTAINERS (working set = usage - inactive file, as the kubelet computes it)")
+	p.heading("CONTAINERS (working set = usage - inactive file, as the kubelet computes it; to OOM = memory.max - anon - shmem - unreclaimable kernel)")
 	tw := tab(p)
 	_, _ = termsafe.Fprintf(tw, "  \tlimit\tworking set\tof limit\tto OOM\tcache\toom kills\tlimit hits\tpressure\t name\n")
 	opt := func(v *int64) string {
