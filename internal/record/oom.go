@@ -6,7 +6,7 @@ import (
 )
 
 // oomHistoryLen is how many of its own recent samples the recorder fits a
-// container's unreclaimable growth on (15 minutes at the default minute):
+// container's unreclaimable growth on (under 4 minutes at the default 15 s):
 // recent enough to say where it heads now, enough points for a trend.
 const oomHistoryLen = 15
 
