@@ -40,6 +40,7 @@ func Run(d Data) *model.Report {
 		model.IntervalRates(h, d.Earlier)
 	}
 	model.WindowRates(h, d.Window)
+	model.OOMRates(h, d.Window)
 	return run(&Input{Host: h, Window: d.Window}, d.Notes)
 }
 

@@ -55,6 +55,9 @@ func cgroups(s *sample.Snapshot) Cgroups {
 				PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit"),
 				Namespace: l.Get("namespace"), Pod: l.Get("pod"), Container: l.Get("container")}
 		}
+		if m, ok := OOMMemoryFrom(s, p); ok {
+			u.OOM = &m
+		}
 		c.Top = append(c.Top, u)
 	}
 	sort.SliceStable(c.Top, func(i, j int) bool { return c.Top[i].UsageBytes > c.Top[j].UsageBytes })
@@ -149,6 +152,9 @@ func CgroupDetailOf(s *sample.Snapshot, p string) (d CgroupDetail, ok bool) {
 			PodUID: l.Get("pod_uid"), QoS: l.Get("qos"), Unit: l.Get("unit"),
 			Namespace: l.Get("namespace"), Pod: l.Get("pod"), Container: l.Get("container")}
 	}
+	if m, ok := OOMMemoryFrom(s, p); ok {
+		d.OOM, d.Why = &m, m.Why()
+	}
 	return d, true
 }
 
@@ -165,6 +171,13 @@ func FocusCgroup(r *Report, s *sample.Snapshot, p string) (hidden int) {
 	hidden = len(r.Findings) - len(keep)
 	r.Findings = append([]Finding{}, keep...)
 	if d, ok := CgroupDetailOf(s, p); ok {
+		if r.Host != nil {
+			for _, u := range r.Cgroups.Top {
+				if u.Cgroup == p && u.OOM != nil && d.OOM != nil {
+					d.OOM.GrowthBytesPerSecond, d.OOM.ETASeconds = u.OOM.GrowthBytesPerSecond, u.OOM.ETASeconds
+				}
+			}
+		}
 		d.Findings = len(keep)
 		r.Cgroup = &d
 	}

@@ -38,6 +38,9 @@ type CgroupUse struct {
 	// Owner is who it belongs to (unit, container, pod), from its path;
 	// nil for a plain directory.
 	Owner *CgroupOwner `json:"owner,omitempty"`
+	// OOM splits its charge by what reclaim can take back, with the
+	// distance to the OOM kill, when memory.stat was read.
+	OOM *OOMMemory `json:"oom,omitempty"`
 }
 
 // CgroupOwner is what a cgroup's path says about who owns it, and the
@@ -93,6 +96,11 @@ type CgroupDetail struct {
 	// Pressure is memory.pressure by kind (some, full): avg10, avg60 in
 	// percent, total_seconds.
 	Pressure map[string]map[string]float64 `json:"pressure,omitempty"`
+	// OOM splits its charge by what reclaim can take back, with the
+	// distance to the OOM kill, when memory.stat was read; Why says in
+	// one line why its working set, RSS and usage differ.
+	OOM *OOMMemory `json:"oom,omitempty"`
+	Why string     `json:"why,omitempty"`
 	// Findings counts the findings about it (listed in the report).
 	Findings int `json:"findings"`
 }

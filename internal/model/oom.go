@@ -43,12 +43,48 @@ type OOMMemory struct {
 	// WorkingSetBytes is usage minus inactive file: what the kubelet's
 	// eviction and kubectl top show.
 	WorkingSetBytes int64 `json:"working_set_bytes"`
-	// LimitBytes is the limit the charge is judged against (the lower of
-	// memory.max and memory.high), nil when none is set; DistanceBytes is
+	// LimitBytes is the limit the OOM killer acts at (memory.max, v1
+	// memory.limit_in_bytes; not memory.high, over which the kernel
+	// throttles and does not kill), nil when none is set; DistanceBytes is
 	// LimitBytes minus UnreclaimableBytes, how much more the cgroup can
 	// hold before reclaim has nothing left to take.
 	LimitBytes    *int64 `json:"limit_bytes,omitempty"`
 	DistanceBytes *int64 `json:"oom_distance_bytes,omitempty"`
+	// SwapRoomBytes is how much of its anonymous memory and shmem reclaim
+	// may still move to swap (the cgroup's swap limit less its swap, at
+	// most the host's free swap), when the cgroup may swap: so much of
+	// the unreclaimable part is not, and DistanceBytes counts it.
+	SwapRoomBytes int64 `json:"swap_room_bytes,omitempty"`
+	// GrowthBytesPerSecond is the unreclaimable part's growth over the
+	// time range judged, when it rises significantly; ETASeconds is the
+	// distance at that growth, when a limit is set.
+	GrowthBytesPerSecond *float64 `json:"unreclaimable_growth_bytes_per_second,omitempty"`
+	ETASeconds           *float64 `json:"oom_eta_seconds,omitempty"`
+}
+
+// SetSwapRoom counts room more bytes that reclaim may swap out: the
+// distance grows by as much (at most the anonymous memory and shmem
+// there is to swap).
+func (m *OOMMemory) SetSwapRoom(room int64) {
+	room = min(max(room, 0), m.AnonBytes+m.ShmemBytes)
+	if m.DistanceBytes != nil {
+		d := *m.DistanceBytes - m.SwapRoomBytes + room
+		m.DistanceBytes = &d
+	}
+	m.SwapRoomBytes = room
+}
+
+// SetGrowth sets the unreclaimable part's growth and, with a limit not
+// yet reached, the time until the distance is used up.
+func (m *OOMMemory) SetGrowth(perSecond float64) {
+	if perSecond <= 0 {
+		return
+	}
+	m.GrowthBytesPerSecond = &perSecond
+	if m.DistanceBytes != nil {
+		eta := max(float64(*m.DistanceBytes), 0) / perSecond
+		m.ETASeconds = &eta
+	}
 }
 
 // OOMMemoryOf splits a charge from memory.stat (v2 key names), the usage
@@ -101,11 +137,29 @@ func OOMMemoryFrom(s *sample.Snapshot, cgroup string) (m OOMMemory, ok bool) {
 	for _, x := range s.Select("memdoctor_cgroup_memory_stat", "cgroup", cgroup) {
 		stat[x.Labels.Get("stat")] = int64(x.Value)
 	}
+	// memory.max only: over memory.high the kernel throttles the
+	// cgroup's tasks and reclaims, it does not kill.
 	limit := optInt(s, "memdoctor_cgroup_memory_limit_bytes", "cgroup", cgroup)
-	if h := optInt(s, "memdoctor_cgroup_memory_high_bytes", "cgroup", cgroup); h != nil && (limit == nil || *h < *limit) {
-		limit = h
+	m = OOMMemoryOf(stat, int64(u), limit)
+	m.SetSwapRoom(swapRoom(s, cgroup))
+	return m, true
+}
+
+// swapRoom is how much more cgroup may swap: its swap limit (v2
+// memory.swap.max, v1 memsw less the memory limit; unlimited without the
+// series) less its swap, at most the host's free swap; 0 when the host has
+// no swap or its free swap is not known.
+func swapRoom(s *sample.Snapshot, cgroup string) int64 {
+	free, ok := s.Get("node_memory_SwapFree_bytes")
+	if !ok || free <= 0 {
+		return 0
 	}
-	return OOMMemoryOf(stat, int64(u), limit), true
+	room := int64(free)
+	if l := optInt(s, "memdoctor_cgroup_memory_swap_limit_bytes", "cgroup", cgroup); l != nil {
+		used := int64(s.Value("memdoctor_cgroup_memory_swap_bytes", "cgroup", cgroup))
+		room = min(room, *l-used)
+	}
+	return max(room, 0)
 }
 
 // Why says in one line why the working set (kubectl top, the kubelet's
@@ -119,6 +173,9 @@ func (m OOMMemory) Why() string {
 		format.Bytes(m.UnreclaimableBytes), format.Bytes(m.AnonBytes), format.Bytes(m.ShmemBytes), format.Bytes(m.KernelBytes))
 	if m.KernelEstimated {
 		s += " (kernel estimated: usage less anon and file)"
+	}
+	if m.SwapRoomBytes > 0 {
+		s += fmt.Sprintf(", less the %s it may still swap out", format.Bytes(m.SwapRoomBytes))
 	}
 	return s
 }

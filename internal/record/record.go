@@ -117,6 +117,9 @@ type Recorder struct {
 	// cgEvents holds each cgroup's event counters from the previous tick:
 	// a tick reads in full the cgroups whose events rose since.
 	cgEvents *cgroups.EventHistory
+	// oom holds the containers' unreclaimable memory at the last samples
+	// (guarded by mu).
+	oom oomHistory
 
 	settling     sync.Mutex // held by settle; guards the two below
 	settled      time.Time
@@ -201,7 +204,7 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.FindingsEvery <= 0 {
 		cfg.FindingsEvery = 5 * time.Minute
 	}
-	r := &Recorder{cfg: cfg, cgEvents: cgroups.NewEventHistory(), discovered: &runtimes.DiscoverMemo{}}
+	r := &Recorder{cfg: cfg, cgEvents: cgroups.NewEventHistory(), discovered: &runtimes.DiscoverMemo{}, oom: oomHistory{}}
 	if cfg.FS != nil {
 		r.fs = *cfg.FS
 	} else {
@@ -405,6 +408,7 @@ func (r *Recorder) Tick(at time.Time) {
 	defer r.mu.Unlock()
 	r.collects++
 	r.addTraceLocked(s)
+	r.oom.addOOMSeries(s)
 	s.Add("memdoctor_record_collect_seconds", time.Since(start).Seconds())
 	s.Add("memdoctor_record_collect_cpu_seconds", selfCPU()-cpu0)
 	if cpu := selfCPU(); cpu >= 0 {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/format"
@@ -363,16 +364,16 @@ func cgroups(p *printer, h *model.Host, top int) {
 func containers(p *printer, h *model.Host, top int) {
 	var rows []model.CgroupUse
 	for _, u := range h.Cgroups.Top {
-		if u.WorkingSetBytes != nil && (u.LimitBytes != nil || (u.OOMKills != nil && *u.OOMKills > 0) || (u.Owner != nil && u.Owner.Kind != "")) {
+		if model.IsContainer(u) {
 			rows = append(rows, u)
 		}
 	}
 	if len(rows) == 0 {
 		return
 	}
-	p.heading("CONTAINERS (working set = usage - inactive file, as the kubelet computes it)")
+	p.heading("CONTAINERS (working set = usage - inactive file, as the kubelet computes it; to OOM = memory.max - anon - shmem - unreclaimable kernel)")
 	tw := tab(p)
-	_, _ = termsafe.Fprintf(tw, "  \tlimit\tworking set\tof limit\tcache\toom kills\tlimit hits\tpressure\t name\n")
+	_, _ = termsafe.Fprintf(tw, "  \tlimit\tworking set\tof limit\tto OOM\tcache\toom kills\tlimit hits\tpressure\t name\n")
 	opt := func(v *int64) string {
 		if v == nil {
 			return "-"
@@ -396,10 +397,56 @@ func containers(p *printer, h *model.Host, top int) {
 		if u.Owner != nil && u.Owner.Name != "" && u.Owner.Name != u.Cgroup {
 			name = u.Owner.Name + " (" + u.Cgroup + ")"
 		}
-		_, _ = termsafe.Fprintf(tw, "  \t%s\t%s\t%s\t%s\t%s\t%s\t%s\t %s\n", limit, hb(*u.WorkingSetBytes), share, hb(u.FileBytes),
+		_, _ = termsafe.Fprintf(tw, "  \t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t %s\n", limit, hb(*u.WorkingSetBytes), share, toOOM(u.OOM), hb(u.FileBytes),
 			opt(u.OOMKills), opt(u.LimitHits), psi, name)
 	}
 	_ = tw.Flush()
+}
+
+// toOOM is a container's distance to the OOM kill for the CONTAINERS
+// table: the bytes reclaim cannot make room for, and the time at the
+// unreclaimable part's growth when it rises; "-" without a limit.
+func toOOM(m *model.OOMMemory) string {
+	if m == nil || m.DistanceBytes == nil {
+		return "-"
+	}
+	s := hb(max(*m.DistanceBytes, 0))
+	if m.ETASeconds != nil {
+		s += " ~" + format.Duration(time.Duration(*m.ETASeconds*float64(time.Second)))
+	}
+	return s
+}
+
+// oomLines says, for check --cgroup, what of its charge reclaim cannot
+// take back, the distance to the OOM kill, and why the working set, RSS
+// and usage differ.
+func oomLines(p *printer, m *model.OOMMemory, why string) {
+	if m == nil {
+		return
+	}
+	line := fmt.Sprintf("  OOM-relevant: %s reclaim cannot take back (anon %s, shmem %s, kernel %s)", hb(m.UnreclaimableBytes),
+		hb(m.AnonBytes), hb(m.ShmemBytes), hb(m.KernelBytes))
+	if m.KernelEstimated {
+		line += " (kernel estimated)"
+	}
+	line += fmt.Sprintf("; page cache active %s, inactive %s, dirty %s", hb(m.ActiveFileBytes), hb(m.InactiveFileBytes), hb(m.DirtyBytes))
+	p.f("%s\n", line)
+	if m.DistanceBytes == nil {
+		p.f("  to OOM: no limit set\n")
+	} else {
+		line = fmt.Sprintf("  to OOM: %s of its limit %s", hb(*m.DistanceBytes), hb(*m.LimitBytes))
+		if m.SwapRoomBytes > 0 {
+			line += fmt.Sprintf(" (with %s it may still swap out)", hb(m.SwapRoomBytes))
+		}
+		if m.ETASeconds != nil && m.GrowthBytesPerSecond != nil {
+			line += fmt.Sprintf("; growing %s an hour, reached in about %s", hb(int64(*m.GrowthBytesPerSecond*3600)),
+				format.Duration(time.Duration(*m.ETASeconds*float64(time.Second))))
+		}
+		p.f("%s\n", line)
+	}
+	if why != "" {
+		p.f("  why: %s\n", why)
+	}
 }
 
 // cgroupFocus shows the one cgroup check --cgroup focused on: who owns
@@ -454,6 +501,7 @@ func cgroupFocus(p *printer, d *model.CgroupDetail) {
 	if len(st) > 0 {
 		p.f("  charged: %s\n", strings.Join(st, ", "))
 	}
+	oomLines(p, d.OOM, d.Why)
 	counts := func(m map[string]int64) string {
 		keys := make([]string, 0, len(m))
 		for k := range m {
