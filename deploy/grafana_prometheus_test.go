@@ -20,18 +20,6 @@ import (
 	"time"
 )
 
-// notYetCollected: series the dashboard shows that the collectors are
-// being taught to produce (OOM-relevant memory per cgroup). While one is
-// not in memdoctor's catalog of series (docs/metrics.md), the queries
-// naming it need not return data and the name need not be in the catalog;
-// once it is, it is checked as every other name. Delete this list when
-// they are collected.
-var notYetCollected = []string{
-	"memdoctor_cgroup_memory_unreclaimable_bytes",
-	"memdoctor_cgroup_memory_oom_distance_bytes",
-	"memdoctor_cgroup_memory_oom_eta_seconds",
-}
-
 // promAPI queries a Prometheus' HTTP API.
 type promAPI struct{ base string }
 
@@ -96,12 +84,11 @@ type queryChecker struct {
 	cgroup  string
 }
 
-// check returns what is wrong with q (nil when nothing), and the names of
-// notYetCollected it excused.
-func (c queryChecker) check(q dashQuery) (problems []string, excused []string) {
+// check returns what is wrong with q (nil when nothing).
+func (c queryChecker) check(q dashQuery) (problems []string) {
 	res, err := c.prom.query(q.expr, q.rng)
 	if err != nil {
-		return []string{fmt.Sprintf("Prometheus refuses it: %v", err)}, nil
+		return []string{fmt.Sprintf("Prometheus refuses it: %v", err)}
 	}
 	names := metricNames(q.expr)
 	if len(names) == 0 {
@@ -111,17 +98,10 @@ func (c queryChecker) check(q dashQuery) (problems []string, excused []string) {
 		if c.catalog.has(n) {
 			continue
 		}
-		if slices.Contains(notYetCollected, n) {
-			excused = append(excused, n)
-			continue
-		}
 		problems = append(problems, fmt.Sprintf("series %s is not in memdoctor's catalog (docs/metrics.md, internal/sample/catalog.go)", n))
 	}
-	if len(excused) > 0 {
-		return problems, excused
-	}
 	if len(res) == 0 {
-		return append(problems, "it returns no data"), nil
+		return append(problems, "it returns no data")
 	}
 	// A per-cgroup query returns the test's cgroup (a top-k may leave it
 	// out on a host with many cgroups nearer their limit).
@@ -129,7 +109,7 @@ func (c queryChecker) check(q dashQuery) (problems []string, excused []string) {
 		!slices.ContainsFunc(res, func(s promSeries) bool { return s.Metric["cgroup"] == c.cgroup }) {
 		problems = append(problems, fmt.Sprintf("no series of the test's cgroup %s among %d", c.cgroup, len(res)))
 	}
-	return problems, nil
+	return problems
 }
 
 // substitute renders a query as Grafana sends it: each $variable replaced
@@ -223,10 +203,8 @@ scrape_configs:
 	ready := []string{"up" + sel + " == 1", "memdoctor_finding" + sel,
 		fmt.Sprintf(`memdoctor_cgroup_memory_limit_bytes{instance=%q, cgroup=%q}`, recAddr, cg),
 		fmt.Sprintf(`count_over_time(node_memory_MemTotal_bytes%s[1m]) >= 5`, sel)}
-	for _, n := range notYetCollected {
-		if catalog.has(n) {
-			ready = append(ready, fmt.Sprintf(`%s{instance=%q, cgroup=%q}`, n, recAddr, cg))
-		}
+	for _, n := range []string{"memdoctor_cgroup_memory_unreclaimable_bytes", "memdoctor_cgroup_memory_oom_distance_bytes", "memdoctor_cgroup_memory_oom_eta_seconds"} {
+		ready = append(ready, fmt.Sprintf(`%s{instance=%q, cgroup=%q}`, n, recAddr, cg))
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
 		missing := ""
@@ -283,23 +261,14 @@ scrape_configs:
 		}
 	}
 	checker := queryChecker{prom: prom, catalog: catalog, cgroup: cg}
-	excusedBy := map[string][]string{}
 	for _, q := range queries {
 		if strings.Contains(q.expr, "$") {
 			t.Errorf("%s: a variable left unset: %s", q.where, q.expr)
 			continue
 		}
-		problems, excused := checker.check(q)
+		problems := checker.check(q)
 		for _, p := range problems {
 			t.Errorf("%s: %s\n\t%s", q.where, p, q.expr)
-		}
-		for _, n := range excused {
-			excusedBy[n] = append(excusedBy[n], q.where)
-		}
-	}
-	for _, n := range notYetCollected {
-		if w := excusedBy[n]; len(w) > 0 {
-			t.Logf("%s is not collected yet: %d queries not required to return data: %s", n, len(w), strings.Join(w, "; "))
 		}
 	}
 	t.Logf("%d queries checked against %s", len(queries), promBin)
@@ -310,7 +279,7 @@ scrape_configs:
 		`sum by (instance (memdoctor_finding)`,
 		`memdoctor_cgroup_memory_limit_bytes{cgroup="/no-such-cgroup"}`,
 	} {
-		if problems, _ := checker.check(dashQuery{where: "broken", expr: broken}); len(problems) == 0 {
+		if problems := checker.check(dashQuery{where: "broken", expr: broken}); len(problems) == 0 {
 			t.Errorf("the check passes a broken query: %s", broken)
 		}
 	}
