@@ -95,8 +95,9 @@ type InstanceResult struct {
 	// Report is the instance's report (not part of the JSON summary). A
 	// merged Diagnosis keeps it only when it holds a single instance.
 	Report *model.Report `json:"-"`
-	// host: the instance has node_exporter's MemTotal (else it may be a
-	// kubelet or kube-state-metrics, see diagnoseKubelet).
+	// host: the instance has some series a rule reads (else it may be a
+	// kubelet or kube-state-metrics, whose series no rule reads as they
+	// are: see diagnoseKubelet).
 	host bool
 }
 
@@ -142,8 +143,9 @@ func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
 	return m.done(), nil
 }
 
-// diagnoseKubelet diagnoses a source without node_exporter's series that
-// holds a cluster's cadvisor and kube-state-metrics series: per host
+// diagnoseKubelet diagnoses a source none of whose instances has a series
+// the rules read (no node_exporter, no memdoctor record) that holds a
+// cluster's cadvisor and kube-state-metrics series: per host
 // inferred from them, its containers judged as cgroups (internal/fleet).
 // It returns nil when the source holds no container series.
 func (s *Source) diagnoseKubelet(since, until string) (*Diagnosis, error) {
@@ -214,7 +216,7 @@ func (s *Source) DiagnoseInstance(inst, since, until string) (InstanceResult, er
 		rep.FitSource(s.Path, "")
 	}
 	return InstanceResult{Instance: inst, From: win.From, To: win.To, StepSeconds: win.Step.Seconds(), Series: n,
-		Findings: len(rep.Findings), Report: rep, host: w.Has("node_memory_MemTotal_bytes")}, nil
+		Findings: len(rep.Findings), Report: rep, host: n > 0}, nil
 }
 
 // diagnosisWindow reads what rules read of inst over win: only the series
