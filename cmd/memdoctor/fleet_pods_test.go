@@ -213,5 +213,13 @@ func TestFleetPodsWithoutNodeExporter(t *testing.T) {
 		}
 		check(t, got, all)
 		t.Logf("%d hosts, %d queries (%d for the scan), %.1f s", len(res.Instances), res.Cost.Queries, res.Cost.ScanQueries, res.Cost.DurationSeconds)
+
+		// A --match naming node exporters that are not there is refused,
+		// not read as the whole cluster.
+		_, errOut, code = runBin(t, "diagnose", "--prometheus", srv.url, "--until", end.Format(time.RFC3339), "--range", "1d",
+			"--match", `{job="node"}`, "--prometheus-timeout", "5m")
+		if code == 0 || !strings.Contains(errOut, "no job or instance") {
+			t.Errorf("--match {job=\"node\"} on a cluster without node_exporter: exit %d, %s; want a refusal naming the matchers to give", code, errOut)
+		}
 	})
 }

@@ -43,3 +43,16 @@ func TestInferHosts(t *testing.T) {
 		t.Errorf("selectors %q, %q", sels, on)
 	}
 }
+
+// TestNamesExporters: a --match with matchers on job or instance names
+// node exporters; one on the containers' labels does not.
+func TestNamesExporters(t *testing.T) {
+	for m, want := range map[string]bool{
+		"": false, `{namespace="shop"}`: false, `{namespace="shop", node=~"a.*"}`: false,
+		`{job="node"}`: true, `{namespace="shop",instance="x:9100"}`: true, `{instance!="a b"}`: true,
+	} {
+		if got := namesExporters(m); got != want {
+			t.Errorf("%s: %v; want %v", m, got, want)
+		}
+	}
+}

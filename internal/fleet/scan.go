@@ -209,9 +209,16 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		none := fmt.Sprintf("no instance has node_memory_MemTotal_bytes%s between %s and %s", matchText(o.Match),
+			from.UTC().Format(time.RFC3339), o.End.UTC().Format(time.RFC3339))
 		if !has {
-			return nil, fmt.Errorf("no instance has node_memory_MemTotal_bytes%s between %s and %s, nor any container cadvisor or kube-state-metrics series: check --match, --until and that node_exporter (or memdoctor record), or the kubelet's cadvisor, is scraped",
-				matchText(o.Match), from.UTC().Format(time.RFC3339), o.End.UTC().Format(time.RFC3339))
+			return nil, fmt.Errorf("%s, nor any container cadvisor or kube-state-metrics series: check --match, --until and that node_exporter (or memdoctor record), or the kubelet's cadvisor, is scraped", none)
+		}
+		if namesExporters(o.Match) {
+			// Matchers on job and instance name node exporters (they are
+			// not applied to container series): a typo in them must not
+			// turn into a scan of the whole cluster.
+			return nil, fmt.Errorf("%s; the Prometheus has cadvisor or kube-state-metrics series, read as a cluster without node_exporter only when --match names no job or instance: give matchers on the containers' labels (namespace) or none", none)
 		}
 		return scanKubelet(ctx, c, o, res, t0)
 	}
@@ -279,6 +286,16 @@ func finish(c *prom.Client, o Options, res *Result, t0 time.Time) *Result {
 	res.Cost.Stats = c.Stats()
 	res.Cost.DurationSeconds = time.Since(t0).Seconds()
 	return res
+}
+
+// namesExporters reports whether a --match selector has matchers on job
+// or instance, which diagnose.ContainerMatch leaves out.
+func namesExporters(match string) bool {
+	all := strings.ReplaceAll(promql.Matchers(match), " ", "")
+	if all == "" {
+		return false
+	}
+	return strings.ReplaceAll(diagnose.ContainerMatch(match), " ", "") != "{"+all+"}"
 }
 
 func matchText(m string) string {
