@@ -113,7 +113,7 @@ var allowed = map[string][]string{
 	"usecase/leaks": {"heapprof", "leaktrace", "malloc", "outfile"},
 	// Saved history: open, windows and steps, diagnose, merge, report
 	// pages, compare, export.
-	"usecase/history": {"compare", "diagnose", "format", "model", "outfile", "promql", "render/html", "sample", "source", "store"},
+	"usecase/history": {"compare", "diagnose", "fleet", "format", "model", "outfile", "promql", "render/html", "sample", "source", "store"},
 	// A Prometheus server: connect, fleet scans and their pages, compare,
 	// baselines, alerts; its windows and pages are history's.
 	"usecase/prometheus": {"alerts", "compare", "diagnose", "fleet", "model", "outfile", "prom", "promql", "render/html", "sample", "store", "usecase/history"},

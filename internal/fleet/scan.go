@@ -62,9 +62,12 @@ type Instance struct {
 	// Findings are the rules' (suspects only).
 	Findings []model.Finding `json:"findings"`
 	Notes    []sample.Note   `json:"notes,omitempty"`
-	Series   int             `json:"series_fetched,omitempty"`
-	Severity model.Severity  `json:"severity,omitempty"`
-	Error    string          `json:"error,omitempty"`
+	// NotEvaluated are the rules that could not judge a host known from
+	// its containers only (Result.Kubelet), with why.
+	NotEvaluated []model.RuleSkip `json:"not_evaluated,omitempty"`
+	Series       int              `json:"series_fetched,omitempty"`
+	Severity     model.Severity   `json:"severity,omitempty"`
+	Error        string           `json:"error,omitempty"`
 }
 
 // Result is a scan's outcome.
@@ -78,7 +81,10 @@ type Result struct {
 	Suspects    int           `json:"suspects"`
 	Correlation []Correlation `json:"correlations"`
 	Warnings    []string      `json:"warnings,omitempty"`
-	Cost        Cost          `json:"cost"`
+	// Kubelet is set when no instance has node_exporter's series and the
+	// hosts were inferred from their containers' (kubelet.go).
+	Kubelet *Kubelet `json:"kubelet,omitempty"`
+	Cost    Cost     `json:"cost"`
 }
 
 // Cost is what the scan took.
@@ -199,8 +205,22 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 	res.Cost.ScanQueries = c.Stats().Queries
 	res.Cost.ScanSeconds = time.Since(t0).Seconds()
 	if len(vals[""]["total"]) == 0 {
-		return nil, fmt.Errorf("no instance has node_memory_MemTotal_bytes%s between %s and %s: check --match, --until and that node_exporter (or memdoctor record) is scraped",
-			matchText(o.Match), from.UTC().Format(time.RFC3339), o.End.UTC().Format(time.RFC3339))
+		has, err := HasContainers(ctx, c, o.Match, from, o.End)
+		if err != nil {
+			return nil, err
+		}
+		none := fmt.Sprintf("no instance has node_memory_MemTotal_bytes%s between %s and %s", matchText(o.Match),
+			from.UTC().Format(time.RFC3339), o.End.UTC().Format(time.RFC3339))
+		if !has {
+			return nil, fmt.Errorf("%s, nor any container cadvisor or kube-state-metrics series: check --match, --until and that node_exporter (or memdoctor record), or the kubelet's cadvisor, is scraped", none)
+		}
+		if namesExporters(o.Match) {
+			// Matchers on job and instance name node exporters (they are
+			// not applied to container series): a typo in them must not
+			// turn into a scan of the whole cluster.
+			return nil, fmt.Errorf("%s; the Prometheus has cadvisor or kube-state-metrics series, read as a cluster without node_exporter only when --match names no job or instance: give matchers on the containers' labels (namespace) or none", none)
+		}
+		return scanKubelet(ctx, c, o, res, t0)
 	}
 	days := o.Range.Hours() / 24
 	for inst, total := range vals[""]["total"] {
@@ -231,15 +251,51 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 		res.Instances = append(res.Instances, in)
 	}
 	sort.Slice(res.Instances, func(i, j int) bool { return res.Instances[i].Instance < res.Instances[j].Instance })
-	if err := diagnoseSuspects(ctx, c, o, res); err != nil {
+	if err := diagnoseSuspects(ctx, c, o, res, nil); err != nil {
 		return nil, err
 	}
+	return finish(c, o, res, t0), nil
+}
+
+// scanKubelet diagnoses a cluster without node_exporter: its hosts are
+// inferred from the container series (kubelet.go) and every one is
+// judged, the pre-filter's aggregates being joined to hosts through
+// node_uname_info, which it lacks.
+func scanKubelet(ctx context.Context, c *prom.Client, o Options, res *Result, t0 time.Time) (*Result, error) {
+	hosts, n, k, err := kubeletHosts(ctx, c, o.Match, res.From, res.To)
+	if err != nil {
+		return nil, err
+	}
+	res.Kubelet = k
+	for _, h := range hosts {
+		res.Instances = append(res.Instances, &Instance{Instance: h, Labels: map[string]string{}, Suspect: true})
+	}
+	res.Cost.ScanQueries = c.Stats().Queries
+	res.Cost.ScanSeconds = time.Since(t0).Seconds()
+	if err := diagnoseSuspects(ctx, c, o, res, n); err != nil {
+		return nil, err
+	}
+	return finish(c, o, res, t0), nil
+}
+
+// finish ranks the judged instances and correlates their findings.
+func finish(c *prom.Client, o Options, res *Result, t0 time.Time) *Result {
 	rank(res.Instances)
 	res.Correlation = Correlate(res.Instances, append([]string{"release"}, o.By...))
 	res.Warnings = c.Warnings()
 	res.Cost.Stats = c.Stats()
 	res.Cost.DurationSeconds = time.Since(t0).Seconds()
-	return res, nil
+	return res
+}
+
+// namesExporters reports whether a --match selector has matchers on job
+// or instance, which diagnose.ContainerMatch leaves out.
+func namesExporters(match string) bool {
+	all := strings.ReplaceAll(promql.Matchers(match), " ", "")
+	if all == "" {
+		return false
+	}
+	return strings.ReplaceAll(diagnose.ContainerMatch(match), " ", "") != "{"+all+"}"
 }
 
 func matchText(m string) string {
@@ -361,8 +417,11 @@ feed:
 const batchSize = 8
 
 // diagnoseSuspects fetches the suspects' full ranges, a batch of
-// instances per query, and runs the rules on each.
-func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Result) error {
+// instances per query, and runs the rules on each. With kubelet (a
+// cluster without node_exporter, see kubelet.go) the suspects are hosts
+// of container series only: those are fetched, and the host rules are
+// reported as not evaluated.
+func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Result, kubelet *nodes) error {
 	var sus []*Instance
 	for _, in := range res.Instances {
 		if in.Suspect {
@@ -373,8 +432,8 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 	names := diagnose.WindowSeries(diagnose.Rules())
 	sort.Strings(names)
 	re := strings.Join(names, "|")
-	containers := false
-	if len(sus) > 0 {
+	containers := kubelet != nil
+	if len(sus) > 0 && !containers {
 		var err error
 		if containers, err = HasContainers(ctx, c, o.Match, res.From, res.To); err != nil {
 			return err
@@ -394,7 +453,14 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 				for _, in := range batch {
 					insts = append(insts, in.Instance)
 				}
-				ws, err := FetchWindows(ctx, c, insts, o.Match, re, res.From, res.To, o.Step, containers)
+				var ws map[string]*sample.Window
+				var err error
+				if kubelet != nil {
+					ws = map[string]*sample.Window{}
+					err = fetchContainers(ctx, c, kubelet.only(insts), o.Match, res.From, res.To, o.Step, ws)
+				} else {
+					ws, err = FetchWindows(ctx, c, insts, o.Match, re, res.From, res.To, o.Step, containers)
+				}
 				for _, in := range batch {
 					if err != nil {
 						in.Error = err.Error()
@@ -407,6 +473,10 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 					in.Series = len(w.Series)
 					rep := diagnose.Run(diagnose.Data{Window: w, Source: "prometheus"})
 					rep.FitPrometheus(c.URL(), in.Instance)
+					if kubelet != nil {
+						NoNodeExporter(rep)
+						in.NotEvaluated = rep.Coverage.NotEvaluated
+					}
 					in.Findings = rep.Findings
 					in.Notes = rep.Notes
 					delete(ws, in.Instance) // let the window go
@@ -472,7 +542,11 @@ func FetchWindows(ctx context.Context, c *prom.Client, instances []string, match
 	if !containers {
 		return out, nil
 	}
-	if err := fetchContainers(ctx, c, instances, match, from, to, step, out); err != nil {
+	n, err := hostNodes(ctx, c, instances, match, from, to)
+	if err != nil {
+		return nil, err
+	}
+	if err := fetchContainers(ctx, c, n, match, from, to, step, out); err != nil {
 		return nil, err
 	}
 	return out, nil

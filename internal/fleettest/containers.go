@@ -15,7 +15,12 @@ package fleettest
 //     OOMKilled): cgroup_oom_kills fires;
 //   - oom_child: the kernel kills one of the container's processes and the
 //     container lives on: cadvisor's container_oom_events_total rises by
-//     one, nothing restarts: cgroup_oom_kills fires.
+//     one, nothing restarts: cgroup_oom_kills fires;
+//   - oom_looping (when asked for, ContainerOptions.Kinds): the container
+//     is OOM-killed every few hours from its first kill on, each time
+//     restarted in a new cgroup whose container_oom_events_total reads 1
+//     at its end, kube-state-metrics counting the restarts with the last
+//     termination reason OOMKilled: cgroup_oom_kills fires.
 //
 // Every pod also has cadvisor's pod-level series (container="") and pause
 // container ("POD"), and every node its aggregate (id="/"), with values a
@@ -40,6 +45,7 @@ const (
 	NearAnon     = "near_anon"
 	OOMRestarted = "oom_restarted"
 	OOMChild     = "oom_child"
+	OOMLooping   = "oom_looping"
 )
 
 // Container is one generated container.
@@ -73,6 +79,12 @@ type ContainerOptions struct {
 	// and away from the hosts' reboots.
 	KillAfter time.Time
 	Seed      uint64
+	// Kinds cycle over each host's containers (default: healthy,
+	// cache_heavy, near_anon, oom_restarted, oom_child).
+	Kinds []string
+	// NoNodeLabel lists the instances whose kubelet scrape gives cadvisor's
+	// series no node label (kube_pod_info still names the node).
+	NoNodeLabel []string
 }
 
 // WriteContainers writes the containers' series as one OpenMetrics file
@@ -80,9 +92,15 @@ type ContainerOptions struct {
 func WriteContainers(path string, o ContainerOptions) ([]Container, error) {
 	rng := rand.New(rand.NewPCG(o.Seed, 0xc0417))
 	kinds := []string{Healthy, CacheHeavy, NearAnon, OOMRestarted, OOMChild}
-	plain := map[string]bool{}
+	if len(o.Kinds) > 0 {
+		kinds = o.Kinds
+	}
+	plain, noNode := map[string]bool{}, map[string]bool{}
 	for _, p := range o.Plain {
 		plain[p] = true
+	}
+	for _, p := range o.NoNodeLabel {
+		noNode[p] = true
 	}
 	steps := int(o.To.Sub(o.From)/o.Interval) + 1
 	var out []Container
@@ -96,7 +114,7 @@ func WriteContainers(path string, o ContainerOptions) ([]Container, error) {
 			c := Container{Node: node, Instance: h.Instance, Namespace: []string{"shop", "data", "batch"}[i%3],
 				Pod: fmt.Sprintf("app%d-%d-%04x", hi, i, rng.IntN(1<<16)), Name: []string{"web", "worker", "cache", "api"}[(i/3)%4],
 				Kind: kind, Limit: int64(256+128*rng.IntN(8)) << 20}
-			if kind == OOMRestarted || kind == OOMChild {
+			if kind == OOMRestarted || kind == OOMChild || kind == OOMLooping {
 				for {
 					span := o.To.Sub(o.KillAfter) - 4*o.Interval
 					at := o.KillAfter.Add(time.Duration(rng.Int64N(int64(span)))).Truncate(o.Interval)
@@ -163,6 +181,28 @@ func WriteContainers(path string, o ContainerOptions) ([]Container, error) {
 				if !t.Before(c.KilledAt) {
 					oomEv[j] = 1
 				}
+			case OOMLooping:
+				// Killed at KilledAt and every loopEvery after it: each life
+				// climbs from 40 % to the limit.
+				life := int(c.KilledAt.Sub(o.From) / o.Interval)
+				if !t.Before(c.KilledAt) {
+					gen[j] = 1 + int(t.Sub(c.KilledAt)/loopEvery)
+					life = int(loopEvery / o.Interval)
+				}
+				born := o.From
+				if gen[j] > 0 {
+					born = c.KilledAt.Add(time.Duration(gen[j]-1) * loopEvery)
+				}
+				an = 0.4 + 0.59*float64(t.Sub(born)/o.Interval)/float64(max(1, life))
+				fileInactive, fileActive = 0.01, 0.01
+				restarts[j] = float64(gen[j])
+				if gen[j] > 0 {
+					reason[j] = 1
+				}
+				// Each cgroup's OOM event at its last sample, before the kill.
+				if next := t.Add(o.Interval); !next.Before(c.KilledAt) && (t.Before(c.KilledAt) || int(next.Sub(c.KilledAt)/loopEvery)+1 > gen[j]) {
+					oomEv[j] = 1
+				}
 			}
 			rss[j] = an * lim
 			cache[j] = (fileInactive + fileActive) * lim
@@ -174,10 +214,18 @@ func WriteContainers(path string, o ContainerOptions) ([]Container, error) {
 		}
 		kubelet := fmt.Sprintf(`instance="%s:10250",job="kubelet",metrics_path="/metrics/cadvisor",namespace="%s",node="%s",pod="%s"`,
 			c.Node, c.Namespace, c.Node, c.Pod)
+		if noNode[c.Instance] {
+			kubelet = fmt.Sprintf(`instance="%s:10250",job="kubelet",metrics_path="/metrics/cadvisor",namespace="%s",pod="%s"`,
+				c.Node, c.Namespace, c.Pod)
+		}
 		uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", ci, ci)
 		podCg := "/kubepods/burstable/pod" + uid
-		// The container's cgroups: a new one after a restart.
-		for g := 0; g <= 1; g++ {
+		// The container's cgroups: a new one after each restart.
+		gens := 0
+		for _, g := range gen {
+			gens = max(gens, g)
+		}
+		for g := 0; g <= gens; g++ {
 			mask := func(vs []float64) []float64 {
 				m := make([]float64, steps)
 				for j := range m {
@@ -188,11 +236,8 @@ func WriteContainers(path string, o ContainerOptions) ([]Container, error) {
 				}
 				return m
 			}
-			if g == 1 && c.Kind != OOMRestarted {
-				break
-			}
-			id := fmt.Sprintf("%s/%064x", podCg, ci*2+g)
-			l := kubelet + fmt.Sprintf(`,container="%s",id="%s",image="registry.example/%s:1",name="%x"`, c.Name, id, c.Name, ci*2+g)
+			id := fmt.Sprintf("%s/%064x", podCg, ci<<8+g)
+			l := kubelet + fmt.Sprintf(`,container="%s",id="%s",image="registry.example/%s:1",name="%x"`, c.Name, id, c.Name, ci<<8+g)
 			add("container_memory_working_set_bytes", l, ts, mask(ws))
 			add("container_memory_usage_bytes", l, ts, mask(usage))
 			add("container_memory_rss", l, ts, mask(rss))
@@ -219,6 +264,9 @@ func WriteContainers(path string, o ContainerOptions) ([]Container, error) {
 	for _, h := range o.Hosts {
 		node := h.Instance[:len(h.Instance)-5]
 		l := fmt.Sprintf(`id="/",instance="%s:10250",job="kubelet",metrics_path="/metrics/cadvisor",node="%s"`, node, node)
+		if noNode[h.Instance] {
+			l = fmt.Sprintf(`id="/",instance="%s:10250",job="kubelet",metrics_path="/metrics/cadvisor"`, node)
+		}
 		add("container_memory_working_set_bytes", l, ts, fill(steps, 60<<30))
 		add("container_spec_memory_limit_bytes", l, ts, fill(steps, 61<<30))
 	}
@@ -240,6 +288,9 @@ func WriteContainers(path string, o ContainerOptions) ([]Container, error) {
 	}
 	return out, fh.Close()
 }
+
+// loopEvery is how often an oom_looping container is killed again.
+const loopEvery = 3 * time.Hour
 
 func fill(n int, v float64) []float64 {
 	out := make([]float64, n)

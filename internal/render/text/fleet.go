@@ -22,6 +22,9 @@ func FleetText(out io.Writer, res *fleet.Result, top int) error {
 		res.From.UTC().Format("2006-01-02 15:04"), res.To.UTC().Format("2006-01-02 15:04"))
 	pf("scan: %d aggregated queries; %d suspects fetched in full (step %gs); %d queries, %s received in %.1fs\n",
 		res.Cost.ScanQueries, res.Suspects, res.StepSeconds, res.Cost.Queries, format.Bytes(res.Cost.WireBytes), res.Cost.DurationSeconds)
+	if res.Kubelet != nil {
+		pf("%s\n", res.Kubelet.Note)
+	}
 	affected := 0
 	for _, in := range res.Instances {
 		if len(in.Findings) > 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
+	"github.com/memdoctor/memdoctor/internal/fleet"
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/outfile"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -94,6 +95,10 @@ type InstanceResult struct {
 	// Report is the instance's report (not part of the JSON summary). A
 	// merged Diagnosis keeps it only when it holds a single instance.
 	Report *model.Report `json:"-"`
+	// host: the instance has some series a rule reads (else it may be a
+	// kubelet or kube-state-metrics, whose series no rule reads as they
+	// are: see diagnoseKubelet).
+	host bool
 }
 
 // Step is the resolution rules saw.
@@ -108,6 +113,9 @@ type Diagnosis struct {
 	*model.Report
 	Instances []InstanceResult `json:"instances"`
 	Source    string           `json:"source"`
+	// Kubelet says how the hosts of a source without node_exporter were
+	// inferred from its containers' series.
+	Kubelet *fleet.Kubelet `json:"kubelet,omitempty"`
 }
 
 // Diagnose diagnoses every instance of s over since … until, one at a
@@ -117,14 +125,68 @@ type Diagnosis struct {
 // instances read.
 func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
 	m := newMerger(s.Path, len(s.Instances))
+	hosts := false
 	for _, inst := range s.Instances {
 		r, err := s.DiagnoseInstance(inst, since, until)
 		if err != nil {
 			return nil, fmt.Errorf("instance %s: %w", inst, err)
 		}
+		hosts = hosts || r.host
 		m.add(r)
 	}
+	if !hosts {
+		d, err := s.diagnoseKubelet(since, until)
+		if err != nil || d != nil {
+			return d, err
+		}
+	}
 	return m.done(), nil
+}
+
+// diagnoseKubelet diagnoses a source none of whose instances has a series
+// the rules read (no node_exporter, no memdoctor record) that holds a
+// cluster's cadvisor and kube-state-metrics series: per host
+// inferred from them, its containers judged as cgroups (internal/fleet).
+// It returns nil when the source holds no container series.
+func (s *Source) diagnoseKubelet(since, until string) (*Diagnosis, error) {
+	var first, last time.Time
+	for _, inst := range s.Instances {
+		f, l, err := s.Store.TimeRange(inst)
+		if err != nil {
+			return nil, err
+		}
+		if first.IsZero() || f.Before(first) {
+			first = f
+		}
+		if l.After(last) {
+			last = l
+		}
+	}
+	win, err := StoreWindow(first, last, since, until)
+	if err != nil {
+		return nil, err
+	}
+	var results []InstanceResult
+	rd := fleet.Reader{Instances: s.Instances, From: win.From, To: win.To, Step: win.Step,
+		Each: func(inst string, names []string, fn func(*sample.Series) error) error {
+			return s.Store.SelectEach(store.Query{Instance: inst, Names: names, From: win.From, To: win.To, Step: win.Step,
+				Keep: map[string]sample.Aggregates{}}, fn)
+		}}
+	k, err := fleet.KubeletWindows(rd, func(host string, w *sample.Window) error {
+		rep := diagnose.Run(diagnose.Data{Window: w, Source: "store", Notes: s.Notes})
+		rep.FitSource(s.Path, "")
+		fleet.NoNodeExporter(rep)
+		results = append(results, InstanceResult{Instance: host, From: win.From, To: win.To, StepSeconds: win.Step.Seconds(),
+			Series: len(w.Series), Findings: len(rep.Findings), Report: rep})
+		return nil
+	})
+	if err != nil || k == nil {
+		return nil, err
+	}
+	d := Merge(results, s.Path)
+	d.Kubelet = k
+	d.Notes = append([]sample.Note{{Source: "containers", Message: k.Note}}, d.Notes...)
+	return d, nil
 }
 
 // DiagnoseInstance diagnoses one instance over its window. The findings'
@@ -154,7 +216,7 @@ func (s *Source) DiagnoseInstance(inst, since, until string) (InstanceResult, er
 		rep.FitSource(s.Path, "")
 	}
 	return InstanceResult{Instance: inst, From: win.From, To: win.To, StepSeconds: win.Step.Seconds(), Series: n,
-		Findings: len(rep.Findings), Report: rep}, nil
+		Findings: len(rep.Findings), Report: rep, host: n > 0}, nil
 }
 
 // diagnosisWindow reads what rules read of inst over win: only the series
