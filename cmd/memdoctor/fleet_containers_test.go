@@ -42,12 +42,7 @@ func TestFleetKubernetesContainers(t *testing.T) {
 	// promtool reads its whole input once per two-hour block: the 144 MB
 	// file took it 297 s in one piece on a loaded host, so it is backfilled
 	// one two-hour block at a time (the same samples).
-	for _, f := range splitOpenMetrics(t, filepath.Join(dir, "containers.om"), 2*time.Hour) {
-		if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", f, filepath.Join(dir, "tsdb")).CombinedOutput(); err != nil {
-			t.Fatalf("promtool backfill of %s: %v\n%s", f, err, out)
-		}
-		_ = os.Remove(f)
-	}
+	backfill(t, promtool, filepath.Join(dir, "tsdb"), splitOpenMetrics(t, filepath.Join(dir, "containers.om"), 2*time.Hour))
 	srv := startPrometheus(t, dir, "")
 
 	// What must fire, per rule: "instance container-key".

@@ -11,9 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -94,14 +96,47 @@ func backfilledFleet(t *testing.T, dir string, o fleettest.Options) *fleettest.M
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range m.Files {
-		out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", filepath.Join(dir, f), filepath.Join(dir, "tsdb")).CombinedOutput()
-		if err != nil {
-			t.Fatalf("promtool backfill of %s: %v\n%s", f, err, out)
-		}
-		_ = os.Remove(filepath.Join(dir, f))
+	files := make([]string, len(m.Files))
+	for i, f := range m.Files {
+		files[i] = filepath.Join(dir, f)
 	}
+	backfill(t, promtool, filepath.Join(dir, "tsdb"), files)
 	return m
+}
+
+// backfill writes OpenMetrics files into the TSDB directory tsdb with
+// promtool, as many at a time as there are CPUs, and removes each file
+// once it is in. Each file holds whole blocks of its own and promtool
+// names each block it writes afresh, so the files go in in any order;
+// promtool's work on one file is about one CPU's.
+func backfill(t *testing.T, promtool, tsdb string, files []string) {
+	t.Helper()
+	work := make(chan string)
+	errs := make(chan error, len(files))
+	var wg sync.WaitGroup
+	for range min(runtime.NumCPU(), len(files)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range work {
+				out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", f, tsdb).CombinedOutput()
+				if err != nil {
+					errs <- fmt.Errorf("promtool backfill of %s: %w\n%s", f, err, out)
+					continue
+				}
+				_ = os.Remove(f)
+			}
+		}()
+	}
+	for _, f := range files {
+		work <- f
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
 
 func runBin(t *testing.T, args ...string) (stdout, stderr string, code int) {

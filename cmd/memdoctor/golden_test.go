@@ -215,15 +215,13 @@ func backfillGolden(t *testing.T, gz, dir string) {
 		keys = append(keys, d)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	var files []string
 	for _, d := range keys {
 		p := filepath.Join(dir, fmt.Sprintf("day-%d.om", d))
 		if err := os.WriteFile(p, append(days[d].Bytes(), "# EOF\n"...), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", p, filepath.Join(dir, "tsdb")).CombinedOutput()
-		if err != nil {
-			t.Fatalf("promtool backfill of %s: %v\n%s", p, err, out)
-		}
-		_ = os.Remove(p)
+		files = append(files, p)
 	}
+	backfill(t, promtool, filepath.Join(dir, "tsdb"), files)
 }

@@ -6,6 +6,7 @@ package main
 // apart, also when both come as instances of one OpenMetrics file.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,15 +18,15 @@ import (
 	"github.com/memdoctor/memdoctor/internal/store"
 )
 
+// incidentDir returns incident 1's cron directory of the given shape,
+// written once per run for the tests, which only read its 6,048 files.
 func incidentDir(t *testing.T, shape incidenttest.Incident1Shape) string {
 	t.Helper()
-	dir := t.TempDir()
 	opt := incidenttest.Incident1Options{Days: 14, Interval: 10 * time.Minute, Shape: shape,
 		Capture: filepath.Join(repoRoot(t), incidenttest.Incident1BaseCapture)}
-	if err := incidenttest.WriteIncident1CronDir(dir, opt); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return buildOnce(t, fmt.Sprintf("incident1-shape-%d", shape), func(dir string) (string, error) {
+		return dir, incidenttest.WriteIncident1CronDir(dir, opt)
+	})
 }
 
 func TestIncident1CronDirectory(t *testing.T) {

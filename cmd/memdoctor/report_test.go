@@ -221,16 +221,16 @@ func splitKey(t *testing.T, key string) (string, []string) {
 	return name, match
 }
 
-// seriesToStore writes a series-language file into a store as one instance.
-func seriesToStore(t *testing.T, st *store.Store, file, instance string) {
-	t.Helper()
+// seriesToStore appends the series of a .series file to st as one
+// instance's samples.
+func seriesToStore(st *store.Store, file, instance string) error {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	w, err := seriestest.Parse(string(b))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	byT := map[int64]*sample.Snapshot{}
 	for _, s := range w.Series {
@@ -248,25 +248,39 @@ func seriesToStore(t *testing.T, st *store.Store, file, instance string) {
 		snapshots = append(snapshots, sc)
 	}
 	sort.Slice(snapshots, func(i, j int) bool { return snapshots[i].Time.Before(snapshots[j].Time) })
-	if err := st.Append(instance, snapshots...); err != nil {
-		t.Fatal(err)
-	}
+	return st.Append(instance, snapshots...)
 }
 
-// twoHostStore holds incident 1 (cron text) and the chart fixture host
-// (every charted kind of series, GC included) as two instances.
+// twoHostStore returns a store of the test's own: a copy of one
+// recording of two hosts made once per run for the three tests that read
+// it, incident 1's cron directory (cron text) as game7 and the chart
+// fixture host (every charted kind of series, GC included) as web1.
 func twoHostStore(t *testing.T) string {
 	t.Helper()
+	k50 := incidentDir(t, incidenttest.Shape50)
+	series := filepath.Join(repoRoot(t), "internal", "render", "html", "testdata", "host.series")
+	src := buildOnce(t, "two-host-store", func(dir string) (string, error) {
+		db := filepath.Join(dir, "two.db")
+		st, err := store.Open(db, store.Options{})
+		if err != nil {
+			return "", err
+		}
+		if _, err := source.Ingest(k50, st, source.IngestOptions{Instance: "game7"}); err != nil {
+			_ = st.Close()
+			return "", err
+		}
+		if err := seriesToStore(st, series, "web1"); err != nil {
+			_ = st.Close()
+			return "", err
+		}
+		return db, st.Close()
+	})
 	db := filepath.Join(t.TempDir(), "two.db")
-	st, err := store.Open(db, store.Options{})
+	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := source.Ingest(incidentDir(t, incidenttest.Shape50), st, source.IngestOptions{Instance: "game7"}); err != nil {
-		t.Fatal(err)
-	}
-	seriesToStore(t, st, filepath.Join(repoRoot(t), "internal", "render", "html", "testdata", "host.series"), "web1")
-	if err := st.Close(); err != nil {
+	if err := os.WriteFile(db, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return db
