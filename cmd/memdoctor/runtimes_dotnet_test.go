@@ -24,10 +24,17 @@ const dotnetVenv = "/opt/memdoctor-test/dotnet/bin/python"
 // GC runtime hosted by Python) and waits for its runtime.
 func startDotNet(t *testing.T, mode string) *exec.Cmd {
 	t.Helper()
+	return startDotNetWith(t, filepath.Join(repoRoot(t), "internal", "dotnet", "testdata", "gcload.py"), mode)
+}
+
+// startDotNetWith runs the gcload.py at script with env added.
+func startDotNetWith(t *testing.T, script, mode string, env ...string) *exec.Cmd {
+	t.Helper()
 	if out, err := exec.Command(dotnetVenv, "-c", "import dotnetcore2, pythonnet").CombinedOutput(); err != nil {
 		t.Skipf("no .NET runtime for the tests (%v: %s): run scripts/install-test-deps.sh as root", err, out)
 	}
-	cmd := exec.Command(dotnetVenv, filepath.Join(repoRoot(t), "internal", "dotnet", "testdata", "gcload.py"), mode, "120")
+	cmd := exec.Command(dotnetVenv, script, mode, "120")
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -137,5 +144,57 @@ func TestRuntimeDotNetSIGTERM(t *testing.T) {
 	rt := runtimeOf(t, &rep, "pid/"+strconv.Itoa(busy.Process.Pid))
 	if rt.Source != "eventpipe" || rt.Recent == nil || rt.Recent.Seconds > 30 || rt.Recent.Old == 0 {
 		t.Errorf("the busy process after SIGTERM: source %q, recent %+v", rt.Source, rt.Recent)
+	}
+}
+
+// The GC settings in force are shown and fit the remedies: a process whose
+// runtimeconfig.json (beside its entry script) asks for Workstation,
+// non-concurrent GC and a 200 MiB heap hard limit, and whose environment
+// turns Server GC on (COMPlus_gcServer, the prefix 3.1 reads), is shown
+// as Server GC from that variable with the file's limit, and its
+// large-object finding neither advises Server GC nor a hard limit.
+func TestRuntimeDotNetSettings(t *testing.T) {
+	bin := binary(t)
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), "internal", "dotnet", "testdata", "gcload.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "gcload.py")
+	if err := os.WriteFile(script, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	busy := startDotNetWith(t, script, "busy", "GCLOAD_KEEP_CONFIG=1", "COMPlus_gcServer=1",
+		`GCLOAD_PROPS={"System.GC.Server": false, "System.GC.Concurrent": false, "System.GC.HeapHardLimit": 209715200}`)
+	pid := strconv.Itoa(busy.Process.Pid)
+	rep := runCheck(t, "--gc-interval", "3s", "--pid", pid)
+	rt := runtimeOf(t, rep, "pid/"+pid)
+	s := rt.GCSettings
+	if s["gc"] != "server" || s["concurrent"] != "false" || s["latency_mode"] != "Batch" ||
+		!strings.Contains(s["from"], "COMPlus_gcServer") || !strings.Contains(s["from"], "gcload.runtimeconfig.json") {
+		t.Errorf("GC settings %v, want Server GC from COMPlus_gcServer, not concurrent from gcload.runtimeconfig.json, latency Batch from the events", s)
+	}
+	if rt.HeapLimitBytes == nil || *rt.HeapLimitBytes != 209715200 {
+		t.Errorf("heap limit %v, want the file's 200 MiB", rt.HeapLimitBytes)
+	}
+	fl := findingsAbout(rep, "(pid "+pid+")")["gc_large_object_allocation"]
+	if fl == nil {
+		t.Fatalf("gc_large_object_allocation did not fire; findings %v", findingsAbout(rep, "(pid "+pid+")"))
+	}
+	for _, r := range fl.Remedies {
+		for _, c := range r.Commands {
+			if strings.Contains(c, "gcServer") || strings.Contains(c, "HeapHardLimit") {
+				t.Errorf("remedy %q advises %q to a Server GC with a hard limit", r.Title, c)
+			}
+		}
+		if strings.Contains(r.Title, "Server GC is on already") && !strings.Contains(r.Title, "200 MiB") {
+			t.Errorf("remedy %q does not name the hard limit in force", r.Title)
+		}
+	}
+	out, err := exec.Command(bin, "check", "--gc-interval", "1s", "--pid", pid).Output()
+	if err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	if want := "pid/" + pid + ": GC settings: Server GC, not concurrent"; !strings.Contains(string(out), want) {
+		t.Errorf("check's text does not say %q:\n%s", want, out)
 	}
 }

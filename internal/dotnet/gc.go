@@ -13,7 +13,13 @@ const (
 	evGCHeapStats      = 4
 	evGCSuspendEEBegin = 9
 	evGCAllocationTick = 10
+	// GCGlobalHeapHistory, after each collection: the number of heaps
+	// (more than one: Server GC) and, from version 2, the latency mode.
+	evGCGlobalHeapHistory = 205
 )
+
+// LatencyModes name GCGlobalHeapHistory's PauseMode (GCSettings.LatencyMode).
+var LatencyModes = []string{"Batch", "Interactive", "LowLatency", "SustainedLowLatency", "NoGCRegion"}
 
 // Reasons of a collection (GCStart's Reason).
 var reasons = []string{
@@ -68,6 +74,11 @@ type GCStats struct {
 	// large objects, as the ticks sample them (one tick per ~100 KB).
 	AllocSmall, AllocLarge uint64
 	Ticks                  int
+	// Heaps is the number of GC heaps the runtime reported (0: none
+	// seen; more than one is Server GC); LatencyMode its latency mode
+	// ("" when not reported).
+	Heaps       int
+	LatencyMode string
 	// Events counts the runtime's GC events decoded, Malformed the ones
 	// too short for their version.
 	Events, Malformed int
@@ -178,6 +189,22 @@ func (s *GCStats) Add(e *Event) {
 		}
 		s.Events++
 		s.HeapSeen = true
+	case evGCGlobalHeapHistory:
+		heaps, ok := u32(8)
+		if !ok || heaps == 0 || heaps > 1<<16 {
+			bad()
+			return
+		}
+		s.Events++
+		s.Heaps = int(heaps)
+		if e.Meta.Version >= 2 {
+			if m, ok := u32(30); ok {
+				s.LatencyMode = fmt.Sprintf("mode %d", m)
+				if int(m) < len(LatencyModes) {
+					s.LatencyMode = LatencyModes[m]
+				}
+			}
+		}
 	case evGCAllocationTick:
 		amount, ok1 := u32(0)
 		kind, ok2 := u32(4)

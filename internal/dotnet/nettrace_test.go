@@ -59,6 +59,11 @@ func TestParseCaptures(t *testing.T) {
 		if p.Info.QPCFrequency != 1e9 || p.Info.PointerSize != 8 || p.Info.PID == 0 {
 			t.Errorf("trace object %+v", p.Info)
 		}
+		// Server GC (gcload.py's runtimeconfig.json) has a heap per
+		// processor; concurrent GC runs in the Interactive latency mode.
+		if st.Heaps != int(p.Info.Processors) || st.LatencyMode != "Interactive" {
+			t.Errorf("%d heaps on %d processors, latency mode %q: want a Server GC heap each, Interactive", st.Heaps, p.Info.Processors, st.LatencyMode)
+		}
 	})
 	t.Run("verbose", func(t *testing.T) {
 		_, st, err := parseAll(readCapture(t, "busy-verbose-3.1.nettrace"), Limits{})

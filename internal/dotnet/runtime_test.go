@@ -43,6 +43,8 @@ type loadProc struct {
 	pid   int
 	mu    sync.Mutex
 	lines []string
+	// ready is the fields of its "ready" line.
+	ready []string
 }
 
 func (l *loadProc) output() []string {
@@ -55,11 +57,17 @@ func (l *loadProc) output() []string {
 // and waits until its runtime is up.
 func startLoad(t testing.TB, mode string, life int, env ...string) *loadProc {
 	t.Helper()
-	py := runtimePython(t)
 	script, err := filepath.Abs("testdata/gcload.py")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startLoadScript(t, script, mode, life, env...)
+}
+
+// startLoadScript is startLoad running a copy of gcload.py at script.
+func startLoadScript(t testing.TB, script, mode string, life int, env ...string) *loadProc {
+	t.Helper()
+	py := runtimePython(t)
 	cmd := exec.Command(py, script, mode, strconv.Itoa(life))
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
@@ -89,6 +97,7 @@ func startLoad(t testing.TB, mode string, life int, env ...string) *loadProc {
 	select {
 	case line := <-ready:
 		t.Logf("pid %d: %s", l.pid, line)
+		l.ready = strings.Fields(line)
 	case <-time.After(60 * time.Second):
 		t.Fatalf("gcload.py %s: the runtime did not start within 60 s", mode)
 	}
@@ -290,4 +299,53 @@ func TestSessionCost(t *testing.T) {
 	cpu := time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()) + time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano())
 	t.Logf("reading a busy process for 3 s: %v CPU, %d bytes of stream, %d GC events, %d bytes allocated, heap in use %d -> %d bytes, max RSS %d KiB",
 		cpu, len(raw), st.Events, m1.TotalAlloc-m0.TotalAlloc, m0.HeapInuse, m1.HeapInuse, ru1.Maxrss)
+}
+
+// The settings in force come from the process' runtimeconfig.json and its
+// environment as the runtime reads them, and agree with what the runtime
+// itself says it runs with: COMPlus_gcServer=1 wins over the file's
+// Server false, DOTNET_gcServer=0 is not read by 3.1 (and named so), the
+// file's hard limit and concurrent false hold.
+func TestRealRuntimeSettings(t *testing.T) {
+	runtimePython(t)
+	dir := t.TempDir()
+	src, err := os.ReadFile("testdata/gcload.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "gcload.py")
+	if err := os.WriteFile(script, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const limit = 200 << 20
+	l := startLoadScript(t, script, "busy", 30, "GCLOAD_KEEP_CONFIG=1", "COMPlus_gcServer=1", "DOTNET_gcServer=0",
+		fmt.Sprintf(`GCLOAD_PROPS={"System.GC.Server": false, "System.GC.Concurrent": false, "System.GC.HeapHardLimit": %d}`, limit))
+	if len(l.ready) < 6 {
+		t.Fatalf("ready line %q", l.ready)
+	}
+	server, latency, avail := l.ready[3] == "server", l.ready[4], l.ready[5]
+	s, notes := ReadSettings(l.pid, l.ready[2])
+	t.Logf("settings %s; ignored %v; notes %v", s.Describe(), s.Ignored, notes)
+	if v, ok := s.Bool(SetServer); !ok || v != server || s.Values[SetServer].From != "COMPlus_gcServer" {
+		t.Errorf("server %v (set %v, from %q); the runtime says server=%v", v, ok, s.Values[SetServer].From, server)
+	}
+	// Concurrent GC runs Interactive by default, non-concurrent Batch.
+	if v, ok := s.Bool(SetConcurrent); !ok || v != (latency == "Interactive") || s.Values[SetConcurrent].From != "gcload.runtimeconfig.json" {
+		t.Errorf("concurrent %v (set %v, from %q); the runtime's latency mode is %s", v, ok, s.Values[SetConcurrent].From, latency)
+	}
+	if got := strconv.FormatUint(s.Values[SetHeapHardLimit].Value, 10); got != avail {
+		t.Errorf("heap hard limit %s, the runtime's available memory %s", got, avail)
+	}
+	if !strings.Contains(strings.Join(s.Ignored, " "), "DOTNET_gcServer") {
+		t.Errorf("DOTNET_gcServer, which 3.1 does not read, not named: %v", s.Ignored)
+	}
+	// The events agree: a Server GC has more than one heap (on more than
+	// one processor).
+	st, _ := traceFor(t, l.pid, 1500*time.Millisecond, false)
+	if runtime.NumCPU() > 1 && server && st.Heaps < 2 {
+		t.Errorf("%d heaps in the GC events of a Server GC", st.Heaps)
+	}
+	if st.LatencyMode != latency {
+		t.Errorf("latency mode %q in the events, %q from the runtime", st.LatencyMode, latency)
+	}
 }

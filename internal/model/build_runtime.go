@@ -43,10 +43,11 @@ const (
 	rtPendLimit = "memdoctor_runtime_gc_pending_limit_bytes"
 	rtLargeAllo = "memdoctor_runtime_gc_large_allocated_bytes_total"
 	RTLargeTrig = "memdoctor_runtime_gc_large_triggered_total"
+	rtSettings  = "memdoctor_runtime_gc_settings_info"
 )
 
 // RuntimeSeries lists every normalised series, for rules' Reads.
-var RuntimeSeries = []string{RTInfo, RTGCSeconds, RTColl, RTInduced, RTLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated, rtPending, rtPendLimit, rtLargeAllo, RTLargeTrig}
+var RuntimeSeries = []string{RTInfo, RTGCSeconds, RTColl, RTInduced, RTLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated, rtPending, rtPendLimit, rtLargeAllo, RTLargeTrig, rtSettings}
 
 // RuntimesOf builds the runtime models of a snapshot, one per target.
 func RuntimesOf(s *sample.Snapshot) []Runtime {
@@ -118,6 +119,15 @@ func RuntimesOf(s *sample.Snapshot) []Runtime {
 				r.GCPendingBytes = f(m.Value)
 			case rtPendLimit:
 				r.GCPendingLimitBytes = f(m.Value)
+			case rtSettings:
+				r.GCSettings = map[string]string{}
+				for _, l := range m.Labels {
+					switch l.Name {
+					case "target", "runtime", "pid", "comm":
+					default:
+						r.GCSettings[l.Name] = l.Value
+					}
+				}
 			case rtCollected:
 				if m.Labels.Get("generation") == "old" {
 					r.CollectedOld = f(m.Value)

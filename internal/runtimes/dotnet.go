@@ -13,6 +13,7 @@ import (
 	"path"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +35,13 @@ const (
 	// allocation (.NET reasons AllocLarge and OutOfSpaceLOH), label
 	// generation.
 	LargeTriggered = "memdoctor_runtime_gc_large_triggered_total"
+	// GCSettingsInfo is 1, with a label per GC setting found in force:
+	// gc (server, workstation), concurrent (true, false), heaps,
+	// latency_mode, heap_hard_limit_percent, gen0size,
+	// dynamic_adaptation, and from (where they came from: variables, the
+	// runtimeconfig.json's name, events). The heap hard limit in bytes is
+	// HeapLimit.
+	GCSettingsInfo = "memdoctor_runtime_gc_settings_info"
 )
 
 // liveRoot says whether fsys is this host's own root (a capture has no
@@ -122,6 +130,7 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 	if rd.Version == "" {
 		rd.Version = coreclrVersion(det.Evidence)
 	}
+	var st *dotnet.GCStats
 	if w == nil {
 		ep, err := dotnet.Find(pid)
 		if err != nil {
@@ -135,7 +144,8 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 		rd.add(LargeAllocated, 0)
 	} else {
 		w.mu.Lock()
-		st, err := w.stats[pid], w.errs[pid]
+		var err error
+		st, err = w.stats[pid], w.errs[pid]
 		w.mu.Unlock()
 		if st == nil {
 			if err == nil {
@@ -164,7 +174,49 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 			rd.add(Resident, float64(v))
 		}
 	}
+	set, _ := dotnet.ReadSettings(pid, rd.Version)
+	addSettings(rd, &set, st)
 	return rd, nil
+}
+
+// addSettings adds the GC settings in force: those set (variables, the
+// runtimeconfig.json) and what the events show (the heaps, the latency
+// mode). A Server GC with more than one heap is Server GC whatever was
+// found set.
+func addSettings(rd *Reading, set *dotnet.Settings, st *dotnet.GCStats) {
+	var l []string
+	from := set.Sources()
+	if v, ok := set.Bool(dotnet.SetServer); ok {
+		l = append(l, "gc", map[bool]string{true: "server", false: "workstation"}[v])
+	} else if st != nil && st.Heaps > 1 {
+		l = append(l, "gc", "server")
+	}
+	if v, ok := set.Bool(dotnet.SetConcurrent); ok {
+		l = append(l, "concurrent", strconv.FormatBool(v))
+	}
+	if st != nil && (st.Heaps > 0 || st.LatencyMode != "") {
+		from = append(from, "events")
+		if st.Heaps > 0 {
+			l = append(l, "heaps", strconv.Itoa(st.Heaps))
+		}
+		if st.LatencyMode != "" {
+			l = append(l, "latency_mode", st.LatencyMode)
+		}
+	} else if v, ok := set.Values[dotnet.SetHeapCount]; ok {
+		l = append(l, "heaps", strconv.FormatUint(v.Value, 10))
+	}
+	for _, k := range []string{dotnet.SetHeapHardLimitPct, dotnet.SetGen0Size, dotnet.SetDynamicAdapt} {
+		if v, ok := set.Values[k]; ok {
+			l = append(l, k, strconv.FormatUint(v.Value, 10))
+		}
+	}
+	if v, ok := set.Values[dotnet.SetHeapHardLimit]; ok && v.Value > 0 {
+		rd.add(HeapLimit, float64(v.Value))
+	}
+	if len(l) == 0 {
+		return
+	}
+	rd.add(GCSettingsInfo, 1, append(l, "from", strings.Join(from, ","))...)
 }
 
 func inducedCauses(st *dotnet.GCStats) []string {
