@@ -99,10 +99,19 @@ func TestRuntimeDotNetPort(t *testing.T) {
 	if r, _ := evidence(fl, "loh_allocation_rate"); r < 1<<20 {
 		t.Errorf("LOH allocation rate %v B/s, the program allocates 200 KB arrays in a loop", r)
 	}
+	// The System.Runtime counters of the same session: bytes allocated
+	// over the interval (alloc-rate), and the heap of a process that ran
+	// no collection in it (the generations' sizes).
+	if rt.Recent == nil || rt.Recent.AllocatedBytes < 1<<20 {
+		t.Errorf("allocated over the interval: %+v, want alloc-rate's MBs", rt.Recent)
+	}
 	qp := fmt.Sprintf("(pid %d)", quiet.Process.Pid)
 	qrt := runtimeOf(t, rep, "pid/"+strconv.Itoa(quiet.Process.Pid))
 	if qrt.Source != "eventpipe" || qrt.Recent == nil {
 		t.Errorf("the idle process read from %q with recent rates %v, want eventpipe", qrt.Source, qrt.Recent)
+	}
+	if qrt.HeapLiveBytes == nil || *qrt.HeapLiveBytes <= 0 {
+		t.Errorf("the idle process' heap %v: the counters give it without a collection", model.OrZero(qrt.HeapLiveBytes))
 	}
 	for id, f := range findingsAbout(rep, qp) {
 		t.Errorf("%s fired for the idle .NET process: %s", id, f.Summary)

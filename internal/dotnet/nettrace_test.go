@@ -89,6 +89,95 @@ func TestParseCaptures(t *testing.T) {
 	})
 }
 
+// The System.Runtime counters of a 3.1 capture (busy-counters: GC events
+// and the counters at 1 s in one session): the self-describing payloads
+// decoded by their field descriptions, MB turned into bytes.
+func TestParseCounters(t *testing.T) {
+	cn, st := NewCounters(), NewGCStats()
+	var fields []Field
+	p := NewParser(bytes.NewReader(readCapture(t, "busy-counters-3.1.nettrace")), Limits{})
+	err := p.Run(func(e *Event) {
+		st.Add(e)
+		cn.Add(e)
+		if e.Meta.Provider == CountersProvider {
+			fields = e.Meta.Fields
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cn.Reports < 19 || cn.Malformed != 0 || st.Events == 0 {
+		t.Fatalf("%d counter reports (%d malformed), %d GC events", cn.Reports, cn.Malformed, st.Events)
+	}
+	// {Payload: {Name, DisplayName, Mean, ...}} under an unnamed root.
+	if len(fields) != 1 || len(fields[0].Fields) != 1 || fields[0].Fields[0].Name != "Payload" || len(fields[0].Fields[0].Fields) < 10 {
+		t.Errorf("EventCounters fields %+v", fields)
+	}
+	heap, _ := cn.Get("gc-heap-size")
+	ws, _ := cn.Get("working-set")
+	if heap <= 0 || ws <= 0 || heap != float64(int64(heap/1e6))*1e6 || ws < heap {
+		t.Errorf("gc-heap-size %.0f, working-set %.0f bytes: whole MB, the heap within the working set", heap, ws)
+	}
+	// The generations' sizes after a collection agree with the GC events'
+	// heap statistics of the same stream within a factor of 2.
+	g2, _ := cn.Get("gen-2-size")
+	if g2 <= 0 || float64(st.Gen[2]) < g2/2 || float64(st.Gen[2]) > 2*g2 {
+		t.Errorf("gen-2-size %.0f, GCHeapStats gen2 %d", g2, st.Gen[2])
+	}
+	if cn.Sum["alloc-rate"] < 1<<20 || cn.Sum["gen-2-gc-count"] < 1 {
+		t.Errorf("increments %v", cn.Sum)
+	}
+}
+
+// Field descriptions and payloads that lie: too many fields, too deep,
+// payloads shorter than their fields, unknown types. Nothing panics;
+// the event is counted malformed.
+func TestCountersHostile(t *testing.T) {
+	le := binary.LittleEndian
+	str := func(b []byte, s string) []byte {
+		for _, r := range s {
+			b = le.AppendUint16(b, uint16(r))
+		}
+		return le.AppendUint16(b, 0)
+	}
+	payload := func(fields []Field) []Field {
+		return []Field{{Type: TypeObject, Fields: []Field{{Name: "Payload", Type: TypeObject, Fields: fields}}}}
+	}
+	named := []Field{{Name: "Name", Type: TypeString}, {Name: "Mean", Type: TypeDouble}, {Name: "DisplayUnits", Type: TypeString}}
+	good := str(nil, "gc-heap-size")
+	good = le.AppendUint64(good, 0x4014000000000000) // 5.0
+	good = str(good, "MB")
+	ev := func(f []Field, b []byte) *Event {
+		return &Event{Meta: &Meta{Provider: CountersProvider, Name: "EventCounters", Fields: f}, Payload: b}
+	}
+	cn := NewCounters()
+	cn.Add(ev(payload(named), good))
+	if v, _ := cn.Get("gc-heap-size"); v != 5e6 || cn.Malformed != 0 {
+		t.Fatalf("gc-heap-size %v, malformed %d", v, cn.Malformed)
+	}
+	cn.Add(ev(payload(named), good[:len(good)-3]))                                              // cut
+	cn.Add(ev(payload([]Field{{Name: "Name", Type: TypeString}, {Name: "X", Type: 99}}), good)) // unknown type
+	cn.Add(ev(nil, good))                                                                       // no fields
+	cn.Add(ev(payload([]Field{{Name: "Name", Type: TypeString}}), good))                        // neither mean nor increment
+	if cn.Malformed != 4 || cn.Reports != 1 {
+		t.Errorf("malformed %d, reports %d", cn.Malformed, cn.Reports)
+	}
+	// Field descriptions past the bounds are dropped with the metadata's
+	// fields, not the stream.
+	deep := le.AppendUint32(nil, 1)
+	for i := 0; i < maxFieldDepth+3; i++ {
+		deep = le.AppendUint32(deep, TypeObject)
+		deep = le.AppendUint32(deep, 1)
+	}
+	wide := le.AppendUint32(nil, maxFields+1)
+	for _, b := range [][]byte{deep, wide} {
+		c := &cursor{b: b}
+		if f := c.fields(0); c.err == nil {
+			t.Errorf("field descriptions %x read as %+v", b, f)
+		}
+	}
+}
+
 // Every prefix of a capture ends in an error or a clean end, never a
 // panic, and what is counted only grows with the prefix.
 func TestParsePrefixes(t *testing.T) {
@@ -183,11 +272,17 @@ func TestGCEventVersions(t *testing.T) {
 // FuzzParse: any stream parses to an error or an end within the limits,
 // never a panic or a hang. Seeds: the recorded captures.
 func FuzzParse(f *testing.F) {
-	for _, n := range []string{"busy-info-3.1.nettrace", "quiet-info-3.1.nettrace"} {
+	for _, n := range []string{"busy-info-3.1.nettrace", "quiet-info-3.1.nettrace", "busy-counters-3.1.nettrace"} {
 		f.Add(readCapture(f, n))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p, st, _ := parseAll(b, Limits{MaxBlock: 64 << 10, MaxMetadata: 64, MaxBytes: 1 << 20})
+		cn := NewCounters()
+		st := NewGCStats()
+		p := NewParser(bytes.NewReader(b), Limits{MaxBlock: 64 << 10, MaxMetadata: 64, MaxBytes: 1 << 20})
+		_ = p.Run(func(e *Event) { st.Add(e); cn.Add(e) })
+		if len(cn.Last)+len(cn.Sum) > maxCounters || cn.Reports > len(b) {
+			t.Fatalf("%d counters, %d reports from %d bytes", len(cn.Last)+len(cn.Sum), cn.Reports, len(b))
+		}
 		if len(p.meta) > 64 || st.Events > len(b) {
 			t.Fatalf("%d kinds of event, %d events from %d bytes", len(p.meta), st.Events, len(b))
 		}

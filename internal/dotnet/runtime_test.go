@@ -107,6 +107,14 @@ func startLoadScript(t testing.TB, script, mode string, life int, env ...string)
 // traceFor runs a GC session on pid for d, keeping the raw stream too.
 func traceFor(t testing.TB, pid int, d time.Duration, verbose bool) (*GCStats, []byte) {
 	t.Helper()
+	st, _, raw := traceWith(t, pid, d, GCProviders(verbose))
+	return st, raw
+}
+
+// traceWith runs a session with provs on pid for d: what it saw of the
+// collector and the counters, and the raw stream.
+func traceWith(t testing.TB, pid int, d time.Duration, provs []Provider) (*GCStats, *Counters, []byte) {
+	t.Helper()
 	ep, err := Find(pid)
 	if err != nil {
 		t.Fatal(err)
@@ -130,15 +138,21 @@ func traceFor(t testing.TB, pid int, d time.Duration, verbose bool) (*GCStats, [
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	st := NewGCStats()
-	p, err := Trace(ctx, dial, SessionOptions{Providers: GCProviders(verbose)}, st.Add)
+	st, cn := NewGCStats(), NewCounters()
+	p, err := Trace(ctx, dial, SessionOptions{Providers: provs}, func(e *Event) {
+		st.Add(e)
+		cn.Add(e)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d blocks, %d events, %d bytes; gen %v induced %v large %v reasons %v pauses %d (%.4f s, max %.4f) heap %v loh %d ticks %d small %d large %d",
 		p.Blocks, p.Events, raw.Len(), st.Collections, st.Induced, st.LargeTriggered, st.Reasons, st.Pauses, st.PauseSeconds, st.Max,
 		st.Gen, st.LOH, st.Ticks, st.AllocSmall, st.AllocLarge)
-	return st, raw.Bytes()
+	if cn.Reports > 0 {
+		t.Logf("counters: %d reports; %v; sums %v", cn.Reports, cn.Last, cn.Sum)
+	}
+	return st, cn, raw.Bytes()
 }
 
 // teeConn keeps what is read after the 20-byte answer header and its
@@ -177,7 +191,7 @@ func TestRealRuntimeBusy(t *testing.T) {
 
 // TestRecordCaptures re-records the captures the parser tests read
 // (testdata/*.nettrace) when MEMDOCTOR_RECORD_NETTRACE names their
-// directory.
+// directory (MEMDOCTOR_RECORD_ONLY=busy-counters: that one only).
 func TestRecordCaptures(t *testing.T) {
 	dir := os.Getenv("MEMDOCTOR_RECORD_NETTRACE")
 	if dir == "" {
@@ -187,14 +201,23 @@ func TestRecordCaptures(t *testing.T) {
 		name, mode string
 		d          time.Duration
 		verbose    bool
+		counters   bool
 	}{
-		{"busy-info", "busy", 1500 * time.Millisecond, false},
-		{"busy-verbose", "busy", time.Second, true},
-		{"quiet-info", "quiet", time.Second, false},
+		{"busy-info", "busy", 1500 * time.Millisecond, false, false},
+		{"busy-verbose", "busy", time.Second, true, false},
+		{"quiet-info", "quiet", time.Second, false, false},
+		{"busy-counters", "busy", 2500 * time.Millisecond, false, true},
 	} {
+		if only := os.Getenv("MEMDOCTOR_RECORD_ONLY"); only != "" && only != c.name {
+			continue
+		}
 		l := startLoad(t, c.mode, 30)
-		_, raw := traceFor(t, l.pid, c.d, c.verbose)
-		raw = cutCapture(t, raw)
+		provs := GCProviders(c.verbose)
+		if c.counters {
+			provs = append(provs, CounterProvider(1))
+		}
+		_, _, raw := traceWith(t, l.pid, c.d, provs)
+		raw = cutCapture(t, raw, c.counters)
 		if err := os.WriteFile(filepath.Join(dir, c.name+"-3.1.nettrace"), raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -202,24 +225,25 @@ func TestRecordCaptures(t *testing.T) {
 }
 
 // cutCapture keeps a stream's start up to the end of the first object
-// after which 3 collections were seen (else its objects within 8 KB), ended by
+// after which 3 collections were seen (and, with counters, a whole report
+// of the counters: 19 on 3.1) (else its objects within 8 KB), ended by
 // the NullReference tag as a stream stopped there: a few KB instead of
 // the whole session and the rundown that ends it.
-func cutCapture(t testing.TB, raw []byte) []byte {
+func cutCapture(t testing.TB, raw []byte, counters bool) []byte {
 	t.Helper()
-	st := NewGCStats()
+	st, cn := NewGCStats(), NewCounters()
 	p := NewParser(bytes.NewReader(raw), Limits{})
 	cut, small := int64(0), int64(0)
 	p.onObject = func(pos int64) {
 		n := st.Collections[0] + st.Collections[1] + st.Collections[2]
-		if cut == 0 && n >= 3 {
+		if cut == 0 && n >= 3 && (!counters || cn.Reports >= 19) {
 			cut = pos
 		}
 		if pos <= 8<<10 {
 			small = pos
 		}
 	}
-	if err := p.Run(st.Add); err != nil {
+	if err := p.Run(func(e *Event) { st.Add(e); cn.Add(e) }); err != nil {
 		t.Fatal(err)
 	}
 	if cut == 0 {
@@ -288,17 +312,24 @@ func TestSessionCost(t *testing.T) {
 	t.Logf("mean change with a session: %+.2f%%", 100*(sum(with)/sum(without)-1))
 
 	busy := startLoad(t, "busy", 60)
-	var ru0, ru1 syscall.Rusage
-	runtime.GC()
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	st, raw := traceFor(t, busy.pid, 3*time.Second, true)
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	runtime.ReadMemStats(&m1)
-	cpu := time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()) + time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano())
-	t.Logf("reading a busy process for 3 s: %v CPU, %d bytes of stream, %d GC events, %d bytes allocated, heap in use %d -> %d bytes, max RSS %d KiB",
-		cpu, len(raw), st.Events, m1.TotalAlloc-m0.TotalAlloc, m0.HeapInuse, m1.HeapInuse, ru1.Maxrss)
+	// Without and with the counters, one after the other, twice.
+	for i := 0; i < 4; i++ {
+		provs, what := GCProviders(true), "GC events and allocation ticks"
+		if i%2 == 1 {
+			provs, what = append(provs, CounterProvider(1)), what+" and the counters"
+		}
+		var ru0, ru1 syscall.Rusage
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+		st, cn, raw := traceWith(t, busy.pid, 3*time.Second, provs)
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+		runtime.ReadMemStats(&m1)
+		cpu := time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()) + time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano())
+		t.Logf("reading a busy process for 3 s (%s): %v CPU, %d bytes of stream, %d GC events, %d counter reports, %d bytes allocated, heap in use %d -> %d bytes, max RSS %d KiB",
+			what, cpu, len(raw), st.Events, cn.Reports, m1.TotalAlloc-m0.TotalAlloc, m0.HeapInuse, m1.HeapInuse, ru1.Maxrss)
+	}
 }
 
 // The settings in force come from the process' runtimeconfig.json and its
@@ -347,5 +378,34 @@ func TestRealRuntimeSettings(t *testing.T) {
 	}
 	if st.LatencyMode != latency {
 		t.Errorf("latency mode %q in the events, %q from the runtime", st.LatencyMode, latency)
+	}
+}
+
+// The System.Runtime counters come in the same session as the GC events
+// and agree with them: allocation over the window from alloc-rate against
+// the allocation ticks' sample, the generations' sizes, gen2 collections
+// counted by both.
+func TestRealRuntimeCounters(t *testing.T) {
+	l := startLoad(t, "busy", 30)
+	st, cn, _ := traceWith(t, l.pid, 3*time.Second, append(GCProviders(true), CounterProvider(1)))
+	if cn.Reports < 10 || cn.Malformed != 0 {
+		t.Fatalf("%d counter reports, %d malformed: want at least one interval's", cn.Reports, cn.Malformed)
+	}
+	alloc, ticks := cn.Sum["alloc-rate"], float64(st.AllocSmall+st.AllocLarge)
+	if alloc < 1<<20 || ticks <= 0 || alloc < ticks/5 || alloc > ticks*5 {
+		t.Errorf("alloc-rate says %.0f bytes allocated, the allocation ticks %.0f over the whole session", alloc, ticks)
+	}
+	for _, n := range []string{"gen-2-size", "loh-size", "gc-heap-size", "working-set"} {
+		if v, ok := cn.Get(n); !ok || v <= 0 {
+			t.Errorf("counter %s: %v (%v)", n, v, ok)
+		}
+	}
+	// gc-heap-size is in MB on 3.1: read as bytes, it is the heap's
+	// magnitude, not a millionth of it.
+	if v, _ := cn.Get("gc-heap-size"); v < float64(st.Gen[2])/10 {
+		t.Errorf("gc-heap-size %.0f bytes against gen2 %d bytes after a collection", v, st.Gen[2])
+	}
+	if g2 := cn.Sum["gen-2-gc-count"]; g2 < 1 || g2 > float64(st.Collections[2])+5 {
+		t.Errorf("gen-2-gc-count counted %.0f collections, the events %d", g2, st.Collections[2])
 	}
 }

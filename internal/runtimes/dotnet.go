@@ -68,6 +68,7 @@ type DotNetWatch struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	stats  map[int]*dotnet.GCStats
+	counts map[int]*dotnet.Counters
 	errs   map[int]error
 	window map[int]time.Duration
 	// started counts the sessions.
@@ -78,7 +79,7 @@ type DotNetWatch struct {
 // the port. verbose adds the allocation ticks (the LOH allocation rate).
 func StartDotNet(ctx context.Context, res *Result, verbose bool) *DotNetWatch {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &DotNetWatch{cancel: cancel, stats: map[int]*dotnet.GCStats{}, errs: map[int]error{}, window: map[int]time.Duration{}}
+	w := &DotNetWatch{cancel: cancel, stats: map[int]*dotnet.GCStats{}, counts: map[int]*dotnet.Counters{}, errs: map[int]error{}, window: map[int]time.Duration{}}
 	for _, rd := range res.Readings {
 		if rd.Runtime != DotNet || rd.Source != SourceEventPipe {
 			continue
@@ -89,24 +90,30 @@ func StartDotNet(ctx context.Context, res *Result, verbose bool) *DotNetWatch {
 		go func() {
 			defer w.wg.Done()
 			start := time.Now()
-			st, err := traceGC(ctx, pid, verbose)
+			st, cn, err := traceGC(ctx, pid, verbose)
 			w.mu.Lock()
-			w.stats[pid], w.errs[pid], w.window[pid] = st, err, time.Since(start)
+			w.stats[pid], w.counts[pid], w.errs[pid], w.window[pid] = st, cn, err, time.Since(start)
 			w.mu.Unlock()
 		}()
 	}
 	return w
 }
 
-func traceGC(ctx context.Context, pid int, verbose bool) (*dotnet.GCStats, error) {
+// traceGC runs one session with the GC events and the System.Runtime
+// counters (every second).
+func traceGC(ctx context.Context, pid int, verbose bool) (*dotnet.GCStats, *dotnet.Counters, error) {
 	ep, err := dotnet.Find(pid)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() { _ = ep.Close() }()
-	st := dotnet.NewGCStats()
-	_, err = dotnet.Trace(ctx, ep.Dial, dotnet.SessionOptions{Providers: dotnet.GCProviders(verbose)}, st.Add)
-	return st, err
+	st, cn := dotnet.NewGCStats(), dotnet.NewCounters()
+	provs := append(dotnet.GCProviders(verbose), dotnet.CounterProvider(1))
+	_, err = dotnet.Trace(ctx, ep.Dial, dotnet.SessionOptions{Providers: provs}, func(e *dotnet.Event) {
+		st.Add(e)
+		cn.Add(e)
+	})
+	return st, cn, err
 }
 
 // Empty says whether no session was started.
@@ -142,10 +149,12 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 		rd.add(Collections, 0, "generation", Old)
 		rd.add(LargeTriggered, 0, "generation", Old)
 		rd.add(LargeAllocated, 0)
+		rd.add(Allocated, 0)
 	} else {
 		w.mu.Lock()
 		var err error
 		st, err = w.stats[pid], w.errs[pid]
+		cn := w.counts[pid]
 		w.mu.Unlock()
 		if st == nil {
 			if err == nil {
@@ -168,6 +177,7 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 			rd.add(HeapLive, float64(st.Gen[0]+st.Gen[1]+st.Gen[2]+st.LOH+st.POH))
 			rd.add(LargeObjects, float64(st.LOH))
 		}
+		addCounters(rd, st, cn)
 	}
 	if s, err := fsys.ProcStatus(pid); err == nil {
 		if v, ok := s.Get("VmRSS"); ok {
@@ -177,6 +187,44 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 	set, _ := dotnet.ReadSettings(pid, rd.Version)
 	addSettings(rd, &set, st)
 	return rd, nil
+}
+
+// addCounters adds what the System.Runtime counters say and the GC
+// events did not: when no collection ran in the window, the heap after
+// the latest collection (the generations' sizes, gen0-2, LOH and POH)
+// and the LOH, or the heap in use before any collection, the bytes allocated over the window (alloc-rate's increments,
+// small and large objects) and, from .NET 6, the heap committed
+// (gc-committed). time-in-gc is not used: it is the share of the time
+// between the last two collections, where the pauses read give the
+// window's own.
+func addCounters(rd *Reading, st *dotnet.GCStats, cn *dotnet.Counters) {
+	if cn == nil || cn.Reports == 0 {
+		return
+	}
+	if !st.HeapSeen {
+		// The generations' sizes are those after the latest collection,
+		// all 0 before the first: then the heap in use (gc-heap-size, in
+		// whole MB on 3.1).
+		var live float64
+		for _, n := range []string{"gen-0-size", "gen-1-size", "gen-2-size", "loh-size", "poh-size"} {
+			v, _ := cn.Get(n)
+			live += v
+		}
+		if live > 0 {
+			rd.add(HeapLive, live)
+			if v, ok := cn.Get("loh-size"); ok {
+				rd.add(LargeObjects, v)
+			}
+		} else if v, ok := cn.Get("gc-heap-size"); ok {
+			rd.add(HeapLive, v)
+		}
+	}
+	if v, ok := cn.Sum["alloc-rate"]; ok {
+		rd.add(Allocated, v)
+	}
+	if v, ok := cn.Get("gc-committed"); ok {
+		rd.add(HeapCommitted, v)
+	}
 }
 
 // addSettings adds the GC settings in force: those set (variables, the

@@ -56,6 +56,15 @@ pythonnet.load("coreclr", runtime_config=str(cfg), dotnet_root=str(root))
 import clr  # noqa: E402,F401
 import System  # noqa: E402
 
+# A runtime started for an application's Main creates its System.Runtime
+# counters (RuntimeEventSource) at start-up; one hosted as a component,
+# as pythonnet does, does not: create them as Main's start-up does, unless
+# GCLOAD_COUNTERS=0.
+if os.environ.get("GCLOAD_COUNTERS") != "0":
+    flags = (System.Reflection.BindingFlags.Static | System.Reflection.BindingFlags.Public
+             | System.Reflection.BindingFlags.NonPublic)
+    System.Type.GetType("System.Diagnostics.Tracing.RuntimeEventSource, System.Private.CoreLib") \
+        .GetMethod("Initialize", flags).Invoke(None, None)
 if not keep:
     os.unlink(cfg)
     os.rmdir(cfgdir)
