@@ -105,6 +105,14 @@ func TestRuntimeDotNetPort(t *testing.T) {
 	if rt.Recent == nil || rt.Recent.AllocatedBytes < 1<<20 {
 		t.Errorf("allocated over the interval: %+v, want alloc-rate's MBs", rt.Recent)
 	}
+	// 3.1 does not answer ProcessInfo: check says so.
+	said := false
+	for _, n := range rep.Notes {
+		said = said || strings.Contains(n.Message, fmt.Sprintf("(pid %d): the runtime answers unknown command to ProcessInfo", busy.Process.Pid))
+	}
+	if !said {
+		t.Errorf("no note that 3.1 does not answer ProcessInfo: %+v", rep.Notes)
+	}
 	qp := fmt.Sprintf("(pid %d)", quiet.Process.Pid)
 	qrt := runtimeOf(t, rep, "pid/"+strconv.Itoa(quiet.Process.Pid))
 	if qrt.Source != "eventpipe" || qrt.Recent == nil {

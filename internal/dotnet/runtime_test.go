@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -355,7 +356,7 @@ func TestRealRuntimeSettings(t *testing.T) {
 		t.Fatalf("ready line %q", l.ready)
 	}
 	server, latency, avail := l.ready[3] == "server", l.ready[4], l.ready[5]
-	s, notes := ReadSettings(l.pid, l.ready[2])
+	s, notes := ReadSettings(l.pid, l.ready[2], nil)
 	t.Logf("settings %s; ignored %v; notes %v", s.Describe(), s.Ignored, notes)
 	if v, ok := s.Bool(SetServer); !ok || v != server || s.Values[SetServer].From != "COMPlus_gcServer" {
 		t.Errorf("server %v (set %v, from %q); the runtime says server=%v", v, ok, s.Values[SetServer].From, server)
@@ -407,5 +408,30 @@ func TestRealRuntimeCounters(t *testing.T) {
 	}
 	if g2 := cn.Sum["gen-2-gc-count"]; g2 < 1 || g2 > float64(st.Collections[2])+5 {
 		t.Errorf("gen-2-gc-count counted %.0f collections, the events %d", g2, st.Collections[2])
+	}
+}
+
+// .NET Core 3.1 answers unknown command to ProcessInfo and
+// ProcessEnvironment (they came with .NET 5): the client says so.
+func TestRealRuntimeProcessInfo(t *testing.T) {
+	l := startLoad(t, "quiet", 20)
+	ep, err := Find(l.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ep.Close() }()
+	pi, err := GetProcessInfo(context.Background(), ep.Dial, 3*time.Second)
+	if MajorVersion(l.ready[2]) < 5 {
+		if !errors.Is(err, ErrUnsupported) {
+			t.Errorf("ProcessInfo of %s: %+v, %v; want unknown command", l.ready[2], pi, err)
+		}
+		_, err = GetEnvironment(context.Background(), ep.Dial, 3*time.Second, EnvNames())
+		if !errors.Is(err, ErrUnsupported) {
+			t.Errorf("ProcessEnvironment of %s: %v; want unknown command", l.ready[2], err)
+		}
+		return
+	}
+	if err != nil || pi.PID == 0 || pi.OS == "" {
+		t.Errorf("ProcessInfo: %+v, %v", pi, err)
 	}
 }

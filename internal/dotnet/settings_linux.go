@@ -13,15 +13,19 @@ import (
 
 // ReadSettings reads the GC settings of process pid, a runtime of the
 // given version: the variables of its environment (nothing else of it is
-// kept) and its runtimeconfig.json, found from its command line and
+// kept; env, when not nil, is the runtime's own answer to
+// ProcessEnvironment, read instead of the initial environment) and its
+// runtimeconfig.json, found from its command line and
 // opened inside its root (absolute paths) or its working directory
 // (relative ones), following no symbolic link, at most 1 MiB. notes say
 // what could not be read.
-func ReadSettings(pid int, version string) (Settings, []string) {
+func ReadSettings(pid int, version string, env map[string]string) (Settings, []string) {
 	var s Settings
 	var notes []string
 	fs := procfs.Live()
-	if env, err := fs.ProcEnviron(pid, EnvNames()...); err == nil {
+	if env != nil {
+		s.FromEnv(env, MajorVersion(version))
+	} else if env, err := fs.ProcEnviron(pid, EnvNames()...); err == nil {
 		s.FromEnv(env.Vars, MajorVersion(version))
 	} else {
 		notes = append(notes, fmt.Sprintf("its environment: %v", err))

@@ -52,6 +52,10 @@ type Runtime struct {
 	// heap_hard_limit_percent, gen0size, dynamic_adaptation, and from:
 	// where they were read); the heap hard limit is HeapLimitBytes.
 	GCSettings map[string]string `json:"gc_settings,omitempty"`
+	// Process is what the runtime says of its process (.NET 5+
+	// ProcessInfo): os, arch, runtime_cookie, command_line (its secrets
+	// masked).
+	Process map[string]string `json:"process,omitempty"`
 	// UptimeSeconds is the time since the process started, when known.
 	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
 

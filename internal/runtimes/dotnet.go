@@ -9,6 +9,7 @@ package runtimes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/dotnet"
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/redact"
 	"github.com/memdoctor/memdoctor/internal/safeio"
 )
 
@@ -42,6 +44,10 @@ const (
 	// runtimeconfig.json's name, events). The heap hard limit in bytes is
 	// HeapLimit.
 	GCSettingsInfo = "memdoctor_runtime_gc_settings_info"
+	// ProcessInfoSeries is 1, with labels os, arch, runtime_cookie and
+	// command_line (its secrets masked): the runtime's answer to
+	// ProcessInfo (.NET 5 on).
+	ProcessInfoSeries = "memdoctor_runtime_process_info"
 )
 
 // liveRoot says whether fsys is this host's own root (a capture has no
@@ -132,7 +138,7 @@ func (w *DotNetWatch) Stop() {
 // dotnetReading is the reading of a .NET process: from its session when
 // the watch has one, else zero counters when its port can be found (the
 // session's start), else nil.
-func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Detection) (*Reading, error) {
+func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Detection) (*Reading, string, error) {
 	rd := &Reading{Target: "pid/" + strconv.Itoa(pid), Runtime: DotNet, Version: det.Version, Source: SourceEventPipe, PID: pid, Comm: comm}
 	if rd.Version == "" {
 		rd.Version = coreclrVersion(det.Evidence)
@@ -141,7 +147,7 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 	if w == nil {
 		ep, err := dotnet.Find(pid)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		_ = ep.Close()
 		rd.add(GCSeconds, 0)
@@ -160,10 +166,10 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 			if err == nil {
 				err = fmt.Errorf("no session")
 			}
-			return nil, err
+			return nil, "", err
 		}
 		if err != nil && st.Events == 0 {
-			return nil, err
+			return nil, "", err
 		}
 		rd.add(GCSeconds, st.PauseSeconds)
 		rd.add(Collections, float64(st.Collections[0]+st.Collections[1]), "generation", Young)
@@ -184,9 +190,52 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 			rd.add(Resident, float64(v))
 		}
 	}
-	set, _ := dotnet.ReadSettings(pid, rd.Version)
+	info, env, note := dotnetIPC(pid)
+	if info != nil {
+		cmd := redact.CommandLine(info.CommandLine)
+		if len(cmd) > maxCommandLine {
+			cmd = cmd[:maxCommandLine] + "..."
+		}
+		rd.add(ProcessInfoSeries, 1, "os", info.OS, "arch", info.Arch, "runtime_cookie", info.Cookie, "command_line", cmd)
+	}
+	set, _ := dotnet.ReadSettings(pid, rd.Version, env)
 	addSettings(rd, &set, st)
-	return rd, nil
+	return rd, note, nil
+}
+
+// maxCommandLine bounds the command line kept of ProcessInfo.
+const maxCommandLine = 512
+
+// dotnetIPC asks the runtime for ProcessInfo and for its GC variables
+// (ProcessEnvironment: only those are kept), each within 2 s; note says
+// what it did not answer.
+func dotnetIPC(pid int) (*dotnet.ProcessInfo, map[string]string, string) {
+	ep, err := dotnet.Find(pid)
+	if err != nil {
+		return nil, nil, ""
+	}
+	defer func() { _ = ep.Close() }()
+	ctx := context.Background()
+	var unknown, failed []string
+	info, err := dotnet.GetProcessInfo(ctx, ep.Dial, 2*time.Second)
+	switch {
+	case errors.Is(err, dotnet.ErrUnsupported):
+		unknown = append(unknown, "ProcessInfo")
+	case err != nil:
+		failed = append(failed, err.Error())
+	}
+	env, err := dotnet.GetEnvironment(ctx, ep.Dial, 2*time.Second, dotnet.EnvNames())
+	switch {
+	case errors.Is(err, dotnet.ErrUnsupported):
+		unknown = append(unknown, "ProcessEnvironment")
+	case err != nil:
+		failed = append(failed, err.Error())
+	}
+	var notes []string
+	if len(unknown) > 0 {
+		notes = append(notes, "the runtime answers unknown command to "+strings.Join(unknown, " and ")+" (.NET 5 and later answer them): its GC variables were read from its initial environment, its command line, OS, architecture and instance cookie are not shown")
+	}
+	return info, env, strings.Join(append(notes, failed...), "; ")
 }
 
 // addCounters adds what the System.Runtime counters say and the GC

@@ -55,6 +55,9 @@ func runtimes(p *printer, h *model.Host) {
 		if d := gcSettings(&r); d != "" {
 			_, _ = termsafe.Fprintf(p.w, "  %s: %s\n", r.Target, d)
 		}
+		if pr := r.Process; pr != nil {
+			_, _ = termsafe.Fprintf(p.w, "  %s: %s %s, runtime instance %s, command line: %s\n", r.Target, pr["os"], pr["arch"], pr["runtime_cookie"], pr["command_line"])
+		}
 	}
 }
 
