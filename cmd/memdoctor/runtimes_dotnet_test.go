@@ -215,3 +215,64 @@ func TestRuntimeDotNetSettings(t *testing.T) {
 		t.Errorf("check's text does not say %q:\n%s", want, out)
 	}
 }
+
+// record holds a session on each .NET process across its samples and
+// keeps the normalised series; diagnose over the store judges them: the
+// process inducing gen2 collections and allocating on the LOH gets
+// gc_induced and gc_large_object_allocation over the window, the idle one
+// nothing. The sessions are stopped when the recorder ends.
+func TestRuntimeDotNetRecord(t *testing.T) {
+	bin := binary(t)
+	busy := startDotNet(t, "busy")
+	quiet := startDotNet(t, "quiet")
+	db := filepath.Join(t.TempDir(), "md.db")
+	rec := &recorder{addr: freeAddr(t)}
+	// --top large enough for the two test processes on a busy host.
+	rec.cmd = exec.Command(bin, "record", "--db", db, "--interval", "1s", "--listen", rec.addr, "--top", "400", "--discover=false")
+	rec.cmd.Stderr = os.Stderr
+	if err := rec.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rec.cmd.Process.Kill(); _ = rec.cmd.Wait() })
+	start := time.Now()
+	for {
+		time.Sleep(500 * time.Millisecond)
+		_, body := rec.get("/metrics")
+		if stored := metricValue(body, "memdoctor_record_scrapes_stored_total"); stored >= 8 && time.Since(start) >= 8*time.Second {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			t.Fatalf("the recorder stored too few samples in 2 minutes")
+		}
+	}
+	_ = rec.cmd.Process.Signal(os.Interrupt)
+	if err := rec.cmd.Wait(); err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	out, err := exec.Command(bin, "diagnose", "--from", db, "--json").Output()
+	if err != nil {
+		t.Fatalf("diagnose: %v", err)
+	}
+	var rep model.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	bpid := strconv.Itoa(busy.Process.Pid)
+	rt := runtimeOf(t, &rep, "pid/"+bpid)
+	if rt.Source != "eventpipe" || rt.Recent == nil || rt.Recent.Seconds < 5 || rt.Recent.Old < 10 {
+		t.Fatalf("the busy process over the recording: source %q, rates %+v", rt.Source, rt.Recent)
+	}
+	fs := findingsAbout(&rep, "(pid "+bpid+")")
+	if f := fs["gc_induced"]; f == nil || !strings.Contains(f.Summary, "GC.Collect() gen2") {
+		t.Errorf("gc_induced over the recording: %+v (findings %v)", f, fs)
+	}
+	if fs["gc_large_object_allocation"] == nil {
+		t.Errorf("gc_large_object_allocation did not fire over the recording: %v", fs)
+	}
+	if rt.GCSettings["gc"] != "server" {
+		t.Errorf("GC settings over the recording: %v", rt.GCSettings)
+	}
+	for id, f := range findingsAbout(&rep, fmt.Sprintf("(pid %d)", quiet.Process.Pid)) {
+		t.Errorf("%s fired for the idle .NET process: %s", id, f.Summary)
+	}
+}

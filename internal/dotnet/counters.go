@@ -12,6 +12,7 @@ package dotnet
 // such source unless the host creates it.
 
 import (
+	"maps"
 	"math"
 	"strconv"
 )
@@ -88,6 +89,13 @@ func (c *Counters) Add(e *Event) {
 	} else {
 		c.Last[name] = val
 	}
+}
+
+// Clone returns a copy of c.
+func (c *Counters) Clone() *Counters {
+	d := *c
+	d.Last, d.Sum = maps.Clone(c.Last), maps.Clone(c.Sum)
+	return &d
 }
 
 // Get returns a mean counter's latest value.

@@ -3,6 +3,7 @@ package dotnet
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 )
 
 // The runtime's GC events (provider Microsoft-Windows-DotNETRuntime).
@@ -85,6 +86,13 @@ type GCStats struct {
 
 	suspend    float64
 	suspending bool
+}
+
+// Clone returns a copy of s.
+func (s *GCStats) Clone() *GCStats {
+	c := *s
+	c.Reasons, c.InducedBy = maps.Clone(s.Reasons), maps.Clone(s.InducedBy)
+	return &c
 }
 
 // NewGCStats returns empty statistics.

@@ -79,6 +79,88 @@ type DotNetWatch struct {
 	window map[int]time.Duration
 	// started counts the sessions.
 	started int
+
+	// A recorder's watch (NewDotNetRecorder) holds a session on each .NET
+	// process across readings: the first reading of a process starts it,
+	// each reading takes its totals so far.
+	continuous bool
+	verbose    bool
+	ctx        context.Context
+	live       map[int]*liveSession
+}
+
+// liveSession is one process' session held across readings: its totals
+// since it started.
+type liveSession struct {
+	mu   sync.Mutex
+	st   *dotnet.GCStats
+	cn   *dotnet.Counters
+	err  error
+	done bool
+}
+
+// maxLiveSession is how long one session of a recorder's watch runs
+// before it is stopped and another started, adding to the same totals
+// (so the stream's size cap is never reached).
+const maxLiveSession = 10 * time.Minute
+
+// NewDotNetRecorder returns a watch that holds one session on each .NET
+// process it is asked to read, until the process goes or Stop: the
+// recorder's counters are then the process' since memdoctor began to
+// follow it. verbose adds the allocation ticks.
+func NewDotNetRecorder(verbose bool) *DotNetWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &DotNetWatch{cancel: cancel, continuous: true, verbose: verbose, ctx: ctx, live: map[int]*liveSession{}}
+}
+
+// follow returns the totals of pid's session (copies), starting one when
+// there is none: nil totals then. A session that ended (the process
+// went, or its port failed) gives its error once and is started again at
+// the next reading.
+func (w *DotNetWatch) follow(pid int) (*dotnet.GCStats, *dotnet.Counters, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ctx.Err() != nil {
+		return nil, nil, w.ctx.Err()
+	}
+	ls := w.live[pid]
+	if ls == nil {
+		ls = &liveSession{st: dotnet.NewGCStats(), cn: dotnet.NewCounters()}
+		w.live[pid] = ls
+		w.started++
+		w.wg.Add(1)
+		go w.hold(pid, ls)
+		return nil, nil, nil
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.done {
+		delete(w.live, pid)
+		return nil, nil, ls.err
+	}
+	return ls.st.Clone(), ls.cn.Clone(), nil
+}
+
+// hold runs pid's sessions one after the other until the watch stops or
+// one fails.
+func (w *DotNetWatch) hold(pid int, ls *liveSession) {
+	defer w.wg.Done()
+	for w.ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(w.ctx, maxLiveSession)
+		err := traceInto(ctx, pid, w.verbose, func(e *dotnet.Event) {
+			ls.mu.Lock()
+			ls.st.Add(e)
+			ls.cn.Add(e)
+			ls.mu.Unlock()
+		})
+		cancel()
+		if err != nil && w.ctx.Err() == nil {
+			ls.mu.Lock()
+			ls.err, ls.done = err, true
+			ls.mu.Unlock()
+			return
+		}
+	}
 }
 
 // StartDotNet starts a session on every reading of res whose source is
@@ -108,18 +190,23 @@ func StartDotNet(ctx context.Context, res *Result, verbose bool) *DotNetWatch {
 // traceGC runs one session with the GC events and the System.Runtime
 // counters (every second).
 func traceGC(ctx context.Context, pid int, verbose bool) (*dotnet.GCStats, *dotnet.Counters, error) {
-	ep, err := dotnet.Find(pid)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() { _ = ep.Close() }()
 	st, cn := dotnet.NewGCStats(), dotnet.NewCounters()
-	provs := append(dotnet.GCProviders(verbose), dotnet.CounterProvider(1))
-	_, err = dotnet.Trace(ctx, ep.Dial, dotnet.SessionOptions{Providers: provs}, func(e *dotnet.Event) {
+	err := traceInto(ctx, pid, verbose, func(e *dotnet.Event) {
 		st.Add(e)
 		cn.Add(e)
 	})
 	return st, cn, err
+}
+
+func traceInto(ctx context.Context, pid int, verbose bool, fn func(*dotnet.Event)) error {
+	ep, err := dotnet.Find(pid)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = ep.Close() }()
+	provs := append(dotnet.GCProviders(verbose), dotnet.CounterProvider(1))
+	_, err = dotnet.Trace(ctx, ep.Dial, dotnet.SessionOptions{Providers: provs}, fn)
+	return err
 }
 
 // Empty says whether no session was started.
@@ -144,7 +231,33 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 		rd.Version = coreclrVersion(det.Evidence)
 	}
 	var st *dotnet.GCStats
-	if w == nil {
+	var cn *dotnet.Counters
+	zero := false
+	switch {
+	case w == nil:
+		zero = true
+	case w.continuous:
+		var err error
+		if st, cn, err = w.follow(pid); err != nil {
+			return nil, "", err
+		}
+		zero = st == nil
+	default:
+		w.mu.Lock()
+		var err error
+		st, cn, err = w.stats[pid], w.counts[pid], w.errs[pid]
+		w.mu.Unlock()
+		if st == nil {
+			if err == nil {
+				err = fmt.Errorf("no session")
+			}
+			return nil, "", err
+		}
+		if err != nil && st.Events == 0 {
+			return nil, "", err
+		}
+	}
+	if zero {
 		ep, err := dotnet.Find(pid)
 		if err != nil {
 			return nil, "", err
@@ -156,21 +269,8 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 		rd.add(LargeTriggered, 0, "generation", Old)
 		rd.add(LargeAllocated, 0)
 		rd.add(Allocated, 0)
+		st = nil
 	} else {
-		w.mu.Lock()
-		var err error
-		st, err = w.stats[pid], w.errs[pid]
-		cn := w.counts[pid]
-		w.mu.Unlock()
-		if st == nil {
-			if err == nil {
-				err = fmt.Errorf("no session")
-			}
-			return nil, "", err
-		}
-		if err != nil && st.Events == 0 {
-			return nil, "", err
-		}
 		rd.add(GCSeconds, st.PauseSeconds)
 		rd.add(Collections, float64(st.Collections[0]+st.Collections[1]), "generation", Young)
 		rd.add(Collections, float64(st.Collections[2]), "generation", Old)
