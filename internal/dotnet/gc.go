@@ -14,6 +14,9 @@ const (
 	evGCHeapStats      = 4
 	evGCSuspendEEBegin = 9
 	evGCAllocationTick = 10
+	// GCTriggered fires on the thread that asked for the collection
+	// (GCStart on a Server GC's own threads): its stack holds the caller.
+	evGCTriggered = 35
 	// GCGlobalHeapHistory, after each collection: the number of heaps
 	// (more than one: Server GC) and, from version 2, the latency mode.
 	evGCGlobalHeapHistory = 205

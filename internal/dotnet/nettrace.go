@@ -97,7 +97,10 @@ type Event struct {
 	Meta     *Meta
 	Time     float64
 	ThreadID uint64
-	Payload  []byte
+	// StackID names the event's stack in the stream's stack blocks (0:
+	// none).
+	StackID uint32
+	Payload []byte
 }
 
 // TraceInfo is what the Trace object says.
@@ -116,8 +119,9 @@ type Parser struct {
 	Info  TraceInfo
 	meta  map[uint32]*Meta
 	block []byte
-	// Events counts the events read, Blocks the blocks.
-	Events, Blocks int
+	// Events counts the events read, Blocks the blocks, Stacks the
+	// non-empty stacks of the stack blocks.
+	Events, Blocks, Stacks int
 	// onObject, when set, is told the offset after each object.
 	onObject func(pos int64)
 }
@@ -313,9 +317,27 @@ func (p *Parser) object(name string, version uint32, fn func(*Event)) error {
 		case "MetadataBlock":
 			return p.events(b, true, nil)
 		}
-		return nil // stacks and sequence points: not needed
+		if name == "StackBlock" {
+			p.stackBlock(b)
+		}
+		return nil // sequence points: not needed
 	}
 	return fmt.Errorf("%w: unknown object %q (version %d)", ErrFormat, name, version)
+}
+
+// stackBlock counts a stack block's stacks (their first id and number,
+// then each a size and that many bytes of return addresses): the
+// addresses are not kept.
+func (p *Parser) stackBlock(b []byte) {
+	c := &cursor{b: b}
+	c.u32("first stack id")
+	n := c.u32("stack count")
+	for i := uint32(0); i < n && c.err == nil; i++ {
+		size := c.u32("stack size")
+		if c.take(int(size), "stack") != nil && size > 0 {
+			p.Stacks++
+		}
+	}
 }
 
 // Compressed header flags.
@@ -449,7 +471,7 @@ func (p *Parser) events(b []byte, isMeta bool, fn func(*Event)) error {
 		if m == nil || fn == nil {
 			continue
 		}
-		ev = Event{Meta: m, ThreadID: h.thread, Payload: payload,
+		ev = Event{Meta: m, ThreadID: h.thread, StackID: h.stack, Payload: payload,
 			Time: float64(int64(h.timestamp)-p.Info.QPCSync) / float64(p.Info.QPCFrequency)}
 		fn(&ev)
 	}

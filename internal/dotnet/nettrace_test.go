@@ -129,6 +129,44 @@ func TestParseCounters(t *testing.T) {
 	}
 }
 
+// Where the caller of GC.Collect() is in a 3.1 stream: GCStart of a
+// Server GC fires on the GC's own threads, all with one stack; GCTriggered
+// fires on the thread that asked, with that thread's stack (one for the
+// induced collections, another for the ones large allocations
+// triggered). Naming the caller needs the addresses of those stacks
+// resolved against the methods' loads or the rundown, which memdoctor
+// does not do (docs/runtimes/dotnet.md).
+func TestStacksOfTriggers(t *testing.T) {
+	p := NewParser(bytes.NewReader(readCapture(t, "busy-counters-3.1.nettrace")), Limits{})
+	startStacks, triggerStacks := map[uint32]bool{}, map[uint32]map[uint32]bool{}
+	err := p.Run(func(e *Event) {
+		if e.Meta.Provider != RuntimeProvider || len(e.Payload) < 4 {
+			return
+		}
+		switch e.Meta.EventID {
+		case evGCStart:
+			startStacks[e.StackID] = true
+		case evGCTriggered:
+			r := binary.LittleEndian.Uint32(e.Payload)
+			if triggerStacks[r] == nil {
+				triggerStacks[r] = map[uint32]bool{}
+			}
+			triggerStacks[r][e.StackID] = true
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Stacks == 0 || len(startStacks) != 1 || len(triggerStacks[1]) != 1 || len(triggerStacks[4]) != 1 {
+		t.Fatalf("%d stacks; GCStart's %v, GCTriggered's by reason %v", p.Stacks, startStacks, triggerStacks)
+	}
+	for id := range triggerStacks[1] {
+		if startStacks[id] || triggerStacks[4][id] || id == 0 {
+			t.Errorf("induced collections triggered with stack %d, GCStart's %v, large allocation's %v", id, startStacks, triggerStacks[4])
+		}
+	}
+}
+
 // Field descriptions and payloads that lie: too many fields, too deep,
 // payloads shorter than their fields, unknown types. Nothing panics;
 // the event is counted malformed.
