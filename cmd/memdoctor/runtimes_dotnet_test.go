@@ -24,10 +24,17 @@ const dotnetVenv = "/opt/memdoctor-test/dotnet/bin/python"
 // GC runtime hosted by Python) and waits for its runtime.
 func startDotNet(t *testing.T, mode string) *exec.Cmd {
 	t.Helper()
+	return startDotNetWith(t, filepath.Join(repoRoot(t), "internal", "dotnet", "testdata", "gcload.py"), mode)
+}
+
+// startDotNetWith runs the gcload.py at script with env added.
+func startDotNetWith(t *testing.T, script, mode string, env ...string) *exec.Cmd {
+	t.Helper()
 	if out, err := exec.Command(dotnetVenv, "-c", "import dotnetcore2, pythonnet").CombinedOutput(); err != nil {
 		t.Skipf("no .NET runtime for the tests (%v: %s): run scripts/install-test-deps.sh as root", err, out)
 	}
-	cmd := exec.Command(dotnetVenv, filepath.Join(repoRoot(t), "internal", "dotnet", "testdata", "gcload.py"), mode, "120")
+	cmd := exec.Command(dotnetVenv, script, mode, "120")
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -92,10 +99,27 @@ func TestRuntimeDotNetPort(t *testing.T) {
 	if r, _ := evidence(fl, "loh_allocation_rate"); r < 1<<20 {
 		t.Errorf("LOH allocation rate %v B/s, the program allocates 200 KB arrays in a loop", r)
 	}
+	// The System.Runtime counters of the same session: bytes allocated
+	// over the interval (alloc-rate), and the heap of a process that ran
+	// no collection in it (the generations' sizes).
+	if rt.Recent == nil || rt.Recent.AllocatedBytes < 1<<20 {
+		t.Errorf("allocated over the interval: %+v, want alloc-rate's MBs", rt.Recent)
+	}
+	// 3.1 does not answer ProcessInfo: check says so.
+	said := false
+	for _, n := range rep.Notes {
+		said = said || strings.Contains(n.Message, fmt.Sprintf("(pid %d): the runtime answers unknown command to ProcessInfo", busy.Process.Pid))
+	}
+	if !said {
+		t.Errorf("no note that 3.1 does not answer ProcessInfo: %+v", rep.Notes)
+	}
 	qp := fmt.Sprintf("(pid %d)", quiet.Process.Pid)
 	qrt := runtimeOf(t, rep, "pid/"+strconv.Itoa(quiet.Process.Pid))
 	if qrt.Source != "eventpipe" || qrt.Recent == nil {
 		t.Errorf("the idle process read from %q with recent rates %v, want eventpipe", qrt.Source, qrt.Recent)
+	}
+	if qrt.HeapLiveBytes == nil || *qrt.HeapLiveBytes <= 0 {
+		t.Errorf("the idle process' heap %v: the counters give it without a collection", model.OrZero(qrt.HeapLiveBytes))
 	}
 	for id, f := range findingsAbout(rep, qp) {
 		t.Errorf("%s fired for the idle .NET process: %s", id, f.Summary)
@@ -137,5 +161,118 @@ func TestRuntimeDotNetSIGTERM(t *testing.T) {
 	rt := runtimeOf(t, &rep, "pid/"+strconv.Itoa(busy.Process.Pid))
 	if rt.Source != "eventpipe" || rt.Recent == nil || rt.Recent.Seconds > 30 || rt.Recent.Old == 0 {
 		t.Errorf("the busy process after SIGTERM: source %q, recent %+v", rt.Source, rt.Recent)
+	}
+}
+
+// The GC settings in force are shown and fit the remedies: a process whose
+// runtimeconfig.json (beside its entry script) asks for Workstation,
+// non-concurrent GC and a 200 MiB heap hard limit, and whose environment
+// turns Server GC on (COMPlus_gcServer, the prefix 3.1 reads), is shown
+// as Server GC from that variable with the file's limit, and its
+// large-object finding neither advises Server GC nor a hard limit.
+func TestRuntimeDotNetSettings(t *testing.T) {
+	bin := binary(t)
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), "internal", "dotnet", "testdata", "gcload.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "gcload.py")
+	if err := os.WriteFile(script, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	busy := startDotNetWith(t, script, "busy", "GCLOAD_KEEP_CONFIG=1", "COMPlus_gcServer=1",
+		`GCLOAD_PROPS={"System.GC.Server": false, "System.GC.Concurrent": false, "System.GC.HeapHardLimit": 209715200}`)
+	pid := strconv.Itoa(busy.Process.Pid)
+	rep := runCheck(t, "--gc-interval", "3s", "--pid", pid)
+	rt := runtimeOf(t, rep, "pid/"+pid)
+	s := rt.GCSettings
+	if s["gc"] != "server" || s["concurrent"] != "false" || s["latency_mode"] != "Batch" ||
+		!strings.Contains(s["from"], "COMPlus_gcServer") || !strings.Contains(s["from"], "gcload.runtimeconfig.json") {
+		t.Errorf("GC settings %v, want Server GC from COMPlus_gcServer, not concurrent from gcload.runtimeconfig.json, latency Batch from the events", s)
+	}
+	if rt.HeapLimitBytes == nil || *rt.HeapLimitBytes != 209715200 {
+		t.Errorf("heap limit %v, want the file's 200 MiB", rt.HeapLimitBytes)
+	}
+	fl := findingsAbout(rep, "(pid "+pid+")")["gc_large_object_allocation"]
+	if fl == nil {
+		t.Fatalf("gc_large_object_allocation did not fire; findings %v", findingsAbout(rep, "(pid "+pid+")"))
+	}
+	for _, r := range fl.Remedies {
+		for _, c := range r.Commands {
+			if strings.Contains(c, "gcServer") || strings.Contains(c, "HeapHardLimit") {
+				t.Errorf("remedy %q advises %q to a Server GC with a hard limit", r.Title, c)
+			}
+		}
+		if strings.Contains(r.Title, "Server GC is on already") && !strings.Contains(r.Title, "200 MiB") {
+			t.Errorf("remedy %q does not name the hard limit in force", r.Title)
+		}
+	}
+	out, err := exec.Command(bin, "check", "--gc-interval", "1s", "--pid", pid).Output()
+	if err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	if want := "pid/" + pid + ": GC settings: Server GC, not concurrent"; !strings.Contains(string(out), want) {
+		t.Errorf("check's text does not say %q:\n%s", want, out)
+	}
+}
+
+// record holds a session on each .NET process across its samples and
+// keeps the normalised series; diagnose over the store judges them: the
+// process inducing gen2 collections and allocating on the LOH gets
+// gc_induced and gc_large_object_allocation over the window, the idle one
+// nothing. The sessions are stopped when the recorder ends.
+func TestRuntimeDotNetRecord(t *testing.T) {
+	bin := binary(t)
+	busy := startDotNet(t, "busy")
+	quiet := startDotNet(t, "quiet")
+	db := filepath.Join(t.TempDir(), "md.db")
+	rec := &recorder{addr: freeAddr(t)}
+	// --top large enough for the two test processes on a busy host.
+	rec.cmd = exec.Command(bin, "record", "--db", db, "--interval", "1s", "--listen", rec.addr, "--top", "400", "--discover=false")
+	rec.cmd.Stderr = os.Stderr
+	if err := rec.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rec.cmd.Process.Kill(); _ = rec.cmd.Wait() })
+	start := time.Now()
+	for {
+		time.Sleep(500 * time.Millisecond)
+		_, body := rec.get("/metrics")
+		if stored := metricValue(body, "memdoctor_record_scrapes_stored_total"); stored >= 8 && time.Since(start) >= 8*time.Second {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			t.Fatalf("the recorder stored too few samples in 2 minutes")
+		}
+	}
+	_ = rec.cmd.Process.Signal(os.Interrupt)
+	if err := rec.cmd.Wait(); err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	out, err := exec.Command(bin, "diagnose", "--from", db, "--json").Output()
+	if err != nil {
+		t.Fatalf("diagnose: %v", err)
+	}
+	var rep model.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	bpid := strconv.Itoa(busy.Process.Pid)
+	rt := runtimeOf(t, &rep, "pid/"+bpid)
+	if rt.Source != "eventpipe" || rt.Recent == nil || rt.Recent.Seconds < 5 || rt.Recent.Old < 10 {
+		t.Fatalf("the busy process over the recording: source %q, rates %+v", rt.Source, rt.Recent)
+	}
+	fs := findingsAbout(&rep, "(pid "+bpid+")")
+	if f := fs["gc_induced"]; f == nil || !strings.Contains(f.Summary, "GC.Collect() gen2") {
+		t.Errorf("gc_induced over the recording: %+v (findings %v)", f, fs)
+	}
+	if fs["gc_large_object_allocation"] == nil {
+		t.Errorf("gc_large_object_allocation did not fire over the recording: %v", fs)
+	}
+	if rt.GCSettings["gc"] != "server" {
+		t.Errorf("GC settings over the recording: %v", rt.GCSettings)
+	}
+	for id, f := range findingsAbout(&rep, fmt.Sprintf("(pid %d)", quiet.Process.Pid)) {
+		t.Errorf("%s fired for the idle .NET process: %s", id, f.Summary)
 	}
 }

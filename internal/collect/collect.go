@@ -69,6 +69,9 @@ type Options struct {
 	// DotNetPort reads .NET processes through their diagnostics port
 	// (check, which then measures them over its GC interval).
 	DotNetPort bool
+	// DotNet, when set, is the watch whose sessions the .NET readings come
+	// from (the recorder's, held across its samples).
+	DotNet *runtimes.DotNetWatch
 	// GCInterval is how far apart check reads the runtimes twice to
 	// measure GC rates (ReadRuntimesAgain; 0: once).
 	GCInterval time.Duration

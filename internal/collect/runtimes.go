@@ -30,6 +30,7 @@ func RuntimeOptions(opt Options, s *sample.Snapshot) runtimes.Options {
 	// JVM on the host, whose findings the focus says it hides.
 	ro.NoHostJVMs = opt.Focus.Active()
 	ro.DotNetPort = opt.DotNetPort
+	ro.DotNet = opt.DotNet
 	ro.Discover = opt.Discover && opt.Live
 	ro.DiscoverMemo = opt.DiscoverMemo
 	for _, m := range s.Select("memdoctor_process_rss_bytes") {

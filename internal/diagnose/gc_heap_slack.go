@@ -289,9 +289,13 @@ func slackRemedies(r *model.Runtime) []model.Remedy {
 			Risk:     "a periodic concurrent cycle every minute when idle: CPU, and regrowth if load returns"}, after}
 	case "dotnet":
 		after.Language, after.Code = "csharp", []string{"GC.Collect(2, GCCollectionMode.Optimized, blocking: false, compacting: true);"}
-		return []model.Remedy{{Title: "cap the heap or ask the GC to conserve memory",
-			Commands: []string{"DOTNET_GCHeapHardLimit=0x20000000 <command>   # 512 MiB (hex)", "DOTNET_GCConserveMemory=5 <command>   # .NET 6+, 0-9"},
-			Risk:     "a hard limit too low brings OutOfMemoryException; conserve-memory costs CPU"}, after}
+		capHeap := model.Remedy{Title: "cap the heap or ask the GC to conserve memory",
+			Commands: []string{dotnetVar(r, "GCHeapHardLimit") + "=0x20000000 <command>   # 512 MiB (hex)", "DOTNET_GCConserveMemory=5 <command>   # .NET 6+, 0-9"},
+			Risk:     "a hard limit too low brings OutOfMemoryException; conserve-memory costs CPU"}
+		if l := dotnetHardLimit(r); l != "" {
+			capHeap.Title = "lower the heap hard limit (" + l + " now) or ask the GC to conserve memory"
+		}
+		return []model.Remedy{capHeap, after}
 	case "node":
 		after.Commands = []string{"node --expose-gc ...   # ... : the service's own arguments"}
 		after.Language, after.Code = "javascript", []string{"global.gc();   // after each low-rate request"}

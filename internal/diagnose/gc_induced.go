@@ -184,7 +184,7 @@ func inducedRemedies(r *model.Runtime) []model.Remedy {
 	case "dotnet":
 		return []model.Remedy{
 			{Title: "remove GC.Collect calls; if the host induces them near its memory limit, raise the limit or lower the heap",
-				Commands: []string{"dotnet-trace collect -p <pid> --profile gc-collect   # GC reasons (Induced, LowMemory)", "DOTNET_GCHeapHardLimitPercent=0x50 <command>   # 80% (hex)"},
+				Commands: []string{"dotnet-trace collect -p <pid> --profile gc-collect   # GC reasons (Induced, LowMemory)", dotnetVar(r, "GCHeapHardLimitPercent") + "=0x50 <command>   # 80% (hex)"},
 				Risk:     "a higher limit lets the process use more memory before it is stopped"},
 		}
 	case "go":

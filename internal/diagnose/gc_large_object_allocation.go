@@ -119,12 +119,39 @@ func (gcLargeObjectAllocation) Eval(in *Input) []model.Finding {
 		summary := fmt.Sprintf("%s ran %.0f of its %.0f gen2 collections %s because large objects (85,000 bytes or more) were allocated (%.0f%%, %.1f a minute)%s: each allocation that hits the LOH budget waits for a full collection",
 			runtimeSubject(r), g.LargeTriggeredOld, g.Old, span, 100*share, perMin, alloc)
 		out = append(out, model.Finding{ID: "gc_large_object_allocation", Severity: sev, Subject: runtimeSubject(r), Summary: summary,
-			Evidence: evs, Remedies: largeRemedies()})
+			Evidence: evs, Remedies: largeRemedies(r)})
 	}
 	return out
 }
 
-func largeRemedies() []model.Remedy {
+// largeRemedies are the .NET docs' remedies, fitted to the settings in
+// force where they were read: no Server GC advised to a Server GC, no
+// heap hard limit to a runtime that has one, variables with the prefix
+// the runtime reads.
+func largeRemedies(r *model.Runtime) []model.Remedy {
+	budget := model.Remedy{Title: "give the LOH a larger allocation budget: Server GC (many heaps, larger budgets), or DATAS on .NET 8+; in a container set a heap hard limit so budgets follow the limit",
+		Risk: "Server GC uses more memory (a heap per core); restart needed"}
+	server, known := r.ServerGC()
+	limit := dotnetHardLimit(r)
+	switch {
+	case server:
+		budget.Title = "Server GC is on already (" + heapsWords(r) + "): give the LOH budget room with DATAS on .NET 8+, or a larger heap hard limit"
+		budget.Risk = "restart needed"
+		if limit == "" {
+			budget.Title = "Server GC is on already (" + heapsWords(r) + "): try DATAS on .NET 8+; in a container set a heap hard limit so budgets follow the limit"
+		}
+	case known:
+		budget.Title = "give the LOH a larger allocation budget: Server GC (many heaps, larger budgets; it runs Workstation GC now), or DATAS on .NET 8+"
+	}
+	if !server {
+		budget.Commands = append(budget.Commands, dotnetVar(r, "gcServer")+"=1 <command>   # or <ServerGarbageCollector>true</ServerGarbageCollector>")
+	}
+	budget.Commands = append(budget.Commands, "DOTNET_GCDynamicAdaptationMode=1 <command>   # .NET 8+: DATAS")
+	if limit == "" {
+		budget.Commands = append(budget.Commands, dotnetVar(r, "GCHeapHardLimitPercent")+"=0x4B <command>   # 75% of the container's limit (hex)")
+	} else {
+		budget.Title += "; its heap hard limit is " + limit
+	}
 	return []model.Remedy{
 		{Title: "pool large buffers instead of allocating one per request: ArrayPool<byte>.Shared.Rent/Return (or RecyclableMemoryStream for streams)",
 			Commands: []string{"var buf = ArrayPool<byte>.Shared.Rent(size); try { ... } finally { ArrayPool<byte>.Shared.Return(buf); }"},
@@ -132,11 +159,7 @@ func largeRemedies() []model.Remedy {
 		{Title: "compact the large-object heap once when it is fragmented",
 			Commands: []string{"GCSettings.LargeObjectHeapCompactionMode = GCLargeObjectHeapCompactionMode.CompactOnce; GC.Collect();"},
 			Risk:     "the compaction itself is one long blocking collection"},
-		{Title: "give the LOH a larger allocation budget: Server GC (many heaps, larger budgets), or DATAS on .NET 8+; in a container set a heap hard limit so budgets follow the limit",
-			Commands: []string{"DOTNET_gcServer=1 <command>   # or <ServerGarbageCollector>true</ServerGarbageCollector>",
-				"DOTNET_GCDynamicAdaptationMode=1 <command>   # .NET 8+: DATAS",
-				"DOTNET_GCHeapHardLimitPercent=0x4B <command>   # 75% of the container's limit (hex)"},
-			Risk: "Server GC uses more memory (a heap per core); restart needed"},
+		budget,
 		{Title: "or keep latency-critical periods free of blocking gen2 collections",
 			Commands: []string{"GCSettings.LatencyMode = GCLatencyMode.SustainedLowLatency;"},
 			Risk:     "the heap grows more between full collections"},

@@ -133,8 +133,13 @@ func gcTimeRemedies(r *model.Runtime) []model.Remedy {
 			Commands: []string{"java -Xmx<larger> -XX:MaxGCPauseMillis=200 ...", "jstat -gcutil <pid> 1s   # watch occupancy and GC time"},
 			Risk:     "more heap is more resident memory; check the host has it"}, common}
 	case "dotnet":
+		if server, _ := r.ServerGC(); server && r.GCSettings["concurrent"] != "false" {
+			return []model.Remedy{{Title: "background Server GC is on already (" + heapsWords(r) + "): give gen0 a larger budget, and cut large temporary arrays (≥ 85,000 bytes go to the large-object heap)",
+				Commands: []string{dotnetVar(r, "GCgen0size") + "=<bytes, hex> <command>", "dotnet-counters monitor -p <pid> System.Runtime"},
+				Risk:     "a larger gen0 is more memory per heap"}, common}
+		}
 		return []model.Remedy{{Title: "use background Server GC where cores allow, and cut large temporary arrays (≥ 85,000 bytes go to the large-object heap)",
-			Commands: []string{"DOTNET_gcServer=1 DOTNET_GCgen0size=<bytes> <command>", "dotnet-counters monitor -p <pid> System.Runtime"},
+			Commands: []string{dotnetVar(r, "gcServer") + "=1 " + dotnetVar(r, "gcConcurrent") + "=1 " + dotnetVar(r, "GCgen0size") + "=<bytes, hex> <command>", "dotnet-counters monitor -p <pid> System.Runtime"},
 			Risk:     "Server GC uses more memory per core"}, common}
 	case "node":
 		return []model.Remedy{{Title: "give V8's young generation more room", Commands: []string{"node --max-semi-space-size=64 ..."},

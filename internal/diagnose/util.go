@@ -136,3 +136,34 @@ func runtimeSubject(r *model.Runtime) string {
 func spanWords(g *model.GCRates) string {
 	return "over " + format.ClockSeconds(g.Seconds)
 }
+
+// dotnetVar names a .NET runtime variable with the prefix the runtime
+// reads: COMPlus_ before .NET 6 (3.1 ignores DOTNET_), DOTNET_ from 6 on
+// or when the version is unknown.
+func dotnetVar(r *model.Runtime, name string) string {
+	major, _, _ := strings.Cut(r.Version, ".")
+	if n, err := strconv.Atoi(major); err == nil && n > 0 && n < 6 {
+		return "COMPlus_" + name
+	}
+	return "DOTNET_" + name
+}
+
+// dotnetHardLimit describes a .NET runtime's heap hard limit when one is
+// set ("" when none is known).
+func dotnetHardLimit(r *model.Runtime) string {
+	if r.HeapLimitBytes != nil && *r.HeapLimitBytes > 0 {
+		return format.Bytes(int64(*r.HeapLimitBytes))
+	}
+	if p, ok := r.GCSettings["heap_hard_limit_percent"]; ok {
+		return p + "% of its memory"
+	}
+	return ""
+}
+
+// heapsWords says how many GC heaps a .NET runtime has, when known.
+func heapsWords(r *model.Runtime) string {
+	if h, ok := r.GCSettings["heaps"]; ok {
+		return h + " heaps"
+	}
+	return "a heap per core"
+}

@@ -3,6 +3,7 @@ package dotnet
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 )
 
 // The runtime's GC events (provider Microsoft-Windows-DotNETRuntime).
@@ -13,7 +14,16 @@ const (
 	evGCHeapStats      = 4
 	evGCSuspendEEBegin = 9
 	evGCAllocationTick = 10
+	// GCTriggered fires on the thread that asked for the collection
+	// (GCStart on a Server GC's own threads): its stack holds the caller.
+	evGCTriggered = 35
+	// GCGlobalHeapHistory, after each collection: the number of heaps
+	// (more than one: Server GC) and, from version 2, the latency mode.
+	evGCGlobalHeapHistory = 205
 )
+
+// LatencyModes name GCGlobalHeapHistory's PauseMode (GCSettings.LatencyMode).
+var LatencyModes = []string{"Batch", "Interactive", "LowLatency", "SustainedLowLatency", "NoGCRegion"}
 
 // Reasons of a collection (GCStart's Reason).
 var reasons = []string{
@@ -68,12 +78,24 @@ type GCStats struct {
 	// large objects, as the ticks sample them (one tick per ~100 KB).
 	AllocSmall, AllocLarge uint64
 	Ticks                  int
+	// Heaps is the number of GC heaps the runtime reported (0: none
+	// seen; more than one is Server GC); LatencyMode its latency mode
+	// ("" when not reported).
+	Heaps       int
+	LatencyMode string
 	// Events counts the runtime's GC events decoded, Malformed the ones
 	// too short for their version.
 	Events, Malformed int
 
 	suspend    float64
 	suspending bool
+}
+
+// Clone returns a copy of s.
+func (s *GCStats) Clone() *GCStats {
+	c := *s
+	c.Reasons, c.InducedBy = maps.Clone(s.Reasons), maps.Clone(s.InducedBy)
+	return &c
 }
 
 // NewGCStats returns empty statistics.
@@ -178,6 +200,22 @@ func (s *GCStats) Add(e *Event) {
 		}
 		s.Events++
 		s.HeapSeen = true
+	case evGCGlobalHeapHistory:
+		heaps, ok := u32(8)
+		if !ok || heaps == 0 || heaps > 1<<16 {
+			bad()
+			return
+		}
+		s.Events++
+		s.Heaps = int(heaps)
+		if e.Meta.Version >= 2 {
+			if m, ok := u32(30); ok {
+				s.LatencyMode = fmt.Sprintf("mode %d", m)
+				if int(m) < len(LatencyModes) {
+					s.LatencyMode = LatencyModes[m]
+				}
+			}
+		}
 	case evGCAllocationTick:
 		amount, ok1 := u32(0)
 		kind, ok2 := u32(4)

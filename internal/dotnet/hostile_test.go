@@ -308,7 +308,7 @@ func TestCollectTracing2First(t *testing.T) {
 			got <- append(h[16:18:18], body...)
 			switch {
 			case h[17] == cmdCollectTracing2 && !knows:
-				b, _ := message(setServer, respError, binary.LittleEndian.AppendUint32(nil, 0x80131384))
+				b, _ := message(setServer, respError, binary.LittleEndian.AppendUint32(nil, hrUnknownCommand))
 				_, _ = c.Write(b)
 			case h[17] == cmdCollectTracing2, h[17] == cmdCollectTracing:
 				_, _ = c.Write(okAnswer(binary.LittleEndian.AppendUint64(nil, 9)))
@@ -356,5 +356,93 @@ func TestChooseSocket(t *testing.T) {
 	}
 	if st.StartTimeTicks == 0 {
 		t.Errorf("start time %d", st.StartTimeTicks)
+	}
+}
+
+// ipcStr writes a protocol string.
+func ipcStr(b []byte, s string) []byte { return appendString(b, s) }
+
+// ProcessInfo and ProcessEnvironment as a .NET 5+ runtime answers them
+// (3.1 answers neither: TestRealRuntimeProcessInfo), and as a hostile
+// one does: only the GC variables are kept of the environment, sizes are
+// bounded, a silent port ends at the deadline.
+func TestProcessInfoAndEnvironment(t *testing.T) {
+	le := binary.LittleEndian
+	info := le.AppendUint64(nil, 42)
+	info = append(info, 0x78, 0x56, 0x34, 0x12, 0x34, 0x12, 0x78, 0x56, 1, 2, 3, 4, 5, 6, 7, 8)
+	info = ipcStr(info, "dotnet app.dll --token abc")
+	info = ipcStr(info, "Linux")
+	info = ipcStr(info, "x64")
+	env := le.AppendUint32(nil, 3)
+	env = ipcStr(env, "PATH=/usr/bin")
+	env = ipcStr(env, "DOTNET_gcServer=1")
+	env = ipcStr(env, "DB_PASSWORD=hunter2")
+	var envAnswer []byte
+	envAnswer = append(envAnswer, okAnswer(append(le.AppendUint32(nil, uint32(len(env))), 0, 0))...)
+	envAnswer = append(envAnswer, env...)
+	ep := fakePort(t, func(c net.Conn) {
+		_, cmd, err := readRequest(c)
+		if err != nil {
+			return
+		}
+		switch cmd {
+		case cmdProcessInfo:
+			_, _ = c.Write(okAnswer(info))
+		case cmdProcessEnvironment:
+			_, _ = c.Write(envAnswer)
+		}
+	})
+	ctx := context.Background()
+	pi, err := GetProcessInfo(ctx, ep.Dial, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pi.PID != 42 || pi.OS != "Linux" || pi.Arch != "x64" || pi.CommandLine != "dotnet app.dll --token abc" || pi.Cookie != "12345678-1234-5678-0102-030405060708" {
+		t.Errorf("ProcessInfo %+v", pi)
+	}
+	vars, err := GetEnvironment(ctx, ep.Dial, time.Second, EnvNames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vars) != 1 || vars["DOTNET_gcServer"] != "1" {
+		t.Errorf("environment kept %v, want DOTNET_gcServer alone", vars)
+	}
+
+	for name, serve := range map[string]func(c net.Conn){
+		"huge environment": func(c net.Conn) {
+			_, _, _ = readRequest(c)
+			_, _ = c.Write(okAnswer(append(le.AppendUint32(nil, 1<<31), 0, 0)))
+		},
+		"cut environment": func(c net.Conn) {
+			_, _, _ = readRequest(c)
+			_, _ = c.Write(okAnswer(append(le.AppendUint32(nil, 1000), 0, 0)))
+			_, _ = c.Write(env[:20])
+		},
+		"lying count": func(c net.Conn) {
+			_, _, _ = readRequest(c)
+			body := le.AppendUint32(nil, 1<<30)
+			_, _ = c.Write(okAnswer(append(le.AppendUint32(nil, uint32(len(body))), 0, 0)))
+			_, _ = c.Write(body)
+		},
+		"silent": func(c net.Conn) {
+			_, _, _ = readRequest(c)
+			time.Sleep(3 * time.Second)
+		},
+	} {
+		ep := fakePort(t, serve)
+		start := time.Now()
+		if _, err := GetEnvironment(ctx, ep.Dial, 300*time.Millisecond, EnvNames()); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s: %v", name, d)
+		}
+		if _, err := GetProcessInfo(ctx, ep.Dial, 300*time.Millisecond); err == nil {
+			t.Errorf("%s: ProcessInfo: no error", name)
+		}
+	}
+	// A string longer than its answer.
+	if _, err := parseProcessInfo(ipcStr(make([]byte, 24), "x")[:27]); err == nil {
+		t.Errorf("a cut string parsed")
 	}
 }

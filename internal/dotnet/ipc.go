@@ -131,6 +131,11 @@ const maxResponse = 4096
 // readResponse reads one response header and its payload before the
 // deadline. An error response becomes an error naming its HRESULT.
 func readResponse(c net.Conn, deadline time.Time) ([]byte, error) {
+	return readResponseMax(c, deadline, maxResponse)
+}
+
+// readResponseMax is readResponse with a payload of at most limit bytes.
+func readResponseMax(c net.Conn, deadline time.Time, limit int) ([]byte, error) {
 	if err := c.SetReadDeadline(deadline); err != nil {
 		return nil, err
 	}
@@ -145,7 +150,7 @@ func readResponse(c net.Conn, deadline time.Time) ([]byte, error) {
 		return nil, fmt.Errorf("%w: magic %q", ErrProtocol, bytes.TrimRight(h[:14], "\x00"))
 	}
 	size := int(binary.LittleEndian.Uint16(h[14:]))
-	if size < headerSize || size-headerSize > maxResponse {
+	if size < headerSize || size-headerSize > limit {
 		return nil, fmt.Errorf("%w: response size %d", ErrProtocol, size)
 	}
 	payload := make([]byte, size-headerSize)
@@ -168,15 +173,21 @@ func readResponse(c net.Conn, deadline time.Time) ([]byte, error) {
 	return nil, fmt.Errorf("%w: response id 0x%02x", ErrProtocol, h[17])
 }
 
+// The runtime's refusals (the protocol's error codes).
+const (
+	hrBadEncoding    = 0x80131384
+	hrUnknownCommand = 0x80131385
+)
+
 // RuntimeError is the runtime's refusal of a command.
 type RuntimeError struct{ HResult uint32 }
 
 func (e *RuntimeError) Error() string {
 	switch e.HResult {
-	case 0x80131384:
-		return "the runtime does not know this command (HRESULT 0x80131384): an older runtime"
-	case 0x80131385:
-		return "the runtime refused a malformed request (HRESULT 0x80131385)"
+	case hrBadEncoding:
+		return "the runtime refused a malformed request (HRESULT 0x80131384)"
+	case hrUnknownCommand:
+		return "the runtime does not know this command (HRESULT 0x80131385): an older runtime"
 	}
 	return fmt.Sprintf("the runtime refused the command (HRESULT 0x%08x)", e.HResult)
 }

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"unicode/utf16"
 )
 
@@ -48,7 +49,46 @@ type Meta struct {
 	EventID  uint32
 	Version  uint32
 	Name     string
+	// Fields describe the payload of a self-describing event (an
+	// EventSource's, such as the counters); nil when the metadata gives
+	// none or they could not be read.
+	Fields []Field
 }
+
+// Field is one field of a payload: its name, its type (TypeCode) and,
+// for an object, its own fields.
+type Field struct {
+	Name   string
+	Type   uint32
+	Fields []Field
+}
+
+// TypeCodes of the fields (System.TypeCode).
+const (
+	TypeObject  = 1
+	TypeBoolean = 3
+	TypeChar    = 4
+	TypeSByte   = 5
+	TypeByte    = 6
+	TypeInt16   = 7
+	TypeUInt16  = 8
+	TypeInt32   = 9
+	TypeUInt32  = 10
+	TypeInt64   = 11
+	TypeUInt64  = 12
+	TypeSingle  = 13
+	TypeDouble  = 14
+	TypeDecimal = 15
+	TypeDate    = 16
+	TypeGUID    = 17
+	TypeString  = 18
+)
+
+// Bounds of field descriptions: fields an object, nesting.
+const (
+	maxFields     = 64
+	maxFieldDepth = 4
+)
 
 // Event is one event: its kind, when (seconds since the trace's start,
 // by the runtime's clock), which thread, and its payload (valid only
@@ -57,7 +97,10 @@ type Event struct {
 	Meta     *Meta
 	Time     float64
 	ThreadID uint64
-	Payload  []byte
+	// StackID names the event's stack in the stream's stack blocks (0:
+	// none).
+	StackID uint32
+	Payload []byte
 }
 
 // TraceInfo is what the Trace object says.
@@ -76,8 +119,9 @@ type Parser struct {
 	Info  TraceInfo
 	meta  map[uint32]*Meta
 	block []byte
-	// Events counts the events read, Blocks the blocks.
-	Events, Blocks int
+	// Events counts the events read, Blocks the blocks, Stacks the
+	// non-empty stacks of the stack blocks.
+	Events, Blocks, Stacks int
 	// onObject, when set, is told the offset after each object.
 	onObject func(pos int64)
 }
@@ -273,9 +317,27 @@ func (p *Parser) object(name string, version uint32, fn func(*Event)) error {
 		case "MetadataBlock":
 			return p.events(b, true, nil)
 		}
-		return nil // stacks and sequence points: not needed
+		if name == "StackBlock" {
+			p.stackBlock(b)
+		}
+		return nil // sequence points: not needed
 	}
 	return fmt.Errorf("%w: unknown object %q (version %d)", ErrFormat, name, version)
+}
+
+// stackBlock counts a stack block's stacks (their first id and number,
+// then each a size and that many bytes of return addresses): the
+// addresses are not kept.
+func (p *Parser) stackBlock(b []byte) {
+	c := &cursor{b: b}
+	c.u32("first stack id")
+	n := c.u32("stack count")
+	for i := uint32(0); i < n && c.err == nil; i++ {
+		size := c.u32("stack size")
+		if c.take(int(size), "stack") != nil && size > 0 {
+			p.Stacks++
+		}
+	}
 }
 
 // Compressed header flags.
@@ -409,7 +471,7 @@ func (p *Parser) events(b []byte, isMeta bool, fn func(*Event)) error {
 		if m == nil || fn == nil {
 			continue
 		}
-		ev = Event{Meta: m, ThreadID: h.thread, Payload: payload,
+		ev = Event{Meta: m, ThreadID: h.thread, StackID: h.stack, Payload: payload,
 			Time: float64(int64(h.timestamp)-p.Info.QPCSync) / float64(p.Info.QPCFrequency)}
 		fn(&ev)
 	}
@@ -476,8 +538,105 @@ func (p *Parser) addMeta(b []byte) error {
 	if _, ok := p.meta[id]; !ok && len(p.meta) >= p.lim.MaxMetadata {
 		return fmt.Errorf("%w: more than %d kinds of event", ErrLimit, p.lim.MaxMetadata)
 	}
-	p.meta[id] = &Meta{Provider: prov, EventID: eid, Version: ver, Name: name}
+	m := &Meta{Provider: prov, EventID: eid, Version: ver, Name: name}
+	// The level, then the field descriptions (none for the runtime's own
+	// events, whose layouts are known by version): read when present,
+	// dropped when malformed.
+	c.u32("event level")
+	if c.err == nil && c.off+4 <= len(c.b) {
+		if f := c.fields(0); c.err == nil {
+			m.Fields = f
+		}
+	}
+	p.meta[id] = m
 	return nil
+}
+
+// fields reads a field count and the fields: each its type code, an
+// object's own fields, and its name.
+func (c *cursor) fields(depth int) []Field {
+	n := c.u32("field count")
+	if c.err != nil {
+		return nil
+	}
+	if n > maxFields || depth > maxFieldDepth {
+		c.err = fmt.Errorf("%w: %d fields at depth %d", ErrFormat, n, depth)
+		return nil
+	}
+	out := make([]Field, 0, n)
+	for i := uint32(0); i < n && c.err == nil; i++ {
+		f := Field{Type: c.u32("field type")}
+		if f.Type == TypeObject {
+			f.Fields = c.fields(depth + 1)
+		}
+		f.Name = c.utf16z("field name")
+		out = append(out, f)
+	}
+	return out
+}
+
+// Value is one decoded field: its path ("Payload.Name") and its value,
+// a number or a string.
+type Value struct {
+	Name   string
+	Num    float64
+	Str    string
+	IsText bool
+}
+
+// Decode reads a self-describing event's payload by its fields, calling
+// fn for each value (in order; strings at most 1024 characters). It
+// stops at the first field it cannot read (an unknown type or the
+// payload's end) and returns false then.
+func (e *Event) Decode(fn func(Value)) bool {
+	if e.Meta.Fields == nil {
+		return false
+	}
+	c := &cursor{b: e.Payload}
+	return decodeFields(c, e.Meta.Fields, "", fn) && c.err == nil
+}
+
+func decodeFields(c *cursor, fields []Field, prefix string, fn func(Value)) bool {
+	for _, f := range fields {
+		name := prefix + f.Name
+		v := Value{Name: name}
+		switch f.Type {
+		case TypeObject:
+			sub := name + "."
+			if f.Name == "" {
+				sub = prefix // an unnamed object: the payload's root
+			}
+			if !decodeFields(c, f.Fields, sub, fn) {
+				return false
+			}
+			continue
+		case TypeString:
+			v.Str, v.IsText = c.utf16z(name), true
+		case TypeBoolean, TypeInt32:
+			v.Num = float64(int32(c.u32(name)))
+		case TypeUInt32:
+			v.Num = float64(c.u32(name))
+		case TypeInt64:
+			v.Num = float64(int64(c.u64(name)))
+		case TypeUInt64:
+			v.Num = float64(c.u64(name))
+		case TypeSingle:
+			v.Num = float64(math.Float32frombits(c.u32(name)))
+		case TypeDouble:
+			v.Num = math.Float64frombits(c.u64(name))
+		case TypeByte, TypeSByte:
+			v.Num = float64(c.u8(name))
+		case TypeInt16, TypeUInt16, TypeChar:
+			v.Num = float64(c.u16(name))
+		default:
+			return false
+		}
+		if c.err != nil {
+			return false
+		}
+		fn(v)
+	}
+	return true
 }
 
 // utf16z reads a NUL-terminated UTF-16 string of at most 1024 units.

@@ -59,6 +59,11 @@ func TestParseCaptures(t *testing.T) {
 		if p.Info.QPCFrequency != 1e9 || p.Info.PointerSize != 8 || p.Info.PID == 0 {
 			t.Errorf("trace object %+v", p.Info)
 		}
+		// Server GC (gcload.py's runtimeconfig.json) has a heap per
+		// processor; concurrent GC runs in the Interactive latency mode.
+		if st.Heaps != int(p.Info.Processors) || st.LatencyMode != "Interactive" {
+			t.Errorf("%d heaps on %d processors, latency mode %q: want a Server GC heap each, Interactive", st.Heaps, p.Info.Processors, st.LatencyMode)
+		}
 	})
 	t.Run("verbose", func(t *testing.T) {
 		_, st, err := parseAll(readCapture(t, "busy-verbose-3.1.nettrace"), Limits{})
@@ -82,6 +87,133 @@ func TestParseCaptures(t *testing.T) {
 			t.Errorf("a quiet process: %d GC events in %d blocks", st.Events, p.Blocks)
 		}
 	})
+}
+
+// The System.Runtime counters of a 3.1 capture (busy-counters: GC events
+// and the counters at 1 s in one session): the self-describing payloads
+// decoded by their field descriptions, MB turned into bytes.
+func TestParseCounters(t *testing.T) {
+	cn, st := NewCounters(), NewGCStats()
+	var fields []Field
+	p := NewParser(bytes.NewReader(readCapture(t, "busy-counters-3.1.nettrace")), Limits{})
+	err := p.Run(func(e *Event) {
+		st.Add(e)
+		cn.Add(e)
+		if e.Meta.Provider == CountersProvider {
+			fields = e.Meta.Fields
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cn.Reports < 19 || cn.Malformed != 0 || st.Events == 0 {
+		t.Fatalf("%d counter reports (%d malformed), %d GC events", cn.Reports, cn.Malformed, st.Events)
+	}
+	// {Payload: {Name, DisplayName, Mean, ...}} under an unnamed root.
+	if len(fields) != 1 || len(fields[0].Fields) != 1 || fields[0].Fields[0].Name != "Payload" || len(fields[0].Fields[0].Fields) < 10 {
+		t.Errorf("EventCounters fields %+v", fields)
+	}
+	heap, _ := cn.Get("gc-heap-size")
+	ws, _ := cn.Get("working-set")
+	if heap <= 0 || ws <= 0 || heap != float64(int64(heap/1e6))*1e6 || ws < heap {
+		t.Errorf("gc-heap-size %.0f, working-set %.0f bytes: whole MB, the heap within the working set", heap, ws)
+	}
+	// The generations' sizes after a collection agree with the GC events'
+	// heap statistics of the same stream within a factor of 2.
+	g2, _ := cn.Get("gen-2-size")
+	if g2 <= 0 || float64(st.Gen[2]) < g2/2 || float64(st.Gen[2]) > 2*g2 {
+		t.Errorf("gen-2-size %.0f, GCHeapStats gen2 %d", g2, st.Gen[2])
+	}
+	if cn.Sum["alloc-rate"] < 1<<20 || cn.Sum["gen-2-gc-count"] < 1 {
+		t.Errorf("increments %v", cn.Sum)
+	}
+}
+
+// Where the caller of GC.Collect() is in a 3.1 stream: GCStart of a
+// Server GC fires on the GC's own threads, all with one stack; GCTriggered
+// fires on the thread that asked, with that thread's stack (one for the
+// induced collections, another for the ones large allocations
+// triggered). Naming the caller needs the addresses of those stacks
+// resolved against the methods' loads or the rundown, which memdoctor
+// does not do (docs/runtimes/dotnet.md).
+func TestStacksOfTriggers(t *testing.T) {
+	p := NewParser(bytes.NewReader(readCapture(t, "busy-counters-3.1.nettrace")), Limits{})
+	startStacks, triggerStacks := map[uint32]bool{}, map[uint32]map[uint32]bool{}
+	err := p.Run(func(e *Event) {
+		if e.Meta.Provider != RuntimeProvider || len(e.Payload) < 4 {
+			return
+		}
+		switch e.Meta.EventID {
+		case evGCStart:
+			startStacks[e.StackID] = true
+		case evGCTriggered:
+			r := binary.LittleEndian.Uint32(e.Payload)
+			if triggerStacks[r] == nil {
+				triggerStacks[r] = map[uint32]bool{}
+			}
+			triggerStacks[r][e.StackID] = true
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Stacks == 0 || len(startStacks) != 1 || len(triggerStacks[1]) != 1 || len(triggerStacks[4]) != 1 {
+		t.Fatalf("%d stacks; GCStart's %v, GCTriggered's by reason %v", p.Stacks, startStacks, triggerStacks)
+	}
+	for id := range triggerStacks[1] {
+		if startStacks[id] || triggerStacks[4][id] || id == 0 {
+			t.Errorf("induced collections triggered with stack %d, GCStart's %v, large allocation's %v", id, startStacks, triggerStacks[4])
+		}
+	}
+}
+
+// Field descriptions and payloads that lie: too many fields, too deep,
+// payloads shorter than their fields, unknown types. Nothing panics;
+// the event is counted malformed.
+func TestCountersHostile(t *testing.T) {
+	le := binary.LittleEndian
+	str := func(b []byte, s string) []byte {
+		for _, r := range s {
+			b = le.AppendUint16(b, uint16(r))
+		}
+		return le.AppendUint16(b, 0)
+	}
+	payload := func(fields []Field) []Field {
+		return []Field{{Type: TypeObject, Fields: []Field{{Name: "Payload", Type: TypeObject, Fields: fields}}}}
+	}
+	named := []Field{{Name: "Name", Type: TypeString}, {Name: "Mean", Type: TypeDouble}, {Name: "DisplayUnits", Type: TypeString}}
+	good := str(nil, "gc-heap-size")
+	good = le.AppendUint64(good, 0x4014000000000000) // 5.0
+	good = str(good, "MB")
+	ev := func(f []Field, b []byte) *Event {
+		return &Event{Meta: &Meta{Provider: CountersProvider, Name: "EventCounters", Fields: f}, Payload: b}
+	}
+	cn := NewCounters()
+	cn.Add(ev(payload(named), good))
+	if v, _ := cn.Get("gc-heap-size"); v != 5e6 || cn.Malformed != 0 {
+		t.Fatalf("gc-heap-size %v, malformed %d", v, cn.Malformed)
+	}
+	cn.Add(ev(payload(named), good[:len(good)-3]))                                              // cut
+	cn.Add(ev(payload([]Field{{Name: "Name", Type: TypeString}, {Name: "X", Type: 99}}), good)) // unknown type
+	cn.Add(ev(nil, good))                                                                       // no fields
+	cn.Add(ev(payload([]Field{{Name: "Name", Type: TypeString}}), good))                        // neither mean nor increment
+	if cn.Malformed != 4 || cn.Reports != 1 {
+		t.Errorf("malformed %d, reports %d", cn.Malformed, cn.Reports)
+	}
+	// Field descriptions past the bounds are dropped with the metadata's
+	// fields, not the stream.
+	deep := le.AppendUint32(nil, 1)
+	for i := 0; i < maxFieldDepth+3; i++ {
+		deep = le.AppendUint32(deep, TypeObject)
+		deep = le.AppendUint32(deep, 1)
+	}
+	wide := le.AppendUint32(nil, maxFields+1)
+	for _, b := range [][]byte{deep, wide} {
+		c := &cursor{b: b}
+		if f := c.fields(0); c.err == nil {
+			t.Errorf("field descriptions %x read as %+v", b, f)
+		}
+	}
 }
 
 // Every prefix of a capture ends in an error or a clean end, never a
@@ -178,11 +310,17 @@ func TestGCEventVersions(t *testing.T) {
 // FuzzParse: any stream parses to an error or an end within the limits,
 // never a panic or a hang. Seeds: the recorded captures.
 func FuzzParse(f *testing.F) {
-	for _, n := range []string{"busy-info-3.1.nettrace", "quiet-info-3.1.nettrace"} {
+	for _, n := range []string{"busy-info-3.1.nettrace", "quiet-info-3.1.nettrace", "busy-counters-3.1.nettrace"} {
 		f.Add(readCapture(f, n))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p, st, _ := parseAll(b, Limits{MaxBlock: 64 << 10, MaxMetadata: 64, MaxBytes: 1 << 20})
+		cn := NewCounters()
+		st := NewGCStats()
+		p := NewParser(bytes.NewReader(b), Limits{MaxBlock: 64 << 10, MaxMetadata: 64, MaxBytes: 1 << 20})
+		_ = p.Run(func(e *Event) { st.Add(e); cn.Add(e) })
+		if len(cn.Last)+len(cn.Sum) > maxCounters || cn.Reports > len(b) {
+			t.Fatalf("%d counters, %d reports from %d bytes", len(cn.Last)+len(cn.Sum), cn.Reports, len(b))
+		}
 		if len(p.meta) > 64 || st.Events > len(b) {
 			t.Fatalf("%d kinds of event, %d events from %d bytes", len(p.meta), st.Events, len(b))
 		}

@@ -43,10 +43,12 @@ const (
 	rtPendLimit = "memdoctor_runtime_gc_pending_limit_bytes"
 	rtLargeAllo = "memdoctor_runtime_gc_large_allocated_bytes_total"
 	RTLargeTrig = "memdoctor_runtime_gc_large_triggered_total"
+	rtSettings  = "memdoctor_runtime_gc_settings_info"
+	rtProcess   = "memdoctor_runtime_process_info"
 )
 
 // RuntimeSeries lists every normalised series, for rules' Reads.
-var RuntimeSeries = []string{RTInfo, RTGCSeconds, RTColl, RTInduced, RTLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated, rtPending, rtPendLimit, rtLargeAllo, RTLargeTrig}
+var RuntimeSeries = []string{RTInfo, RTGCSeconds, RTColl, RTInduced, RTLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated, rtPending, rtPendLimit, rtLargeAllo, RTLargeTrig, rtSettings, rtProcess}
 
 // RuntimesOf builds the runtime models of a snapshot, one per target.
 func RuntimesOf(s *sample.Snapshot) []Runtime {
@@ -118,6 +120,10 @@ func RuntimesOf(s *sample.Snapshot) []Runtime {
 				r.GCPendingBytes = f(m.Value)
 			case rtPendLimit:
 				r.GCPendingLimitBytes = f(m.Value)
+			case rtSettings:
+				r.GCSettings = ownLabels(m.Labels)
+			case rtProcess:
+				r.Process = ownLabels(m.Labels)
 			case rtCollected:
 				if m.Labels.Get("generation") == "old" {
 					r.CollectedOld = f(m.Value)
@@ -136,6 +142,19 @@ func RuntimesOf(s *sample.Snapshot) []Runtime {
 		out = append(out, *r)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Target < out[j].Target })
+	return out
+}
+
+// ownLabels are a runtime series' labels but the common ones.
+func ownLabels(ls sample.Labels) map[string]string {
+	out := map[string]string{}
+	for _, l := range ls {
+		switch l.Name {
+		case "target", "runtime", "pid", "comm":
+		default:
+			out[l.Name] = l.Value
+		}
+	}
 	return out
 }
 

@@ -47,6 +47,15 @@ type Runtime struct {
 	// starts the next major collection (Ruby's oldmalloc figures).
 	GCPendingBytes      *float64 `json:"gc_pending_bytes,omitempty"`
 	GCPendingLimitBytes *float64 `json:"gc_pending_limit_bytes,omitempty"`
+	// GCSettings are the collector's settings in force, where read (.NET:
+	// gc server or workstation, concurrent, heaps, latency_mode,
+	// heap_hard_limit_percent, gen0size, dynamic_adaptation, and from:
+	// where they were read); the heap hard limit is HeapLimitBytes.
+	GCSettings map[string]string `json:"gc_settings,omitempty"`
+	// Process is what the runtime says of its process (.NET 5+
+	// ProcessInfo): os, arch, runtime_cookie, command_line (its secrets
+	// masked).
+	Process map[string]string `json:"process,omitempty"`
 	// UptimeSeconds is the time since the process started, when known.
 	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
 
@@ -110,6 +119,13 @@ func (g *GCRates) Per(n float64) float64 {
 // HasGC says whether the runtime published any GC counter.
 func (r *Runtime) HasGC() bool {
 	return r.GCSeconds != nil || r.CollectedOld != nil || r.YoungCollections != nil || r.OldCollections != nil || r.FullCollections != nil || r.Induced != nil
+}
+
+// ServerGC says whether the runtime runs .NET's Server GC, and whether
+// that is known.
+func (r *Runtime) ServerGC() (on, known bool) {
+	v, ok := r.GCSettings["gc"]
+	return v == "server", ok
 }
 
 // URL is the scrape URL the runtime was read or is also served at.

@@ -114,6 +114,8 @@ type Recorder struct {
 	// discovered carries discovery's answers from one tick to the next,
 	// so that a silent port is not asked every interval.
 	discovered *runtimes.DiscoverMemo
+	// dotnet holds the .NET processes' diagnostics sessions (live only).
+	dotnet *runtimes.DotNetWatch
 	// cgEvents holds each cgroup's event counters from the previous tick:
 	// a tick reads in full the cgroups whose events rose since.
 	cgEvents *cgroups.EventHistory
@@ -211,6 +213,9 @@ func New(cfg Config) (*Recorder, error) {
 		r.fs = procfs.NewFS("/")
 		r.live = true
 		r.names = cgroups.NewRuntime("/")
+		// A session held on each .NET process across the samples: its
+		// collections, pauses and counters since recording began.
+		r.dotnet = runtimes.NewDotNetRecorder(true)
 	}
 	if r.cfg.Instance == "" {
 		h, _ := os.Hostname()
@@ -310,6 +315,7 @@ func (r *Recorder) Close() error {
 	r.fnd.next = time.Now().Add(100 * 365 * 24 * time.Hour) // no more
 	r.fnd.mu.Unlock()
 	r.fnd.wg.Wait()
+	r.dotnet.Stop() // each session stopped (StopTracing) in its target
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.tracer != nil {
@@ -394,6 +400,7 @@ func (r *Recorder) Tick(at time.Time) {
 	opt.Names, opt.CgroupEvents, opt.Now = r.names, r.cgEvents, func() time.Time { return at }
 	opt.Scrape, opt.ScrapeTimeout, opt.ScrapeAuth = r.cfg.Scrape, r.cfg.ScrapeTimeout, r.cfg.ScrapeAuth
 	opt.Discover, opt.DiscoverMemo = r.cfg.Discover, r.discovered
+	opt.DotNet, opt.DotNetPort = r.dotnet, r.dotnet != nil
 	res, err := collect.Collect(r.fs, opt)
 	if err != nil {
 		r.mu.Lock()

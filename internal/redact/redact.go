@@ -161,3 +161,29 @@ type redacted struct {
 
 func (r *redacted) Error() string { return r.msg }
 func (r *redacted) Unwrap() error { return r.err }
+
+// CommandLine returns a command line (its words separated by spaces, as a
+// runtime reports it) with its secrets masked: the value of an option or
+// a NAME=value word whose name says it carries a credential
+// (--password=S, --token S, API_KEY=S), and the secrets of the URLs in
+// it (URL).
+func CommandLine(cmd string) string {
+	words := strings.Fields(cmd)
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		name, value, hasValue := strings.Cut(w, "=")
+		bare := strings.TrimLeft(name, "-/")
+		switch {
+		case hasValue && !strings.Contains(name, "://") && strings.Contains(value, "://"):
+			words[i] = name + "=" + URL(value)
+		case strings.Contains(w, "://"):
+			words[i] = URL(w)
+		case SecretName(bare) && hasValue:
+			words[i] = name + "=" + Mask
+		case SecretName(bare) && strings.HasPrefix(w, "-") && i+1 < len(words):
+			i++
+			words[i] = Mask
+		}
+	}
+	return strings.Join(words, " ")
+}

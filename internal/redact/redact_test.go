@@ -166,3 +166,18 @@ func FuzzURL(f *testing.F) {
 		}
 	})
 }
+
+func TestCommandLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"dotnet app.dll --urls http://0.0.0.0:80":                      "dotnet app.dll --urls http://0.0.0.0:80",
+		"dotnet app.dll --password=hunter2 --db-token abc other":       "dotnet app.dll --password=xxxxx --db-token xxxxx other",
+		"/app/Svc API_KEY=s3cret --conn postgres://u:pw@db/x?sslkey=k": "/app/Svc API_KEY=xxxxx --conn postgres://u:xxxxx@db/x?sslkey=xxxxx",
+		"/app/Svc --db=redis://:pw@cache:6379":                         "/app/Svc --db=redis://:xxxxx@cache:6379",
+		"/app/Svc --Secret":                                            "/app/Svc --Secret",
+		"python  /srv/host.py   busy":                                  "python /srv/host.py busy",
+	} {
+		if got := CommandLine(in); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}

@@ -142,7 +142,11 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 			continue
 		}
 		if det.Runtime == DotNet && (opt.DotNetPort || opt.DotNet != nil) && liveRoot(fsys) {
-			rd, err := dotnetReading(fsys, opt.DotNet, pid, comm, det)
+			rd, note, err := dotnetReading(fsys, opt.DotNet, pid, comm, det)
+			if note != "" {
+				res.note("dotnet ipc pid "+strconv.Itoa(pid), fmt.Sprintf("%s (pid %d): %s", comm, pid, note),
+					"the process' command line, OS and architecture as its runtime reports them", "")
+			}
 			if err == nil {
 				res.Readings = append(res.Readings, rd)
 				byPID[pid] = rd

@@ -84,6 +84,8 @@ var catalog = []struct {
 	{"memdoctor_runtime_gc_", Description{"Garbage collections of a language runtime, cumulative.", Counter}},
 	{"memdoctor_runtime_gc_pending_", Description{"Memory a language runtime allocated since its last major collection and has not freed, and the amount that starts the next one.", Gauge}},
 	{"memdoctor_runtime_gc_last_cause_info", Description{"Cause of the JVM's latest collection (value 1).", Gauge}},
+	{"memdoctor_runtime_process_info", Description{"What a .NET runtime says of its process (ProcessInfo): OS, architecture, instance cookie, command line with its secrets masked (value 1).", Gauge}},
+	{"memdoctor_runtime_gc_settings_info", Description{"Garbage collector settings of a .NET process in force, one label each (value 1).", Gauge}},
 	{"process_cpu_seconds_total", Description{"Total user and system CPU time spent by the recorder in seconds.", Counter}},
 	{"process_resident_memory_bytes", Description{"Resident memory size of the recorder in bytes.", Gauge}},
 	{"memdoctor_record_collect_seconds", Description{"Wall time of the recorder's last collection.", Gauge}},

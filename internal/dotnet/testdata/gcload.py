@@ -9,8 +9,15 @@ globalization, then one of:
   loop   small allocations in a loop, printing the iteration count every
          0.5 s ("iters N"): the throughput a session costs.
 
-It prints "ready" once the runtime is up, and stops by itself after the
-seconds given (default 60) so that no test leaves it behind.
+It prints "ready PID VERSION server|workstation LATENCYMODE LIMIT" once
+the runtime is up (LIMIT: the memory the GC may use, its heap hard limit
+when one is set), and stops by itself after the seconds given (default
+60) so that no test leaves it behind.
+
+GCLOAD_PROPS (a JSON object) adds to or replaces the runtimeconfig.json's
+configProperties; GCLOAD_KEEP_CONFIG=1 writes the file beside this script
+(its name with .runtimeconfig.json) and keeps it there, where memdoctor
+looks for the runtimeconfig.json of a host's entry script.
 """
 import json
 import os
@@ -25,16 +32,23 @@ life = float(sys.argv[2]) if len(sys.argv) > 2 else 60.0
 import dotnetcore2  # noqa: E402
 
 root = Path(dotnetcore2.__file__).parent / "bin"
-cfgdir = tempfile.mkdtemp(prefix="gcload-")
-cfg = Path(cfgdir) / "gcload.runtimeconfig.json"
+props = {
+    "System.GC.Server": True,
+    "System.GC.Concurrent": True,
+    "System.Globalization.Invariant": True,
+}
+props.update(json.loads(os.environ.get("GCLOAD_PROPS", "{}")))
+keep = os.environ.get("GCLOAD_KEEP_CONFIG") == "1"
+if keep:
+    cfgdir = None
+    cfg = Path(__file__).resolve().with_suffix(".runtimeconfig.json")
+else:
+    cfgdir = tempfile.mkdtemp(prefix="gcload-")
+    cfg = Path(cfgdir) / "gcload.runtimeconfig.json"
 cfg.write_text(json.dumps({"runtimeOptions": {
     "tfm": "netcoreapp3.1",
     "framework": {"name": "Microsoft.NETCore.App", "version": "3.1.0"},
-    "configProperties": {
-        "System.GC.Server": True,
-        "System.GC.Concurrent": True,
-        "System.Globalization.Invariant": True,
-    }}}))
+    "configProperties": props}}))
 
 import pythonnet  # noqa: E402
 
@@ -42,10 +56,22 @@ pythonnet.load("coreclr", runtime_config=str(cfg), dotnet_root=str(root))
 import clr  # noqa: E402,F401
 import System  # noqa: E402
 
-os.unlink(cfg)
-os.rmdir(cfgdir)
+# A runtime started for an application's Main creates its System.Runtime
+# counters (RuntimeEventSource) at start-up; one hosted as a component,
+# as pythonnet does, does not: create them as Main's start-up does, unless
+# GCLOAD_COUNTERS=0.
+if os.environ.get("GCLOAD_COUNTERS") != "0":
+    flags = (System.Reflection.BindingFlags.Static | System.Reflection.BindingFlags.Public
+             | System.Reflection.BindingFlags.NonPublic)
+    System.Type.GetType("System.Diagnostics.Tracing.RuntimeEventSource, System.Private.CoreLib") \
+        .GetMethod("Initialize", flags).Invoke(None, None)
+if not keep:
+    os.unlink(cfg)
+    os.rmdir(cfgdir)
 print("ready", os.getpid(), System.Environment.Version,
-      "server" if System.Runtime.GCSettings.IsServerGC else "workstation", flush=True)
+      "server" if System.Runtime.GCSettings.IsServerGC else "workstation",
+      System.Runtime.GCSettings.LatencyMode,
+      System.GC.GetGCMemoryInfo().TotalAvailableMemoryBytes, flush=True)
 
 end = time.monotonic() + life
 if mode == "quiet":

@@ -2,6 +2,7 @@ package text
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/model"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
@@ -50,4 +51,52 @@ func runtimes(p *printer, h *model.Host) {
 			num(r.HeapLiveBytes), num(r.HeapCommittedBytes), target)
 	}
 	_ = tw.Flush()
+	for _, r := range rs {
+		if d := gcSettings(&r); d != "" {
+			_, _ = termsafe.Fprintf(p.w, "  %s: %s\n", r.Target, d)
+		}
+		if pr := r.Process; pr != nil {
+			_, _ = termsafe.Fprintf(p.w, "  %s: %s %s, runtime instance %s, command line: %s\n", r.Target, pr["os"], pr["arch"], pr["runtime_cookie"], pr["command_line"])
+		}
+	}
+}
+
+// gcSettings writes a runtime's GC settings in force ("Server GC,
+// concurrent, 2 heaps, latency mode Interactive, heap hard limit 200.0
+// MiB (from COMPlus_gcServer, app.runtimeconfig.json, events)").
+func gcSettings(r *model.Runtime) string {
+	s := r.GCSettings
+	if len(s) == 0 && r.HeapLimitBytes == nil {
+		return ""
+	}
+	var parts []string
+	switch s["gc"] {
+	case "server":
+		parts = append(parts, "Server GC")
+	case "workstation":
+		parts = append(parts, "Workstation GC")
+	}
+	switch s["concurrent"] {
+	case "true":
+		parts = append(parts, "concurrent")
+	case "false":
+		parts = append(parts, "not concurrent")
+	}
+	for _, k := range []struct{ key, label string }{{"heaps", "heaps"}, {"latency_mode", "latency mode"},
+		{"heap_hard_limit_percent", "heap hard limit %"}, {"gen0size", "gen0 size"}, {"dynamic_adaptation", "dynamic adaptation mode"}} {
+		if v, ok := s[k.key]; ok {
+			parts = append(parts, k.label+" "+v)
+		}
+	}
+	if r.Runtime == "dotnet" && r.HeapLimitBytes != nil {
+		parts = append(parts, "heap hard limit "+hb(int64(*r.HeapLimitBytes)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	out := "GC settings: " + strings.Join(parts, ", ")
+	if f := s["from"]; f != "" {
+		out += " (from " + strings.ReplaceAll(f, ",", ", ") + ")"
+	}
+	return out
 }
