@@ -89,6 +89,8 @@ type Store struct {
 	heads  map[string]*instHead
 	gen    int64 // meta series_gen the series ids in heads were resolved under
 	closed bool
+
+	rstmts readStmts // the read path's prepared statements
 }
 
 // busyTimeoutMS bounds how long a writer waits for another writer (two
@@ -479,6 +481,7 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
+	s.rstmts.close()
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}
