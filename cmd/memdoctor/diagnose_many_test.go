@@ -135,10 +135,10 @@ func TestDiagnoseManyInstancesBoundedMemory(t *testing.T) {
 // 100,000 instances of one sample are diagnosed under a Go memory limit of
 // 200 MiB in under 400 MiB of peak RSS, and what is printed stays near one
 // line per instance: the notes that every instance has are told once, with
-// how many have them. Before, this peaked at 741 MB of RSS and printed
-// 385 MB (18 notes for each instance); now about 315 MiB and 10.5 MB
-// (57 s of CPU; the time is bench/ingest.sh's to measure, not this test's
-// on a shared machine).
+// how many have them. Before, this peaked at 724 MiB of RSS and printed
+// 385 MB (18 notes for each instance); now 227 MiB under this limit (308
+// MiB without it) and 10.5 MB. It takes about a minute of CPU; the time
+// is bench/ingest.sh's to measure, not this test's on a shared machine.
 func TestDiagnose100kInstancesBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("diagnoses 100,000 instances (about a minute of CPU)")
