@@ -2,46 +2,97 @@
 # Benchmark: `memdoctor diagnose --prometheus` over a synthetic fleet of
 # HOSTS hosts x 15 days at a 5-minute scrape interval (node_exporter
 # names, 9 series per host), backfilled with promtool into a local
-# Prometheus. Reports wall time, queries, bytes received (from the JSON
-# cost) and memdoctor's peak RSS (/usr/bin/time). The fleet and its TSDB
-# are generated once and kept in $MEMDOCTOR_BENCH_DIR (default /tmp).
+# Prometheus and imported into a local VictoriaMetrics (Debian's packages
+# both). Reports, per engine, wall time, queries, bytes received (from the
+# JSON cost) and memdoctor's peak RSS (/usr/bin/time). The fleet, its TSDB
+# and VictoriaMetrics' data are generated once and kept in
+# $MEMDOCTOR_BENCH_DIR (default /tmp). ENGINES (default "prometheus
+# victoria-metrics") chooses the engines; one not installed is skipped.
 #
 # usage: bench/fleet.sh [HOSTS] [RUNS]
 set -eu
 hosts=${1:-1000}
 runs=${2:-3}
+engines=${ENGINES:-prometheus victoria-metrics}
 cd "$(dirname "$0")/.."
 go build -o ./memdoctor ./cmd/memdoctor
 dir=${MEMDOCTOR_BENCH_DIR:-/tmp}/memdoctor-fleet-$hosts
-if [ ! -d "$dir/tsdb" ]; then
+want_vm=false
+case " $engines " in *" victoria-metrics "*) command -v victoria-metrics >/dev/null && want_vm=true ;; esac
+pids=""
+trap 'for p in $pids; do kill $p 2>/dev/null || true; done' EXIT
+port=$((20000 + $$ % 10000))
+vport=$((port + 1))
+start_vm() {
+  victoria-metrics -storageDataPath="$dir/vmdata" -httpListenAddr="127.0.0.1:$vport" -retentionPeriod=100y \
+    -search.disableCache -loggerLevel=WARN >>"$dir/victoria.log" 2>&1 &
+  vpid=$!
+  pids="$pids $vpid"
+  until curl -sf "http://127.0.0.1:$vport/health" >/dev/null; do sleep 1; done
+}
+if [ ! -d "$dir/tsdb" ] || { $want_vm && [ ! -d "$dir/vmdata" ]; }; then
   rm -rf "$dir"
   mkdir -p "$dir"
   echo "generating $hosts hosts x 15 days at 5 min into $dir" >&2
   /usr/bin/time -f "generate: %e s" go run ./bench/genfleet -o "$dir" -hosts "$hosts" -days 15 -interval 5m -chunk 2h \
     -end "$(date -u -d '-3 hours' +%Y-%m-%dT%H:00:00Z)"
+  if $want_vm; then
+    # VictoriaMetrics' Prometheus text import reads timestamps in
+    # milliseconds; the files have seconds.
+    start_vm
+    /usr/bin/time -f "victoria-metrics import: %e s" sh -c "for f in '$dir'/*.om; do
+      sed -e '/^#/d' -e 's/ \([0-9]*\)\$/ \\1000/' \"\$f\" | curl -sf --data-binary @- http://127.0.0.1:$vport/api/v1/import/prometheus || exit 1
+    done"
+    curl -sf "http://127.0.0.1:$vport/internal/force_flush" >/dev/null
+    kill -INT "$vpid"
+    wait "$vpid" || true
+  fi
   # One promtool run per two-hour file: each becomes one block.
   /usr/bin/time -f "backfill: %e s" sh -c "ls '$dir'/*.om | xargs -P 2 -I{} sh -c 'promtool tsdb create-blocks-from openmetrics -q {} \"$dir/tsdb\" >/dev/null && rm {}'"
 fi
 end=$(sed -n 's/^  "end": "\(.*\)",$/\1/p' "$dir/manifest.json")
-port=$((20000 + $$ % 10000))
-printf 'global:\n  scrape_interval: 1m\n' > "$dir/prometheus.yml"
-prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" --storage.tsdb.retention.time=10y \
-  --storage.tsdb.min-block-duration=2h --storage.tsdb.max-block-duration=2h \
-  --web.listen-address="127.0.0.1:$port" >"$dir/prometheus.log" 2>&1 &
-pid=$!
-trap 'kill $pid' EXIT
-until curl -sf "http://127.0.0.1:$port/-/ready" >/dev/null; do sleep 1; done
-echo "prometheus $(prometheus --version 2>&1 | head -1 | cut -d' ' -f3) on $(ls "$dir/tsdb" | grep -c '^01') blocks; $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-i=0
-while [ $i -lt "$runs" ]; do
-  /usr/bin/time -f "%e s wall, %U s user CPU, %M KiB peak RSS" -o "$dir/time.txt" \
-    ./memdoctor diagnose --prometheus "http://127.0.0.1:$port" --until "$end" --range 14d --json >"$dir/result.json"
-  python3 -c '
+echo "$(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+scan() { # URL
+  i=0
+  while [ $i -lt "$runs" ]; do
+    /usr/bin/time -f "%e s wall, %U s user CPU, %M KiB peak RSS" -o "$dir/time.txt" \
+      ./memdoctor diagnose --prometheus "$1" --until "$end" --range 14d --json >"$dir/result.json"
+    python3 -c '
 import json,sys
 r=json.load(open(sys.argv[1])); c=r["cost"]
-print("%d instances: aggregated scan %d queries in %.1f s; %d suspects fetched and judged; %d queries in all, %.1f MB on the wire (%.1f MB decoded), %d samples; %.1f s" % (
-  len(r["instances"]), c["scan_queries"], c["scan_seconds"], r["suspects"], c["queries"], c["wire_bytes"]/1e6, c["body_bytes"]/1e6, c["samples"], c["duration_seconds"]))
+print("%d instances: aggregated scan %d queries in %.1f s; %d suspects fetched and judged; %d queries in all (%d split), %.1f MB on the wire (%.1f MB decoded), %d samples; %.1f s" % (
+  len(r["instances"]), c["scan_queries"], c["scan_seconds"], r["suspects"], c["queries"], c.get("splits", 0), c["wire_bytes"]/1e6, c["body_bytes"]/1e6, c["samples"], c["duration_seconds"]))
 ' "$dir/result.json"
-  cat "$dir/time.txt"
-  i=$((i + 1))
+    cat "$dir/time.txt"
+    i=$((i + 1))
+  done
+}
+for engine in $engines; do
+  case $engine in
+  prometheus)
+    printf 'global:\n  scrape_interval: 1m\n' > "$dir/prometheus.yml"
+    prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" --storage.tsdb.retention.time=10y \
+      --storage.tsdb.min-block-duration=2h --storage.tsdb.max-block-duration=2h \
+      --web.listen-address="127.0.0.1:$port" >"$dir/prometheus.log" 2>&1 &
+    ppid=$!
+    pids="$pids $ppid"
+    until curl -sf "http://127.0.0.1:$port/-/ready" >/dev/null; do sleep 1; done
+    echo "prometheus $(prometheus --version 2>&1 | head -1 | cut -d' ' -f3) on $(ls "$dir/tsdb" | grep -c '^01') blocks" >&2
+    scan "http://127.0.0.1:$port"
+    kill "$ppid"
+    wait "$ppid" || true
+    ;;
+  victoria-metrics)
+    if ! $want_vm; then
+      echo "victoria-metrics not installed: skipped" >&2
+      continue
+    fi
+    start_vm
+    echo "victoria-metrics $(victoria-metrics -version 2>&1 | head -1)" >&2
+    scan "http://127.0.0.1:$vport"
+    kill -INT "$vpid"
+    wait "$vpid" || true
+    ;;
+  *) echo "unknown engine $engine" >&2 ;;
+  esac
 done

@@ -9,6 +9,8 @@ have() { command -v "$1" >/dev/null 2>&1; }
 have smem || need="$need smem"
 have prometheus-node-exporter || need="$need prometheus-node-exporter"
 have promtool && have prometheus || need="$need prometheus"
+# VictoriaMetrics: the second engine of the fleet scan (cmd/memdoctor/fleet_victoria_test.go).
+have victoria-metrics || need="$need victoria-metrics"
 have stress-ng || need="$need stress-ng"
 # curl: the recorder's socket and TLS, asked by another user (record_access_test.go).
 have curl || need="$need curl"

@@ -510,16 +510,45 @@ var dropLabels = map[pmodel.LabelName]bool{"instance": true, "job": true, pmodel
 // Kubernetes containers on their nodes (cadvisor and kube-state-metrics,
 // see containers.go) in four more.
 func FetchWindows(ctx context.Context, c *prom.Client, instances []string, match, re string, from, to time.Time, step time.Duration, containers bool) (map[string]*sample.Window, error) {
+	out := map[string]*sample.Window{}
+	if err := fetchSeries(ctx, c, instances, match, re, from, to, step, out); err != nil {
+		return nil, err
+	}
+	if !containers {
+		return out, nil
+	}
+	n, err := hostNodes(ctx, c, instances, match, from, to)
+	if err != nil {
+		return nil, err
+	}
+	if err := fetchContainers(ctx, c, n, match, from, to, step, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// fetchSeries reads the instances' series into out in one range query or,
+// when the server refuses it for a limit on the series or samples one
+// query may touch (QueryRange already halves the range for one on points),
+// in two halves of the instances, each again, down to one instance.
+func fetchSeries(ctx context.Context, c *prom.Client, instances []string, match, re string, from, to time.Time, step time.Duration, out map[string]*sample.Window) error {
 	var alts []string
 	for _, i := range instances {
 		alts = append(alts, regexp.QuoteMeta(i))
 	}
 	expr := promql.Selector("", match, `__name__=~"`+re+`"`, `instance=~"`+escape(strings.Join(alts, "|"))+`"`)
 	ss, err := c.QueryRange(ctx, expr, from, to, step)
-	if err != nil {
-		return nil, err
+	if err != nil && prom.IsLimit(err) && len(instances) > 1 {
+		c.Split()
+		h := len(instances) / 2
+		if err := fetchSeries(ctx, c, instances[:h], match, re, from, to, step, out); err != nil {
+			return err
+		}
+		return fetchSeries(ctx, c, instances[h:], match, re, from, to, step, out)
 	}
-	out := map[string]*sample.Window{}
+	if err != nil {
+		return err
+	}
 	for _, s := range ss {
 		inst := string(s.Labels["instance"])
 		w := out[inst]
@@ -539,17 +568,7 @@ func FetchWindows(ctx context.Context, c *prom.Client, instances []string, match
 		}
 		w.Add(ser)
 	}
-	if !containers {
-		return out, nil
-	}
-	n, err := hostNodes(ctx, c, instances, match, from, to)
-	if err != nil {
-		return nil, err
-	}
-	if err := fetchContainers(ctx, c, n, match, from, to, step, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return nil
 }
 
 func escape(s string) string {

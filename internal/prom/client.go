@@ -66,6 +66,9 @@ type Stats struct {
 	// included); Retries the number of requests sent again.
 	Queries int64 `json:"queries"`
 	Retries int64 `json:"retries"`
+	// Splits counts queries the server refused for a limit and that were
+	// asked again in parts (a range in halves, instances in halves).
+	Splits int64 `json:"splits,omitempty"`
 	// WireBytes were received on the connection (compressed), BodyBytes
 	// decoded.
 	WireBytes int64 `json:"wire_bytes"`
@@ -87,6 +90,7 @@ type Client struct {
 	backoff  time.Duration
 	queries  atomic.Int64
 	retried  atomic.Int64
+	splits   atomic.Int64
 	wire     atomic.Int64
 	body     atomic.Int64
 	samples  atomic.Int64
@@ -185,12 +189,16 @@ func (c *Client) URL() string {
 	return redact.URL(u.String())
 }
 
+// Split counts a query asked again in parts after a limit refused it
+// whole (Stats.Splits), for callers that split by instance.
+func (c *Client) Split() { c.splits.Add(1) }
+
 // Answers is how many requests got an answer so far (Stats().Queries).
 func (c *Client) Answers() int64 { return c.queries.Load() }
 
 // Stats returns what the client has cost so far.
 func (c *Client) Stats() Stats {
-	return Stats{Queries: c.queries.Load(), Retries: c.retried.Load(), WireBytes: c.wire.Load(), BodyBytes: c.body.Load(),
+	return Stats{Queries: c.queries.Load(), Retries: c.retried.Load(), Splits: c.splits.Load(), WireBytes: c.wire.Load(), BodyBytes: c.body.Load(),
 		Samples: c.samples.Load(), Series: c.series.Load(), Duration: time.Duration(c.waitedNs.Load())}
 }
 
@@ -234,6 +242,44 @@ type APIError struct {
 	ErrorType string
 	Message   string
 	Query     string
+}
+
+// Limit reports whether the server refused the query for one of its
+// limits on what a query may touch (Prometheus' samples in memory and
+// points per series; VictoriaMetrics' -search.maxUniqueTimeseries,
+// -search.maxSamplesPerQuery, -search.maxSamplesPerSeries and
+// -search.maxPointsPerTimeseries; Thanos' and Mimir's series and chunk
+// limits): the same question asked of fewer series or a shorter range
+// may be answered.
+func (e *APIError) Limit() bool {
+	m := strings.ToLower(e.Message)
+	for _, s := range limitMessages {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// limitMessages are what the engines say when a query passes a limit.
+var limitMessages = []string{
+	"would load too many samples",               // Prometheus
+	"exceeded maximum resolution",               // Prometheus, points per series
+	"the number of matching timeseries exceeds", // VictoriaMetrics
+	"too many points for the given step",        // VictoriaMetrics
+	"-search.maxsamplesperquery",                // VictoriaMetrics
+	"-search.maxsamplesperseries",               // VictoriaMetrics
+	"-search.maxuniquetimeseries",               // VictoriaMetrics
+	"-search.maxpointspertimeseries",            // VictoriaMetrics
+	"-search.maxseries",                         // VictoriaMetrics
+	"limit exceeded",                            // Thanos, Mimir ("series limit exceeded", "chunks limit exceeded")
+	"max number of series limit",                // Mimir
+}
+
+// IsLimit reports whether err is a refusal for a limit (APIError.Limit).
+func IsLimit(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Limit()
 }
 
 func (e *APIError) Error() string {
@@ -322,7 +368,7 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 		if to.After(end) {
 			to = end
 		}
-		part, err := c.queryRange(ctx, expr, from, to, step)
+		part, err := c.queryRangeSplit(ctx, expr, from, to, step)
 		if err != nil {
 			return nil, err
 		}
@@ -350,6 +396,28 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Labels.String() < out[j].Labels.String() })
 	return out, nil
+}
+
+// queryRangeSplit is queryRange, asked again in two halves of the range
+// (each again, down to one step) when the server refuses it for a limit
+// that a shorter range passes under (points or samples per query).
+func (c *Client) queryRangeSplit(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]rangeSeries, error) {
+	part, err := c.queryRange(ctx, expr, start, end, step)
+	steps := end.Sub(start) / step
+	if err == nil || !IsLimit(err) || steps < 2 {
+		return part, err
+	}
+	c.splits.Add(1)
+	mid := start.Add(steps / 2 * step)
+	a, err := c.queryRangeSplit(ctx, expr, start, mid, step)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.queryRangeSplit(ctx, expr, mid.Add(step), end, step)
+	if err != nil {
+		return nil, err
+	}
+	return append(a, b...), nil // QueryRange joins the series by labels
 }
 
 func (c *Client) queryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]rangeSeries, error) {
@@ -497,6 +565,9 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 			return nil, true, fmt.Errorf("prometheus at %s: %s: %s", c.URL(), resp.Status, a.Error)
 		}
 		return nil, false, &APIError{Status: resp.StatusCode, ErrorType: a.ErrorType, Message: a.Error, Query: expr}
+	}
+	if a.Partial {
+		c.warn([]string{fmt.Sprintf("the answer to %s is partial: the server says part of its data did not answer", expr)})
 	}
 	if a.Dropped > 0 {
 		c.warn([]string{fmt.Sprintf("%d points of the answer to %s repeat or precede the time of the point before them in their series: dropped (a repeat replaces the value)", a.Dropped, expr)})

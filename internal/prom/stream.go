@@ -74,6 +74,9 @@ type apiAnswer struct {
 	// Dropped counts points that repeated or preceded the time of the
 	// point before them in their series.
 	Dropped int
+	// Partial: the server said the answer lacks part of the data
+	// (VictoriaMetrics' "isPartial").
+	Partial bool
 }
 
 type answerSeries struct {
@@ -390,6 +393,15 @@ func (d *decoder) envelope(key string, depth int) error {
 		d.a.Error, err = d.str()
 	case "warnings":
 		err = d.strings(depth, &d.a.Warnings)
+	case "isPartial":
+		// VictoriaMetrics' cluster: some storage nodes did not answer.
+		var c byte
+		if c, err = d.peek(); err == nil && c == 't' {
+			d.a.Partial = true
+		}
+		if err == nil {
+			err = d.literal()
+		}
 	case "data":
 		if null, err := d.isNull(); null || err != nil {
 			return err

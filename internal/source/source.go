@@ -401,6 +401,7 @@ func OpenStore(path string, opt ...IngestOptions) (st *store.Store, cleanup func
 		cleanup()
 		return nil, func() {}, stats, err
 	}
+	st.Seal() // only this process had it, and it is written
 	return st, cleanup, stats, nil
 }
 

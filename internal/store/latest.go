@@ -38,7 +38,7 @@ func (s *Store) Instances() ([]string, error) {
 
 // readTx runs fn in a read transaction holding s.mu, with the head of
 // instance in sync.
-func (s *Store) readTx(op, instance string, fn func(tx *sql.Tx, h *instHead) error) error {
+func (s *Store) readTx(op, instance string, fn func(tx rtx, h *instHead) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.checkOpen(op); err != nil {
@@ -49,19 +49,20 @@ func (s *Store) readTx(op, instance string, fn func(tx *sql.Tx, h *instHead) err
 		return s.wrap(op, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	heads, err := s.syncHeads(tx, instance)
+	q := rtx{s, tx}
+	heads, err := s.syncHeads(q, instance)
 	if err != nil {
 		return s.wrap(op+": load head", err)
 	}
-	return fn(tx, heads[instance])
+	return fn(q, heads[instance])
 }
 
 // TimeRange returns the first and last sample time of an instance. An
 // instance without samples is an error wrapping ErrNoData.
 func (s *Store) TimeRange(instance string) (from, to time.Time, err error) {
-	err = s.readTx("time range", instance, func(tx *sql.Tx, h *instHead) error {
+	err = s.readTx("time range", instance, func(tx rtx, h *instHead) error {
 		var mn, mx sql.NullInt64
-		err := tx.QueryRow("SELECT min_t, max_t FROM instances WHERE name = ?", instance).Scan(&mn, &mx)
+		err := tx.QueryRowContext(context.Background(), "SELECT min_t, max_t FROM instances WHERE name = ?", instance).Scan(&mn, &mx)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return s.wrap("time range", err)
 		}
@@ -100,8 +101,9 @@ func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sam
 		v          float64
 	}
 	var got []found
-	err := s.readTx("latest", instance, func(tx *sql.Tx, h *instHead) error {
-		rows, err := tx.Query("SELECT id, name, labels FROM series WHERE instance = ?", instance)
+	err := s.readTx("latest", instance, func(tx rtx, h *instHead) error {
+		ctx := context.Background()
+		rows, err := tx.QueryContext(ctx, "SELECT id, name, labels FROM series WHERE instance = ?", instance)
 		if err != nil {
 			return s.wrap("latest", err)
 		}
@@ -122,8 +124,8 @@ func (s *Store) Latest(instance string, t time.Time, maxAge time.Duration) (*sam
 		if err := rows.Err(); err != nil {
 			return s.wrap("latest", err)
 		}
-		sn := &queryTx{s: s, tx: tx}
-		stmt, err := tx.Prepare("SELECT min_t, max_t, num_samples, data, " + s.crcColumn() + " FROM chunks WHERE series_id = ? AND min_t <= ? ORDER BY min_t DESC LIMIT 1")
+		sn := &queryTx{s: s, tx: tx.tx}
+		stmt, err := tx.stmt(ctx, "SELECT min_t, max_t, num_samples, data, "+s.crcColumn()+" FROM chunks WHERE series_id = ? AND min_t <= ? ORDER BY min_t DESC LIMIT 1")
 		if err != nil {
 			return s.wrap("latest", err)
 		}

@@ -161,7 +161,8 @@ type Stats struct {
 // of the file.
 func (s *Store) Stats() (Stats, error) {
 	var st Stats
-	err := s.readTx("stats", "", func(tx *sql.Tx, _ *instHead) error {
+	err := s.readTx("stats", "", func(q rtx, _ *instHead) error {
+		tx := q.tx
 		if err := tx.QueryRow("SELECT count(*) FROM series").Scan(&st.Series); err != nil {
 			return s.wrap("stats", err)
 		}
@@ -205,7 +206,8 @@ func (s *Store) Check() error { return s.check("integrity_check") }
 func (s *Store) QuickCheck() error { return s.check("quick_check") }
 
 func (s *Store) check(pragma string) error {
-	return s.readTx("check", "", func(tx *sql.Tx, _ *instHead) error {
+	return s.readTx("check", "", func(q rtx, _ *instHead) error {
+		tx := q.tx
 		rows, err := tx.Query("PRAGMA " + pragma + "(20)")
 		if err != nil {
 			return s.wrap("check", err)

@@ -1,0 +1,246 @@
+package main
+
+// The same synthetic fleet in Prometheus (backfilled with promtool) and in
+// VictoriaMetrics (imported over its HTTP API), both Debian's packages
+// started by the test on loopback: the fleet scan must reach the same
+// verdict on every host through either engine.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/fleet"
+	"github.com/memdoctor/memdoctor/internal/fleettest"
+)
+
+// startVictoria runs Debian's victoria-metrics with its data in dir on a
+// free loopback port, extra flags after the test's own.
+func startVictoria(t *testing.T, dir string, extra ...string) string {
+	t.Helper()
+	url, _ := startVictoriaStop(t, dir, extra...)
+	return url
+}
+
+// startVictoriaStop is startVictoria, with what stops it (to start it again
+// on the same data with other flags).
+func startVictoriaStop(t *testing.T, dir string, extra ...string) (string, func()) {
+	t.Helper()
+	bin, err := exec.LookPath("victoria-metrics")
+	if err != nil {
+		t.Skip("victoria-metrics not installed (apt-get install victoria-metrics)")
+	}
+	addr := freeAddr(t)
+	logf, err := os.Create(filepath.Join(dir, "victoria.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-storageDataPath=" + filepath.Join(dir, "vmdata"), "-httpListenAddr=" + addr,
+		"-retentionPeriod=100y", "-search.disableCache", "-loggerLevel=WARN"}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := sync.OnceFunc(func() {
+		_ = cmd.Process.Signal(syscall.SIGINT) // flushes and releases its data directory
+		done := make(chan struct{})
+		go func() { _, _ = cmd.Process.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		_ = logf.Close()
+	})
+	t.Cleanup(stop)
+	url := "http://" + addr
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url + "/health")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return url, stop
+			}
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(dir, "victoria.log"))
+			t.Fatalf("victoria-metrics not ready after 60 s:\n%s", b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// importVictoria sends an OpenMetrics file of the fleet to VictoriaMetrics'
+// Prometheus text import, its timestamps (seconds) turned into the
+// milliseconds that endpoint reads, in parts of about 8 MB.
+func importVictoria(t *testing.T, url, file string) {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	post := func(body []byte) {
+		resp, err := http.Post(url+"/api/v1/import/prometheus", "text/plain", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("import of %s: %s: %s", file, resp.Status, msg)
+		}
+	}
+	var buf []byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		buf = append(append(buf, line...), "000\n"...)
+		if len(buf) > 8<<20 {
+			post(buf)
+			buf = buf[:0]
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(buf) > 0 {
+		post(buf)
+	}
+}
+
+// victoriaFleet writes fleet o into dir, backfills it into a Prometheus TSDB
+// and imports it into VictoriaMetrics, and starts both.
+func victoriaFleet(t *testing.T, dir string, o fleettest.Options, vmFlags ...string) (m *fleettest.Manifest, promURL, vmURL string, stopVM func()) {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (apt-get install prometheus)")
+	}
+	vmURL, stopVM = startVictoriaStop(t, dir, vmFlags...)
+	m, err = fleettest.Plan(o).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range m.Files {
+		p := filepath.Join(dir, f)
+		if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", p, filepath.Join(dir, "tsdb")).CombinedOutput(); err != nil {
+			t.Fatalf("promtool backfill of %s: %v\n%s", f, err, out)
+		}
+		importVictoria(t, vmURL, p)
+		_ = os.Remove(p)
+	}
+	// What was imported is searchable once flushed.
+	resp, err := http.Get(vmURL + "/internal/force_flush")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return m, startPrometheus(t, dir, "").url, vmURL, stopVM
+}
+
+// verdicts are each instance's findings as "rule severity" strings, sorted.
+func verdicts(res *fleet.Result) map[string][]string {
+	out := map[string][]string{}
+	for _, in := range res.Instances {
+		v := []string{}
+		for _, f := range in.Findings {
+			v = append(v, fmt.Sprintf("%s %s", f.ID, f.Severity))
+		}
+		slices.Sort(v)
+		out[in.Instance] = v
+	}
+	return out
+}
+
+func TestFleetVictoriaMetricsSameVerdicts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a fleet of 200 hosts into Prometheus and VictoriaMetrics (minutes)")
+	}
+	dir := t.TempDir()
+	end := time.Now().UTC().Add(-3 * time.Hour).Truncate(24 * time.Hour)
+	m, promURL, vmURL, stopVM := victoriaFleet(t, dir, fleettest.Options{Hosts: 200, Days: 15, Interval: 10 * time.Minute, End: end, Seed: 11})
+	until := m.End.Format(time.RFC3339)
+	scan := func(t *testing.T, url string, extra ...string) *fleet.Result {
+		t.Helper()
+		args := append([]string{"diagnose", "--prometheus", url, "--until", until, "--range", "14d", "--json"}, extra...)
+		out, errOut, code := runBin(t, args...)
+		if code != 0 {
+			t.Fatalf("diagnose --prometheus %s exited %d: %s", url, code, errOut)
+		}
+		var res fleet.Result
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		t.Logf("%s: %d instances, %d suspects, %d queries, %d bytes on the wire, %.1f s; warnings %q",
+			url, len(res.Instances), res.Suspects, res.Cost.Queries, res.Cost.WireBytes, res.Cost.DurationSeconds, res.Warnings)
+		return &res
+	}
+	same := func(t *testing.T, p, v *fleet.Result) {
+		t.Helper()
+		if len(p.Instances) != len(m.Hosts) || len(v.Instances) != len(m.Hosts) {
+			t.Fatalf("instances: Prometheus %d, VictoriaMetrics %d, the fleet %d", len(p.Instances), len(v.Instances), len(m.Hosts))
+		}
+		pv, vv := verdicts(p), verdicts(v)
+		differ := 0
+		for _, h := range m.Hosts {
+			if !slices.Equal(pv[h.Instance], vv[h.Instance]) {
+				differ++
+				t.Errorf("%s: Prometheus %v, VictoriaMetrics %v", h.Instance, pv[h.Instance], vv[h.Instance])
+			}
+		}
+		got := fired(v)
+		for _, rule := range fleettest.JudgedRules {
+			if msg := m.Check(rule, got[rule]); msg != "" {
+				t.Errorf("VictoriaMetrics: %s (injected on %v)", msg, m.Expecting(rule))
+			}
+		}
+		t.Logf("%d of %d hosts judged differently", differ, len(m.Hosts))
+	}
+	var pDefault *fleet.Result
+	for _, mode := range [][]string{nil, {"--all"}} {
+		t.Run(strings.Join(append([]string{"scan"}, mode...), " "), func(t *testing.T) {
+			p := scan(t, promURL, mode...)
+			if mode == nil {
+				pDefault = p
+			}
+			same(t, p, scan(t, vmURL, mode...))
+		})
+	}
+	// VictoriaMetrics refuses a range query of more points a series than
+	// -search.maxPointsPerTimeseries (30,000 by default; a 14-day scan
+	// every 10 minutes asks 2,017): at 1,000 the suspects' ranges are
+	// asked again in halves of the range, and the verdicts stay the same.
+	t.Run("engine limits split the query", func(t *testing.T) {
+		if pDefault == nil {
+			t.Skip("the scan failed")
+		}
+		stopVM()
+		url := startVictoria(t, dir, "-search.maxPointsPerTimeseries=1000")
+		v := scan(t, url)
+		if v.Cost.Splits == 0 {
+			t.Errorf("no query was split, yet every range asked has more than 1,000 points a series")
+		}
+		same(t, pDefault, v)
+	})
+}
