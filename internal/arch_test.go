@@ -93,7 +93,7 @@ var allowed = map[string][]string{
 	// data packages return (they never import it): check, diagnose, fleet
 	// scans, comparisons, malloc/trim/reclaim, leaks, lint, probe, and the
 	// stderr lines.
-	"render/text": {"compare", "diagnose", "fleet", "format", "heapprof", "lint", "malloc", "model", "probe", "termsafe", "treat"},
+	"render/text": {"compare", "diagnose", "fleet", "format", "heapprof", "lint", "malloc", "model", "probe", "rightsize", "termsafe", "treat"},
 	"render/html": {"diagnose", "format", "model", "sample"},
 	"lint":        {"model", "safeio", "termsafe"},
 	// Probing a live service measures it from outside.
@@ -102,6 +102,9 @@ var allowed = map[string][]string{
 	"prom":    {"httpsafe", "redact", "safeio"},
 	"fleet":   {"diagnose", "model", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "model"},
+	// Right-sizing judges a container's charge by mechanism (the model's
+	// split): data in, recommendations out.
+	"rightsize": {"format", "model", "sample", "stats"},
 	"compare": {"format", "prom", "promql", "sample", "stats"},
 	// The use cases, one slice each: what commands call (cmd/memdoctor
 	// parses flags and renders). None imports more than a third of the
@@ -113,7 +116,7 @@ var allowed = map[string][]string{
 	"usecase/leaks": {"heapprof", "leaktrace", "malloc", "outfile"},
 	// Saved history: open, windows and steps, diagnose, merge, report
 	// pages, compare, export.
-	"usecase/history": {"compare", "diagnose", "format", "model", "outfile", "promql", "render/html", "sample", "source", "store"},
+	"usecase/history": {"compare", "diagnose", "format", "model", "outfile", "promql", "render/html", "rightsize", "sample", "source", "store"},
 	// A Prometheus server: connect, fleet scans and their pages, compare,
 	// baselines, alerts; its windows and pages are history's.
 	"usecase/prometheus": {"alerts", "compare", "diagnose", "fleet", "model", "outfile", "prom", "promql", "render/html", "sample", "store", "usecase/history"},
