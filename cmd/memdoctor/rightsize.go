@@ -33,7 +33,7 @@ part), not from its usage or working set:
             + the page cache need
 
 The page cache need is measured, not a flat percentage: the mapped files
-and dirty pages, the cache refaulted within 5 minutes (its p99 rate), and
+and dirty pages, the cache refaulted within 5 minutes (its median rate), and
 the active page cache when the tasks stalled on memory (PSI) more than 1%
 of the time. A JVM's limit holds its whole heap (-Xmx) and what it uses
 besides, whatever the range touched. The runtime settings that must move

@@ -42,8 +42,10 @@ const (
 	MinSamples = 10
 	// RefaultWindow is how long a refault rate is taken for: the page
 	// cache that was evicted while still in use and read back within this
-	// time is cache the container needs.
-	RefaultWindow = 5 * time.Minute
+	// time is cache the container needs. The rate is the median of the
+	// range's (RefaultQuantile): refaulting that lasts, not a burst.
+	RefaultWindow   = 5 * time.Minute
+	RefaultQuantile = 0.5
 	// PressureShare is the share of the range the container's tasks may
 	// stall on memory (PSI some) before its active page cache counts as
 	// needed: above it, reclaim was already taking cache it used.
@@ -51,16 +53,23 @@ const (
 	// LeakRise: the unreclaimable memory's median rises every quarter of
 	// the range and by at least this share of the first quarter's, and by
 	// LeakMinBytes: a leak, refused.
+	// Each quarter's rise is at least LeakSteady of the whole rise: steady
+	// growth, not a warm-up that flattens.
 	LeakRise     = 0.10
 	LeakMinBytes = 32 << 20
+	LeakSteady   = 0.10
 	// WasteFactor: the common rule's limit above this many times the need
 	// (unreclaimable peak + page cache need), and WasteMinBytes above it,
 	// is memory wasted.
 	WasteFactor   = 1.5
 	WasteMinBytes = 64 << 20
 	// JVMNonHeapHeadroom multiplies a JVM's heap maximum plus what it
-	// holds besides the heap.
+	// holds besides the heap; JVMNonHeapMin is the least taken for what it
+	// holds besides (metaspace, code cache, thread stacks, the collector's
+	// structures) when the data cannot tell: the heap in use the JVM
+	// reports counts whole regions, more than it touched.
 	JVMNonHeapHeadroom = 1.10
+	JVMNonHeapMin      = 48 << 20
 	// FixedHeapShare: a JVM whose committed heap reached this share of its
 	// maximum took its heap up front (-Xms = -Xmx).
 	FixedHeapShare = 0.98
@@ -327,7 +336,8 @@ func limitText(b int64) string {
 }
 
 // leak: the median of the unreclaimable memory of each quarter of the
-// range rises every quarter, by LeakRise and LeakMinBytes overall.
+// range rises every quarter by LeakSteady of the whole rise at least, and
+// by LeakRise and LeakMinBytes overall.
 func leak(c *Container, steps []Step, unrecl []float64) *model.Finding {
 	from, to := steps[0].T, steps[len(steps)-1].T
 	q := to.Sub(from) / 4
@@ -348,14 +358,14 @@ func leak(c *Container, steps []Step, unrecl []float64) *model.Finding {
 		}
 		meds[i] = stats.Median(part)
 	}
-	for i := 1; i < 4; i++ {
-		if meds[i] <= meds[i-1] {
-			return nil
-		}
-	}
 	rise := meds[3] - meds[0]
 	if rise < LeakRise*meds[0] || rise < LeakMinBytes {
 		return nil
+	}
+	for i := 1; i < 4; i++ {
+		if meds[i]-meds[i-1] < LeakSteady*rise {
+			return nil
+		}
 	}
 	perHour := rise / (to.Sub(from).Hours() * 3 / 4)
 	f := &model.Finding{ID: "rightsize_leak", Severity: model.Warning, Subject: c.Name,
@@ -405,7 +415,7 @@ func cacheNeed(steps []Step, coarse bool) (int64, string) {
 	need := m + d
 	why := fmt.Sprintf("mapped %s + dirty %s", format.Bytes(int64(m)), format.Bytes(int64(d)))
 	if len(rates) > 0 {
-		rf := nz(stats.Quantile(rates, RequestQuantile)) * RefaultWindow.Seconds()
+		rf := nz(stats.Quantile(rates, RefaultQuantile)) * RefaultWindow.Seconds()
 		need += rf
 		why += fmt.Sprintf(" + refaulted within %s %s", format.Clock(RefaultWindow), format.Bytes(int64(rf)))
 	} else if coarse {
@@ -468,6 +478,7 @@ func jvmNeed(c *Container, steps []Step) *jvm {
 	if len(non) > 0 {
 		j.nonHeap = int64(nz(stats.Quantile(non, RequestQuantile)))
 	}
+	j.nonHeap = max(j.nonHeap, JVMNonHeapMin)
 	j.need = j.heap + j.nonHeap
 	return j
 }
@@ -541,7 +552,7 @@ func mibArg(b int64) string {
 	if b%(1<<30) == 0 {
 		return fmt.Sprintf("%dg", b>>30)
 	}
-	return fmt.Sprintf("%dm", (b+(1<<20)-1)>>20)
+	return fmt.Sprintf("%dm", (b+(1<<19))>>20)
 }
 
 // confidence: high from a week of data, medium from a day, low below;
