@@ -102,10 +102,12 @@ var allowed = map[string][]string{
 	"prom":    {"httpsafe", "redact", "safeio"},
 	"fleet":   {"diagnose", "model", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "model"},
+	"compare": {"format", "prom", "promql", "sample", "stats"},
+
 	// Right-sizing judges a container's charge by mechanism (the model's
 	// split): data in, recommendations out.
 	"rightsize": {"format", "model", "sample", "stats"},
-	"compare": {"format", "prom", "promql", "sample", "stats"},
+
 	// The use cases, one slice each: what commands call (cmd/memdoctor
 	// parses flags and renders). None imports more than a third of the
 	// module's other packages.
