@@ -121,7 +121,7 @@ var allowed = map[string][]string{
 	"usecase/history": {"compare", "diagnose", "format", "model", "outfile", "promql", "render/html", "rightsize", "sample", "source", "store"},
 	// A Prometheus server: connect, fleet scans and their pages, compare,
 	// baselines, alerts; its windows and pages are history's.
-	"usecase/prometheus": {"alerts", "compare", "diagnose", "fleet", "model", "outfile", "prom", "promql", "render/html", "sample", "store", "usecase/history"},
+	"usecase/prometheus": {"alerts", "compare", "diagnose", "fleet", "model", "outfile", "prom", "promql", "render/html", "rightsize", "sample", "store", "usecase/history"},
 	// Remedies that change the host: a running process' allocator (malloc, trim,
 	// check --malloc) and dying cgroups (reclaim).
 	"treat": {"cgreclaim", "malloc", "procfs", "sample", "termsafe"},

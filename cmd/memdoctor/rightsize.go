@@ -6,6 +6,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/memdoctor/memdoctor/internal/usecase/history"
+	"github.com/memdoctor/memdoctor/internal/usecase/prometheus"
 	"github.com/spf13/cobra"
 )
 
@@ -120,5 +121,18 @@ Kubernetes 1.33+).`,
 // runRightsizeProm right-sizes the containers a Prometheus holds over the
 // flags' range.
 func runRightsizeProm(cmd *cobra.Command, pf *promFlags, until string, minRange time.Duration) (*history.RightsizeReport, error) {
-	return nil, errors.New("not yet")
+	win, err := pf.window(until)
+	if err != nil {
+		return nil, err
+	}
+	c, err := prometheus.Connect(pf.server())
+	if err != nil {
+		return nil, err
+	}
+	bar := newProgress(cmd.ErrOrStderr(), "right-sizing from "+c.URL())
+	ctx, end := pf.session(cmd, c, bar, "right-sizing")
+	rep, err := prometheus.Rightsize(ctx, c, pf.match, win, minRange)
+	err = end(err)
+	bar.done()
+	return rep, err
 }

@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/memdoctor/memdoctor/internal/fleettest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -395,4 +396,101 @@ func hasWas(it rsItem, name, was string) bool {
 		}
 	}
 	return false
+}
+
+// TestRightsizePrometheusContainers: a cadvisor + kube-state-metrics fleet
+// (no node_exporter) backfilled into a real Prometheus. The page-cache-
+// heavy containers get limits far below their usage, which the common
+// rule wastes; the containers whose RSS climbs steadily are refused as
+// growing; the OOM-killed ones are sized with their kill and restart
+// counted, at low confidence; the healthy ones get a limit above their
+// peak.
+func TestRightsizePrometheusContainers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("backfills containers into Prometheus")
+	}
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (apt-get install prometheus)")
+	}
+	dir := t.TempDir()
+	end := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Hour)
+	from := end.Add(-2 * 24 * time.Hour)
+	hosts := []fleettest.Host{{Instance: "node-a:9100"}, {Instance: "node-b:9100"}}
+	ctrs, err := fleettest.WriteContainers(filepath.Join(dir, "containers.om"), fleettest.ContainerOptions{
+		Hosts: hosts, PerHost: 10, From: from, To: end, Interval: 5 * time.Minute, KillAfter: end.Add(-20 * time.Hour), Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range splitOpenMetrics(t, filepath.Join(dir, "containers.om"), 2*time.Hour) {
+		if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", f, filepath.Join(dir, "tsdb")).CombinedOutput(); err != nil {
+			t.Fatalf("promtool backfill of %s: %v\n%s", f, err, out)
+		}
+		_ = os.Remove(f)
+	}
+	srv := startPrometheus(t, dir, "")
+	out, errOut, code := runBin(t, "rightsize", "--prometheus", srv.url, "--until", end.Format(time.RFC3339), "--range", "2d", "--json")
+	if code != 0 {
+		t.Fatalf("rightsize exited %d: %s", code, errOut)
+	}
+	var rep struct {
+		Items []struct {
+			rsItem
+			Coarse     bool `json:"coarse"`
+			Confidence struct {
+				Level    string  `json:"level"`
+				OOMKills float64 `json:"oom_kills"`
+				Restarts float64 `json:"restarts"`
+			} `json:"confidence"`
+		} `json:"containers"`
+		Queries int64 `json:"queries"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got := map[string]int{}
+	for i, it := range rep.Items {
+		got[it.Name] = i
+	}
+	if len(rep.Items) != len(ctrs) {
+		t.Errorf("%d recommendations for %d containers (the pause containers and pods' own series are not containers)", len(rep.Items), len(ctrs))
+	}
+	for _, c := range ctrs {
+		i, ok := got[c.Key()]
+		if !ok {
+			t.Errorf("%s (%s): no recommendation", c.Key(), c.Kind)
+			continue
+		}
+		it := rep.Items[i]
+		if !it.Coarse {
+			t.Errorf("%s: not marked coarse (cadvisor's split)", c.Key())
+		}
+		switch c.Kind {
+		case fleettest.CacheHeavy:
+			// Usage at 97% of the limit, four fifths page cache.
+			if it.Refused != "" || it.LimitBytes > c.Limit/2 || it.Common.Verdict != "waste" {
+				t.Errorf("%s page-cache heavy under %d MiB: limit %d MiB, refused %q, common rule %+v: want half its limit at most and the common rule a waste",
+					c.Key(), c.Limit>>20, it.LimitBytes>>20, it.Refused, it.Common)
+			}
+		case fleettest.NearAnon:
+			if !strings.HasPrefix(it.Refused, "leak:") {
+				t.Errorf("%s: RSS climbing steadily to 94%% of its limit: refused %q, limit %d MiB: want the growth refused", c.Key(), it.Refused, it.LimitBytes>>20)
+			}
+		case fleettest.OOMRestarted:
+			if it.Confidence.OOMKills < 1 || it.Confidence.Restarts != 1 || it.Confidence.Level != "low" {
+				t.Errorf("%s OOM-killed and restarted: confidence %+v: want the kill and the restart counted, confidence low", c.Key(), it.Confidence)
+			}
+		case fleettest.Healthy, fleettest.OOMChild:
+			if it.Refused != "" || it.LimitBytes < it.UnreclMax || it.LimitBytes > c.Limit {
+				t.Errorf("%s (%s) at 30–60%% of %d MiB: limit %d MiB for an unreclaimable peak of %d MiB (refused %q)",
+					c.Key(), c.Kind, c.Limit>>20, it.LimitBytes>>20, it.UnreclMax>>20, it.Refused)
+			}
+		}
+	}
+	t.Logf("%d containers, %d queries", len(rep.Items), rep.Queries)
+	// The resize patches name each pod's containers, quoted for the shell.
+	patch, errOut, code := runBin(t, "rightsize", "--prometheus", srv.url, "--until", end.Format(time.RFC3339), "--range", "2d", "--patch")
+	if code != 0 || !strings.Contains(patch, "kubectl patch pod ") || !strings.Contains(patch, "--subresource resize --patch '{") {
+		t.Errorf("--patch exited %d: %s\n%s", code, errOut, patch)
+	}
 }
