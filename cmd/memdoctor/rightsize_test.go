@@ -13,7 +13,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/memdoctor/memdoctor/internal/fleettest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memdoctor/memdoctor/internal/fleettest"
 )
 
 // rsItem is what the test reads of a recommendation (rightsize --json).
