@@ -66,7 +66,8 @@ func FromWindow(w *sample.Window, under string) []*Container {
 		cgs[p] = c
 	}
 	value := func(s *sample.Series, i int) float64 {
-		if s.Max != nil && !strings.HasSuffix(s.Name, "_total") && !(s.Name == "memdoctor_cgroup_memory_stat" && statCounters[s.Labels.Get("stat")]) {
+		counter := strings.HasSuffix(s.Name, "_total") || s.Name == "memdoctor_cgroup_memory_stat" && statCounters[s.Labels.Get("stat")]
+		if s.Max != nil && !counter {
 			return s.Max[i]
 		}
 		return s.Points[i].V

@@ -118,7 +118,9 @@ func RightsizeVPA(w io.Writer, r *rightsize.Report) error {
 			fmt.Fprintf(&b, "      upperBound:\n        memory: %s\n", quantity(c.LimitBytes))
 		}
 	}
-	_, err := io.WriteString(w, string(termsafe.JSON([]byte(b.String()))))
+	// Names are in double quotes (JSON's escapes are YAML's): control
+	// characters in them are written as \u escapes.
+	_, err := w.Write(termsafe.JSON([]byte(b.String())))
 	return err
 }
 
