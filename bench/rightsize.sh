@@ -36,7 +36,7 @@ echo "prometheus $(prometheus --version 2>&1 | head -1 | cut -d' ' -f3) on $(ls 
 i=0
 while [ $i -lt "$runs" ]; do
   /usr/bin/time -f "%e s wall, %U s user CPU, %M KiB peak RSS" -o "$dir/time.txt" \
-    ./memdoctor rightsize --prometheus "http://127.0.0.1:$port" --until "$end" --range 14d --prometheus-deadline 30m --json >"$dir/result.json"
+    ./memdoctor rightsize --prometheus "http://127.0.0.1:$port" --until "$end" --range 14d --prometheus-timeout 10m --prometheus-deadline 30m --json >"$dir/result.json"
   python3 -c '
 import json,sys,collections
 r=json.load(open(sys.argv[1]))
