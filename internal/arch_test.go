@@ -93,7 +93,7 @@ var allowed = map[string][]string{
 	// data packages return (they never import it): check, diagnose, fleet
 	// scans, comparisons, malloc/trim/reclaim, leaks, lint, probe, and the
 	// stderr lines.
-	"render/text": {"compare", "diagnose", "fleet", "format", "heapprof", "lint", "malloc", "model", "probe", "termsafe", "treat"},
+	"render/text": {"compare", "diagnose", "fleet", "format", "heapprof", "lint", "malloc", "model", "probe", "rightsize", "termsafe", "treat"},
 	"render/html": {"diagnose", "format", "model", "sample"},
 	"lint":        {"model", "safeio", "termsafe"},
 	// Probing a live service measures it from outside.
@@ -103,6 +103,11 @@ var allowed = map[string][]string{
 	"fleet":   {"diagnose", "model", "prom", "promql", "sample"},
 	"alerts":  {"diagnose", "model"},
 	"compare": {"format", "prom", "promql", "sample", "stats"},
+
+	// Right-sizing judges a container's charge by mechanism (the model's
+	// split): data in, recommendations out.
+	"rightsize": {"format", "model", "sample", "stats"},
+
 	// The use cases, one slice each: what commands call (cmd/memdoctor
 	// parses flags and renders). None imports more than a third of the
 	// module's other packages.
@@ -113,10 +118,10 @@ var allowed = map[string][]string{
 	"usecase/leaks": {"heapprof", "leaktrace", "malloc", "outfile"},
 	// Saved history: open, windows and steps, diagnose, merge, report
 	// pages, compare, export.
-	"usecase/history": {"compare", "diagnose", "fleet", "format", "model", "outfile", "promql", "render/html", "sample", "source", "store"},
+	"usecase/history": {"compare", "diagnose", "fleet", "format", "model", "outfile", "promql", "render/html", "rightsize", "sample", "source", "store"},
 	// A Prometheus server: connect, fleet scans and their pages, compare,
 	// baselines, alerts; its windows and pages are history's.
-	"usecase/prometheus": {"alerts", "compare", "diagnose", "fleet", "model", "outfile", "prom", "promql", "render/html", "sample", "store", "usecase/history"},
+	"usecase/prometheus": {"alerts", "compare", "diagnose", "fleet", "model", "outfile", "prom", "promql", "render/html", "rightsize", "sample", "store", "usecase/history"},
 	// Remedies that change the host: a running process' allocator (malloc, trim,
 	// check --malloc) and dying cgroups (reclaim).
 	"treat": {"cgreclaim", "malloc", "procfs", "sample", "termsafe"},

@@ -48,20 +48,21 @@ func parseRetention(s string) (time.Duration, error) {
 
 func newRecordCmd() *cobra.Command {
 	var (
-		db        string
-		interval  time.Duration
-		retention string
-		top       int
-		listen    string
-		instance  string
-		findEvery time.Duration
-		force     bool
-		webConfig string
-		sockGroup string
-		allowHost []string
-		trace     bool
-		traceHow  string
-		rt        runtimeFlags
+		db         string
+		interval   time.Duration
+		retention  string
+		top        int
+		topCgroups int
+		listen     string
+		instance   string
+		findEvery  time.Duration
+		force      bool
+		webConfig  string
+		sockGroup  string
+		allowHost  []string
+		trace      bool
+		traceHow   string
+		rt         runtimeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "record",
@@ -110,6 +111,9 @@ web page reaches it through a name it points at this host (docs/metrics.md).`,
 			if err := checkInterval(interval, force); err != nil {
 				return err
 			}
+			if topCgroups < 1 || topCgroups > 10000 {
+				return fmt.Errorf("--cgroups %d: want 1 to 10000", topCgroups)
+			}
 			if err := checkTop(top); err != nil {
 				return err
 			}
@@ -148,7 +152,7 @@ web page reaches it through a name it points at this host (docs/metrics.md).`,
 			if os.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(12<<20 + record.DefaultMaxPendingBytes)
 			}
-			cfg := record.Config{DBPath: db, Interval: interval, Retention: ret, Top: top,
+			cfg := record.Config{DBPath: db, Interval: interval, Retention: ret, Top: top, TopCgroups: topCgroups,
 				Scrape: rt.URLs, ScrapeTimeout: rt.Timeout, ScrapeAuth: rt.Auth, Discover: rt.Discover,
 				Instance: instance, Log: cmd.ErrOrStderr(),
 				// Between samples 10 s or more apart, give back what a
@@ -232,6 +236,7 @@ web page reaches it through a name it points at this host (docs/metrics.md).`,
 	cmd.Flags().BoolVar(&force, "force-interval", false, "accept an --interval below 1s (each sample reads every process; the recorder then costs a CPU)")
 	cmd.Flags().StringVar(&retention, "retention", "30d", "delete samples older than this (0 keeps everything)")
 	cmd.Flags().IntVar(&top, "top", 50, "processes recorded per sample (by PSS)")
+	cmd.Flags().IntVar(&topCgroups, "cgroups", 10, "memory cgroups recorded per sample, the largest by usage (besides those near a limit or with OOM kills): raise it to right-size every container of a node")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9105", "`ADDR` for the live report at /, /metrics and /healthz: HOST:PORT, or a bare PORT for 127.0.0.1:PORT (':PORT' is every interface; '' serves nothing), or unix:PATH for a unix socket only its owner (root) may use")
 	cmd.Flags().StringVar(&sockGroup, "listen-group", "", "with --listen unix:PATH, the `GROUP` (name or id) that may use the socket too (mode 0660 instead of 0600)")
 	cmd.Flags().StringVar(&webConfig, "web.config.file", "", "`FILE` enabling TLS and basic auth, in the Prometheus exporter-toolkit's format (tls_server_config, basic_auth_users with bcrypt hashes); read again for each request")

@@ -81,6 +81,25 @@ func (c *ctx) inCgroup(pid int, cgs []string) bool {
 	return false
 }
 
+// memoryCgroup is pid's cgroup in the memory hierarchy (v1's memory
+// line, else the unified one), as the cgroups collector names cgroups.
+func (c *ctx) memoryCgroup(pid int) (string, bool) {
+	lines, err := cgroups.ReadProcCgroup(c.fs, pid)
+	if err != nil {
+		return "", false
+	}
+	unified := ""
+	for _, l := range lines {
+		if l.Has("memory") {
+			return l.Path, true
+		}
+		if l.Unified() {
+			unified = l.Path
+		}
+	}
+	return unified, unified != ""
+}
+
 // userTotals adds per-user sums over procs: processes, RSS, and for those
 // whose smaps_rollup was read PSS, USS and swap (as smem -u: its swap is the
 // smaps Swap sum).
@@ -289,6 +308,13 @@ func collectProcesses(c *ctx) error {
 		c.add("memdoctor_process_shmem_bytes", float64(p.shmem), l...)
 		c.add("memdoctor_process_threads", float64(p.threads), l...)
 		c.add("memdoctor_process_uid", float64(p.uid), l...)
+		if c.live {
+			// Which memory cgroup holds it: what joins a process' runtime
+			// and allocator to its container (rightsize).
+			if cg, ok := c.memoryCgroup(p.pid); ok {
+				c.add("memdoctor_process_cgroup_info", 1, append(l[:len(l):len(l)], "cgroup", cg)...)
+			}
+		}
 		if c.opt.ArenaScan {
 			maps, err := c.fs.ProcMaps(p.pid)
 			if err != nil {

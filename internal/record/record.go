@@ -42,6 +42,9 @@ type Config struct {
 	Retention time.Duration
 	// Top is how many processes get smaps_rollup and are recorded.
 	Top int
+	// TopCgroups is how many memory cgroups are recorded by usage (0: the
+	// profile's 10).
+	TopCgroups int
 	// Scrape lists applications' Prometheus endpoints whose runtime GC
 	// series are recorded with each sample; ScrapeTimeout bounds each.
 	Scrape        []string
@@ -398,6 +401,9 @@ func (r *Recorder) Tick(at time.Time) {
 	cpu0 := selfCPU()
 	opt := collect.Profile(collect.Record, r.cfg.Top, r.live)
 	opt.Names, opt.CgroupEvents, opt.Now = r.names, r.cgEvents, func() time.Time { return at }
+	if r.cfg.TopCgroups > 0 {
+		opt.TopCgroups = r.cfg.TopCgroups
+	}
 	opt.Scrape, opt.ScrapeTimeout, opt.ScrapeAuth = r.cfg.Scrape, r.cfg.ScrapeTimeout, r.cfg.ScrapeAuth
 	opt.Discover, opt.DiscoverMemo = r.cfg.Discover, r.discovered
 	opt.DotNet, opt.DotNetPort = r.dotnet, r.dotnet != nil

@@ -76,6 +76,7 @@ var catalog = []struct {
 	{"memdoctor_smaps_rollup_reads", Description{"smaps_rollup reads in the last collection.", Gauge}},
 	{"memdoctor_smaps_rollup_seconds", Description{"Time spent reading smaps_rollup in the last collection.", Gauge}},
 	{"memdoctor_process_allocator_info", Description{"The allocator that serves the process' malloc (label allocator: glibc, jemalloc, tcmalloc, mimalloc, musl, other; object: the object defining it; value 1).", Gauge}},
+	{"memdoctor_process_cgroup_info", Description{"The memory cgroup a reported process runs in (label cgroup; value 1), on the live host.", Gauge}},
 	{"memdoctor_process_", Description{"Per-process memory of the largest processes.", Gauge}},
 	{"memdoctor_malloc_", Description{"The allocator's view of a process (glibc: mallinfo2, malloc_info; jemalloc: mallctl; tcmalloc: MallocExtension).", Gauge}},
 	{"memdoctor_malloc_setting", Description{"A setting of jemalloc or tcmalloc that decides whether it gives freed memory back by itself (label setting: background_thread 0 or 1, dirty_decay_ms, muzzy_decay_ms, release_rate), read in the process by check --malloc.", Gauge}},

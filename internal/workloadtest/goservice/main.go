@@ -4,6 +4,7 @@
 //
 //	goservice -mode gcheavy -listen 127.0.0.1:PORT   collects all the time (GOGC=1, garbage churn)
 //	goservice -mode healthy -listen 127.0.0.1:PORT   little garbage, default GOGC
+//	goservice -mode service -live MIB -listen ...    a live set of MIB and garbage at 16 MiB/s
 package main
 
 import (
@@ -23,13 +24,15 @@ import (
 )
 
 var (
-	sink [][]byte
-	live []*[4]int64 // gcheavy: what each collection marks
+	sink    [][]byte
+	garbage []byte      // service: the latest request's, dropped at the next
+	live    []*[4]int64 // gcheavy: what each collection marks
 )
 
 func main() {
 	mode := flag.String("mode", "healthy", "gcheavy or healthy")
 	listen := flag.String("listen", "127.0.0.1:0", "address")
+	liveMiB := flag.Int("live", 64, "service: MiB kept live")
 	flag.Parse()
 	// client_golang's Go collector with the runtime's GC CPU time as well
 	// (go_cpu_classes_gc_total_cpu_seconds_total), as a service that opts
@@ -60,6 +63,22 @@ func main() {
 			go churn()
 		}
 		select {}
+	case "service":
+		// A service's steady state: a live set it keeps (touched), and
+		// request garbage the collector frees.
+		keep := make([][]byte, *liveMiB)
+		for i := range keep {
+			keep[i] = make([]byte, 1<<20)
+			for j := range keep[i] {
+				keep[i][j] = byte(j)
+			}
+		}
+		sink = keep
+		for {
+			garbage = make([]byte, 64<<10)
+			garbage[len(garbage)-1] = 1
+			time.Sleep(4 * time.Millisecond)
+		}
 	default:
 		for {
 			b := make([]byte, 64<<10)
