@@ -49,7 +49,7 @@ func TestReadRuntimesAgainIdleWait(t *testing.T) {
 	if took < interval {
 		t.Errorf("the second reading came after %v, before the interval of %v", took, interval)
 	}
-	if max := int(took/(100*time.Millisecond)) + 2; updates > max {
-		t.Errorf("%d wake-ups in %v with nothing to poll: want at most %d (one per 100 ms for the bar)", updates, took, max)
+	if most := int(took/(100*time.Millisecond)) + 2; updates > most {
+		t.Errorf("%d wake-ups in %v with nothing to poll: want at most %d (one per 100 ms for the bar)", updates, took, most)
 	}
 }
