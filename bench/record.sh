@@ -161,10 +161,14 @@ print(f"{'':14} {'charge':>7} {'anon':>6} {'file':>6} {'mapped':>6} {'kernel':>6
 for n, r in rows.items():
     print(f"{n:14} {r['charge']:7.1f} {r['anon']:6.1f} {r['file']:6.1f} {r['mapped']:6.1f} {r['kernel']:6.1f} {r['use']:6.1f} {r['peak']:6.1f} | "
           f"{r['rss']:7.1f} {r['anon_rss']:6.1f} {r['file_rss']:6.1f} | {100*r['cpu']:6.2f}%")
+q = lambda a, b: f"{a / b:.2f}x" if b else "n/a"
 if "node_exporter" in rows:
     m, n = rows["memdoctor"], rows["node_exporter"]
-    q = lambda a, b: f"{a / b:.2f}x" if b else "n/a"
     print(f"memdoctor/node_exporter: charge {q(m['charge'], n['charge'])}, peak {q(m['peak'], n['peak'])}, "
           f"anonymous {q(m['anon'], n['anon'])}, file {q(m['file'], n['file'])} (goal: charge and peak <= 1x)")
+if "memdoctor-base" in rows:
+    m, b = rows["memdoctor"], rows["memdoctor-base"]
+    print(f"memdoctor/memdoctor-base: charge {q(m['charge'], b['charge'])}, peak {q(m['peak'], b['peak'])}, "
+          f"anonymous {q(m['anon'], b['anon'])}, file {q(m['file'], b['file'])}")
 print(f"store after {secs:.0f} s: {size/1024:.0f} KiB")
 PY

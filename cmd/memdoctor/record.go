@@ -74,10 +74,10 @@ Prometheus text format (node_exporter names for host series) with /healthz,
 and at / the report of the recording so far (as 'memdoctor report' writes
 it; rendered on demand at most once per interval, at least 30 s apart, and
 reloading itself; read-only). /metrics also carries the verdicts of that
-diagnosis (memdoctor_finding, memdoctor_finding_evidence), evaluated in a
-separate process every --findings-every, and never more often than 20 times
-its own last duration, so that a Prometheus scraping the recorder can alert
-on memdoctor's conclusions.
+diagnosis (memdoctor_finding, memdoctor_finding_evidence), evaluated in the
+recorder's own process every --findings-every, and never more often than 20
+times its own last duration, so that a Prometheus scraping the recorder can
+alert on memdoctor's conclusions.
 
 It survives vanished processes, unreadable files and a full disk (samples are
 kept in memory, up to 16 MiB, and retried), reopens its file on SIGHUP, and
@@ -164,7 +164,7 @@ web page reaches it through a name it points at this host (docs/metrics.md).`,
 				cfg.PageEvery = max(interval, 30*time.Second)
 				cfg.Page = record.ChildPage(db, cfg.PageEvery)
 				if findEvery > 0 {
-					cfg.Findings, cfg.FindingsEvery = record.ChildFindings(db), findEvery
+					cfg.Findings, cfg.FindingsEvery = history.RecordingFindings(db), findEvery
 				}
 			}
 			rec, err := record.New(cfg)

@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // touched keeps the reads of the test's own pages from being optimised away.
@@ -147,5 +150,49 @@ func copyUncached(t *testing.T, src, dst string) {
 	}
 	if err := out.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Every settle of a lean recorder, not only the first, drops what is
+// cached of its executable and no longer mapped: here the test binary,
+// read whole with read(2) after the first settle (as a collector reading
+// the recorder's own binary, or a page fault's read-ahead, would bring it
+// in), must leave the page cache at the next settle but for what this
+// process maps.
+func TestSettleDropsExecutableReadSince(t *testing.T) {
+	r, err := New(Config{DBPath: filepath.Join(t.TempDir(), "md.db"), Interval: time.Hour, Top: 3, Lean: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	r.settle() // the first: the trim
+	exe, err := os.Open(procfs.SelfExe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = exe.Close() }()
+	st, err := exe.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, exe); err != nil {
+		t.Fatal(err)
+	}
+	read, err := cachedBytes(exe, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read < st.Size()*9/10 {
+		t.Skipf("only %d of %d bytes cached after reading the file whole (tmpfs or memory pressure): nothing to measure", read, st.Size())
+	}
+	time.Sleep(1100 * time.Millisecond) // settles are a second apart
+	r.settle()
+	after, err := cachedBytes(exe, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("test binary of %d KiB: %d KiB cached after reading it, %d KiB after the next settle", st.Size()>>10, read>>10, after>>10)
+	if after > read-st.Size()/4 {
+		t.Errorf("the settle after reading the executable left %d of %d KiB in the page cache: what is not mapped must go", after>>10, read>>10)
 	}
 }

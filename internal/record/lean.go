@@ -13,8 +13,10 @@ import (
 // memory cgroup is charged, since the pages stay in the page cache charged
 // to it (bench/record.sh, both in the same run: 40.3 MiB charged either
 // way, of which 30 MiB file pages; RSS 11.6 MiB unmapping, 31.6 without).
-// The first settle also drops from the page cache what start-up read of
-// the executable and the recorder does not run (trimExecutablePages).
+// The first settle, and the first after each evaluation of the findings,
+// also drops from the page cache what start-up, or the diagnosis, read of
+// the executable and the recorder does not run (trimExecutablePages);
+// the others drop what is cached of it and no longer mapped.
 // Safe from any goroutine; at most once a second: one asked for sooner
 // runs when the second is up.
 func (r *Recorder) settle() {
@@ -36,12 +38,26 @@ func (r *Recorder) settle() {
 		return
 	}
 	debug.FreeOSMemory()
-	if !r.trimmed {
-		// Once: start-up read the executable whole into the page cache.
-		r.trimmed = true
+	if r.trimDue {
+		r.trimDue = false
 		if _, _, err := trimExecutablePages(); err != nil {
 			r.logf("dropping the executable's pages from the page cache: %v", err)
 		}
+	} else {
+		// What was read of the executable since and is no longer mapped
+		// (a page fault maps the cached pages around it; reads of the file
+		// bring in a read-ahead window) is dropped: a syscall, no reads.
+		_ = dropExecutableCache()
 	}
 	r.settled = time.Now()
+}
+
+// settleAfterFindings settles after an evaluation of the findings, which
+// runs in this process and maps code and tables sampling never uses: they
+// are unmapped and dropped again (trimExecutablePages).
+func (r *Recorder) settleAfterFindings() {
+	r.settling.Lock()
+	r.trimDue = true
+	r.settling.Unlock()
+	r.settle()
 }

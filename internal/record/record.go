@@ -129,7 +129,7 @@ type Recorder struct {
 	settling     sync.Mutex // held by settle; guards the two below
 	settled      time.Time
 	settleQueued bool // a settle waits for the second after the last one
-	trimmed      bool // trimExecutablePages ran (once, at the first settle)
+	trimDue      bool // the next settle runs trimExecutablePages (the first one, and the one after each evaluation of the findings)
 
 	mu        sync.Mutex
 	lock      *store.Lock // the store's writer lock, held from New to Close, across reopens
@@ -209,7 +209,7 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.FindingsEvery <= 0 {
 		cfg.FindingsEvery = 5 * time.Minute
 	}
-	r := &Recorder{cfg: cfg, cgEvents: cgroups.NewEventHistory(), discovered: &runtimes.DiscoverMemo{}, oom: oomHistory{}}
+	r := &Recorder{cfg: cfg, trimDue: true, cgEvents: cgroups.NewEventHistory(), discovered: &runtimes.DiscoverMemo{}, oom: oomHistory{}}
 	if cfg.FS != nil {
 		r.fs = *cfg.FS
 	} else {
@@ -555,7 +555,7 @@ func (r *Recorder) maybeEvaluate() {
 	go func() {
 		defer f.wg.Done()
 		defer cancel()
-		defer r.settle() // after the child process and its answer
+		defer r.settleAfterFindings()
 		start := time.Now()
 		list, err := r.cfg.Findings(ctx, r.cfg.Instance)
 		took := time.Since(start)
