@@ -3,6 +3,9 @@ package history
 import (
 	"context"
 	"fmt"
+	"math"
+	"runtime/debug"
+	"sync"
 
 	"github.com/memdoctor/memdoctor/internal/model"
 )
@@ -19,16 +22,28 @@ import (
 // code and tables it mapped are dropped again (record.Config.Lean). A
 // panic is an evaluation that failed, not a recorder that stops; when ctx
 // ends first (the recorder closes), the answer is dropped.
+//
+// The recorder's soft memory limit (28 MiB) is lifted while a diagnosis
+// runs: a long recording's diagnosis holds more (205 MB for 30 days), and
+// under the limit the collector would run without pause, at up to half
+// the CPUs, for the whole evaluation. The limit is set back after, and
+// the heap given back with it.
 func RecordingFindings(db string) func(ctx context.Context, instance string) ([]model.Finding, error) {
 	type answer struct {
 		list []model.Finding
 		err  error
 	}
+	var one sync.Mutex // one evaluation at a time owns the limit
 	return func(ctx context.Context, instance string) ([]model.Finding, error) {
 		done := make(chan answer, 1)
 		go func() {
 			var a answer
+			one.Lock()
+			prev := debug.SetMemoryLimit(math.MaxInt64)
 			defer func() {
+				debug.SetMemoryLimit(prev)
+				debug.FreeOSMemory()
+				one.Unlock()
 				if p := recover(); p != nil {
 					a = answer{err: fmt.Errorf("the diagnosis failed: %v", p)}
 				}
