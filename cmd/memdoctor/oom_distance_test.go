@@ -31,26 +31,9 @@ func fillCgroup(t *testing.T, what string) string {
 // function returned is called.
 func fillCgroupThen(t *testing.T, what string) (string, func()) {
 	t.Helper()
-	t.Helper()
 	const limit = 64 << 20
-	root := v1Root(t)
 	name := fmt.Sprintf("memdoctor-oom-%s-%d-%d", what, os.Getpid(), time.Now().UnixNano())
-	dir := filepath.Join(root, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Skipf("cannot make memory cgroups: %v", err)
-	}
-	t.Cleanup(func() {
-		for try := 0; try < 200; try++ {
-			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Errorf("cgroup %s not removed", dir)
-	})
-	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(fmt.Sprint(limit)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := testCgroup(t, v1Root(t), name, limit)
 	var script, trigger string
 	switch what {
 	case "anon":
