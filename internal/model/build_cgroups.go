@@ -175,6 +175,7 @@ func FocusCgroup(r *Report, s *sample.Snapshot, p string) (hidden int) {
 			for _, u := range r.Cgroups.Top {
 				if u.Cgroup == p && u.OOM != nil && d.OOM != nil {
 					d.OOM.GrowthBytesPerSecond, d.OOM.ETASeconds = u.OOM.GrowthBytesPerSecond, u.OOM.ETASeconds
+					d.OOM.RuntimeSlackBytes, d.OOM.AllocatorSlackBytes, d.OOM.SlackFrom = u.OOM.RuntimeSlackBytes, u.OOM.AllocatorSlackBytes, u.OOM.SlackFrom
 				}
 			}
 		}

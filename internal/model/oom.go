@@ -60,6 +60,15 @@ type OOMMemory struct {
 	// distance at that growth, when a limit is set.
 	GrowthBytesPerSecond *float64 `json:"unreclaimable_growth_bytes_per_second,omitempty"`
 	ETASeconds           *float64 `json:"oom_eta_seconds,omitempty"`
+	// RuntimeSlackBytes is heap the runtimes of the cgroup's processes
+	// (and of those in cgroups below it) hold free, AllocatorSlackBytes
+	// freed memory their allocators keep resident, where memdoctor read
+	// them; SlackFrom are the processes, the largest first. Both are
+	// inside anon: the kernel cannot reclaim them, the processes can
+	// (a collection, a trim) without a restart.
+	RuntimeSlackBytes   int64         `json:"runtime_slack_bytes,omitempty"`
+	AllocatorSlackBytes int64         `json:"allocator_slack_bytes,omitempty"`
+	SlackFrom           []SlackSource `json:"slack_from,omitempty"`
 }
 
 // SetSwapRoom counts room more bytes that reclaim may swap out: the

@@ -431,6 +431,10 @@ func oomLines(p *printer, m *model.OOMMemory, why string) {
 	}
 	line += fmt.Sprintf("; page cache active %s, inactive %s, dirty %s", hb(m.ActiveFileBytes), hb(m.InactiveFileBytes), hb(m.DirtyBytes))
 	p.f("%s\n", line)
+	if m.RuntimeSlackBytes > 0 || m.AllocatorSlackBytes > 0 {
+		p.f("  of the unreclaimable %s, %s is heap its runtimes hold free and %s freed memory its allocators keep (%s): anon the kernel cannot reclaim but a collection or a trim gives back without a restart\n",
+			hb(m.UnreclaimableBytes), hb(m.RuntimeSlackBytes), hb(m.AllocatorSlackBytes), slackProcs(m.SlackFrom))
+	}
 	if m.DistanceBytes == nil {
 		p.f("  to OOM: no limit set\n")
 	} else {
@@ -447,6 +451,18 @@ func oomLines(p *printer, m *model.OOMMemory, why string) {
 	if why != "" {
 		p.f("  why: %s\n", why)
 	}
+}
+
+// slackProcs says how many processes the slack came from.
+func slackProcs(src []model.SlackSource) string {
+	pids := map[int]bool{}
+	for _, s := range src {
+		pids[s.PID] = true
+	}
+	if len(pids) == 1 {
+		return "1 process"
+	}
+	return fmt.Sprintf("%d processes", len(pids))
 }
 
 // cgroupFocus shows the one cgroup check --cgroup focused on: who owns

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memdoctor/memdoctor/internal/model"
+)
+
+// TestCheckOOMSlackPerCgroup: a glibc process that keeps most of what it
+// freed (the hoarding workload: 4 threads, 32 MiB each, all but 1/32
+// freed) runs in a memory cgroup of the test's own, below another. check
+// --malloc reads its allocator, and check --cgroup counts the freed memory
+// it keeps in the OOM split of its cgroup and of the parent above it
+// (joined by the process' cgroup), naming the process, and says in one
+// line that a trim gives it back without a restart.
+func TestCheckOOMSlackPerCgroup(t *testing.T) {
+	requirePtraceHere(t)
+	bin := buildWorkload(t)
+	parentName := fmt.Sprintf("memdoctor-slack-%d-%d", os.Getpid(), time.Now().UnixNano())
+	parent := testCgroup(t, "", parentName, 0)
+	child := testCgroup(t, parent, "app", 512<<20)
+	w := startWorkload(t, "/bin/sh", nil, "-c", `echo $$ > "$0"/cgroup.procs && exec "$1" hoard 4 32 4`, child, bin)
+	self := parseReady(t, w.do(t, "info"))
+	if self["fordblks"] < 64<<20 {
+		t.Fatalf("the workload keeps only %.0f bytes free: the case proves nothing", self["fordblks"])
+	}
+	pcg, ccg := "/"+parentName, "/"+parentName+"/app"
+	for _, cg := range []string{ccg, pcg} {
+		r := checkJSON(t, "--top", "30", "--malloc", "4", "--pid", w.pid(), "--cgroup", cg)
+		if r.Cgroup == nil || r.Cgroup.OOM == nil {
+			t.Fatalf("check --cgroup %s: no OOM split: %+v (notes %+v)", cg, r.Cgroup, r.Notes)
+		}
+		m := r.Cgroup.OOM
+		t.Logf("%s: unreclaimable %.1f MiB, allocator slack %.1f MiB, runtime slack %.1f MiB, the workload's own fordblks %.1f MiB",
+			cg, float64(m.UnreclaimableBytes)/(1<<20), float64(m.AllocatorSlackBytes)/(1<<20), float64(m.RuntimeSlackBytes)/(1<<20), self["fordblks"]/(1<<20))
+		if a := float64(m.AllocatorSlackBytes); a < 0.8*self["fordblks"] || a > 1.05*self["fordblks"] {
+			t.Errorf("%s: allocator slack %.0f, the workload's own fordblks %.0f: want within 80..105%%", cg, a, self["fordblks"])
+		}
+		if m.AllocatorSlackBytes > m.AnonBytes {
+			t.Errorf("%s: allocator slack %d over the cgroup's anon %d: it is counted in anon", cg, m.AllocatorSlackBytes, m.AnonBytes)
+		}
+		var from *model.SlackSource
+		for i := range m.SlackFrom {
+			if fmt.Sprint(m.SlackFrom[i].PID) == w.pid() {
+				from = &m.SlackFrom[i]
+			}
+		}
+		if from == nil || from.Kind != "allocator" || from.What != "glibc" {
+			t.Errorf("%s: the slack does not name the workload (pid %s, glibc allocator): %+v", cg, w.pid(), m.SlackFrom)
+		}
+	}
+	out, errOut, code := runCLI(t, "check", "--top", "30", "--malloc", "4", "--pid", w.pid(), "--cgroup", ccg)
+	if code > 2 {
+		t.Fatalf("check --cgroup exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "freed memory its allocators keep (1 process)") || !strings.Contains(out, "a collection or a trim gives back without a restart") {
+		t.Errorf("check --cgroup %s does not say what a trim gives back:\n%s", ccg, out)
+	}
+}
