@@ -138,9 +138,15 @@ func collectCgroups(c *ctx) error {
 	c.opt.Names.Begin()
 	focused := c.opt.FocusCgroup == ""
 	var near []cgroups.Memory
+	// The charge of dying descendants needs every live child's usage.
+	var childUsage map[string]int64
+	if !v1 && !capped {
+		childUsage = cgroups.ChildUsage(briefs)
+	}
 	for _, b := range c.opt.CgroupEvents.Select(briefs, c.opt.TopCgroups, c.opt.ExtraCgroups) {
 		mem := r.ReadBrief(b)
 		addCgroup(c, &mem)
+		addDyingCharge(c, r, childUsage, mem.Path, mem.Usage)
 		focused = focused || b.Path == c.opt.FocusCgroup
 		if nearLimit(&mem) {
 			near = append(near, mem)
@@ -149,6 +155,7 @@ func collectCgroups(c *ctx) error {
 	if !focused {
 		if mem, ok := r.Read(c.opt.FocusCgroup); ok {
 			addCgroup(c, &mem)
+			addDyingCharge(c, r, childUsage, mem.Path, mem.Usage)
 			if nearLimit(&mem) {
 				near = append(near, mem)
 			}
@@ -267,6 +274,19 @@ var cgroupStats = []string{"active_anon", "inactive_anon", "active_file", "inact
 	"pagetables", "slab", "slab_reclaimable", "slab_unreclaimable", "sock", "file_mapped", "file_dirty", "file_writeback",
 	"anon_thp", "unevictable", "workingset_refault_anon", "workingset_refault_file", "workingset_activate_anon",
 	"workingset_activate_file", "workingset_restore_anon", "workingset_restore_file", "pgmajfault"}
+
+// addDyingCharge records, on v2 for a cgroup with dying descendants and
+// no processes of its own, the charge they hold: its usage less its live
+// children's (childUsage, nil when the scan did not read them all).
+func addDyingCharge(c *ctx, r cgroups.Reader, childUsage map[string]int64, p string, usage int64) {
+	if childUsage == nil {
+		return
+	}
+	if charge, n, ok := r.DyingCharge(p, usage, childUsage[p]); ok {
+		c.add("memdoctor_cgroup_dying_descendants", float64(n), "cgroup", p)
+		c.add("memdoctor_cgroup_memory_dying_charge_bytes", float64(charge), "cgroup", p)
+	}
+}
 
 // addCgroup records one selected cgroup: its accounting, limits, events,
 // pressure and who it belongs to.

@@ -153,6 +153,9 @@ func CgroupDetailOf(s *sample.Snapshot, p string) (d CgroupDetail, ok bool) {
 			Namespace: l.Get("namespace"), Pod: l.Get("pod"), Container: l.Get("container")}
 	}
 	if m, ok := OOMMemoryFrom(s, p); ok {
+		if i := s.Select("memdoctor_cgroup_info"); len(i) > 0 && i[0].Labels.Get("memory") == "v1" {
+			m.DyingNotMeasured = "cgroup v1: usage mixes the processes' own charge with what removed cgroups left, and dying cgroups are not counted per cgroup"
+		}
 		d.OOM, d.Why = &m, m.Why()
 	}
 	return d, true

@@ -69,6 +69,14 @@ type OOMMemory struct {
 	RuntimeSlackBytes   int64         `json:"runtime_slack_bytes,omitempty"`
 	AllocatorSlackBytes int64         `json:"allocator_slack_bytes,omitempty"`
 	SlackFrom           []SlackSource `json:"slack_from,omitempty"`
+	// DyingBytes is, on cgroup v2 for a cgroup with dying descendants and
+	// no processes of its own, the charge its live children do not hold:
+	// page cache and kernel memory its removed descendants left charged
+	// (or reparented to it); DyingDescendants is how many there are.
+	// DyingNotMeasured says why it was not measured (v1).
+	DyingBytes       *int64 `json:"dying_bytes,omitempty"`
+	DyingDescendants *int64 `json:"dying_descendants,omitempty"`
+	DyingNotMeasured string `json:"dying_not_measured,omitempty"`
 }
 
 // SetSwapRoom counts room more bytes that reclaim may swap out: the
@@ -151,6 +159,10 @@ func OOMMemoryFrom(s *sample.Snapshot, cgroup string) (m OOMMemory, ok bool) {
 	limit := optInt(s, "memdoctor_cgroup_memory_limit_bytes", "cgroup", cgroup)
 	m = OOMMemoryOf(stat, int64(u), limit)
 	m.SetSwapRoom(swapRoom(s, cgroup))
+	m.DyingBytes = optInt(s, "memdoctor_cgroup_memory_dying_charge_bytes", "cgroup", cgroup)
+	if m.DyingBytes != nil {
+		m.DyingDescendants = optInt(s, "memdoctor_cgroup_dying_descendants", "cgroup", cgroup)
+	}
 	return m, true
 }
 

@@ -201,3 +201,32 @@ func TestOOMRates(t *testing.T) {
 		}
 	}
 }
+
+// The charge of dying descendants comes with the split where the
+// collector measured it (v2), with how many there are; check --cgroup on
+// v1 says it is not measured.
+func TestOOMMemoryDyingCharge(t *testing.T) {
+	snap := func(mode string, dying bool) *sample.Snapshot {
+		s := &sample.Snapshot{}
+		s.Add("memdoctor_cgroup_info", 1, "mode", mode, "memory", mode)
+		s.Add("memdoctor_cgroup_memory_usage_bytes", 34578432, "cgroup", "/jobs")
+		s.Add("memdoctor_cgroup_memory_anon_bytes", 0, "cgroup", "/jobs")
+		s.Add("memdoctor_cgroup_memory_file_bytes", 31490048, "cgroup", "/jobs")
+		if dying {
+			s.Add("memdoctor_cgroup_memory_dying_charge_bytes", 34578432, "cgroup", "/jobs")
+			s.Add("memdoctor_cgroup_dying_descendants", 121, "cgroup", "/jobs")
+		}
+		return s
+	}
+	d, ok := CgroupDetailOf(snap("v2", true), "/jobs")
+	if !ok || d.OOM == nil || d.OOM.DyingBytes == nil || *d.OOM.DyingBytes != 34578432 || d.OOM.DyingDescendants == nil || *d.OOM.DyingDescendants != 121 {
+		t.Fatalf("v2: detail %+v: want 34578432 bytes held by 121 dying descendants", d.OOM)
+	}
+	if d.OOM.DyingNotMeasured != "" {
+		t.Errorf("v2 says not measured: %q", d.OOM.DyingNotMeasured)
+	}
+	d, _ = CgroupDetailOf(snap("v1", false), "/jobs")
+	if d.OOM == nil || d.OOM.DyingBytes != nil || !strings.Contains(d.OOM.DyingNotMeasured, "v1") {
+		t.Errorf("v1: detail %+v: want no dying charge and a reason", d.OOM)
+	}
+}

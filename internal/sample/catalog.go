@@ -47,6 +47,8 @@ var catalog = []struct {
 	{"memdoctor_cgroup2_", Description{"Unified cgroup root statistics (cgroup.stat).", Gauge}},
 	{"memdoctor_memcg_live_cgroups", Description{"Live memory cgroups.", Gauge}},
 	{"memdoctor_memcg_dying_cgroups", Description{"Removed memory cgroups still allocated (dying).", Gauge}},
+	{"memdoctor_cgroup_dying_descendants", Description{"A v2 cgroup's removed descendants still allocated (its cgroup.stat nr_dying_descendants), for a cgroup with some and no processes of its own.", Gauge}},
+	{"memdoctor_cgroup_memory_dying_charge_bytes", Description{"Charge a v2 cgroup without processes of its own holds beyond its live children's usage: left by its dying descendants or reparented to it.", Gauge}},
 	{"memdoctor_memcg_charged_bytes", Description{"Pages charged to memory cgroups by kind, from the page scan (check --scan-pages).", Gauge}},
 	{"memdoctor_memcg_dying_pinned_bytes", Description{"Pages removed memory cgroups still hold, by kind, from the page scan.", Gauge}},
 	{"memdoctor_memcg_dying_pinned_ancestor_bytes", Description{"Page cache of removed memory cgroups, by their nearest live ancestor.", Gauge}},

@@ -435,6 +435,16 @@ func oomLines(p *printer, m *model.OOMMemory, why string) {
 		p.f("  of the unreclaimable %s, %s is heap its runtimes hold free and %s freed memory its allocators keep (%s): anon the kernel cannot reclaim but a collection or a trim gives back without a restart\n",
 			hb(m.UnreclaimableBytes), hb(m.RuntimeSlackBytes), hb(m.AllocatorSlackBytes), slackProcs(m.SlackFrom))
 	}
+	switch {
+	case m.DyingBytes != nil:
+		n := "its dying descendants"
+		if m.DyingDescendants != nil {
+			n = fmt.Sprintf("its %d dying descendants", *m.DyingDescendants)
+		}
+		p.f("  dying: %s hold %s of its usage that its live children do not (page cache and kernel memory left charged when they were removed)\n", n, hb(*m.DyingBytes))
+	case m.DyingNotMeasured != "":
+		p.f("  dying: the charge held by dying descendants is not measured (%s)\n", m.DyingNotMeasured)
+	}
 	if m.DistanceBytes == nil {
 		p.f("  to OOM: no limit set\n")
 	} else {
