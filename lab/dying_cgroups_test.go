@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,38 @@ func TestDyingCgroupsV2(t *testing.T) {
 		}
 	}
 
+	// The charge /jobs' dying descendants hold: its usage less its one
+	// live child's, each read by the scenario beside check.
+	var focus struct {
+		Cgroup struct {
+			OOM struct {
+				Dying            *int64 `json:"dying_bytes"`
+				DyingDescendants *int64 `json:"dying_descendants"`
+			} `json:"oom"`
+		} `json:"cgroup"`
+	}
+	if err := json.Unmarshal([]byte(res.File(t, "focus.json")), &focus); err != nil {
+		t.Fatal(err)
+	}
+	jobs, live := intFile(t, res, "jobs.current"), intFile(t, res, "live.current")
+	if d := focus.Cgroup.OOM.Dying; d == nil || focus.Cgroup.OOM.DyingDescendants == nil {
+		t.Errorf("check --cgroup /jobs: no charge of dying descendants: %s", res.File(t, "focus.json"))
+	} else {
+		t.Logf("/jobs: usage %d, live child %d, dying charge %d from %d dying descendants", jobs, live, *d, *focus.Cgroup.OOM.DyingDescendants)
+		if want := jobs - live; *d < want-1<<20 || *d > want+1<<20 {
+			t.Errorf("dying charge %d, want /jobs' usage %d less its live child's %d (±1 MiB)", *d, jobs, live)
+		}
+		if *d < 100*256<<10 || live < 4<<20 {
+			t.Errorf("dying charge %d, live child %d: want most of the 120 jobs' 256 KiB and the child's 4 MiB", *d, live)
+		}
+		if *focus.Cgroup.OOM.DyingDescendants < kernelDying {
+			t.Errorf("dying descendants %d, the kernel's nr_dying_descendants %d", *focus.Cgroup.OOM.DyingDescendants, kernelDying)
+		}
+	}
+	if txt := res.File(t, "focus.txt"); !strings.Contains(txt, "  dying: its ") {
+		t.Errorf("check --cgroup /jobs has no dying line:\n%s", txt)
+	}
+
 	var dry, applied struct {
 		Plan struct {
 			Dying   int64 `json:"dying"`
@@ -109,4 +142,14 @@ func TestDyingCgroupsV2(t *testing.T) {
 	if f := readReport(t, res, "after.json").finding("dying_cgroups"); f != nil {
 		t.Errorf("dying_cgroups still fires after the remedy: %s", f.Summary)
 	}
+}
+
+// intFile reads a file of one number the guest copied out.
+func intFile(t *testing.T, res *lab.Result, name string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(strings.TrimSpace(res.File(t, name)), 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return v
 }

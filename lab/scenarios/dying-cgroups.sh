@@ -47,6 +47,16 @@ cat /sys/fs/cgroup/cgroup.stat > $OUT/stat.before
 memdoctor check --json > $OUT/dying.json 2> $OUT/dying.err
 memdoctor capture --top 5 -o $OUT/dying-cgroups.txtar --note "lab: $JOBS memory cgroups below /jobs removed while each still had $KIB KiB of page cache charged" 2>> $OUT/capture.err
 memdoctor diagnose --from /tmp/md.db --json > $OUT/diagnose.json 2> $OUT/diagnose.err
+step "dying charge"
+# A live child with 4 MiB of page cache of its own: /jobs' usage less its
+# live children's is what its dying descendants hold.
+mkdir $CG/live
+sh -c "echo \$\$ > $CG/live/cgroup.procs && exec dd if=/dev/zero of=/mnt/jobs/live bs=4k count=1024 status=none"
+sync
+cat $CG/memory.current > $OUT/jobs.current
+cat $CG/live/memory.current > $OUT/live.current
+memdoctor check --json --cgroup /jobs > $OUT/focus.json 2> $OUT/focus.err
+memdoctor check --cgroup /jobs > $OUT/focus.txt 2>> $OUT/focus.err
 step "reclaim"
 # Dirty cache pins its cgroup until written back (reclaim reports it and
 # does not ask for it): write it back first, as the remedy says.
