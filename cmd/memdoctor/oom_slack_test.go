@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +65,52 @@ func TestCheckOOMSlackPerCgroup(t *testing.T) {
 	// descendants is said not to be measured, not shown as 0.
 	if _, v2 := memoryHierarchy(t); !v2 && !strings.Contains(out, "dying: the charge held by dying descendants is not measured (cgroup v1") {
 		t.Errorf("check --cgroup %s on v1 does not say the dying charge is not measured:\n%s", ccg, out)
+	}
+}
+
+// TestCheckOOMSlackJVM: a JVM whose 320 MiB burst was freed keeps its
+// grown heap committed (G1's defaults give nothing back while it idles);
+// moved into a memory cgroup of the test's own, that heap less its live
+// objects is counted in the cgroup's OOM split as heap its runtime holds
+// free, naming the JVM.
+func TestCheckOOMSlackJVM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a JVM of up to 1 GiB for ~10 s")
+	}
+	dir := compileGcWorkload(t)
+	port := freePort(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	jvm := startService(t, url, "java", "-XX:+UseG1GC", "-Xms16m", "-Xmx1g", "-cp", dir, "GcWorkload", "burst", strconv.Itoa(port))
+	heapURL := strings.Replace(url, "/metrics", "/heap", 1)
+	waitHeap(t, heapURL, "burst JVM after its burst", func(_ map[string]float64, p string) bool { return p == "idle" })
+	name := fmt.Sprintf("memdoctor-slack-jvm-%d-%d", os.Getpid(), time.Now().UnixNano())
+	cgDir := testCgroup(t, "", name, 0)
+	if err := os.WriteFile(cgDir+"/cgroup.procs", []byte(strconv.Itoa(jvm.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	// killed before the cgroup is removed (cleanups run last first)
+	t.Cleanup(func() { _ = jvm.Process.Kill(); _, _ = jvm.Process.Wait() })
+	before, _ := javaHeap(t, heapURL)
+	r := checkJSON(t, "--cgroup", "/"+name)
+	after, _ := javaHeap(t, heapURL)
+	if before["committed"] < 256<<20 || before["used_after_gc"] > 64<<20 {
+		t.Fatalf("the burst did not leave a large, empty heap: %v", before)
+	}
+	if r.Cgroup == nil || r.Cgroup.OOM == nil {
+		t.Fatalf("check --cgroup /%s: no OOM split: %+v (notes %+v)", name, r.Cgroup, r.Notes)
+	}
+	m := r.Cgroup.OOM
+	t.Logf("JVM says committed %.0f, used after its last collection %.0f; the cgroup's runtime slack %d from %+v",
+		after["committed"], after["used_after_gc"], m.RuntimeSlackBytes, m.SlackFrom)
+	between(t, "runtime slack", float64(m.RuntimeSlackBytes), 64<<20,
+		max(before["committed"], after["committed"])-before["used_after_gc"]+1<<20)
+	var from *model.SlackSource
+	for i := range m.SlackFrom {
+		if m.SlackFrom[i].PID == jvm.Process.Pid {
+			from = &m.SlackFrom[i]
+		}
+	}
+	if from == nil || from.Kind != "runtime" || from.What != "jvm" || from.Bytes != m.RuntimeSlackBytes {
+		t.Errorf("the slack does not name the JVM (pid %d): %+v", jvm.Process.Pid, m.SlackFrom)
 	}
 }
