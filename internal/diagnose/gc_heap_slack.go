@@ -103,18 +103,8 @@ func (gcHeapSlack) Eval(in *Input) []model.Finding {
 			continue
 		}
 		live := *r.HeapLiveBytes
-		held, heldName := 0.0, "heap_committed_bytes"
-		switch {
-		case r.HeapCommittedBytes != nil:
-			held = *r.HeapCommittedBytes
-			// Committed but never touched is address space, not memory:
-			// the heap holds at most what the process has resident.
-			if r.ResidentBytes != nil && *r.ResidentBytes < held {
-				held, heldName = *r.ResidentBytes, "resident_bytes"
-			}
-		case r.ResidentBytes != nil:
-			held, heldName = *r.ResidentBytes, "resident_bytes"
-		default:
+		held, heldName, ok := r.HeapHeld()
+		if !ok {
 			continue
 		}
 		if unsized(r) {

@@ -30,19 +30,29 @@ func (r *Runtime) HeapFree() (int64, bool) {
 	if r.HeapLiveBytes == nil || *r.HeapLiveBytes <= 0 {
 		return 0, false
 	}
-	var held float64
-	switch {
-	case r.HeapCommittedBytes != nil:
-		held = *r.HeapCommittedBytes
-		if r.ResidentBytes != nil && *r.ResidentBytes < held {
-			held = *r.ResidentBytes
-		}
-	case r.ResidentBytes != nil:
-		held = *r.ResidentBytes
-	default:
+	held, _, ok := r.HeapHeld()
+	if !ok {
 		return 0, false
 	}
 	return max(int64(held-*r.HeapLiveBytes), 0), true
+}
+
+// HeapHeld is the memory a runtime's heap holds: its committed heap, or
+// what the process has resident when that is less (committed but never
+// touched is address space, not memory), else what is resident; name
+// says which of the two series it is, and ok is false when neither was
+// read.
+func (r *Runtime) HeapHeld() (held float64, name string, ok bool) {
+	switch {
+	case r.HeapCommittedBytes != nil:
+		if r.ResidentBytes != nil && *r.ResidentBytes < *r.HeapCommittedBytes {
+			return *r.ResidentBytes, "resident_bytes", true
+		}
+		return *r.HeapCommittedBytes, "heap_committed_bytes", true
+	case r.ResidentBytes != nil:
+		return *r.ResidentBytes, "resident_bytes", true
+	}
+	return 0, "", false
 }
 
 // AllocatorFree is the freed memory a process' allocator keeps resident:
