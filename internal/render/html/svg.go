@@ -416,16 +416,24 @@ func drawChart(c Chart, from, to int64, caption string) chartView {
 		var b strings.Builder
 		mn, mx := math.Inf(1), math.Inf(-1)
 		maxGap := max(3*p.gap, int64(2*float64(to-from)/float64(n)))
+		starts := func(j int) bool { return j == 0 || p.bs[j].first-p.bs[j-1].last > maxGap }
 		for j, bk := range p.bs {
-			if j == 0 || bk.first-p.bs[j-1].last > maxGap {
+			if starts(j) {
 				b.WriteByte('M')
 			} else {
 				b.WriteByte('L')
 			}
 			coord(&b, xOf(bk.idx), sc.y(bk.lo))
-			if bk.hi != bk.lo {
+			switch {
+			case bk.hi != bk.lo:
 				b.WriteByte('L')
 				coord(&b, xOf(bk.idx), sc.y(bk.hi))
+			case starts(j) && (j == len(p.bs)-1 || starts(j+1)):
+				// A point alone (a series seen in one sample, or
+				// between two gaps) is a path of no length, which
+				// nothing draws: a short tick shows it.
+				b.WriteByte('L')
+				coord(&b, xOf(bk.idx)+1, sc.y(bk.lo))
 			}
 			mn, mx = math.Min(mn, bk.lo), math.Max(mx, bk.hi)
 		}
