@@ -34,7 +34,9 @@ func startDotNetWith(t *testing.T, script, mode string, env ...string) *exec.Cmd
 		t.Skipf("no .NET runtime for the tests (%v: %s): run scripts/install-test-deps.sh as root", err, out)
 	}
 	cmd := exec.Command(dotnetVenv, script, mode, "120")
-	cmd.Env = append(os.Environ(), env...)
+	// Its diagnostics socket and debug pipes go in a directory of this
+	// test's, not in /tmp, where a killed runtime leaves them behind.
+	cmd.Env = append(append(os.Environ(), "TMPDIR="+t.TempDir()), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

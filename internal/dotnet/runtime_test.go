@@ -70,7 +70,9 @@ func startLoadScript(t testing.TB, script, mode string, life int, env ...string)
 	t.Helper()
 	py := runtimePython(t)
 	cmd := exec.Command(py, script, mode, strconv.Itoa(life))
-	cmd.Env = append(os.Environ(), env...)
+	// Its diagnostics socket and debug pipes go in a directory of this
+	// test's, not in /tmp, where a killed runtime leaves them behind.
+	cmd.Env = append(append(os.Environ(), "TMPDIR="+t.TempDir()), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
