@@ -6,10 +6,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -241,4 +246,79 @@ func appendObject(out, whole []byte, start, end int64) []byte {
 	}
 	out = append(out, body...)
 	return append(out, tagEnd)
+}
+
+// TestCallerCost measures what naming the callers costs: memdoctor's CPU
+// and allocation for a 3 s session of a busy process (gcload.py flush)
+// without and with the stacks kept and the rundown read after it, the
+// time the rundown session takes (start to the end of its stream) and the
+// target's CPU for it; GCLOAD_METHODS=N gives the target N more methods.
+// Run with MEMDOCTOR_DOTNET_BENCH=1; the figures are logged
+// (docs/runtimes/dotnet.md).
+func TestCallerCost(t *testing.T) {
+	if os.Getenv("MEMDOCTOR_DOTNET_BENCH") == "" {
+		t.Skip("a measurement of a minute: set MEMDOCTOR_DOTNET_BENCH=1")
+	}
+	if v, err := strconv.Atoi(os.Getenv("MEMDOCTOR_RUNDOWN_MB")); err == nil {
+		rundownBufferMB = uint32(v)
+	}
+	busy := startLoad(t, "flush", 300, "GCLOAD_METHODS="+os.Getenv("GCLOAD_METHODS"))
+	if os.Getenv("GCLOAD_METHODS") != "" {
+		// The methods are compiled after the runtime is up.
+		for start := time.Now(); !slices.ContainsFunc(busy.output(), func(s string) bool { return strings.HasPrefix(s, "methods ") }); time.Sleep(time.Second) {
+			if time.Since(start) > 5*time.Minute {
+				t.Fatal("the methods not compiled after 5 minutes")
+			}
+		}
+		time.Sleep(2 * time.Second)
+	}
+	ep, err := Find(busy.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ep.Close() }()
+	targetCPU := func() time.Duration {
+		st, err := procfs.Live().ProcStat(busy.pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(st.UTimeTicks+st.STimeTicks) * 10 * time.Millisecond
+	}
+	for i := 0; i < 4; i++ {
+		callers := i%2 == 1
+		var ru0, ru1 syscall.Rusage
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+		st, cn, cl := NewGCStats(), NewCounters(), NewCallers()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		provs := append(GCProviders(true), CounterProvider(1))
+		_, err := Trace(ctx, ep.Dial, SessionOptions{Providers: provs, KeepStacks: callers, Answer: 30 * time.Second, Drain: 30 * time.Second},
+			func(e *Event) { st.Add(e); cn.Add(e); cl.Add(e) })
+		stopped := time.Now()
+		deadline, _ := ctx.Deadline()
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the GC session ended %v after its window", stopped.Sub(deadline).Round(time.Millisecond))
+		var rd string
+		if callers {
+			c0, start := targetCPU(), time.Now()
+			p, err := RundownMethods(context.Background(), ep.Dial, 30*time.Second, cl.Add)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl.Native = nativeOf(t, busy.pid)
+			named, unnamed := cl.Named()
+			rd = fmt.Sprintf("; rundown %v (target CPU %v), %d events, %d method events, %d blocks; callers %+v, %d unnamed",
+				time.Since(start).Round(time.Millisecond), targetCPU()-c0, p.Events, cl.MethodEvents, p.Blocks, named, unnamed)
+		}
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+		runtime.ReadMemStats(&m1)
+		cpu := time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()) + time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano())
+		t.Logf("callers %v: %v CPU, %d bytes allocated, heap in use %d -> %d, max RSS %d KiB; %d GC events, %d induced%s",
+			callers, cpu.Round(100*time.Microsecond), m1.TotalAlloc-m0.TotalAlloc, m0.HeapInuse, m1.HeapInuse, ru1.Maxrss, st.Events, cl.Induced, rd)
+	}
 }

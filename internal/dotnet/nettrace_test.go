@@ -133,9 +133,8 @@ func TestParseCounters(t *testing.T) {
 // Server GC fires on the GC's own threads, all with one stack; GCTriggered
 // fires on the thread that asked, with that thread's stack (one for the
 // induced collections, another for the ones large allocations
-// triggered). Naming the caller needs the addresses of those stacks
-// resolved against the methods' loads or the rundown, which memdoctor
-// does not do (docs/runtimes/dotnet.md).
+// triggered). Callers names the caller from those stacks and a rundown
+// (TestCallersCaptures).
 func TestStacksOfTriggers(t *testing.T) {
 	p := NewParser(bytes.NewReader(readCapture(t, "busy-counters-3.1.nettrace")), Limits{})
 	startStacks, triggerStacks := map[uint32]bool{}, map[uint32]map[uint32]bool{}

@@ -225,7 +225,7 @@ func traceInto(ctx context.Context, pid int, verbose, stacks bool, fn func(*dotn
 }
 
 // rundownDrain bounds the reading of a rundown after its session's stop.
-const rundownDrain = 5 * time.Second
+const rundownDrain = 10 * time.Second
 
 // namedCallers names the callers of the induced collections whose stacks
 // cl kept: when an address is not named yet, a second session, stopped at
@@ -242,11 +242,11 @@ func namedCallers(ctx context.Context, pid int, cl *dotnet.Callers) []dotnet.Cal
 		if err != nil {
 			return nil
 		}
-		_, err = dotnet.RundownMethods(ctx, ep.Dial, rundownDrain, cl.Add)
+		// A rundown cut short (its stop unanswered, its stream past the
+		// drain) still names what it read: each name read is the
+		// runtime's own record of a method's code.
+		_, _ = dotnet.RundownMethods(ctx, ep.Dial, rundownDrain, cl.Add)
 		_ = ep.Close()
-		if err != nil {
-			return nil
-		}
 	}
 	if maps, err := procfs.Live().ProcMaps(pid); err == nil {
 		cl.Native = func(a uint64) string {

@@ -17,6 +17,10 @@ the runtime is up (LIMIT: the memory the GC may use, its heap hard limit
 when one is set), and stops by itself after the seconds given (default
 60) so that no test leaves it behind.
 
+GCLOAD_METHODS=N (flush) also compiles N more emitted methods (Acme.Many),
+for the size and the time of a rundown of many methods, and prints
+"methods N" when they are.
+
 GCLOAD_PROPS (a JSON object) adds to or replaces the runtimeconfig.json's
 configProperties; GCLOAD_KEEP_CONFIG=1 writes the file beside this script
 (its name with .runtimeconfig.json) and keeps it there, where memdoctor
@@ -97,7 +101,8 @@ else:
         from System.Reflection import AssemblyName, MethodAttributes, TypeAttributes
         from System.Reflection.Emit import AssemblyBuilder, AssemblyBuilderAccess, OpCodes
         asm = AssemblyBuilder.DefineDynamicAssembly(AssemblyName("Acme.Cache"), AssemblyBuilderAccess.Run)
-        tb = asm.DefineDynamicModule("Acme.Cache").DefineType(
+        mod = asm.DefineDynamicModule("Acme.Cache")
+        tb = mod.DefineType(
             "Acme.Cache", TypeAttributes.Public | TypeAttributes.Class | TypeAttributes.Sealed)
         mb = tb.DefineMethod("Flush", MethodAttributes.Public | MethodAttributes.Static,
                              System.Int32, System.Type.EmptyTypes)
@@ -116,6 +121,20 @@ else:
         il.Emit(OpCodes.Ret)
         flush = System.Delegate.CreateDelegate(System.Func[System.Int32], tb.CreateType().GetMethod("Flush"))
         collect = flush.Invoke
+        many = int(os.environ.get("GCLOAD_METHODS") or 0)
+        if many > 0:
+            tm = mod.DefineType("Acme.Many", TypeAttributes.Public | TypeAttributes.Class)
+            for i in range(many):
+                m = tm.DefineMethod("M%d" % i, MethodAttributes.Public | MethodAttributes.Static,
+                                    System.Int32, System.Type.EmptyTypes)
+                g = m.GetILGenerator()
+                g.Emit(OpCodes.Ldc_I4, i)
+                g.Emit(OpCodes.Ret)
+            prepare = System.Runtime.CompilerServices.RuntimeHelpers.PrepareMethod
+            for m in tm.CreateType().GetMethods():
+                if m.Name.startswith("M"):
+                    prepare(m.MethodHandle)
+            print("methods", many, flush=True)
     cache = []
     nextgc = time.monotonic()
     while time.monotonic() < end:
