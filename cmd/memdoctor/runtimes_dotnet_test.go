@@ -312,3 +312,35 @@ func TestRuntimeDotNetRecord(t *testing.T) {
 		t.Errorf("%s fired for the idle .NET process: %s", id, f.Summary)
 	}
 }
+
+// A .NET process in a memory cgroup of the test's own, limited to 2 GiB:
+// the remedy of gc_large_object_allocation names the cgroup and its limit
+// (the heap hard limit is a share of it), and check --json joins the
+// runtime to its cgroup.
+func TestRuntimeDotNetCgroupLimit(t *testing.T) {
+	requireLinuxRoot(t)
+	binary(t)
+	name := fmt.Sprintf("memdoctor-dotnet-%d-%d", os.Getpid(), time.Now().UnixNano())
+	dir := testCgroup(t, "", name, 2<<30)
+	busy := startDotNet(t, "busy")
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(busy.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	rep := checkJSON(t, "--top", "30", "--gc-interval", "3s", "--pid", strconv.Itoa(busy.Process.Pid))
+	rt := runtimeOf(t, rep, "pid/"+strconv.Itoa(busy.Process.Pid))
+	if rt.Cgroup != "/"+name || rt.CgroupLimitBytes == nil || *rt.CgroupLimitBytes != 2<<30 {
+		t.Errorf("runtime joined to cgroup %q, limit %v: want /%s, 2 GiB", rt.Cgroup, rt.CgroupLimitBytes, name)
+	}
+	fl := findingsAbout(rep, fmt.Sprintf("(pid %d)", busy.Process.Pid))["gc_large_object_allocation"]
+	if fl == nil {
+		t.Fatalf("gc_large_object_allocation did not fire for the process allocating 200 KB arrays")
+	}
+	want := "its memory cgroup /" + name + " is limited to 2.00 GiB: set a heap hard limit"
+	found := false
+	for _, r := range fl.Remedies {
+		found = found || strings.Contains(r.Title, want) && strings.Contains(strings.Join(r.Commands, "\n"), "# 75% of 2.00 GiB (hex)")
+	}
+	if !found {
+		t.Errorf("remedies %+v do not name the cgroup's limit (%q)", fl.Remedies, want)
+	}
+}

@@ -62,6 +62,12 @@ type Runtime struct {
 	// ProcessInfo): os, arch, runtime_cookie, command_line (its secrets
 	// masked).
 	Process map[string]string `json:"process,omitempty"`
+	// Cgroup is the memory cgroup of the runtime's process, when check
+	// joined the process to it (memdoctor_process_cgroup_info);
+	// CgroupLimitBytes the lowest memory limit (memory.max or memory.high)
+	// of that cgroup and its ancestors, nil when none is set.
+	Cgroup           string `json:"cgroup,omitempty"`
+	CgroupLimitBytes *int64 `json:"cgroup_limit_bytes,omitempty"`
 	// UptimeSeconds is the time since the process started, when known.
 	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
 
