@@ -128,6 +128,42 @@ func TestRuntimeDotNetPort(t *testing.T) {
 	}
 }
 
+// gc_induced names the caller of GC.Collect(): Acme.Cache.Flush, a managed
+// method (emitted at run time) for one process; pythonnet's bridge for the
+// one calling it from Python. The JSON carries the counts per caller.
+func TestRuntimeDotNetCaller(t *testing.T) {
+	binary(t)
+	flush := startDotNet(t, "flush")
+	busy := startDotNet(t, "busy")
+	rep := runCheck(t, "--gc-interval", "3s", "--pid", fmt.Sprintf("%d,%d", flush.Process.Pid, busy.Process.Pid))
+
+	fi := findingsAbout(rep, fmt.Sprintf("(pid %d)", flush.Process.Pid))["gc_induced"]
+	if fi == nil {
+		t.Fatalf("gc_induced did not fire for the process calling GC.Collect() from Acme.Cache.Flush; notes %v", rep.Notes)
+	}
+	total, _ := evidence(fi, "induced_collections")
+	n, _ := evidence(fi, "caller")
+	want := fmt.Sprintf("induced by GC.Collect() called from Acme.Cache.Flush (%.0f of %.0f induced collections)", n, total)
+	if n < 1 || n > total || !strings.Contains(fi.Summary, want) {
+		t.Errorf("gc_induced: %s\nwant %q", fi.Summary, want)
+	}
+	if len(fi.Remedies) == 0 || !strings.Contains(fi.Remedies[0].Title, "GC.Collect() call in Acme.Cache.Flush") {
+		t.Errorf("remedies %+v do not name the caller", fi.Remedies)
+	}
+	rt := runtimeOf(t, rep, "pid/"+strconv.Itoa(flush.Process.Pid))
+	if len(rt.InducedCallers) != 1 || rt.InducedCallers["Acme.Cache.Flush"] != n {
+		t.Errorf("induced_callers %v, want Acme.Cache.Flush: %v", rt.InducedCallers, n)
+	}
+
+	fb := findingsAbout(rep, fmt.Sprintf("(pid %d)", busy.Process.Pid))["gc_induced"]
+	if fb == nil {
+		t.Fatalf("gc_induced did not fire for the process calling GC.Collect() from Python")
+	}
+	if !strings.Contains(fb.Summary, "called from Python.Runtime.") || !strings.Contains(fb.Summary, "pythonnet's bridge") || strings.Contains(fb.Summary, "Acme") {
+		t.Errorf("gc_induced of the Python caller: %s", fb.Summary)
+	}
+}
+
 // SIGTERM ends check's GC interval early: the .NET session is stopped and
 // the report is made from the seconds read.
 func TestRuntimeDotNetSIGTERM(t *testing.T) {
@@ -276,5 +312,37 @@ func TestRuntimeDotNetRecord(t *testing.T) {
 	}
 	for id, f := range findingsAbout(&rep, fmt.Sprintf("(pid %d)", quiet.Process.Pid)) {
 		t.Errorf("%s fired for the idle .NET process: %s", id, f.Summary)
+	}
+}
+
+// A .NET process in a memory cgroup of the test's own, limited to 2 GiB:
+// the remedy of gc_large_object_allocation names the cgroup and its limit
+// (the heap hard limit is a share of it), and check --json joins the
+// runtime to its cgroup.
+func TestRuntimeDotNetCgroupLimit(t *testing.T) {
+	requireLinuxRoot(t)
+	binary(t)
+	name := fmt.Sprintf("memdoctor-dotnet-%d-%d", os.Getpid(), time.Now().UnixNano())
+	dir := testCgroup(t, "", name, 2<<30)
+	busy := startDotNet(t, "busy")
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(busy.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	rep := checkJSON(t, "--top", "30", "--gc-interval", "3s", "--pid", strconv.Itoa(busy.Process.Pid))
+	rt := runtimeOf(t, rep, "pid/"+strconv.Itoa(busy.Process.Pid))
+	if rt.Cgroup != "/"+name || rt.CgroupLimitBytes == nil || *rt.CgroupLimitBytes != 2<<30 {
+		t.Errorf("runtime joined to cgroup %q, limit %v: want /%s, 2 GiB", rt.Cgroup, rt.CgroupLimitBytes, name)
+	}
+	fl := findingsAbout(rep, fmt.Sprintf("(pid %d)", busy.Process.Pid))["gc_large_object_allocation"]
+	if fl == nil {
+		t.Fatalf("gc_large_object_allocation did not fire for the process allocating 200 KB arrays")
+	}
+	want := "its memory cgroup /" + name + " is limited to 2.00 GiB: set a heap hard limit"
+	found := false
+	for _, r := range fl.Remedies {
+		found = found || strings.Contains(r.Title, want) && strings.Contains(strings.Join(r.Commands, "\n"), "# 75% of 2.00 GiB (hex)")
+	}
+	if !found {
+		t.Errorf("remedies %+v do not name the cgroup's limit (%q)", fl.Remedies, want)
 	}
 }

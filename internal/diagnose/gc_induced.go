@@ -13,7 +13,10 @@ package diagnose
 // Evidence: induced collections per cause (the runtime's own counter:
 // Micrometer's cause label, Go's forced cycles; for a JVM read through
 // hsperfdata, check watches the cause of each collection between its two
-// readings), their rate, and the likely source of each cause. A JVM read
+// readings), their rate, and the likely source of each cause. For .NET
+// read through its diagnostics port, the method that called GC.Collect()
+// when the stacks of the collections' triggers name one (never a guess:
+// a stack that does not resolve names none). A JVM read
 // once has only the cause of its last collection: an explicit last cause
 // with old collections happening fires too.
 //
@@ -151,13 +154,20 @@ func (gcInduced) Eval(in *Input) []model.Finding {
 		if g.Old > 0 {
 			evs = append(evs, ev("old_collections", g.Old, "count"))
 		}
-		summary := fmt.Sprintf("%s had %s induced collections %s (%.1f a minute): %s", runtimeSubject(r), strings.Join(parts, ", "), span, perMin,
-			inducedSource(r.Runtime, names[0]))
+		source := inducedSource(r.Runtime, names[0])
+		callers := inducedCallers(r)
+		if len(callers) > 0 {
+			source = callerPhrase(callers, total)
+			for _, c := range callers {
+				evs = append(evs, model.Evidence{Name: "caller", Value: min(c.n, total), Unit: "count", Text: c.name})
+			}
+		}
+		summary := fmt.Sprintf("%s had %s induced collections %s (%.1f a minute): %s", runtimeSubject(r), strings.Join(parts, ", "), span, perMin, source)
 		if inferred {
 			summary += " (inferred: the JVM's last collection cause is explicit and old collections are happening)"
 		}
 		out = append(out, model.Finding{ID: "gc_induced", Severity: sev, Subject: runtimeSubject(r), Summary: summary,
-			Evidence: evs, Remedies: inducedRemedies(r)})
+			Evidence: evs, Remedies: inducedRemedies(r, callers)})
 	}
 	return out
 }
@@ -170,7 +180,51 @@ func explicitCause(c string) bool {
 	return false
 }
 
-func inducedRemedies(r *model.Runtime) []model.Remedy {
+// caller is a method named as the caller of GC.Collect() and how many
+// induced collections it asked for.
+type caller struct {
+	name string
+	n    float64
+}
+
+// maxCallerName bounds a caller's name shown (the names are the target's
+// words).
+const maxCallerName = 512
+
+// inducedCallers are a runtime's named callers of GC.Collect(), most
+// collections first; names that could not be shown as they are (too
+// long, control or invisible characters) are left out.
+func inducedCallers(r *model.Runtime) []caller {
+	var out []caller
+	for n, v := range r.InducedCallers {
+		if v > 0 && n != "" && len(n) <= maxCallerName && model.Printable(n) && !strings.ContainsAny(n, " \t") {
+			out = append(out, caller{n, v})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].n != out[j].n {
+			return out[i].n > out[j].n
+		}
+		return out[i].name < out[j].name
+	})
+	return out
+}
+
+// callerPhrase says who called GC.Collect(): "induced by GC.Collect()
+// called from Acme.Cache.Flush (20 of 20 induced collections)".
+func callerPhrase(callers []caller, total float64) string {
+	var parts []string
+	for _, c := range callers {
+		p := fmt.Sprintf("%s (%.0f of %.0f induced collections)", c.name, min(c.n, total), total)
+		if strings.HasPrefix(c.name, "Python.Runtime.") {
+			p += ", pythonnet's bridge: the call came from Python code hosting the runtime (or from a method it called whose last call this was)"
+		}
+		parts = append(parts, p)
+	}
+	return "induced by GC.Collect() called from " + strings.Join(parts, "; ") + ": each a blocking collection of that generation"
+}
+
+func inducedRemedies(r *model.Runtime, callers []caller) []model.Remedy {
 	switch r.Runtime {
 	case "jvm":
 		return []model.Remedy{
@@ -182,8 +236,15 @@ func inducedRemedies(r *model.Runtime) []model.Remedy {
 				Risk: "NIO direct-buffer allocation relies on System.gc() to free unreachable buffers: OutOfMemoryError: Direct buffer memory becomes possible"},
 		}
 	case "dotnet":
+		title := "remove GC.Collect calls; if the host induces them near its memory limit, raise the limit or lower the heap"
+		switch {
+		case len(callers) > 0 && strings.HasPrefix(callers[0].name, "Python.Runtime."):
+			title = "remove the GC.Collect() calls the Python code makes through pythonnet; if the host induces collections near its memory limit, raise the limit or lower the heap"
+		case len(callers) > 0:
+			title = "remove the GC.Collect() call in " + callers[0].name + " (the program's or that of the library it belongs to); if the host induces collections near its memory limit, raise the limit or lower the heap"
+		}
 		return []model.Remedy{
-			{Title: "remove GC.Collect calls; if the host induces them near its memory limit, raise the limit or lower the heap",
+			{Title: title,
 				Commands: []string{"dotnet-trace collect -p <pid> --profile gc-collect   # GC reasons (Induced, LowMemory)", dotnetVar(r, "GCHeapHardLimitPercent") + "=0x50 <command>   # 80% (hex)"},
 				Risk:     "a higher limit lets the process use more memory before it is stopped"},
 		}

@@ -30,6 +30,7 @@ package diagnose
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/memdoctor/memdoctor/internal/format"
 	"github.com/memdoctor/memdoctor/internal/model"
@@ -147,10 +148,25 @@ func largeRemedies(r *model.Runtime) []model.Remedy {
 		budget.Commands = append(budget.Commands, dotnetVar(r, "gcServer")+"=1 <command>   # or <ServerGarbageCollector>true</ServerGarbageCollector>")
 	}
 	budget.Commands = append(budget.Commands, "DOTNET_GCDynamicAdaptationMode=1 <command>   # .NET 8+: DATAS")
-	if limit == "" {
-		budget.Commands = append(budget.Commands, dotnetVar(r, "GCHeapHardLimitPercent")+"=0x4B <command>   # 75% of the container's limit (hex)")
-	} else {
+	container := "the container's limit"
+	switch {
+	case limit != "":
 		budget.Title += "; its heap hard limit is " + limit
+	case r.CgroupLimitBytes != nil:
+		// The process runs under a memory limit: name it.
+		container = format.Bytes(*r.CgroupLimitBytes)
+		cg := ""
+		if model.Printable(r.Cgroup) && len(r.Cgroup) <= 256 {
+			cg = " " + r.Cgroup
+		}
+		budget.Title = strings.Replace(budget.Title, "in a container set a heap hard limit",
+			"its memory cgroup"+cg+" is limited to "+container+": set a heap hard limit", 1)
+	case r.Cgroup != "":
+		// Joined to its cgroup, which has no limit: no container advice.
+		budget.Title = strings.Replace(budget.Title, "; in a container set a heap hard limit so budgets follow the limit", "", 1)
+	}
+	if limit == "" && (r.CgroupLimitBytes != nil || r.Cgroup == "") {
+		budget.Commands = append(budget.Commands, dotnetVar(r, "GCHeapHardLimitPercent")+"=0x4B <command>   # 75% of "+container+" (hex)")
 	}
 	return []model.Remedy{
 		{Title: "pool large buffers instead of allocating one per request: ArrayPool<byte>.Shared.Rent/Return (or RecyclableMemoryStream for streams)",

@@ -446,3 +446,53 @@ func TestProcessInfoAndEnvironment(t *testing.T) {
 		t.Errorf("a cut string parsed")
 	}
 }
+
+// A rundown session asks for the rundown and stops at once; a runtime that
+// then streams forever and never answers the stop holds it no longer than
+// the answer's deadline and the drain, and its events cost no memory.
+func TestHostileRundownEndless(t *testing.T) {
+	block := make([]byte, 64<<10)
+	binary.LittleEndian.PutUint16(block, 20)
+	block[2] = 1
+	for off := 20; off+4 <= len(block); off += 4 {
+		copy(block[off:], []byte{flDataLength, 0, 1, 0})
+	}
+	asked := make(chan []byte, 4)
+	ep := fakePort(t, func(c net.Conn) {
+		var h [headerSize]byte
+		if _, err := io.ReadFull(c, h[:]); err != nil {
+			return
+		}
+		body := make([]byte, int(binary.LittleEndian.Uint16(h[14:]))-headerSize)
+		if _, err := io.ReadFull(c, body); err != nil {
+			return
+		}
+		asked <- append(h[16:18:18], body...)
+		if h[17] == cmdStopTracing {
+			time.Sleep(3 * time.Second)
+			return
+		}
+		endless(c, block)
+	})
+	cl := NewCallers()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	_, err := RundownMethods(context.Background(), ep.Dial, 300*time.Millisecond, cl.Add)
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	if took > 2*time.Second || err == nil {
+		t.Errorf("a rundown that never ends: %v after %v, want an error within 2 s", err, took)
+	}
+	first := <-asked
+	if first[1] != cmdCollectTracing2 || binary.LittleEndian.Uint32(first[2:]) != rundownBufferMB || first[2+8] != 1 {
+		t.Errorf("request %x: want CollectTracing2 with %d MB and the rundown", first[:12], rundownBufferMB)
+	}
+	if stop := <-asked; stop[1] != cmdStopTracing {
+		t.Errorf("second request %d, want StopTracing", stop[1])
+	}
+	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 8<<20 || cl.MethodEvents != 0 {
+		t.Errorf("the heap grew by %d bytes, %d method events", grew, cl.MethodEvents)
+	}
+}

@@ -64,6 +64,7 @@ type Provider struct {
 const (
 	RuntimeProvider = "Microsoft-Windows-DotNETRuntime"
 	KeywordGC       = 0x1
+	LevelCritical   = 1
 	LevelInfo       = 4
 	LevelVerbose    = 5
 )
@@ -97,14 +98,14 @@ func appendString(b []byte, s string) []byte {
 // collectTracing is the CollectTracing request: circular buffer size in
 // MiB, format, then the providers. v2 is CollectTracing2 (.NET 5+), which
 // adds whether to send the rundown (the loaded methods and modules) at the
-// end: memdoctor asks for none.
-func collectTracing(bufferMB uint32, providers []Provider, v2 bool) ([]byte, error) {
+// end: rundown.
+func collectTracing(bufferMB uint32, providers []Provider, v2, rundown bool) ([]byte, error) {
 	var p []byte
 	p = binary.LittleEndian.AppendUint32(p, bufferMB)
 	p = binary.LittleEndian.AppendUint32(p, formatNetTrace)
 	cmd := byte(cmdCollectTracing)
 	if v2 {
-		p = append(p, 0) // requestRundown: false
+		p = append(p, b2u8(rundown)) // requestRundown
 		cmd = cmdCollectTracing2
 	}
 	p = binary.LittleEndian.AppendUint32(p, uint32(len(providers)))
@@ -115,6 +116,13 @@ func collectTracing(bufferMB uint32, providers []Provider, v2 bool) ([]byte, err
 		p = appendString(p, pr.Filter)
 	}
 	return message(setEventPipe, cmd, p)
+}
+
+func b2u8(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func stopTracing(session uint64) ([]byte, error) {

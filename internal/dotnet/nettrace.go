@@ -100,6 +100,10 @@ type Event struct {
 	// StackID names the event's stack in the stream's stack blocks (0:
 	// none).
 	StackID uint32
+	// Stack is that stack's return addresses, innermost first, when the
+	// parser keeps stacks (Parser.KeepStacks) and has it (valid only
+	// during the callback).
+	Stack   []uint64
 	Payload []byte
 }
 
@@ -124,7 +128,25 @@ type Parser struct {
 	Events, Blocks, Stacks int
 	// onObject, when set, is told the offset after each object.
 	onObject func(pos int64)
+
+	// KeepStacks makes the parser keep the stacks of the stack blocks
+	// so that each event carries its own (Event.Stack): those since the
+	// latest sequence point (the runtime numbers stacks afresh after
+	// each), at most maxStackAddrs addresses in all; stacks past that
+	// are dropped (their events carry none) and counted in
+	// StacksDropped.
+	KeepStacks    bool
+	StacksDropped int
+	stacks        map[uint32][]uint64
+	stackAddrs    int
 }
+
+// maxStackAddrs bounds the return addresses kept between two sequence
+// points (2 MiB), maxFrames a stack's.
+const (
+	maxStackAddrs = 1 << 18
+	maxFrames     = 256
+)
 
 // NewParser reads from r within lim (zero fields take DefaultLimits').
 func NewParser(r io.Reader, lim Limits) *Parser {
@@ -319,25 +341,64 @@ func (p *Parser) object(name string, version uint32, fn func(*Event)) error {
 		}
 		if name == "StackBlock" {
 			p.stackBlock(b)
+		} else if name == "SPBlock" && p.stacks != nil {
+			// The runtime numbers the stacks afresh after a sequence
+			// point: those kept are no one's any more.
+			clear(p.stacks)
+			p.stackAddrs = 0
 		}
-		return nil // sequence points: not needed
+		return nil
 	}
 	return fmt.Errorf("%w: unknown object %q (version %d)", ErrFormat, name, version)
 }
 
 // stackBlock counts a stack block's stacks (their first id and number,
-// then each a size and that many bytes of return addresses): the
-// addresses are not kept.
+// then each a size and that many bytes of return addresses, of the
+// trace's pointer size) and keeps their addresses when KeepStacks.
 func (p *Parser) stackBlock(b []byte) {
 	c := &cursor{b: b}
-	c.u32("first stack id")
+	first := c.u32("first stack id")
 	n := c.u32("stack count")
 	for i := uint32(0); i < n && c.err == nil; i++ {
 		size := c.u32("stack size")
-		if c.take(int(size), "stack") != nil && size > 0 {
-			p.Stacks++
+		raw := c.take(int(size), "stack")
+		if raw == nil || size == 0 {
+			continue
+		}
+		p.Stacks++
+		if p.KeepStacks {
+			p.keepStack(first+i, raw)
 		}
 	}
+}
+
+func (p *Parser) keepStack(id uint32, raw []byte) {
+	ptr := int(p.Info.PointerSize)
+	if ptr != 4 && ptr != 8 {
+		ptr = 8
+	}
+	k := min(len(raw)/ptr, maxFrames)
+	if p.stacks == nil {
+		p.stacks = map[uint32][]uint64{}
+	}
+	if old, ok := p.stacks[id]; ok {
+		p.stackAddrs -= len(old)
+		delete(p.stacks, id)
+	}
+	if p.stackAddrs+k > maxStackAddrs {
+		p.StacksDropped++
+		return
+	}
+	a := make([]uint64, k)
+	for j := range a {
+		if ptr == 8 {
+			a[j] = binary.LittleEndian.Uint64(raw[j*8:])
+		} else {
+			a[j] = uint64(binary.LittleEndian.Uint32(raw[j*4:]))
+		}
+	}
+	p.stacks[id] = a
+	p.stackAddrs += k
 }
 
 // Compressed header flags.
@@ -473,6 +534,9 @@ func (p *Parser) events(b []byte, isMeta bool, fn func(*Event)) error {
 		}
 		ev = Event{Meta: m, ThreadID: h.thread, StackID: h.stack, Payload: payload,
 			Time: float64(int64(h.timestamp)-p.Info.QPCSync) / float64(p.Info.QPCFrequency)}
+		if p.stacks != nil && h.stack != 0 {
+			ev.Stack = p.stacks[h.stack]
+		}
 		fn(&ev)
 	}
 	return nil

@@ -133,9 +133,8 @@ func TestParseCounters(t *testing.T) {
 // Server GC fires on the GC's own threads, all with one stack; GCTriggered
 // fires on the thread that asked, with that thread's stack (one for the
 // induced collections, another for the ones large allocations
-// triggered). Naming the caller needs the addresses of those stacks
-// resolved against the methods' loads or the rundown, which memdoctor
-// does not do (docs/runtimes/dotnet.md).
+// triggered). Callers names the caller from those stacks and a rundown
+// (TestCallersCaptures).
 func TestStacksOfTriggers(t *testing.T) {
 	p := NewParser(bytes.NewReader(readCapture(t, "busy-counters-3.1.nettrace")), Limits{})
 	startStacks, triggerStacks := map[uint32]bool{}, map[uint32]map[uint32]bool{}
@@ -310,14 +309,20 @@ func TestGCEventVersions(t *testing.T) {
 // FuzzParse: any stream parses to an error or an end within the limits,
 // never a panic or a hang. Seeds: the recorded captures.
 func FuzzParse(f *testing.F) {
-	for _, n := range []string{"busy-info-3.1.nettrace", "quiet-info-3.1.nettrace", "busy-counters-3.1.nettrace"} {
+	for _, n := range []string{"busy-info-3.1.nettrace", "quiet-info-3.1.nettrace", "busy-counters-3.1.nettrace",
+		"flush-stacks-3.1.nettrace", "flush-rundown-3.1.nettrace"} {
 		f.Add(readCapture(f, n))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		cn := NewCounters()
 		st := NewGCStats()
+		cl := NewCallers()
 		p := NewParser(bytes.NewReader(b), Limits{MaxBlock: 64 << 10, MaxMetadata: 64, MaxBytes: 1 << 20})
-		_ = p.Run(func(e *Event) { st.Add(e); cn.Add(e) })
+		p.KeepStacks = true
+		_ = p.Run(func(e *Event) { st.Add(e); cn.Add(e); cl.Add(e) })
+		if named, unnamed := cl.Named(); len(named) > maxInducedStacks || unnamed > cl.Induced || p.stackAddrs > maxStackAddrs || len(cl.names) > cl.Addresses() {
+			t.Fatalf("%d callers, %d unnamed of %d, %d stack addresses, %d names for %d addresses", len(named), unnamed, cl.Induced, p.stackAddrs, len(cl.names), cl.Addresses())
+		}
 		if len(cn.Last)+len(cn.Sum) > maxCounters || cn.Reports > len(b) {
 			t.Fatalf("%d counters, %d reports from %d bytes", len(cn.Last)+len(cn.Sum), cn.Reports, len(b))
 		}

@@ -118,6 +118,12 @@ func traceFor(t testing.TB, pid int, d time.Duration, verbose bool) (*GCStats, [
 // collector and the counters, and the raw stream.
 func traceWith(t testing.TB, pid int, d time.Duration, provs []Provider) (*GCStats, *Counters, []byte) {
 	t.Helper()
+	return traceWithOpt(t, pid, d, SessionOptions{Providers: provs})
+}
+
+// traceWithOpt is traceWith with the session's options.
+func traceWithOpt(t testing.TB, pid int, d time.Duration, opt SessionOptions) (*GCStats, *Counters, []byte) {
+	t.Helper()
 	ep, err := Find(pid)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +148,7 @@ func traceWith(t testing.TB, pid int, d time.Duration, provs []Provider) (*GCSta
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	st, cn := NewGCStats(), NewCounters()
-	p, err := Trace(ctx, dial, SessionOptions{Providers: provs}, func(e *Event) {
+	p, err := Trace(ctx, dial, opt, func(e *Event) {
 		st.Add(e)
 		cn.Add(e)
 	})

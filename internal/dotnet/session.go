@@ -25,6 +25,17 @@ type SessionOptions struct {
 	// reading of the stream's end after StopTracing.
 	Answer, Drain time.Duration
 	Limits        Limits
+	// Rundown asks the runtime to send, when the session stops, the
+	// methods and modules it has loaded (CollectTracing2's
+	// requestRundown; a runtime that knows only CollectTracing always
+	// sends it).
+	Rundown bool
+	// KeepStacks keeps the stream's stacks so that each event carries
+	// its own (Parser.KeepStacks).
+	KeepStacks bool
+	// StopAtOnce stops the session as soon as it has started: a session
+	// asked only for its rundown.
+	StopAtOnce bool
 }
 
 // GCProviders asks for the runtime's GC events; verbose adds the
@@ -78,6 +89,7 @@ func Trace(ctx context.Context, dial Dialer, opt SessionOptions, fn func(*Event)
 		return nil, err
 	}
 	p := NewParser(c, opt.Limits)
+	p.KeepStacks = opt.KeepStacks
 	var mu sync.Mutex
 	done := make(chan error, 1)
 	go func() {
@@ -89,8 +101,14 @@ func Trace(ctx context.Context, dial Dialer, opt SessionOptions, fn func(*Event)
 	}()
 	var streamErr error
 	stopped := false
+	window := ctx.Done()
+	if opt.StopAtOnce {
+		now := make(chan struct{})
+		close(now)
+		window = now
+	}
 	select {
-	case <-ctx.Done():
+	case <-window:
 	case streamErr = <-done:
 		stopped = true
 	}
@@ -124,7 +142,7 @@ func start(ctx context.Context, dial Dialer, opt SessionOptions, v2 bool) (net.C
 	if v2 {
 		name = "CollectTracing2"
 	}
-	req, err := collectTracing(opt.BufferMB, opt.Providers, v2)
+	req, err := collectTracing(opt.BufferMB, opt.Providers, v2, opt.Rundown)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -157,6 +175,18 @@ func start(ctx context.Context, dial Dialer, opt SessionOptions, v2 bool) (net.C
 	return c, resp, nil
 }
 
+// RundownMethods runs a session that stops at once, only for its
+// rundown (the methods loaded, ReadyToRun ones among them), giving each
+// method event to fn; drain bounds each answer and the reading of the
+// rundown after the stop (the runtime may answer the stop only once its
+// rundown is written; a rundown cut there gives the methods read so far,
+// with the error). A session needs a provider: the runtime's at the GC
+// keyword and the critical level, which sends nothing of note.
+func RundownMethods(ctx context.Context, dial Dialer, drain time.Duration, fn func(*Event)) (*Parser, error) {
+	return Trace(ctx, dial, SessionOptions{Providers: []Provider{{Name: RuntimeProvider, Keywords: KeywordGC, Level: LevelCritical}},
+		BufferMB: rundownBufferMB, Rundown: true, StopAtOnce: true, Answer: drain, Drain: drain}, fn)
+}
+
 // stop sends StopTracing for the session on a connection of its own.
 func stop(dial Dialer, session uint64, answer time.Duration) error {
 	req, err := stopTracing(session)
@@ -181,3 +211,10 @@ func stop(dial Dialer, session uint64, answer time.Duration) error {
 	}
 	return nil
 }
+
+// rundownBufferMB is the runtime's buffer for a rundown session, taken
+// as the rundown is written and freed with the session: the runtime
+// writes the rundown faster than it streams it, and drops what the
+// buffer cannot hold (measured on 3.1.23, a process of 24,000 methods:
+// 16 MB kept 8,700 of them, 128 MB all).
+var rundownBufferMB uint32 = 64

@@ -19,6 +19,7 @@ func Analyze(s *sample.Snapshot, source string) *Host {
 	h.Reclaim = reclaim(s, h.Info.UptimeSeconds)
 	h.Runtimes = RuntimesOf(s)
 	attachSlack(h)
+	attachCgroupLimits(h)
 	h.Users = users(s)
 	if rec := RecommendScaleFactor(h); rec > 0 {
 		h.Watermarks.Recommended = h.Watermarks.Evaluate(rec)

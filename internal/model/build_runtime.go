@@ -45,10 +45,11 @@ const (
 	RTLargeTrig = "memdoctor_runtime_gc_large_triggered_total"
 	rtSettings  = "memdoctor_runtime_gc_settings_info"
 	rtProcess   = "memdoctor_runtime_process_info"
+	rtCaller    = "memdoctor_runtime_gc_induced_caller_total"
 )
 
 // RuntimeSeries lists every normalised series, for rules' Reads.
-var RuntimeSeries = []string{RTInfo, RTGCSeconds, RTColl, RTInduced, RTLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated, rtPending, rtPendLimit, rtLargeAllo, RTLargeTrig, rtSettings, rtProcess}
+var RuntimeSeries = []string{RTInfo, RTGCSeconds, RTColl, RTInduced, RTLive, rtCommitted, rtLimit, rtResident, rtLOH, rtStart, rtLastCause, rtCollected, rtPromoted, rtAllocated, rtPending, rtPendLimit, rtLargeAllo, RTLargeTrig, rtSettings, rtProcess, rtCaller}
 
 // RuntimesOf builds the runtime models of a snapshot, one per target.
 func RuntimesOf(s *sample.Snapshot) []Runtime {
@@ -124,6 +125,11 @@ func RuntimesOf(s *sample.Snapshot) []Runtime {
 				r.GCSettings = ownLabels(m.Labels)
 			case rtProcess:
 				r.Process = ownLabels(m.Labels)
+			case rtCaller:
+				if r.InducedCallers == nil {
+					r.InducedCallers = map[string]float64{}
+				}
+				r.InducedCallers[m.Labels.Get("caller")] += m.Value
 			case rtCollected:
 				if m.Labels.Get("generation") == "old" {
 					r.CollectedOld = f(m.Value)

@@ -112,6 +112,33 @@ func attachSlack(h *Host) {
 }
 
 // within says whether cgroup cg is p or below it.
+// attachCgroupLimits joins each runtime's process to its memory cgroup
+// and the lowest limit of the cgroup and its ancestors: a runtime that
+// sizes its heap from the memory it is given (.NET caps its heap at 75 %
+// of a container's limit) is told what it is.
+func attachCgroupLimits(h *Host) {
+	for _, m := range h.S.Select("memdoctor_process_cgroup_info") {
+		pid, err := strconv.Atoi(m.Labels.Get("pid"))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		cg := m.Labels.Get("cgroup")
+		for i := range h.Runtimes {
+			r := &h.Runtimes[i]
+			if r.PID != pid || cg == "" {
+				continue
+			}
+			r.Cgroup = cg
+			for _, u := range h.Cgroups.Top {
+				if u.LimitBytes != nil && within(cg, u.Cgroup) && (r.CgroupLimitBytes == nil || *u.LimitBytes < *r.CgroupLimitBytes) {
+					v := *u.LimitBytes
+					r.CgroupLimitBytes = &v
+				}
+			}
+		}
+	}
+}
+
 func within(cg, p string) bool {
 	return cg == p || p == "/" || strings.HasPrefix(cg, strings.TrimSuffix(p, "/")+"/")
 }

@@ -21,6 +21,12 @@ type Runtime struct {
 	OldCollections   *float64           `json:"old_collections_total,omitempty"`
 	FullCollections  *float64           `json:"full_collections_total,omitempty"`
 	Induced          map[string]float64 `json:"induced_total,omitempty"`
+	// InducedCallers counts induced collections by the method named as
+	// the caller of GC.Collect() (.NET through its diagnostics port, over
+	// check's GC interval): the first frame of the trigger's stack past
+	// the GC's own and the runtime's plumbing. Collections whose caller
+	// could not be named are in none.
+	InducedCallers map[string]float64 `json:"induced_callers,omitempty"`
 	// CollectedYoung and CollectedOld are objects freed per generation
 	// (CPython).
 	CollectedYoung *float64 `json:"collected_young_objects_total,omitempty"`
@@ -56,6 +62,12 @@ type Runtime struct {
 	// ProcessInfo): os, arch, runtime_cookie, command_line (its secrets
 	// masked).
 	Process map[string]string `json:"process,omitempty"`
+	// Cgroup is the memory cgroup of the runtime's process, when check
+	// joined the process to it (memdoctor_process_cgroup_info);
+	// CgroupLimitBytes the lowest memory limit (memory.max or memory.high)
+	// of that cgroup and its ancestors, nil when none is set.
+	Cgroup           string `json:"cgroup,omitempty"`
+	CgroupLimitBytes *int64 `json:"cgroup_limit_bytes,omitempty"`
 	// UptimeSeconds is the time since the process started, when known.
 	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
 

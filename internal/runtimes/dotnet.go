@@ -44,6 +44,10 @@ const (
 	// runtimeconfig.json's name, events). The heap hard limit in bytes is
 	// HeapLimit.
 	GCSettingsInfo = "memdoctor_runtime_gc_settings_info"
+	// InducedCaller counts induced collections by the method named as
+	// the caller of GC.Collect() (label caller), from the stacks of the
+	// collections' triggers resolved against the runtime's rundown.
+	InducedCaller = "memdoctor_runtime_gc_induced_caller_total"
 	// ProcessInfoSeries is 1, with labels os, arch, runtime_cookie and
 	// command_line (its secrets masked): the runtime's answer to
 	// ProcessInfo (.NET 5 on).
@@ -70,13 +74,14 @@ func coreclrVersion(evidence string) string {
 // DotNetWatch runs one GC session on each .NET process read through its
 // port, from StartDotNet until Stop.
 type DotNetWatch struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	stats  map[int]*dotnet.GCStats
-	counts map[int]*dotnet.Counters
-	errs   map[int]error
-	window map[int]time.Duration
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	stats   map[int]*dotnet.GCStats
+	counts  map[int]*dotnet.Counters
+	callers map[int][]dotnet.Caller
+	errs    map[int]error
+	window  map[int]time.Duration
 	// started counts the sessions.
 	started int
 
@@ -147,7 +152,7 @@ func (w *DotNetWatch) hold(pid int, ls *liveSession) {
 	defer w.wg.Done()
 	for w.ctx.Err() == nil {
 		ctx, cancel := context.WithTimeout(w.ctx, maxLiveSession)
-		err := traceInto(ctx, pid, w.verbose, func(e *dotnet.Event) {
+		err := traceInto(ctx, pid, w.verbose, false, func(e *dotnet.Event) {
 			ls.mu.Lock()
 			ls.st.Add(e)
 			ls.cn.Add(e)
@@ -166,8 +171,11 @@ func (w *DotNetWatch) hold(pid int, ls *liveSession) {
 // StartDotNet starts a session on every reading of res whose source is
 // the port. verbose adds the allocation ticks (the LOH allocation rate).
 func StartDotNet(ctx context.Context, res *Result, verbose bool) *DotNetWatch {
+	// parent ends when check is interrupted; the sessions' ctx at Stop.
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
-	w := &DotNetWatch{cancel: cancel, stats: map[int]*dotnet.GCStats{}, counts: map[int]*dotnet.Counters{}, errs: map[int]error{}, window: map[int]time.Duration{}}
+	w := &DotNetWatch{cancel: cancel, stats: map[int]*dotnet.GCStats{}, counts: map[int]*dotnet.Counters{}, callers: map[int][]dotnet.Caller{},
+		errs: map[int]error{}, window: map[int]time.Duration{}}
 	for _, rd := range res.Readings {
 		if rd.Runtime != DotNet || rd.Source != SourceEventPipe {
 			continue
@@ -178,9 +186,14 @@ func StartDotNet(ctx context.Context, res *Result, verbose bool) *DotNetWatch {
 		go func() {
 			defer w.wg.Done()
 			start := time.Now()
-			st, cn, err := traceGC(ctx, pid, verbose)
+			st, cn, cl, err := traceGC(ctx, pid, verbose)
+			window := time.Since(start)
+			var named []dotnet.Caller
+			if err == nil && parent.Err() == nil {
+				named = namedCallers(parent, pid, cl)
+			}
 			w.mu.Lock()
-			w.stats[pid], w.counts[pid], w.errs[pid], w.window[pid] = st, cn, err, time.Since(start)
+			w.stats[pid], w.counts[pid], w.callers[pid], w.errs[pid], w.window[pid] = st, cn, named, err, window
 			w.mu.Unlock()
 		}()
 	}
@@ -188,25 +201,64 @@ func StartDotNet(ctx context.Context, res *Result, verbose bool) *DotNetWatch {
 }
 
 // traceGC runs one session with the GC events and the System.Runtime
-// counters (every second).
-func traceGC(ctx context.Context, pid int, verbose bool) (*dotnet.GCStats, *dotnet.Counters, error) {
-	st, cn := dotnet.NewGCStats(), dotnet.NewCounters()
-	err := traceInto(ctx, pid, verbose, func(e *dotnet.Event) {
+// counters (every second), keeping the stacks of the induced
+// collections.
+func traceGC(ctx context.Context, pid int, verbose bool) (*dotnet.GCStats, *dotnet.Counters, *dotnet.Callers, error) {
+	st, cn, cl := dotnet.NewGCStats(), dotnet.NewCounters(), dotnet.NewCallers()
+	err := traceInto(ctx, pid, verbose, true, func(e *dotnet.Event) {
 		st.Add(e)
 		cn.Add(e)
+		cl.Add(e)
 	})
-	return st, cn, err
+	return st, cn, cl, err
 }
 
-func traceInto(ctx context.Context, pid int, verbose bool, fn func(*dotnet.Event)) error {
+func traceInto(ctx context.Context, pid int, verbose, stacks bool, fn func(*dotnet.Event)) error {
 	ep, err := dotnet.Find(pid)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = ep.Close() }()
 	provs := append(dotnet.GCProviders(verbose), dotnet.CounterProvider(1))
-	_, err = dotnet.Trace(ctx, ep.Dial, dotnet.SessionOptions{Providers: provs}, fn)
+	_, err = dotnet.Trace(ctx, ep.Dial, dotnet.SessionOptions{Providers: provs, KeepStacks: stacks}, fn)
 	return err
+}
+
+// rundownDrain bounds the reading of a rundown after its session's stop.
+const rundownDrain = 10 * time.Second
+
+// namedCallers names the callers of the induced collections whose stacks
+// cl kept: when an address is not named yet, a second session, stopped at
+// once, reads the runtime's rundown (the methods loaded, with their code
+// ranges); the frames no method covers are named by the target's memory
+// map (the runtime's own native code is plumbing). Only a process that
+// had induced collections pays for it.
+func namedCallers(ctx context.Context, pid int, cl *dotnet.Callers) []dotnet.Caller {
+	if cl == nil || cl.Induced == 0 || cl.Addresses() == 0 {
+		return nil
+	}
+	if cl.Unresolved() {
+		ep, err := dotnet.Find(pid)
+		if err != nil {
+			return nil
+		}
+		// A rundown cut short (its stop unanswered, its stream past the
+		// drain) still names what it read: each name read is the
+		// runtime's own record of a method's code.
+		_, _ = dotnet.RundownMethods(ctx, ep.Dial, rundownDrain, cl.Add)
+		_ = ep.Close()
+	}
+	if maps, err := procfs.Live().ProcMaps(pid); err == nil {
+		cl.Native = func(a uint64) string {
+			i := sort.Search(len(maps), func(i int) bool { return maps[i].End > a })
+			if i < len(maps) && maps[i].Start <= a {
+				return maps[i].Path
+			}
+			return ""
+		}
+	}
+	named, _ := cl.Named()
+	return named
 }
 
 // Empty says whether no session was started.
@@ -232,6 +284,7 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 	}
 	var st *dotnet.GCStats
 	var cn *dotnet.Counters
+	var callers []dotnet.Caller
 	zero := false
 	switch {
 	case w == nil:
@@ -245,7 +298,7 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 	default:
 		w.mu.Lock()
 		var err error
-		st, cn, err = w.stats[pid], w.counts[pid], w.errs[pid]
+		st, cn, callers, err = w.stats[pid], w.counts[pid], w.callers[pid], w.errs[pid]
 		w.mu.Unlock()
 		if st == nil {
 			if err == nil {
@@ -276,6 +329,9 @@ func dotnetReading(fsys procfs.FS, w *DotNetWatch, pid int, comm string, det Det
 		rd.add(Collections, float64(st.Collections[2]), "generation", Old)
 		for _, c := range inducedCauses(st) {
 			rd.add(Induced, float64(st.InducedBy[c]), "cause", c)
+		}
+		for _, c := range callers {
+			rd.add(InducedCaller, float64(c.Count), "caller", c.Name)
 		}
 		rd.add(LargeTriggered, float64(st.LargeTriggered[2]), "generation", Old)
 		rd.add(LargeAllocated, float64(st.AllocLarge))

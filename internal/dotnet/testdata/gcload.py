@@ -5,6 +5,9 @@ globalization, then one of:
   busy   forced gen2 collections by System.GC.Collect() every 0.1 s, 200 KB
          System.Byte[] (large object heap) as fast as it can, and objects
          kept alive (a bounded cache that grows into gen2);
+  flush  as busy, but System.GC.Collect() is called by Acme.Cache.Flush(),
+         a managed method emitted at start (System.Reflection.Emit: there
+         is no C# compiler here), which Python calls through a delegate;
   quiet  nothing: the runtime sits idle;
   loop   small allocations in a loop, printing the iteration count every
          0.5 s ("iters N"): the throughput a session costs.
@@ -13,6 +16,10 @@ It prints "ready PID VERSION server|workstation LATENCYMODE LIMIT" once
 the runtime is up (LIMIT: the memory the GC may use, its heap hard limit
 when one is set), and stops by itself after the seconds given (default
 60) so that no test leaves it behind.
+
+GCLOAD_METHODS=N (flush) also compiles N more emitted methods (Acme.Many),
+for the size and the time of a rundown of many methods, and prints
+"methods N" when they are.
 
 GCLOAD_PROPS (a JSON object) adds to or replaces the runtimeconfig.json's
 configProperties; GCLOAD_KEEP_CONFIG=1 writes the file beside this script
@@ -89,6 +96,45 @@ elif mode == "loop":
             print("iters", n, flush=True)
             nxt = now + 0.5
 else:
+    collect = lambda: System.GC.Collect(2, System.GCCollectionMode.Forced, True)  # noqa: E731
+    if mode == "flush":
+        from System.Reflection import AssemblyName, MethodAttributes, TypeAttributes
+        from System.Reflection.Emit import AssemblyBuilder, AssemblyBuilderAccess, OpCodes
+        asm = AssemblyBuilder.DefineDynamicAssembly(AssemblyName("Acme.Cache"), AssemblyBuilderAccess.Run)
+        mod = asm.DefineDynamicModule("Acme.Cache")
+        tb = mod.DefineType(
+            "Acme.Cache", TypeAttributes.Public | TypeAttributes.Class | TypeAttributes.Sealed)
+        mb = tb.DefineMethod("Flush", MethodAttributes.Public | MethodAttributes.Static,
+                             System.Int32, System.Type.EmptyTypes)
+        il = mb.GetILGenerator()
+        gc = System.Type.GetType("System.GC")
+        # GC.Collect(2, GCCollectionMode.Forced, true); return
+        # GC.CollectionCount(2). The call is not Flush's last, or the JIT's
+        # optimized tier would make it a tail call (a jump: Flush's frame
+        # would be on no stack).
+        il.Emit(OpCodes.Ldc_I4_2)
+        il.Emit(OpCodes.Ldc_I4_1)
+        il.Emit(OpCodes.Ldc_I4_1)
+        il.Emit(OpCodes.Call, gc.GetMethod("Collect", [System.Int32, System.GCCollectionMode, System.Boolean]))
+        il.Emit(OpCodes.Ldc_I4_2)
+        il.Emit(OpCodes.Call, gc.GetMethod("CollectionCount", [System.Int32]))
+        il.Emit(OpCodes.Ret)
+        flush = System.Delegate.CreateDelegate(System.Func[System.Int32], tb.CreateType().GetMethod("Flush"))
+        collect = flush.Invoke
+        many = int(os.environ.get("GCLOAD_METHODS") or 0)
+        if many > 0:
+            tm = mod.DefineType("Acme.Many", TypeAttributes.Public | TypeAttributes.Class)
+            for i in range(many):
+                m = tm.DefineMethod("M%d" % i, MethodAttributes.Public | MethodAttributes.Static,
+                                    System.Int32, System.Type.EmptyTypes)
+                g = m.GetILGenerator()
+                g.Emit(OpCodes.Ldc_I4, i)
+                g.Emit(OpCodes.Ret)
+            prepare = System.Runtime.CompilerServices.RuntimeHelpers.PrepareMethod
+            for m in tm.CreateType().GetMethods():
+                if m.Name.startswith("M"):
+                    prepare(m.MethodHandle)
+            print("methods", many, flush=True)
     cache = []
     nextgc = time.monotonic()
     while time.monotonic() < end:
@@ -100,5 +146,5 @@ else:
             del cache[:100]
         now = time.monotonic()
         if now >= nextgc:
-            System.GC.Collect(2, System.GCCollectionMode.Forced, True)
+            collect()
             nextgc = now + 0.1
