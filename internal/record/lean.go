@@ -67,6 +67,13 @@ func (r *Recorder) trimStartup() {
 	}
 }
 
+// TrimStartup is trimStartup for a lean recorder's command, as soon as
+// its flags are checked: before the store is opened and the listener
+// started, whose heap would otherwise come on top of the whole binary
+// start-up read (the recorder's peak). Errors are left to the recorder's
+// own trim, which logs them.
+func TrimStartup() { _, _, _ = trimExecutablePages() }
+
 // settleAfterFindings settles after an evaluation of the findings, which
 // runs in this process and maps code and tables sampling never uses: they
 // are unmapped and dropped again (trimExecutablePages).
