@@ -192,9 +192,6 @@ func corruptf(path, msg string) error {
 }
 
 // dsn builds the driver's URI for path.
-// readerIdle is how long an idle connection of the read pool stays open.
-const readerIdle = 5 * time.Second
-
 func dsn(path string, readOnly bool, params ...string) string {
 	var b strings.Builder
 	b.WriteString("file:")
@@ -239,11 +236,6 @@ func (s *Store) open(opt Options) error {
 		return fmt.Errorf("open store %s: %w", s.path, err)
 	}
 	s.rdb.SetMaxOpenConns(4)
-	// A reader's connection holds its page cache and SQLite's heap for it
-	// (about 1 MiB each): closed once idle, so that a recorder, which
-	// reads its store for a findings pass every few minutes, does not keep
-	// them between passes.
-	s.rdb.SetConnMaxIdleTime(readerIdle)
 	if err := s.initSchema(opt); err != nil {
 		return err
 	}
