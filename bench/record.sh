@@ -12,7 +12,9 @@
 # memory.kmem.usage_in_bytes, v2 kernel), with the counter the limit
 # applies to (memory.usage_in_bytes, v2 memory.current), the peak
 # (max_usage_in_bytes, v2 memory.peak), RSS (anonymous, file), CPU as a
-# share of one core, and the store's size.
+# share of one core, and the store's size; and, read once a second after
+# the first sample, the median and largest charge over the run (one
+# moment depends on whether a sample or an answer was just made).
 # Each binary runs from a fresh copy in a temporary directory (a new inode,
 # written out and dropped from the page cache before it starts): the page
 # cache is charged to the cgroup that first brings a page in, so run from
@@ -105,9 +107,25 @@ cpu() { awk -v t="$tck" '{ sub(/.*\) /, ""); split($0, f, " "); print (f[12] + f
 c0=$(cpu $pid); n0=0; [ -n "$nepid" ] && n0=$(cpu $nepid); b0=0; [ -n "$bapid" ] && b0=$(cpu $bapid)
 t0=$(date +%s.%N)
 i=0
+# snap NAME CGROUP: one line of NAME's charge now (anon file kernel, bytes)
+# into the series, for the medians over the run.
+snap() {
+	if [ $v = 1 ]; then
+		k=$(cat "$2/memory.kmem.usage_in_bytes" 2>/dev/null || echo 0)
+		awk -v n="$1" -v i="$i" -v k="$k" '$1 == "rss" { a = $2 } $1 == "cache" { f = $2 } END { print n, i, a, f, k }' "$2/memory.stat"
+	else
+		awk -v n="$1" -v i="$i" '$1 == "anon" { a = $2 } $1 == "file" { f = $2 } $1 == "kernel" { k = $2 }
+			$1 ~ /^(kernel_stack|pagetables|percpu|sock|slab)$/ { s += $2 } END { print n, i, a, f, (k != "" ? k : s + 0) }' "$2/memory.stat"
+	fi
+}
 while [ "$i" -lt "$secs" ]; do
 	sleep 1
 	i=$((i + 1))
+	{
+		snap memdoctor "$mdcg"
+		[ -n "$bapid" ] && snap memdoctor-base "$bacg"
+		[ -n "$nepid" ] && snap node_exporter "$necg"
+	} >>"$dir/series"
 	if [ $((i % 15)) = 0 ]; then
 		curl -s -o /dev/null "http://127.0.0.1:$mdport/metrics" || echo "scrape of memdoctor failed at $i s" >&2
 		[ -n "$baport" ] && { curl -s -o /dev/null "http://127.0.0.1:$baport/metrics" || echo "scrape of memdoctor-base failed at $i s" >&2; }
@@ -139,10 +157,10 @@ report() {
 } >"$dir/figures"
 kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 size=$(du -b "$dir"/md.db* | awk '{s+=$1} END {print s}')
-python3 - "$t0" "$t1" "$size" "$secs" "$v" "$dir/figures" <<'PY'
-import sys
+python3 - "$t0" "$t1" "$size" "$secs" "$v" "$dir/figures" "$dir/series" <<'PY'
+import statistics, sys
 t0, t1, size, secs = map(float, sys.argv[1:5])
-v, figures = sys.argv[5], sys.argv[6]
+v, figures, series = sys.argv[5], sys.argv[6], sys.argv[7]
 rows = {}
 for l in open(figures):
     f = l.split()
@@ -161,14 +179,32 @@ print(f"{'':14} {'charge':>7} {'anon':>6} {'file':>6} {'mapped':>6} {'kernel':>6
 for n, r in rows.items():
     print(f"{n:14} {r['charge']:7.1f} {r['anon']:6.1f} {r['file']:6.1f} {r['mapped']:6.1f} {r['kernel']:6.1f} {r['use']:6.1f} {r['peak']:6.1f} | "
           f"{r['rss']:7.1f} {r['anon_rss']:6.1f} {r['file_rss']:6.1f} | {100*r['cpu']:6.2f}%")
+# The charge once a second after the first sample's 15 s: a single
+# moment depends on whether a sample or an answer was just made.
+over = {}
+for l in open(series):
+    n, t, a, f, k = l.split()
+    if int(t) > 15:
+        over.setdefault(n, []).append(tuple(int(x) / 2**20 for x in (a, f, k)))
+if over:
+    print(f"over the run (once a second after 15 s): median and max of the charge, median anon and file (MiB)")
+    for n, xs in over.items():
+        ch = [sum(x) for x in xs]
+        rows[n]["charge_med"] = statistics.median(ch)
+        rows[n]["anon_med"] = statistics.median(x[0] for x in xs)
+        print(f"{n:14} {statistics.median(ch):7.1f} {max(ch):6.1f} {rows[n]['anon_med']:6.1f} {statistics.median(x[1] for x in xs):6.1f}")
 q = lambda a, b: f"{a / b:.2f}x" if b else "n/a"
 if "node_exporter" in rows:
     m, n = rows["memdoctor"], rows["node_exporter"]
     print(f"memdoctor/node_exporter: charge {q(m['charge'], n['charge'])}, peak {q(m['peak'], n['peak'])}, "
           f"anonymous {q(m['anon'], n['anon'])}, file {q(m['file'], n['file'])} (goal: charge and peak <= 1x)")
+    if "charge_med" in m and "charge_med" in n:
+        print(f"  over the run: charge {q(m['charge_med'], n['charge_med'])}, anonymous {q(m['anon_med'], n['anon_med'])} (medians)")
 if "memdoctor-base" in rows:
     m, b = rows["memdoctor"], rows["memdoctor-base"]
     print(f"memdoctor/memdoctor-base: charge {q(m['charge'], b['charge'])}, peak {q(m['peak'], b['peak'])}, "
           f"anonymous {q(m['anon'], b['anon'])}, file {q(m['file'], b['file'])}")
+    if "charge_med" in m and "charge_med" in b:
+        print(f"  over the run: charge {q(m['charge_med'], b['charge_med'])}, anonymous {q(m['anon_med'], b['anon_med'])} (medians)")
 print(f"store after {secs:.0f} s: {size/1024:.0f} KiB")
 PY

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,9 @@ import (
 // two different readers, and only those: this process' mountinfo (the Go
 // runtime reads it before main to size GOMAXPROCS) and the host's libc
 // (the glibc version probe reads its banner, the allocator lookup its
-// symbols).
+// symbols). A Go program serving its /metrics (node_exporter) is focused
+// too: check reads its runtime twice, --gc-interval apart, and the second
+// reading must not read its maps or its executable again.
 func TestCheckOpensEachFileOnce(t *testing.T) {
 	requireLinuxRoot(t)
 	strace, err := exec.LookPath("strace")
@@ -42,12 +45,26 @@ func TestCheckOpensEachFileOnce(t *testing.T) {
 		pids = append(pids, strconv.Itoa(cmd.Process.Pid))
 	}
 	waitExec(t, pids, "sleep")
+	nePID := ""
+	if ne, err := exec.LookPath("prometheus-node-exporter"); err == nil {
+		port := freePort(t)
+		url := "http://127.0.0.1:" + strconv.Itoa(port) + "/metrics"
+		cmd := startService(t, url, ne, "--collector.disable-defaults", "--collector.meminfo",
+			"--web.listen-address=127.0.0.1:"+strconv.Itoa(port))
+		nePID = strconv.Itoa(cmd.Process.Pid)
+		pids = append(pids, nePID)
+	} else {
+		t.Log("prometheus-node-exporter not installed (scripts/install-test-deps.sh): a Go program's second reading is not checked")
+	}
 
 	trace := filepath.Join(t.TempDir(), "trace")
-	out, err := exec.Command(strace, "-f", "-qq", "-y", "-s", "0", "-e", "trace=open,openat", "-o", trace,
-		bin, "check", "--json", "--pid", strings.Join(pids, ",")).CombinedOutput()
+	run := exec.Command(strace, "-f", "-qq", "-y", "-s", "0", "-e", "trace=open,openat", "-o", trace,
+		bin, "check", "--json", "--gc-interval", "1s", "--pid", strings.Join(pids, ","))
+	var stderr strings.Builder
+	run.Stderr = &stderr
+	out, err := run.Output()
 	if err != nil {
-		t.Fatalf("check under strace: %v\n%s", err, out)
+		t.Fatalf("check under strace: %v\n%s", err, stderr.String())
 	}
 
 	f, err := os.Open(trace)
@@ -81,8 +98,38 @@ func TestCheckOpensEachFileOnce(t *testing.T) {
 	// The focused processes were looked at: their environment and the
 	// objects they map (so that the test cannot pass by reading nothing).
 	for _, pid := range pids {
+		if pid == nePID {
+			continue
+		}
 		if opens["/proc/"+pid+"/environ"] == 0 || opens["/proc/"+pid+"/smaps_rollup"] == 0 {
 			t.Fatalf("check did not read pid %s's environ and smaps_rollup; opened: %v; failed: %v\n%s", pid, opens, failed, out)
+		}
+	}
+	if nePID != "" {
+		// Its runtime was read from its /metrics (so twice), its
+		// mappings and executable looked at.
+		var rep struct {
+			Runtimes []struct {
+				Source string
+				PID    int
+			}
+		}
+		if err := json.Unmarshal(out, &rep); err != nil {
+			t.Fatalf("check --json: %v\n%s", err, out)
+		}
+		scraped := false
+		for _, r := range rep.Runtimes {
+			scraped = scraped || strconv.Itoa(r.PID) == nePID && r.Source == "scrape"
+		}
+		if !scraped {
+			t.Fatalf("node_exporter's runtime (pid %s) was not read from its /metrics: %+v", nePID, rep.Runtimes)
+		}
+		exe, err := os.Readlink("/proc/" + nePID + "/exe")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opens["/proc/"+nePID+"/maps"] == 0 || opens[exe] == 0 {
+			t.Fatalf("check read neither node_exporter's maps nor its executable %s; opened: %v", exe, opens)
 		}
 	}
 	libc, found := "", false

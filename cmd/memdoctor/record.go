@@ -111,6 +111,9 @@ web page reaches it through a name it points at this host (docs/metrics.md).`,
 			if err := checkInterval(interval, force); err != nil {
 				return err
 			}
+			if interval >= 10*time.Second { // a lean recorder (record.Config.Lean)
+				record.TrimStartup()
+			}
 			if topCgroups < 1 || topCgroups > 10000 {
 				return fmt.Errorf("--cgroups %d: want 1 to 10000", topCgroups)
 			}

@@ -149,6 +149,12 @@ type Result struct {
 	Timings []Timing
 	// Runtimes is what the runtimes collector read (nil when disabled).
 	Runtimes *runtimes.Result
+
+	// maps and goVersion are what the processes' mappings and
+	// executables said, kept for ReadRuntimesAgain, so that its second
+	// reading reads neither again.
+	maps      map[int][]procfs.Mapping
+	goVersion func(pid int) (string, bool)
 }
 
 // Timing is one collector's cost.
@@ -230,6 +236,10 @@ func Collect(fsys procfs.FS, opt Options) (*Result, error) {
 			}
 			c.note(col.name, err.Error(), "", "")
 		}
+	}
+	res.maps = c.maps
+	if c.objects != nil {
+		res.goVersion = c.objects.GoVersion
 	}
 	return res, nil
 }

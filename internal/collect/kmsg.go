@@ -22,6 +22,13 @@ func collectKmsg(c *ctx) error {
 	if c.opt.KmsgPath == "" {
 		return nil
 	}
+	// No OOM kill since boot (the kernel counts every one, a memory
+	// cgroup's too, in /proc/vmstat's oom_kill, read before this): the
+	// log holds no report, and its thousands of records, one read each,
+	// are not read.
+	if n, ok := c.res.Snapshot.Get("node_vmstat_oom_kill"); ok && n == 0 {
+		return nil
+	}
 	data, err := procfs.ReadKmsg(c.opt.KmsgPath, procfs.MaxKmsgRecords, procfs.MaxKmsgBytes)
 	if err != nil && len(data) == 0 {
 		c.note("dev/kmsg", "the kernel log is not readable: "+err.Error(),

@@ -7,6 +7,7 @@ package collect
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -136,6 +137,18 @@ func ReadRuntimesAgain(ctx context.Context, fsys procfs.FS, opt Options, res *Re
 	}
 	ro.Watch = watch
 	ro.DotNet = dn
+	// The same processes: their mappings and executables as the first
+	// reading found them, and the pages discovery found asked again
+	// without reading their sockets.
+	ro.Maps, ro.GoVersions = res.maps, res.goVersion
+	for _, rd := range first.Readings {
+		if rd.Source == "scrape" && rd.PID > 0 && rd.Also != "" && !slices.Contains(ro.URLs, rd.Target) {
+			if ro.Served == nil {
+				ro.Served = map[int]string{}
+			}
+			ro.Served[rd.PID] = rd.Target
+		}
+	}
 	second := runtimes.Read(context.Background(), fsys, ro)
 	later := sample.Snapshot{Time: opt.Now(), Instance: res.Snapshot.Instance}
 	for _, m := range res.Snapshot.Metrics {

@@ -222,6 +222,21 @@ func (p *Objects) byName(ctx context.Context, pid int, objs []*mappedObject, nam
 	if strings.Contains(name, "/") {
 		name = path.Base(name)
 	}
+	// The file a SONAME names is usually that name and a version
+	// (libstdc++.so.6: libstdc++.so.6.0.30): those are read first, and
+	// every object only when none of them is it (reading one reads its
+	// symbol table too).
+	for _, o := range objs {
+		if !o.read && strings.HasPrefix(path.Base(o.path), name+".") {
+			o.read = true
+			if c, err := p.describe(ctx, pid, o, false); err == nil {
+				o.soname = c.soname
+			}
+			if o.soname == name {
+				return o
+			}
+		}
+	}
 	for _, o := range objs {
 		if !o.read {
 			o.read = true

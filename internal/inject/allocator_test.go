@@ -217,3 +217,60 @@ func TestFindMallocServerHostileObject(t *testing.T) {
 	}
 	t.Logf("refused in %s: %v", took.Round(time.Millisecond), err)
 }
+
+// A DT_NEEDED name that is not a file name (libstdc++.so.6, the file
+// libstdc++.so.6.0.30) is found among the objects whose name it begins,
+// without reading every object the process maps: a program linked with
+// libstdc++ is named glibc's having read its executable, libstdc++ and
+// libc, not libm, libgcc_s or the dynamic linker.
+func TestFindMallocServerReadsTheObjectsOnItsWay(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	src, _ := filepath.Abs("../../testdata/programs/retain.c")
+	bin := filepath.Join(t.TempDir(), "retain-cxx")
+	if out, err := exec.Command("gcc", "-O1", "-o", bin, src, "-Wl,--no-as-needed", "-lstdc++").CombinedOutput(); err != nil {
+		t.Skipf("gcc with libstdc++: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "1")
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("not ready: %v", err)
+	}
+	maps, err := procfs.NewFS("/").ProcMaps(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cxx bool
+	others := map[string]bool{}
+	for _, m := range maps {
+		b := filepath.Base(m.Path)
+		switch {
+		case strings.HasPrefix(b, "libstdc++.so.6."):
+			cxx = true
+		case strings.HasPrefix(b, "libm.so") || strings.HasPrefix(b, "libgcc_s.so") || strings.HasPrefix(b, "ld-linux"):
+			others[m.Dev+":"+strconv.FormatUint(m.Inode, 10)+":"+m.Path] = true
+		}
+	}
+	if !cxx || len(others) == 0 {
+		t.Skipf("the program maps no versioned libstdc++ or none of libm, libgcc_s, ld-linux: %v", others)
+	}
+	p := NewObjects()
+	ms, err := p.FindMallocServer(context.Background(), cmd.Process.Pid, maps, "")
+	if err != nil || ms.Name != AllocGlibc {
+		t.Fatalf("got %+v, %v; want glibc's", ms, err)
+	}
+	var read []string
+	for k := range p.m {
+		read = append(read, k)
+		if others[k] {
+			t.Errorf("read %s, which is not on the way to malloc", k)
+		}
+	}
+	t.Logf("objects read: %v", read)
+}

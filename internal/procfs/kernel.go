@@ -20,6 +20,7 @@ package procfs
 
 import (
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"io"
 	"io/fs"
@@ -156,11 +157,33 @@ func (f FS) libcBanner(name string) (version, banner string, ok bool, err error)
 			return c.version, c.banner, c.ok, nil
 		}
 	}
-	version, banner, ok, err = scanGlibcBanner(file)
+	version, banner, ok, err = scanLibc(file, fi.Size())
 	if err == nil && cacheable {
 		libcBanners.Store(key, libcBanner{version, banner, ok})
 	}
 	return version, banner, ok, err
+}
+
+// scanLibc scans a libc of size bytes for the banner: only its read-only
+// data (.rodata, where csu/version.c's string lies: some 150 KiB of a
+// 1.9 MB library, 3 reads instead of 26) when the file can be read at
+// offsets and its section headers name that section within the file;
+// else, or when the banner is not there, the whole file.
+func scanLibc(file fs.File, size int64) (version, banner string, ok bool, err error) {
+	ra, isRA := file.(io.ReaderAt)
+	if !isRA {
+		return scanGlibcBanner(file)
+	}
+	if ef, err := elf.NewFile(io.NewSectionReader(ra, 0, size)); err == nil {
+		s := ef.Section(".rodata")
+		if s != nil && s.Type == elf.SHT_PROGBITS && s.Size <= uint64(size) && s.Offset <= uint64(size)-s.Size {
+			version, banner, ok, err = scanGlibcBanner(io.NewSectionReader(ra, int64(s.Offset), int64(s.Size)))
+			if err != nil || ok {
+				return version, banner, ok, err
+			}
+		}
+	}
+	return scanGlibcBanner(io.NewSectionReader(ra, 0, size))
 }
 
 // bannerWindow is how much of a libc is held at once; bannerMax is more

@@ -2,11 +2,15 @@ package procfs
 
 import (
 	"bytes"
+	"debug/elf"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 
@@ -196,5 +200,86 @@ func TestGlibcVersionLiveIsCheap(t *testing.T) {
 	}
 	if again > 16<<10 {
 		t.Errorf("asking again allocated %d bytes: not remembered", again)
+	}
+}
+
+// countingFS counts the bytes read from the files it opens.
+type countingFS struct {
+	fs.FS
+	read *atomic.Int64
+}
+
+type countingFile struct {
+	fs.File
+	read *atomic.Int64
+}
+
+func (c countingFS) Open(name string) (fs.File, error) {
+	f, err := c.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return countingFile{f, c.read}, nil
+}
+
+func (c countingFile) Read(p []byte) (int, error) {
+	n, err := c.File.Read(p)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+func (c countingFile) ReadAt(p []byte, off int64) (int, error) {
+	ra, ok := c.File.(io.ReaderAt)
+	if !ok {
+		return 0, fmt.Errorf("%T cannot read at an offset", c.File)
+	}
+	n, err := ra.ReadAt(p, off)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+// This host's libc: its banner is found reading its read-only data, not
+// the whole library up to it (the banner lies near the end of a 1.9 MB
+// Debian libc, after 1.6 MB of code).
+func TestGlibcVersionReadsOnlyReadOnlyData(t *testing.T) {
+	var path string
+	for _, p := range libcPaths() {
+		if _, err := os.Stat("/" + p); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		t.Skip("no libc.so.6 on this host")
+	}
+	ef, err := elf.Open("/" + path)
+	if err != nil {
+		t.Skipf("%s: %v", path, err)
+	}
+	rodata := ef.Section(".rodata")
+	_ = ef.Close()
+	if rodata == nil {
+		t.Skipf("%s has no .rodata", path)
+	}
+	whole, err := os.ReadFile("/" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wv, wb, wok := ParseGlibcBanner(whole)
+	if !wok {
+		t.Skipf("%s has no glibc banner", path)
+	}
+	libcBanners.Clear() // read, not remembered
+	var read atomic.Int64
+	f := NewFSFrom(countingFS{os.DirFS("/"), &read}, 4096)
+	v, b, ok, err := f.libcBanner(path)
+	if err != nil || !ok || v != wv || b != wb {
+		t.Fatalf("libcBanner(%s) = %q %q %v %v; the whole file says %q %q", path, v, b, ok, err, wv, wb)
+	}
+	// the ELF header, program and section headers and their names, then .rodata
+	limit := int64(rodata.Size) + 64<<10
+	t.Logf("%s: %d bytes read for the banner; .rodata is %d of %d", path, read.Load(), rodata.Size, len(whole))
+	if read.Load() == 0 || read.Load() > limit {
+		t.Errorf("%d bytes of %s read for its banner, more than its .rodata (%d) and headers", read.Load(), path, rodata.Size)
 	}
 }

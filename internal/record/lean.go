@@ -52,6 +52,28 @@ func (r *Recorder) settle() {
 	r.settled = time.Now()
 }
 
+// trimStartup drops, before the first sample, what start-up read of the
+// executable (trimExecutablePages): the whole binary, read ahead by
+// start-up's first page faults, would otherwise stay charged while the
+// first sample adds its heap on top, which made that moment the
+// recorder's peak. The first settle trims again what the first sample
+// mapped and later ones do not run (its discovery).
+func (r *Recorder) trimStartup() {
+	if !r.cfg.Lean {
+		return
+	}
+	if _, _, err := trimExecutablePages(); err != nil {
+		r.logf("dropping the executable's pages from the page cache: %v", err)
+	}
+}
+
+// TrimStartup is trimStartup for a lean recorder's command, as soon as
+// its flags are checked: before the store is opened and the listener
+// started, whose heap would otherwise come on top of the whole binary
+// start-up read (the recorder's peak). Errors are left to the recorder's
+// own trim, which logs them.
+func TrimStartup() { _, _, _ = trimExecutablePages() }
+
 // settleAfterFindings settles after an evaluation of the findings, which
 // runs in this process and maps code and tables sampling never uses: they
 // are unmapped and dropped again (trimExecutablePages).

@@ -346,6 +346,7 @@ func (r *Recorder) Close() error {
 func (r *Recorder) Run(ctx context.Context) error {
 	r.logf("recording %s every %v into %s (top %d processes)", r.cfg.Instance, r.cfg.Interval, r.cfg.DBPath, r.cfg.Top)
 	next := r.firstSlot(time.Now())
+	r.trimStartup()
 	r.Tick(next)
 	r.settle()
 	for {

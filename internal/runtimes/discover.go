@@ -303,8 +303,9 @@ func shortErr(err error, u string) string {
 const maxErr = 200
 
 // discoverAll runs discovery for the detected-only readings, at most
-// discoverWorkers processes at a time and discoverBudget in all.
-func discoverAll(ctx context.Context, fsys procfs.FS, dets []*Reading, memo *DiscoverMemo) []discovery {
+// discoverWorkers processes at a time and discoverBudget in all. A pid in
+// served is asked at that URL alone, its sockets not read.
+func discoverAll(ctx context.Context, fsys procfs.FS, dets []*Reading, memo *DiscoverMemo, served map[int]string) []discovery {
 	out := make([]discovery, len(dets))
 	if len(dets) == 0 {
 		return out
@@ -319,6 +320,9 @@ func discoverAll(ctx context.Context, fsys procfs.FS, dets []*Reading, memo *Dis
 	sem := make(chan struct{}, discoverWorkers)
 	var wg sync.WaitGroup
 	for i, det := range dets {
+		if served[det.PID] != "" {
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -329,6 +333,10 @@ func discoverAll(ctx context.Context, fsys procfs.FS, dets []*Reading, memo *Dis
 	wg.Wait()
 	urls := make([][]string, len(dets))
 	for i, det := range dets {
+		if u := served[det.PID]; u != "" {
+			urls[i] = []string{u}
+			continue
+		}
 		if whys[i] == "" {
 			urls[i], whys[i] = d.claim(det.PID, mine[i])
 		}

@@ -95,7 +95,7 @@ func TestDiscoverMemo(t *testing.T) {
 	// listening is visible to the socket table a moment after the port is printed
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got := discoverAll(ctx, fsys, det(silentPID), nil)
+		got := discoverAll(ctx, fsys, det(silentPID), nil, nil)
 		if len(got[0].tried) > 0 || time.Now().After(deadline) {
 			break
 		}
@@ -108,8 +108,8 @@ func TestDiscoverMemo(t *testing.T) {
 
 	now := time.Unix(1_800_000_000, 0)
 	memo := &DiscoverMemo{Retry: time.Minute, Now: func() time.Time { return now }}
-	first := discoverAll(ctx, fsys, det(silentPID), memo)
-	second := discoverAll(ctx, fsys, det(silentPID), memo)
+	first := discoverAll(ctx, fsys, det(silentPID), memo, nil)
+	second := discoverAll(ctx, fsys, det(silentPID), memo, nil)
 	if n := silentAsked() - base; n != 1 {
 		t.Errorf("the silent server was asked %d times in two readings with a memo, want 1", n)
 	}
@@ -117,17 +117,17 @@ func TestDiscoverMemo(t *testing.T) {
 		t.Errorf("first reading tried %v; second says %q", first[0].tried, second[0].why)
 	}
 	now = now.Add(61 * time.Second)
-	discoverAll(ctx, fsys, det(silentPID), memo)
+	discoverAll(ctx, fsys, det(silentPID), memo, nil)
 	if n := silentAsked() - base; n != 2 {
 		t.Errorf("after Retry the silent server was asked %d times in all, want 2", n)
 	}
-	discoverAll(ctx, fsys, det(silentPID), nil)
+	discoverAll(ctx, fsys, det(silentPID), nil, nil)
 	if n := silentAsked() - base; n != 3 {
 		t.Errorf("without a memo the silent server was asked %d times in all, want 3", n)
 	}
 
 	for i := range 3 {
-		got := discoverAll(ctx, fsys, det(servingPID), memo)
+		got := discoverAll(ctx, fsys, det(servingPID), memo, nil)
 		if got[0].reading == nil || got[0].reading.Runtime != Python {
 			t.Fatalf("reading %d of the serving process: %+v", i, got[0])
 		}

@@ -57,6 +57,11 @@ type Options struct {
 	// DiscoverMemo, when not nil, carries discovery's answers from one
 	// reading to the next (the recorder's).
 	DiscoverMemo *DiscoverMemo
+	// Served holds, for a second reading of the same processes (check's,
+	// --gc-interval after its first), the URL at which discovery found
+	// each pid's page: that URL is asked again, and the process' sockets
+	// are not read again.
+	Served map[int]string
 }
 
 // Result is every reading plus notes on what could not be read.
@@ -169,7 +174,7 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 				dets = append(dets, rd)
 			}
 		}
-		found := discoverAll(ctx, fsys, dets, opt.DiscoverMemo)
+		found := discoverAll(ctx, fsys, dets, opt.DiscoverMemo, opt.Served)
 		for i, det := range dets {
 			if found[i].reading == nil {
 				asked[det] = found[i]
