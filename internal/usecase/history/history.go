@@ -32,8 +32,13 @@ type Bars = func(label string) (update Progress, done func())
 // files or captures, or an OpenMetrics file, as a store.
 type Source struct {
 	// Path is what was opened (the --from argument).
-	Path  string
+	Path string
+	// Store is the store read (nil when OpenDiagnosis read a text file
+	// into memory).
 	Store *store.Store
+	// read is what a diagnosis reads: Store, or the file in memory (mem).
+	read reader
+	mem  *store.Mem
 	// Instances are the instances to read; Notes say what reading the
 	// source left out.
 	Instances []string
@@ -51,11 +56,47 @@ func Open(path, instance string, lenient bool, progress Progress) (*Source, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{Path: path, Store: st, Notes: ist.Notes, cleanup: cleanup}
+	s := &Source{Path: path, Store: st, read: st, Notes: ist.Notes, cleanup: cleanup}
 	if s.Instances, err = st.Instances(); err != nil {
 		s.Close()
 		return nil, err
 	}
+	return s.pick(instance)
+}
+
+// MemBudget is how many bytes of samples and series OpenDiagnosis holds
+// in memory (about 16 a sample, 200 a series) before it reads the file
+// into a temporary store instead: 100,000 instances of one sample take
+// about 20 MB.
+const MemBudget = 192 << 20
+
+// OpenDiagnosis opens path for Diagnose: a text file (OpenMetrics,
+// Prometheus exposition) is read once into memory when it fits in
+// MemBudget, else, like any other source, opened as Open does. The source
+// read into memory has no Store: only Diagnose and DiagnoseInstance read
+// it.
+func OpenDiagnosis(path, instance string, lenient bool, progress Progress) (*Source, error) {
+	if path == "" {
+		return nil, errors.New("no source given")
+	}
+	if kind, err := source.Detect(path); err != nil || kind != source.KindOpenMetrics {
+		return Open(path, instance, lenient, progress)
+	}
+	mem, ist, err := source.ReadMem(path, source.IngestOptions{Lenient: lenient, Progress: progress}, MemBudget)
+	if errors.Is(err, store.ErrMemFull) {
+		return Open(path, instance, lenient, progress)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{Path: path, read: mem, mem: mem, Notes: ist.Notes}
+	s.Instances, _ = mem.Instances()
+	return s.pick(instance)
+}
+
+// pick keeps only instance of s's instances, when given (it must be
+// there), and fails when s holds none.
+func (s *Source) pick(instance string) (*Source, error) {
 	if instance != "" {
 		found := false
 		for _, i := range s.Instances {
@@ -63,15 +104,24 @@ func Open(path, instance string, lenient bool, progress Progress) (*Source, erro
 		}
 		if !found {
 			s.Close()
-			return nil, fmt.Errorf("--instance %q: not in %s (it has: %s)", instance, path, strings.Join(s.Instances, ", "))
+			return nil, fmt.Errorf("--instance %q: not in %s (it has: %s)", instance, s.Path, strings.Join(s.Instances, ", "))
 		}
 		s.Instances = []string{instance}
 	}
 	if len(s.Instances) == 0 {
 		s.Close()
-		return nil, fmt.Errorf("%s holds no samples", path)
+		return nil, fmt.Errorf("%s holds no samples", s.Path)
 	}
 	return s, nil
+}
+
+// reader is what a diagnosis reads of a source: a Store, or a Mem holding
+// a text file read once (the same series, steps and latest values).
+type reader interface {
+	TimeRange(instance string) (from, to time.Time, err error)
+	Select(q store.Query) ([]*sample.Series, error)
+	SelectEach(q store.Query, fn func(*sample.Series) error) error
+	Latest(instance string, t time.Time, maxAge time.Duration) (*sample.Snapshot, error)
 }
 
 // Close releases the store (and the temporary one ingesting made).
@@ -132,6 +182,11 @@ func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
 			return nil, fmt.Errorf("instance %s: %w", inst, err)
 		}
 		hosts = hosts || r.host
+		if r.host && s.mem != nil {
+			// Judged, and not needed by diagnoseKubelet (which runs only
+			// when no instance has a series the rules read).
+			s.mem.Forget(inst)
+		}
 		m.add(r)
 	}
 	if !hosts {
@@ -151,7 +206,7 @@ func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
 func (s *Source) diagnoseKubelet(since, until string) (*Diagnosis, error) {
 	var first, last time.Time
 	for _, inst := range s.Instances {
-		f, l, err := s.Store.TimeRange(inst)
+		f, l, err := s.read.TimeRange(inst)
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +224,7 @@ func (s *Source) diagnoseKubelet(since, until string) (*Diagnosis, error) {
 	var results []InstanceResult
 	rd := fleet.Reader{Instances: s.Instances, From: win.From, To: win.To, Step: win.Step,
 		Each: func(inst string, names []string, fn func(*sample.Series) error) error {
-			return s.Store.SelectEach(store.Query{Instance: inst, Names: names, From: win.From, To: win.To, Step: win.Step,
+			return s.read.SelectEach(store.Query{Instance: inst, Names: names, From: win.From, To: win.To, Step: win.Step,
 				Keep: map[string]sample.Aggregates{}}, fn)
 		}}
 	k, err := fleet.KubeletWindows(rd, func(host string, w *sample.Window) error {
@@ -193,7 +248,7 @@ func (s *Source) diagnoseKubelet(since, until string) (*Diagnosis, error) {
 // follow-up commands name the source and, when it holds several
 // instances, the instance: to paste as they are.
 func (s *Source) DiagnoseInstance(inst, since, until string) (InstanceResult, error) {
-	first, last, err := s.Store.TimeRange(inst)
+	first, last, err := s.read.TimeRange(inst)
 	if err != nil {
 		return InstanceResult{}, err
 	}
@@ -205,11 +260,13 @@ func (s *Source) DiagnoseInstance(inst, since, until string) (InstanceResult, er
 	if err != nil {
 		return InstanceResult{}, err
 	}
-	latest, err := s.Store.Latest(inst, win.To, 3*max(win.Step, time.Minute))
+	latest, err := s.read.Latest(inst, win.To, 3*max(win.Step, time.Minute))
 	if err != nil {
 		return InstanceResult{}, err
 	}
-	s.Store.Forget(inst) // read: of many instances, only the findings are kept
+	if s.Store != nil {
+		s.Store.Forget(inst) // read: of many instances, only the findings are kept
+	}
 	rep := diagnose.Run(diagnose.Data{Latest: latest, Window: w, Source: "store", Notes: s.Notes})
 	if len(s.Instances) > 1 {
 		rep.FitSource(s.Path, inst)
@@ -267,7 +324,7 @@ func (s *Source) planWindow(inst string, win Window, p readPlan) (*sample.Window
 	}
 	cut := model.ThinToEnds(w)
 	q.Names, q.From, q.To, q.Step = ends, win.From, win.To, win.Step
-	err = s.Store.SelectEach(q, func(x *sample.Series) error {
+	err = s.read.SelectEach(q, func(x *sample.Series) error {
 		w.Add(cut(x))
 		n++
 		return nil
@@ -279,7 +336,7 @@ func (s *Source) planWindow(inst string, win Window, p readPlan) (*sample.Window
 // sample.Window, with how many series it read.
 func (s *Source) window(q store.Query, win Window) (*sample.Window, int, error) {
 	q.From, q.To, q.Step = win.From, win.To, win.Step
-	series, err := s.Store.Select(q)
+	series, err := s.read.Select(q)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -471,7 +528,7 @@ func OpenAll(path string, lenient bool, progress Progress) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Source{Path: path, Store: st, Notes: ist.Notes, cleanup: cleanup}, nil
+	return &Source{Path: path, Store: st, read: st, Notes: ist.Notes, cleanup: cleanup}, nil
 }
 
 // Export resolves since … until against the end of the data and writes
