@@ -122,7 +122,7 @@ func (ns *missingNotes) add(m *Meta, series, how string) {
 		n := &(*ns)[i]
 		if n.how == how {
 			n.ids = append(n.ids, m.ID)
-			if !strings.Contains(n.message(), series) {
+			if !n.mentions(series) {
 				n.series = append(n.series, series)
 			}
 			n.titles = append(n.titles, m.Title)
@@ -130,6 +130,28 @@ func (ns *missingNotes) add(m *Meta, series, how string) {
 		}
 	}
 	*ns = append(*ns, missingNote{how: how, ids: []string{m.ID}, series: []string{series}, titles: []string{m.Title}})
+}
+
+// mentions reports whether the note's message holds series: as one of its
+// series or within one of its words (strings.Contains of the message,
+// without making it for a name of no space or comma).
+func (n *missingNote) mentions(series string) bool {
+	if strings.ContainsAny(series, " ,") {
+		return strings.Contains(n.message(), series)
+	}
+	words := "not evaluated: series is missing"
+	if len(n.series) > 1 {
+		words = "not evaluated: series are missing"
+	}
+	if strings.Contains(words, series) {
+		return true
+	}
+	for _, s := range n.series {
+		if strings.Contains(s, series) {
+			return true
+		}
+	}
+	return false
 }
 
 // message is the note's message: "not evaluated: series X is missing", or

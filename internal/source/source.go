@@ -608,9 +608,15 @@ func ReadMem(path string, opt IngestOptions, budget int64) (*store.Mem, IngestSt
 		return nil, IngestStats{}, fmt.Errorf("%s is a %s, not a text file: open it with OpenStore", path, kind)
 	}
 	m := store.NewMem(budget)
+	if opt.BatchSamples <= 0 {
+		// No transaction to amortise: snapshots handed over sooner are
+		// garbage sooner.
+		opt.BatchSamples = 8192
+	}
 	stats, err := read(path, kind, opt, m.AppendBatch)
 	if err != nil {
 		return nil, stats, err
 	}
+	m.Seal()
 	return m, stats, nil
 }

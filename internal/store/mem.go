@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -21,9 +22,10 @@ var ErrMemFull = errors.New("more samples than the in-memory budget")
 // same latest values. It spares diagnose --from FILE the SQLite ingest and
 // one query per instance and series (100,000 instances of one sample: 58 s
 // of CPU through a temporary store). Its memory is bounded by its budget;
-// Forget releases an instance once it is read. It is not safe for
-// concurrent use.
+// Forget releases an instance once it is read. Once Sealed it may be read
+// and Forgotten from several goroutines; appends are not safe concurrently.
 type Mem struct {
+	mu     sync.RWMutex
 	insts  map[string]*memInst
 	budget int64 // bytes the samples and series may take
 	held   int64 // bytes they take, roughly
@@ -33,7 +35,7 @@ type Mem struct {
 // for reading.
 type memInst struct {
 	series []memSeries
-	keys   map[string]int32 // name + labels text → index in series
+	keys   map[string]int32 // name + labels text → index in series (past memScanSeries)
 	sorted bool
 	newest int64 // time of the newest non-empty snapshot
 	have   bool
@@ -46,9 +48,17 @@ type memSeries struct {
 	points     []sample.Point
 }
 
-// memSeriesBytes is roughly what a series takes besides its text and points
-// (the series entry, its key in the map, the slice headers).
-const memSeriesBytes = 112
+// memSeriesBytes is roughly what a series takes besides its text and
+// points (the series entry, the slice headers); memKeyBytes what its key
+// in an instance's map takes besides the key's text.
+const (
+	memSeriesBytes = 64
+	memKeyBytes    = 48
+)
+
+// memScanSeries is how many series of an instance are looked up by a scan
+// before they are indexed in a map.
+const memScanSeries = 16
 
 // NewMem returns an empty Mem that holds at most budget bytes of samples
 // and series (roughly: 16 a sample, about 112 and its names' length a
@@ -58,7 +68,11 @@ func NewMem(budget int64) *Mem {
 }
 
 // Held is roughly how many bytes the samples and series take.
-func (m *Mem) Held() int64 { return m.held }
+func (m *Mem) Held() int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.held
+}
 
 // AppendBatch adds the snapshots of several instances as Store.AppendBatch
 // stores them: in time order per instance (a snapshot not newer than the
@@ -83,7 +97,7 @@ func (m *Mem) AppendBatch(batches []Batch) error {
 func (m *Mem) append(instance string, snapshots []*sample.Snapshot) error {
 	in := m.insts[instance]
 	if in == nil {
-		in = &memInst{keys: map[string]int32{}}
+		in = &memInst{}
 		m.insts[instance] = in
 		m.held += int64(len(instance)) + memSeriesBytes
 	}
@@ -129,20 +143,72 @@ func (m *Mem) lookup(in *memInst, mt sample.Metric) (int32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("append: series %s: %w", mt.Name, err)
 	}
-	key := mt.Name + lt
-	if i, ok := in.keys[key]; ok {
-		return i, nil
+	if len(in.series) < memScanSeries {
+		// Of a few series (a fleet dump has one or a few an instance), a
+		// scan is cheaper than a map, and takes no memory.
+		for i, s := range in.series {
+			if s.name == mt.Name && s.text == lt {
+				return int32(i), nil
+			}
+		}
+	} else {
+		if in.keys == nil { // indexed from now on
+			in.keys = make(map[string]int32, 2*len(in.series))
+			for i, s := range in.series {
+				in.keys[s.name+s.text] = int32(i)
+				m.held += int64(len(s.name)+len(s.text)) + memKeyBytes
+			}
+		}
+		if i, ok := in.keys[mt.Name+lt]; ok {
+			return i, nil
+		}
 	}
 	i := int32(len(in.series))
 	in.series = append(in.series, memSeries{name: mt.Name, text: lt})
-	in.keys[key] = i
+	m.held += int64(len(lt)) + memSeriesBytes
+	if in.keys != nil {
+		in.keys[mt.Name+lt] = i
+		m.held += int64(len(mt.Name)+len(lt)) + memKeyBytes
+	}
 	in.sorted = false
-	m.held += int64(len(key)+len(lt)) + memSeriesBytes
 	return i, nil
+}
+
+// Seal ends the appends: each instance's series are sorted for reading,
+// and from now on reads may run concurrently.
+func (m *Mem) Seal() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, in := range m.insts {
+		m.sort(in)
+	}
+}
+
+// sort sorts in's series by name, then labels (the order of a Store's
+// reads). Callers hold m.mu.
+func (m *Mem) sort(in *memInst) {
+	if in.sorted {
+		return
+	}
+	slices.SortFunc(in.series, func(a, b memSeries) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.text, b.text)
+	})
+	if in.keys != nil { // read from now on, and the indices change
+		for _, s := range in.series {
+			m.held -= int64(len(s.name)+len(s.text)) + memKeyBytes
+		}
+		in.keys = nil
+	}
+	in.sorted = true
 }
 
 // Instances lists the instances, sorted.
 func (m *Mem) Instances() ([]string, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	out := make([]string, 0, len(m.insts))
 	for n := range m.insts {
 		out = append(out, n)
@@ -154,19 +220,17 @@ func (m *Mem) Instances() ([]string, error) {
 // inst returns instance's series sorted by name, then labels (the order
 // of a Store's reads), or an error wrapping ErrNoData.
 func (m *Mem) inst(op, instance string) (*memInst, error) {
+	m.mu.RLock()
 	in := m.insts[instance]
+	sorted := in != nil && in.sorted
+	m.mu.RUnlock()
 	if in == nil {
 		return nil, fmt.Errorf("in-memory store: %s: instance %q: %w", op, instance, ErrNoData)
 	}
-	if !in.sorted {
-		slices.SortFunc(in.series, func(a, b memSeries) int {
-			if c := strings.Compare(a.name, b.name); c != 0 {
-				return c
-			}
-			return strings.Compare(a.text, b.text)
-		})
-		in.keys = nil // read from now on (a later append rebuilds it)
-		in.sorted = true
+	if !sorted {
+		m.mu.Lock()
+		m.sort(in)
+		m.mu.Unlock()
 	}
 	return in, nil
 }
@@ -305,12 +369,19 @@ func (m *Mem) Latest(instance string, t time.Time, maxAge time.Duration) (*sampl
 // Forget drops an instance that has been read: of many instances, only
 // what is made of them is kept.
 func (m *Mem) Forget(instance string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	in := m.insts[instance]
 	if in == nil {
 		return
 	}
 	for _, s := range in.series {
-		m.held -= int64(16*cap(s.points)+len(s.name)+2*len(s.text)) + memSeriesBytes
+		m.held -= int64(16*cap(s.points)+len(s.text)) + memSeriesBytes
+	}
+	if in.keys != nil {
+		for _, s := range in.series {
+			m.held -= int64(len(s.name)+len(s.text)) + memKeyBytes
+		}
 	}
 	m.held -= int64(len(instance)) + memSeriesBytes
 	delete(m.insts, instance)

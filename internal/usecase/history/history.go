@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
@@ -168,26 +170,38 @@ type Diagnosis struct {
 	Kubelet *fleet.Kubelet `json:"kubelet,omitempty"`
 }
 
-// Diagnose diagnoses every instance of s over since … until, one at a
-// time, and merges them as it goes: of each instance only its findings,
-// its notes and its summary are kept (and the first one's report, for the
-// check shape), so memory grows with what is found, not with the number of
-// instances read.
+// Diagnose diagnoses every instance of s over since … until and merges
+// them as it goes: of each instance only its findings, its notes and its
+// summary are kept (and the first one's report, for the check shape), so
+// memory grows with what is found, not with the number of instances read.
+// A source read into memory is judged a batch of instances at a time, on
+// every CPU, and merged in order.
 func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
 	m := newMerger(s.Path, len(s.Instances))
 	hosts := false
-	for _, inst := range s.Instances {
-		r, err := s.DiagnoseInstance(inst, since, until)
-		if err != nil {
-			return nil, fmt.Errorf("instance %s: %w", inst, err)
+	batch := 1
+	if s.mem != nil {
+		batch = diagnoseBatch
+	}
+	results := make([]InstanceResult, batch)
+	errs := make([]error, batch)
+	for start := 0; start < len(s.Instances); start += batch {
+		insts := s.Instances[start:min(start+batch, len(s.Instances))]
+		s.diagnoseEach(insts, since, until, results, errs)
+		for i, inst := range insts {
+			if errs[i] != nil {
+				return nil, fmt.Errorf("instance %s: %w", inst, errs[i])
+			}
+			r := results[i]
+			results[i] = InstanceResult{}
+			hosts = hosts || r.host
+			if r.host && s.mem != nil {
+				// Judged, and not needed by diagnoseKubelet (which runs
+				// only when no instance has a series the rules read).
+				s.mem.Forget(inst)
+			}
+			m.add(r)
 		}
-		hosts = hosts || r.host
-		if r.host && s.mem != nil {
-			// Judged, and not needed by diagnoseKubelet (which runs only
-			// when no instance has a series the rules read).
-			s.mem.Forget(inst)
-		}
-		m.add(r)
 	}
 	if !hosts {
 		d, err := s.diagnoseKubelet(since, until)
@@ -196,6 +210,39 @@ func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
 		}
 	}
 	return m.done(), nil
+}
+
+// diagnoseBatch is how many instances read into memory are judged before
+// their results are merged: the reports held at once.
+const diagnoseBatch = 256
+
+// diagnoseEach diagnoses insts into results and errs (as long as insts):
+// one at a time, or of a source in memory on up to GOMAXPROCS goroutines.
+func (s *Source) diagnoseEach(insts []string, since, until string, results []InstanceResult, errs []error) {
+	workers := 1
+	if s.mem != nil {
+		workers = min(runtime.GOMAXPROCS(0), len(insts))
+	}
+	if workers <= 1 {
+		for i, inst := range insts {
+			results[i], errs[i] = s.DiagnoseInstance(inst, since, until)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(insts) {
+					return
+				}
+				results[i], errs[i] = s.DiagnoseInstance(insts[i], since, until)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // diagnoseKubelet diagnoses a source none of whose instances has a series
