@@ -66,15 +66,15 @@ func Open(path, instance string, lenient bool, progress Progress) (*Source, erro
 	return s.pick(instance)
 }
 
-// MemBudget is how many bytes of samples and series OpenDiagnosis holds
-// in memory (about 16 a sample, 200 a series) before it reads the file
+// memBudget is how many bytes of samples and series OpenDiagnosis holds
+// in memory (about 16 a sample, 100 a series) before it reads the file
 // into a temporary store instead: 100,000 instances of one sample take
-// about 20 MB.
-const MemBudget = 192 << 20
+// about 20 MB. A variable for the tests.
+var memBudget int64 = 192 << 20
 
 // OpenDiagnosis opens path for Diagnose: a text file (OpenMetrics,
 // Prometheus exposition) is read once into memory when it fits in
-// MemBudget, else, like any other source, opened as Open does. The source
+// memBudget, else, like any other source, opened as Open does. The source
 // read into memory has no Store: only Diagnose and DiagnoseInstance read
 // it.
 func OpenDiagnosis(path, instance string, lenient bool, progress Progress) (*Source, error) {
@@ -84,7 +84,7 @@ func OpenDiagnosis(path, instance string, lenient bool, progress Progress) (*Sou
 	if kind, err := source.Detect(path); err != nil || kind != source.KindOpenMetrics {
 		return Open(path, instance, lenient, progress)
 	}
-	mem, ist, err := source.ReadMem(path, source.IngestOptions{Lenient: lenient, Progress: progress}, MemBudget)
+	mem, ist, err := source.ReadMem(path, source.IngestOptions{Lenient: lenient, Progress: progress}, memBudget)
 	if errors.Is(err, store.ErrMemFull) {
 		return Open(path, instance, lenient, progress)
 	}
