@@ -1,19 +1,19 @@
 #!/bin/sh
 # Benchmark: ingest of an OpenMetrics file of N instances x 1 sample (a
-# fleet-wide instant query saved as text), for N = 1k, 10k, 100k (or the
-# sizes given). Reports, per size, the wall time and peak RSS
-# (/usr/bin/time -v) of `memdoctor export --from FILE -o -` (the ingest
-# into a temporary store, then every sample written out again) and, up to
-# $DIAGNOSE_MAX instances (default 100000), of `memdoctor diagnose --from
-# FILE` (ingest plus one diagnosis per instance; of each only its findings,
-# notes and summary are kept), then the in-process benchmark (go test
-# -bench IngestFleet).
+# fleet-wide instant query saved as text), for N = 10k, 30k, 100k (or the
+# sizes given). Reports, per size, the wall time, CPU time (user + system)
+# and peak RSS (/usr/bin/time -v) of `memdoctor export --from FILE -o -`
+# (the ingest into a temporary store, then every sample written out again)
+# and, up to $DIAGNOSE_MAX instances (default 100000), of `memdoctor
+# diagnose --from FILE --json` (the file read into memory, the instances
+# judged a batch at a time; of each only its findings, notes and summary
+# are kept), then the in-process benchmark (go test -bench IngestFleet).
 # Files are generated once into $MEMDOCTOR_BENCH_DIR (default /tmp).
 #
 # usage: bench/ingest.sh [N ...]
 set -eu
 cd "$(dirname "$0")/.."
-sizes=${*:-1000 10000 100000}
+sizes=${*:-10000 30000 100000}
 dir=${MEMDOCTOR_BENCH_DIR:-/tmp}/memdoctor-ingest
 mkdir -p "$dir"
 go build -o "$dir/memdoctor" ./cmd/memdoctor
@@ -23,8 +23,10 @@ measure() { # label, command...
   /usr/bin/time -v -o "$dir/time.txt" "$@" >/dev/null 2>"$dir/err.txt" || { cat "$dir/err.txt" >&2; exit 1; }
   awk -v l="$label" -F': ' '
     /Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i] }
+    /User time \(seconds\)/ { cpu += $2 }
+    /System time \(seconds\)/ { cpu += $2 }
     /Maximum resident set size/ { kb = $2 }
-    END { printf "  %-9s %8.2f s  %7.1f MB peak RSS\n", l, s, kb / 1024 }' "$dir/time.txt"
+    END { printf "  %-9s %8.2f s  %7.2f s CPU  %7.1f MiB peak RSS\n", l, s, cpu, kb / 1024 }' "$dir/time.txt"
 }
 echo "$(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 for n in $sizes; do
@@ -40,7 +42,7 @@ for n in $sizes; do
   echo "$n instances x 1 sample ($(du -h "$f" | cut -f1)):"
   measure export "$dir/memdoctor" export --from "$f" -o -
   if [ "$n" -le "${DIAGNOSE_MAX:-100000}" ]; then
-    measure diagnose "$dir/memdoctor" diagnose --from "$f"
+    measure diagnose "$dir/memdoctor" diagnose --from "$f" --json
   fi
 done
 go test ./internal/source -run '^$' -bench IngestFleet -benchtime 1x | grep -E '^Benchmark'

@@ -51,7 +51,7 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 				}
 				return runFleet(cmd, &fleetOpts, src.until, asJSON)
 			}
-			s, err := src.open(cmd)
+			s, err := src.openWith(cmd, history.OpenDiagnosis)
 			if err != nil {
 				return err
 			}
@@ -93,11 +93,17 @@ func (f *sourceFlags) register(cmd *cobra.Command) {
 
 // open opens the source, with a progress bar while it is ingested.
 func (f *sourceFlags) open(cmd *cobra.Command) (*history.Source, error) {
+	return f.openWith(cmd, history.Open)
+}
+
+// openWith opens the source with open (history.Open, or for diagnose
+// history.OpenDiagnosis), with a progress bar while it is read.
+func (f *sourceFlags) openWith(cmd *cobra.Command, open func(path, instance string, lenient bool, progress history.Progress) (*history.Source, error)) (*history.Source, error) {
 	if f.from == "" {
 		return nil, errors.New("--from is required: a recording, a directory of saved /proc files or captures, or an OpenMetrics file")
 	}
 	bar := newProgress(cmd.ErrOrStderr(), "reading "+f.from)
-	s, err := history.Open(f.from, f.instance, f.lenient, bar.update)
+	s, err := open(f.from, f.instance, f.lenient, bar.update)
 	bar.done()
 	return s, err
 }

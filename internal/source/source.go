@@ -594,3 +594,29 @@ func baseName(path string, exts ...string) string {
 	}
 	return b
 }
+
+// ReadMem reads a text file (KindOpenMetrics) once into memory, holding at
+// most budget bytes of samples and series: past that the error wraps
+// store.ErrMemFull, and the caller reads the file into a store instead
+// (OpenStore). The Mem reads as a store holding the same samples would.
+func ReadMem(path string, opt IngestOptions, budget int64) (*store.Mem, IngestStats, error) {
+	kind, err := Detect(path)
+	if err != nil {
+		return nil, IngestStats{}, err
+	}
+	if kind != KindOpenMetrics {
+		return nil, IngestStats{}, fmt.Errorf("%s is a %s, not a text file: open it with OpenStore", path, kind)
+	}
+	m := store.NewMem(budget)
+	if opt.BatchSamples <= 0 {
+		// No transaction to amortise: snapshots handed over sooner are
+		// garbage sooner.
+		opt.BatchSamples = 8192
+	}
+	stats, err := read(path, kind, opt, m.AppendBatch)
+	if err != nil {
+		return nil, stats, err
+	}
+	m.Seal()
+	return m, stats, nil
+}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
@@ -32,8 +34,13 @@ type Bars = func(label string) (update Progress, done func())
 // files or captures, or an OpenMetrics file, as a store.
 type Source struct {
 	// Path is what was opened (the --from argument).
-	Path  string
+	Path string
+	// Store is the store read (nil when OpenDiagnosis read a text file
+	// into memory).
 	Store *store.Store
+	// read is what a diagnosis reads: Store, or the file in memory (mem).
+	read reader
+	mem  *store.Mem
 	// Instances are the instances to read; Notes say what reading the
 	// source left out.
 	Instances []string
@@ -51,11 +58,47 @@ func Open(path, instance string, lenient bool, progress Progress) (*Source, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{Path: path, Store: st, Notes: ist.Notes, cleanup: cleanup}
+	s := &Source{Path: path, Store: st, read: st, Notes: ist.Notes, cleanup: cleanup}
 	if s.Instances, err = st.Instances(); err != nil {
 		s.Close()
 		return nil, err
 	}
+	return s.pick(instance)
+}
+
+// memBudget is how many bytes of samples and series OpenDiagnosis holds
+// in memory (about 16 a sample, 100 a series) before it reads the file
+// into a temporary store instead: 100,000 instances of one sample take
+// about 20 MB. A variable for the tests.
+var memBudget int64 = 192 << 20
+
+// OpenDiagnosis opens path for Diagnose: a text file (OpenMetrics,
+// Prometheus exposition) is read once into memory when it fits in
+// memBudget, else, like any other source, opened as Open does. The source
+// read into memory has no Store: only Diagnose and DiagnoseInstance read
+// it.
+func OpenDiagnosis(path, instance string, lenient bool, progress Progress) (*Source, error) {
+	if path == "" {
+		return nil, errors.New("no source given")
+	}
+	if kind, err := source.Detect(path); err != nil || kind != source.KindOpenMetrics {
+		return Open(path, instance, lenient, progress)
+	}
+	mem, ist, err := source.ReadMem(path, source.IngestOptions{Lenient: lenient, Progress: progress}, memBudget)
+	if errors.Is(err, store.ErrMemFull) {
+		return Open(path, instance, lenient, progress)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{Path: path, read: mem, mem: mem, Notes: ist.Notes}
+	s.Instances, _ = mem.Instances()
+	return s.pick(instance)
+}
+
+// pick keeps only instance of s's instances, when given (it must be
+// there), and fails when s holds none.
+func (s *Source) pick(instance string) (*Source, error) {
 	if instance != "" {
 		found := false
 		for _, i := range s.Instances {
@@ -63,15 +106,24 @@ func Open(path, instance string, lenient bool, progress Progress) (*Source, erro
 		}
 		if !found {
 			s.Close()
-			return nil, fmt.Errorf("--instance %q: not in %s (it has: %s)", instance, path, strings.Join(s.Instances, ", "))
+			return nil, fmt.Errorf("--instance %q: not in %s (it has: %s)", instance, s.Path, strings.Join(s.Instances, ", "))
 		}
 		s.Instances = []string{instance}
 	}
 	if len(s.Instances) == 0 {
 		s.Close()
-		return nil, fmt.Errorf("%s holds no samples", path)
+		return nil, fmt.Errorf("%s holds no samples", s.Path)
 	}
 	return s, nil
+}
+
+// reader is what a diagnosis reads of a source: a Store, or a Mem holding
+// a text file read once (the same series, steps and latest values).
+type reader interface {
+	TimeRange(instance string) (from, to time.Time, err error)
+	Select(q store.Query) ([]*sample.Series, error)
+	SelectEach(q store.Query, fn func(*sample.Series) error) error
+	Latest(instance string, t time.Time, maxAge time.Duration) (*sample.Snapshot, error)
 }
 
 // Close releases the store (and the temporary one ingesting made).
@@ -118,21 +170,38 @@ type Diagnosis struct {
 	Kubelet *fleet.Kubelet `json:"kubelet,omitempty"`
 }
 
-// Diagnose diagnoses every instance of s over since … until, one at a
-// time, and merges them as it goes: of each instance only its findings,
-// its notes and its summary are kept (and the first one's report, for the
-// check shape), so memory grows with what is found, not with the number of
-// instances read.
+// Diagnose diagnoses every instance of s over since … until and merges
+// them as it goes: of each instance only its findings, its notes and its
+// summary are kept (and the first one's report, for the check shape), so
+// memory grows with what is found, not with the number of instances read.
+// A source read into memory is judged a batch of instances at a time, on
+// every CPU, and merged in order.
 func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
 	m := newMerger(s.Path, len(s.Instances))
 	hosts := false
-	for _, inst := range s.Instances {
-		r, err := s.DiagnoseInstance(inst, since, until)
-		if err != nil {
-			return nil, fmt.Errorf("instance %s: %w", inst, err)
+	batch := 1
+	if s.mem != nil {
+		batch = diagnoseBatch
+	}
+	results := make([]InstanceResult, batch)
+	errs := make([]error, batch)
+	for start := 0; start < len(s.Instances); start += batch {
+		insts := s.Instances[start:min(start+batch, len(s.Instances))]
+		s.diagnoseEach(insts, since, until, results, errs)
+		for i, inst := range insts {
+			if errs[i] != nil {
+				return nil, fmt.Errorf("instance %s: %w", inst, errs[i])
+			}
+			r := results[i]
+			results[i] = InstanceResult{}
+			hosts = hosts || r.host
+			if r.host && s.mem != nil {
+				// Judged, and not needed by diagnoseKubelet (which runs
+				// only when no instance has a series the rules read).
+				s.mem.Forget(inst)
+			}
+			m.add(r)
 		}
-		hosts = hosts || r.host
-		m.add(r)
 	}
 	if !hosts {
 		d, err := s.diagnoseKubelet(since, until)
@@ -143,6 +212,39 @@ func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
 	return m.done(), nil
 }
 
+// diagnoseBatch is how many instances read into memory are judged before
+// their results are merged: the reports held at once.
+const diagnoseBatch = 256
+
+// diagnoseEach diagnoses insts into results and errs (as long as insts):
+// one at a time, or of a source in memory on up to GOMAXPROCS goroutines.
+func (s *Source) diagnoseEach(insts []string, since, until string, results []InstanceResult, errs []error) {
+	workers := 1
+	if s.mem != nil {
+		workers = min(runtime.GOMAXPROCS(0), len(insts))
+	}
+	if workers <= 1 {
+		for i, inst := range insts {
+			results[i], errs[i] = s.DiagnoseInstance(inst, since, until)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(insts) {
+					return
+				}
+				results[i], errs[i] = s.DiagnoseInstance(insts[i], since, until)
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // diagnoseKubelet diagnoses a source none of whose instances has a series
 // the rules read (no node_exporter, no memdoctor record) that holds a
 // cluster's cadvisor and kube-state-metrics series: per host
@@ -151,7 +253,7 @@ func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
 func (s *Source) diagnoseKubelet(since, until string) (*Diagnosis, error) {
 	var first, last time.Time
 	for _, inst := range s.Instances {
-		f, l, err := s.Store.TimeRange(inst)
+		f, l, err := s.read.TimeRange(inst)
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +271,7 @@ func (s *Source) diagnoseKubelet(since, until string) (*Diagnosis, error) {
 	var results []InstanceResult
 	rd := fleet.Reader{Instances: s.Instances, From: win.From, To: win.To, Step: win.Step,
 		Each: func(inst string, names []string, fn func(*sample.Series) error) error {
-			return s.Store.SelectEach(store.Query{Instance: inst, Names: names, From: win.From, To: win.To, Step: win.Step,
+			return s.read.SelectEach(store.Query{Instance: inst, Names: names, From: win.From, To: win.To, Step: win.Step,
 				Keep: map[string]sample.Aggregates{}}, fn)
 		}}
 	k, err := fleet.KubeletWindows(rd, func(host string, w *sample.Window) error {
@@ -193,7 +295,7 @@ func (s *Source) diagnoseKubelet(since, until string) (*Diagnosis, error) {
 // follow-up commands name the source and, when it holds several
 // instances, the instance: to paste as they are.
 func (s *Source) DiagnoseInstance(inst, since, until string) (InstanceResult, error) {
-	first, last, err := s.Store.TimeRange(inst)
+	first, last, err := s.read.TimeRange(inst)
 	if err != nil {
 		return InstanceResult{}, err
 	}
@@ -205,11 +307,13 @@ func (s *Source) DiagnoseInstance(inst, since, until string) (InstanceResult, er
 	if err != nil {
 		return InstanceResult{}, err
 	}
-	latest, err := s.Store.Latest(inst, win.To, 3*max(win.Step, time.Minute))
+	latest, err := s.read.Latest(inst, win.To, 3*max(win.Step, time.Minute))
 	if err != nil {
 		return InstanceResult{}, err
 	}
-	s.Store.Forget(inst) // read: of many instances, only the findings are kept
+	if s.Store != nil {
+		s.Store.Forget(inst) // read: of many instances, only the findings are kept
+	}
 	rep := diagnose.Run(diagnose.Data{Latest: latest, Window: w, Source: "store", Notes: s.Notes})
 	if len(s.Instances) > 1 {
 		rep.FitSource(s.Path, inst)
@@ -267,7 +371,7 @@ func (s *Source) planWindow(inst string, win Window, p readPlan) (*sample.Window
 	}
 	cut := model.ThinToEnds(w)
 	q.Names, q.From, q.To, q.Step = ends, win.From, win.To, win.Step
-	err = s.Store.SelectEach(q, func(x *sample.Series) error {
+	err = s.read.SelectEach(q, func(x *sample.Series) error {
 		w.Add(cut(x))
 		n++
 		return nil
@@ -279,7 +383,7 @@ func (s *Source) planWindow(inst string, win Window, p readPlan) (*sample.Window
 // sample.Window, with how many series it read.
 func (s *Source) window(q store.Query, win Window) (*sample.Window, int, error) {
 	q.From, q.To, q.Step = win.From, win.To, win.Step
-	series, err := s.Store.Select(q)
+	series, err := s.read.Select(q)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -471,7 +575,7 @@ func OpenAll(path string, lenient bool, progress Progress) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Source{Path: path, Store: st, Notes: ist.Notes, cleanup: cleanup}, nil
+	return &Source{Path: path, Store: st, read: st, Notes: ist.Notes, cleanup: cleanup}, nil
 }
 
 // Export resolves since … until against the end of the data and writes
