@@ -23,6 +23,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/fleet"
 	"github.com/memdoctor/memdoctor/internal/fleettest"
+	htmlpage "github.com/memdoctor/memdoctor/internal/render/html"
 )
 
 // promServer is a Prometheus started on a TSDB directory.
@@ -340,6 +341,27 @@ func TestFleetPrometheus(t *testing.T) {
 			if !strings.Contains(page, w) {
 				t.Errorf("report lacks %q", w)
 			}
+		}
+		// The index: every instance with findings, each of its rules
+		// under the anchor made from the two; the four drawn in full
+		// linked from their groups to their articles.
+		affected := 0
+		for _, in := range scanned.Instances {
+			if len(in.Findings) == 0 {
+				continue
+			}
+			affected++
+			for _, f := range in.Findings {
+				if !strings.Contains(page, ` id="`+htmlpage.FindingAnchor(in.Instance, f.ID)+`"`) {
+					t.Errorf("report: no anchor for %s's %s", in.Instance, f.ID)
+				}
+			}
+		}
+		if w := fmt.Sprintf(`<section id="fleet" data-scanned="60" data-affected="%d">`, affected); !strings.Contains(page, w) {
+			t.Errorf("report lacks the fleet index %s", w)
+		}
+		if !strings.Contains(page, `<a href="#finding-1">`) {
+			t.Error("report: no group links to a finding drawn in full")
 		}
 	})
 

@@ -63,6 +63,7 @@ func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, chart
 			page.Summary = append(page.Summary, co.Summary)
 		}
 	}
+	page.Fleet = fleetIndex(res, f.Client.URL())
 	if len(shown) == 0 {
 		return &history.PageReport{Page: page}, nil
 	}
@@ -106,4 +107,17 @@ func shownText(shown, affected int) string {
 		return fmt.Sprintf(" (the %d worst shown; --top to see more)", shown)
 	}
 	return ""
+}
+
+// fleetIndex is the page's index of every instance with findings, in the
+// scan's order (worst first).
+func fleetIndex(res *fleet.Result, url string) *html.Fleet {
+	ix := &html.Fleet{Scanned: len(res.Instances),
+		Command: "memdoctor diagnose --prometheus " + model.ShellArg(url) + ` --match '{instance="INSTANCE"}'`}
+	for _, in := range res.Instances {
+		if len(in.Findings) > 0 {
+			ix.Hosts = append(ix.Hosts, html.FleetHost{Name: in.Instance, Findings: in.Findings})
+		}
+	}
+	return ix
 }
