@@ -267,8 +267,10 @@ func TestFleetPrometheus(t *testing.T) {
 		}
 	})
 
+	var allScan *fleet.Result
 	t.Run("the pre-filter loses nothing", func(t *testing.T) {
 		all := diag(t, "--all")
+		allScan = all
 		if all.Suspects != len(m.Hosts) {
 			t.Fatalf("--all fetched %d of %d", all.Suspects, len(m.Hosts))
 		}
@@ -381,6 +383,13 @@ func TestFleetPrometheus(t *testing.T) {
 				t.Errorf("diagnose %v: exit %d, stderr %q; want an error containing %q", c.args, code, errOut, c.want)
 			}
 		}
+	})
+
+	t.Run("resumes a stopped scan", func(t *testing.T) {
+		if allScan == nil {
+			t.Skip("the scan of every host failed")
+		}
+		testResume(t, srv.url, until, allScan)
 	})
 
 	t.Run("compare", func(t *testing.T) { testCompareFleet(t, srv.url, m) })

@@ -48,6 +48,10 @@ type Options struct {
 	Workers int
 	// Progress is told how many suspects of how many are done.
 	Progress func(done, total int64)
+	// Checkpoint, when set, keeps each judged instance as it is judged and
+	// gives back those judged by an earlier run of the same scan
+	// (checkpoint.go).
+	Checkpoint *Checkpoint
 }
 
 // Instance is one scanned host.
@@ -72,13 +76,16 @@ type Instance struct {
 
 // Result is a scan's outcome.
 type Result struct {
-	Source      string        `json:"source"`
-	Match       string        `json:"match,omitempty"`
-	From        time.Time     `json:"from"`
-	To          time.Time     `json:"to"`
-	StepSeconds float64       `json:"step_seconds"`
-	Instances   []*Instance   `json:"instances"`
-	Suspects    int           `json:"suspects"`
+	Source      string      `json:"source"`
+	Match       string      `json:"match,omitempty"`
+	From        time.Time   `json:"from"`
+	To          time.Time   `json:"to"`
+	StepSeconds float64     `json:"step_seconds"`
+	Instances   []*Instance `json:"instances"`
+	Suspects    int         `json:"suspects"`
+	// Resumed is how many of the suspects were judged by an earlier run
+	// of the same scan and taken from its checkpoint.
+	Resumed     int           `json:"resumed,omitempty"`
 	Correlation []Correlation `json:"correlations"`
 	Warnings    []string      `json:"warnings,omitempty"`
 	// Kubelet is set when no instance has node_exporter's series and the
@@ -429,6 +436,21 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 		}
 	}
 	res.Suspects = len(sus)
+	var done int64
+	if o.Checkpoint != nil {
+		fetch := sus[:0:0]
+		for _, in := range sus {
+			if o.Checkpoint.restore(in) {
+				res.Resumed++
+			} else {
+				fetch = append(fetch, in)
+			}
+		}
+		sus, done = fetch, int64(res.Resumed)
+		if o.Progress != nil && done > 0 {
+			o.Progress(done, int64(res.Suspects))
+		}
+	}
 	names := diagnose.WindowSeries(diagnose.Rules())
 	sort.Strings(names)
 	re := strings.Join(names, "|")
@@ -442,7 +464,6 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 	jobs := make(chan []*Instance)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var done int64
 	var firstErr error
 	for range min(o.Workers, max(1, (len(sus)+batchSize-1)/batchSize)) {
 		wg.Add(1)
@@ -481,13 +502,17 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 					in.Notes = rep.Notes
 					delete(ws, in.Instance) // let the window go
 				}
+				cerr := o.Checkpoint.add(batch)
 				mu.Lock()
 				if err != nil && firstErr == nil && ctx.Err() != nil {
 					firstErr = err
 				}
+				if cerr != nil && firstErr == nil {
+					firstErr = cerr
+				}
 				done += int64(len(batch))
 				if o.Progress != nil {
-					o.Progress(done, int64(len(sus)))
+					o.Progress(done, int64(res.Suspects))
 				}
 				mu.Unlock()
 			}
