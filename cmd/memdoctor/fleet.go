@@ -45,7 +45,7 @@ func stoppable(cmd *cobra.Command) (stop func()) {
 // resumedNote says on stderr how many instances came from the checkpoint.
 func resumedNote(cmd *cobra.Command, f *fleetFlags, res *fleet.Result) {
 	if f.resume != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "resumed %d of %d suspects from %s (judged by an earlier run of this scan)\n", res.Resumed, res.Suspects, f.resume)
+		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "resumed %d of %d suspects from %s (judged by an earlier run of this scan)\n", res.Resumed, res.Suspects, f.resume)
 	}
 }
 
