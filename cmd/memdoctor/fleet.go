@@ -7,7 +7,6 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/memdoctor/memdoctor/internal/fleet"
 	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/memdoctor/memdoctor/internal/usecase/prometheus"
 	"github.com/spf13/cobra"
@@ -43,9 +42,9 @@ func stoppable(cmd *cobra.Command) (stop func()) {
 }
 
 // resumedNote says on stderr how many instances came from the checkpoint.
-func resumedNote(cmd *cobra.Command, f *fleetFlags, res *fleet.Result) {
+func resumedNote(cmd *cobra.Command, f *fleetFlags, resumed, suspects int) {
 	if f.resume != "" {
-		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "resumed %d of %d suspects from %s (judged by an earlier run of this scan)\n", res.Resumed, res.Suspects, f.resume)
+		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "resumed %d of %d suspects from %s (judged by an earlier run of this scan)\n", resumed, suspects, f.resume)
 	}
 }
 
@@ -86,7 +85,7 @@ func runFleet(cmd *cobra.Command, f *fleetFlags, until string, asJSON bool) erro
 	if err != nil {
 		return err
 	}
-	resumedNote(cmd, f, res)
+	resumedNote(cmd, f, res.Resumed, res.Suspects)
 	printWarnings(cmd.ErrOrStderr(), res.Warnings)
 	if asJSON {
 		return writeJSON(cmd.OutOrStdout(), res)

@@ -30,7 +30,7 @@ func buildFleetPage(cmd *cobra.Command, f *fleetFlags, until string) (*history.P
 	if err != nil {
 		return nil, endSession(err)
 	}
-	resumedNote(cmd, f, res)
+	resumedNote(cmd, f, res.Resumed, res.Suspects)
 	printWarnings(cmd.ErrOrStderr(), res.Warnings)
 	rp, err := fl.FleetPage(ctx, res, f.top, func() { bar = newProgress(cmd.ErrOrStderr(), "reading the charted series") })
 	err = endSession(err)
