@@ -8,6 +8,8 @@
 # and VictoriaMetrics' data are generated once and kept in
 # $MEMDOCTOR_BENCH_DIR (default /tmp). ENGINES (default "prometheus
 # victoria-metrics") chooses the engines; one not installed is skipped.
+# VictoriaMetrics is scanned as soon as its import ends, before
+# Prometheus' backfill (the longer of the two).
 #
 # usage: bench/fleet.sh [HOSTS] [RUNS]
 set -eu
@@ -30,29 +32,9 @@ start_vm() {
   pids="$pids $vpid"
   until curl -sf "http://127.0.0.1:$vport/health" >/dev/null; do sleep 1; done
 }
-if [ ! -d "$dir/tsdb" ] || { $want_vm && [ ! -d "$dir/vmdata" ]; }; then
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  echo "generating $hosts hosts x 15 days at 5 min into $dir" >&2
-  /usr/bin/time -f "generate: %e s" go run ./bench/genfleet -o "$dir" -hosts "$hosts" -days 15 -interval 5m -chunk 2h \
-    -end "$(date -u -d '-3 hours' +%Y-%m-%dT%H:00:00Z)"
-  if $want_vm; then
-    # VictoriaMetrics' Prometheus text import reads timestamps in
-    # milliseconds; the files have seconds.
-    start_vm
-    /usr/bin/time -f "victoria-metrics import: %e s" sh -c "for f in '$dir'/*.om; do
-      sed -e '/^#/d' -e 's/ \([0-9]*\)\$/ \\1000/' \"\$f\" | curl -sf --data-binary @- http://127.0.0.1:$vport/api/v1/import/prometheus || exit 1
-    done"
-    curl -sf "http://127.0.0.1:$vport/internal/force_flush" >/dev/null
-    kill -INT "$vpid"
-    wait "$vpid" || true
-  fi
-  # One promtool run per two-hour file: each becomes one block.
-  /usr/bin/time -f "backfill: %e s" sh -c "ls '$dir'/*.om | xargs -P 2 -I{} sh -c 'promtool tsdb create-blocks-from openmetrics -q {} \"$dir/tsdb\" >/dev/null && rm {}'"
-fi
-end=$(sed -n 's/^  "end": "\(.*\)",$/\1/p' "$dir/manifest.json")
-echo "$(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 scan() { # URL
+  end=$(sed -n 's/^  "end": "\(.*\)",$/\1/p' "$dir/manifest.json")
+  echo "$(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   i=0
   while [ $i -lt "$runs" ]; do
     /usr/bin/time -f "%e s wall, %U s user CPU, %M KiB peak RSS" -o "$dir/time.txt" \
@@ -67,6 +49,31 @@ print("%d instances: aggregated scan %d queries in %.1f s; %d suspects fetched a
     i=$((i + 1))
   done
 }
+vm_scanned=false
+if [ ! -d "$dir/tsdb" ] || { $want_vm && [ ! -d "$dir/vmdata" ]; }; then
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  echo "generating $hosts hosts x 15 days at 5 min into $dir" >&2
+  /usr/bin/time -f "generate: %e s" go run ./bench/genfleet -o "$dir" -hosts "$hosts" -days 15 -interval 5m -chunk 2h \
+    -end "$(date -u -d '-3 hours' +%Y-%m-%dT%H:00:00Z)"
+  if $want_vm; then
+    # VictoriaMetrics' Prometheus text import reads timestamps in
+    # milliseconds; the files have seconds.
+    start_vm
+    /usr/bin/time -f "victoria-metrics import: %e s" sh -c "for f in '$dir'/*.om; do
+      sed -e '/^#/d' -e 's/ \([0-9]*\)\$/ \\1000/' \"\$f\" | curl -sf --data-binary @- http://127.0.0.1:$vport/api/v1/import/prometheus || exit 1
+    done"
+    curl -sf "http://127.0.0.1:$vport/internal/force_flush" >/dev/null
+    # Scanned now: Prometheus' backfill below takes longer than the import.
+    echo "victoria-metrics $(victoria-metrics -version 2>&1 | head -1)" >&2
+    scan "http://127.0.0.1:$vport"
+    vm_scanned=true
+    kill -INT "$vpid"
+    wait "$vpid" || true
+  fi
+  # One promtool run per two-hour file: each becomes one block.
+  /usr/bin/time -f "backfill: %e s" sh -c "ls '$dir'/*.om | xargs -P 2 -I{} sh -c 'promtool tsdb create-blocks-from openmetrics -q {} \"$dir/tsdb\" >/dev/null && rm {}'"
+fi
 for engine in $engines; do
   case $engine in
   prometheus)
@@ -85,6 +92,9 @@ for engine in $engines; do
   victoria-metrics)
     if ! $want_vm; then
       echo "victoria-metrics not installed: skipped" >&2
+      continue
+    fi
+    if $vm_scanned; then
       continue
     fi
     start_vm

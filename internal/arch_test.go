@@ -128,7 +128,7 @@ var allowed = map[string][]string{
 	// Test support: imported by tests (and bench tools) only, never by the
 	// binary (TestBinaryHasNoTestCode). Its names end in "test".
 	"elfsym/elfsymtest":      nil, // ELF symbol-table bombs
-	"fleettest":              {"sample"},
+	"fleettest":              {"model", "sample"},
 	"incidenttest":           {"capture"},
 	"seriestest":             {"promql", "sample"},
 	"storetest":              nil,         // a store file damaged for its checks

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 
 	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/memdoctor/memdoctor/internal/usecase/prometheus"
@@ -11,10 +14,11 @@ import (
 
 // fleetFlags are diagnose's options for a Prometheus fleet scan.
 type fleetFlags struct {
-	prom promFlags
-	by   []string
-	all  bool
-	top  int
+	prom   promFlags
+	by     []string
+	all    bool
+	top    int
+	resume string
 }
 
 func (f *fleetFlags) register(cmd *cobra.Command) {
@@ -22,6 +26,26 @@ func (f *fleetFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringSliceVar(&f.by, "by", nil, "with --prometheus: also correlate findings with these `LABELS` (rack, dc, ...)")
 	cmd.Flags().BoolVar(&f.all, "all", false, "with --prometheus: fetch and diagnose every instance, not only the pre-filter's suspects (slow)")
 	cmd.Flags().IntVar(&f.top, "top", 20, "with --prometheus: show this many instances")
+	cmd.Flags().StringVar(&f.resume, "resume", "", "with --prometheus: keep each judged instance in `FILE` as it is judged, and skip those it holds from an earlier run of the same scan (stopped part way)")
+}
+
+// stoppable makes SIGINT and SIGTERM end the scan's context (a second
+// one ends the process), so that a scan with --resume says what it kept.
+func stoppable(cmd *cobra.Command) (stop func()) {
+	ctx, stop := signal.NotifyContext(promContext(cmd), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	cmd.SetContext(ctx)
+	return stop
+}
+
+// resumedNote says on stderr how many instances came from the checkpoint.
+func resumedNote(cmd *cobra.Command, f *fleetFlags, resumed, suspects int) {
+	if f.resume != "" {
+		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "resumed %d of %d suspects from %s (judged by an earlier run of this scan)\n", resumed, suspects, f.resume)
+	}
 }
 
 // fleetMemoryLimit is the soft heap limit of a fleet scan.
@@ -38,7 +62,7 @@ func (f *fleetFlags) fleet(until string) (*prometheus.Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &prometheus.Fleet{Client: c, Match: f.prom.match, Window: win, By: f.by, All: f.all}, nil
+	return &prometheus.Fleet{Client: c, Match: f.prom.match, Window: win, By: f.by, All: f.all, Resume: f.resume}, nil
 }
 
 // runFleet is `diagnose --prometheus`.
@@ -52,6 +76,7 @@ func runFleet(cmd *cobra.Command, f *fleetFlags, until string, asJSON bool) erro
 		// let the heap grow with a large fleet.
 		debug.SetMemoryLimit(fleetMemoryLimit)
 	}
+	defer stoppable(cmd)()
 	bar := newProgress(cmd.ErrOrStderr(), "fetching suspects from "+fl.Client.URL())
 	ctx, endSession := f.prom.session(cmd, fl.Client, bar, "scanning the fleet")
 	res, err := fl.Scan(ctx, bar.update)
@@ -60,6 +85,7 @@ func runFleet(cmd *cobra.Command, f *fleetFlags, until string, asJSON bool) erro
 	if err != nil {
 		return err
 	}
+	resumedNote(cmd, f, res.Resumed, res.Suspects)
 	printWarnings(cmd.ErrOrStderr(), res.Warnings)
 	if asJSON {
 		return writeJSON(cmd.OutOrStdout(), res)

@@ -23,6 +23,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/fleet"
 	"github.com/memdoctor/memdoctor/internal/fleettest"
+	htmlpage "github.com/memdoctor/memdoctor/internal/render/html"
 )
 
 // promServer is a Prometheus started on a TSDB directory.
@@ -266,8 +267,10 @@ func TestFleetPrometheus(t *testing.T) {
 		}
 	})
 
+	var allScan *fleet.Result
 	t.Run("the pre-filter loses nothing", func(t *testing.T) {
 		all := diag(t, "--all")
+		allScan = all
 		if all.Suspects != len(m.Hosts) {
 			t.Fatalf("--all fetched %d of %d", all.Suspects, len(m.Hosts))
 		}
@@ -341,6 +344,27 @@ func TestFleetPrometheus(t *testing.T) {
 				t.Errorf("report lacks %q", w)
 			}
 		}
+		// The index: every instance with findings, each of its rules
+		// under the anchor made from the two; the four drawn in full
+		// linked from their groups to their articles.
+		affected := 0
+		for _, in := range scanned.Instances {
+			if len(in.Findings) == 0 {
+				continue
+			}
+			affected++
+			for _, f := range in.Findings {
+				if !strings.Contains(page, ` id="`+htmlpage.FindingAnchor(in.Instance, f.ID)+`"`) {
+					t.Errorf("report: no anchor for %s's %s", in.Instance, f.ID)
+				}
+			}
+		}
+		if w := fmt.Sprintf(`<section id="fleet" data-scanned="60" data-affected="%d">`, affected); !strings.Contains(page, w) {
+			t.Errorf("report lacks the fleet index %s", w)
+		}
+		if !strings.Contains(page, `<a href="#finding-1">`) {
+			t.Error("report: no group links to a finding drawn in full")
+		}
 	})
 
 	t.Run("bad input", func(t *testing.T) {
@@ -359,6 +383,13 @@ func TestFleetPrometheus(t *testing.T) {
 				t.Errorf("diagnose %v: exit %d, stderr %q; want an error containing %q", c.args, code, errOut, c.want)
 			}
 		}
+	})
+
+	t.Run("resumes a stopped scan", func(t *testing.T) {
+		if allScan == nil {
+			t.Skip("the scan of every host failed")
+		}
+		testResume(t, srv.url, until, allScan)
 	})
 
 	t.Run("compare", func(t *testing.T) { testCompareFleet(t, srv.url, m) })

@@ -237,11 +237,34 @@ func TestFleetVictoriaMetricsSameVerdicts(t *testing.T) {
 			t.Skip("the scan failed")
 		}
 		stopVM()
-		url := startVictoria(t, dir, "-search.maxPointsPerTimeseries=1000")
+		url, stop := startVictoriaStop(t, dir, "-search.maxPointsPerTimeseries=1000")
+		defer stop()
 		v := scan(t, url)
 		if v.Cost.Splits == 0 {
 			t.Errorf("no query was split, yet every range asked has more than 1,000 points a series")
 		}
 		same(t, pDefault, v)
+	})
+	// At most 40 series a query (-search.maxUniqueTimeseries): every
+	// aggregate over the 100 hosts is refused, and so is a fetch of eight
+	// hosts' nine series. The scan lists the instances and asks each
+	// refused query again for halves of them (each again while refused);
+	// the verdicts stay the same, and the answers, complete, carry no
+	// warning of a partial one.
+	t.Run("a limit on series splits the scan by instance", func(t *testing.T) {
+		if pDefault == nil {
+			t.Skip("the scan failed")
+		}
+		stopVM()
+		url := startVictoria(t, dir, "-search.maxUniqueTimeseries=40")
+		v := scan(t, url)
+		if v.Cost.Splits < int64(len(v.Instances))/40 {
+			t.Errorf("%d queries split, yet no query of more than 40 hosts' series passes", v.Cost.Splits)
+		}
+		if len(v.Warnings) > 0 {
+			t.Errorf("warnings on complete answers: %q", v.Warnings)
+		}
+		same(t, pDefault, v)
+		t.Logf("%d queries, %d of them split", v.Cost.Queries, v.Cost.Splits)
 	})
 }

@@ -21,6 +21,7 @@ func buildFleetPage(cmd *cobra.Command, f *fleetFlags, until string) (*history.P
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(fleetMemoryLimit)
 	}
+	defer stoppable(cmd)()
 	bar := newProgress(cmd.ErrOrStderr(), "scanning "+fl.Client.URL())
 	ctx, endSession := f.prom.session(cmd, fl.Client, bar, "scanning the fleet")
 	defer endSession(nil) //nolint:errcheck // ends the session; errors are ended explicitly
@@ -29,6 +30,7 @@ func buildFleetPage(cmd *cobra.Command, f *fleetFlags, until string) (*history.P
 	if err != nil {
 		return nil, endSession(err)
 	}
+	resumedNote(cmd, f, res.Resumed, res.Suspects)
 	printWarnings(cmd.ErrOrStderr(), res.Warnings)
 	rp, err := fl.FleetPage(ctx, res, f.top, func() { bar = newProgress(cmd.ErrOrStderr(), "reading the charted series") })
 	err = endSession(err)

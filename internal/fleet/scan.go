@@ -48,6 +48,10 @@ type Options struct {
 	Workers int
 	// Progress is told how many suspects of how many are done.
 	Progress func(done, total int64)
+	// Checkpoint, when set, keeps each judged instance as it is judged and
+	// gives back those judged by an earlier run of the same scan
+	// (checkpoint.go).
+	Checkpoint *Checkpoint
 }
 
 // Instance is one scanned host.
@@ -72,13 +76,16 @@ type Instance struct {
 
 // Result is a scan's outcome.
 type Result struct {
-	Source      string        `json:"source"`
-	Match       string        `json:"match,omitempty"`
-	From        time.Time     `json:"from"`
-	To          time.Time     `json:"to"`
-	StepSeconds float64       `json:"step_seconds"`
-	Instances   []*Instance   `json:"instances"`
-	Suspects    int           `json:"suspects"`
+	Source      string      `json:"source"`
+	Match       string      `json:"match,omitempty"`
+	From        time.Time   `json:"from"`
+	To          time.Time   `json:"to"`
+	StepSeconds float64     `json:"step_seconds"`
+	Instances   []*Instance `json:"instances"`
+	Suspects    int         `json:"suspects"`
+	// Resumed is how many of the suspects were judged by an earlier run
+	// of the same scan and taken from its checkpoint.
+	Resumed     int           `json:"resumed,omitempty"`
 	Correlation []Correlation `json:"correlations"`
 	Warnings    []string      `json:"warnings,omitempty"`
 	// Kubelet is set when no instance has node_exporter's series and the
@@ -121,6 +128,17 @@ func scanQueries(match string, r, step time.Duration) []query {
 	return qs
 }
 
+// queryFor is the scan query q asked with another --match (a part of the
+// fleet: sharder).
+func queryFor(q query, match string, r, step time.Duration) string {
+	for _, x := range scanQueries(match, r, step) {
+		if x.rule == q.rule && x.key == q.key {
+			return x.expr
+		}
+	}
+	return q.expr // not reached: the same rules ask the same keys
+}
+
 // Scan diagnoses the fleet behind c.
 func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 	t0 := time.Now()
@@ -155,17 +173,28 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 		}
 		same[q.expr] = append(same[q.expr], q)
 	}
+	sh := &sharder{c: c, match: o.Match, from: from, to: o.End}
 	for _, q := range qs {
 		tasks = append(tasks, func() error {
-			v, err := c.Query(ctx, q.expr, o.End)
+			m := map[string]float64{}
+			err := sh.each(ctx, func(match string) error {
+				expr := q.expr
+				if match != o.Match {
+					expr = queryFor(q, match, o.Range, o.Step)
+				}
+				v, err := c.Query(ctx, expr, o.End)
+				if err != nil {
+					return err
+				}
+				for _, s := range v {
+					if inst := string(s.Labels["instance"]); inst != "" {
+						m[inst] = s.Value
+					}
+				}
+				return nil
+			})
 			if err != nil {
 				return err
-			}
-			m := map[string]float64{}
-			for _, s := range v {
-				if inst := string(s.Labels["instance"]); inst != "" {
-					m[inst] = s.Value
-				}
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -185,12 +214,19 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 		}
 		expr := m.Prefilter.Daily
 		tasks = append(tasks, func() error {
-			d, err := Daily(ctx, c, func(window string) string { return expr(o.Match, window) }, o.End, o.Range)
+			all := map[string][]float64{}
+			err := sh.each(ctx, func(match string) error {
+				d, err := Daily(ctx, c, func(window string) string { return expr(match, window) }, o.End, o.Range)
+				for inst, v := range d {
+					all[inst] = v
+				}
+				return err
+			})
 			if err != nil {
 				return err
 			}
 			mu.Lock()
-			daily[m.ID] = d
+			daily[m.ID] = all
 			mu.Unlock()
 			return nil
 		})
@@ -198,7 +234,7 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 	if err := runAll(ctx, o.Workers, tasks); err != nil {
 		return nil, err
 	}
-	labels, err := instanceLabels(ctx, c, o.Match, o.End, o.Range, o.By)
+	labels, err := instanceLabels(ctx, c, sh, o.End, o.Range, o.By)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +376,7 @@ func Daily(ctx context.Context, c *prom.Client, expr func(window string) string,
 
 // instanceLabels reads each instance's kernel release (node_uname_info)
 // and the --by labels (from any of its memory series).
-func instanceLabels(ctx context.Context, c *prom.Client, match string, end time.Time, r time.Duration, by []string) (map[string]map[string]string, error) {
+func instanceLabels(ctx context.Context, c *prom.Client, sh *sharder, end time.Time, r time.Duration, by []string) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
 	set := func(inst, k, v string) {
 		if inst == "" || v == "" {
@@ -351,28 +387,29 @@ func instanceLabels(ctx context.Context, c *prom.Client, match string, end time.
 		}
 		out[inst][k] = v
 	}
-	v, err := c.Query(ctx, "last_over_time("+promql.Selector("node_uname_info", match)+"["+promDur(r)+"])", end)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range v {
-		set(string(s.Labels["instance"]), "release", string(s.Labels["release"]))
-		for _, b := range by {
-			set(string(s.Labels["instance"]), b, string(s.Labels[pmodel.LabelName(b)]))
+	err := sh.each(ctx, func(match string) error {
+		v, err := c.Query(ctx, "last_over_time("+promql.Selector("node_uname_info", match)+"["+promDur(r)+"])", end)
+		for _, s := range v {
+			set(string(s.Labels["instance"]), "release", string(s.Labels["release"]))
+			for _, b := range by {
+				set(string(s.Labels["instance"]), b, string(s.Labels[pmodel.LabelName(b)]))
+			}
 		}
+		return err
+	})
+	if err != nil || len(by) == 0 {
+		return out, err
 	}
-	if len(by) > 0 {
+	err = sh.each(ctx, func(match string) error {
 		v, err := c.Query(ctx, "group by (instance, "+strings.Join(by, ", ")+") (last_over_time("+promql.Selector("node_memory_MemTotal_bytes", match)+"["+promDur(r)+"]))", end)
-		if err != nil {
-			return nil, err
-		}
 		for _, s := range v {
 			for _, b := range by {
 				set(string(s.Labels["instance"]), b, string(s.Labels[pmodel.LabelName(b)]))
 			}
 		}
-	}
-	return out, nil
+		return err
+	})
+	return out, err
 }
 
 // runAll runs tasks, at most workers at a time, and returns the first
@@ -429,6 +466,21 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 		}
 	}
 	res.Suspects = len(sus)
+	var done int64
+	if o.Checkpoint != nil {
+		fetch := sus[:0:0]
+		for _, in := range sus {
+			if o.Checkpoint.restore(in) {
+				res.Resumed++
+			} else {
+				fetch = append(fetch, in)
+			}
+		}
+		sus, done = fetch, int64(res.Resumed)
+		if o.Progress != nil && done > 0 {
+			o.Progress(done, int64(res.Suspects))
+		}
+	}
 	names := diagnose.WindowSeries(diagnose.Rules())
 	sort.Strings(names)
 	re := strings.Join(names, "|")
@@ -442,7 +494,6 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 	jobs := make(chan []*Instance)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var done int64
 	var firstErr error
 	for range min(o.Workers, max(1, (len(sus)+batchSize-1)/batchSize)) {
 		wg.Add(1)
@@ -481,13 +532,17 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 					in.Notes = rep.Notes
 					delete(ws, in.Instance) // let the window go
 				}
+				cerr := o.Checkpoint.add(batch)
 				mu.Lock()
 				if err != nil && firstErr == nil && ctx.Err() != nil {
 					firstErr = err
 				}
+				if cerr != nil && firstErr == nil {
+					firstErr = cerr
+				}
 				done += int64(len(batch))
 				if o.Progress != nil {
-					o.Progress(done, int64(len(sus)))
+					o.Progress(done, int64(res.Suspects))
 				}
 				mu.Unlock()
 			}

@@ -274,6 +274,33 @@ var limitMessages = []string{
 	"-search.maxseries",                         // VictoriaMetrics
 	"limit exceeded",                            // Thanos, Mimir ("series limit exceeded", "chunks limit exceeded")
 	"max number of series limit",                // Mimir
+	"-search.maxquerylen",                       // VictoriaMetrics: a query too long (a part of the fleet named by its instances)
+}
+
+// seriesLimitMessages are refusals for the number of series one query
+// touches, or for its length: a shorter range is refused as well, only
+// fewer instances pass.
+var seriesLimitMessages = []string{
+	"the number of matching timeseries exceeds", // VictoriaMetrics
+	"-search.maxuniquetimeseries",               // VictoriaMetrics
+	"-search.maxquerylen",                       // VictoriaMetrics
+	"series limit exceeded",                     // Thanos
+	"max number of series limit",                // Mimir
+}
+
+// isSeriesLimit reports whether err is a refusal for the number of series.
+func isSeriesLimit(err error) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	m := strings.ToLower(ae.Message)
+	for _, s := range seriesLimitMessages {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsLimit reports whether err is a refusal for a limit (APIError.Limit).
@@ -345,6 +372,32 @@ func (c *Client) Query(ctx context.Context, expr string, t time.Time) ([]Sample,
 	return nil, fmt.Errorf("prometheus answered %q with a %s, want a vector", expr, a.ResultType)
 }
 
+// LabelValues lists the values of a label over [start, end] on the series
+// that match selector; when the server refuses that for a limit on the
+// series one query may touch (VictoriaMetrics' -search.maxUniqueTimeseries
+// applies to it too), the values on every series, which it reads from its
+// index alone.
+func (c *Client) LabelValues(ctx context.Context, label, selector string, start, end time.Time) ([]string, error) {
+	form := url.Values{"start": {formatTime(start)}, "end": {formatTime(end)}}
+	path := "/api/v1/label/" + url.PathEscape(label) + "/values"
+	what := "the values of " + label + " on " + selector
+	if selector != "" {
+		form.Set("match[]", selector)
+	}
+	a, err := c.call(ctx, path, form, what, 1)
+	if err != nil && IsLimit(err) && selector != "" {
+		form.Del("match[]")
+		a, err = c.call(ctx, path, form, "the values of "+label, 1)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a.ResultType != "strings" {
+		return nil, fmt.Errorf("prometheus answered the label values of %s with a %s, want a list", label, a.ResultType)
+	}
+	return a.Values, nil
+}
+
 // MaxPointsPerSeries is Prometheus' limit on the points of one range query
 // series; longer ranges are split into several requests.
 const MaxPointsPerSeries = 11000
@@ -400,11 +453,13 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 
 // queryRangeSplit is queryRange, asked again in two halves of the range
 // (each again, down to one step) when the server refuses it for a limit
-// that a shorter range passes under (points or samples per query).
+// that a shorter range passes under (points or samples per query); a
+// refusal for the number of series is returned as it is, for the caller
+// to ask for fewer instances.
 func (c *Client) queryRangeSplit(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]rangeSeries, error) {
 	part, err := c.queryRange(ctx, expr, start, end, step)
 	steps := end.Sub(start) / step
-	if err == nil || !IsLimit(err) || steps < 2 {
+	if err == nil || !IsLimit(err) || isSeriesLimit(err) || steps < 2 {
 		return part, err
 	}
 	c.splits.Add(1)

@@ -77,6 +77,8 @@ type apiAnswer struct {
 	// Partial: the server said the answer lacks part of the data
 	// (VictoriaMetrics' "isPartial").
 	Partial bool
+	// Values of a label (ResultType "strings": the label values API).
+	Values []string
 }
 
 type answerSeries struct {
@@ -409,6 +411,18 @@ func (d *decoder) envelope(key string, depth int) error {
 		c, err := d.peek()
 		if err != nil {
 			return unexpectedEOF(err)
+		}
+		if c == '[' {
+			// The label values API: a list of strings.
+			d.a.ResultType = "strings"
+			return d.array(depth, func(int) error {
+				v, err := d.str()
+				if err != nil {
+					return err
+				}
+				d.a.Values = append(d.a.Values, v)
+				return d.hold(int64(len(v)) + 16)
+			})
 		}
 		if c != '{' {
 			return syntax("data is not an object")

@@ -32,6 +32,8 @@ type Page struct {
 	// scanned, which label the affected ones share).
 	Summary   []string
 	Instances []Instance
+	// Fleet, when set, heads the page with a fleet scan's index (fleet.go).
+	Fleet *Fleet
 }
 
 // Instance is one instance's diagnosis and the data its charts draw.
@@ -88,6 +90,8 @@ type pageView struct {
 	Unread       []string
 	MultiInst    bool
 	ShowInstance bool
+	Fleet        *fleetView
+	ScriptHash   string
 }
 
 type sevCount struct {
@@ -192,6 +196,7 @@ func Render(w io.Writer, p *Page) error {
 		return all[i].f.ID < all[j].f.ID
 	})
 	v.Evaluated = v.Rules - len(skipped)
+	detailed := map[[2]string]string{}
 	counts := map[model.Severity]int{}
 	charts := chartSet{seen: map[string]string{}}
 	for k, fd := range all {
@@ -222,6 +227,13 @@ func Render(w io.Writer, p *Page) error {
 			}
 		}
 		v.Findings = append(v.Findings, fv)
+		if k := [2]string{fd.inst.Name, f.ID}; detailed[k] == "" {
+			detailed[k] = fv.Anchor
+		}
+	}
+	if p.Fleet != nil {
+		v.Fleet = fleetIndex(p.Fleet, detailed)
+		v.ScriptHash = fleetScriptHash
 	}
 	for i := range p.Instances {
 		in := &p.Instances[i]

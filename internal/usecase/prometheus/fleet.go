@@ -24,14 +24,52 @@ type Fleet struct {
 	// By are labels to correlate findings with; All skips the pre-filter.
 	By  []string
 	All bool
+	// Resume names a checkpoint file: the instances it holds are not
+	// judged again, and each judged one is added to it (fleet.Checkpoint).
+	Resume string
 }
 
 // Scan diagnoses the fleet: aggregated queries score every instance, the
 // suspects' full ranges are fetched at the window's step and judged.
 func (f *Fleet) Scan(ctx context.Context, progress history.Progress) (*fleet.Result, error) {
-	return fleet.Scan(ctx, f.Client, fleet.Options{Match: f.Match, End: f.Window.To, Range: f.Window.Range(),
-		Step: f.Window.Step, By: f.By, All: f.All, Progress: progress})
+	o := fleet.Options{Match: f.Match, End: f.Window.To, Range: f.Window.Range(),
+		Step: f.Window.Step, By: f.By, All: f.All, Progress: progress}
+	if f.Resume != "" {
+		cp, err := fleet.OpenCheckpoint(f.Resume, f.CheckpointScan())
+		if err != nil {
+			return nil, err
+		}
+		defer cp.Close() //nolint:errcheck // every line was synced as it was written
+		o.Checkpoint = cp
+		res, err := fleet.Scan(ctx, f.Client, o)
+		if err != nil && cp.Held() > 0 {
+			return nil, &StoppedError{Err: err, File: f.Resume, Held: cp.Held()}
+		}
+		return res, err
+	}
+	return fleet.Scan(ctx, f.Client, o)
 }
+
+// CheckpointScan is what a checkpoint of this scan must have been made by.
+func (f *Fleet) CheckpointScan() fleet.CheckpointScan {
+	return fleet.CheckpointScan{Source: f.Client.URL(), Match: f.Match, From: f.Window.To.Add(-f.Window.Range()), To: f.Window.To,
+		Step: f.Window.Step.Seconds(), All: f.All}
+}
+
+// StoppedError is a scan with a checkpoint that did not finish: what it
+// judged is in File for the same command to resume.
+type StoppedError struct {
+	Err  error
+	File string
+	Held int
+}
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("%v\n%d judged instances are kept in %s: the same command with --resume %s goes on from there",
+		e.Err, e.Held, e.File, model.ShellArg(e.File))
+}
+
+func (e *StoppedError) Unwrap() error { return e.Err }
 
 // Shown are the instances with findings, worst first, at most top of
 // them, and how many have findings in all.
@@ -63,6 +101,7 @@ func (f *Fleet) FleetPage(ctx context.Context, res *fleet.Result, top int, chart
 			page.Summary = append(page.Summary, co.Summary)
 		}
 	}
+	page.Fleet = fleetIndex(res, f.Client.URL())
 	if len(shown) == 0 {
 		return &history.PageReport{Page: page}, nil
 	}
@@ -106,4 +145,17 @@ func shownText(shown, affected int) string {
 		return fmt.Sprintf(" (the %d worst shown; --top to see more)", shown)
 	}
 	return ""
+}
+
+// fleetIndex is the page's index of every instance with findings, in the
+// scan's order (worst first).
+func fleetIndex(res *fleet.Result, url string) *html.Fleet {
+	ix := &html.Fleet{Scanned: len(res.Instances),
+		Command: "memdoctor diagnose --prometheus " + model.ShellArg(url) + ` --match '{instance="INSTANCE"}'`}
+	for _, in := range res.Instances {
+		if len(in.Findings) > 0 {
+			ix.Hosts = append(ix.Hosts, html.FleetHost{Name: in.Instance, Findings: in.Findings})
+		}
+	}
+	return ix
 }
