@@ -418,3 +418,62 @@ func TestEventHistoryFailcntV1Real(t *testing.T) {
 		t.Errorf("failcnt read without Reader.Failcnt: %+v", b)
 	}
 }
+
+// TestHeadroomReal: the headroom of a process is the least room left under
+// its cgroup's limit and its parent's, read through the host's files.
+func TestHeadroomReal(t *testing.T) {
+	dir := testParent(t)
+	leaf := dir + "/leaf"
+	if err := os.Mkdir(leaf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, leaf+"/memory.limit_in_bytes", strconv.Itoa(256<<20))
+	cmd := exec.Command("python3", "-c", "import sys,time\nsys.stdin.readline()\nb=bytearray(64<<20)\nfor i in range(0,len(b),4096): b[i]=1\nprint('ok',flush=True)\ntime.sleep(60)")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	write(t, leaf+"/cgroup.procs", strconv.Itoa(pid))
+	if _, err := in.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.Read(make([]byte, 3)); err != nil {
+		t.Fatal(err)
+	}
+	fs := procfs.NewFS("/")
+	usage := func(d string) int64 {
+		b, err := os.ReadFile(d + "/memory.usage_in_bytes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return v
+	}
+	h, limited, err := Headroom(fs, pid)
+	if err != nil || !limited {
+		t.Fatalf("headroom %d, limited %v, %v: want the leaf's limit seen", h, limited, err)
+	}
+	// Usage moves a little between the two reads (the interpreter's own
+	// pages): a MiB of tolerance.
+	if want := 256<<20 - usage(leaf); h < want-1<<20 || h > want+1<<20 || h > 192<<20 {
+		t.Errorf("headroom %d under the leaf's limit, want about %d (256 MiB less its usage)", h, want)
+	}
+	// A tighter parent decides.
+	write(t, dir+"/memory.limit_in_bytes", strconv.Itoa(96<<20))
+	h, limited, err = Headroom(fs, pid)
+	if want := 96<<20 - usage(dir); err != nil || !limited || h < want-1<<20 || h > want+1<<20 || h > 32<<20 {
+		t.Errorf("headroom %d (limited %v, %v) under the parent's 96 MiB, want about %d", h, limited, err, want)
+	}
+	if _, _, err := Headroom(fs, 1<<30); err == nil {
+		t.Errorf("a process that does not exist: no error")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/cgroups"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/runtimes"
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -93,7 +94,7 @@ func ReadRuntimesAgain(ctx context.Context, fsys procfs.FS, opt Options, res *Re
 	}
 	watch := runtimes.NewWatch(fsys, first)
 	// Allocation ticks (verbose) for the LOH allocation rate.
-	dn := runtimes.StartDotNet(ctx, first, true)
+	dn := runtimes.StartDotNet(ctx, first, true, func(pid int) (int64, bool, error) { return cgroups.Headroom(fsys, pid) })
 	update, done := func(int64, int64) {}, func() {}
 	if bars != nil {
 		update, done = bars("measuring GC rates")

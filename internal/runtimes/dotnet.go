@@ -170,7 +170,12 @@ func (w *DotNetWatch) hold(pid int, ls *liveSession) {
 
 // StartDotNet starts a session on every reading of res whose source is
 // the port. verbose adds the allocation ticks (the LOH allocation rate).
-func StartDotNet(ctx context.Context, res *Result, verbose bool) *DotNetWatch {
+//
+// headroom (nil: unknown) says how much more a process' memory cgroup may
+// be charged before a limit (limited false: none): the rundown that names
+// the callers of GC.Collect() takes its buffer from the target's memory,
+// and asks at most a quarter of that (dotnet.RundownBufferFor).
+func StartDotNet(ctx context.Context, res *Result, verbose bool, headroom func(pid int) (bytes int64, limited bool, err error)) *DotNetWatch {
 	// parent ends when check is interrupted; the sessions' ctx at Stop.
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -190,7 +195,7 @@ func StartDotNet(ctx context.Context, res *Result, verbose bool) *DotNetWatch {
 			window := time.Since(start)
 			var named []dotnet.Caller
 			if err == nil && parent.Err() == nil {
-				named = namedCallers(parent, pid, cl)
+				named = namedCallers(parent, pid, cl, headroom)
 			}
 			w.mu.Lock()
 			w.stats[pid], w.counts[pid], w.callers[pid], w.errs[pid], w.window[pid] = st, cn, named, err, window
@@ -224,6 +229,10 @@ func traceInto(ctx context.Context, pid int, verbose, stacks bool, fn func(*dotn
 	return err
 }
 
+// unknownHeadroomRundownMB is the rundown's buffer for a process whose
+// memory cgroup could not be read: what the GC session asks.
+const unknownHeadroomRundownMB = 16
+
 // rundownDrain bounds the reading of a rundown after its session's stop.
 const rundownDrain = 10 * time.Second
 
@@ -233,11 +242,18 @@ const rundownDrain = 10 * time.Second
 // ranges); the frames no method covers are named by the target's memory
 // map (the runtime's own native code is plumbing). Only a process that
 // had induced collections pays for it.
-func namedCallers(ctx context.Context, pid int, cl *dotnet.Callers) []dotnet.Caller {
+func namedCallers(ctx context.Context, pid int, cl *dotnet.Callers, headroom func(int) (int64, bool, error)) []dotnet.Caller {
 	if cl == nil || cl.Induced == 0 || cl.Addresses() == 0 {
 		return nil
 	}
-	if cl.Unresolved() {
+	// Unknown headroom: the buffer the GC session itself asked.
+	bufferMB, ok := uint32(unknownHeadroomRundownMB), true
+	if headroom != nil {
+		if h, limited, err := headroom(pid); err == nil {
+			bufferMB, ok = dotnet.RundownBufferFor(h, limited)
+		}
+	}
+	if cl.Unresolved() && ok {
 		ep, err := dotnet.Find(pid)
 		if err != nil {
 			return nil
@@ -245,7 +261,7 @@ func namedCallers(ctx context.Context, pid int, cl *dotnet.Callers) []dotnet.Cal
 		// A rundown cut short (its stop unanswered, its stream past the
 		// drain) still names what it read: each name read is the
 		// runtime's own record of a method's code.
-		_, _ = dotnet.RundownMethods(ctx, ep.Dial, rundownDrain, cl.Add)
+		_, _ = dotnet.RundownMethodsWithin(ctx, ep.Dial, rundownDrain, bufferMB, cl.Add)
 		_ = ep.Close()
 	}
 	if maps, err := procfs.Live().ProcMaps(pid); err == nil {
