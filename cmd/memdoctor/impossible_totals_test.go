@@ -17,7 +17,8 @@ var usedNumber = regexp.MustCompile(`(?i)\bused:? *[-−]?[0-9]`)
 // the whole file or one instance: MemAvailable above MemTotal (used below
 // zero), MemTotal missing (used would be minus MemAvailable) and
 // MemAvailable negative (used above the total). The JSON leaves used_bytes
-// and used_percent out and says why in used_missing.
+// and used_percent out and says why in used_missing; it leaves out as well
+// a MemTotal that is missing and a MemAvailable that cannot be.
 func TestImpossibleTotalsNeverPrinted(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -62,6 +63,12 @@ node_memory_MemFree_bytes{instance="negative:9100"} 1073741824 1700000000.000
 			}
 			if s, _ := d.Accounting["used_missing"].(string); s == "" {
 				t.Errorf("diagnose --json %v: no used_missing saying why used is not given: %v", args, d.Accounting)
+			}
+			// Nor a total that is missing, nor an available above it.
+			_, hasTotal := d.Accounting["total_bytes"]
+			_, hasAvail := d.Accounting["available_bytes"]
+			if hasTotal != (inst != "nototal:9100") || hasAvail {
+				t.Errorf("diagnose --json %v: total_bytes present %v, available_bytes present %v: %v", args, hasTotal, hasAvail, d.Accounting)
 			}
 		}
 		html := filepath.Join(dir, "report.html")

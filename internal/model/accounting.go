@@ -1,5 +1,7 @@
 package model
 
+import "encoding/json"
+
 // Accounting says where the memory is. Used is (total − available) / total:
 // "free" is not the number to watch, because Linux fills idle memory with
 // page cache that it gives back on demand; MemAvailable (3.14+) estimates
@@ -61,4 +63,25 @@ func (a Accounting) Category(name string) int64 {
 		}
 	}
 	return 0
+}
+
+// MarshalJSON leaves out a total or an available figure that cannot be
+// (MemTotal missing or 0; MemAvailable unknown, above MemTotal, or beside
+// an impossible meminfo value, which Invalid names): the
+// JSON carries no impossible number, and Invalid, AvailableMissing or
+// UsedMissing say why. The fields keep their order.
+func (a Accounting) MarshalJSON() ([]byte, error) {
+	type plain Accounting
+	out := struct {
+		TotalBytes     *int64 `json:"total_bytes,omitempty"`
+		AvailableBytes *int64 `json:"available_bytes,omitempty"`
+		plain
+	}{plain: plain(a)}
+	if a.TotalBytes > 0 {
+		out.TotalBytes = &a.TotalBytes
+		if a.AvailableMissing == "" && a.Invalid == "" && a.AvailableBytes <= a.TotalBytes {
+			out.AvailableBytes = &a.AvailableBytes
+		}
+	}
+	return json.Marshal(out)
 }

@@ -111,7 +111,6 @@ func attachSlack(h *Host) {
 	}
 }
 
-// within says whether cgroup cg is p or below it.
 // attachCgroupLimits joins each runtime's process to its memory cgroup
 // and the lowest limit of the cgroup and its ancestors: a runtime that
 // sizes its heap from the memory it is given (.NET caps its heap at 75 %
@@ -139,6 +138,7 @@ func attachCgroupLimits(h *Host) {
 	}
 }
 
+// within says whether cgroup cg is p or below it.
 func within(cg, p string) bool {
 	return cg == p || p == "/" || strings.HasPrefix(cg, strings.TrimSuffix(p, "/")+"/")
 }
