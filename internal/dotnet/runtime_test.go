@@ -284,10 +284,35 @@ func TestSessionCost(t *testing.T) {
 	loop := startLoad(t, "loop", 120)
 	time.Sleep(3 * time.Second)
 	const window = 6 * time.Second
+	// The target's CPU time (utime+stime, clock ticks of 10 ms): its
+	// iterations per CPU second do not move with the host's load as its
+	// iterations per second do, and the session's cost to the target is
+	// CPU its threads spend writing events.
+	ticks := func() float64 {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(loop.pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		u, _ := strconv.ParseFloat(f[11], 64)
+		s, _ := strconv.ParseFloat(f[12], 64)
+		return u + s
+	}
+	var perCPU [2]struct{ iters, ticks float64 }
 	rate := func(session bool) float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), window)
 		defer cancel()
 		n0, t0 := loop.itersAt()
+		c0 := ticks()
+		defer func() {
+			n1, _ := loop.itersAt()
+			i := 0
+			if session {
+				i = 1
+			}
+			perCPU[i].iters += n1 - n0
+			perCPU[i].ticks += ticks() - c0
+		}()
 		if session {
 			ep, err := Find(loop.pid)
 			if err != nil {
@@ -319,6 +344,8 @@ func TestSessionCost(t *testing.T) {
 		return s
 	}
 	t.Logf("mean change with a session: %+.2f%%", 100*(sum(with)/sum(without)-1))
+	a, b := perCPU[0].iters/perCPU[0].ticks*100, perCPU[1].iters/perCPU[1].ticks*100
+	t.Logf("loop iterations a CPU second of the target: %.0f without a session, %.0f with one (%+.2f%%)", a, b, 100*(b/a-1))
 
 	busy := startLoad(t, "busy", 60)
 	// Without and with the counters, one after the other, twice.
