@@ -15,6 +15,9 @@
 #      output in a log of its own printed once it ends, so that none
 #      interleave. The waiting tests used to run after cmd/memdoctor's
 #      others, both CPUs then often idle.
+# MEMDOCTOR_TEST_BESIDE, a shell command (make test's static checks), runs
+# in that phase too, its output printed after the others'; in the other
+# orders, after everything.
 # MEMDOCTOR_TEST_LAB=serial runs everything one at a time, the whole lab
 # last; MEMDOCTOR_TEST_LAB=beside runs the whole lab beside every package
 # (shortest, but both sides then measure time on shared CPUs: the
@@ -46,10 +49,11 @@ stop() {
 	# starts a background command with SIGINT ignored.
 	[ -z "$labpid" ] && [ -s "$tmp/labpid" ] && labpid=$(cat "$tmp/labpid")
 	[ -n "$labpid" ] && { kill -TERM "-$labpid" 2>/dev/null || kill -TERM "$labpid" 2>/dev/null; }
-	if [ -s "$tmp/waitpid" ]; then
-		w=$(cat "$tmp/waitpid")
+	for f in waitpid besidepid; do
+		[ -s "$tmp/$f" ] || continue
+		w=$(cat "$tmp/$f")
 		kill -TERM "-$w" 2>/dev/null || kill -TERM "$w" 2>/dev/null
-	fi
+	done
 	rm -rf "$tmp"
 }
 trap stop EXIT
@@ -100,9 +104,23 @@ esac
 			$setsid "$GO" test -count=1 -timeout 40m -run "$waiting" "$cmd" >"$tmp/wait.log" 2>&1 &
 			echo $! >"$tmp/waitpid"
 		fi
+		if [ -n "${MEMDOCTOR_TEST_BESIDE:-}" ]; then
+			$setsid sh -c "$MEMDOCTOR_TEST_BESIDE" >"$tmp/beside.log" 2>&1 &
+			echo $! >"$tmp/besidepid"
+		fi
 	fi
 	"$GO" test -p 1 -count=1 -timeout 40m "$@" $pkgs 2>&1
 	echo $? >"$tmp/rc"
+	if [ -s "$tmp/besidepid" ]; then
+		echo "=== $MEMDOCTOR_TEST_BESIDE ran beside the packages above; its output:"
+		wait "$(cat "$tmp/besidepid")"
+		echo $? >"$tmp/besiderc"
+		rm -f "$tmp/besidepid"
+		cat "$tmp/beside.log"
+	elif [ -n "${MEMDOCTOR_TEST_BESIDE:-}" ] && [ "$mode" != split ]; then
+		sh -c "$MEMDOCTOR_TEST_BESIDE"
+		echo $? >"$tmp/besiderc"
+	fi
 	if [ -s "$tmp/waitpid" ]; then
 		echo "=== $cmd's waiting tests ran beside the packages above; their output:"
 		wait "$(cat "$tmp/waitpid")"
@@ -121,6 +139,7 @@ esac
 } 2>&1 | tee "$tmp/log"
 rc=$(cat "$tmp/rc")
 [ -s "$tmp/waitrc" ] && [ "$rc" = 0 ] && rc=$(cat "$tmp/waitrc")
+[ -s "$tmp/besiderc" ] && [ "$rc" = 0 ] && rc=$(cat "$tmp/besiderc")
 [ -s "$tmp/labrc" ] && [ "$rc" = 0 ] && rc=$(cat "$tmp/labrc")
 if [ -n "$labpid" ]; then
 	echo "=== $lab ran beside the packages above; its output:"
