@@ -8,13 +8,12 @@
 #      inside the emulated guest, which needs the CPUs (beside the other
 #      packages it made 87 instead of the 100 its finding needs);
 #   3. the lab's other scenarios (an OOM kill, dying cgroups, container
-#      rules, the guest's promises: none measures time) and cmd/memdoctor's
-#      waiting tests (those that call t.Parallel() first thing in their
-#      body: they only wait on programs they started, and already share
-#      the CPUs eight at a time) beside the other packages, each with its
-#      output in a log of its own printed once it ends, so that none
-#      interleave. The waiting tests used to run after cmd/memdoctor's
-#      others, both CPUs then often idle.
+#      rules, the guest's promises: none measures time) beside the other
+#      packages, their output in a log of their own printed once they end,
+#      so that the two never interleave. cmd/memdoctor's waiting tests
+#      (t.Parallel) stay in step 1: beside the lab and the packages the
+#      recorders among them missed their samples and the preload
+#      library's trims came too few.
 # MEMDOCTOR_TEST_BESIDE, a shell command (make test's static checks), runs
 # in that phase too, its output printed after the others'; in the other
 # orders, after everything.
@@ -49,11 +48,10 @@ stop() {
 	# starts a background command with SIGINT ignored.
 	[ -z "$labpid" ] && [ -s "$tmp/labpid" ] && labpid=$(cat "$tmp/labpid")
 	[ -n "$labpid" ] && { kill -TERM "-$labpid" 2>/dev/null || kill -TERM "$labpid" 2>/dev/null; }
-	for f in waitpid besidepid; do
-		[ -s "$tmp/$f" ] || continue
-		w=$(cat "$tmp/$f")
-		kill -TERM "-$w" 2>/dev/null || kill -TERM "$w" 2>/dev/null
-	done
+	if [ -s "$tmp/besidepid" ]; then
+		b=$(cat "$tmp/besidepid")
+		kill -TERM "-$b" 2>/dev/null || kill -TERM "$b" 2>/dev/null
+	fi
 	rm -rf "$tmp"
 }
 trap stop EXIT
@@ -74,16 +72,6 @@ mode=${MEMDOCTOR_TEST_LAB:-split}
 [ $# -gt 0 ] && [ "$mode" = split ] && mode=serial
 setsid=$(command -v setsid || true)
 watermark='^TestWatermarkThrash$'
-# cmd/memdoctor's waiting tests, as one anchored pattern: top-level test
-# functions whose body calls t.Parallel() at its first level (gofmt'ed
-# source). A test that calls it deeper runs with the others, only later.
-waiting=$(awk '
-	FNR == 1 { name = "" }
-	/^func Test[A-Za-z0-9_]*\(t \*testing\.T\) \{$/ { name = $2; sub(/\(.*/, "", name); next }
-	/^}/ { name = "" }
-	name != "" && /^\tt\.Parallel\(\)( *\/\/.*)?$/ { print name; name = "" }
-' cmd/memdoctor/*_test.go | paste -sd '|' -)
-[ -n "$waiting" ] && waiting="^($waiting)\$"
 case $mode in
 serial)
 	pkgs="$pkgs $lab" ;;
@@ -96,14 +84,10 @@ esac
 # shellcheck disable=SC2086 # package paths hold no blanks
 {
 	if [ "$mode" = split ]; then
-		"$GO" test -count=1 -timeout 40m ${waiting:+-skip "$waiting"} "$cmd" &&
+		"$GO" test -count=1 -timeout 40m "$cmd" &&
 			"$GO" test -count=1 -timeout 40m -run "$watermark" "$lab" || { echo $? >"$tmp/rc"; exit; }
 		$setsid "$GO" test -count=1 -timeout 40m -skip "$watermark" "$lab" >"$tmp/lab.log" 2>&1 &
 		echo $! >"$tmp/labpid"
-		if [ -n "$waiting" ]; then
-			$setsid "$GO" test -count=1 -timeout 40m -run "$waiting" "$cmd" >"$tmp/wait.log" 2>&1 &
-			echo $! >"$tmp/waitpid"
-		fi
 		if [ -n "${MEMDOCTOR_TEST_BESIDE:-}" ]; then
 			$setsid sh -c "$MEMDOCTOR_TEST_BESIDE" >"$tmp/beside.log" 2>&1 &
 			echo $! >"$tmp/besidepid"
@@ -121,13 +105,6 @@ esac
 		sh -c "$MEMDOCTOR_TEST_BESIDE"
 		echo $? >"$tmp/besiderc"
 	fi
-	if [ -s "$tmp/waitpid" ]; then
-		echo "=== $cmd's waiting tests ran beside the packages above; their output:"
-		wait "$(cat "$tmp/waitpid")"
-		echo $? >"$tmp/waitrc"
-		rm -f "$tmp/waitpid"
-		cat "$tmp/wait.log"
-	fi
 	if [ -s "$tmp/labpid" ]; then
 		# This shell started it, so this shell waits for it.
 		echo "=== $lab's other scenarios ran beside the packages above; their output:"
@@ -138,7 +115,6 @@ esac
 	fi
 } 2>&1 | tee "$tmp/log"
 rc=$(cat "$tmp/rc")
-[ -s "$tmp/waitrc" ] && [ "$rc" = 0 ] && rc=$(cat "$tmp/waitrc")
 [ -s "$tmp/besiderc" ] && [ "$rc" = 0 ] && rc=$(cat "$tmp/besiderc")
 [ -s "$tmp/labrc" ] && [ "$rc" = 0 ] && rc=$(cat "$tmp/labrc")
 if [ -n "$labpid" ]; then

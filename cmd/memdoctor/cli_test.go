@@ -65,9 +65,7 @@ var (
 // -parallel is not given. Those tests mostly wait (on programs they
 // started, recorders sampling, timeouts), so more of them than CPUs
 // (go test's default) share the CPUs without crowding one another; the
-// tests that burn CPU or judge timing stay serial. `make test` runs the
-// waiting ones (t.Parallel() first thing in their body) in a go test of
-// their own, beside the other packages (scripts/go-test.sh).
+// tests that burn CPU or judge timing stay serial.
 const waitingParallel = 8
 
 // TestMain runs up to waitingParallel tests in parallel unless -parallel

@@ -36,9 +36,6 @@ func TestPreloadCTests(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the C tests take about 30 s")
 	}
-	// They judge only their own programs (with generous timeouts), and
-	// wait on intervals for most of their time.
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "make", "-C", filepath.Join(repoRoot(t), "preload"), "test")
