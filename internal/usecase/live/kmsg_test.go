@@ -1,11 +1,14 @@
 package live_test
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/memdoctor/memdoctor/internal/capture"
 	"github.com/memdoctor/memdoctor/internal/collect"
@@ -19,11 +22,7 @@ import (
 // oom_kills names the victim, its RSS and anon RSS, the cgroup and its
 // limit, and when. Without a log path the finding has none of it.
 func TestOOMKillsKernelLogLab61(t *testing.T) {
-	fsys, prov, err := capture.LoadFile("../../../testdata/captures/healthy-6.1-x86_64-v2.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pfs := procfs.NewFSFrom(fsys, prov.PageSize)
+	pfs := capture61(t)
 	want := procfs.ParseOOMReports(mustRead(t, "../../procfs/testdata/kmsg-oom-memcg-6.1.txt"))
 	if len(want) != 1 {
 		t.Fatalf("the lab log has %d reports", len(want))
@@ -77,6 +76,37 @@ func TestOOMKillsKernelLogLab61(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// killedOnce is a capture's files with /proc/vmstat counting one OOM kill
+// since boot: the kernel log is read only then (a host that counted none
+// has no report in it).
+type killedOnce struct{ fs.FS }
+
+var oomKillLine = regexp.MustCompile(`(?m)^oom_kill \d+$`)
+
+func (k killedOnce) Open(name string) (fs.File, error) {
+	if name != "proc/vmstat" {
+		return k.FS.Open(name)
+	}
+	b, err := fs.ReadFile(k.FS, name)
+	if err != nil {
+		return nil, err
+	}
+	return fstest.MapFS{name: {Data: oomKillLine.ReplaceAll(b, []byte("oom_kill 1"))}}.Open(name)
+}
+
+// capture61 is the 6.1 capture, its vmstat counting one OOM kill.
+func capture61(t *testing.T) procfs.FS {
+	t.Helper()
+	fsys, prov, err := capture.LoadFile("../../../testdata/captures/healthy-6.1-x86_64-v2.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := fs.ReadFile(fsys, "proc/vmstat"); err != nil || !oomKillLine.Match(b) {
+		t.Fatalf("the capture's vmstat has no oom_kill line (%v)", err)
+	}
+	return procfs.NewFSFrom(killedOnce{fsys}, prov.PageSize)
+}
+
 func mustRead(t *testing.T, p string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(p)
@@ -89,11 +119,7 @@ func mustRead(t *testing.T, p string) []byte {
 // An unreadable kernel log (absent here; not permitted alike) gives no
 // series and a note that says what it hides.
 func TestKernelLogUnreadableIsANote(t *testing.T) {
-	fsys, prov, err := capture.LoadFile("../../../testdata/captures/healthy-6.1-x86_64-v2.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := collect.Collect(procfs.NewFSFrom(fsys, prov.PageSize), collect.Options{KmsgPath: filepath.Join(t.TempDir(), "kmsg")})
+	res, err := collect.Collect(capture61(t), collect.Options{KmsgPath: filepath.Join(t.TempDir(), "kmsg")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,17 +140,13 @@ func TestKernelLogUnreadableIsANote(t *testing.T) {
 // A hostile log: a comm with a terminal escape and an overlong field; the
 // victim comes out with the escape replaced, the overlong cgroup dropped.
 func TestKernelLogHostileComm(t *testing.T) {
-	fsys, prov, err := capture.LoadFile("../../../testdata/captures/healthy-6.1-x86_64-v2.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := filepath.Join(t.TempDir(), "kmsg")
 	text := "6,1,5000000,-;oom-kill:constraint=CONSTRAINT_NONE,oom_memcg=/" + strings.Repeat("x", 300) +
 		",task=ev\x1b[31mil,pid=77,uid=0\n6,2,5000001,-;Out of memory: Killed process 77 (ev\x1b[31mil) total-vm:10kB, anon-rss:8kB, file-rss:0kB, shmem-rss:0kB\n"
 	if err := os.WriteFile(log, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res, err := collect.Collect(procfs.NewFSFrom(fsys, prov.PageSize), collect.Options{KmsgPath: log})
+	res, err := collect.Collect(capture61(t), collect.Options{KmsgPath: log})
 	if err != nil {
 		t.Fatal(err)
 	}
