@@ -20,11 +20,11 @@ import (
 	"github.com/memdoctor/memdoctor/internal/model"
 )
 
-// incident2Families sizes the server's response (7.8 MB at 200 families):
+// incident2Families sizes the server's response (7.8 MB at 115 families):
 // at that size 60 requests take the oldmalloc limit past 64 MiB, incident
 // 2's scale of garbage.
 const (
-	incident2Families = "200"
+	incident2Families = "115"
 	incident2Requests = 60
 )
 
