@@ -69,6 +69,35 @@ func write(t testing.TB, file, s string) {
 	}
 }
 
+// holdIn starts a process in cgroup dir (a v1 memory cgroup's directory)
+// that then touches mib MiB of anonymous memory and holds it until the
+// test ends; it returns the process' pid once the memory is touched.
+func holdIn(t testing.TB, dir string, mib int) int {
+	t.Helper()
+	cmd := exec.Command("python3", "-c", "import sys,time\nsys.stdin.readline()\nb=bytearray("+strconv.Itoa(mib)+"<<20)\nfor i in range(0,len(b),4096): b[i]=1\nprint('ok',flush=True)\ntime.sleep(60)")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	write(t, dir+"/cgroup.procs", strconv.Itoa(cmd.Process.Pid))
+	// It allocates once moved, and says when it has.
+	if _, err := in.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.Read(make([]byte, 3)); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
 func hostReader() Reader {
 	return Reader{FS: procfs.NewFS("/"), Root: strings.TrimPrefix(v1Mount, "/"), V1: true}
 }
@@ -82,21 +111,7 @@ func TestReadV1Real(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, leaf+"/memory.limit_in_bytes", strconv.Itoa(256<<20))
-	cmd := exec.Command("python3", "-c", "import sys,time\nb=bytearray(64<<20)\nfor i in range(0,len(b),4096): b[i]=1\nprint('ok',flush=True)\ntime.sleep(60)")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	write(t, leaf+"/cgroup.procs", strconv.Itoa(cmd.Process.Pid))
-	// The allocation happens after the move: wait for the process to say so.
-	buf := make([]byte, 3)
-	if _, err := out.Read(buf); err != nil {
-		t.Fatal(err)
-	}
+	holdIn(t, leaf, 64)
 	r := hostReader()
 	cg := strings.TrimPrefix(leaf, v1Mount)
 	m, ok := r.Read(cg)
@@ -428,27 +443,7 @@ func TestHeadroomReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, leaf+"/memory.limit_in_bytes", strconv.Itoa(256<<20))
-	cmd := exec.Command("python3", "-c", "import sys,time\nsys.stdin.readline()\nb=bytearray(64<<20)\nfor i in range(0,len(b),4096): b[i]=1\nprint('ok',flush=True)\ntime.sleep(60)")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	pid := cmd.Process.Pid
-	write(t, leaf+"/cgroup.procs", strconv.Itoa(pid))
-	if _, err := in.Write([]byte("go\n")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := out.Read(make([]byte, 3)); err != nil {
-		t.Fatal(err)
-	}
+	pid := holdIn(t, leaf, 64)
 	fs := procfs.NewFS("/")
 	usage := func(d string) int64 {
 		b, err := os.ReadFile(d + "/memory.usage_in_bytes")
