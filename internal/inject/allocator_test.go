@@ -184,21 +184,7 @@ func TestFindMallocServerHostileObject(t *testing.T) {
 	if out, err := exec.Command("gcc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "1")
-	cmd.Env = append(os.Environ(), "LD_PRELOAD="+hostile)
-	stdin, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
-	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
-		t.Fatalf("the patched library does not load: %v", err)
-	}
-	maps, err := procfs.NewFS("/").ProcMaps(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd, maps := startRetain(t, bin, "LD_PRELOAD="+hostile)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -232,20 +218,7 @@ func TestFindMallocServerReadsTheObjectsOnItsWay(t *testing.T) {
 	if out, err := exec.Command("gcc", "-O1", "-o", bin, src, "-Wl,--no-as-needed", "-lstdc++").CombinedOutput(); err != nil {
 		t.Skipf("gcc with libstdc++: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "1")
-	stdin, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
-	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
-		t.Fatalf("not ready: %v", err)
-	}
-	maps, err := procfs.NewFS("/").ProcMaps(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd, maps := startRetain(t, bin)
 	var cxx bool
 	others := map[string]bool{}
 	for _, m := range maps {
@@ -273,4 +246,26 @@ func TestFindMallocServerReadsTheObjectsOnItsWay(t *testing.T) {
 		}
 	}
 	t.Logf("objects read: %v", read)
+}
+
+// startRetain runs the retain program at bin (env added) until the test
+// ends, once it says it is ready, and gives its memory map.
+func startRetain(t *testing.T, bin string, env ...string) (*exec.Cmd, []procfs.Mapping) {
+	t.Helper()
+	cmd := exec.Command(bin, "1")
+	cmd.Env = append(os.Environ(), env...)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("%s not ready (a library it loads failed?): %v", bin, err)
+	}
+	maps, err := procfs.NewFS("/").ProcMaps(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd, maps
 }
