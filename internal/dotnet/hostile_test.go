@@ -56,18 +56,14 @@ func okAnswer(payload []byte) []byte {
 	return b
 }
 
-// readRequest reads one request header and payload as the runtime would.
+// readRequest reads one request as the runtime would: its command set and
+// command.
 func readRequest(c net.Conn) (set, cmd byte, err error) {
-	var h [headerSize]byte
-	if _, err := io.ReadFull(c, h[:]); err != nil {
-		return 0, 0, err
+	h, _, ok := readFullRequest(c)
+	if !ok {
+		return 0, 0, errors.New("a request cut short")
 	}
-	n := int(binary.LittleEndian.Uint16(h[14:]))
-	if n < headerSize {
-		return 0, 0, errors.New("short")
-	}
-	_, err = io.CopyN(io.Discard, c, int64(n-headerSize))
-	return h[16], h[17], err
+	return h[16], h[17], nil
 }
 
 var quick = SessionOptions{Answer: 300 * time.Millisecond, Drain: 300 * time.Millisecond}
@@ -297,12 +293,8 @@ func TestCollectTracing2First(t *testing.T) {
 	for _, knows := range []bool{true, false} {
 		got := make(chan []byte, 4)
 		ep := fakePort(t, func(c net.Conn) {
-			var h [headerSize]byte
-			if _, err := io.ReadFull(c, h[:]); err != nil {
-				return
-			}
-			body := make([]byte, int(binary.LittleEndian.Uint16(h[14:]))-headerSize)
-			if _, err := io.ReadFull(c, body); err != nil {
+			h, body, ok := readFullRequest(c)
+			if !ok {
 				return
 			}
 			got <- append(h[16:18:18], body...)
@@ -459,12 +451,8 @@ func TestHostileRundownEndless(t *testing.T) {
 	}
 	asked := make(chan []byte, 4)
 	ep := fakePort(t, func(c net.Conn) {
-		var h [headerSize]byte
-		if _, err := io.ReadFull(c, h[:]); err != nil {
-			return
-		}
-		body := make([]byte, int(binary.LittleEndian.Uint16(h[14:]))-headerSize)
-		if _, err := io.ReadFull(c, body); err != nil {
+		h, body, ok := readFullRequest(c)
+		if !ok {
 			return
 		}
 		asked <- append(h[16:18:18], body...)
@@ -495,4 +483,21 @@ func TestHostileRundownEndless(t *testing.T) {
 	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 8<<20 || cl.MethodEvents != 0 {
 		t.Errorf("the heap grew by %d bytes, %d method events", grew, cl.MethodEvents)
 	}
+}
+
+// readFullRequest reads one request header and payload as the runtime
+// would, keeping both; ok is false when either is cut short.
+func readFullRequest(c net.Conn) (h [headerSize]byte, body []byte, ok bool) {
+	if _, err := io.ReadFull(c, h[:]); err != nil {
+		return h, nil, false
+	}
+	n := int(binary.LittleEndian.Uint16(h[14:])) - headerSize
+	if n < 0 {
+		return h, nil, false
+	}
+	body = make([]byte, n)
+	if _, err := io.ReadFull(c, body); err != nil {
+		return h, nil, false
+	}
+	return h, body, true
 }
