@@ -107,6 +107,9 @@ type textParser struct {
 	opt     IngestOptions
 	mtimeMs int64
 	w       *writer // nil: parse only (Detect)
+	// fragments: the input is some instances' lines cut from a file
+	// (TextIndex.ReadBatch), whose end is not the file's.
+	fragments bool
 
 	raw    map[string]uint32 // series text as written -> sid
 	canon  map[string]uint32 // instance + canonical series -> sid
@@ -293,7 +296,7 @@ func (p *textParser) parse(r io.Reader, tick func()) error {
 		}
 		return &InputError{File: p.file, Line: p.line + 1, Err: err}
 	}
-	if p.sawEOF && !p.lastIsEOF {
+	if p.sawEOF && !p.lastIsEOF && !p.fragments {
 		err := &InputError{File: p.file, Line: p.line,
 			Err: fmt.Errorf("%w: OpenMetrics input does not end with \"# EOF\" after its last sample (cut short?)", ErrMalformed)}
 		if !p.opt.Lenient {

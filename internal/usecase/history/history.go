@@ -41,6 +41,11 @@ type Source struct {
 	// read is what a diagnosis reads: Store, or the file in memory (mem).
 	read reader
 	mem  *store.Mem
+	// idx indexes a text file grouped by instance, read a batch of
+	// instances at a time (read and mem are the batch's); whole opens
+	// the file read whole instead, should a batch say it must be.
+	idx   *source.TextIndex
+	whole func() (*Source, error)
 	// Instances are the instances to read; Notes say what reading the
 	// source left out.
 	Instances []string
@@ -73,10 +78,11 @@ func Open(path, instance string, lenient bool, progress Progress) (*Source, erro
 var memBudget int64 = 192 << 20
 
 // OpenDiagnosis opens path for Diagnose: a text file (OpenMetrics,
-// Prometheus exposition) is read once into memory when it fits in
-// memBudget, else, like any other source, opened as Open does. The source
-// read into memory has no Store: only Diagnose and DiagnoseInstance read
-// it.
+// Prometheus exposition) whose lines are grouped by instance is indexed
+// and read by Diagnose a batch of instances at a time; another is read
+// once into memory when it fits in memBudget, else, like any other
+// source, opened as Open does. A text file opened so has no Store: only
+// Diagnose reads it.
 func OpenDiagnosis(path, instance string, lenient bool, progress Progress) (*Source, error) {
 	if path == "" {
 		return nil, errors.New("no source given")
@@ -84,6 +90,20 @@ func OpenDiagnosis(path, instance string, lenient bool, progress Progress) (*Sou
 	if kind, err := source.Detect(path); err != nil || kind != source.KindOpenMetrics {
 		return Open(path, instance, lenient, progress)
 	}
+	whole := func() (*Source, error) { return openWhole(path, instance, lenient, progress) }
+	idx, err := source.IndexText(path, source.IngestOptions{Lenient: lenient, Progress: progress})
+	if err != nil {
+		// Interleaved, compressed or with something to note: read whole,
+		// which also says what is wrong with it.
+		return whole()
+	}
+	s := &Source{Path: path, idx: idx, whole: whole, Instances: idx.Instances()}
+	return s.pick(instance)
+}
+
+// openWhole reads a text file whole into memory when it fits in memBudget,
+// else into a temporary store (Open).
+func openWhole(path, instance string, lenient bool, progress Progress) (*Source, error) {
 	mem, ist, err := source.ReadMem(path, source.IngestOptions{Lenient: lenient, Progress: progress}, memBudget)
 	if errors.Is(err, store.ErrMemFull) {
 		return Open(path, instance, lenient, progress)
@@ -177,6 +197,20 @@ type Diagnosis struct {
 // A source read into memory is judged a batch of instances at a time, on
 // every CPU, and merged in order.
 func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
+	if s.idx != nil {
+		d, err := s.diagnoseBatches(since, until)
+		if d != nil || (err != nil && !errors.Is(err, source.ErrNoStream) && !errors.Is(err, store.ErrMemFull)) {
+			return d, err
+		}
+		// Something only the whole file says (a note, an error, the
+		// containers of a kubelet's series): read it whole.
+		w, err := s.whole()
+		if err != nil {
+			return nil, err
+		}
+		defer w.Close()
+		return Diagnose(w, since, until)
+	}
 	m := newMerger(s.Path, len(s.Instances))
 	hosts := false
 	batch := 1
@@ -208,6 +242,42 @@ func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
 		if err != nil || d != nil {
 			return d, err
 		}
+	}
+	return m.done(), nil
+}
+
+// diagnoseBatches is Diagnose of a text file grouped by instance: each
+// batch of instances is read (into a Mem of its own), judged and merged,
+// then dropped, so memory does not grow with the number of instances past
+// what is kept of each. It returns nil and no error when no instance has
+// a series the rules read (diagnoseKubelet reads every instance at once),
+// and an error wrapping source.ErrNoStream or store.ErrMemFull when the
+// file must be read whole.
+func (s *Source) diagnoseBatches(since, until string) (*Diagnosis, error) {
+	m := newMerger(s.Path, len(s.Instances))
+	hosts := false
+	results := make([]InstanceResult, diagnoseBatch)
+	errs := make([]error, diagnoseBatch)
+	for start := 0; start < len(s.Instances); start += diagnoseBatch {
+		insts := s.Instances[start:min(start+diagnoseBatch, len(s.Instances))]
+		mem, err := s.idx.ReadBatch(insts, memBudget)
+		if err != nil {
+			return nil, err
+		}
+		s.read, s.mem = mem, mem
+		s.diagnoseEach(insts, since, until, results, errs)
+		s.read, s.mem = nil, nil
+		for i, inst := range insts {
+			if errs[i] != nil {
+				return nil, fmt.Errorf("instance %s: %w", inst, errs[i])
+			}
+			hosts = hosts || results[i].host
+			m.add(results[i])
+			results[i] = InstanceResult{}
+		}
+	}
+	if !hosts {
+		return nil, nil
 	}
 	return m.done(), nil
 }
