@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 
 	"github.com/memdoctor/memdoctor/internal/render/text"
@@ -61,13 +62,22 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), out)
+				// The instances one at a time: of 100,000, 16 MB of JSON.
+				head := *out
+				head.Instances = nil
+				return text.WriteJSONArray(cmd.OutOrStdout(), &head, "instances", out.Instances)
 			}
-			var sums []text.WindowSummary
+			sums := make([]text.WindowSummary, 0, len(out.Instances))
 			for _, r := range out.Instances {
 				sums = append(sums, text.WindowSummary{Instance: r.Instance, From: r.From, To: r.To, Step: r.Step(), Series: r.Series, Findings: r.Findings})
 			}
-			return text.DiagnoseText(cmd.OutOrStdout(), out.Report, sums, text.Options{Color: colorOK(cmd.OutOrStdout())})
+			out.Instances = nil // summarised: garbage from here on
+			// A line for each instance: buffered, not a write each.
+			bw := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+			if err := text.DiagnoseText(bw, out.Report, sums, text.Options{Color: colorOK(cmd.OutOrStdout())}); err != nil {
+				return err
+			}
+			return bw.Flush()
 		},
 	}
 	src.register(cmd)

@@ -1,6 +1,8 @@
 package text
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,18 +21,72 @@ import (
 // is one is an error naming where it is (sources drop such samples, so one
 // here is a bug to report).
 func WriteJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := marshalJSON(v, "", "")
 	if err != nil {
-		var uv *json.UnsupportedValueError
-		if errors.As(err, &uv) {
-			if p := nonFinitePath(reflect.ValueOf(v), "", 0); p != "" {
-				return fmt.Errorf("writing JSON: %s is %s, which JSON cannot hold: %w", p, uv.Str, err)
-			}
-		}
-		return fmt.Errorf("writing JSON: %w", err)
+		return err
 	}
 	_, err = w.Write(append(termsafe.JSON(b), '\n'))
 	return err
+}
+
+// marshalJSON is v as indented JSON, its lines after the first starting
+// with prefix; a NaN or infinity in it is an error naming where (path is
+// where v is in the document).
+func marshalJSON(v any, prefix, path string) ([]byte, error) {
+	b, err := json.MarshalIndent(v, prefix, "  ")
+	if err != nil {
+		var uv *json.UnsupportedValueError
+		if errors.As(err, &uv) {
+			if p := nonFinitePath(reflect.ValueOf(v), path, 0); p != "" {
+				return nil, fmt.Errorf("writing JSON: %s is %s, which JSON cannot hold: %w", p, uv.Str, err)
+			}
+		}
+		return nil, fmt.Errorf("writing JSON: %w", err)
+	}
+	return b, nil
+}
+
+// WriteJSONArray writes what WriteJSON writes of v with items as the value
+// of its top-level field key, which v must have and marshal as null (a nil
+// slice): the items are marshalled one at a time, so that a document
+// listing a hundred thousand (16 MB of JSON) is never held whole, nor
+// twice while it is indented.
+func WriteJSONArray[T any](w io.Writer, v any, key string, items []T) error {
+	head, err := marshalJSON(v, "", "")
+	if err != nil {
+		return err
+	}
+	mark := []byte("\n  \"" + key + "\": null")
+	i := bytes.Index(head, mark)
+	if i < 0 {
+		return fmt.Errorf("writing JSON: no top-level %q of null to write the list into", key)
+	}
+	i += len(mark) - len("null")
+	if items == nil {
+		_, err = w.Write(append(termsafe.JSON(head), '\n'))
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	_, _ = bw.Write(termsafe.JSON(head[:i]))
+	_ = bw.WriteByte('[')
+	for j, it := range items {
+		b, err := marshalJSON(it, "    ", fmt.Sprintf(".%s[%d]", key, j))
+		if err != nil {
+			return err
+		}
+		if j > 0 {
+			_ = bw.WriteByte(',')
+		}
+		_, _ = bw.WriteString("\n    ")
+		_, _ = bw.Write(termsafe.JSON(b))
+	}
+	if len(items) > 0 {
+		_, _ = bw.WriteString("\n  ")
+	}
+	_ = bw.WriteByte(']')
+	_, _ = bw.Write(termsafe.JSON(head[i+len("null"):]))
+	_ = bw.WriteByte('\n')
+	return bw.Flush()
 }
 
 // nonFinitePath returns the JSON path (.findings[2].evidence[0].value) of
