@@ -23,3 +23,50 @@ func TestWriteJSONNamesNonFinite(t *testing.T) {
 		t.Errorf("WriteJSON = %v", err)
 	}
 }
+
+// WriteJSONArray writes, one item at a time, the bytes WriteJSON writes of
+// the whole document: nested items, escapes a terminal would act on, HTML
+// characters, an embedded report, an empty and a nil list.
+func TestWriteJSONArrayWritesWhatWriteJSONWrites(t *testing.T) {
+	type item struct {
+		Name  string            `json:"name"`
+		Tags  map[string]string `json:"tags,omitempty"`
+		Parts []int             `json:"parts"`
+		Inner *item             `json:"inner,omitempty"`
+	}
+	type doc struct {
+		*model.Report
+		Items []item `json:"items"`
+		After string `json:"after"`
+	}
+	items := []item{
+		{Name: "db\x9b7 <a&b>", Tags: map[string]string{"z": "1", "a": "\u202e"}, Parts: []int{1, 2}},
+		{Name: "web", Inner: &item{Name: "in\"ner", Parts: []int{}}},
+		{Name: "é\x7f"},
+	}
+	rep := &model.Report{Findings: []model.Finding{{ID: "x", Summary: "\n  \"items\": null"}}, Notes: nil}
+	for _, list := range [][]item{items, items[:1], {}, nil} {
+		var want, got bytes.Buffer
+		if err := WriteJSON(&want, doc{Report: rep, Items: list, After: "end"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteJSONArray(&got, doc{Report: rep, After: "end"}, "items", list); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("%d items: WriteJSONArray wrote\n%s\nWriteJSON writes\n%s", len(list), got.String(), want.String())
+		}
+	}
+	// The path of a NaN in an item names the item.
+	bad := []struct {
+		V float64 `json:"v"`
+	}{{1}, {math.NaN()}}
+	err := WriteJSONArray(&bytes.Buffer{}, doc{Report: rep}, "items", bad)
+	if err == nil || !strings.Contains(err.Error(), ".items[1].v is NaN") {
+		t.Errorf("WriteJSONArray = %v, want an error naming .items[1].v", err)
+	}
+	// A document without the field is an error, not a document without the list.
+	if err := WriteJSONArray(&bytes.Buffer{}, rep, "items", items); err == nil {
+		t.Error("WriteJSONArray into a document without the field: no error")
+	}
+}
