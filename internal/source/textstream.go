@@ -176,7 +176,7 @@ func (x *TextIndex) scan(r io.Reader, tick func()) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("line %d: %v: %w", line+1, err, ErrNoStream)
+		return fmt.Errorf("line %d: %w: %w", line+1, err, ErrNoStream)
 	}
 	if sawEOF && !lastEOF {
 		return fmt.Errorf("no \"# EOF\" after the last sample: %w", ErrNoStream)
