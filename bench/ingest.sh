@@ -5,9 +5,10 @@
 # and peak RSS (/usr/bin/time -v) of `memdoctor export --from FILE -o -`
 # (the ingest into a temporary store, then every sample written out again)
 # and, up to $DIAGNOSE_MAX instances (default 100000), of `memdoctor
-# diagnose --from FILE --json` (the file read into memory, the instances
-# judged a batch at a time; of each only its findings, notes and summary
-# are kept), then the in-process benchmark (go test -bench IngestFleet).
+# diagnose --from FILE --json` (the file's lines grouped by instance: a
+# scan indexes them, then the instances are read and judged a batch at a
+# time; of each only its findings, notes and summary are kept), then the
+# in-process benchmark (go test -bench IngestFleet).
 # Files are generated once into $MEMDOCTOR_BENCH_DIR (default /tmp).
 #
 # usage: bench/ingest.sh [N ...]
