@@ -5,11 +5,15 @@ package main
 // of instances past what their findings, notes and summaries take.
 
 import (
+	"compress/gzip"
 	"fmt"
+	"github.com/memdoctor/memdoctor/internal/source"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,4 +178,93 @@ func TestDiagnose100kInstancesBoundedMemory(t *testing.T) {
 	if limit := int64(n) * 150; printed > limit {
 		t.Errorf("diagnosing %d instances printed %d bytes, want under %d: notes the instances share must be told once", n, printed, limit)
 	}
+}
+
+// A file grouped by instance is judged a batch of instances at a time, and
+// says what the same samples interleaved (the golden fleet, concatenated
+// snapshots, read whole) say: the same findings, notes and summaries, as
+// text and as JSON, but for the file's name.
+func TestDiagnoseGroupedFileSaysWhatInterleavedSays(t *testing.T) {
+	orig := filepath.Join(goldenDir, "fleet.om.gz")
+	f, err := os.Open(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each instance's lines, in time order (the file has each series'
+	// samples together), in the order instances are first met.
+	instRE := regexp.MustCompile(`instance="[^"]*"`)
+	type line struct {
+		t    int64
+		text string
+	}
+	var order []string
+	lines := map[string][]line{}
+	for _, l := range strings.Split(string(data), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		k := instRE.FindString(l)
+		if lines[k] == nil {
+			order = append(order, k)
+		}
+		ts, err := strconv.ParseInt(l[strings.LastIndexByte(l, ' ')+1:], 10, 64)
+		if err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		lines[k] = append(lines[k], line{ts, l})
+	}
+	var grouped strings.Builder
+	for _, k := range order {
+		ls := lines[k]
+		sort.SliceStable(ls, func(i, j int) bool { return ls[i].t < ls[j].t })
+		for _, l := range ls {
+			grouped.WriteString(l.text + "\n")
+		}
+	}
+	grouped.WriteString("# EOF\n")
+	path := filepath.Join(t.TempDir(), "fleet.om")
+	if err := os.WriteFile(path, []byte(grouped.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The grouped file is one to read a batch at a time.
+	x, err := source.IndexText(path, source.IngestOptions{})
+	if err != nil {
+		t.Fatalf("the grouped file is not read a batch at a time: %v", err)
+	}
+	if len(order) < 2 || len(x.Instances()) != len(order) {
+		t.Fatalf("%d instances indexed of %d", len(x.Instances()), len(order))
+	}
+	if _, err := x.ReadBatch(x.Instances(), 256<<20); err != nil {
+		t.Fatalf("the grouped file is not read a batch at a time: %v", err)
+	}
+	for _, args := range [][]string{nil, {"--json"}} {
+		want := goldenRun(t, append([]string{"diagnose", "--from", orig}, args...)...)
+		got := goldenRun(t, append([]string{"diagnose", "--from", path}, args...)...)
+		got = strings.ReplaceAll(got, path, orig)
+		if !strings.Contains(want, `"rule`) && !strings.Contains(want, "FINDINGS") {
+			t.Fatalf("the golden fleet has no findings: %.300s", want)
+		}
+		if got != want {
+			t.Errorf("diagnose %v of the grouped file differs from the interleaved one's:\n%s", args, firstDiff(got, want))
+		}
+	}
+}
+
+// firstDiff shows where a and b first differ.
+func firstDiff(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	lo := max(0, i-200)
+	return fmt.Sprintf("at byte %d:\n%s\nagainst\n%s", i, a[lo:min(len(a), i+200)], b[lo:min(len(b), i+200)])
 }
