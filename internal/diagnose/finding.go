@@ -129,7 +129,11 @@ func (ns *missingNotes) add(m *Meta, series, how string) {
 			return
 		}
 	}
-	*ns = append(*ns, missingNote{how: how, ids: []string{m.ID}, series: []string{series}, titles: []string{m.Title}})
+	// The three lists of one from one array, each capped at its one
+	// element (a second is appended to a copy): a note is made for each
+	// of a dozen rules on each of 100,000 instances of a fleet's file.
+	one := []string{m.ID, series, m.Title}
+	*ns = append(*ns, missingNote{how: how, ids: one[0:1:1], series: one[1:2:2], titles: one[2:3:3]})
 }
 
 // mentions reports whether the note's message holds series: as one of its
