@@ -115,7 +115,8 @@ func (x *TextIndex) scan(r io.Reader, tick func()) error {
 		line             int
 		cur              *textRun
 		sawEOF, lastEOF  bool
-		prevRaw, prevIns []byte // the series of the previous sample line and its instance
+		prevRaw, prevIns []byte             // the series of the previous sample line and its instance
+		seen             = map[string]int{} // instance → the line its run starts at
 	)
 	for sc.Scan() {
 		start := off
@@ -160,8 +161,14 @@ func (x *TextIndex) scan(r io.Reader, tick func()) error {
 			prevIns = inst
 		}
 		if cur == nil || !bytes.Equal(inst, []byte(cur.name)) {
+			if at, ok := seen[string(inst)]; ok {
+				// Found as it happens: the runs of a file that interleaves
+				// its instances line by line would be one a line.
+				return fmt.Errorf("instance %q has lines at lines %d and %d, with other instances' between: %w", inst, at, line, ErrNoStream)
+			}
 			x.runs = append(x.runs, textRun{name: string(inst), off: start, line: line})
 			cur = &x.runs[len(x.runs)-1]
+			seen[cur.name] = line
 			lastT = t
 		}
 		if t < lastT {

@@ -116,7 +116,8 @@ func TestIndexTextRefusesWhatOnlyTheWholeFileSays(t *testing.T) {
 		name, text string
 		atBatch    bool // the scan accepts it, reading the batch refuses it
 	}{
-		{"interleaved", a + b + "m{instance=\"a\"} 2 1700000060\n", false},
+		// Found where it happens, not after holding a run for every line.
+		{"interleaved", a + b + "m{instance=\"a\"} 2 1700000060\n" + b + "m{ 3\n", false},
 		{"no timestamp", a + "m{instance=\"b\"} 1\n", false},
 		{"out of time order", a + "m{instance=\"a\"} 2 1699999990\n", false},
 		{"cut short", a + b + "m{instance=\"b\"} 2 17", false},
@@ -136,6 +137,9 @@ func TestIndexTextRefusesWhatOnlyTheWholeFileSays(t *testing.T) {
 			if !c.atBatch {
 				if !errors.Is(err, ErrNoStream) {
 					t.Fatalf("IndexText: %v, want an error wrapping ErrNoStream", err)
+				}
+				if c.name == "interleaved" && !strings.Contains(err.Error(), `instance "a" has lines at lines 1 and 3`) {
+					t.Errorf("IndexText: %v, want the interleaving found at line 3", err)
 				}
 				return
 			}
