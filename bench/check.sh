@@ -79,7 +79,10 @@ def ne_cpu():  # node_exporter's user + system seconds so far
     f = open(f"/proc/{nepid}/stat").read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / tck
 runs = int(runs)
-cmds = {"raw": [raw, plan], "md": [md, "check", "--json"]}
+# check waits --gc-interval (3 s) between its two readings of the runtimes
+# when some process has GC data: "md0" is check without that wait (one
+# reading), the row whose wall time compares with the others.
+cmds = {"raw": [raw, plan], "md": [md, "check", "--json"], "md0": [md, "check", "--json", "--gc-interval", "0"]}
 if url != "none":
     cmds["ne"] = ["curl", "-s", "-o", "/dev/null", url]
 if smem != "none":
@@ -134,6 +137,7 @@ def row(name, k, cpu=True):
     rc = f"{med['md']['cpu'] / m['cpu']:.2f}x" if cpu and m["cpu"] > 0 else ""
     print(f"{name:44} {m['wall']:8.1f} {m['cpu'] if cpu else float('nan'):8.1f} {m['rss']:9.1f} {r:15.2f}x {rc:>6}")
 row("memdoctor check --json", "md")
+row("  the same, --gc-interval 0 (no wait)", "md0")
 row("raw reads of the same files (rawread)", "raw")
 if "ne" in med:
     row("node_exporter scrape, equivalent collectors", "ne", cpu=False)
@@ -141,7 +145,9 @@ if "ne" in med:
           f"check/that {med['md']['cpu'] / max(ne_total / runs * 1000, 1e-9):.2f}x")
 if "smem" in med:
     row("smem -c 'pid uss pss rss'", "smem")
-print(f"check/raw reads: CPU {med['md']['cpu'] / med['raw']['cpu']:.2f}x, wall {med['md']['wall'] / med['raw']['wall']:.2f}x (goal <= 1.3x)")
+print(f"check/raw reads: CPU {med['md']['cpu'] / med['raw']['cpu']:.2f}x, wall {med['md']['wall'] / med['raw']['wall']:.2f}x; "
+      f"without the wait: CPU {med['md0']['cpu'] / med['raw']['cpu']:.2f}x, wall {med['md0']['wall'] / med['raw']['wall']:.2f}x (goal <= 1.3x)")
 if "ne" in med:
-    print(f"check/node_exporter scrape: wall {med['md']['wall'] / med['ne']['wall']:.2f}x (goal <= 0.7x)")
+    print(f"check/node_exporter scrape: wall {med['md']['wall'] / med['ne']['wall']:.2f}x, "
+          f"without the wait {med['md0']['wall'] / med['ne']['wall']:.2f}x (goal <= 0.7x)")
 PY
