@@ -228,10 +228,20 @@ func Functions(ctx context.Context, ef *elf.File, lim Limits) ([]Symbol, error) 
 // names missing. Only the entries asked for are kept: a C++ library's
 // thousands of functions were each made a Symbol on the heap, kept and
 // then hashed into a map, to find malloc (a third of check's CPU).
+// An object with a GNU hash table (every one a linker of this century
+// wrote) is looked up through it (exportedByHash); others entry by entry.
 func Exported(ctx context.Context, ef *elf.File, lim Limits, names ...string) (map[string]Symbol, error) {
 	if names == nil {
 		names = []string{}
 	}
+	if out, ok, err := exportedByHash(ctx, ef, lim, names); ok {
+		return out, err
+	}
+	return exportedLinear(ctx, ef, lim, names)
+}
+
+// exportedLinear is Exported entry by entry.
+func exportedLinear(ctx context.Context, ef *elf.File, lim Limits, names []string) (map[string]Symbol, error) {
 	syms, err := read(ctx, ef, elf.SHT_DYNSYM, lim, func(s *Symbol) bool { return s.Func() && !s.Hidden }, names)
 	if err != nil {
 		return nil, err

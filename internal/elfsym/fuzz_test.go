@@ -11,7 +11,8 @@ import (
 )
 
 // FuzzRead: any object, within small limits, is read or refused without a
-// panic, and what is read stays within them.
+// panic, and what is read stays within them; Exported (through a GNU hash
+// table, or entry by entry) finds only the names asked.
 func FuzzRead(f *testing.F) {
 	f.Add(elfsymtest.Bomb(1500, 1<<20))
 	f.Add(elfsymtest.Bomb(15000, 1<<20))
@@ -24,6 +25,13 @@ func FuzzRead(f *testing.F) {
 		ef, err := elf.NewFile(bytes.NewReader(b))
 		if err != nil {
 			return
+		}
+		if ex, err := Exported(context.Background(), ef, lim, "malloc", "free"); err == nil {
+			for n, s := range ex {
+				if n != "malloc" && n != "free" || s.Name != n {
+					t.Fatalf("Exported of malloc and free found %q (%q)", n, s.Name)
+				}
+			}
 		}
 		for _, typ := range []elf.SectionType{elf.SHT_SYMTAB, elf.SHT_DYNSYM} {
 			syms, err := Read(context.Background(), ef, typ, lim, nil)

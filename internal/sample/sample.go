@@ -124,28 +124,34 @@ func (s *Snapshot) Select(name string, match ...string) []Metric {
 	s.build()
 	var out []Metric
 	for _, i := range s.index[name] {
-		m := s.Metrics[i]
-		ok := true
-		for j := 0; j+1 < len(match); j += 2 {
-			if m.Labels.Get(match[j]) != match[j+1] {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if m := s.Metrics[i]; m.Labels.matches(match) {
 			out = append(out, m)
 		}
 	}
 	return out
 }
 
-// Get returns the value of the first metric of a name matching the labels.
-func (s *Snapshot) Get(name string, match ...string) (float64, bool) {
-	ms := s.Select(name, match...)
-	if len(ms) == 0 {
-		return 0, false
+// matches reports whether ls has every name, value pair of match.
+func (ls Labels) matches(match []string) bool {
+	for j := 0; j+1 < len(match); j += 2 {
+		if ls.Get(match[j]) != match[j+1] {
+			return false
+		}
 	}
-	return ms[0].Value, true
+	return true
+}
+
+// Get returns the value of the first metric of a name matching the labels.
+// It stops at the first and allocates nothing: the model asks it for each
+// process' every series (Select made a slice of the matches each time).
+func (s *Snapshot) Get(name string, match ...string) (float64, bool) {
+	s.build()
+	for _, i := range s.index[name] {
+		if m := &s.Metrics[i]; m.Labels.matches(match) {
+			return m.Value, true
+		}
+	}
+	return 0, false
 }
 
 // Value returns Get's value, or 0 when absent.

@@ -3,6 +3,7 @@ package sample
 import (
 	"fmt"
 	"runtime"
+	"strconv"
 	"testing"
 )
 
@@ -39,5 +40,26 @@ func TestSnapshotIndexSmall(t *testing.T) {
 	}
 	if got := len(big.Select("m7")); got != 4 {
 		t.Errorf("Select(m7) found %d metrics, want 4", got)
+	}
+}
+
+// TestGetAllocatesNothing: the model reads each process' series through
+// Get, some thousands of times a check; it finds the first match without
+// making a slice of the matches.
+func TestGetAllocatesNothing(t *testing.T) {
+	var s Snapshot
+	for pid := range 100 {
+		p := strconv.Itoa(pid)
+		s.Add("memdoctor_process_rss_bytes", float64(pid), "pid", p, "comm", "x")
+		s.Add("memdoctor_process_rss_bytes", float64(-pid), "pid", p, "comm", "y")
+	}
+	if v, ok := s.Get("memdoctor_process_rss_bytes", "pid", "42"); !ok || v != 42 {
+		t.Fatalf("Get pid 42 = %v, %v; want the first of its two series, 42", v, ok)
+	}
+	if _, ok := s.Get("memdoctor_process_rss_bytes", "pid", "100"); ok {
+		t.Fatal("Get found pid 100, which has no series")
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = s.Get("memdoctor_process_rss_bytes", "pid", "42") }); n != 0 {
+		t.Errorf("Get allocated %v times a call", n)
 	}
 }

@@ -1,0 +1,168 @@
+package elfsym
+
+import (
+	"context"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// maxHashTable bounds the .gnu.hash section read whole: a table of a few
+// million symbols, never what a real object needs (glibc's is 18 KiB,
+// libstdc++'s 36 KiB).
+const maxHashTable = 64 << 20
+
+// exportedByHash is Exported through the object's GNU hash table, as the
+// dynamic linker looks a name up: the table is read whole (bounded), and
+// for each name only the entries of its hash chain whose hash matches are
+// read, with their name and version, a few dozen bytes each. A linear
+// lookup read every entry and the whole string table (460 KiB of
+// libstdc++'s for eight names). ok is false when the object has no such
+// table or one that does not hold together (then the caller reads the
+// entries one by one, within its own bounds); the symbols found are those
+// the linear lookup finds in a table a linker wrote, where every defined
+// symbol is hashed.
+func exportedByHash(ctx context.Context, ef *elf.File, lim Limits, names []string) (out map[string]Symbol, ok bool, err error) {
+	defer func() {
+		// debug/elf's section readers on a hostile file: never a panic.
+		if r := recover(); r != nil {
+			out, ok, err = nil, false, nil
+		}
+	}()
+	var dynsym, hash *elf.Section
+	dynIdx := -1
+	for i, s := range ef.Sections {
+		if s.Type == elf.SHT_DYNSYM && dynsym == nil {
+			dynsym, dynIdx = s, i
+		}
+	}
+	if dynsym == nil {
+		return nil, false, nil
+	}
+	for _, s := range ef.Sections {
+		if s.Type == elf.SHT_GNU_HASH && int(s.Link) == dynIdx {
+			hash = s
+			break
+		}
+	}
+	if hash == nil || hash.Size < 16 || hash.Size > maxHashTable || dynsym.Flags&elf.SHF_COMPRESSED != 0 {
+		return nil, false, nil
+	}
+	var entSize, word uint64
+	switch ef.Class {
+	case elf.ELFCLASS64:
+		entSize, word = 24, 8
+	case elf.ELFCLASS32:
+		entSize, word = 16, 4
+	default:
+		return nil, false, nil
+	}
+	if dynsym.Size%entSize != 0 || int(dynsym.Link) <= 0 || int(dynsym.Link) >= len(ef.Sections) {
+		return nil, false, nil
+	}
+	n := dynsym.Size / entSize
+	if n > uint64(lim.MaxSymbols) {
+		return nil, false, nil // the linear lookup says which bound
+	}
+	strs := ef.Sections[dynsym.Link]
+	if strs.Type != elf.SHT_STRTAB {
+		return nil, false, nil
+	}
+	var versions *elf.Section
+	for _, s := range ef.Sections {
+		if s.Type == elf.SHT_GNU_VERSYM && s.Size == 2*n {
+			versions = s
+			break
+		}
+	}
+	data, err := readSection(hash, hash.Size)
+	if err != nil {
+		return nil, false, nil
+	}
+	bo := ef.ByteOrder
+	nbuckets, symoffset := uint64(bo.Uint32(data)), uint64(bo.Uint32(data[4:]))
+	bloom := uint64(bo.Uint32(data[8:]))
+	bucketsAt := 16 + bloom*word
+	chainAt := bucketsAt + 4*nbuckets
+	if nbuckets == 0 || bloom > hash.Size || nbuckets > hash.Size || chainAt > uint64(len(data)) {
+		return nil, false, nil
+	}
+	nchain := (uint64(len(data)) - chainAt) / 4
+	deadline := time.Now().Add(lim.Budget)
+	out = make(map[string]Symbol, len(names))
+	ent := make([]byte, entSize)
+	var name []byte
+	for _, want := range names {
+		if _, done := out[want]; done {
+			continue
+		}
+		h := gnuHash(want)
+		i := uint64(bo.Uint32(data[bucketsAt+4*(uint64(h)%nbuckets):]))
+		if i == 0 {
+			continue // no symbol has this hash
+		}
+		if i < symoffset {
+			return nil, false, nil
+		}
+		var found *Symbol
+		for ; i < n && i-symoffset < nchain; i++ {
+			if err := ctx.Err(); err != nil {
+				return nil, true, err
+			}
+			if i%4096 == 0 && time.Now().After(deadline) {
+				return nil, true, fmt.Errorf("%w: %s not read within %s", ErrBound, dynsym.Name, lim.Budget)
+			}
+			hv := bo.Uint32(data[chainAt+4*(i-symoffset):])
+			if hv|1 == h|1 {
+				if s, match := hashEntry(ef.Class, bo, dynsym, strs, versions, i, ent, &name, want); match {
+					found = &s
+				}
+			}
+			if hv&1 != 0 {
+				break // the chain's last entry
+			}
+		}
+		if found != nil {
+			out[want] = *found
+		}
+	}
+	return out, true, nil
+}
+
+// hashEntry reads entry i of dynsym and reports it if it is named want
+// and is a defined function of the default version (what Exported keeps).
+func hashEntry(class elf.Class, bo binary.ByteOrder, dynsym, strs, versions *elf.Section, i uint64, ent []byte, name *[]byte, want string) (Symbol, bool) {
+	if _, err := dynsym.ReadAt(ent, int64(i*uint64(len(ent)))); err != nil {
+		return Symbol{}, false
+	}
+	s, off := decode(class, bo, ent)
+	if off == 0 || uint64(off)+uint64(len(want)) >= strs.Size {
+		return Symbol{}, false
+	}
+	if cap(*name) < len(want)+1 {
+		*name = make([]byte, len(want)+1)
+	}
+	b := (*name)[:len(want)+1]
+	if _, err := strs.ReadAt(b, int64(off)); err != nil || b[len(want)] != 0 || string(b[:len(want)]) != want {
+		return Symbol{}, false
+	}
+	s.Name = want
+	if versions != nil {
+		var v [2]byte
+		if _, err := versions.ReadAt(v[:], int64(2*i)); err != nil {
+			return Symbol{}, false
+		}
+		s.Hidden = bo.Uint16(v[:])&0x8000 != 0
+	}
+	return s, s.Func() && !s.Hidden
+}
+
+// gnuHash is the GNU hash of a symbol name (h = h*33 + c from 5381).
+func gnuHash(name string) uint32 {
+	h := uint32(5381)
+	for i := 0; i < len(name); i++ {
+		h = h*33 + uint32(name[i])
+	}
+	return h
+}
