@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -81,4 +82,24 @@ func FuzzMedianSlope(f *testing.F) {
 		}
 		checkMedianSlope(t, "fuzz", x, y)
 	})
+}
+
+// A fit of 1,000 points, the most a rule fits, holds the slopes near the
+// median only: well under the 4 MB of all 499,500 of them.
+func TestTheilSenScratch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	x, y := make([]float64, 1000), make([]float64, 1000)
+	for i := range x {
+		x[i] = float64(i) * 300e3
+		y[i] = 8e9 - 4e3*float64(i) + 1e6*rng.NormFloat64()
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, _, ok := TheilSen(x, y); !ok {
+		t.Fatal("no fit")
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("a fit of 1,000 points allocated %d bytes, want at most 1 MiB", got)
+	}
 }

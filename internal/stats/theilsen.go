@@ -240,7 +240,8 @@ func medianSlope(x, y []float64) (float64, bool) {
 	lo := sample[max(0, int(at)-margin)]
 	hi := sample[min(len(sample)-1, int(at)+margin)]
 	below := 0
-	var kept []float64
+	// About (2·margin+1)/len(sample) of the slopes fall in the bracket.
+	kept := make([]float64, 0, total/len(sample)*(2*margin+1)*5/4+16)
 	for i := range n {
 		xi, yi := x[i], y[i]
 		for j := i + 1; j < n; j++ {
