@@ -4,7 +4,8 @@
 # names, 9 series per host), backfilled with promtool into a local
 # Prometheus and imported into a local VictoriaMetrics (Debian's packages
 # both). Reports, per engine, wall time, queries, bytes received (from the
-# JSON cost) and memdoctor's peak RSS (/usr/bin/time). The fleet, its TSDB
+# JSON cost), memdoctor's CPU and peak RSS (/usr/bin/time) and the
+# engine's CPU during the scan (its /proc counters). The fleet, its TSDB
 # and VictoriaMetrics' data are generated once and kept in
 # $MEMDOCTOR_BENCH_DIR (default /tmp). ENGINES (default "prometheus
 # victoria-metrics") chooses the engines; one not installed is skipped.
@@ -32,13 +33,18 @@ start_vm() {
   pids="$pids $vpid"
   until curl -sf "http://127.0.0.1:$vport/health" >/dev/null; do sleep 1; done
 }
-scan() { # URL
+cputicks() { # PID: its user and system CPU so far, in clock ticks
+  awk '{print $14 + $15}' "/proc/$1/stat"
+}
+scan() { # URL ENGINE-PID
   end=$(sed -n 's/^  "end": "\(.*\)",$/\1/p' "$dir/manifest.json")
   echo "$(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   i=0
   while [ $i -lt "$runs" ]; do
-    /usr/bin/time -f "%e s wall, %U s user CPU, %M KiB peak RSS" -o "$dir/time.txt" \
+    t0=$(cputicks "$2")
+    /usr/bin/time -f "%e s wall, %U s user and %S s system CPU, %M KiB peak RSS" -o "$dir/time.txt" \
       ./memdoctor diagnose --prometheus "$1" --until "$end" --range 14d --json >"$dir/result.json"
+    t1=$(cputicks "$2")
     python3 -c '
 import json,sys
 r=json.load(open(sys.argv[1])); c=r["cost"]
@@ -46,6 +52,7 @@ print("%d instances: aggregated scan %d queries in %.1f s; %d suspects fetched a
   len(r["instances"]), c["scan_queries"], c["scan_seconds"], r["suspects"], c["queries"], c.get("splits", 0), c["wire_bytes"]/1e6, c["body_bytes"]/1e6, c["samples"], c["duration_seconds"]))
 ' "$dir/result.json"
     cat "$dir/time.txt"
+    echo "engine: $(awk -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (b - a) / hz }') s of CPU during the scan"
     i=$((i + 1))
   done
 }
@@ -66,7 +73,7 @@ if [ ! -d "$dir/tsdb" ] || { $want_vm && [ ! -d "$dir/vmdata" ]; }; then
     curl -sf "http://127.0.0.1:$vport/internal/force_flush" >/dev/null
     # Scanned now: Prometheus' backfill below takes longer than the import.
     echo "victoria-metrics $(victoria-metrics -version 2>&1 | head -1)" >&2
-    scan "http://127.0.0.1:$vport"
+    scan "http://127.0.0.1:$vport" "$vpid"
     vm_scanned=true
     kill -INT "$vpid"
     wait "$vpid" || true
@@ -85,7 +92,7 @@ for engine in $engines; do
     pids="$pids $ppid"
     until curl -sf "http://127.0.0.1:$port/-/ready" >/dev/null; do sleep 1; done
     echo "prometheus $(prometheus --version 2>&1 | head -1 | cut -d' ' -f3) on $(ls "$dir/tsdb" | grep -c '^01') blocks" >&2
-    scan "http://127.0.0.1:$port"
+    scan "http://127.0.0.1:$port" "$ppid"
     kill "$ppid"
     wait "$ppid" || true
     ;;
@@ -99,7 +106,7 @@ for engine in $engines; do
     fi
     start_vm
     echo "victoria-metrics $(victoria-metrics -version 2>&1 | head -1)" >&2
-    scan "http://127.0.0.1:$vport"
+    scan "http://127.0.0.1:$vport" "$vpid"
     kill -INT "$vpid"
     wait "$vpid" || true
     ;;

@@ -433,12 +433,20 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 				byKey[fp] = cur
 				order = append(order, fp)
 			}
+			// The finite points, kept in the decoded slice (one copy
+			// less of the usual one-part answer).
+			kept := s.Values[:0]
 			for _, p := range s.Values {
 				if f := float64(p.Value); math.IsNaN(f) || math.IsInf(f, 0) {
 					dropped++
 					continue
 				}
-				cur.Points = append(cur.Points, p)
+				kept = append(kept, p)
+			}
+			if cur.Points == nil {
+				cur.Points = kept
+			} else {
+				cur.Points = append(cur.Points, kept...)
 			}
 		}
 	}

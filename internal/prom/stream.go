@@ -624,6 +624,14 @@ func (d *decoder) hold(n int64) error {
 
 // pair reads [t, "v"].
 func (d *decoder) pair() (model.SamplePair, error) {
+	// Most points are plain decimals wholly in the reader's buffer: read
+	// them from there (fastPair), the others byte by byte.
+	if b, _ := d.r.Peek(d.r.Buffered()); len(b) > 0 {
+		if p, n, ok := fastPair(b); ok {
+			_, _ = d.r.Discard(n)
+			return p, nil
+		}
+	}
 	if err := d.expect('['); err != nil {
 		return model.SamplePair{}, err
 	}
@@ -707,4 +715,132 @@ func parseTime(b []byte) (model.Time, bool) {
 		ms = -ms // -1.5 is -1500 ms
 	}
 	return model.Time(s*1000 + ms), true
+}
+
+// fastPair reads a point [t, "v"] from the start of b when it is all
+// there and of the common shape: a time of decimal seconds (with any
+// fraction, of which the milliseconds are kept, as parseTime does) and a
+// value without escapes. It returns the point and the bytes it took, or
+// false for anything else (a short buffer, an exponent, a sign, bad
+// JSON), which pairRest then reads and judges as before: whatever fastPair
+// accepts, pairRest reads to the same point.
+func fastPair(b []byte) (model.SamplePair, int, bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return model.SamplePair{}, 0, false
+	}
+	i = skipSpace(b, i+1)
+	// The seconds: 0 or a digit 1-9 and at most 14 more (no overflow of
+	// the milliseconds), then the fraction's first three digits.
+	start := i
+	var sec int64
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		sec = sec*10 + int64(b[i]-'0')
+		i++
+	}
+	if i == start || i-start > 15 || (b[start] == '0' && i-start > 1) {
+		return model.SamplePair{}, 0, false
+	}
+	var ms int64
+	if i < len(b) && b[i] == '.' {
+		i++
+		fs := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			if i-fs < 3 {
+				ms = ms*10 + int64(b[i]-'0')
+			}
+			i++
+		}
+		if i == fs {
+			return model.SamplePair{}, 0, false
+		}
+		for k := min(i-fs, 3); k < 3; k++ {
+			ms *= 10
+		}
+	}
+	if i >= len(b) || b[i] == 'e' || b[i] == 'E' {
+		return model.SamplePair{}, 0, false
+	}
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != ',' {
+		return model.SamplePair{}, 0, false
+	}
+	i = skipSpace(b, i+1)
+	if i >= len(b) || b[i] != '"' {
+		return model.SamplePair{}, 0, false
+	}
+	i++
+	vs := i
+	for i < len(b) && b[i] != '"' {
+		if b[i] == '\\' || b[i] < 0x20 || i-vs > 64 {
+			return model.SamplePair{}, 0, false
+		}
+		i++
+	}
+	if i >= len(b) {
+		return model.SamplePair{}, 0, false
+	}
+	v, ok := parseDecimal(b[vs:i])
+	if !ok {
+		var err error
+		if v, err = strconv.ParseFloat(string(b[vs:i]), 64); err != nil {
+			return model.SamplePair{}, 0, false
+		}
+	}
+	i = skipSpace(b, i+1)
+	if i >= len(b) || b[i] != ']' {
+		return model.SamplePair{}, 0, false
+	}
+	return model.SamplePair{Timestamp: model.Time(sec*1000 + ms), Value: model.SampleValue(v)}, i + 1, true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// parseDecimal reads a plain decimal, -?[0-9]+(\.[0-9]+)?, whose digits
+// make an integer m of at most 2^53 with at most 22 of them after the
+// point: m and 10^k are then exact float64s, and their quotient is
+// rounded once, to the float64 nearest the decimal, as strconv.ParseFloat
+// rounds it. Anything else (an exponent, NaN, Inf, more digits) is false,
+// for strconv.ParseFloat.
+func parseDecimal(s []byte) (float64, bool) {
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	var m uint64
+	digits, frac, dot := 0, 0, -1
+	for k, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+			if digits > 19 {
+				return 0, false
+			}
+			m = m*10 + uint64(c-'0')
+			if dot >= 0 {
+				frac++
+			}
+		case c == '.' && dot < 0 && k > 0:
+			dot = k
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || dot == len(s)-1 || m > 1<<53 || frac >= len(pow10) {
+		return 0, false
+	}
+	v := float64(m) / pow10[frac]
+	if neg {
+		v = -v
+	}
+	return v, true
 }

@@ -18,18 +18,22 @@ import (
 // milliseconds it is far outside the data, so subtract a reference time from
 // xs first when the intercept matters. It panics if len(xs) != len(ys).
 //
-// Complexity: O(n²) time and 8·n(n−1)/2 bytes of scratch memory for the
-// pairwise slopes (4 MB at n = 1000, 64 MB at n = 4000; the median is found
-// by selection, not sorting). That is acceptable up to n ≈ 5000; callers
-// downsample longer series (for example take every k-th point, or per-step
-// aggregates) before fitting.
+// Complexity: O(n²) time. The median slope is selected among the few
+// slopes near it (medianSlope), or, when that cannot bracket it, among all
+// of them: 8·n(n−1)/2 bytes of scratch memory (4 MB at n = 1000, 64 MB at
+// n = 4000). That is acceptable up to n ≈ 5000; callers downsample longer
+// series (for example take every k-th point, or per-step aggregates)
+// before fitting.
 func TheilSen(xs, ys []float64) (slope, intercept float64, ok bool) {
 	x, y := finitePairs(xs, ys)
-	slopes := pairSlopes(x, y)
-	if len(slopes) == 0 {
-		return math.NaN(), math.NaN(), false
+	slope, ok = medianSlope(x, y)
+	if !ok {
+		slopes := pairSlopes(x, y)
+		if len(slopes) == 0 {
+			return math.NaN(), math.NaN(), false
+		}
+		slope = quantile7(slopes, 0.5)
 	}
-	slope = quantile7(slopes, 0.5)
 	// median(y − s·x) = median(y − s·(x − x₀)) − s·x₀: the shifted form
 	// subtracts numbers of similar size, which loses less precision when x is
 	// far from 0.
@@ -174,4 +178,102 @@ func tieSumsSorted(s []float64) ties {
 		i = j
 	}
 	return out
+}
+
+// medianSlope is the median of pairSlopes(x, y) as quantile7(…, 0.5)
+// computes it, found without holding every slope: a sample of the slopes
+// (pairs drawn by a fixed pseudo-random sequence) brackets the median
+// between two of its values, one pass over all pairs counts the slopes
+// below the bracket and keeps those inside it, and the median is selected
+// among those. The order statistics are the same whichever slopes are
+// held, so is the result. ok is false when the bracket misses the median,
+// a slope is NaN, or the pairs are too few to gain: the caller then
+// selects among all the slopes.
+func medianSlope(x, y []float64) (float64, bool) {
+	const (
+		minPairs = 1 << 14 // below, all slopes are cheap to hold
+		samples  = 4096
+		margin   = 4 * 32 // four standard deviations of the sample's median rank (√(4096/4) = 32)
+	)
+	n := len(x)
+	if n*(n-1)/2 < minPairs {
+		return 0, false
+	}
+	// The pairs with distinct x: all of them less those within groups of
+	// equal x.
+	sorted := slices.Clone(x)
+	slices.Sort(sorted)
+	total := n * (n - 1) / 2
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && sorted[j] == sorted[i] {
+			j++
+		}
+		total -= (j - i) * (j - i - 1) / 2
+		i = j
+	}
+	if total < minPairs {
+		return 0, false
+	}
+	sample := make([]float64, 0, samples)
+	state := uint64(n)*0x9e3779b97f4a7c15 + 1
+	for tries := 0; len(sample) < samples && tries < 4*samples; tries++ {
+		state += 0x9e3779b97f4a7c15 // splitmix64
+		z := state
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		z ^= z >> 31
+		i, j := int(z%uint64(n)), int((z>>32)%uint64(n))
+		if dx := x[j] - x[i]; dx != 0 {
+			sample = append(sample, (y[j]-y[i])/dx)
+		}
+	}
+	if len(sample) < samples/2 || slices.ContainsFunc(sample, math.IsNaN) {
+		return 0, false
+	}
+	slices.Sort(sample)
+	// quantile7 reads the k-th smallest slope and, between two, the next.
+	h := float64(total-1) * 0.5
+	k := int(math.Floor(h))
+	frac := h - float64(k)
+	at := float64(k) / float64(total) * float64(len(sample))
+	lo := sample[max(0, int(at)-margin)]
+	hi := sample[min(len(sample)-1, int(at)+margin)]
+	below := 0
+	// About (2·margin+1)/len(sample) of the slopes fall in the bracket.
+	kept := make([]float64, 0, total/len(sample)*(2*margin+1)*5/4+16)
+	for i := range n {
+		xi, yi := x[i], y[i]
+		for j := i + 1; j < n; j++ {
+			dx := x[j] - xi
+			if dx == 0 {
+				continue
+			}
+			s := (y[j] - yi) / dx
+			// Most slopes are outside the bracket, on either side at
+			// random: counted without a branch.
+			b := 0
+			if s < lo {
+				b = 1
+			}
+			below += b
+			if s >= lo && s <= hi {
+				kept = append(kept, s)
+			} else if s != s {
+				return 0, false // NaN
+			}
+		}
+		if len(kept) > total/4 {
+			return 0, false // not a bracket worth the pass: hold them all
+		}
+	}
+	r := k - below
+	need := 1
+	if frac > 0 {
+		need = 2 // and the next (there is one: k is below the middle)
+	}
+	if r < 0 || r+need > len(kept) {
+		return 0, false
+	}
+	return orderStat0(kept, r, frac), true
 }
