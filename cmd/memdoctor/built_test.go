@@ -12,7 +12,8 @@ import (
 
 // Test programs built once per test run and shared by the tests that run
 // them (in parallel too): a compiler run per test costs seconds of CPU on
-// a loaded machine and proves nothing more.
+// a loaded machine and proves nothing more. The same goes for data the
+// tests only read (sharedFleet's backfilled fleet).
 var (
 	builtMu   sync.Mutex
 	builtRoot string

@@ -129,35 +129,24 @@ func importVictoria(t *testing.T, url, file string) {
 	}
 }
 
-// victoriaFleet writes fleet o into dir, backfills it into a Prometheus TSDB
-// and imports it into VictoriaMetrics, and starts both.
-func victoriaFleet(t *testing.T, dir string, o fleettest.Options, vmFlags ...string) (m *fleettest.Manifest, promURL, vmURL string, stopVM func()) {
+// victoriaFleet imports the fleet of sharedFleet into VictoriaMetrics
+// (its data in dir) and starts it and a Prometheus on the fleet's TSDB.
+func victoriaFleet(t *testing.T, dir string, vmFlags ...string) (m *fleettest.Manifest, promURL, vmURL string, stopVM func()) {
 	t.Helper()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Skip("promtool not installed (apt-get install prometheus)")
-	}
+	fleetDir, m, files := sharedFleet(t)
 	vmURL, stopVM = startVictoriaStop(t, dir, vmFlags...)
-	m, err = fleettest.Plan(o).Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// VictoriaMetrics takes each file over HTTP (it parses on its own
-	// CPUs); promtool then backfills them as many at a time as there are
-	// CPUs and removes them.
-	files := make([]string, len(m.Files))
-	for i, f := range m.Files {
-		files[i] = filepath.Join(dir, f)
-		importVictoria(t, vmURL, files[i])
+	// CPUs).
+	for _, f := range files {
+		importVictoria(t, vmURL, f)
 	}
-	backfill(t, promtool, filepath.Join(dir, "tsdb"), files)
 	// What was imported is searchable once flushed.
 	resp, err := http.Get(vmURL + "/internal/force_flush")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
-	return m, startPrometheus(t, dir, "").url, vmURL, stopVM
+	return m, startPrometheus(t, fleetDir, "").url, vmURL, stopVM
 }
 
 // verdicts are each instance's findings as "rule severity" strings, sorted.
@@ -176,11 +165,10 @@ func verdicts(res *fleet.Result) map[string][]string {
 
 func TestFleetVictoriaMetricsSameVerdicts(t *testing.T) {
 	if testing.Short() {
-		t.Skip("loads a fleet of 100 hosts into Prometheus and VictoriaMetrics (minutes)")
+		t.Skip("loads a fleet of 60 hosts into VictoriaMetrics beside Prometheus (minutes)")
 	}
 	dir := t.TempDir()
-	end := time.Now().UTC().Add(-3 * time.Hour).Truncate(24 * time.Hour)
-	m, promURL, vmURL, stopVM := victoriaFleet(t, dir, fleettest.Options{Hosts: 100, Days: 15, Interval: 10 * time.Minute, End: end, Seed: 11})
+	m, promURL, vmURL, stopVM := victoriaFleet(t, dir)
 	until := m.End.Format(time.RFC3339)
 	scan := func(t *testing.T, url string, extra ...string) *fleet.Result {
 		t.Helper()
@@ -245,21 +233,25 @@ func TestFleetVictoriaMetricsSameVerdicts(t *testing.T) {
 		}
 		same(t, pDefault, v)
 	})
-	// At most 40 series a query (-search.maxUniqueTimeseries): every
-	// aggregate over the 100 hosts is refused, and so is a fetch of eight
-	// hosts' nine series. The scan lists the instances and asks each
-	// refused query again for halves of them (each again while refused);
-	// the verdicts stay the same, and the answers, complete, carry no
-	// warning of a partial one.
+	// At most 24 series a query (-search.maxUniqueTimeseries), two fifths
+	// of the 60 hosts: every aggregate over them is refused, and so are
+	// its halves (30 hosts), as is a fetch of eight hosts' nine series and
+	// of four. At most 8 KiB a query (-search.maxQueryLen, half the
+	// default): a part named by 30 instances (10.9 KB) is refused for its
+	// length, one of 15 (6.2 KB) is not. The scan lists the instances and
+	// asks each refused query again for halves of them (each again while
+	// refused); the verdicts stay the same, and the answers, complete,
+	// carry no warning of a partial one.
+	const seriesLimit = 24
 	t.Run("a limit on series splits the scan by instance", func(t *testing.T) {
 		if pDefault == nil {
 			t.Skip("the scan failed")
 		}
 		stopVM()
-		url := startVictoria(t, dir, "-search.maxUniqueTimeseries=40")
+		url := startVictoria(t, dir, fmt.Sprintf("-search.maxUniqueTimeseries=%d", seriesLimit), "-search.maxQueryLen=8192")
 		v := scan(t, url)
-		if v.Cost.Splits < int64(len(v.Instances))/40 {
-			t.Errorf("%d queries split, yet no query of more than 40 hosts' series passes", v.Cost.Splits)
+		if v.Cost.Splits < int64(len(v.Instances))/seriesLimit {
+			t.Errorf("%d queries split, yet no query of more than %d hosts' series passes", v.Cost.Splits, seriesLimit)
 		}
 		if len(v.Warnings) > 0 {
 			t.Errorf("warnings on complete answers: %q", v.Warnings)
