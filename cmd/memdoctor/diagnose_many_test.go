@@ -5,7 +5,6 @@ package main
 // of instances past what their findings, notes and summaries take.
 
 import (
-	"compress/gzip"
 	"fmt"
 	"github.com/memdoctor/memdoctor/internal/source"
 	"io"
@@ -187,16 +186,7 @@ func TestDiagnose100kInstancesBoundedMemory(t *testing.T) {
 // text and as JSON, but for the file's name.
 func TestDiagnoseGroupedFileSaysWhatInterleavedSays(t *testing.T) {
 	orig := filepath.Join(goldenDir, "fleet.om.gz")
-	f, err := os.Open(orig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(zr)
+	data, err := io.ReadAll(openGzip(t, orig))
 	if err != nil {
 		t.Fatal(err)
 	}

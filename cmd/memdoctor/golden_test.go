@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,15 +181,7 @@ func backfillGolden(t *testing.T, gz, dir string) {
 	if err != nil {
 		t.Skip("promtool not installed (apt-get install prometheus)")
 	}
-	f, err := os.Open(gz)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	zr := openGzip(t, gz)
 	days := map[int64]*bytes.Buffer{}
 	sc := bufio.NewScanner(zr)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -224,4 +217,19 @@ func backfillGolden(t *testing.T, gz, dir string) {
 		files = append(files, p)
 	}
 	backfill(t, promtool, filepath.Join(dir, "tsdb"), files)
+}
+
+// openGzip opens a gzip file for reading, closed when the test ends.
+func openGzip(t *testing.T, path string) io.Reader {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return zr
 }
