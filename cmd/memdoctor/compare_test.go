@@ -108,6 +108,9 @@ func testAlertsBaseline(t *testing.T, url string, m *fleettest.Manifest) {
 // two weeks of one source against each other.
 func TestCompareRecordings(t *testing.T) {
 	skipShort(t)
+	// Its CPU goes to recordings of its own (about 20 s of it), judging
+	// neither time nor the host: it runs among the waiting tests.
+	t.Parallel()
 	dir := t.TempDir()
 	d50, d53 := filepath.Join(dir, "k50"), filepath.Join(dir, "k53")
 	for _, c := range []struct {

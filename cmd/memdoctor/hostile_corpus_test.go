@@ -102,6 +102,10 @@ func TestHostileCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the whole corpus: not in -short")
 	}
+	// Its CPU goes to inputs of its own (about 20 s of it), and its only
+	// clock is a 30 s deadline on runs of well under a second: it runs
+	// among the waiting tests.
+	t.Parallel()
 	root := "../../testdata/hostile"
 	base, err := txtar.ParseFile("../../testdata/captures/healthy-6.18-x86_64-hybrid.txtar")
 	if err != nil {
