@@ -9,6 +9,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/collect"
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/runtimes"
 )
 
 // BenchmarkCollectLive is one `check` collection of this host.
@@ -42,5 +43,23 @@ func BenchmarkCheckCapture(b *testing.B) {
 			b.Fatal(err)
 		}
 		diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Source: "bench", Notes: res.Notes})
+	}
+}
+
+// BenchmarkCollectRecord is one of the recorder's samples of this host
+// (the top 50 processes and their runtimes, without discovery), with the
+// memo the recorder keeps from one sample to the next.
+func BenchmarkCollectRecord(b *testing.B) {
+	if _, err := os.Stat("/proc/meminfo"); err != nil {
+		b.Skip("no /proc")
+	}
+	fsys := procfs.NewFS("/")
+	opt := collect.Profile(collect.Record, 50, true)
+	opt.ExeMemo = &runtimes.ExeMemo{}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := collect.Collect(fsys, opt); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -89,6 +89,9 @@ type Options struct {
 	// DiscoverMemo carries discovery's answers from one collection to the
 	// next (the recorder's; nil: every process is asked).
 	DiscoverMemo *runtimes.DiscoverMemo
+	// ExeMemo keeps the Go version of executables from one collection to
+	// the next (the recorder's; nil: read each time).
+	ExeMemo *runtimes.ExeMemo
 	// Focus restricts per-process collection to some processes (check
 	// --pid, --cgroup, --user); the zero value reads them all.
 	Focus ProcessFocus

@@ -34,7 +34,7 @@ func RuntimeOptions(opt Options, s *sample.Snapshot) runtimes.Options {
 	ro.DotNetPort = opt.DotNetPort
 	ro.DotNet = opt.DotNet
 	ro.Discover = opt.Discover && opt.Live
-	ro.DiscoverMemo = opt.DiscoverMemo
+	ro.DiscoverMemo, ro.ExeMemo = opt.DiscoverMemo, opt.ExeMemo
 	for _, m := range s.Select("memdoctor_process_rss_bytes") {
 		pid, err := strconv.Atoi(m.Labels.Get("pid"))
 		if opt.Live && pid == os.Getpid() {

@@ -117,6 +117,9 @@ type Recorder struct {
 	// discovered carries discovery's answers from one tick to the next,
 	// so that a silent port is not asked every interval.
 	discovered *runtimes.DiscoverMemo
+	// exes keeps the Go version of the recorded processes' executables
+	// from one tick to the next.
+	exes *runtimes.ExeMemo
 	// dotnet holds the .NET processes' diagnostics sessions (live only).
 	dotnet *runtimes.DotNetWatch
 	// cgEvents holds each cgroup's event counters from the previous tick:
@@ -209,7 +212,7 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.FindingsEvery <= 0 {
 		cfg.FindingsEvery = 5 * time.Minute
 	}
-	r := &Recorder{cfg: cfg, trimDue: true, cgEvents: cgroups.NewEventHistory(), discovered: &runtimes.DiscoverMemo{}, oom: oomHistory{}}
+	r := &Recorder{cfg: cfg, trimDue: true, cgEvents: cgroups.NewEventHistory(), discovered: &runtimes.DiscoverMemo{}, exes: &runtimes.ExeMemo{}, oom: oomHistory{}}
 	if cfg.FS != nil {
 		r.fs = *cfg.FS
 	} else {
@@ -406,7 +409,7 @@ func (r *Recorder) Tick(at time.Time) {
 		opt.TopCgroups = r.cfg.TopCgroups
 	}
 	opt.Scrape, opt.ScrapeTimeout, opt.ScrapeAuth = r.cfg.Scrape, r.cfg.ScrapeTimeout, r.cfg.ScrapeAuth
-	opt.Discover, opt.DiscoverMemo = r.cfg.Discover, r.discovered
+	opt.Discover, opt.DiscoverMemo, opt.ExeMemo = r.cfg.Discover, r.discovered, r.exes
 	opt.DotNet, opt.DotNetPort = r.dotnet, r.dotnet != nil
 	res, err := collect.Collect(r.fs, opt)
 	if err != nil {

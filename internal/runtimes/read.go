@@ -57,6 +57,9 @@ type Options struct {
 	// DiscoverMemo, when not nil, carries discovery's answers from one
 	// reading to the next (the recorder's).
 	DiscoverMemo *DiscoverMemo
+	// ExeMemo, when not nil, keeps the Go version of the executables read
+	// from one reading to the next (the recorder's).
+	ExeMemo *ExeMemo
 	// Served holds, for a second reading of the same processes (check's,
 	// --gc-interval after its first), the URL at which discovery found
 	// each pid's page: that URL is asked again, and the process' sockets
@@ -117,6 +120,10 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 	}
 	sort.Ints(order)
 	byPID := map[int]*Reading{}
+	if opt.ExeMemo != nil {
+		opt.ExeMemo.begin()
+		defer opt.ExeMemo.end()
+	}
 	for _, pid := range order {
 		maps, ok := opt.Maps[pid]
 		if !ok {
@@ -125,7 +132,7 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 				continue // gone, or not ours to read: the process table says so already
 			}
 		}
-		det, ok := detectPID(fsys, pid, maps, opt.GoVersions)
+		det, ok := detectPID(fsys, pid, maps, opt.GoVersions, opt.ExeMemo)
 		if !ok {
 			continue
 		}
@@ -320,20 +327,24 @@ func nsPID(fsys procfs.FS, pid int) int {
 
 // detectPID detects the runtime of pid from its mappings and, for Go, its
 // executable's build information.
-func detectPID(fsys procfs.FS, pid int, maps []procfs.Mapping, goVersions func(int) (string, bool)) (Detection, bool) {
+func detectPID(fsys procfs.FS, pid int, maps []procfs.Mapping, goVersions func(int) (string, bool), memo *ExeMemo) (Detection, bool) {
 	if goVersions != nil {
 		if v, known := goVersions(pid); known {
 			return detect(maps, func() (string, bool) { return v, v != "" })
 		}
 	}
 	var exe io.ReaderAt
-	if f, err := fsys.Sys().Open(path.Join("proc", strconv.Itoa(pid), "exe")); err == nil {
+	f, err := fsys.Sys().Open(path.Join("proc", strconv.Itoa(pid), "exe"))
+	if err == nil {
 		defer func() { _ = f.Close() }() // read-only
 		if ra, ok := f.(io.ReaderAt); ok {
 			exe = ra
 		}
 	}
-	return Detect(maps, exe)
+	if memo == nil || exe == nil {
+		return Detect(maps, exe)
+	}
+	return detect(maps, func() (string, bool) { return memo.goVersion(f, exe) })
 }
 
 // HsperfPath finds a JVM's perf-data file: through /proc/PID/root (its own
