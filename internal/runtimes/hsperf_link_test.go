@@ -68,11 +68,15 @@ exec setpriv --reuid=65534 --regid=65534 --clear-groups env LD_PRELOAD=/tmp/libj
 		t.Fatalf("the process did not start: %q", sc.Text())
 	}
 	// unshare execs sh, which execs setpriv, env, sh and sleep: one pid.
+	// The sh that says ready maps the library too, so the wait is for
+	// sleep (a loaded host read the maps of that sh, then found no JVM
+	// mid-exec).
 	pid := cmd.Process.Pid
 	deadline := time.Now().Add(5 * time.Second)
 	for {
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 		maps, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
-		if strings.Contains(string(maps), "libjvm.so") {
+		if strings.TrimSpace(string(comm)) == "sleep" && strings.Contains(string(maps), "libjvm.so") {
 			break
 		}
 		if time.Now().After(deadline) {
