@@ -20,9 +20,10 @@ build:
 deb:
 	GO=$(GO) scripts/build-deb.sh $(DEBDIR)
 
-# The static checks (vet, the other platforms, lint) run beside the tests'
-# last phase, where the lab's guest and the waiting tests leave CPU time
-# (scripts/go-test.sh, MEMDOCTOR_TEST_BESIDE); gofmt first, at once.
+# The static checks (vet, the other platforms, lint) run beside the tests
+# from cmd/memdoctor's on, at the idle scheduling class, on the CPU time the
+# tests leave (scripts/go-test.sh, MEMDOCTOR_TEST_BESIDE); gofmt first, at
+# once.
 test: test-deps
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -14,9 +14,13 @@
 #      (t.Parallel) stay in step 1: beside the lab and the packages the
 #      recorders among them missed their samples and the preload
 #      library's trims came too few.
-# MEMDOCTOR_TEST_BESIDE, a shell command (make test's static checks), runs
-# in that phase too, its output printed after the others'; in the other
-# orders, after everything.
+# MEMDOCTOR_TEST_BESIDE, a shell command (make test's static checks: only
+# compilers, no clock), starts with step 1 at the idle scheduling class
+# (chrt --idle; else nice 19): it takes only CPU time the tests leave,
+# which cmd/memdoctor's waiting and sampling tests leave plenty of, and a
+# test's task that wakes takes the CPU from it at once. Its output is
+# printed after the packages'. In the other orders it runs after
+# everything.
 # MEMDOCTOR_TEST_LAB=serial runs everything one at a time, the whole lab
 # last; MEMDOCTOR_TEST_LAB=beside runs the whole lab beside every package
 # (shortest, but both sides then measure time on shared CPUs: the
@@ -71,6 +75,8 @@ pkgs=$("$GO" list ./... | grep -vxF "$lab") || exit 1
 mode=${MEMDOCTOR_TEST_LAB:-split}
 [ $# -gt 0 ] && [ "$mode" = split ] && mode=serial
 setsid=$(command -v setsid || true)
+idle="nice -n 19"
+chrt --idle 0 true 2>/dev/null && idle="chrt --idle 0"
 watermark='^TestWatermarkThrash$'
 case $mode in
 serial)
@@ -84,19 +90,20 @@ esac
 # shellcheck disable=SC2086 # package paths hold no blanks
 {
 	if [ "$mode" = split ]; then
+		if [ -n "${MEMDOCTOR_TEST_BESIDE:-}" ]; then
+			# shellcheck disable=SC2086 # $idle is a command and its arguments
+			$setsid $idle sh -c "$MEMDOCTOR_TEST_BESIDE" >"$tmp/beside.log" 2>&1 &
+			echo $! >"$tmp/besidepid"
+		fi
 		"$GO" test -count=1 -timeout 40m "$cmd" &&
 			"$GO" test -count=1 -timeout 40m -run "$watermark" "$lab" || { echo $? >"$tmp/rc"; exit; }
 		$setsid "$GO" test -count=1 -timeout 40m -skip "$watermark" "$lab" >"$tmp/lab.log" 2>&1 &
 		echo $! >"$tmp/labpid"
-		if [ -n "${MEMDOCTOR_TEST_BESIDE:-}" ]; then
-			$setsid sh -c "$MEMDOCTOR_TEST_BESIDE" >"$tmp/beside.log" 2>&1 &
-			echo $! >"$tmp/besidepid"
-		fi
 	fi
 	"$GO" test -p 1 -count=1 -timeout 40m "$@" $pkgs 2>&1
 	echo $? >"$tmp/rc"
 	if [ -s "$tmp/besidepid" ]; then
-		echo "=== $MEMDOCTOR_TEST_BESIDE ran beside the packages above; its output:"
+		echo "=== $MEMDOCTOR_TEST_BESIDE ran beside the tests above, at the idle scheduling class; its output:"
 		wait "$(cat "$tmp/besidepid")"
 		echo $? >"$tmp/besiderc"
 		rm -f "$tmp/besidepid"
