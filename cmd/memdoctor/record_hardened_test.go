@@ -179,7 +179,10 @@ func (f *flooder) expect(t *testing.T, word string) (a, b int) {
 func TestRecorderConnectionFlood(t *testing.T) {
 	skipShort(t)
 	requireLinuxRoot(t)
-	const flood, helpers, recorderFiles = 20000, 2, 4096
+	// A 2 s grid: a sample that ends more than half an interval late skips
+	// its slot by design (nextSlot), which a 1 s grid on a host at load 8
+	// does without any flood.
+	const flood, helpers, recorderFiles, interval = 20000, 2, 4096, 2 * time.Second
 	db := filepath.Join(t.TempDir(), "md.db")
 	addr := freeAddr(t)
 	logf, err := os.CreateTemp(t.TempDir(), "record-*.log")
@@ -189,7 +192,7 @@ func TestRecorderConnectionFlood(t *testing.T) {
 	// The recorder's own limit below the flood, as on a host with a
 	// default limit: the connections must not take what collection needs.
 	cmd := exec.Command("sh", "-c", `ulimit -n `+strconv.Itoa(recorderFiles)+` && exec "$0" "$@"`,
-		binary(t), "record", "--db", db, "--interval", "1s", "--listen", addr, "--top", "10", "--findings-every", "0")
+		binary(t), "record", "--db", db, "--interval", interval.String(), "--listen", addr, "--top", "10", "--findings-every", "0")
 	cmd.Stderr = logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -255,7 +258,7 @@ func TestRecorderConnectionFlood(t *testing.T) {
 			t.Errorf("/metrics under the flood: %d, %v connections held, limit %v", resp.StatusCode, held, limit)
 		}
 	}
-	time.Sleep(3 * time.Second) // a few more samples with the flood open
+	time.Sleep(2 * interval) // a few more samples with the flood open
 	close(stopWatch)
 	<-watched
 
@@ -277,8 +280,8 @@ func TestRecorderConnectionFlood(t *testing.T) {
 	ts := storedTimes(t, db)
 	lost := 0
 	for i := 1; i < len(ts); i++ {
-		if gap := ts[i] - ts[i-1]; gap > 1000 {
-			lost += int(gap/1000) - 1
+		if gap := ts[i] - ts[i-1]; gap > interval.Milliseconds() {
+			lost += int(gap/interval.Milliseconds()) - 1
 		}
 	}
 	t.Logf("flood: %d of %d connections opened in %v (%d failed), %d closed by the recorder to make room; limit %v",
