@@ -46,7 +46,7 @@ func Run(d Data) *model.Report {
 
 func run(in *Input, notes []sample.Note) *model.Report {
 	h := in.Host
-	findings, ruleNotes, cov := evaluate(in, registry, registryMetas())
+	findings, ruleNotes, cov := evaluate(in, registrySet())
 	all := append(append([]sample.Note{}, notes...), ruleNotes...)
 	for _, n := range notes {
 		if unread(n) {
