@@ -231,6 +231,10 @@ type missingEntry struct {
 	notes []sample.Note
 }
 
+// missedScratch holds the lists evaluate makes of missed rules, reused
+// from one diagnosis to the next (the memo keeps copies).
+var missedScratch = sync.Pool{New: func() any { return new([]missed) }}
+
 // maxMissingMemo bounds the lists of missed rules kept: a source whose
 // instances all miss different series makes the notes of the rest anew.
 const maxMissingMemo = 256
@@ -293,7 +297,9 @@ func makeMissingNotes(rs *ruleSet, key []missed) []sample.Note {
 // too little data to judge).
 func evaluate(in *Input, rs *ruleSet) ([]model.Finding, []sample.Note, model.Coverage) {
 	var out []model.Finding
-	var missing []missed
+	scratch := missedScratch.Get().(*[]missed)
+	defer missedScratch.Put(scratch)
+	missing := (*scratch)[:0]
 	kind := fitKind(in)
 	cov := model.Coverage{Rules: len(rs.rules), Evaluated: []string{}, NotEvaluated: make([]model.RuleSkip, 0, len(rs.rules))}
 	for i, r := range rs.rules {
@@ -316,9 +322,6 @@ func evaluate(in *Input, rs *ruleSet) ([]model.Finding, []sample.Note, model.Cov
 				if h, advised := m.Needs[need].HowTo, a.Advise(in, m.Needs[need].HowTo); advised != h {
 					how = fitHowTo(advised, in)
 				}
-			}
-			if missing == nil {
-				missing = make([]missed, 0, len(rs.rules))
 			}
 			missing = append(missing, missed{rule: i, need: need, how: how})
 			cov.NotEvaluated = append(cov.NotEvaluated, model.RuleSkip{ID: m.ID, Reason: model.SkipMissingData,
@@ -346,6 +349,8 @@ func evaluate(in *Input, rs *ruleSet) ([]model.Finding, []sample.Note, model.Cov
 		cov.Evaluated = append(cov.Evaluated, m.ID)
 	}
 	notes := append(rs.memo.notes(rs, missing), mergeInvalid(in.notes)...)
+	clear(missing) // not to hold the HowTos
+	*scratch = missing[:0]
 	in.notes = nil
 	model.SortFindings(out)
 	return out, notes, cov

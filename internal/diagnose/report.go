@@ -47,7 +47,7 @@ func Run(d Data) *model.Report {
 func run(in *Input, notes []sample.Note) *model.Report {
 	h := in.Host
 	findings, ruleNotes, cov := evaluate(in, registrySet())
-	all := append(append([]sample.Note{}, notes...), ruleNotes...)
+	all := append(append(make([]sample.Note, 0, len(notes)+len(ruleNotes)+1), notes...), ruleNotes...)
 	for _, n := range notes {
 		if unread(n) {
 			cov.Partial = true
