@@ -56,6 +56,23 @@ func marshalJSON(v any, prefix string, path func() string) ([]byte, error) {
 // listing a hundred thousand (16 MB of JSON) is never held whole, nor
 // twice while it is indented.
 func WriteJSONArray[T any](w io.Writer, v any, key string, items []T) error {
+	if items == nil {
+		return WriteJSONEach[T](w, v, key, nil)
+	}
+	return WriteJSONEach(w, v, key, func(fn func(T) error) error {
+		for _, it := range items {
+			if err := fn(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// WriteJSONEach is WriteJSONArray of the items each gives its function in
+// turn (read back from a file, say), each written as it comes; nil each
+// writes null.
+func WriteJSONEach[T any](w io.Writer, v any, key string, each func(func(T) error) error) error {
 	head, err := marshalJSON(v, "", nil)
 	if err != nil {
 		return err
@@ -66,14 +83,15 @@ func WriteJSONArray[T any](w io.Writer, v any, key string, items []T) error {
 		return fmt.Errorf("writing JSON: no top-level %q of null to write the list into", key)
 	}
 	i += len(mark) - len("null")
-	if items == nil {
+	if each == nil {
 		_, err = w.Write(append(termsafe.JSON(head), '\n'))
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	_, _ = bw.Write(termsafe.JSON(head[:i]))
 	_ = bw.WriteByte('[')
-	for j, it := range items {
+	j := 0
+	err = each(func(it T) error {
 		b, err := marshalJSON(it, "    ", func() string { return fmt.Sprintf(".%s[%d]", key, j) })
 		if err != nil {
 			return err
@@ -83,8 +101,13 @@ func WriteJSONArray[T any](w io.Writer, v any, key string, items []T) error {
 		}
 		_, _ = bw.WriteString("\n    ")
 		_, _ = bw.Write(termsafe.JSON(b))
+		j++
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if len(items) > 0 {
+	if j > 0 {
 		_, _ = bw.WriteString("\n  ")
 	}
 	_ = bw.WriteByte(']')
