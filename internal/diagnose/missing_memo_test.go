@@ -83,6 +83,11 @@ func TestMissingNotesMemoEqualsUnmemoised(t *testing.T) {
 		for _, v := range variants {
 			want := unmemoisedMissing(input(v), registry)
 			_, got, _ := evaluate(input(v), rs)
+			if len(got) == len(want) && cap(got) != len(got) {
+				// Shared by the reports of the same missing series: an
+				// append to one must copy, not write into the others'.
+				t.Errorf("round %d, %s: %d notes with room for %d: appending to one report's would write into another's", round, v.name, len(got), cap(got))
+			}
 			got = got[:min(len(got), len(want))]
 			if len(want) == 0 {
 				t.Fatalf("%s: no rule misses a series: the case tests nothing", v.name)
