@@ -239,7 +239,7 @@ var missedScratch = sync.Pool{New: func() any { return new([]missed) }}
 // instances all miss different series makes the notes of the rest anew.
 const maxMissingMemo = 256
 
-// hash mixes the rules, needs and lengths of the HowTos of key (FNV-1a):
+// missingHash mixes the rules, needs and lengths of the HowTos of key (FNV-1a):
 // equal lists hash equal, and the entries of a hash are compared whole.
 func missingHash(key []missed) uint64 {
 	h := uint64(14695981039346656037)
