@@ -61,20 +61,22 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 			if err != nil {
 				return err
 			}
+			defer out.Close()
+			// The instances one at a time (of many, read back from a
+			// temporary file): of 100,000, 16 MB of JSON.
 			if asJSON {
-				// The instances one at a time: of 100,000, 16 MB of JSON.
 				head := *out
 				head.Instances = nil
-				return text.WriteJSONArray(cmd.OutOrStdout(), &head, "instances", out.Instances)
+				return text.WriteJSONEach(cmd.OutOrStdout(), &head, "instances", out.EachInstance)
 			}
-			sums := make([]text.WindowSummary, 0, len(out.Instances))
-			for _, r := range out.Instances {
-				sums = append(sums, text.WindowSummary{Instance: r.Instance, From: r.From, To: r.To, Step: r.Step(), Series: r.Series, Findings: r.Findings})
-			}
-			out.Instances = nil // summarised: garbage from here on
 			// A line for each instance: buffered, not a write each.
 			bw := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-			if err := text.DiagnoseText(bw, out.Report, sums, text.Options{Color: colorOK(cmd.OutOrStdout())}); err != nil {
+			each := func(fn func(text.WindowSummary) error) error {
+				return out.EachInstance(func(r history.InstanceResult) error {
+					return fn(text.WindowSummary{Instance: r.Instance, From: r.From, To: r.To, Step: r.Step(), Series: r.Series, Findings: r.Findings})
+				})
+			}
+			if err := text.DiagnoseTextEach(bw, out.Report, out.NumInstances(), each, text.Options{Color: colorOK(cmd.OutOrStdout())}); err != nil {
 				return err
 			}
 			return bw.Flush()

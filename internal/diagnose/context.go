@@ -20,16 +20,37 @@ const scrapeHowTo = "`memdoctor check --scrape URL`"
 // fitHowTo makes a missing-series fix fit the data it is printed for: a
 // recording gets its runtimes' metrics from `record --scrape`, data read
 // from Prometheus from the recorder that Prometheus scrapes.
-func fitHowTo(how string, in *Input) string {
-	if in.Window != nil && strings.Contains(how, mallocHowTo) {
+func fitHowTo(how string, in *Input) string { return fitHowToKind(how, fitKind(in)) }
+
+// Kinds of data a HowTo is fitted to.
+const (
+	fitSnapshot   = iota // no window: a live check or a capture
+	fitPrometheus        // a window read from Prometheus
+	fitRecording         // another window: a recording, saved files
+)
+
+// fitKind is the kind of data in is.
+func fitKind(in *Input) int {
+	switch {
+	case in.Window == nil:
+		return fitSnapshot
+	case in.Host != nil && in.Host.Info.Source == "prometheus":
+		return fitPrometheus
+	}
+	return fitRecording
+}
+
+// fitHowToKind is fitHowTo for the kind of data kind (fitKind).
+func fitHowToKind(how string, kind int) string {
+	if kind != fitSnapshot && strings.Contains(how, mallocHowTo) {
 		// A recording cannot be paused into: it has the preload
 		// library's stats, sampled by the recorder.
 		how = strings.Replace(how, mallocHowTo, "`memdoctor record` then reads its stats at every sample", 1)
 	}
-	if !strings.Contains(how, scrapeHowTo) || in.Window == nil {
+	if !strings.Contains(how, scrapeHowTo) || kind == fitSnapshot {
 		return how
 	}
-	if in.Host != nil && in.Host.Info.Source == "prometheus" {
+	if kind == fitPrometheus {
 		return strings.Replace(how, scrapeHowTo, "`memdoctor record --scrape URL` on the host, its /metrics scraped by this Prometheus", 1)
 	}
 	return strings.Replace(how, scrapeHowTo, "`memdoctor record --scrape URL` (each sample scrapes it)", 1)

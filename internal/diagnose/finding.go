@@ -90,17 +90,6 @@ func register(r Rule) { registry = append(registry, r) }
 // Rules returns every registered rule.
 func Rules() []Rule { return append([]Rule(nil), registry...) }
 
-// registryMetas are the registered rules' Meta, made once (rules register
-// at init): made for each diagnosis they were a fifth of the time of
-// diagnosing 30,000 instances of one sample.
-var registryMetas = sync.OnceValue(func() []Meta {
-	ms := make([]Meta, len(registry))
-	for i, r := range registry {
-		ms[i] = r.Meta()
-	}
-	return ms
-})
-
 // missingNotes note rules not evaluated for want of a series. Rules that
 // lack their data for the same reason (the same fix) share one note, so a
 // host without, say, language runtimes gets one line about it, not one per
@@ -184,39 +173,159 @@ func (ns missingNotes) notes() []sample.Note {
 	return out
 }
 
+// ruleSet is rules with what evaluate makes of their Meta once, not for
+// every diagnosis: the Meta, each need's "series X is missing" and its
+// HowTo fitted to each kind of data, and the notes of rules not evaluated
+// for want of a series, kept for each set of missing series met (the same
+// on every instance of a fleet's file).
+type ruleSet struct {
+	rules []Rule
+	metas []Meta
+	// detail[i][j] is the coverage detail of rule i missing need j;
+	// fitted[i][j][k] its HowTo fitted to the kind of data k (fitKind).
+	detail [][]string
+	fitted [][][3]string
+	memo   missingMemo
+}
+
+func newRuleSet(rules []Rule) *ruleSet {
+	rs := &ruleSet{rules: rules, metas: make([]Meta, len(rules)), detail: make([][]string, len(rules)), fitted: make([][][3]string, len(rules))}
+	for i, r := range rules {
+		m := r.Meta()
+		rs.metas[i] = m
+		rs.detail[i] = make([]string, len(m.Needs))
+		rs.fitted[i] = make([][3]string, len(m.Needs))
+		for j, n := range m.Needs {
+			rs.detail[i][j] = "series " + n.Series + " is missing"
+			for k := range rs.fitted[i][j] {
+				rs.fitted[i][j][k] = fitHowToKind(n.HowTo, k)
+			}
+		}
+	}
+	return rs
+}
+
+// registrySet is the registered rules' set, made once (rules register at
+// init).
+var registrySet = sync.OnceValue(func() *ruleSet { return newRuleSet(registry) })
+
+// missed is one rule not evaluated for want of a series: rule i's need j,
+// to get as how says.
+type missed struct {
+	rule, need int
+	how        string
+}
+
+// missingMemo keeps the notes (missingNotes.notes) of each list of missed
+// rules met, up to maxMissingMemo lists: 100,000 instances of a fleet's
+// file miss the same series, and making their notes each time was a
+// quarter of the rules' time.
+type missingMemo struct {
+	mu   sync.Mutex
+	byID map[uint64][]missingEntry
+	n    int
+}
+
+type missingEntry struct {
+	key   []missed
+	notes []sample.Note
+}
+
+// missedScratch holds the lists evaluate makes of missed rules, reused
+// from one diagnosis to the next (the memo keeps copies).
+var missedScratch = sync.Pool{New: func() any { return new([]missed) }}
+
+// maxMissingMemo bounds the lists of missed rules kept: a source whose
+// instances all miss different series makes the notes of the rest anew.
+const maxMissingMemo = 256
+
+// missingHash mixes the rules, needs and lengths of the HowTos of key (FNV-1a):
+// equal lists hash equal, and the entries of a hash are compared whole.
+func missingHash(key []missed) uint64 {
+	h := uint64(14695981039346656037)
+	for _, k := range key {
+		for _, v := range [3]int{k.rule, k.need, len(k.how)} {
+			h = (h ^ uint64(v)) * 1099511628211
+		}
+	}
+	return h
+}
+
+// notes are the notes of the rules key lists as missing their series, made
+// once for each such list. The slice is shared: its length is its
+// capacity, so an append copies it.
+func (mm *missingMemo) notes(rs *ruleSet, key []missed) []sample.Note {
+	if len(key) == 0 {
+		return nil
+	}
+	mm.mu.Lock()
+	if mm.byID == nil {
+		mm.byID = map[uint64][]missingEntry{}
+	}
+	id := missingHash(key)
+	for _, e := range mm.byID[id] {
+		if slices.Equal(e.key, key) {
+			mm.mu.Unlock()
+			return e.notes
+		}
+	}
+	mm.mu.Unlock()
+	notes := makeMissingNotes(rs, key)
+	mm.mu.Lock()
+	if mm.n < maxMissingMemo {
+		mm.byID[id] = append(mm.byID[id], missingEntry{key: slices.Clone(key), notes: notes})
+		mm.n++
+	}
+	mm.mu.Unlock()
+	return notes
+}
+
+// makeMissingNotes makes the notes of the rules key lists as missing
+// their series (the unmemoised way).
+func makeMissingNotes(rs *ruleSet, key []missed) []sample.Note {
+	var skipped missingNotes
+	for _, k := range key {
+		skipped.add(&rs.metas[k.rule], rs.metas[k.rule].Needs[k.need].Series, k.how)
+	}
+	return slices.Clip(skipped.notes())
+}
+
 // evaluate runs the rules. A rule whose needed series are missing is
 // skipped with a note saying what is missing and how to get it; the
 // coverage says which rules were evaluated and which were not (a trend
 // rule on a snapshot, a rule without its series, a rule that noted it had
 // too little data to judge).
-// metas are the rules' Meta, in the same order.
-func evaluate(in *Input, rules []Rule, metas []Meta) ([]model.Finding, []sample.Note, model.Coverage) {
+func evaluate(in *Input, rs *ruleSet) ([]model.Finding, []sample.Note, model.Coverage) {
 	var out []model.Finding
-	var skipped missingNotes
-	cov := model.Coverage{Rules: len(rules), Evaluated: []string{}, NotEvaluated: []model.RuleSkip{}}
-	for i, r := range rules {
-		m := &metas[i]
+	scratch := missedScratch.Get().(*[]missed)
+	defer missedScratch.Put(scratch)
+	missing := (*scratch)[:0]
+	kind := fitKind(in)
+	cov := model.Coverage{Rules: len(rs.rules), Evaluated: []string{}, NotEvaluated: make([]model.RuleSkip, 0, len(rs.rules))}
+	for i, r := range rs.rules {
+		m := &rs.metas[i]
 		if m.Trend && in.Window == nil {
 			cov.NotEvaluated = append(cov.NotEvaluated, model.RuleSkip{ID: m.ID, Reason: model.SkipNeedsRange,
 				Detail: m.Title + " is judged over time", Fix: "memdoctor record, then memdoctor diagnose"})
 			continue
 		}
-		missing := ""
-		how := ""
-		for _, n := range m.Needs {
+		need := -1
+		for j, n := range m.Needs {
 			if !in.has(n.Series) {
-				missing, how = n.Series, n.HowTo
-				if a, ok := r.(advisor); ok {
-					how = a.Advise(in, how)
-				}
+				need = j
 				break
 			}
 		}
-		if missing != "" {
-			how = fitHowTo(how, in)
-			skipped.add(m, missing, how)
+		if need >= 0 {
+			how := rs.fitted[i][need][kind]
+			if a, ok := r.(advisor); ok {
+				if h, advised := m.Needs[need].HowTo, a.Advise(in, m.Needs[need].HowTo); advised != h {
+					how = fitHowTo(advised, in)
+				}
+			}
+			missing = append(missing, missed{rule: i, need: need, how: how})
 			cov.NotEvaluated = append(cov.NotEvaluated, model.RuleSkip{ID: m.ID, Reason: model.SkipMissingData,
-				Detail: "series " + missing + " is missing", Fix: how})
+				Detail: rs.detail[i][need], Fix: how})
 			continue
 		}
 		before := len(in.notes)
@@ -239,7 +348,9 @@ func evaluate(in *Input, rules []Rule, metas []Meta) ([]model.Finding, []sample.
 		}
 		cov.Evaluated = append(cov.Evaluated, m.ID)
 	}
-	notes := append(skipped.notes(), mergeInvalid(in.notes)...)
+	notes := append(rs.memo.notes(rs, missing), mergeInvalid(in.notes)...)
+	clear(missing) // not to hold the HowTos
+	*scratch = missing[:0]
 	in.notes = nil
 	model.SortFindings(out)
 	return out, notes, cov

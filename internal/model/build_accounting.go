@@ -37,7 +37,8 @@ func accounting(s *sample.Snapshot) Accounting {
 	if !s.Has("node_memory_Hugetlb_bytes") {
 		hugetlb = int64(s.Value("node_memory_HugePages_Total") * s.Value("node_memory_Hugepagesize_bytes"))
 	}
-	cats := []Category{
+	// Room for the unexplained category appended below.
+	cats := append(make([]Category, 0, 13), []Category{
 		{Name: "free", Bytes: a.FreeBytes, Reclaimable: true, Source: "MemFree"},
 		{Name: "anon", Bytes: mi(s, "AnonPages"), Source: "AnonPages"},
 		{Name: "page_cache_active", Bytes: mi(s, "Active_file"), Reclaimable: true, Source: "Active(file)"},
@@ -50,7 +51,7 @@ func accounting(s *sample.Snapshot) Accounting {
 		{Name: "percpu", Bytes: mi(s, "Percpu"), Source: "Percpu"},
 		{Name: "hugepages", Bytes: hugetlb, Source: "Hugetlb (HugePages_Total × Hugepagesize)"},
 		{Name: "swap_cache", Bytes: mi(s, "SwapCached"), Reclaimable: true, Source: "SwapCached"},
-	}
+	}...)
 	var known int64
 	for _, c := range cats {
 		known += c.Bytes

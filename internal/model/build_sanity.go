@@ -20,10 +20,20 @@ var meminfoChecked = []string{
 	"SwapCached", "VmallocUsed", "KReclaimable", "Zswap", "Hugepagesize",
 }
 
+// meminfoCheckedNames are meminfoChecked's series names, made once: made
+// for each diagnosis they were a twentieth of the time of diagnosing
+// 100,000 instances of one sample.
+var meminfoCheckedNames = func() []string {
+	out := make([]string, len(meminfoChecked))
+	for i, k := range meminfoChecked {
+		out[i] = "node_memory_" + k + "_bytes"
+	}
+	return out
+}()
+
 // meminfoInvalid names the first impossible meminfo value in s, or "".
 func meminfoInvalid(s *sample.Snapshot) string {
-	for _, k := range meminfoChecked {
-		name := "node_memory_" + k + "_bytes"
+	for _, name := range meminfoCheckedNames {
 		v, ok := s.Get(name)
 		if !ok {
 			continue

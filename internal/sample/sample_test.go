@@ -27,7 +27,9 @@ func TestSnapshotIndexSmall(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	perSnapshot := float64(after.HeapAlloc-before.HeapAlloc) / n
+	// Signed: searched in order, a small snapshot allocates nothing, and
+	// the heap may have shrunk.
+	perSnapshot := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
 	if perSnapshot > 1024 {
 		t.Errorf("the index of a one-metric scrape holds %.0f bytes, want under 1 KiB", perSnapshot)
 	}
@@ -61,5 +63,48 @@ func TestGetAllocatesNothing(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _, _ = s.Get("memdoctor_process_rss_bytes", "pid", "42") }); n != 0 {
 		t.Errorf("Get allocated %v times a call", n)
+	}
+}
+
+// A snapshot of up to smallSnapshot metrics, searched in order, finds what
+// its index finds: the same metrics in the same order, by name and labels.
+func TestSnapshotSmallSearchEqualsIndex(t *testing.T) {
+	s := &Snapshot{}
+	s.Add("a", 1, "cpu", "0")
+	s.Add("b", 2)
+	s.Add("a", 3, "cpu", "1")
+	s.Add("c", 4, "zone", "normal", "node", "0")
+	s.Add("a", 5, "cpu", "0", "mode", "idle")
+	s.Add("c", 6, "zone", "dma", "node", "0")
+	if !s.small() {
+		t.Fatalf("a snapshot of %d metrics is not searched in order", len(s.Metrics))
+	}
+	type query struct {
+		name  string
+		match []string
+	}
+	queries := []query{{"a", nil}, {"a", []string{"cpu", "0"}}, {"a", []string{"cpu", "1"}}, {"a", []string{"mode", "idle"}},
+		{"b", nil}, {"c", []string{"node", "0"}}, {"c", []string{"zone", "dma"}}, {"c", []string{"zone", "high"}}, {"d", nil}, {"", nil}}
+	answer := func() []string {
+		var out []string
+		for _, q := range queries {
+			v, ok := s.Get(q.name, q.match...)
+			out = append(out, fmt.Sprint(s.Select(q.name, q.match...), v, ok, s.Has(q.name)))
+		}
+		return out
+	}
+	inOrder := answer()
+	s.Names() // builds the index: the lookups use it from here on
+	if s.small() {
+		t.Fatal("the snapshot is still searched in order after its index was built")
+	}
+	indexed := answer()
+	for i := range queries {
+		if inOrder[i] != indexed[i] {
+			t.Errorf("%v: searched in order %s, indexed %s", queries[i], inOrder[i], indexed[i])
+		}
+	}
+	if inOrder[0] == inOrder[8] {
+		t.Errorf("a present and a missing name answer alike: %s", inOrder[0])
 	}
 }

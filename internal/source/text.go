@@ -110,6 +110,9 @@ type textParser struct {
 	// fragments: the input is some instances' lines cut from a file
 	// (TextIndex.ReadBatch), whose end is not the file's.
 	fragments bool
+	// bufSize, when set, is the line buffer's first size (it grows to
+	// the longest line): a batch's few lines need less than a file's 1 MiB.
+	bufSize int
 
 	raw    map[string]uint32 // series text as written -> sid
 	canon  map[string]uint32 // instance + canonical series -> sid
@@ -247,7 +250,11 @@ func (c *countingReader) Read(b []byte) (int, error) {
 // parse reads every line of r.
 func (p *textParser) parse(r io.Reader, tick func()) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), maxLine)
+	size := 1 << 20
+	if p.bufSize > 0 {
+		size = min(p.bufSize, size)
+	}
+	sc.Buffer(make([]byte, 0, size), maxLine)
 	unterminated := false
 	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {

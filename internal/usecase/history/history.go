@@ -188,6 +188,41 @@ type Diagnosis struct {
 	// Kubelet says how the hosts of a source without node_exporter were
 	// inferred from its containers' series.
 	Kubelet *fleet.Kubelet `json:"kubelet,omitempty"`
+	// spill holds the instances' summaries instead of Instances, past
+	// spillOver instances.
+	spill *spill
+}
+
+// NumInstances is the number of instances diagnosed.
+func (d *Diagnosis) NumInstances() int {
+	if d.spill != nil {
+		return d.spill.n
+	}
+	return len(d.Instances)
+}
+
+// EachInstance gives fn each instance's summary, in order: from Instances,
+// or read back from the temporary file they were kept in (their Report is
+// then nil).
+func (d *Diagnosis) EachInstance(fn func(InstanceResult) error) error {
+	if d.spill != nil {
+		return d.spill.each(fn)
+	}
+	for _, r := range d.Instances {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close releases the temporary file the instances' summaries are kept in,
+// if any.
+func (d *Diagnosis) Close() {
+	if d.spill != nil {
+		d.spill.close()
+		d.spill = nil
+	}
 }
 
 // Diagnose diagnoses every instance of s over since … until and merges
@@ -224,6 +259,7 @@ func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
 		s.diagnoseEach(insts, since, until, results, errs)
 		for i, inst := range insts {
 			if errs[i] != nil {
+				m.close()
 				return nil, fmt.Errorf("instance %s: %w", inst, errs[i])
 			}
 			r := results[i]
@@ -240,6 +276,7 @@ func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
 	if !hosts {
 		d, err := s.diagnoseKubelet(since, until)
 		if err != nil || d != nil {
+			m.close()
 			return d, err
 		}
 	}
@@ -262,6 +299,7 @@ func (s *Source) diagnoseBatches(since, until string) (*Diagnosis, error) {
 		insts := s.Instances[start:min(start+diagnoseBatch, len(s.Instances))]
 		mem, err := s.idx.ReadBatch(insts, memBudget)
 		if err != nil {
+			m.close()
 			return nil, err
 		}
 		s.read, s.mem = mem, mem
@@ -269,6 +307,7 @@ func (s *Source) diagnoseBatches(since, until string) (*Diagnosis, error) {
 		s.read, s.mem = nil, nil
 		for i, inst := range insts {
 			if errs[i] != nil {
+				m.close()
 				return nil, fmt.Errorf("instance %s: %w", inst, errs[i])
 			}
 			hosts = hosts || results[i].host
@@ -277,6 +316,7 @@ func (s *Source) diagnoseBatches(since, until string) (*Diagnosis, error) {
 		}
 	}
 	if !hosts {
+		m.close()
 		return nil, nil
 	}
 	return m.done(), nil
@@ -488,6 +528,9 @@ type merger struct {
 	notes    []sample.Note
 	coverage model.CoverageMerger
 	texts    map[string]string
+	// spill keeps the summaries instead of results, past spillOver
+	// instances.
+	spill *spill
 
 	group   bool
 	groups  map[sample.Note]*noteGroup
@@ -511,7 +554,15 @@ const groupNotesOver = 100
 const groupNames = 3
 
 func newMerger(src string, instances int) *merger {
-	m := &merger{src: src, several: instances > 1, results: make([]InstanceResult, 0, instances), texts: map[string]string{}}
+	m := &merger{src: src, several: instances > 1, texts: map[string]string{}}
+	if instances > spillOver {
+		// Else (no temporary file can be made) the summaries are kept in
+		// memory, as for fewer instances.
+		m.spill, _ = newSpill()
+	}
+	if m.spill == nil {
+		m.results = make([]InstanceResult, 0, instances)
+	}
 	if instances > groupNotesOver {
 		m.group, m.groups = true, map[sample.Note]*noteGroup{}
 	}
@@ -562,7 +613,19 @@ func (m *merger) add(r InstanceResult) {
 	m.coverage.Add(r.Instance, r.Report.Coverage)
 	r.Findings = len(r.Report.Findings)
 	r.Report = nil
+	if m.spill != nil {
+		m.spill.add(r)
+		return
+	}
 	m.results = append(m.results, r)
+}
+
+// close releases the merger's temporary file, when it is not done.
+func (m *merger) close() {
+	if m.spill != nil {
+		m.spill.close()
+		m.spill = nil
+	}
 }
 
 // addGrouped counts note n against inst: a note seen first opens a group
@@ -620,7 +683,7 @@ func (m *merger) done() *Diagnosis {
 	}
 	model.SortFindings(merged.Findings)
 	merged.Coverage = m.coverage.Coverage()
-	return &Diagnosis{Report: &merged, Instances: m.results, Source: m.src}
+	return &Diagnosis{Report: &merged, Instances: m.results, Source: m.src, spill: m.spill}
 }
 
 // LastTime is the end of the data of every instance of s.
