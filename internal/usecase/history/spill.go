@@ -17,10 +17,6 @@ import (
 // again as they grew.
 var spillOver = 4096
 
-// maxSpillName bounds an instance's name in a summary read back: the
-// file is ours, but a record that says more is not one we wrote.
-const maxSpillName = 1 << 20
-
 // spill holds instance summaries (InstanceResult without its report) in
 // a temporary file, in the order added, to be read back in that order.
 // The file is unlinked as soon as it is made: nothing is left behind
@@ -31,6 +27,9 @@ type spill struct {
 	n   int
 	buf []byte
 	err error
+	// longest is the longest name written: a record read back that says
+	// more is not one we wrote (a name can be as long as a line, 16 MiB).
+	longest uint64
 }
 
 func newSpill() (*spill, error) {
@@ -71,6 +70,7 @@ func (sp *spill) add(r InstanceResult) {
 	}
 	b = append(b, host)
 	sp.buf = b
+	sp.longest = max(sp.longest, uint64(len(r.Instance)))
 	if _, err := sp.w.Write(b); err != nil {
 		sp.err = fmt.Errorf("writing the instances' summaries to a temporary file: %w", err)
 		return
@@ -97,7 +97,7 @@ func (sp *spill) each(fn func(InstanceResult) error) error {
 		if err != nil {
 			return bad(err)
 		}
-		if l > maxSpillName {
+		if l > sp.longest {
 			return bad(errors.New("a name longer than any written"))
 		}
 		if uint64(cap(name)) < l {

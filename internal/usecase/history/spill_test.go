@@ -33,6 +33,8 @@ func TestSpillReadsBackWhatWasAdded(t *testing.T) {
 		{Instance: "", From: time.Time{}, To: time.Time{}},
 		{Instance: "db \"7\"\n\x00é", From: t0.In(time.FixedZone("x", 5*3600+1800)), To: t0.In(time.Local), StepSeconds: 0.25, Series: 1 << 40, Findings: 7},
 		{Instance: strings.Repeat("n", 70_000), From: t0, To: t0, StepSeconds: 648, host: true},
+		// A name may be as long as a line of text exposition (16 MiB).
+		{Instance: strings.Repeat("m", 3<<20), From: t0, To: t0, StepSeconds: 1},
 	}
 	for range 3 {
 		for _, r := range want {
