@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -50,6 +52,7 @@ be in the top N by PSS.`,
   memdoctor check --scrape http://127.0.0.1:8080/metrics --json   # a service's GC too`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			shortRunGC()
 			threshold, err := live.ParseFailOn(failOn)
 			if err != nil {
 				return err
@@ -119,4 +122,21 @@ func colorOK(w any) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// shortRunGC lets a short run's heap grow to 16 MiB before its first
+// collection (GOGC=400 on the runtime's 4 MiB minimum) and collects at
+// 100 % from then on. check's heap is nearly all garbage (under 1 MB live
+// of 10 MB allocated on a host of 80 processes): a collection at every
+// 4 MB was 3 or 4 of them, a tenth of its CPU, and now none, for 0.7 MiB
+// more peak RSS; on a host where more is live, the peak is today's or
+// 16 MiB, never four times what is live. An explicit GOGC wins.
+func shortRunGC() {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	debug.SetGCPercent(400)
+	// The first cycle finds this object unreachable and queues its
+	// cleanup, which puts the default back.
+	runtime.AddCleanup(new([64]byte), func(struct{}) { debug.SetGCPercent(100) }, struct{}{})
 }

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/memdoctor/memdoctor/internal/model"
 )
@@ -20,13 +21,13 @@ func cgFiles(dir string, names ...string) string {
 
 // kubeNameRE is a Kubernetes object name (RFC 1123 subdomain: pods,
 // namespaces and containers are named within it).
-var kubeNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+var kubeNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`) })
 
 // kubeWord is a Kubernetes name as it goes into a command: as is when it is
 // one Kubernetes accepts (none needs quoting, none starts with -), else
 // model.Unprintable, unquoted (for a word already in quotes).
 func kubeWord(s string) string {
-	if len(s) <= 253 && kubeNameRE.MatchString(s) {
+	if len(s) <= 253 && kubeNameRE().MatchString(s) {
 		return s
 	}
 	return model.Unprintable

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/pprof/profile"
-
 	"github.com/memdoctor/memdoctor/preload"
 )
 
@@ -181,58 +179,54 @@ func NewReport(sym *Symbolizer, d, base *Dump) *Report {
 // Profile converts d to a pprof heap profile (the sample types of Go's:
 // alloc_objects, alloc_space, inuse_objects, inuse_space), its functions
 // named by sym. The library's own frames are left out.
-func Profile(sym *Symbolizer, d *Dump) *profile.Profile {
-	p := &profile.Profile{
-		SampleType: []*profile.ValueType{
-			{Type: "alloc_objects", Unit: "count"},
-			{Type: "alloc_space", Unit: "bytes"},
-			{Type: "inuse_objects", Unit: "count"},
-			{Type: "inuse_space", Unit: "bytes"},
-		},
+func Profile(sym *Symbolizer, d *Dump) *Pprof {
+	p := &Pprof{
+		SampleTypes:       [][2]string{{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"}, {"inuse_space", "bytes"}},
 		DefaultSampleType: "inuse_space",
-		PeriodType:        &profile.ValueType{Type: "space", Unit: "bytes"},
+		PeriodType:        [2]string{"space", "bytes"},
 		Period:            int64(d.Rate),
 		TimeNanos:         d.Time.UnixNano(),
 	}
-	maps := map[uint64]*profile.Mapping{}
-	funcs := map[string]*profile.Function{}
-	locs := map[uint64]*profile.Location{}
+	maps := map[uint64]uint64{}  // a mapping's start: its ID
+	funcs := map[string]uint64{} // a function's name and object: its ID
+	locs := map[uint64]uint64{}  // an address: its location's ID
 	for _, s := range d.Stacks {
-		smp := &profile.Sample{Value: []int64{s.AllocObjects, s.AllocBytes, s.InUseObjects, s.InUseBytes}}
+		smp := PprofSample{Values: []int64{s.AllocObjects, s.AllocBytes, s.InUseObjects, s.InUseBytes}}
 		for _, f := range frames(sym, d, s) {
 			loc := locs[f.PC]
-			if loc == nil {
-				loc = &profile.Location{ID: uint64(len(p.Location) + 1), Address: f.PC}
+			if loc == 0 {
+				l := PprofLocation{ID: uint64(len(p.Locations) + 1), Address: f.PC}
 				if f.Mapping != nil {
 					m := maps[f.Mapping.Start]
-					if m == nil {
-						m = &profile.Mapping{ID: uint64(len(p.Mapping) + 1), Start: f.Mapping.Start,
-							Limit: f.Mapping.End, Offset: f.Mapping.Offset, File: f.Object, HasFunctions: true}
+					if m == 0 {
+						m = uint64(len(p.Mappings) + 1)
+						p.Mappings = append(p.Mappings, PprofMapping{ID: m, Start: f.Mapping.Start,
+							Limit: f.Mapping.End, Offset: f.Mapping.Offset, File: f.Object, HasFunctions: true})
 						maps[f.Mapping.Start] = m
-						p.Mapping = append(p.Mapping, m)
 					}
-					loc.Mapping = m
+					l.Mapping = m
 				}
 				name := f.Name()
 				fn := funcs[name+"\x00"+f.Object]
-				if fn == nil {
+				if fn == 0 {
 					// With DWARF the function's file is its source file
 					// (pprof -lines prints it with each line), else the object.
 					file := f.Object
 					if f.File != "" {
 						file = f.File
 					}
-					fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: name, Filename: file}
+					fn = uint64(len(p.Functions) + 1)
+					p.Functions = append(p.Functions, PprofFunction{ID: fn, Name: name, SystemName: name, File: file})
 					funcs[name+"\x00"+f.Object] = fn
-					p.Function = append(p.Function, fn)
 				}
-				loc.Line = []profile.Line{{Function: fn, Line: int64(f.Line)}}
+				l.Function, l.Line = fn, int64(f.Line)
+				loc = l.ID
 				locs[f.PC] = loc
-				p.Location = append(p.Location, loc)
+				p.Locations = append(p.Locations, l)
 			}
-			smp.Location = append(smp.Location, loc)
+			smp.Locations = append(smp.Locations, loc)
 		}
-		p.Sample = append(p.Sample, smp)
+		p.Samples = append(p.Samples, smp)
 	}
 	return p
 }

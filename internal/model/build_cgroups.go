@@ -76,17 +76,21 @@ func slab(s *sample.Snapshot) SlabReport {
 		r.UnreclaimableShare = 100 * float64(r.UnreclaimableBytes) / float64(t)
 	}
 	var all []SlabCache
+	// Each cache's other series, by cache: asking the snapshot for each
+	// cache's series searched all caches' (a few hundred) each time.
+	active, size := bySlab(s, "node_slabinfo_active_objects"), bySlab(s, "node_slabinfo_object_size_bytes")
+	total, reclaim := bySlab(s, "memdoctor_slabinfo_size_bytes"), bySlab(s, "memdoctor_slabinfo_reclaimable")
 	for _, m := range s.Select("node_slabinfo_objects") {
 		name := m.Labels.Get("slab")
 		c := SlabCache{Name: name, Objects: int64(m.Value),
-			ActiveObjects:   int64(s.Value("node_slabinfo_active_objects", "slab", name)),
-			ObjectSizeBytes: int64(s.Value("node_slabinfo_object_size_bytes", "slab", name))}
-		if b, ok := s.Get("memdoctor_slabinfo_size_bytes", "slab", name); ok {
+			ActiveObjects:   int64(active[name]),
+			ObjectSizeBytes: int64(size[name])}
+		if b, ok := total[name]; ok {
 			c.Bytes = int64(b)
 		} else {
 			c.Bytes = c.Objects * c.ObjectSizeBytes // node_exporter data: objects only
 		}
-		if v, ok := s.Get("memdoctor_slabinfo_reclaimable", "slab", name); ok {
+		if v, ok := reclaim[name]; ok {
 			b := v == 1
 			c.Reclaimable = &b
 		}
@@ -99,6 +103,20 @@ func slab(s *sample.Snapshot) SlabReport {
 	}
 	r.Top = append(r.Top, all...)
 	return r
+}
+
+// bySlab maps each cache's name to its value of the series name (the
+// first, as Snapshot.Get).
+func bySlab(s *sample.Snapshot, name string) map[string]float64 {
+	ms := s.Select(name)
+	out := make(map[string]float64, len(ms))
+	for _, m := range ms {
+		k := m.Labels.Get("slab")
+		if _, seen := out[k]; !seen {
+			out[k] = m.Value
+		}
+	}
+	return out
 }
 
 // CgroupDetailOf gathers what a scrape holds of one cgroup; ok is false

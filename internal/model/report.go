@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
@@ -43,7 +44,7 @@ type Cost struct {
 	Vanished        int                `json:"processes_vanished"`
 }
 
-var fromSRC = regexp.MustCompile(`--from SRC( --since -(\S+))?`)
+var fromSRC = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`--from SRC( --since -(\S+))?`) })
 
 // FitSource puts the data's own source in the report's commands: from is
 // the --from argument, instance the instance to name (empty when the data
@@ -59,7 +60,7 @@ func (r *Report) FitSource(from, instance string) {
 		arg += " --instance " + ShellQuote(instance)
 	}
 	r.rewrite(func(c string) string {
-		return fromSRC.ReplaceAllStringFunc(c, func(m string) string {
+		return fromSRC().ReplaceAllStringFunc(c, func(m string) string {
 			return strings.Replace(m, "--from SRC", arg, 1)
 		})
 	})
@@ -70,8 +71,8 @@ func (r *Report) FitSource(from, instance string) {
 func (r *Report) FitPrometheus(url, instance string) {
 	arg := "--prometheus " + ShellQuote(url) + " --match " + ShellQuote("{instance="+strconv.Quote(instance)+"}")
 	r.rewrite(func(c string) string {
-		return fromSRC.ReplaceAllStringFunc(c, func(m string) string {
-			sub := fromSRC.FindStringSubmatch(m)
+		return fromSRC().ReplaceAllStringFunc(c, func(m string) string {
+			sub := fromSRC().FindStringSubmatch(m)
 			if sub[2] != "" {
 				return arg + " --range " + sub[2]
 			}

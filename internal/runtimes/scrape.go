@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memdoctor/memdoctor/internal/httpsafe"
 	"github.com/memdoctor/memdoctor/internal/redact"
@@ -215,11 +216,10 @@ func readRuntimeSeries(r io.Reader, limit, keep int64) ([]byte, error) {
 func runtimeLine(line []byte) bool {
 	name := line
 	if bytes.HasPrefix(line, []byte("#")) {
-		f := bytes.Fields(line)
-		if len(f) < 3 {
+		var ok bool
+		if name, ok = thirdWord(line); !ok {
 			return true
 		}
-		name = f[2]
 	}
 	for _, p := range runtimePrefixes {
 		if bytes.HasPrefix(name, p) {
@@ -227,6 +227,41 @@ func runtimeLine(line []byte) bool {
 		}
 	}
 	return false
+}
+
+// thirdWord returns the third of line's words as bytes.Fields splits them
+// ("# HELP name ..."), without the slice of all of them that Fields makes
+// for each comment line of every page check scrapes; false when line has
+// fewer. A byte outside ASCII before its end leaves it to Fields (Unicode
+// spaces).
+func thirdWord(line []byte) ([]byte, bool) {
+	i := 0
+	for k := 0; k < 3; k++ {
+		for i < len(line) && asciiSpace(line[i]) {
+			i++
+		}
+		start := i
+		for i < len(line) && !asciiSpace(line[i]) {
+			if line[i] >= utf8.RuneSelf {
+				if f := bytes.Fields(line); len(f) >= 3 {
+					return f[2], true
+				}
+				return nil, false
+			}
+			i++
+		}
+		if start == i {
+			return nil, false
+		}
+		if k == 2 {
+			return line[start:i], true
+		}
+	}
+	return nil, false
+}
+
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
 // runtimeSeries is readRuntimeSeries of a page held whole.

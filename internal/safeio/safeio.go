@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -92,7 +93,10 @@ func kind(k uint32) string {
 // becomes an *os.File (which would add fcntl, a second fstat and the
 // poller's registration and removal, a third of the cost of a small cgroup
 // or proc file), and the first read asks for the whole file when its size
-// is known, else a page (proc and cgroup files say 0 or 4096).
+// is known. A file that says it is empty or a page (proc and cgroup files)
+// is read into a reused buffer and returned as a copy of its length: a
+// page allocated for each, grown by doubling for a process' maps, was half
+// of what check allocated.
 func ReadFile(path string, limit int64) ([]byte, error) {
 	fd, st, err := openFD(path)
 	if err != nil {
@@ -102,11 +106,33 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: it is a directory", ErrNotRegular)}
 	}
-	size := int64(4096)
-	if st.Size >= size {
-		size = st.Size + 1 // one more byte: the end is seen in the first read
+	if st.Size > 4096 { // its size is known: read it into its own buffer
+		return readFD(fd, path, make([]byte, 0, min(st.Size+1, limit+1)), limit, 0) // one more byte: the end is seen in the first read
 	}
-	buf := make([]byte, 0, min(size, limit+1))
+	bp := readBufs.Get().(*[]byte)
+	rb, err := readFD(fd, path, (*bp)[:0], limit, 4096)
+	var out []byte
+	if err == nil {
+		out = append(make([]byte, 0, len(rb)), rb...)
+	}
+	if cap(rb) > cap(*bp) && cap(rb) <= maxPooledRead {
+		*bp = rb[:0] // grown: keep the larger one (a copy was returned)
+	}
+	readBufs.Put(bp)
+	return out, err
+}
+
+// readBufs are ReadFile's buffers for files of unknown size; one grown
+// past maxPooledRead is not kept.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+const maxPooledRead = 1 << 20
+
+// readFD reads fd to its end into buf (grown as needed), at most limit
+// bytes. With step > 0 it asks for step bytes first and then for as many
+// as it holds, as a buffer of step bytes grown by doubling would: a sysctl
+// file's read allocates and clears in the kernel as many bytes as asked.
+func readFD(fd int, path string, buf []byte, limit int64, step int) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
 			if int64(len(buf)) > limit {
@@ -114,7 +140,11 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 			}
 			buf = append(buf, 0)[:len(buf)] // grow
 		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		end := min(int64(cap(buf)), limit+1)
+		if step > 0 {
+			end = min(end, int64(len(buf)+max(step, len(buf))))
+		}
+		n, err := unix.Read(fd, buf[len(buf):end])
 		if err == unix.EINTR { //nolint:errorlint // raw errno from the syscall
 			continue
 		}

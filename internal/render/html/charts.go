@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/model"
@@ -370,14 +371,14 @@ func cpuSysSoftirq(w *sample.Window, _ *model.Finding) []Chart {
 	return []Chart{c}
 }
 
-var pidRE = regexp.MustCompile(`\(pid (\d+)\)`)
+var pidRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\(pid (\d+)\)`) })
 
 // findingPID returns the pid a finding's subject names, or "".
 func findingPID(f *model.Finding) string {
 	if f == nil {
 		return ""
 	}
-	if m := pidRE.FindStringSubmatch(f.Subject); m != nil {
+	if m := pidRE().FindStringSubmatch(f.Subject); m != nil {
 		return m[1]
 	}
 	return ""

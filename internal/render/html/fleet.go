@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/model"
@@ -55,10 +56,11 @@ for(var p=e;p;p=p.parentNode){if(p.tagName==="DETAILS")p.open=true;if(p.hidden)p
 e.scrollIntoView();}
 q.addEventListener("input",filter);window.addEventListener("hashchange",open);open();})();`
 
-var fleetScriptHash = func() string {
+// fleetScriptHash is computed on first use, not at init.
+var fleetScriptHash = sync.OnceValue(func() string {
 	h := sha256.Sum256([]byte(fleetScript))
 	return "'sha256-" + base64.StdEncoding.EncodeToString(h[:]) + "'"
-}()
+})
 
 // FindingAnchor is the id of an instance's findings of one rule on a
 // fleet page: "f-" + the instance's name, with every byte outside
