@@ -94,6 +94,14 @@ func kind(k uint32) string {
 // or proc file), and the first read asks for the whole file when its size
 // is known, else a page (proc and cgroup files say 0 or 4096).
 func ReadFile(path string, limit int64) ([]byte, error) {
+	return ReadFileInto(path, limit, nil)
+}
+
+// ReadFileInto is ReadFile reading into buf (from its start, whatever it
+// held), grown as the file needs up to limit bytes: the result is buf or
+// a larger copy of it, so a caller that hands the same buffer to every
+// read parses each file before the next read and keeps nothing of it.
+func ReadFileInto(path string, limit int64, buf []byte) ([]byte, error) {
 	fd, st, err := openFD(path)
 	if err != nil {
 		return nil, err
@@ -106,7 +114,10 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	if st.Size >= size {
 		size = st.Size + 1 // one more byte: the end is seen in the first read
 	}
-	buf := make([]byte, 0, min(size, limit+1))
+	if want := min(size, limit+1); int64(cap(buf)) < want {
+		buf = make([]byte, 0, want)
+	}
+	buf = buf[:0]
 	for {
 		if len(buf) == cap(buf) {
 			if int64(len(buf)) > limit {
@@ -114,7 +125,10 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 			}
 			buf = append(buf, 0)[:len(buf)] // grow
 		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		// Never more than limit+1 bytes in all: a buffer handed in larger
+		// than the limit must not let a file past it through.
+		room := buf[len(buf):min(int64(cap(buf)), limit+1)]
+		n, err := unix.Read(fd, room)
 		if err == unix.EINTR { //nolint:errorlint // raw errno from the syscall
 			continue
 		}
@@ -125,6 +139,9 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 			break
 		}
 		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			break
+		}
 	}
 	if int64(len(buf)) > limit {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: more than %d MiB", ErrTooLarge, limit>>20)}
@@ -149,14 +166,15 @@ func ReadSmall(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return ReadFile(path, limit) // the same error, with the socket named
 	}
-	buf := make([]byte, min(smallBuf, limit+1))
+	var stack [smallBuf]byte // copied out at its size (see Dir.ReadSmall)
+	buf := stack[:min(smallBuf, limit+1)]
 	n, err := unix.Read(fd, buf)
 	for err == unix.EINTR { //nolint:errorlint // raw errno from the syscall
 		n, err = unix.Read(fd, buf)
 	}
 	if err == nil && n > 0 && n < len(buf) {
 		_ = unix.Close(fd) // read-only
-		return buf[:n:n], nil
+		return append([]byte(nil), buf[:n]...), nil
 	}
 	_ = unix.Close(fd) // read-only
 	return ReadFile(path, limit)
@@ -223,6 +241,17 @@ func (d DirFS) ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	b, err := ReadFile(p, d.limit)
+	return b, rename(err, name)
+}
+
+// ReadFileInto reads a file as ReadFile does, into buf (see the function
+// ReadFileInto).
+func (d DirFS) ReadFileInto(name string, buf []byte) ([]byte, error) {
+	p, err := d.join("read", name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := ReadFileInto(p, d.limit, buf)
 	return b, rename(err, name)
 }
 
