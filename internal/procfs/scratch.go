@@ -80,6 +80,13 @@ func parseFile[T any](f FS, name string, parse func(data []byte) (T, error)) (T,
 	return v, err
 }
 
+// ReadParsed reads name as the readers of this package do, into a kept
+// buffer handed to parse, which must copy whatever it keeps of it (the
+// buffer is reused once parse returns): for parsers of other packages.
+func ReadParsed[T any](f FS, name string, parse func(data []byte) (T, error)) (T, error) {
+	return parseFile(f, name, parse)
+}
+
 // ReadTrimmed reads a small text file (a sysctl, a sysfs attribute) as a
 // string without its surrounding blanks.
 func (f FS) ReadTrimmed(name string) (string, error) {
