@@ -198,9 +198,7 @@ func ParseProcCgroup(data []byte) []ProcCgroup {
 
 // ReadProcCgroup reads and parses proc/PID/cgroup of f.
 func ReadProcCgroup(f procfs.FS, pid int) ([]ProcCgroup, error) {
-	b, err := f.ReadFile("proc/" + strconv.Itoa(pid) + "/cgroup")
-	if err != nil {
-		return nil, err
-	}
-	return ParseProcCgroup(b), nil
+	return procfs.ReadParsed(f, "proc/"+strconv.Itoa(pid)+"/cgroup", func(b []byte) ([]ProcCgroup, error) {
+		return ParseProcCgroup(b), nil // copies what it keeps (string(data))
+	})
 }

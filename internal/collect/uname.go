@@ -1,17 +1,13 @@
 package collect
 
-import (
-	"strings"
-)
-
 func init() { register(70, "uname", false, collectUname) }
 
 func readTrim(c *ctx, name string) string {
-	b, err := c.fs.ReadFile(name)
+	v, err := c.fs.ReadTrimmed(name)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(b))
+	return v
 }
 
 func collectUname(c *ctx) error {

@@ -15,11 +15,9 @@ import "strings"
 
 // Buddyinfo reads proc/buddyinfo: free blocks per order, per node and zone.
 func (f FS) Buddyinfo() ([]Buddy, error) {
-	data, err := f.ReadFile("proc/buddyinfo")
-	if err != nil {
-		return nil, err
-	}
-	return ParseBuddyinfo(data)
+	return parseFile(f, "proc/buddyinfo", func(data []byte) ([]Buddy, error) {
+		return ParseBuddyinfo(data)
+	})
 }
 
 const buddyinfoFile = "proc/buddyinfo"

@@ -17,11 +17,9 @@ package procfs
 
 // Cgroups reads proc/cgroups.
 func (f FS) Cgroups() ([]CgroupSubsys, error) {
-	data, err := f.ReadFile("proc/cgroups")
-	if err != nil {
-		return nil, err
-	}
-	return ParseCgroups(data)
+	return parseFile(f, "proc/cgroups", func(data []byte) ([]CgroupSubsys, error) {
+		return ParseCgroups(data)
+	})
 }
 
 const cgroupsFile = "proc/cgroups"

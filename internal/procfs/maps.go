@@ -22,21 +22,17 @@ import "strings"
 // ProcMaps reads proc/PID/maps.
 func (f FS) ProcMaps(pid int) ([]Mapping, error) {
 	name := procFile(pid, "maps")
-	data, err := f.ReadFile(name)
-	if err != nil {
-		return nil, err
-	}
-	return ParseMaps(data, name)
+	return parseFile(f, name, func(data []byte) ([]Mapping, error) {
+		return ParseMaps(data, name)
+	})
 }
 
 // SelfMaps reads proc/self/maps, the calling process' own mappings.
 func (f FS) SelfMaps() ([]Mapping, error) {
 	const name = "proc/self/maps"
-	data, err := f.ReadFile(name)
-	if err != nil {
-		return nil, err
-	}
-	return ParseMaps(data, name)
+	return parseFile(f, name, func(data []byte) ([]Mapping, error) {
+		return ParseMaps(data, name)
+	})
 }
 
 // ParseMaps parses proc/PID/maps.

@@ -26,11 +26,9 @@ import (
 
 // Meminfo reads proc/meminfo. kB values are bytes; HugePages_* are counts.
 func (f FS) Meminfo() (KV, error) {
-	data, err := f.ReadFile("proc/meminfo")
-	if err != nil {
-		return KV{}, err
-	}
-	return ParseMeminfo(data)
+	return parseFile(f, "proc/meminfo", func(data []byte) (KV, error) {
+		return ParseMeminfo(data)
+	})
 }
 
 // ParseMeminfo parses proc/meminfo. A value that is not a number is an

@@ -94,32 +94,26 @@ func (f FS) SelfStat() (PIDStat, error) {
 }
 
 func (f FS) readPIDStat(name string) (PIDStat, error) {
-	data, err := f.ReadFile(name)
-	if err != nil {
-		return PIDStat{}, err
-	}
-	return ParsePIDStat(data, name)
+	return parseFile(f, name, func(data []byte) (PIDStat, error) {
+		return ParsePIDStat(data, name)
+	})
 }
 
 // SelfStatm reads proc/self/statm, the calling process'.
 func (f FS) SelfStatm() (Statm, error) {
 	const name = "proc/self/statm"
-	data, err := f.ReadFile(name)
-	if err != nil {
-		return Statm{}, err
-	}
-	return ParseStatm(data, name)
+	return parseFile(f, name, func(data []byte) (Statm, error) {
+		return ParseStatm(data, name)
+	})
 }
 
 // TaskStatus reads proc/PID/task/TID/status, one thread's (Seccomp,
 // TracerPid and the signal masks are per thread).
 func (f FS) TaskStatus(pid, tid int) (KV, error) {
 	name := taskFile(pid, tid, "status")
-	data, err := f.ReadFile(name)
-	if err != nil {
-		return KV{}, err
-	}
-	return ParseStatus(data, name)
+	return parseFile(f, name, func(data []byte) (KV, error) {
+		return ParseStatus(data, name)
+	})
 }
 
 // TIDs lists the threads of a process (proc/PID/task), in directory

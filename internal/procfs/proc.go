@@ -81,11 +81,9 @@ func (f FS) PIDs() ([]int, error) {
 // ProcStatus reads proc/PID/status.
 func (f FS) ProcStatus(pid int) (KV, error) {
 	name := procFile(pid, "status")
-	data, err := f.ReadFile(name)
-	if err != nil {
-		return KV{}, err
-	}
-	return ParseStatus(data, name)
+	return parseFile(f, name, func(data []byte) (KV, error) {
+		return ParseStatus(data, name)
+	})
 }
 
 // ProcStatusBrief reads proc/PID/status keeping only what the process
@@ -94,11 +92,9 @@ func (f FS) ProcStatus(pid int) (KV, error) {
 // every process on the host).
 func (f FS) ProcStatusBrief(pid int) (KV, error) {
 	name := procFile(pid, "status")
-	data, err := f.ReadFile(name)
-	if err != nil {
-		return KV{}, err
-	}
-	return parseKV(string(data), name, kvOptions{text: statusTextKey, keep: statusBriefKey})
+	return parseFile(f, name, func(data []byte) (KV, error) {
+		return parseKV(string(data), name, kvOptions{text: statusTextKey, keep: statusBriefKey})
+	})
 }
 
 func statusBriefKey(key string) bool {
@@ -130,11 +126,9 @@ func statusTextKey(key string) bool {
 // choice is biased for the process, -1000 (never chosen) to 1000.
 func (f FS) ProcOOMScoreAdj(pid int) (int, error) {
 	name := procFile(pid, "oom_score_adj")
-	data, err := f.ReadFile(name)
-	if err != nil {
-		return 0, err
-	}
-	return ParseOOMScoreAdj(data, name)
+	return parseFile(f, name, func(data []byte) (int, error) {
+		return ParseOOMScoreAdj(data, name)
+	})
 }
 
 // ParseOOMScoreAdj parses proc/PID/oom_score_adj: one integer from -1000
@@ -151,11 +145,9 @@ func ParseOOMScoreAdj(data []byte, file string) (int, error) {
 // ProcStatm reads proc/PID/statm.
 func (f FS) ProcStatm(pid int) (Statm, error) {
 	name := procFile(pid, "statm")
-	data, err := f.ReadFile(name)
-	if err != nil {
-		return Statm{}, err
-	}
-	return ParseStatm(data, name)
+	return parseFile(f, name, func(data []byte) (Statm, error) {
+		return ParseStatm(data, name)
+	})
 }
 
 // ParseStatm parses proc/PID/statm.
@@ -184,11 +176,9 @@ func ParseStatm(data []byte, file string) (Statm, error) {
 // gives ESRCH, as a vanished one does.
 func (f FS) ProcSmapsRollup(pid int) (KV, error) {
 	name := procFile(pid, "smaps_rollup")
-	data, err := f.ReadFile(name)
-	if err != nil {
-		return KV{}, err
-	}
-	return ParseSmapsRollup(data, name)
+	return parseFile(f, name, func(data []byte) (KV, error) {
+		return ParseSmapsRollup(data, name)
+	})
 }
 
 // ParseSmapsRollup parses proc/PID/smaps_rollup, skipping the "[rollup]"

@@ -21,11 +21,9 @@ import (
 
 // PressureMemory reads proc/pressure/memory.
 func (f FS) PressureMemory() (PSI, error) {
-	data, err := f.ReadFile("proc/pressure/memory")
-	if err != nil {
-		return PSI{}, err
-	}
-	return ParsePSI(data, "proc/pressure/memory")
+	return parseFile(f, "proc/pressure/memory", func(data []byte) (PSI, error) {
+		return ParsePSI(data, "proc/pressure/memory")
+	})
 }
 
 // ParsePSI parses a pressure file; file names it in errors.

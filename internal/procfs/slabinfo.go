@@ -19,11 +19,9 @@ import "strings"
 
 // Slabinfo reads proc/slabinfo (root only on most hosts).
 func (f FS) Slabinfo() ([]Slab, error) {
-	data, err := f.ReadFile("proc/slabinfo")
-	if err != nil {
-		return nil, err
-	}
-	return ParseSlabinfo(data)
+	return parseFile(f, "proc/slabinfo", func(data []byte) ([]Slab, error) {
+		return ParseSlabinfo(data)
+	})
 }
 
 const slabinfoFile = "proc/slabinfo"

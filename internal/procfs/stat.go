@@ -23,11 +23,9 @@ import "strings"
 
 // Stat reads proc/stat.
 func (f FS) Stat() (Stat, error) {
-	data, err := f.ReadFile("proc/stat")
-	if err != nil {
-		return Stat{}, err
-	}
-	return ParseStat(data)
+	return parseFile(f, "proc/stat", func(data []byte) (Stat, error) {
+		return ParseStat(data)
+	})
 }
 
 const statFile = "proc/stat"

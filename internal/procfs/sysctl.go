@@ -15,7 +15,6 @@ package procfs
 import (
 	"fmt"
 	"io/fs"
-	"strings"
 )
 
 // SysctlVM reads every readable file of proc/sys/vm, trimmed; unreadable
@@ -33,12 +32,12 @@ func (f FS) SysctlVM() (map[string]string, []string, error) {
 		if e.IsDir() || e.Type()&fs.ModeType&^fs.ModeSymlink != 0 {
 			continue
 		}
-		data, err := f.ReadFile(dir + "/" + e.Name())
+		v, err := f.ReadTrimmed(dir + "/" + e.Name())
 		if err != nil {
 			unreadable = append(unreadable, e.Name())
 			continue
 		}
-		vals[e.Name()] = strings.TrimSpace(string(data))
+		vals[e.Name()] = v
 	}
 	return vals, unreadable, nil
 }
@@ -46,11 +45,7 @@ func (f FS) SysctlVM() (map[string]string, []string, error) {
 // Sysctl reads one sysctl, proc/sys/NAME ("kernel/yama/ptrace_scope"),
 // trimmed.
 func (f FS) Sysctl(name string) (string, error) {
-	data, err := f.ReadFile("proc/sys/" + name)
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(data)), nil
+	return f.ReadTrimmed("proc/sys/" + name)
 }
 
 // ParseInts parses a blank-separated list of integers ("256 256 32 0 0").

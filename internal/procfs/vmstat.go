@@ -17,11 +17,9 @@ package procfs
 
 // Vmstat reads proc/vmstat.
 func (f FS) Vmstat() (KV, error) {
-	data, err := f.ReadFile("proc/vmstat")
-	if err != nil {
-		return KV{}, err
-	}
-	return ParseVmstat(data)
+	return parseFile(f, "proc/vmstat", func(data []byte) (KV, error) {
+		return ParseVmstat(data)
+	})
 }
 
 // ParseVmstat parses proc/vmstat. A value that is not a number is an error.

@@ -46,11 +46,9 @@ import "strings"
 
 // Zoneinfo reads proc/zoneinfo.
 func (f FS) Zoneinfo() ([]Zone, error) {
-	data, err := f.ReadFile("proc/zoneinfo")
-	if err != nil {
-		return nil, err
-	}
-	return ParseZoneinfo(data)
+	return parseFile(f, "proc/zoneinfo", func(data []byte) ([]Zone, error) {
+		return ParseZoneinfo(data)
+	})
 }
 
 const zoneinfoFile = "proc/zoneinfo"

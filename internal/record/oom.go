@@ -21,6 +21,13 @@ type oomHistory map[string][]sample.Point
 // samples, the seconds until it uses the distance.
 func (h oomHistory) addOOMSeries(s *sample.Snapshot) {
 	seen := map[string]bool{}
+	// Added after the loop: an Add drops the snapshot's index, which the
+	// next cgroup's lookups would build again over the whole sample (a
+	// rebuild for each cgroup, 0.3 MB a sample on a host of 40 cgroups).
+	var add []sample.Metric
+	put := func(name string, v float64, cg string) {
+		add = append(add, sample.Metric{Name: name, Labels: sample.L("cgroup", cg), Value: v})
+	}
 	for _, u := range s.Select("memdoctor_cgroup_memory_usage_bytes") {
 		cg := u.Labels.Get("cgroup")
 		m, ok := model.OOMMemoryFrom(s, cg)
@@ -28,12 +35,12 @@ func (h oomHistory) addOOMSeries(s *sample.Snapshot) {
 			continue
 		}
 		seen[cg] = true
-		s.Add("memdoctor_cgroup_memory_unreclaimable_bytes", float64(m.UnreclaimableBytes), "cgroup", cg)
+		put("memdoctor_cgroup_memory_unreclaimable_bytes", float64(m.UnreclaimableBytes), cg)
 		if m.DistanceBytes == nil {
 			delete(h, cg)
 			continue
 		}
-		s.Add("memdoctor_cgroup_memory_oom_distance_bytes", float64(*m.DistanceBytes), "cgroup", cg)
+		put("memdoctor_cgroup_memory_oom_distance_bytes", float64(*m.DistanceBytes), cg)
 		ps := append(h[cg], sample.Point{T: s.Time.UnixMilli(), V: float64(m.UnreclaimableBytes)})
 		if n := len(ps); n > 1 && ps[n-1].T <= ps[n-2].T {
 			ps = ps[n-1:] // the clock went back: start again
@@ -44,8 +51,11 @@ func (h oomHistory) addOOMSeries(s *sample.Snapshot) {
 		h[cg] = ps
 		if g, ok := model.OOMGrowth(ps); ok {
 			m.SetGrowth(g)
-			s.Add("memdoctor_cgroup_memory_oom_eta_seconds", *m.ETASeconds, "cgroup", cg)
+			put("memdoctor_cgroup_memory_oom_eta_seconds", *m.ETASeconds, cg)
 		}
+	}
+	for _, m := range add {
+		s.AddMetric(m)
 	}
 	for cg := range h {
 		if !seen[cg] {

@@ -419,7 +419,11 @@ func (r *Recorder) Tick(at time.Time) {
 		r.logf("collection failed: %v", err)
 		return
 	}
-	s := &res.Snapshot
+	// The sample alone is kept (for /metrics, /healthz and the store):
+	// a pointer into res would keep all the collection read, the
+	// processes' mappings and the runtimes' readings, live until the next.
+	s := new(sample.Snapshot)
+	*s = res.Snapshot
 	s.Instance = r.cfg.Instance
 	r.mu.Lock()
 	defer r.mu.Unlock()

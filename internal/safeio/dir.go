@@ -39,14 +39,17 @@ func (d *Dir) ReadSmall(file string) ([]byte, error) {
 	fd, err := unix.Openat(d.fd, file, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NOFOLLOW, 0)
 	switch err { //nolint:errorlint // a raw errno from the syscall, never wrapped
 	case nil:
-		buf := make([]byte, min(smallBuf, d.limit+1))
+		// Read on the stack and copied out at its size: a cgroup file is
+		// some 10 to 2,000 bytes, a buffer of smallBuf each was most of it.
+		var stack [smallBuf]byte
+		buf := stack[:min(smallBuf, d.limit+1)]
 		n, rerr := unix.Read(fd, buf)
 		for rerr == unix.EINTR { //nolint:errorlint // raw errno from the syscall
 			n, rerr = unix.Read(fd, buf)
 		}
 		_ = unix.Close(fd) // read-only
 		if rerr == nil && n > 0 && n < len(buf) {
-			return buf[:n:n], nil
+			return append([]byte(nil), buf[:n]...), nil
 		}
 	case unix.ENOENT: //nolint:errorlint // raw errno from the syscall
 		return nil, &fs.PathError{Op: "open", Path: d.path + "/" + file, Err: fs.ErrNotExist}

@@ -98,6 +98,19 @@ func kind(k uint32) string {
 // page allocated for each, grown by doubling for a process' maps, was half
 // of what check allocated.
 func ReadFile(path string, limit int64) ([]byte, error) {
+	return readFile(path, limit, nil)
+}
+
+// ReadFileInto is ReadFile reading into buf (from its start, whatever it
+// held), grown as the file needs up to limit bytes: the result is buf or
+// a larger copy of it, so a caller that hands the same buffer to every
+// read parses each file before the next read and keeps nothing of it. A
+// nil buf reads as ReadFile does.
+func ReadFileInto(path string, limit int64, buf []byte) ([]byte, error) {
+	return readFile(path, limit, buf)
+}
+
+func readFile(path string, limit int64, into []byte) ([]byte, error) {
 	fd, st, err := openFD(path)
 	if err != nil {
 		return nil, err
@@ -106,8 +119,15 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: it is a directory", ErrNotRegular)}
 	}
-	if st.Size > 4096 { // its size is known: read it into its own buffer
-		return readFD(fd, path, make([]byte, 0, min(st.Size+1, limit+1)), limit, 0) // one more byte: the end is seen in the first read
+	if st.Size > 4096 { // its size is known: the first read asks for all of it
+		want := min(st.Size+1, limit+1) // one more byte: the end is seen in the first read
+		if int64(cap(into)) < want {
+			into = make([]byte, 0, want)
+		}
+		return readFD(fd, path, into[:0], limit, 0)
+	}
+	if into != nil {
+		return readFD(fd, path, into[:0], limit, 4096)
 	}
 	bp := readBufs.Get().(*[]byte)
 	rb, err := readFD(fd, path, (*bp)[:0], limit, 4096)
@@ -129,9 +149,12 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return 
 const maxPooledRead = 1 << 20
 
 // readFD reads fd to its end into buf (grown as needed), at most limit
-// bytes. With step > 0 it asks for step bytes first and then for as many
-// as it holds, as a buffer of step bytes grown by doubling would: a sysctl
-// file's read allocates and clears in the kernel as many bytes as asked.
+// bytes: never more than limit+1 in all, whatever buf's capacity, so a
+// buffer handed in larger than the limit does not let a file past it
+// through. With step > 0 it asks for step bytes first and then for as
+// many as it holds, as a buffer of step bytes grown by doubling would: a
+// sysctl file's read allocates and clears in the kernel as many bytes as
+// asked, which a large kept buffer would make it do at every read.
 func readFD(fd int, path string, buf []byte, limit int64, step int) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
@@ -155,6 +178,9 @@ func readFD(fd int, path string, buf []byte, limit int64, step int) ([]byte, err
 			break
 		}
 		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			break
+		}
 	}
 	if int64(len(buf)) > limit {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: more than %d MiB", ErrTooLarge, limit>>20)}
@@ -179,14 +205,15 @@ func ReadSmall(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return ReadFile(path, limit) // the same error, with the socket named
 	}
-	buf := make([]byte, min(smallBuf, limit+1))
+	var stack [smallBuf]byte // copied out at its size (see Dir.ReadSmall)
+	buf := stack[:min(smallBuf, limit+1)]
 	n, err := unix.Read(fd, buf)
 	for err == unix.EINTR { //nolint:errorlint // raw errno from the syscall
 		n, err = unix.Read(fd, buf)
 	}
 	if err == nil && n > 0 && n < len(buf) {
 		_ = unix.Close(fd) // read-only
-		return buf[:n:n], nil
+		return append([]byte(nil), buf[:n]...), nil
 	}
 	_ = unix.Close(fd) // read-only
 	return ReadFile(path, limit)
@@ -253,6 +280,17 @@ func (d DirFS) ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	b, err := ReadFile(p, d.limit)
+	return b, rename(err, name)
+}
+
+// ReadFileInto reads a file as ReadFile does, into buf (see the function
+// ReadFileInto).
+func (d DirFS) ReadFileInto(name string, buf []byte) ([]byte, error) {
+	p, err := d.join("read", name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := ReadFileInto(p, d.limit, buf)
 	return b, rename(err, name)
 }
 
