@@ -17,8 +17,13 @@ import (
 func TestMatchParsed(t *testing.T) {
 	t.Parallel()
 	var asked atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		asked.Add(1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Only the query API's requests count: a check running beside
+		// the test finds this listener among the host's services and
+		// scrapes its /metrics.
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			asked.Add(1)
+		}
 		http.Error(w, "no", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
@@ -64,6 +69,10 @@ func TestPrometheusDeadline(t *testing.T) {
 	t.Cleanup(func() { prometheus.HeartbeatEvery = old })
 	var asked atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/api/") {
+			http.NotFound(w, r) // a check beside the test scraping /metrics
+			return
+		}
 		asked.Add(1)
 		select {
 		case <-time.After(time.Second):
