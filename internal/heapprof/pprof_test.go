@@ -1,7 +1,6 @@
 package heapprof
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -21,46 +20,21 @@ import (
 // from a running PIE's symbols, their mapping, and a frame in no mapping
 // kept as a bare address.
 func TestProfileReadByPprof(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not installed")
-	}
-	dir := t.TempDir()
-	src := filepath.Join(dir, "sites.c")
-	prog := `#include <stdio.h>
+	bin, pid, addr := startPIE(t, "sites", `#include <stdio.h>
 __attribute__((noinline)) void alloc_site_one(void) { puts("1"); }
 __attribute__((noinline)) void alloc_site_two(void) { puts("2"); }
 int main(void) { printf("%p %p\n", (void *)alloc_site_one, (void *)alloc_site_two); fflush(stdout); getchar(); return 0; }
-`
-	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
-		t.Fatal(err)
+`)
+	if len(addr) != 2 {
+		t.Fatalf("program said %#x", addr)
 	}
-	bin := filepath.Join(dir, "sites")
-	if out, err := exec.Command("gcc", "-O1", "-fPIE", "-pie", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin)
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = in.Close(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	var addr [2]uint64
-	for i, f := range strings.Fields(line) {
-		if addr[i], err = strconv.ParseUint(strings.TrimPrefix(f, "0x"), 16, 64); err != nil || i > 1 {
-			t.Fatalf("program said %q", line)
-		}
-	}
-	maps, err := procfs.NewFS("/").ProcMaps(cmd.Process.Pid)
+	dir := t.TempDir()
+	maps, err := procfs.NewFS("/").ProcMaps(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	one, two := addr[0]+4, addr[1]+4 // return addresses inside them
-	d := &Dump{PID: cmd.Process.Pid, Rate: 524288, Time: time.Unix(1795558814, 764401204), Maps: maps, Stacks: []Stack{
+	d := &Dump{PID: pid, Rate: 524288, Time: time.Unix(1795558814, 764401204), Maps: maps, Stacks: []Stack{
 		{AllocObjects: 3, AllocBytes: 3 << 20, InUseObjects: 2, InUseBytes: 2 << 20, PCs: []uint64{one, two}},
 		{AllocObjects: 1, AllocBytes: 600000, PCs: []uint64{two, 8}},
 	}}

@@ -1,11 +1,7 @@
 package heapprof
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -18,38 +14,15 @@ import (
 // applied). An address in no file mapping, and a file that cannot be
 // opened, give no name and no error.
 func TestSymbolizePIE(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not installed")
-	}
-	dir := t.TempDir()
-	src := filepath.Join(dir, "marker.c")
-	prog := `#include <stdio.h>
+	bin, pid, addrs := startPIE(t, "marker", `#include <stdio.h>
 __attribute__((noinline)) void marker_function(void) { puts("x"); }
 int main(void) { printf("%p\n", (void *)marker_function); fflush(stdout); getchar(); return 0; }
-`
-	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
-		t.Fatal(err)
+`)
+	if len(addrs) != 1 {
+		t.Fatalf("program said %#x", addrs)
 	}
-	bin := filepath.Join(dir, "marker")
-	if out, err := exec.Command("gcc", "-O1", "-fPIE", "-pie", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin)
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = in.Close(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(line), "0x"), 16, 64)
-	if err != nil {
-		t.Fatalf("program said %q", line)
-	}
-	maps, err := procfs.NewFS("/").ProcMaps(cmd.Process.Pid)
+	addr := addrs[0]
+	maps, err := procfs.NewFS("/").ProcMaps(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
