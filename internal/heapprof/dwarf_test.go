@@ -1,12 +1,10 @@
 package heapprof
 
 import (
-	"bufio"
 	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,22 +44,12 @@ func markerLine(t *testing.T, src, marker string) int {
 // its mappings.
 func runLineProg(t *testing.T, bin string) (uint64, []procfs.Mapping) {
 	t.Helper()
-	cmd := exec.Command(bin)
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	pid, addrs := startProg(t, bin)
+	if len(addrs) != 1 {
+		t.Fatalf("program said %#x", addrs)
 	}
-	t.Cleanup(func() { _ = in.Close(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(line), "0x"), 16, 64)
-	if err != nil {
-		t.Fatalf("program said %q", line)
-	}
-	maps, err := procfs.NewFS("/").ProcMaps(cmd.Process.Pid)
+	pc := addrs[0]
+	maps, err := procfs.NewFS("/").ProcMaps(pid)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,15 @@ func startPIE(t *testing.T, name, prog string) (bin string, pid int, addrs []uin
 	if out, err := exec.Command("gcc", "-O1", "-fPIE", "-pie", "-o", bin, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
+	pid, addrs = startProg(t, bin)
+	return bin, pid, addrs
+}
+
+// startProg starts bin and returns its PID and the addresses it prints on
+// its first line (hexadecimal, space-separated). It waits on stdin, which
+// is closed when the test ends.
+func startProg(t *testing.T, bin string) (pid int, addrs []uint64) {
+	t.Helper()
 	cmd := exec.Command(bin)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
@@ -47,5 +56,5 @@ func startPIE(t *testing.T, name, prog string) (bin string, pid int, addrs []uin
 		}
 		addrs = append(addrs, a)
 	}
-	return bin, cmd.Process.Pid, addrs
+	return cmd.Process.Pid, addrs
 }

@@ -25,6 +25,19 @@ func diagnoseJSON(t *testing.T, s *Source) ([]byte, int) {
 	return b, len(d.Findings)
 }
 
+// fleet300 writes a generated fleet of 300 hosts whose hosts the rules
+// find things on, a day at a 30-minute interval, and returns its file.
+func fleet300(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	m, err := fleettest.Plan(fleettest.Options{Hosts: 300, Days: 1, Interval: 30 * time.Minute,
+		End: time.Date(2026, 3, 10, 7, 0, 0, 0, time.UTC), Seed: 11}).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, m.Files[len(m.Files)-1])
+}
+
 // A text file read into memory is diagnosed exactly as through a store:
 // a generated fleet of 300 hosts (more than one batch of instances judged
 // on several goroutines), a day at a 30-minute interval, whose hosts the
@@ -35,13 +48,7 @@ func TestDiagnoseFromMemoryMatchesStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("diagnoses 300 hosts three times")
 	}
-	dir := t.TempDir()
-	m, err := fleettest.Plan(fleettest.Options{Hosts: 300, Days: 1, Interval: 30 * time.Minute,
-		End: time.Date(2026, 3, 10, 7, 0, 0, 0, time.UTC), Seed: 11}).Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, m.Files[len(m.Files)-1])
+	file := fleet300(t)
 	st, err := Open(file, "", false, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -3,12 +3,9 @@ package history
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/memdoctor/memdoctor/internal/fleettest"
 )
 
 // Summaries kept in the temporary file read back as they were added, in
@@ -66,13 +63,7 @@ func TestDiagnoseSpilledSaysWhatKept(t *testing.T) {
 	if testing.Short() {
 		t.Skip("diagnoses 300 hosts twice")
 	}
-	dir := t.TempDir()
-	m, err := fleettest.Plan(fleettest.Options{Hosts: 300, Days: 1, Interval: 30 * time.Minute,
-		End: time.Date(2026, 3, 10, 7, 0, 0, 0, time.UTC), Seed: 11}).Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, m.Files[len(m.Files)-1])
+	file := fleet300(t)
 	diagnose := func() (head []byte, insts []string, spilled bool) {
 		s, err := OpenDiagnosis(file, "", false, nil)
 		if err != nil {
