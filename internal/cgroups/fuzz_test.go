@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -87,8 +88,32 @@ func FuzzParseProcCgroup(f *testing.F) {
 	f.Add([]byte("12:cpu,cpuacct:/user.slice\n4:memory:/a\n1:name=systemd:/a.service\n0::/a.service\n"))
 	f.Add([]byte("0::/\n:::\n\n0:memory:/x:y\nno colon\n"))
 	f.Add([]byte("\x00:\xff:\n1:,,:/\r\n"))
+	// The definition: the file split into lines, each into three fields at
+	// its first two colons.
+	bySplit := func(data []byte) []ProcCgroup {
+		var out []ProcCgroup
+		for _, l := range strings.Split(string(data), "\n") {
+			parts := strings.SplitN(l, ":", 3)
+			if len(parts) != 3 {
+				continue
+			}
+			if len(out) >= maxProcCgroupLines {
+				break
+			}
+			c := ProcCgroup{ID: parts[0], Path: parts[2]}
+			if parts[1] != "" {
+				c.Controllers = strings.Split(parts[1], ",")
+			}
+			out = append(out, c)
+		}
+		return out
+	}
+	f.Add(bytes.Repeat([]byte("1:memory:/a\n"), maxProcCgroupLines+3))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lines := ParseProcCgroup(data)
+		if want := bySplit(data); !reflect.DeepEqual(lines, want) {
+			t.Fatalf("ParseProcCgroup(%q) = %+v, want %+v", data, lines, want)
+		}
 		if len(lines) > maxProcCgroupLines {
 			t.Fatalf("%d lines kept", len(lines))
 		}
