@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +99,12 @@ func TestReadRuntimesAgainJVM(t *testing.T) {
 	after, ok := collections(&res.Snapshot, pid)
 	if !ok || after <= before {
 		t.Errorf("collections %v then %v over %v of a JVM collecting twice a second", before, after, interval)
+		for _, m := range res.Snapshot.Metrics {
+			if strings.HasPrefix(m.Name, "memdoctor_runtime") {
+				t.Logf("second reading: %s %v %v", m.Name, m.Labels, m.Value)
+			}
+		}
+		t.Logf("second reading: notes %+v", res.Notes)
 	}
 	if v, _ := res.Snapshot.Get("node_memory_MemTotal_bytes"); v != total || total <= 0 ||
 		len(res.Snapshot.Select("memdoctor_process_rss_bytes", "pid", strconv.Itoa(pid))) != rss || rss == 0 {
