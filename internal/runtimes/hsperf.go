@@ -142,6 +142,13 @@ func ParseHsperf(b []byte) (*PerfData, error) {
 		vlen := int64(int32(bo.Uint32(e[8:])))
 		typ, units, vari := e[12], e[14], e[15]
 		dataOff := int64(int32(bo.Uint32(e[16:])))
+		if elen == 0 && nameOff == 0 && vlen == 0 && dataOff == 0 && typ == 0 {
+			// Counted but not written yet: the JVM counts an entry and
+			// moves the bytes in use when it allocates the entry's room,
+			// then fills it in, so a read while a young JVM adds counters
+			// ends on one or more zeroed entries. What precedes is whole.
+			break
+		}
 		if elen < entryHeader || elen > int64(len(e)) || nameOff < entryHeader || nameOff >= elen ||
 			dataOff < entryHeader || dataOff > elen || vlen < 0 {
 			return nil, fmt.Errorf("hsperfdata: entry %d at offset %d: bad lengths (entry %d, name at %d, data at %d)", i, off, elen, nameOff, dataOff)

@@ -8,6 +8,7 @@ package runtimes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -15,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/memdoctor/memdoctor/internal/redact"
 
@@ -445,13 +447,22 @@ func readJVM(fsys procfs.FS, pid int, comm string) (*Reading, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := readHsperf(fsys, pid, path)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	pd, err := ParseHsperf(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	var pd *PerfData
+	for try := 0; ; try++ {
+		b, err := readHsperf(fsys, pid, path)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if pd, err = ParseHsperf(b); err == nil {
+			break
+		}
+		// The JVM writes the file while it is read: an entry read half
+		// written parses as corrupt. Once more, a moment later, before
+		// the reading is given up.
+		if d, live := fsys.Sys().(safeio.DirFS); !live || d.Root() != "/" || try > 0 || errors.Is(err, ErrNotHsperf) {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	rd, err := FromPerfData(pd, pid, comm)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -521,5 +522,53 @@ func TestNormalizeDropsNonFinite(t *testing.T) {
 	}
 	if n == 0 {
 		t.Error("no metrics at all")
+	}
+}
+
+// A JVM adding counters counts an entry and moves the bytes in use before
+// it writes the entry: a read at that moment ends on a zeroed entry, and
+// parses as what precedes it, not as a corrupt file.
+func TestParseHsperfEntryBeingAdded(t *testing.T) {
+	t.Parallel()
+	good, err := os.ReadFile("testdata/hsperfdata-g1-jdk17")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ParseHsperf(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bo := binary.ByteOrder(binary.BigEndian)
+	if good[4] == 1 {
+		bo = binary.LittleEndian
+	}
+	used := bo.Uint32(good[8:])
+	if int(used)+2*64 > len(good) {
+		t.Fatalf("no room after the %d bytes in use of %d", used, len(good))
+	}
+	for i := range good[used : used+2*64] {
+		if good[int(used)+i] != 0 {
+			t.Fatalf("byte %d after the bytes in use is %#x, want 0", i, good[int(used)+i])
+		}
+	}
+	for _, added := range []uint32{1, 2} {
+		b := append([]byte(nil), good...)
+		bo.PutUint32(b[8:], used+added*64)
+		bo.PutUint32(b[28:], bo.Uint32(good[28:])+added)
+		got, err := ParseHsperf(b)
+		if err != nil {
+			t.Fatalf("%d entries being added: %v", added, err)
+		}
+		if !reflect.DeepEqual(got.Entries, want.Entries) {
+			t.Errorf("%d entries being added: %d entries, want the %d before them", added, len(got.Entries), len(want.Entries))
+		}
+	}
+	// A header written in part is still corrupt.
+	b := append([]byte(nil), good...)
+	bo.PutUint32(b[8:], used+64)
+	bo.PutUint32(b[28:], bo.Uint32(good[28:])+1)
+	bo.PutUint32(b[used:], 64)
+	if _, err := ParseHsperf(b); err == nil {
+		t.Error("an entry with only its length written parsed")
 	}
 }
