@@ -187,6 +187,13 @@ type pageCache struct {
 	renders atomic.Int64
 }
 
+// storeCacheKiB is the page cache of each of the recorder's store
+// connections. A sample's writes touch a few pages, and SQLite's allocator
+// keeps resident what the cache once held: at the store's default of
+// 1 MiB a recorder's anonymous memory was about 1.2 MiB higher after a
+// minute (10.0 MiB, 8.8 at 64 KiB, the same samples stored).
+const storeCacheKiB = 64
+
 // New opens the store and prepares a recorder.
 func New(cfg Config) (*Recorder, error) {
 	if cfg.Interval <= 0 {
@@ -234,7 +241,7 @@ func New(cfg Config) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(cfg.DBPath, store.Options{Lock: lock})
+	st, err := store.Open(cfg.DBPath, store.Options{Lock: lock, CacheKiB: storeCacheKiB})
 	if err != nil {
 		_ = lock.Release()
 		return nil, err
@@ -298,7 +305,7 @@ func (r *Recorder) Reopen() error {
 			r.logf("closing store: %v", err)
 		}
 	}
-	st, err := store.Open(r.cfg.DBPath, store.Options{Lock: r.lock})
+	st, err := store.Open(r.cfg.DBPath, store.Options{Lock: r.lock, CacheKiB: storeCacheKiB})
 	if err != nil {
 		r.st = nil
 		r.lastErr = err

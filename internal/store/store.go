@@ -33,6 +33,11 @@ type Options struct {
 	// (AcquireLock) to keep it across reopens; it stays the caller's. A
 	// read-write Open without it takes its own, released by Close.
 	Lock *Lock
+	// CacheKiB is each connection's page cache in KiB (default 1024). The
+	// recorder asks for a small one: what a sample writes touches a few
+	// pages, and SQLite's allocator keeps what its cache ever held
+	// resident for good.
+	CacheKiB int
 }
 
 // DefaultChunkRange is the chunk span of a new store when Options leave it
@@ -192,7 +197,7 @@ func corruptf(path, msg string) error {
 }
 
 // dsn builds the driver's URI for path.
-func dsn(path string, readOnly bool, params ...string) string {
+func dsn(path string, readOnly bool, cacheKiB int, params ...string) string {
 	var b strings.Builder
 	b.WriteString("file:")
 	for _, r := range path {
@@ -204,10 +209,13 @@ func dsn(path string, readOnly bool, params ...string) string {
 		}
 	}
 	b.WriteString("?_pragma=busy_timeout(" + strconv.Itoa(busyTimeoutMS) + ")")
-	// A 1 MiB page cache per connection (SQLite's default is 2 MiB): the
-	// store is read in large sequential chunk scans that gain little from
-	// caching, and the recorder lives on a memory budget.
-	b.WriteString("&_pragma=cache_size(-1024)")
+	// A 1 MiB page cache per connection by default (SQLite's default is
+	// 2 MiB): the store is read in large sequential chunk scans that gain
+	// little from caching (Options.CacheKiB).
+	if cacheKiB <= 0 {
+		cacheKiB = 1024
+	}
+	b.WriteString("&_pragma=cache_size(-" + strconv.Itoa(cacheKiB) + ")")
 	if readOnly {
 		b.WriteString("&mode=ro")
 	}
@@ -224,14 +232,14 @@ func (s *Store) open(opt Options) error {
 		// Append that returned survives a power cut as well as a kill -9
 		// (NORMAL would survive kill -9 only). The cost is one fsync per
 		// Append, i.e. per interval.
-		s.wdb, err = sql.Open("sqlite", dsn(s.path, false, "_pragma=synchronous(FULL)", "_txlock=immediate"))
+		s.wdb, err = sql.Open("sqlite", dsn(s.path, false, opt.CacheKiB, "_pragma=synchronous(FULL)", "_txlock=immediate"))
 		if err != nil {
 			return fmt.Errorf("open store %s: %w", s.path, err)
 		}
 		s.wdb.SetMaxOpenConns(1)
 		s.wdb.SetConnMaxIdleTime(0)
 	}
-	s.rdb, err = sql.Open("sqlite", dsn(s.path, s.readOnly, "_pragma=query_only(1)"))
+	s.rdb, err = sql.Open("sqlite", dsn(s.path, s.readOnly, opt.CacheKiB, "_pragma=query_only(1)"))
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", s.path, err)
 	}

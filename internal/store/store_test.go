@@ -1,6 +1,7 @@
 package store
 
 import (
+	"database/sql"
 	"errors"
 	"math"
 	"path/filepath"
@@ -547,6 +548,24 @@ func TestSelectKeepsNamedAggregates(t *testing.T) {
 			}
 			if k&c.bit != 0 && !slices.Equal(c.got, c.want) {
 				t.Errorf("%s: %s %v, the full read %v", l.Name, c.what, c.got, c.want)
+			}
+		}
+	}
+}
+
+// Options.CacheKiB sets the page cache of the writer's and the readers'
+// connections; left zero, both have the default 1 MiB.
+func TestCacheKiB(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ kib, want int }{{0, -1024}, {64, -64}} {
+		s, _ := openTest(t, Options{CacheKiB: c.kib})
+		for name, db := range map[string]*sql.DB{"writer": s.wdb, "reader": s.rdb} {
+			var got int
+			if err := db.QueryRow("PRAGMA cache_size").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("CacheKiB %d: the %s's cache_size is %d, want %d", c.kib, name, got, c.want)
 			}
 		}
 	}
