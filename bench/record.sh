@@ -24,7 +24,11 @@
 # usage: bench/record.sh [SECONDS]     (default 120; root)
 # Environment: BIN=path measures that binary instead of building ./memdoctor;
 # BASE=path runs that binary too, as a third row (memdoctor-base) in its
-# own cgroup in the same run, for a before/after comparison.
+# own cgroup in the same run, for a before/after comparison;
+# READAHEAD_KB=128 runs the binaries from an ext4 file system on a loop
+# device of its own that reads ahead that much (128 KiB is the kernel's
+# default; a virtual disk may read ahead 8 MiB, and start-up's first page
+# faults then read a whole binary, which sets each one's peak).
 set -eu
 secs=${1:-120}
 cd "$(dirname "$0")/.."
@@ -61,11 +65,31 @@ cleanup() {
 		i=0
 		while ! rmdir "$cg" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 	done
+	if [ -n "${loopdev:-}" ]; then
+		umount "$dir/ra" 2>/dev/null
+		losetup -d "$loopdev" 2>/dev/null
+	fi
 	rm -rf "$dir"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 mkdir "$mdcg" "$necg" "$bacg"
+bindir=$dir
+loopdev=""
+if [ -n "${READAHEAD_KB:-}" ]; then
+	for t in losetup mkfs.ext4 mount; do
+		command -v $t >/dev/null 2>&1 || { echo "READAHEAD_KB needs $t (apt-get install mount e2fsprogs)" >&2; exit 1; }
+	done
+	truncate -s 256M "$dir/ra.img"
+	mkfs.ext4 -q -F "$dir/ra.img"
+	loopdev=$(losetup -f --show "$dir/ra.img")
+	mkdir "$dir/ra"
+	mount "$loopdev" "$dir/ra"
+	echo "$READAHEAD_KB" >"/sys/block/$(basename "$loopdev")/queue/read_ahead_kb"
+	bindir=$dir/ra
+fi
+readahead=$(cat "/sys/block/$(lsblk -no PKNAME "$(findmnt -no SOURCE -T "$bindir")" 2>/dev/null | head -1)/queue/read_ahead_kb" 2>/dev/null ||
+	cat "/sys/block/$(basename "$(findmnt -no SOURCE -T "$bindir")")/queue/read_ahead_kb" 2>/dev/null || echo "?")
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # fresh SRC DST: a copy of SRC at DST, on disk and out of the page cache
 # (a new inode no one else has read, so nothing of it is charged yet).
@@ -84,21 +108,21 @@ os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$2"
 incg='echo $$ > "$0/cgroup.procs" && exec "$@"'
 
 mdport=$(freeport)
-fresh "$BIN" "$dir/memdoctor"
-sh -c "$incg" "$mdcg" "$dir/memdoctor" record --db "$dir/md.db" --listen "127.0.0.1:$mdport" --interval 15s --top 50 2>"$dir/log" &
+fresh "$BIN" "$bindir/memdoctor"
+sh -c "$incg" "$mdcg" "$bindir/memdoctor" record --db "$dir/md.db" --listen "127.0.0.1:$mdport" --interval 15s --top 50 2>"$dir/log" &
 pid=$!
 baport=""
 if [ -n "${BASE:-}" ]; then
 	baport=$(freeport)
-	fresh "$BASE" "$dir/memdoctor-base"
-	sh -c "$incg" "$bacg" "$dir/memdoctor-base" record --db "$dir/base.db" --listen "127.0.0.1:$baport" --interval 15s --top 50 2>"$dir/baselog" &
+	fresh "$BASE" "$bindir/memdoctor-base"
+	sh -c "$incg" "$bacg" "$bindir/memdoctor-base" record --db "$dir/base.db" --listen "127.0.0.1:$baport" --interval 15s --top 50 2>"$dir/baselog" &
 	bapid=$!
 fi
 neport=""
 if [ -n "$ne" ]; then
 	neport=$(freeport)
-	fresh "$ne" "$dir/node_exporter"
-	sh -c "$incg" "$necg" "$dir/node_exporter" --web.listen-address="127.0.0.1:$neport" >/dev/null 2>&1 &
+	fresh "$ne" "$bindir/node_exporter"
+	sh -c "$incg" "$necg" "$bindir/node_exporter" --web.listen-address="127.0.0.1:$neport" >/dev/null 2>&1 &
 	nepid=$!
 fi
 sleep 1
@@ -157,10 +181,10 @@ report() {
 } >"$dir/figures"
 kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 size=$(du -b "$dir"/md.db* | awk '{s+=$1} END {print s}')
-python3 - "$t0" "$t1" "$size" "$secs" "$v" "$dir/figures" "$dir/series" <<'PY'
+python3 - "$t0" "$t1" "$size" "$secs" "$v" "$dir/figures" "$dir/series" "$readahead" <<'PY'
 import statistics, sys
 t0, t1, size, secs = map(float, sys.argv[1:5])
-v, figures, series = sys.argv[5], sys.argv[6], sys.argv[7]
+v, figures, series, readahead = sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[8]
 rows = {}
 for l in open(figures):
     f = l.split()
@@ -174,6 +198,7 @@ load = open("/proc/loadavg").read().split()[:3]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 print(f"memdoctor record (15 s, top 50) and node_exporter (default collectors), each in its own memory cgroup (v{v}),")
 print(f"/metrics of both scraped every 15 s, figures after {secs:.0f} s; {cpu}, load {' '.join(load)}")
+print(f"the binaries run from a fresh copy on a disk reading ahead {readahead} KiB")
 print("charge = anon + file + kernel from memory.stat (MiB); usage: the counter the limit applies to")
 print(f"{'':14} {'charge':>7} {'anon':>6} {'file':>6} {'mapped':>6} {'kernel':>6} {'usage':>6} {'peak':>6} | {'RSS MiB':>7} {'anon':>6} {'file':>6} | {'CPU':>7}")
 for n, r in rows.items():
