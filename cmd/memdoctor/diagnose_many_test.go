@@ -236,10 +236,20 @@ func TestDiagnoseGroupedFileSaysWhatInterleavedSays(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the grouped file is not read a batch at a time: %v", err)
 	}
-	if len(order) < 2 || len(x.Instances()) != len(order) {
-		t.Fatalf("%d instances indexed of %d", len(x.Instances()), len(order))
+	defer x.Close()
+	if len(order) < 2 || x.Len() != len(order) {
+		t.Fatalf("%d instances indexed of %d", x.Len(), len(order))
 	}
-	if _, err := x.ReadBatch(x.Instances(), 256<<20); err != nil {
+	var all []string
+	_ = x.Batches(len(order), func(b source.TextBatch) error {
+		all = append(all, b.Names...)
+		return nil
+	})
+	b, err := x.Find(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.ReadBatch(b, 256<<20); err != nil {
 		t.Fatalf("the grouped file is not read a batch at a time: %v", err)
 	}
 	for _, args := range [][]string{nil, {"--json"}} {

@@ -59,6 +59,22 @@ func memContents(t *testing.T, m *store.Mem, instance string) string {
 	return b.String()
 }
 
+// indexedNames lists the instances x indexes, in the order it gives them.
+func indexedNames(t *testing.T, x *TextIndex) []string {
+	t.Helper()
+	var names []string
+	if err := x.Batches(3, func(b TextBatch) error {
+		names = append(names, b.Names...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != x.Len() {
+		t.Fatalf("%d instances given of %d indexed", len(names), x.Len())
+	}
+	return names
+}
+
 // An instance read in a batch holds what reading the whole file gives it.
 func TestReadBatchHoldsWhatReadMemHolds(t *testing.T) {
 	path := writeFile(t, t.TempDir(), "fleet.om", groupedText)
@@ -70,8 +86,9 @@ func TestReadBatchHoldsWhatReadMemHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer x.Close()
 	want, _ := whole.Instances()
-	if got := x.Instances(); !reflect.DeepEqual(got, want) {
+	if got := indexedNames(t, x); !reflect.DeepEqual(got, want) {
 		t.Fatalf("indexed instances %q, the whole file has %q", got, want)
 	}
 	if len(want) != 4 {
@@ -83,7 +100,11 @@ func TestReadBatchHoldsWhatReadMemHolds(t *testing.T) {
 		batches = append(batches, []string{in})
 	}
 	for _, batch := range batches {
-		m, err := x.ReadBatch(batch, 1<<20)
+		b, err := x.Find(batch)
+		if err != nil {
+			t.Fatalf("batch %q: %v", batch, err)
+		}
+		m, err := x.ReadBatch(b, 1<<20)
 		if err != nil {
 			t.Fatalf("batch %q: %v", batch, err)
 		}
@@ -93,7 +114,7 @@ func TestReadBatchHoldsWhatReadMemHolds(t *testing.T) {
 			}
 		}
 	}
-	if _, err := x.ReadBatch([]string{"nowhere"}, 1<<20); err == nil || !strings.Contains(err.Error(), `"nowhere" is not in`) {
+	if _, err := x.Find([]string{"nowhere"}); err == nil || !strings.Contains(err.Error(), `"nowhere" is not in`) {
 		t.Errorf("reading an instance the file does not have: %v, want an error naming it", err)
 	}
 }
@@ -146,7 +167,12 @@ func TestIndexTextRefusesWhatOnlyTheWholeFileSays(t *testing.T) {
 			if err != nil {
 				t.Fatalf("IndexText: %v, want the index (the batch shows what is wrong)", err)
 			}
-			if _, err := x.ReadBatch(x.Instances(), 1<<20); !errors.Is(err, ErrNoStream) {
+			defer x.Close()
+			b, err := x.Find(indexedNames(t, x))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := x.ReadBatch(b, 1<<20); !errors.Is(err, ErrNoStream) {
 				t.Fatalf("ReadBatch: %v, want an error wrapping ErrNoStream", err)
 			}
 		})
