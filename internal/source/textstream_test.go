@@ -178,3 +178,151 @@ func TestIndexTextRefusesWhatOnlyTheWholeFileSays(t *testing.T) {
 		})
 	}
 }
+
+// oddNamesText is a file grouped by instance whose instances are not in
+// name order and have names of odd bytes (escaped quotes, backslashes and
+// newlines, UTF-8, a prefix of another, upper case that sorts before
+// lower), a 3 MiB name, none (the file's own instance) and runs of one and
+// of several lines.
+func oddNamesText(n int) string {
+	var b strings.Builder
+	odd := []string{`a\"b`, `c\\d`, `e\nf`, "é☃", "a", "a:1", "Z", "tab\tx", strings.Repeat("long", 3<<20/4)}
+	for i := range n {
+		name := fmt.Sprintf("host-%04d", (i*7919)%n)
+		if i < len(odd) {
+			name = odd[i]
+		}
+		fmt.Fprintf(&b, "node_memory_MemAvailable_bytes{instance=\"%s\"} %d 1700000000\n", name, 1000+i)
+		if i%3 == 0 {
+			fmt.Fprintf(&b, "node_memory_MemTotal_bytes{instance=\"%s\",job=\"node\"} %d 1700000000\n", name, 5000+i)
+			fmt.Fprintf(&b, "node_memory_MemAvailable_bytes{instance=\"%s\"} %d 1700000060\n", name, 900+i)
+		}
+		if i == n/2 {
+			b.WriteString("node_load1 0.5 1700000000\n")
+		}
+	}
+	b.WriteString("# EOF\n")
+	return b.String()
+}
+
+// The index kept on disk, in sorted chunks merged in more than one pass,
+// gives the instances, the batches and what each batch holds that the
+// index kept in memory gives.
+func TestIndexOnDiskGivesWhatMemoryGives(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "fleet.om", oddNamesText(300))
+	inMem, err := indexText(path, IngestOptions{}, 1<<30, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inMem.Close()
+	// Chunks of 3 runs: 101 of them, merged 64 at a time, then the rest.
+	onDisk, err := indexText(path, IngestOptions{}, 3, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onDisk.Close()
+	// The 3 MiB name makes a chunk of its own.
+	byBytes, err := indexText(path, IngestOptions{}, 1<<30, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byBytes.Close()
+	if inMem.disk != nil || onDisk.disk == nil || byBytes.disk == nil {
+		t.Fatalf("on disk: %v, %v, %v; want only the last two", inMem.disk != nil, onDisk.disk != nil, byBytes.disk != nil)
+	}
+	if inMem.Len() != 301 {
+		t.Fatalf("%d instances indexed, want 301", inMem.Len())
+	}
+	whole, _, err := ReadMem(path, IngestOptions{}, 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := whole.Instances()
+	if got := indexedNames(t, inMem); !reflect.DeepEqual(got, want) {
+		t.Fatalf("indexed in memory: %d instances, the whole file has %d", len(got), len(want))
+	}
+	batches := func(x *TextIndex) []TextBatch {
+		var bs []TextBatch
+		if err := x.Batches(16, func(b TextBatch) error {
+			bs = append(bs, b)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return bs
+	}
+	wantB := batches(inMem)
+	for _, x := range []*TextIndex{onDisk, byBytes} {
+		if x.Len() != inMem.Len() {
+			t.Fatalf("%d instances indexed on disk, %d in memory", x.Len(), inMem.Len())
+		}
+		gotB := batches(x)
+		if len(gotB) != len(wantB) {
+			t.Fatalf("%d batches on disk, %d in memory", len(gotB), len(wantB))
+		}
+		for i := range wantB {
+			if !reflect.DeepEqual(gotB[i], wantB[i]) {
+				t.Fatalf("batch %d on disk holds %.200q, in memory %.200q", i, gotB[i].Names, wantB[i].Names)
+			}
+			m, err := x.ReadBatch(gotB[i], 64<<20)
+			if err != nil {
+				t.Fatalf("batch %d: %v", i, err)
+			}
+			for _, in := range gotB[i].Names {
+				if got, want := memContents(t, m, in), memContents(t, whole, in); got != want {
+					t.Fatalf("batch %d: instance %.100q holds\n%.300s\nread whole it holds\n%.300s", i, in, got, want)
+				}
+			}
+		}
+		some := []string{want[5], want[0], want[len(want)-1], want[5]}
+		got, err := x.Find(some)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantF, _ := inMem.Find(some)
+		if !reflect.DeepEqual(got, wantF) {
+			t.Errorf("found on disk %.200q, in memory %.200q", got.Names, wantF.Names)
+		}
+		if _, err := x.Find([]string{"host-0001", "nowhere"}); err == nil || !strings.Contains(err.Error(), `"nowhere" is not in`) {
+			t.Errorf("finding an instance the file does not have: %v, want an error naming it", err)
+		}
+	}
+}
+
+// An instance whose lines are in two places is found on disk as in memory,
+// whichever chunks its two runs are in.
+func TestIndexOnDiskFindsRepeatedInstance(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		at          int // the line of the instance's second run (its first is line 1)
+		chunkRuns   int
+		wantInError string
+	}{
+		{5, 1 << 30, `instance "dup" has lines at lines 1 and 5`},     // in memory
+		{5, 3, `instance "dup" has lines at lines 1 and 5`},           // two chunks, the first pass
+		{250, 3, `instance "dup" has lines at lines 1 and 250`},       // the second pass
+		{250, 100, `instance "dup" has lines at lines 1 and 250`},     // one pass
+		{101, 100, `instance "dup" has lines at lines 1 and 101`},     // the last chunk
+		{300, 1 << 30, `instance "dup" has lines at lines 1 and 300`}, // in memory, the last run
+	} {
+		var b strings.Builder
+		b.WriteString("m{instance=\"dup\"} 1 1700000000\n")
+		for i := 2; i <= 300; i++ {
+			name := fmt.Sprintf("h%03d", i)
+			if i == c.at {
+				name = "dup"
+			}
+			fmt.Fprintf(&b, "m{instance=\"%s\"} 1 1700000000\n", name)
+		}
+		path := writeFile(t, dir, fmt.Sprintf("dup-%d-%d.om", c.at, c.chunkRuns), b.String())
+		x, err := indexText(path, IngestOptions{}, c.chunkRuns, 1<<30)
+		if err == nil {
+			x.Close()
+			t.Errorf("second run at line %d, chunks of %d: indexed, want an error wrapping ErrNoStream", c.at, c.chunkRuns)
+			continue
+		}
+		if !errors.Is(err, ErrNoStream) || !strings.Contains(err.Error(), c.wantInError) {
+			t.Errorf("second run at line %d, chunks of %d: %v, want an error wrapping ErrNoStream saying %s", c.at, c.chunkRuns, err, c.wantInError)
+		}
+	}
+}
