@@ -67,7 +67,24 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 			if asJSON {
 				head := *out
 				head.Instances = nil
-				return text.WriteJSONEach(cmd.OutOrStdout(), &head, "instances", out.EachInstance)
+				lists := []text.JSONList{text.EachOf("instances", out.EachInstance)}
+				if out.Report != nil {
+					// The findings and notes one at a time too: each names
+					// its instance, whose name (hostile input) may be as
+					// long as a line; marshalled whole, a report that named
+					// one of 2 MiB twenty times was held five times over.
+					rep := *out.Report
+					head.Report = &rep
+					if len(rep.Findings) > 0 {
+						lists = append(lists, text.ListOf("findings", rep.Findings))
+						rep.Findings = nil
+					}
+					if len(rep.Notes) > 0 {
+						lists = append(lists, text.ListOf("notes", rep.Notes))
+						rep.Notes = nil
+					}
+				}
+				return text.WriteJSONLists(cmd.OutOrStdout(), &head, lists...)
 			}
 			// A line for each instance: buffered, not a write each.
 			bw := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,10 +49,11 @@ func diagnosePeak(t *testing.T, bin, file string, n int, limit string) int64 {
 }
 
 // diagnosePeakOut is diagnosePeak, with how many bytes diagnose printed
-// and the CPU time it took (user and system).
-func diagnosePeakOut(t *testing.T, bin, file string, n int, limit string) (peak, printed int64, cpu time.Duration) {
+// and the CPU time it took (user and system); args are more arguments
+// (--json: the output must be a JSON document, of any number of instances).
+func diagnosePeakOut(t *testing.T, bin, file string, n int, limit string, args ...string) (peak, printed int64, cpu time.Duration) {
 	t.Helper()
-	cmd := exec.Command(bin, "diagnose", "--from", file)
+	cmd := exec.Command(bin, append([]string{"diagnose", "--from", file}, args...)...)
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+limit, "TMPDIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -97,7 +99,11 @@ func diagnosePeakOut(t *testing.T, bin, file string, n int, limit string) (peak,
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("diagnose --from %s: %v: %s", file, err, stderr.String())
 	}
-	if want := fmt.Sprintf("memdoctor diagnose: %d instance(s)", n); !strings.Contains(string(head[:k]), want) {
+	if slices.Contains(args, "--json") {
+		if !strings.HasPrefix(string(head[:k]), "{\n  \"schema_version\"") {
+			t.Fatalf("diagnose --from %s %v printed %q, want a JSON report", file, args, head[:k])
+		}
+	} else if want := fmt.Sprintf("memdoctor diagnose: %d instance(s)", n); !strings.Contains(string(head[:k]), want) {
 		t.Fatalf("diagnose --from %s printed %q, want %q", file, head[:k], want)
 	}
 	if peak == 0 {
@@ -184,6 +190,41 @@ func TestDiagnose100kInstancesBoundedMemory(t *testing.T) {
 	// One summary line of about 100 bytes an instance, the notes once.
 	if limit := int64(n) * 150; printed > limit {
 		t.Errorf("diagnosing %d instances printed %d bytes, want under %d: notes the instances share must be told once", n, printed, limit)
+	}
+}
+
+// An instance name of 2 MiB (hostile input: a name may be as long as a
+// line) is in the source of each of the instance's twenty notes, so the
+// JSON report holds it twenty times, 44 MB of a 4.2 MB file. Written with
+// the whole report marshalled at once, that was held five times over: a
+// peak of 290-300 MiB of RSS (211-214 under this test's 100 MiB limit);
+// with the findings and notes marshalled one at a time, 124-135 MiB
+// (110-112). What is left is mostly the notes themselves.
+func TestDiagnoseLongInstanceNameBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("diagnoses an instance named by 2 MiB")
+	}
+	t.Parallel()
+	bin := binary(t)
+	name := strings.Repeat("n", 2<<20)
+	var b strings.Builder
+	for _, m := range []string{"MemAvailable", "MemTotal"} {
+		fmt.Fprintf(&b, "node_memory_%s_bytes{instance=\"%s\",job=\"node\"} 1000 1700000000\n", m, name)
+	}
+	for i := range 20 {
+		fmt.Fprintf(&b, "node_memory_MemFree_bytes{instance=\"host-%d\",job=\"node\"} 1000 1700000000\n", i)
+	}
+	b.WriteString("# EOF\n")
+	path := filepath.Join(t.TempDir(), "long.om")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	peak, printed, _ := diagnosePeakOut(t, bin, path, 21, "100MiB", "--json")
+	if min := int64(20 * len(name)); printed < min {
+		t.Fatalf("diagnose --json printed %d bytes, want over %d: the long name in each of its notes", printed, min)
+	}
+	if peak > 160<<20 {
+		t.Errorf("diagnosing an instance named by 2 MiB peaked at %.1f MiB of RSS, want under 160 MiB: a report is written a finding and a note at a time", float64(peak)/(1<<20))
 	}
 }
 
