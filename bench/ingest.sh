@@ -23,10 +23,10 @@ dir=${MEMDOCTOR_BENCH_DIR:-/tmp}/memdoctor-ingest
 mkdir -p "$dir"
 go build -o "$dir/memdoctor" ./cmd/memdoctor
 measure() { # label, command...
-  label=$1
+  what=$1
   shift
   /usr/bin/time -v -o "$dir/time.txt" "$@" >"$dir/out" 2>"$dir/err.txt" || { cat "$dir/err.txt" >&2; exit 1; }
-  awk -v l="$label" -F': ' '
+  awk -v l="$what" -F': ' '
     /Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i] }
     /User time \(seconds\)/ { cpu += $2 }
     /System time \(seconds\)/ { cpu += $2 }
