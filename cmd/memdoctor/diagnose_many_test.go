@@ -148,7 +148,7 @@ func TestDiagnoseManyInstancesBoundedMemory(t *testing.T) {
 }
 
 // 100,000 instances of one sample are diagnosed under a Go memory limit of
-// 50 MiB in under 40 MiB of peak RSS and 8 s of CPU, the peak at most 6
+// 50 MiB in under 48 MiB of peak RSS and 8 s of CPU, the peak at most 6
 // MiB above that of 10,000 instances (about 70 bytes an instance), and
 // what is printed stays near one line per instance: the notes that every
 // instance has are told once, with how many have them. Before, this
@@ -164,8 +164,9 @@ func TestDiagnoseManyInstancesBoundedMemory(t *testing.T) {
 // series, 44-53 MiB, 3.2-3.9 s of CPU (at a load of 2 to 8 on 2 CPUs) and
 // 14-22 MiB more than 10,000 instances (where each instance's lines are,
 // and the collector's headroom). With the index of where the lines are
-// kept on disk past 16,384 instances, 27.7-30.2 MiB and 1.1-2.8 MiB more
-// than 10,000 instances (the code before it: 48 MiB and 12.5). The wall time is
+// kept on disk past 16,384 instances and the collector let the heap reach
+// 8 MiB, 35-39 MiB, 2.8-3.0 s of CPU and at most 3.6 MiB more than 10,000
+// instances (with the index in memory: 48 MiB and 12.5). The wall time is
 // bench/ingest.sh's to measure, not this test's on a shared machine.
 func TestDiagnose100kInstancesBoundedMemory(t *testing.T) {
 	if testing.Short() {
@@ -177,8 +178,8 @@ func TestDiagnose100kInstancesBoundedMemory(t *testing.T) {
 	dir := t.TempDir()
 	pSmall := diagnosePeak(t, bin, writeInstancesOM(t, dir, small), small, "50MiB")
 	peak, printed, cpu := diagnosePeakOut(t, bin, writeInstancesOM(t, dir, n), n, "50MiB")
-	if peak > 40<<20 {
-		t.Errorf("diagnosing %d instances peaked at %.1f MiB of RSS, want under 40 MiB", n, float64(peak)/(1<<20))
+	if peak > 48<<20 {
+		t.Errorf("diagnosing %d instances peaked at %.1f MiB of RSS, want under 48 MiB", n, float64(peak)/(1<<20))
 	}
 	if d := peak - pSmall; d > 6<<20 {
 		t.Errorf("diagnosing %d instances peaked %.1f MiB above %d instances (%.1f MiB against %.1f), want under 6 MiB: past a batch nothing of an instance may stay in memory (its summary and where its lines are go to temporary files)",
@@ -225,6 +226,43 @@ func TestDiagnoseLongInstanceNameBoundedMemory(t *testing.T) {
 	}
 	if peak > 160<<20 {
 		t.Errorf("diagnosing an instance named by 2 MiB peaked at %.1f MiB of RSS, want under 160 MiB: a report is written a finding and a note at a time", float64(peak)/(1<<20))
+	}
+}
+
+// diagnose --from lets the heap reach twice the runtime's minimum before a
+// collection while little is live (heapFloorGC): fewer collections than
+// at GOGC=100, which an explicit GOGC still sets.
+func TestDiagnoseHeapFloorCollectsLess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("diagnoses 20,000 instances twice")
+	}
+	t.Parallel()
+	bin := binary(t)
+	const n = 20_000
+	file := writeInstancesOM(t, t.TempDir(), n)
+	collections := func(env ...string) int {
+		cmd := exec.Command(bin, "diagnose", "--from", file, "--json")
+		cmd.Env = append(append(os.Environ(), "GODEBUG=gctrace=1", "TMPDIR="+t.TempDir()), env...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("diagnose --from %s: %v: %.2000s", file, err, stderr.String())
+		}
+		c := 0
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if strings.HasPrefix(l, "gc ") {
+				c++
+			}
+		}
+		return c
+	}
+	floor, def := collections(), collections("GOGC=100")
+	t.Logf("%d instances: %d collections, %d at GOGC=100", n, floor, def)
+	if def < 10 {
+		t.Fatalf("%d collections at GOGC=100 for %d instances: too few to compare", def, n)
+	}
+	if floor*4 > def*3 {
+		t.Errorf("%d collections diagnosing %d instances, want under three quarters of the %d at GOGC=100", floor, n, def)
 	}
 }
 
