@@ -221,8 +221,8 @@ func TestDiagnoseLongInstanceNameBoundedMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	peak, printed, _ := diagnosePeakOut(t, bin, path, 21, "100MiB", "--json")
-	if min := int64(20 * len(name)); printed < min {
-		t.Fatalf("diagnose --json printed %d bytes, want over %d: the long name in each of its notes", printed, min)
+	if least := int64(20 * len(name)); printed < least {
+		t.Fatalf("diagnose --json printed %d bytes, want over %d: the long name in each of its notes", printed, least)
 	}
 	if peak > 160<<20 {
 		t.Errorf("diagnosing an instance named by 2 MiB peaked at %.1f MiB of RSS, want under 160 MiB: a report is written a finding and a note at a time", float64(peak)/(1<<20))
