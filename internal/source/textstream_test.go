@@ -326,3 +326,25 @@ func TestIndexOnDiskFindsRepeatedInstance(t *testing.T) {
 		}
 	}
 }
+
+// Where no temporary file can be made, the index stays in memory and
+// gives what it gives there.
+func TestIndexWithoutTempFileStaysInMemory(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "fleet.om", oddNamesText(40))
+	want, err := indexText(path, IngestOptions{}, 1<<30, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	x, err := indexText(path, IngestOptions{}, 3, 1<<30)
+	if err != nil {
+		t.Fatalf("indexing with no temporary file: %v, want the index in memory", err)
+	}
+	defer x.Close()
+	if x.disk != nil || !x.noDisk {
+		t.Fatalf("on disk: %v, no disk: %v; want the index in memory", x.disk != nil, x.noDisk)
+	}
+	if got, want := indexedNames(t, x), indexedNames(t, want); !reflect.DeepEqual(got, want) {
+		t.Errorf("indexed %.200q, want %.200q", got, want)
+	}
+}
