@@ -186,7 +186,12 @@ func (x *TextIndex) scan(r io.Reader, tick func()) error {
 		sawEOF, lastEOF  bool
 		prevRaw, prevIns []byte             // the series of the previous sample line and its instance
 		seen             = map[string]int{} // instance → the line its run starts at, of the runs held
-		names            int                // bytes of the names of the runs held
+		// first is seen of the first chunk written to disk, kept: the
+		// snapshots of a fleet saved one after the other repeat the first
+		// instances, found as the second begins rather than once the whole
+		// file has been indexed.
+		first map[string]int
+		names int // bytes of the names of the runs held
 	)
 	for sc.Scan() {
 		start := off
@@ -231,7 +236,11 @@ func (x *TextIndex) scan(r io.Reader, tick func()) error {
 			prevIns = inst
 		}
 		if cur == nil || !bytes.Equal(inst, []byte(cur.name)) {
-			if at, ok := seen[string(inst)]; ok {
+			at, ok := seen[string(inst)]
+			if !ok && first != nil {
+				at, ok = first[string(inst)]
+			}
+			if ok {
 				// Found as it happens: the runs of a file that interleaves
 				// its instances line by line would be one a line.
 				return fmt.Errorf("instance %q has lines at lines %d and %d, with other instances' between: %w", inst, at, line, ErrNoStream)
@@ -242,7 +251,11 @@ func (x *TextIndex) scan(r io.Reader, tick func()) error {
 				if written, err := x.toDisk(); err != nil {
 					return err
 				} else if written {
-					clear(seen)
+					if first == nil {
+						first, seen = seen, make(map[string]int, len(seen))
+					} else {
+						clear(seen)
+					}
 					names = 0
 				}
 			}

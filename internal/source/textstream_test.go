@@ -348,3 +348,26 @@ func TestIndexWithoutTempFileStaysInMemory(t *testing.T) {
 		t.Errorf("indexed %.200q, want %.200q", got, want)
 	}
 }
+
+// Snapshots of a fleet saved one after the other, past a chunk of
+// instances, are found as the second begins, not once the whole file is
+// indexed on disk: what follows (here a line that would fail the scan) is
+// not read.
+func TestIndexOnDiskFindsConcatenatedSnapshotsEarly(t *testing.T) {
+	var b strings.Builder
+	for snap := range 3 {
+		for i := range 100 {
+			fmt.Fprintf(&b, "m{instance=\"h%03d\"} 1 %d\n", i, 1700000000+60*snap)
+		}
+	}
+	b.WriteString("m{ 3\n")
+	path := writeFile(t, t.TempDir(), "snapshots.om", b.String())
+	x, err := indexText(path, IngestOptions{}, 16, 1<<30)
+	if err == nil {
+		x.Close()
+		t.Fatal("indexed, want an error wrapping ErrNoStream")
+	}
+	if !errors.Is(err, ErrNoStream) || !strings.Contains(err.Error(), `instance "h000" has lines at lines 1 and 101`) {
+		t.Errorf("%v, want the second snapshot found at line 101", err)
+	}
+}
