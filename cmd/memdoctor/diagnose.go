@@ -3,6 +3,11 @@ package main
 import (
 	"bufio"
 	"errors"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
 
 	"github.com/memdoctor/memdoctor/internal/render/text"
 	"github.com/memdoctor/memdoctor/internal/usecase/history"
@@ -52,6 +57,7 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 				}
 				return runFleet(cmd, &fleetOpts, src.until, asJSON)
 			}
+			defer heapFloorGC()()
 			s, err := src.openWith(cmd, history.OpenDiagnosis)
 			if err != nil {
 				return err
@@ -67,7 +73,24 @@ No slope is fitted across a reboot; too little data gives a note, not a guess.`,
 			if asJSON {
 				head := *out
 				head.Instances = nil
-				return text.WriteJSONEach(cmd.OutOrStdout(), &head, "instances", out.EachInstance)
+				lists := []text.JSONList{text.EachOf("instances", out.EachInstance)}
+				if out.Report != nil {
+					// The findings and notes one at a time too: each names
+					// its instance, whose name (hostile input) may be as
+					// long as a line; marshalled whole, a report that named
+					// one of 2 MiB twenty times was held five times over.
+					rep := *out.Report
+					head.Report = &rep
+					if len(rep.Findings) > 0 {
+						lists = append(lists, text.ListOf("findings", rep.Findings))
+						rep.Findings = nil
+					}
+					if len(rep.Notes) > 0 {
+						lists = append(lists, text.ListOf("notes", rep.Notes))
+						rep.Notes = nil
+					}
+				}
+				return text.WriteJSONLists(cmd.OutOrStdout(), &head, lists...)
 			}
 			// A line for each instance: buffered, not a write each.
 			bw := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
@@ -118,4 +141,53 @@ func (f *sourceFlags) openWith(cmd *cobra.Command, open func(path, instance stri
 	s, err := open(f.from, f.instance, f.lenient, bar.update)
 	bar.done()
 	return s, err
+}
+
+// heapFloorGC runs the collector at GOGC=200 while less than 8 MiB is
+// live (so at twice the runtime's 4 MiB minimum heap), at 100 past that,
+// until the function it returns is called. diagnose --from a file of
+// many instances, read a batch at a time, keeps 1 to 2 MB live and
+// allocates about 13 KB an instance: at the 4 MiB minimum, 300,000
+// instances took 1,179 collections and 12.1-13.1 s of CPU, at this floor
+// 10.1-10.5 s for 9 MiB more peak RSS (40-41 MiB); GOGC=400 would be
+// 8.5-10.1 s and 45-46 MiB. An explicit GOGC wins, and a memory limit
+// (GOMEMLIMIT) still holds.
+func heapFloorGC() (stop func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	var mu sync.Mutex
+	stopped := false
+	debug.SetGCPercent(200)
+	pct := 200
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var arm func()
+	arm = func() {
+		// Unreachable as soon as made: its cleanup runs after the next
+		// collection, which sets the next one's percentage.
+		runtime.AddCleanup(new([64]byte), func(struct{}) {
+			mu.Lock()
+			defer mu.Unlock()
+			if stopped {
+				return
+			}
+			metrics.Read(live)
+			want := 100
+			if v := live[0].Value; v.Kind() == metrics.KindUint64 && v.Uint64() < 8<<20 {
+				want = 200
+			}
+			if want != pct {
+				debug.SetGCPercent(want)
+				pct = want
+			}
+			arm()
+		}, struct{}{})
+	}
+	arm()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		debug.SetGCPercent(100)
+	}
 }

@@ -30,14 +30,25 @@ import (
 var ErrNoStream = errors.New("not readable a batch of instances at a time")
 
 // TextIndex says where each instance's lines are in a text file grouped
-// by instance.
+// by instance. Past a chunk of instances (indexChunkRuns) it keeps that in
+// a temporary file (runFile), so its memory does not grow with their
+// number; Close releases it.
 type TextIndex struct {
 	path    string
 	defInst string
 	mtime   time.Time
 	size    int64
 	opt     IngestOptions
-	runs    []textRun // sorted by name
+	runs    []textRun // sorted by name, unless disk holds them
+	// disk holds the runs, sorted by name, in its one segment, once the
+	// scan has found more than a chunk of them (nil: runs holds them all,
+	// as when no temporary file could be made).
+	disk *runFile
+	n    int // instances
+	// chunkRuns and chunkBytes are how many runs, and bytes of their
+	// names, the scan holds before writing them to disk.
+	chunkRuns, chunkBytes int
+	noDisk                bool // no temporary file could be made
 }
 
 // textRun is one instance's lines: bytes [off, end) of the file, starting
@@ -51,8 +62,15 @@ type textRun struct {
 // IndexText scans the text file at path (KindOpenMetrics) and indexes its
 // instances, or fails with an error wrapping ErrNoStream when it is not
 // grouped by instance (see ErrNoStream). It holds about 60 bytes and the
-// name of each instance.
+// name of each instance up to 16,384 instances, and past that the same in
+// a temporary file: its memory is then that of a chunk of instances.
 func IndexText(path string, opt IngestOptions) (*TextIndex, error) {
+	return indexText(path, opt, indexChunkRuns, indexChunkBytes)
+}
+
+// indexText is IndexText, writing the runs to disk by chunks of chunkRuns
+// runs or chunkBytes bytes of names.
+func indexText(path string, opt IngestOptions, chunkRuns, chunkBytes int) (*TextIndex, error) {
 	opt = opt.withDefaults()
 	f, err := safeio.Open(path)
 	if err != nil {
@@ -74,20 +92,71 @@ func IndexText(path string, opt IngestOptions) (*TextIndex, error) {
 	if defInst == "" {
 		defInst = baseName(path, textExts...)
 	}
-	x := &TextIndex{path: path, defInst: defInst, mtime: st.ModTime(), size: st.Size(), opt: opt}
+	x := &TextIndex{path: path, defInst: defInst, mtime: st.ModTime(), size: st.Size(), opt: opt,
+		chunkRuns: chunkRuns, chunkBytes: chunkBytes}
 	prog := newProgress(opt.Progress, st.Size())
 	if err := x.scan(br, func() { prog.update(cr.n) }); err != nil {
+		x.Close()
 		return nil, err
 	}
-	slices.SortStableFunc(x.runs, func(a, b textRun) int { return strings.Compare(a.name, b.name) })
-	for i := 1; i < len(x.runs); i++ {
-		if x.runs[i].name == x.runs[i-1].name {
-			return nil, fmt.Errorf("instance %q has lines at lines %d and %d, with other instances' between: %w",
-				x.runs[i].name, x.runs[i-1].line, x.runs[i].line, ErrNoStream)
-		}
+	if err := x.sort(); err != nil {
+		x.Close()
+		return nil, err
 	}
 	prog.finish()
 	return x, nil
+}
+
+// sort sorts the runs by name (the last chunk, then all of them, when
+// they are on disk), failing when an instance has two.
+func (x *TextIndex) sort() error {
+	if x.disk == nil {
+		x.n = len(x.runs)
+		slices.SortStableFunc(x.runs, func(a, b textRun) int { return strings.Compare(a.name, b.name) })
+		return checkRepeats(x.runs)
+	}
+	if len(x.runs) > 0 {
+		if err := x.disk.addChunk(x.runs); err != nil {
+			return err
+		}
+	}
+	x.runs = nil
+	if err := x.disk.finish(); err != nil {
+		return err
+	}
+	x.n = x.disk.segs[0].n
+	return nil
+}
+
+// toDisk writes the runs held to disk, when a temporary file can be made,
+// and says whether it did.
+func (x *TextIndex) toDisk() (bool, error) {
+	if x.noDisk {
+		return false, nil
+	}
+	if x.disk == nil {
+		rf, err := newRunFile()
+		if err != nil {
+			// Held in memory, as they were before the file was a chunk.
+			x.noDisk = true
+			return false, nil
+		}
+		x.disk = rf
+	}
+	if err := x.disk.addChunk(x.runs); err != nil {
+		return false, err
+	}
+	clear(x.runs)
+	x.runs = x.runs[:0]
+	return true, nil
+}
+
+// Close releases the temporary file the index is kept in, if any.
+func (x *TextIndex) Close() {
+	if x.disk != nil {
+		x.disk.close()
+		x.disk = nil
+	}
 }
 
 // scan reads every line of r and notes where each instance's run of lines
@@ -116,7 +185,13 @@ func (x *TextIndex) scan(r io.Reader, tick func()) error {
 		cur              *textRun
 		sawEOF, lastEOF  bool
 		prevRaw, prevIns []byte             // the series of the previous sample line and its instance
-		seen             = map[string]int{} // instance → the line its run starts at
+		seen             = map[string]int{} // instance → the line its run starts at, of the runs held
+		// first is seen of the first chunk written to disk, kept: the
+		// snapshots of a fleet saved one after the other repeat the first
+		// instances, found as the second begins rather than once the whole
+		// file has been indexed.
+		first map[string]int
+		names int // bytes of the names of the runs held
 	)
 	for sc.Scan() {
 		start := off
@@ -161,12 +236,31 @@ func (x *TextIndex) scan(r io.Reader, tick func()) error {
 			prevIns = inst
 		}
 		if cur == nil || !bytes.Equal(inst, []byte(cur.name)) {
-			if at, ok := seen[string(inst)]; ok {
+			at, ok := seen[string(inst)]
+			if !ok && first != nil {
+				at, ok = first[string(inst)]
+			}
+			if ok {
 				// Found as it happens: the runs of a file that interleaves
 				// its instances line by line would be one a line.
 				return fmt.Errorf("instance %q has lines at lines %d and %d, with other instances' between: %w", inst, at, line, ErrNoStream)
 			}
+			if len(x.runs) >= x.chunkRuns || names >= x.chunkBytes {
+				// Those found after the runs written to disk are found
+				// when they are sorted.
+				if written, err := x.toDisk(); err != nil {
+					return err
+				} else if written {
+					if first == nil {
+						first, seen = seen, make(map[string]int, len(seen))
+					} else {
+						clear(seen)
+					}
+					names = 0
+				}
+			}
 			x.runs = append(x.runs, textRun{name: string(inst), off: start, line: line})
+			names += len(inst)
 			cur = &x.runs[len(x.runs)-1]
 			seen[cur.name] = line
 			lastT = t
@@ -206,22 +300,103 @@ func (x *TextIndex) instanceOf(raw []byte) ([]byte, error) {
 	return []byte(x.defInst), nil
 }
 
-// Instances lists the instances, sorted.
-func (x *TextIndex) Instances() []string {
-	out := make([]string, len(x.runs))
-	for i, r := range x.runs {
-		out[i] = r.name
-	}
-	return out
+// Len is the number of instances.
+func (x *TextIndex) Len() int { return x.n }
+
+// TextBatch is some instances of a TextIndex, to read with ReadBatch.
+type TextBatch struct {
+	// Names are the instances' names.
+	Names []string
+	runs  []textRun
 }
 
-// ReadBatch reads the lines of the given instances (each indexed) into a
+func newTextBatch(runs []textRun) TextBatch {
+	b := TextBatch{Names: make([]string, len(runs)), runs: runs}
+	for i, r := range runs {
+		b.Names[i] = r.name
+	}
+	return b
+}
+
+// Batches gives fn the instances sorted by name, n at a time (the last
+// batch may hold fewer), until fn fails.
+func (x *TextIndex) Batches(n int, fn func(TextBatch) error) error {
+	n = max(n, 1)
+	if x.disk == nil {
+		for start := 0; start < len(x.runs); start += n {
+			if err := fn(newTextBatch(x.runs[start:min(start+n, len(x.runs))])); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	runs := make([]textRun, 0, n)
+	err := x.disk.each(x.disk.segs[0], func(r textRun) error {
+		runs = append(runs, r)
+		if len(runs) < n {
+			return nil
+		}
+		b := newTextBatch(runs)
+		runs = make([]textRun, 0, n)
+		return fn(b)
+	})
+	if err == nil && len(runs) > 0 {
+		err = fn(newTextBatch(runs))
+	}
+	return err
+}
+
+// Find returns the batch of the named instances, in the order given, or
+// an error naming one the file does not have.
+func (x *TextIndex) Find(names []string) (TextBatch, error) {
+	runs := make([]textRun, len(names))
+	found := make([]bool, len(names))
+	if x.disk == nil {
+		for i, name := range names {
+			var j int
+			j, found[i] = slices.BinarySearchFunc(x.runs, name, func(r textRun, n string) int { return strings.Compare(r.name, n) })
+			if found[i] {
+				runs[i] = x.runs[j]
+			}
+		}
+	} else {
+		at := make(map[string]int, len(names))
+		for i, name := range names {
+			if _, ok := at[name]; !ok {
+				at[name] = i
+			}
+		}
+		err := x.disk.each(x.disk.segs[0], func(r textRun) error {
+			if i, ok := at[r.name]; ok {
+				runs[i], found[i] = r, true
+			}
+			return nil
+		})
+		if err != nil {
+			return TextBatch{}, err
+		}
+		for i, name := range names {
+			if j := at[name]; j != i && found[j] {
+				runs[i], found[i] = runs[j], true
+			}
+		}
+	}
+	for i, name := range names {
+		if !found[i] {
+			return TextBatch{}, fmt.Errorf("instance %q is not in %s", name, x.path)
+		}
+	}
+	return TextBatch{Names: slices.Clone(names), runs: runs}, nil
+}
+
+// ReadBatch reads the lines of the instances of b into a
 // store.Mem of at most budget bytes, as ReadMem reads the whole file. When
 // reading them says something about the file (a note, an error), or the
 // Mem does not hold exactly those instances, it fails with an error
 // wrapping ErrNoStream: the whole file must be read to say it as reading
 // it whole does. Past the budget the error wraps store.ErrMemFull.
-func (x *TextIndex) ReadBatch(instances []string, budget int64) (*store.Mem, error) {
+func (x *TextIndex) ReadBatch(b TextBatch, budget int64) (*store.Mem, error) {
+	instances := b.Names
 	f, err := safeio.Open(x.path)
 	if err != nil {
 		return nil, err
@@ -244,12 +419,7 @@ func (x *TextIndex) ReadBatch(instances []string, budget int64) (*store.Mem, err
 	var parts []io.Reader
 	var last *io.SectionReader
 	var lastEnd int64 = -1
-	for _, name := range instances {
-		i, found := slices.BinarySearchFunc(x.runs, name, func(r textRun, n string) int { return strings.Compare(r.name, n) })
-		if !found {
-			return nil, fmt.Errorf("instance %q is not in %s", name, x.path)
-		}
-		r := x.runs[i]
+	for _, r := range b.runs {
 		if last != nil && r.off == lastEnd {
 			_, off, n := last.Outer()
 			last = io.NewSectionReader(ra, off, n+r.end-r.off)

@@ -59,6 +59,22 @@ func memContents(t *testing.T, m *store.Mem, instance string) string {
 	return b.String()
 }
 
+// indexedNames lists the instances x indexes, in the order it gives them.
+func indexedNames(t *testing.T, x *TextIndex) []string {
+	t.Helper()
+	var names []string
+	if err := x.Batches(3, func(b TextBatch) error {
+		names = append(names, b.Names...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != x.Len() {
+		t.Fatalf("%d instances given of %d indexed", len(names), x.Len())
+	}
+	return names
+}
+
 // An instance read in a batch holds what reading the whole file gives it.
 func TestReadBatchHoldsWhatReadMemHolds(t *testing.T) {
 	path := writeFile(t, t.TempDir(), "fleet.om", groupedText)
@@ -70,8 +86,9 @@ func TestReadBatchHoldsWhatReadMemHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer x.Close()
 	want, _ := whole.Instances()
-	if got := x.Instances(); !reflect.DeepEqual(got, want) {
+	if got := indexedNames(t, x); !reflect.DeepEqual(got, want) {
 		t.Fatalf("indexed instances %q, the whole file has %q", got, want)
 	}
 	if len(want) != 4 {
@@ -83,7 +100,11 @@ func TestReadBatchHoldsWhatReadMemHolds(t *testing.T) {
 		batches = append(batches, []string{in})
 	}
 	for _, batch := range batches {
-		m, err := x.ReadBatch(batch, 1<<20)
+		b, err := x.Find(batch)
+		if err != nil {
+			t.Fatalf("batch %q: %v", batch, err)
+		}
+		m, err := x.ReadBatch(b, 1<<20)
 		if err != nil {
 			t.Fatalf("batch %q: %v", batch, err)
 		}
@@ -93,7 +114,7 @@ func TestReadBatchHoldsWhatReadMemHolds(t *testing.T) {
 			}
 		}
 	}
-	if _, err := x.ReadBatch([]string{"nowhere"}, 1<<20); err == nil || !strings.Contains(err.Error(), `"nowhere" is not in`) {
+	if _, err := x.Find([]string{"nowhere"}); err == nil || !strings.Contains(err.Error(), `"nowhere" is not in`) {
 		t.Errorf("reading an instance the file does not have: %v, want an error naming it", err)
 	}
 }
@@ -146,9 +167,207 @@ func TestIndexTextRefusesWhatOnlyTheWholeFileSays(t *testing.T) {
 			if err != nil {
 				t.Fatalf("IndexText: %v, want the index (the batch shows what is wrong)", err)
 			}
-			if _, err := x.ReadBatch(x.Instances(), 1<<20); !errors.Is(err, ErrNoStream) {
+			defer x.Close()
+			b, err := x.Find(indexedNames(t, x))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := x.ReadBatch(b, 1<<20); !errors.Is(err, ErrNoStream) {
 				t.Fatalf("ReadBatch: %v, want an error wrapping ErrNoStream", err)
 			}
 		})
+	}
+}
+
+// oddNamesText is a file grouped by instance whose instances are not in
+// name order and have names of odd bytes (escaped quotes, backslashes and
+// newlines, UTF-8, a prefix of another, upper case that sorts before
+// lower), a 3 MiB name, none (the file's own instance) and runs of one and
+// of several lines.
+func oddNamesText(n int) string {
+	var b strings.Builder
+	odd := []string{`a\"b`, `c\\d`, `e\nf`, "é☃", "a", "a:1", "Z", "tab\tx", strings.Repeat("long", 3<<20/4)}
+	for i := range n {
+		name := fmt.Sprintf("host-%04d", (i*7919)%n)
+		if i < len(odd) {
+			name = odd[i]
+		}
+		fmt.Fprintf(&b, "node_memory_MemAvailable_bytes{instance=\"%s\"} %d 1700000000\n", name, 1000+i)
+		if i%3 == 0 {
+			fmt.Fprintf(&b, "node_memory_MemTotal_bytes{instance=\"%s\",job=\"node\"} %d 1700000000\n", name, 5000+i)
+			fmt.Fprintf(&b, "node_memory_MemAvailable_bytes{instance=\"%s\"} %d 1700000060\n", name, 900+i)
+		}
+		if i == n/2 {
+			b.WriteString("node_load1 0.5 1700000000\n")
+		}
+	}
+	b.WriteString("# EOF\n")
+	return b.String()
+}
+
+// The index kept on disk, in sorted chunks merged in more than one pass,
+// gives the instances, the batches and what each batch holds that the
+// index kept in memory gives.
+func TestIndexOnDiskGivesWhatMemoryGives(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "fleet.om", oddNamesText(300))
+	inMem, err := indexText(path, IngestOptions{}, 1<<30, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inMem.Close()
+	// Chunks of 3 runs: 101 of them, merged 64 at a time, then the rest.
+	onDisk, err := indexText(path, IngestOptions{}, 3, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onDisk.Close()
+	// The 3 MiB name makes a chunk of its own.
+	byBytes, err := indexText(path, IngestOptions{}, 1<<30, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byBytes.Close()
+	if inMem.disk != nil || onDisk.disk == nil || byBytes.disk == nil {
+		t.Fatalf("on disk: %v, %v, %v; want only the last two", inMem.disk != nil, onDisk.disk != nil, byBytes.disk != nil)
+	}
+	if inMem.Len() != 301 {
+		t.Fatalf("%d instances indexed, want 301", inMem.Len())
+	}
+	whole, _, err := ReadMem(path, IngestOptions{}, 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := whole.Instances()
+	if got := indexedNames(t, inMem); !reflect.DeepEqual(got, want) {
+		t.Fatalf("indexed in memory: %d instances, the whole file has %d", len(got), len(want))
+	}
+	batches := func(x *TextIndex) []TextBatch {
+		var bs []TextBatch
+		if err := x.Batches(16, func(b TextBatch) error {
+			bs = append(bs, b)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return bs
+	}
+	wantB := batches(inMem)
+	for _, x := range []*TextIndex{onDisk, byBytes} {
+		if x.Len() != inMem.Len() {
+			t.Fatalf("%d instances indexed on disk, %d in memory", x.Len(), inMem.Len())
+		}
+		gotB := batches(x)
+		if len(gotB) != len(wantB) {
+			t.Fatalf("%d batches on disk, %d in memory", len(gotB), len(wantB))
+		}
+		for i := range wantB {
+			if !reflect.DeepEqual(gotB[i], wantB[i]) {
+				t.Fatalf("batch %d on disk holds %.200q, in memory %.200q", i, gotB[i].Names, wantB[i].Names)
+			}
+			m, err := x.ReadBatch(gotB[i], 64<<20)
+			if err != nil {
+				t.Fatalf("batch %d: %v", i, err)
+			}
+			for _, in := range gotB[i].Names {
+				if got, want := memContents(t, m, in), memContents(t, whole, in); got != want {
+					t.Fatalf("batch %d: instance %.100q holds\n%.300s\nread whole it holds\n%.300s", i, in, got, want)
+				}
+			}
+		}
+		some := []string{want[5], want[0], want[len(want)-1], want[5]}
+		got, err := x.Find(some)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantF, _ := inMem.Find(some)
+		if !reflect.DeepEqual(got, wantF) {
+			t.Errorf("found on disk %.200q, in memory %.200q", got.Names, wantF.Names)
+		}
+		if _, err := x.Find([]string{"host-0001", "nowhere"}); err == nil || !strings.Contains(err.Error(), `"nowhere" is not in`) {
+			t.Errorf("finding an instance the file does not have: %v, want an error naming it", err)
+		}
+	}
+}
+
+// An instance whose lines are in two places is found on disk as in memory,
+// whichever chunks its two runs are in.
+func TestIndexOnDiskFindsRepeatedInstance(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		at          int // the line of the instance's second run (its first is line 1)
+		chunkRuns   int
+		wantInError string
+	}{
+		{5, 1 << 30, `instance "dup" has lines at lines 1 and 5`},     // in memory
+		{5, 3, `instance "dup" has lines at lines 1 and 5`},           // two chunks, the first pass
+		{250, 3, `instance "dup" has lines at lines 1 and 250`},       // the second pass
+		{250, 100, `instance "dup" has lines at lines 1 and 250`},     // one pass
+		{101, 100, `instance "dup" has lines at lines 1 and 101`},     // the last chunk
+		{300, 1 << 30, `instance "dup" has lines at lines 1 and 300`}, // in memory, the last run
+	} {
+		var b strings.Builder
+		b.WriteString("m{instance=\"dup\"} 1 1700000000\n")
+		for i := 2; i <= 300; i++ {
+			name := fmt.Sprintf("h%03d", i)
+			if i == c.at {
+				name = "dup"
+			}
+			fmt.Fprintf(&b, "m{instance=\"%s\"} 1 1700000000\n", name)
+		}
+		path := writeFile(t, dir, fmt.Sprintf("dup-%d-%d.om", c.at, c.chunkRuns), b.String())
+		x, err := indexText(path, IngestOptions{}, c.chunkRuns, 1<<30)
+		if err == nil {
+			x.Close()
+			t.Errorf("second run at line %d, chunks of %d: indexed, want an error wrapping ErrNoStream", c.at, c.chunkRuns)
+			continue
+		}
+		if !errors.Is(err, ErrNoStream) || !strings.Contains(err.Error(), c.wantInError) {
+			t.Errorf("second run at line %d, chunks of %d: %v, want an error wrapping ErrNoStream saying %s", c.at, c.chunkRuns, err, c.wantInError)
+		}
+	}
+}
+
+// Where no temporary file can be made, the index stays in memory and
+// gives what it gives there.
+func TestIndexWithoutTempFileStaysInMemory(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "fleet.om", oddNamesText(40))
+	want, err := indexText(path, IngestOptions{}, 1<<30, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	x, err := indexText(path, IngestOptions{}, 3, 1<<30)
+	if err != nil {
+		t.Fatalf("indexing with no temporary file: %v, want the index in memory", err)
+	}
+	defer x.Close()
+	if x.disk != nil || !x.noDisk {
+		t.Fatalf("on disk: %v, no disk: %v; want the index in memory", x.disk != nil, x.noDisk)
+	}
+	if got, want := indexedNames(t, x), indexedNames(t, want); !reflect.DeepEqual(got, want) {
+		t.Errorf("indexed %.200q, want %.200q", got, want)
+	}
+}
+
+// Snapshots of a fleet saved one after the other, past a chunk of
+// instances, are found as the second begins, not once the whole file is
+// indexed on disk: what follows (here a line that would fail the scan) is
+// not read.
+func TestIndexOnDiskFindsConcatenatedSnapshotsEarly(t *testing.T) {
+	var b strings.Builder
+	for snap := range 3 {
+		for i := range 100 {
+			fmt.Fprintf(&b, "m{instance=\"h%03d\"} 1 %d\n", i, 1700000000+60*snap)
+		}
+	}
+	b.WriteString("m{ 3\n")
+	path := writeFile(t, t.TempDir(), "snapshots.om", b.String())
+	x, err := indexText(path, IngestOptions{}, 16, 1<<30)
+	if err == nil {
+		x.Close()
+		t.Fatal("indexed, want an error wrapping ErrNoStream")
+	}
+	if !errors.Is(err, ErrNoStream) || !strings.Contains(err.Error(), `instance "h000" has lines at lines 1 and 101`) {
+		t.Errorf("%v, want the second snapshot found at line 101", err)
 	}
 }

@@ -73,45 +73,99 @@ func WriteJSONArray[T any](w io.Writer, v any, key string, items []T) error {
 // turn (read back from a file, say), each written as it comes; nil each
 // writes null.
 func WriteJSONEach[T any](w io.Writer, v any, key string, each func(func(T) error) error) error {
+	return WriteJSONLists(w, v, EachOf(key, each))
+}
+
+// JSONList is a top-level field of a document whose items are written one
+// at a time (WriteJSONLists).
+type JSONList struct {
+	Key string
+	// Each gives its function each item in turn; nil writes null.
+	Each func(func(any) error) error
+}
+
+// ListOf is the JSONList of items (nil: null).
+func ListOf[T any](key string, items []T) JSONList {
+	if items == nil {
+		return JSONList{Key: key}
+	}
+	return JSONList{Key: key, Each: func(fn func(any) error) error {
+		for _, it := range items {
+			if err := fn(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+}
+
+// EachOf is the JSONList of the items each gives its function (nil: null).
+func EachOf[T any](key string, each func(func(T) error) error) JSONList {
+	if each == nil {
+		return JSONList{Key: key}
+	}
+	return JSONList{Key: key, Each: func(fn func(any) error) error {
+		return each(func(it T) error { return fn(it) })
+	}}
+}
+
+// WriteJSONLists is WriteJSONArray of several top-level fields, each of
+// which v must marshal as null: no document is held whole, and an item
+// only while it is written.
+func WriteJSONLists(w io.Writer, v any, lists ...JSONList) error {
 	head, err := marshalJSON(v, "", nil)
 	if err != nil {
 		return err
 	}
-	mark := []byte("\n  \"" + key + "\": null")
-	i := bytes.Index(head, mark)
-	if i < 0 {
-		return fmt.Errorf("writing JSON: no top-level %q of null to write the list into", key)
+	type splice struct {
+		at   int // where the list's null is in head
+		list JSONList
 	}
-	i += len(mark) - len("null")
-	if each == nil {
+	var at []splice
+	for _, l := range lists {
+		mark := []byte("\n  \"" + l.Key + "\": null")
+		i := bytes.Index(head, mark)
+		if i < 0 {
+			return fmt.Errorf("writing JSON: no top-level %q of null to write the list into", l.Key)
+		}
+		if l.Each != nil {
+			at = append(at, splice{i + len(mark) - len("null"), l})
+		}
+	}
+	if len(at) == 0 {
 		_, err = w.Write(append(termsafe.JSON(head), '\n'))
 		return err
 	}
+	sort.Slice(at, func(i, j int) bool { return at[i].at < at[j].at })
 	bw := bufio.NewWriterSize(w, 64<<10)
-	_, _ = bw.Write(termsafe.JSON(head[:i]))
-	_ = bw.WriteByte('[')
-	j := 0
-	err = each(func(it T) error {
-		b, err := marshalJSON(it, "    ", func() string { return fmt.Sprintf(".%s[%d]", key, j) })
+	last := 0
+	for _, sp := range at {
+		_, _ = bw.Write(termsafe.JSON(head[last:sp.at]))
+		_ = bw.WriteByte('[')
+		j := 0
+		err = sp.list.Each(func(it any) error {
+			b, err := marshalJSON(it, "    ", func() string { return fmt.Sprintf(".%s[%d]", sp.list.Key, j) })
+			if err != nil {
+				return err
+			}
+			if j > 0 {
+				_ = bw.WriteByte(',')
+			}
+			_, _ = bw.WriteString("\n    ")
+			_, _ = bw.Write(termsafe.JSON(b))
+			j++
+			return nil
+		})
 		if err != nil {
 			return err
 		}
 		if j > 0 {
-			_ = bw.WriteByte(',')
+			_, _ = bw.WriteString("\n  ")
 		}
-		_, _ = bw.WriteString("\n    ")
-		_, _ = bw.Write(termsafe.JSON(b))
-		j++
-		return nil
-	})
-	if err != nil {
-		return err
+		_ = bw.WriteByte(']')
+		last = sp.at + len("null")
 	}
-	if j > 0 {
-		_, _ = bw.WriteString("\n  ")
-	}
-	_ = bw.WriteByte(']')
-	_, _ = bw.Write(termsafe.JSON(head[i+len("null"):]))
+	_, _ = bw.Write(termsafe.JSON(head[last:]))
 	_ = bw.WriteByte('\n')
 	return bw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
 // A NaN or infinity that reaches JSON output is an error naming where it
@@ -68,5 +69,37 @@ func TestWriteJSONArrayWritesWhatWriteJSONWrites(t *testing.T) {
 	// A document without the field is an error, not a document without the list.
 	if err := WriteJSONArray(&bytes.Buffer{}, rep, "items", items); err == nil {
 		t.Error("WriteJSONArray into a document without the field: no error")
+	}
+}
+
+// WriteJSONLists writes, one item at a time, the bytes WriteJSON writes of
+// a document with several lists, given in any order: an embedded report's
+// findings and notes, and a list of the document's own after them.
+func TestWriteJSONListsWritesWhatWriteJSONWrites(t *testing.T) {
+	type doc struct {
+		*model.Report
+		Items []string `json:"items"`
+	}
+	full := &model.Report{
+		Findings: []model.Finding{{ID: "x", Summary: "a \x9b b"}, {ID: "y", Summary: "\n  \"notes\": null"}},
+		Notes:    []sample.Note{{Source: strings.Repeat("long ", 1000), Message: "m\u202e"}, {Source: "s"}},
+	}
+	for _, items := range [][]string{{"one", "two <&>"}, {}, nil} {
+		var want, got bytes.Buffer
+		if err := WriteJSON(&want, doc{Report: full, Items: items}); err != nil {
+			t.Fatal(err)
+		}
+		head := *full
+		head.Findings, head.Notes = nil, nil
+		if err := WriteJSONLists(&got, doc{Report: &head},
+			ListOf("items", items), ListOf("notes", full.Notes), ListOf("findings", full.Findings)); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("%d items: WriteJSONLists wrote\n%s\nWriteJSON writes\n%s", len(items), got.String(), want.String())
+		}
+	}
+	if err := WriteJSONLists(&bytes.Buffer{}, doc{Report: full}, ListOf("notes", full.Notes)); err == nil {
+		t.Error("WriteJSONLists into a document whose field is not null: no error")
 	}
 }

@@ -46,8 +46,9 @@ type Source struct {
 	// the file read whole instead, should a batch say it must be.
 	idx   *source.TextIndex
 	whole func() (*Source, error)
-	// Instances are the instances to read; Notes say what reading the
-	// source left out.
+	// Instances are the instances to read (of a text file indexed, nil
+	// unless one was asked for: idx lists them); Notes say what reading
+	// the source left out.
 	Instances []string
 	Notes     []sample.Note
 	cleanup   func()
@@ -97,7 +98,7 @@ func OpenDiagnosis(path, instance string, lenient bool, progress Progress) (*Sou
 		// which also says what is wrong with it.
 		return whole()
 	}
-	s := &Source{Path: path, idx: idx, whole: whole, Instances: idx.Instances()}
+	s := &Source{Path: path, idx: idx, whole: whole, cleanup: idx.Close}
 	return s.pick(instance)
 }
 
@@ -121,20 +122,40 @@ func openWhole(path, instance string, lenient bool, progress Progress) (*Source,
 func (s *Source) pick(instance string) (*Source, error) {
 	if instance != "" {
 		found := false
-		for _, i := range s.Instances {
-			found = found || i == instance
+		if s.idx != nil {
+			_, err := s.idx.Find([]string{instance})
+			found = err == nil
+		} else {
+			for _, i := range s.Instances {
+				found = found || i == instance
+			}
 		}
 		if !found {
+			all := s.Instances
+			if s.idx != nil {
+				_ = s.idx.Batches(diagnoseBatch, func(b source.TextBatch) error {
+					all = append(all, b.Names...)
+					return nil
+				})
+			}
 			s.Close()
-			return nil, fmt.Errorf("--instance %q: not in %s (it has: %s)", instance, s.Path, strings.Join(s.Instances, ", "))
+			return nil, fmt.Errorf("--instance %q: not in %s (it has: %s)", instance, s.Path, strings.Join(all, ", "))
 		}
 		s.Instances = []string{instance}
 	}
-	if len(s.Instances) == 0 {
+	if s.numInstances() == 0 {
 		s.Close()
 		return nil, fmt.Errorf("%s holds no samples", s.Path)
 	}
 	return s, nil
+}
+
+// numInstances is the number of instances to read.
+func (s *Source) numInstances() int {
+	if s.idx != nil && s.Instances == nil {
+		return s.idx.Len()
+	}
+	return len(s.Instances)
 }
 
 // reader is what a diagnosis reads of a source: a Store, or a Mem holding
@@ -291,29 +312,41 @@ func Diagnose(s *Source, since, until string) (*Diagnosis, error) {
 // and an error wrapping source.ErrNoStream or store.ErrMemFull when the
 // file must be read whole.
 func (s *Source) diagnoseBatches(since, until string) (*Diagnosis, error) {
-	m := newMerger(s.Path, len(s.Instances))
+	m := newMerger(s.Path, s.numInstances())
 	hosts := false
 	results := make([]InstanceResult, diagnoseBatch)
 	errs := make([]error, diagnoseBatch)
-	for start := 0; start < len(s.Instances); start += diagnoseBatch {
-		insts := s.Instances[start:min(start+diagnoseBatch, len(s.Instances))]
-		mem, err := s.idx.ReadBatch(insts, memBudget)
+	judge := func(b source.TextBatch) error {
+		mem, err := s.idx.ReadBatch(b, memBudget)
 		if err != nil {
-			m.close()
-			return nil, err
+			return err
 		}
+		insts := b.Names
 		s.read, s.mem = mem, mem
 		s.diagnoseEach(insts, since, until, results, errs)
 		s.read, s.mem = nil, nil
 		for i, inst := range insts {
 			if errs[i] != nil {
-				m.close()
-				return nil, fmt.Errorf("instance %s: %w", inst, errs[i])
+				return fmt.Errorf("instance %s: %w", inst, errs[i])
 			}
 			hosts = hosts || results[i].host
 			m.add(results[i])
 			results[i] = InstanceResult{}
 		}
+		return nil
+	}
+	var err error
+	if s.Instances != nil {
+		var b source.TextBatch
+		if b, err = s.idx.Find(s.Instances); err == nil {
+			err = judge(b)
+		}
+	} else {
+		err = s.idx.Batches(diagnoseBatch, judge)
+	}
+	if err != nil {
+		m.close()
+		return nil, err
 	}
 	if !hosts {
 		m.close()
@@ -425,7 +458,7 @@ func (s *Source) DiagnoseInstance(inst, since, until string) (InstanceResult, er
 		s.Store.Forget(inst) // read: of many instances, only the findings are kept
 	}
 	rep := diagnose.Run(diagnose.Data{Latest: latest, Window: w, Source: "store", Notes: s.Notes})
-	if len(s.Instances) > 1 {
+	if s.numInstances() > 1 {
 		rep.FitSource(s.Path, inst)
 	} else {
 		rep.FitSource(s.Path, "")
