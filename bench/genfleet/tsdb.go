@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -64,7 +65,7 @@ func writeTSDB(f *fleettest.Fleet, dir string, span time.Duration) (blocks int, 
 		for m, s := range series {
 			if lbls[host][m].IsEmpty() {
 				b.Reset()
-				b.Add(labels.MetricName, s.Name)
+				b.Add(model.MetricNameLabel, s.Name)
 				for _, l := range s.Labels {
 					b.Add(l.Name, l.Value)
 				}
