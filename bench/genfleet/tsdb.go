@@ -25,25 +25,49 @@ func writeTSDB(f *fleettest.Fleet, dir string, span time.Duration) (blocks int, 
 		w   *tsdb.BlockWriter
 		app storage.Appender
 		cur = -1
+		// A block is written out while the next span is appended: one
+		// flush at a time in the background.
+		flushed  = make(chan error, 1)
+		flushing bool
 	)
+	wait := func() error {
+		if !flushing {
+			return nil
+		}
+		flushing = false
+		if err := <-flushed; err != nil {
+			return err
+		}
+		blocks++
+		return nil
+	}
 	flush := func() error {
 		if w == nil {
 			return nil
 		}
-		if err := app.Commit(); err != nil {
+		if err := wait(); err != nil {
 			return err
 		}
-		if _, err := w.Flush(ctx); err != nil {
-			return err
-		}
-		blocks++
-		err := w.Close()
-		w = nil
-		return err
+		bw, a := w, app
+		w, flushing = nil, true
+		go func() {
+			err := a.Commit()
+			if err == nil {
+				_, err = bw.Flush(ctx)
+			}
+			if cerr := bw.Close(); err == nil {
+				err = cerr
+			}
+			flushed <- err
+		}()
+		return nil
 	}
 	defer func() {
 		if w != nil {
 			_ = w.Close() // only after an error: flush closes it otherwise
+		}
+		if werr := wait(); err == nil {
+			err = werr
 		}
 	}()
 	lbls := make([][fleettest.Metrics]labels.Labels, len(f.Hosts))
@@ -90,5 +114,5 @@ func writeTSDB(f *fleettest.Fleet, dir string, span time.Duration) (blocks int, 
 	if err != nil {
 		return blocks, err
 	}
-	return blocks, flush()
+	return blocks, flush() // the deferred wait counts the last block
 }
