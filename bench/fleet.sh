@@ -10,6 +10,10 @@
 # and VictoriaMetrics' data are generated once and kept in
 # $MEMDOCTOR_BENCH_DIR (default /tmp). ENGINES (default "prometheus
 # victoria-metrics") chooses the engines; one not installed is skipped.
+# DEADLINE (default 30m) and TIMEOUT (default 60s) are the scan's
+# --prometheus-deadline and --prometheus-timeout: at 10,000 hosts
+# Prometheus on two-hour blocks needs more than 5m for the scan and more
+# than 60s for one aggregate (TIMEOUT=10m).
 #
 # usage: bench/fleet.sh [HOSTS] [RUNS]
 set -eu
@@ -42,7 +46,8 @@ scan() { # URL ENGINE-PID ENGINE: the last run's JSON is kept in result-ENGINE.j
   while [ $i -lt "$runs" ]; do
     t0=$(cputicks "$2")
     /usr/bin/time -f "%e s wall, %U s user and %S s system CPU, %M KiB peak RSS" -o "$dir/time.txt" \
-      ./memdoctor diagnose --prometheus "$1" --until "$end" --range 14d --json >"$dir/result-$3.json"
+      ./memdoctor diagnose --prometheus "$1" --until "$end" --range 14d --json \
+      --prometheus-deadline "${DEADLINE:-30m}" --prometheus-timeout "${TIMEOUT:-60s}" >"$dir/result-$3.json"
     t1=$(cputicks "$2")
     python3 -c '
 import json,sys
