@@ -12,8 +12,7 @@
 # victoria-metrics") chooses the engines; one not installed is skipped.
 # DEADLINE (default 30m) and TIMEOUT (default 60s) are the scan's
 # --prometheus-deadline and --prometheus-timeout: at 10,000 hosts
-# Prometheus on two-hour blocks needs more than 5m for the scan and more
-# than 60s for one aggregate (TIMEOUT=10m).
+# Prometheus on two-hour blocks needs more than the default 5m.
 #
 # usage: bench/fleet.sh [HOSTS] [RUNS]
 set -eu
