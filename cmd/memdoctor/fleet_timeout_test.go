@@ -29,12 +29,10 @@ func slowProxy(t *testing.T, target string, perSeries time.Duration) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	director := rp.Director
-	rp.Director = func(r *http.Request) {
-		director(r)
-		r.Header.Del("Accept-Encoding") // plain JSON, to count its series
-	}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Header.Del("Accept-Encoding") // plain JSON, to count its series
+	}}
 	rp.ModifyResponse = func(resp *http.Response) error {
 		if resp.Request.URL.Path != "/api/v1/query" {
 			return nil
