@@ -177,7 +177,7 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 	for _, q := range qs {
 		tasks = append(tasks, func() error {
 			m := map[string]float64{}
-			err := sh.each(ctx, func(match string) error {
+			err := sh.each(ctx, func(ctx context.Context, match string) error {
 				expr := q.expr
 				if match != o.Match {
 					expr = queryFor(q, match, o.Range, o.Step)
@@ -215,7 +215,7 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 		expr := m.Prefilter.Daily
 		tasks = append(tasks, func() error {
 			all := map[string][]float64{}
-			err := sh.each(ctx, func(match string) error {
+			err := sh.each(ctx, func(ctx context.Context, match string) error {
 				d, err := Daily(ctx, c, func(window string) string { return expr(match, window) }, o.End, o.Range)
 				for inst, v := range d {
 					all[inst] = v
@@ -387,7 +387,7 @@ func instanceLabels(ctx context.Context, c *prom.Client, sh *sharder, end time.T
 		}
 		out[inst][k] = v
 	}
-	err := sh.each(ctx, func(match string) error {
+	err := sh.each(ctx, func(ctx context.Context, match string) error {
 		v, err := c.Query(ctx, "last_over_time("+promql.Selector("node_uname_info", match)+"["+promDur(r)+"])", end)
 		for _, s := range v {
 			set(string(s.Labels["instance"]), "release", string(s.Labels["release"]))
@@ -400,7 +400,7 @@ func instanceLabels(ctx context.Context, c *prom.Client, sh *sharder, end time.T
 	if err != nil || len(by) == 0 {
 		return out, err
 	}
-	err = sh.each(ctx, func(match string) error {
+	err = sh.each(ctx, func(ctx context.Context, match string) error {
 		v, err := c.Query(ctx, "group by (instance, "+strings.Join(by, ", ")+") (last_over_time("+promql.Selector("node_memory_MemTotal_bytes", match)+"["+promDur(r)+"]))", end)
 		for _, s := range v {
 			for _, b := range by {

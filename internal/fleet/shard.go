@@ -20,8 +20,11 @@ import (
 // and Mimir's series limits): the instances are listed once (the label
 // values API) and the query is asked again for each half of them, with
 // an instance matcher added to --match, each half again while it is
-// refused, down to one instance. The aggregates are by instance, so the
-// parts' answers are disjoint and are joined as they come.
+// refused, down to one instance. A query the engine does not answer in
+// time (--prometheus-timeout, or the engine's own query timeout) is split
+// the same way, at once rather than sent whole again: a part touches
+// fewer series and takes less time. The aggregates are by instance, so
+// the parts' answers are disjoint and are joined as they come.
 type sharder struct {
 	c        *prom.Client
 	match    string
@@ -40,30 +43,40 @@ func (s *sharder) instances(ctx context.Context) ([]string, error) {
 	return s.insts, s.err
 }
 
-// each runs run(match), or, refused for a limit, run(narrower) for parts
-// of the instances; run keeps what it read only when it returns nil.
-func (s *sharder) each(ctx context.Context, run func(match string) error) error {
-	err := run(s.match)
-	if err == nil || !prom.IsLimit(err) {
+// each runs run(match), or, refused for a limit or not answered in time,
+// run(narrower) for parts of the instances; run keeps what it read only
+// when it returns nil. run's context marks its queries as splittable
+// (prom.Splittable): a timeout comes back at once.
+func (s *sharder) each(ctx context.Context, run func(ctx context.Context, match string) error) error {
+	sctx := prom.Splittable(ctx)
+	err := run(sctx, s.match)
+	if err == nil || !splittable(err) {
 		return err
 	}
 	insts, lerr := s.instances(ctx)
 	if lerr != nil {
 		return fmt.Errorf("%w; listing the instances to ask in parts: %w", err, lerr)
 	}
-	return s.split(run, insts, err)
+	return s.split(sctx, run, insts, err)
 }
 
-func (s *sharder) split(run func(match string) error, insts []string, refused error) error {
+// splittable reports whether a query that failed with err may pass for
+// fewer instances.
+func splittable(err error) bool { return prom.IsLimit(err) || prom.IsTimeout(err) }
+
+func (s *sharder) split(ctx context.Context, run func(ctx context.Context, match string) error, insts []string, refused error) error {
 	if len(insts) < 2 {
+		if prom.IsTimeout(refused) {
+			return fmt.Errorf("%w (not answered in time for one instance: raise --prometheus-timeout, or narrow --range)", refused)
+		}
 		return fmt.Errorf("%w (refused for one instance: raise the engine's limit, or narrow --match or --range)", refused)
 	}
 	s.c.Split()
 	h := len(insts) / 2
 	for _, part := range [][]string{insts[:h], insts[h:]} {
-		err := run(withInstances(s.match, part))
-		if err != nil && prom.IsLimit(err) {
-			err = s.split(run, part, err)
+		err := run(ctx, withInstances(s.match, part))
+		if err != nil && splittable(err) {
+			err = s.split(ctx, run, part, err)
 		}
 		if err != nil {
 			return err

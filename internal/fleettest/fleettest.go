@@ -473,11 +473,8 @@ func (f *Fleet) Write(dir string) (*Manifest, error) {
 		vals[i] = make([][nMetrics]float64, perChunk)
 	}
 	start, end, iv := float64(f.start.Unix()), float64(o.End.Unix()), o.Interval.Seconds()
-	// Chunks end at multiples of Chunk since the epoch, so that each file
-	// fills whole TSDB blocks.
-	for c, k0 := 0, 0; k0 < f.steps; c++ {
-		next := f.start.Truncate(o.Chunk).Add(time.Duration(c+1) * o.Chunk)
-		n := min(perChunk, f.steps-k0, int((next.Sub(f.start)+o.Interval-1)/o.Interval)-k0)
+	for c, sp := range f.spans(o.Chunk) {
+		k0, n := sp[0], sp[1]
 		for i, s := range states {
 			for j := range n {
 				t := start + float64(k0+j)*iv
@@ -491,7 +488,6 @@ func (f *Fleet) Write(dir string) (*Manifest, error) {
 		}
 		m.Samples += cnt
 		m.Files = append(m.Files, name)
-		k0 += n
 	}
 	for _, h := range f.Hosts {
 		m.Hosts = append(m.Hosts, *h)

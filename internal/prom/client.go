@@ -303,6 +303,36 @@ func isSeriesLimit(err error) bool {
 	return false
 }
 
+// timeoutError is a request the server did not answer within the
+// client's timeout.
+type timeoutError struct{ err error }
+
+func (e *timeoutError) Error() string { return e.err.Error() }
+func (e *timeoutError) Unwrap() error { return e.err }
+
+// IsTimeout reports whether err is a query the server did not answer in
+// time: the request's timeout (--prometheus-timeout) passed, or the
+// engine stopped the query at its own (Prometheus' --query.timeout,
+// error type "timeout"; VictoriaMetrics' -search.maxQueryDuration).
+func IsTimeout(err error) bool {
+	var te *timeoutError
+	if errors.As(err, &te) {
+		return true
+	}
+	var ae *APIError
+	return errors.As(err, &ae) && (ae.ErrorType == "timeout" || strings.Contains(strings.ToLower(ae.Message), "-search.maxqueryduration"))
+}
+
+type splittableKey struct{}
+
+// Splittable marks the queries sent with ctx as ones the caller asks again
+// in parts when they time out: such a timeout is returned at once (see
+// IsTimeout), not retried whole, since the same query would take as long
+// again.
+func Splittable(ctx context.Context) context.Context {
+	return context.WithValue(ctx, splittableKey{}, true)
+}
+
 // IsLimit reports whether err is a refusal for a limit (APIError.Limit).
 func IsLimit(err error) bool {
 	var ae *APIError
@@ -541,6 +571,9 @@ func (c *Client) call(ctx context.Context, path string, form url.Values, expr st
 		if !retry || ctx.Err() != nil {
 			return nil, err
 		}
+		if ctx.Value(splittableKey{}) != nil && IsTimeout(err) {
+			return nil, err // the caller asks again in parts
+		}
 	}
 	return nil, fmt.Errorf("%w (gave up after %d retries)", last, c.retries)
 }
@@ -548,11 +581,19 @@ func (c *Client) call(ctx context.Context, path string, form url.Values, expr st
 func (c *Client) once(ctx context.Context, path string, form url.Values, expr string, perSeries int) (a *apiAnswer, retry bool, err error) {
 	u := *c.base
 	u.Path += path
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
+	// Queries are POSTed (a long selector fits); Prometheus serves label
+	// values on GET only (405 to a POST).
+	method, reqBody := http.MethodPost, io.Reader(strings.NewReader(form.Encode()))
+	if strings.HasPrefix(path, "/api/v1/label/") {
+		method, reqBody, u.RawQuery = http.MethodGet, nil, form.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), reqBody)
 	if err != nil {
 		return nil, false, err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if reqBody != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Accept-Encoding", "gzip")
 	req.Header.Set("User-Agent", "memdoctor")
@@ -567,7 +608,7 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return nil, true, fmt.Errorf("prometheus at %s did not answer in time: %w (raise --prometheus-timeout, or narrow --match/--range)", c.URL(), err)
+			return nil, true, &timeoutError{fmt.Errorf("prometheus at %s did not answer in time: %w (raise --prometheus-timeout, or narrow --match/--range)", c.URL(), err)}
 		}
 		return nil, true, fmt.Errorf("cannot reach prometheus at %s: %w (check the URL and that the server runs)", c.URL(), err)
 	}
