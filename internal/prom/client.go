@@ -585,7 +585,13 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 	// values on GET only (405 to a POST).
 	method, reqBody := http.MethodPost, io.Reader(strings.NewReader(form.Encode()))
 	if strings.HasPrefix(path, "/api/v1/label/") {
-		method, reqBody, u.RawQuery = http.MethodGet, nil, form.Encode()
+		// The URL's own parameters (a tenant's, say) stay, as they do on
+		// a POST, beside the form's.
+		q := u.Query()
+		for k, v := range form {
+			q[k] = v
+		}
+		method, reqBody, u.RawQuery = http.MethodGet, nil, q.Encode()
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), reqBody)
 	if err != nil {

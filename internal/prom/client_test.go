@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -193,5 +194,40 @@ func TestGateway(t *testing.T) {
 	cl, _ := New(Options{URL: plain.URL})
 	if _, err := cl.Query(ctx, "vector(1)", time.Now()); err == nil || !strings.Contains(err.Error(), "does not answer like the Prometheus API") {
 		t.Errorf("plain server: %v", err)
+	}
+}
+
+// Label values are asked with GET (Prometheus answers a POST with 405),
+// with the form in the query string beside the URL's own parameters, which
+// a POST keeps too.
+func TestLabelValuesGetKeepsURLParameters(t *testing.T) {
+	t.Parallel()
+	var got []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path+" tenant="+r.URL.Query().Get("extra_label")+" match="+r.URL.Query().Get("match[]"))
+		mu.Unlock()
+		if r.Method != http.MethodGet {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		_, _ = io.WriteString(w, `{"status":"success","data":["a:9100","b:9100"]}`)
+	}))
+	defer srv.Close()
+	c, err := New(Options{URL: srv.URL + "/?extra_label=tenant%3D7", Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := c.LabelValues(context.Background(), "instance", `{job="node"}`, time.Unix(0, 0), time.Unix(3600, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vals) != 2 || vals[0] != "a:9100" {
+		t.Errorf("values %q", vals)
+	}
+	want := `GET /api/v1/label/instance/values tenant=tenant=7 match={job="node"}`
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("requests %q, want [%q]", got, want)
 	}
 }
