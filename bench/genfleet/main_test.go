@@ -10,16 +10,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -275,44 +272,6 @@ func get(t *testing.T, u string) {
 // free loopback port until the test ends, and returns its URL.
 func startVictoria(t *testing.T, dir string) string {
 	t.Helper()
-	bin, err := exec.LookPath("victoria-metrics")
-	if err != nil {
-		t.Skip("victoria-metrics not installed (apt-get install victoria-metrics)")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	logf, err := os.Create(filepath.Join(dir, "victoria.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-storageDataPath="+filepath.Join(dir, "vmdata"), "-httpListenAddr="+addr,
-		"-retentionPeriod=100y", "-search.disableCache", "-loggerLevel=WARN")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-		_ = logf.Close()
-	})
-	u := "http://" + addr
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		resp, err := http.Get(u + "/health")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return u
-			}
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(dir, "victoria.log"))
-			t.Fatalf("victoria-metrics not ready after 60 s:\n%s", b)
-		}
-	}
+	u, _ := fleettest.StartVictoria(t, dir)
+	return u
 }

@@ -13,12 +13,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,52 +34,7 @@ func startVictoria(t *testing.T, dir string, extra ...string) string {
 // on the same data with other flags).
 func startVictoriaStop(t *testing.T, dir string, extra ...string) (string, func()) {
 	t.Helper()
-	bin, err := exec.LookPath("victoria-metrics")
-	if err != nil {
-		t.Skip("victoria-metrics not installed (apt-get install victoria-metrics)")
-	}
-	addr := freeAddr(t)
-	logf, err := os.Create(filepath.Join(dir, "victoria.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"-storageDataPath=" + filepath.Join(dir, "vmdata"), "-httpListenAddr=" + addr,
-		"-retentionPeriod=100y", "-search.disableCache", "-loggerLevel=WARN"}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stop := sync.OnceFunc(func() {
-		_ = cmd.Process.Signal(syscall.SIGINT) // flushes and releases its data directory
-		done := make(chan struct{})
-		go func() { _, _ = cmd.Process.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		_ = logf.Close()
-	})
-	t.Cleanup(stop)
-	url := "http://" + addr
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(url + "/health")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return url, stop
-			}
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(dir, "victoria.log"))
-			t.Fatalf("victoria-metrics not ready after 60 s:\n%s", b)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return fleettest.StartVictoria(t, dir, extra...)
 }
 
 // importVictoria sends an OpenMetrics file of the fleet to VictoriaMetrics'
