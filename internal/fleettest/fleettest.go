@@ -489,14 +489,7 @@ func (f *Fleet) Write(dir string) (*Manifest, error) {
 		m.Samples += cnt
 		m.Files = append(m.Files, name)
 	}
-	for _, h := range f.Hosts {
-		m.Hosts = append(m.Hosts, *h)
-	}
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return m, os.WriteFile(filepath.Join(dir, "manifest.json"), b, 0o644)
+	return f.saveManifest(dir, m)
 }
 
 func writeChunk(path string, states []*state, vals [][][nMetrics]float64, n int, t0, iv int64) (int64, error) {
@@ -600,4 +593,17 @@ func WriteInstancesOM(w io.Writer, n int) error {
 	}
 	_, _ = fmt.Fprintln(bw, "# EOF")
 	return bw.Flush()
+}
+
+// saveManifest adds the fleet's hosts to m and writes it as dir's
+// manifest.json.
+func (f *Fleet) saveManifest(dir string, m *Manifest) (*Manifest, error) {
+	for _, h := range f.Hosts {
+		m.Hosts = append(m.Hosts, *h)
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return m, os.WriteFile(filepath.Join(dir, "manifest.json"), b, 0o644)
 }

@@ -1,9 +1,7 @@
 package fleettest
 
 import (
-	"encoding/json"
 	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -126,12 +124,5 @@ func (f *Fleet) WriteManifest(dir string) (*Manifest, error) {
 	}
 	m := &Manifest{Start: f.start, End: f.opt.End, Interval: f.opt.Interval.String(), Seed: f.opt.Seed,
 		Samples: int64(len(f.Hosts)) * int64(f.steps) * nMetrics}
-	for _, h := range f.Hosts {
-		m.Hosts = append(m.Hosts, *h)
-	}
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return m, os.WriteFile(filepath.Join(dir, "manifest.json"), b, 0o644)
+	return f.saveManifest(dir, m)
 }
