@@ -325,7 +325,12 @@ func directStallsForCertain(t *testing.T, res *lab.Result) {
 	for _, id := range []string{"watermark_thrash", "watermark_gap_small"} {
 		f := r.finding(id)
 		if f == nil {
-			t.Errorf("diagnose of the direct-reclaim recording: %s did not fire (%s)", id, res.File(t, "diagnose-rt.err"))
+			var ids []string
+			for _, f := range r.Findings {
+				ids = append(ids, f.ID)
+			}
+			t.Errorf("diagnose of the direct-reclaim recording: %s did not fire (%s); findings %v; the recording's stall counters:\n%s",
+				id, res.File(t, "diagnose-rt.err"), ids, grepLines(res.File(t, "rt.om"), "node_vmstat_allocstall_"))
 			continue
 		}
 		var named []string
@@ -341,4 +346,15 @@ func directStallsForCertain(t *testing.T, res *lab.Result) {
 			t.Errorf("%s does not name burst among the stallers %v: %s", id, named, f.Summary)
 		}
 	}
+}
+
+// grepLines returns the lines of s that start with prefix.
+func grepLines(s, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
