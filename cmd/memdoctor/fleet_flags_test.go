@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -103,5 +104,35 @@ func TestPrometheusDeadline(t *testing.T) {
 	_, errOut, code = runCLI(t, "diagnose", "--prometheus", srv.URL, "--prometheus-deadline", "-1s")
 	if code == 0 || !strings.Contains(errOut, "--prometheus-deadline -1s") {
 		t.Errorf("negative deadline: exit %d, %q", code, errOut)
+	}
+
+	// Without the flag a fleet scan has 20 minutes (10,000 hosts through
+	// Prometheus took 5.5), compare's read of two ranges 5; the progress
+	// line names the deadline in force. A server that refuses each query
+	// after 700 ms ends each run once a line is out.
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(700 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"status":"error","errorType":"bad_data","error":"refused by the test"}`)
+	}))
+	defer refusing.Close()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"diagnose", "--prometheus", refusing.URL}, "(--prometheus-deadline 20m0s)"},
+		{[]string{"diagnose", "--prometheus", refusing.URL, "--prometheus-deadline", "7m"}, "(--prometheus-deadline 7m0s)"},
+		{[]string{"report", "--prometheus", refusing.URL, "-o", filepath.Join(t.TempDir(), "r.html")}, "(--prometheus-deadline 20m0s)"},
+		{[]string{"compare", "--prometheus", refusing.URL, "--a", `{dc="a"}`, "--b", `{dc="b"}`}, "(--prometheus-deadline 5m0s)"},
+	} {
+		_, errOut, code := runCLI(t, c.args...)
+		if code == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, want %s on stderr: %q", c.args, code, c.want, errOut)
+		}
 	}
 }

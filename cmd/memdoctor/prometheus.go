@@ -22,6 +22,8 @@ type promFlags struct {
 	match, rangeS, step                    string
 }
 
+// register adds the flags to cmd; a deadline already in f is
+// --prometheus-deadline's default (else 5 minutes).
 func (f *promFlags) register(cmd *cobra.Command, withRange bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.url, "prometheus", "", "read from the Prometheus HTTP API at `URL` (also Thanos, Mimir, VictoriaMetrics; include any path prefix)")
@@ -31,7 +33,11 @@ func (f *promFlags) register(cmd *cobra.Command, withRange bool) {
 	fl.StringVar(&f.ca, "prometheus-ca", "", "trust the CA certificates in PEM `FILE`")
 	fl.BoolVar(&f.insecure, "prometheus-insecure", false, "do not verify the server's certificate (test setups only)")
 	fl.DurationVar(&f.timeout, "prometheus-timeout", 60*time.Second, "timeout of each request")
-	fl.DurationVar(&f.deadline, "prometheus-deadline", 5*time.Minute, "give up the whole read from Prometheus after `DURATION`, retries and all (0: no deadline)")
+	deadline := 5 * time.Minute
+	if f.deadline > 0 { // a fleet scan's (fleetDeadline)
+		deadline = f.deadline
+	}
+	fl.DurationVar(&f.deadline, "prometheus-deadline", deadline, "give up the whole read from Prometheus after `DURATION`, retries and all (0: no deadline)")
 	fl.IntVar(&f.retries, "prometheus-retries", 3, "retries of a failed request (network errors, 429, 5xx), with exponential backoff (0: none)")
 	fl.StringVar(&f.match, "match", "", "label `SELECTOR` every series must match, e.g. '{job=\"node\",dc=\"ams\"}'")
 	if withRange {
