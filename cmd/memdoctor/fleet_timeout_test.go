@@ -94,9 +94,13 @@ func TestFleetScanSplitsAggregatesThatTimeOut(t *testing.T) {
 		t.Fatalf("%d instances through the slow engine, the fleet has %d", len(slow.Instances), len(m.Hosts))
 	}
 	want, got := verdicts(direct), verdicts(slow)
+	errs := map[string]string{}
+	for _, in := range slow.Instances {
+		errs[in.Instance] = in.Error
+	}
 	for _, h := range m.Hosts {
 		if !slices.Equal(want[h.Instance], got[h.Instance]) {
-			t.Errorf("%s: %v through the slow engine, %v directly", h.Instance, got[h.Instance], want[h.Instance])
+			t.Errorf("%s: %v through the slow engine (%q), %v directly", h.Instance, got[h.Instance], errs[h.Instance], want[h.Instance])
 		}
 	}
 	t.Logf("%d queries, %d split, %.1f s through the slow engine", slow.Cost.Queries, slow.Cost.Splits, slow.Cost.DurationSeconds)
