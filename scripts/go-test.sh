@@ -44,6 +44,13 @@
 # usage: GO=go scripts/go-test.sh [go test flags...]
 set -u
 GO=${GO:-go}
+# One build of every package serves both the test binaries and the
+# memdoctor binaries the tests build themselves (make build and make deb,
+# the lab's static binary, the CLI tests' binary: all CGO_ENABLED=0, most
+# -trimpath): with the same settings the build cache compiles each package
+# once, not three times. memdoctor has no cgo.
+export CGO_ENABLED=0
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
 tmp=$(mktemp -d)
 labpid=
 stop() {
