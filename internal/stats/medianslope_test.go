@@ -2,6 +2,7 @@ package stats
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -102,4 +103,247 @@ func TestTheilSenScratch(t *testing.T) {
 	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
 		t.Errorf("a fit of 1,000 points allocated %d bytes, want at most 1 MiB", got)
 	}
+}
+
+// slopeSeries are the kinds of series the exact selection is checked on.
+// Each returns n points drawn from rng.
+var slopeSeries = map[string]func(rng *rand.Rand, n int) (x, y []float64){
+	"ms timestamps, noisy trend": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) {
+			return 1.7e12 + float64(i)*15e3, 8e9 - 0.5*float64(i)*15e3 + 1e6*rng.NormFloat64()
+		})
+	},
+	"ms timestamps, KiB gauge": func(rng *rand.Rand, n int) (x, y []float64) {
+		v := 1 << 20
+		return series(n, func(i int) (float64, float64) {
+			v += rng.IntN(7) - 3
+			return 1.7e12 + float64(i)*30e3, float64(v) * 1024
+		})
+	},
+	"ms timestamps, jittered": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) {
+			return 1.7e12 + float64(i)*15e3 + float64(rng.IntN(40)), 3e9 + 1e3*float64(i) + 1e7*rng.NormFloat64()
+		})
+	},
+	"x ties": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) { return float64(i / 4), rng.NormFloat64() + float64(i)*0.01 })
+	},
+	"x mostly one value": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) { return float64(rng.IntN(2) * rng.IntN(30)), rng.NormFloat64() })
+	},
+	"y ties": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) { return float64(i), float64(rng.IntN(4)) })
+	},
+	"y constant": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) { return float64(i) * 60e3, 4096 })
+	},
+	"linear": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) { return float64(i) * 15e3, 1024 * float64(i) })
+	},
+	"step": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) {
+			if i > n/3 {
+				return float64(i), 2e9
+			}
+			return float64(i), 1e9
+		})
+	},
+	"plateaus": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) { return float64(i) * 10, float64(i/50) * 4096 })
+	},
+	"sine and noise": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) {
+			return float64(i), math.Sin(float64(i)/20) + 0.3*rng.NormFloat64()
+		})
+	},
+	"near overflow": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) { return float64(i) * 1e-3, rng.NormFloat64() * 1e307 })
+	},
+	"tiny dx": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) { return 1 + float64(i)*1e-15, rng.NormFloat64() * 1e300 })
+	},
+	"unsorted x": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) { return rng.Float64() * 1e6, float64(rng.IntN(1000)) })
+	},
+	"outliers": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) {
+			v := 5 + 0.1*float64(i) + rng.NormFloat64()
+			if rng.IntN(5) == 0 {
+				v = rng.NormFloat64() * 1e12
+			}
+			return float64(i), v
+		})
+	},
+	"subnormal": func(rng *rand.Rand, n int) (x, y []float64) {
+		return series(n, func(i int) (float64, float64) { return float64(i) * 1e150, rng.NormFloat64() * 1e-160 })
+	},
+}
+
+func series(n int, f func(i int) (float64, float64)) (x, y []float64) {
+	x, y = make([]float64, n), make([]float64, n)
+	for i := range n {
+		x[i], y[i] = f(i)
+	}
+	return x, y
+}
+
+// checkSelectSlope compares selectSlope's median with the one among all
+// slopes; it reports whether selectSlope answered.
+func checkSelectSlope(t *testing.T, what string, x, y []float64) bool {
+	t.Helper()
+	got, ok := selectSlope(x, y, medianRank)
+	if !ok {
+		return false
+	}
+	want := allSlopesMedian(x, y)
+	if got != want {
+		t.Fatalf("%s, n = %d: selectSlope %v (%#x), among all slopes %v (%#x)",
+			what, len(x), got, math.Float64bits(got), want, math.Float64bits(want))
+	}
+	return true
+}
+
+// The exact selection gives the median among all slopes on every kind of
+// series, sizes 2 to 1,500, and vouches for its answer on almost all of
+// those with enough pairs.
+func TestSelectSlopeMatchesAllSlopes(t *testing.T) {
+	sizes := []int{2, 3, 10, 45, 46, 47, 100, 257, 500, 999, 1000, 1500}
+	if testing.Short() {
+		sizes = sizes[:10]
+	}
+	tried, answered := 0, 0
+	for name, gen := range slopeSeries {
+		for _, n := range sizes {
+			for rep := range 2 {
+				x, y := gen(rand.New(rand.NewPCG(uint64(n), uint64(rep))), n)
+				ans := checkSelectSlope(t, name, x, y)
+				if n*(n-1)/2 >= 4*selMinPairs {
+					tried++
+					if ans {
+						answered++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("selectSlope answered %d of %d fits with enough pairs", answered, tried)
+	if answered < tried*8/10 {
+		t.Errorf("selectSlope answered only %d of %d fits with enough pairs", answered, tried)
+	}
+}
+
+// fuzzSeries builds a series of n points from a seed and a choice of x and
+// y patterns: the spacing of timestamps, ties, unsorted x, integer and
+// KiB-valued y, runs of equal values, huge and tiny values, and (raw) any
+// float64 including NaN and ±Inf.
+func fuzzSeries(seed uint64, n int, xKind, yKind uint8) (x, y []float64) {
+	rng := rand.New(rand.NewPCG(seed, uint64(xKind)<<8|uint64(yKind)))
+	x, y = make([]float64, n), make([]float64, n)
+	step := float64(1 + rng.IntN(60000))
+	run := 1 + rng.IntN(8)
+	level := 0.0
+	for i := range n {
+		switch xKind % 6 {
+		case 0: // Unix milliseconds at a step
+			x[i] = 1.7e12 + float64(i)*step
+		case 1: // equal times in runs
+			x[i] = float64(i / run)
+		case 2: // unsorted, with repeats
+			x[i] = float64(rng.IntN(n/2 + 1))
+		case 3: // unsorted reals
+			x[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(7)-3))
+		case 4: // a handful of values
+			x[i] = float64(rng.IntN(3))
+		default: // any float64
+			x[i] = math.Float64frombits(rng.Uint64())
+		}
+		switch yKind % 9 {
+		case 0: // noisy trend
+			y[i] = 1e9 + 1e3*float64(i) + 1e6*rng.NormFloat64()
+		case 1: // KiB gauge, random walk
+			level += float64(rng.IntN(5) - 2)
+			y[i] = 1024 * level
+		case 2: // few values
+			y[i] = float64(rng.IntN(3))
+		case 3: // constant
+			y[i] = 4096
+		case 4: // step
+			if i > n/3 {
+				y[i] = 2e9
+			} else {
+				y[i] = 1e9
+			}
+		case 5: // sine and noise
+			y[i] = math.Sin(float64(i)/10) + 0.1*rng.NormFloat64()
+		case 6: // huge
+			y[i] = rng.NormFloat64() * 1e307
+		case 7: // outliers on a line
+			y[i] = 0.5 * float64(i)
+			if rng.IntN(4) == 0 {
+				y[i] = rng.NormFloat64() * 1e15
+			}
+		default: // any float64
+			y[i] = math.Float64frombits(rng.Uint64())
+		}
+	}
+	return x, y
+}
+
+// sameSlope is got == want, except that the sign of a zero median is
+// whichever zero the selection meets first and may differ.
+func sameSlope(got, want float64) bool {
+	return math.Float64bits(got) == math.Float64bits(want) ||
+		(got == 0 && want == 0) || (math.IsNaN(got) && math.IsNaN(want))
+}
+
+// checkAgainstAllSlopes checks TheilSen's and selectSlope's median slopes
+// against the median of all slopes, bit for bit.
+func checkAgainstAllSlopes(t *testing.T, what string, xs, ys []float64) {
+	t.Helper()
+	x, y := finitePairs(xs, ys)
+	all := pairSlopes(x, y)
+	if len(all) == 0 {
+		if _, _, ok := TheilSen(xs, ys); ok {
+			t.Fatalf("%s: a fit without slopes", what)
+		}
+		return
+	}
+	want := quantile7(all, 0.5)
+	if got, ok := selectSlope(x, y, medianRank); ok && !sameSlope(got, want) {
+		t.Fatalf("%s, n = %d: selectSlope %v (%#x), among all slopes %v (%#x)",
+			what, len(x), got, math.Float64bits(got), want, math.Float64bits(want))
+	}
+	if got, _, _ := TheilSen(xs, ys); !sameSlope(got, want) {
+		t.Fatalf("%s, n = %d: TheilSen slope %v (%#x), among all slopes %v (%#x)",
+			what, len(x), got, math.Float64bits(got), want, math.Float64bits(want))
+	}
+}
+
+// Every combination of x and y pattern, at sizes from 2 to 1,500.
+func TestTheilSenSlopeMatchesAllSlopes(t *testing.T) {
+	sizes := []int{2, 5, 46, 150, 400, 1001, 1500}
+	if testing.Short() {
+		sizes = sizes[:5]
+	}
+	for xk := range uint8(6) {
+		for yk := range uint8(9) {
+			for _, n := range sizes {
+				x, y := fuzzSeries(uint64(n), n, xk, yk)
+				checkAgainstAllSlopes(t, fmt.Sprintf("x kind %d, y kind %d", xk, yk), x, y)
+			}
+		}
+	}
+}
+
+func FuzzTheilSenSlope(f *testing.F) {
+	for k := range uint8(54) {
+		f.Add(uint64(k), 300+uint16(k), k%6, k%9)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64, n uint16, xKind, yKind uint8) {
+		if n > 1500 {
+			n %= 1501
+		}
+		x, y := fuzzSeries(seed, int(n), xKind, yKind)
+		checkAgainstAllSlopes(t, "fuzz", x, y)
+	})
 }

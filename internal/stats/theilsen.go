@@ -181,15 +181,36 @@ func tieSumsSorted(s []float64) ties {
 }
 
 // medianSlope is the median of pairSlopes(x, y) as quantile7(…, 0.5)
-// computes it, found without holding every slope: a sample of the slopes
-// (pairs drawn by a fixed pseudo-random sequence) brackets the median
-// between two of its values, one pass over all pairs counts the slopes
-// below the bracket and keeps those inside it, and the median is selected
-// among those. The order statistics are the same whichever slopes are
-// held, so is the result. ok is false when the bracket misses the median,
-// a slope is NaN, or the pairs are too few to gain: the caller then
-// selects among all the slopes.
+// computes it, found without holding every slope: by selectSlope in
+// O(n log n) expected time, or when that cannot vouch for its answer, by
+// medianSlopeBracket's one pass over all pairs. ok is false when neither
+// can: the caller then selects among all the slopes.
 func medianSlope(x, y []float64) (float64, bool) {
+	if v, ok := selectSlope(x, y, medianRank); ok {
+		return v, true
+	}
+	return medianSlopeBracket(x, y)
+}
+
+// medianRank is the rank quantile7(a, 0.5) reads for len(a) = total: the
+// k-th smallest (0-based) and, when frac > 0, frac of the way to the next.
+func medianRank(total int) (k int, frac float64) {
+	h := float64(total-1) * 0.5
+	k = int(math.Floor(h))
+	if k >= total-1 {
+		k = total - 1
+	}
+	return k, h - float64(k)
+}
+
+// medianSlopeBracket is medianSlope by one pass over all pairs: a sample
+// of the slopes (pairs drawn by a fixed pseudo-random sequence) brackets
+// the median between two of its values, the pass counts the slopes below
+// the bracket and keeps those inside it, and the median is selected among
+// those. The order statistics are the same whichever slopes are held, so
+// is the result. ok is false when the bracket misses the median, a slope
+// is NaN, or the pairs are too few to gain.
+func medianSlopeBracket(x, y []float64) (float64, bool) {
 	const (
 		minPairs = 1 << 14 // below, all slopes are cheap to hold
 		samples  = 4096

@@ -315,7 +315,7 @@ func TestMannKendallNoisyTrend(t *testing.T) {
 }
 
 func BenchmarkTheilSen(b *testing.B) {
-	for _, n := range []int{1000, 4000} {
+	for _, n := range []int{100, 300, 1000, 4000} {
 		rng := rand.New(rand.NewPCG(uint64(n), 0))
 		xs := make([]float64, n)
 		ys := make([]float64, n)
