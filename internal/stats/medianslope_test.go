@@ -347,3 +347,54 @@ func FuzzTheilSenSlope(f *testing.F) {
 		checkAgainstAllSlopes(t, "fuzz", x, y)
 	})
 }
+
+// With N even the median is halfway between the N/2-th and N/2+1-th
+// slopes. A step at (n − √n)/2 of n points on a line makes the N/2
+// smallest slopes the line's (equal, within each side of the step) and
+// the next one the shallowest across the step, so both the run of equal
+// slopes and the slope after it are read. With a flat line the run is of
+// zeros (counted by merge sort), with a rising one of 1024/15000 (counted
+// by a pass over all pairs).
+func TestSelectSlopeRunEndsAtMedian(t *testing.T) {
+	for _, rise := range []float64{0, 1024} {
+		for _, n := range []int{400, 900} {
+			p := (n - int(math.Sqrt(float64(n)))) / 2
+			x, y := series(n, func(i int) (float64, float64) {
+				v := rise * float64(i)
+				if i >= p {
+					v += 1 << 20
+				}
+				return 1.7e12 + float64(i)*15e3, v
+			})
+			if total := n * (n - 1) / 2; total%2 != 0 || p*(n-p) != total/2 {
+				t.Fatalf("n = %d: the step at %d does not split the slopes in half", n, p)
+			}
+			what := fmt.Sprintf("step at %d of %d on a line rising %v", p, n, rise)
+			if !checkSelectSlope(t, what, x, y) {
+				t.Errorf("%s: selectSlope did not answer", what)
+			}
+			// Every point twice: the pairs of equal x do not count, the
+			// others four times.
+			x, y = append(x, x...), append(y, y...)
+			what += ", each point twice"
+			if !checkSelectSlope(t, what, x, y) {
+				t.Errorf("%s: selectSlope did not answer", what)
+			}
+		}
+	}
+}
+
+// When nearly all points share one x, few random pairs have distinct x:
+// the first round draws them by the Fenwick tree instead.
+func TestSelectSlopeMostlyEqualX(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	x, y := series(1000, func(i int) (float64, float64) {
+		if i%20 == 0 {
+			return float64(i), rng.NormFloat64()
+		}
+		return 500, rng.NormFloat64()
+	})
+	if !checkSelectSlope(t, "x mostly 500", x, y) {
+		t.Error("selectSlope did not answer")
+	}
+}

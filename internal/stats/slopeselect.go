@@ -51,7 +51,7 @@ func selectSlope(x, y []float64, rank func(total int) (k int, frac float64)) (fl
 	if frac > 0 && k+1 < total {
 		need = 2
 	}
-	return s.run(k, frac, need, total)
+	return s.run(k, frac, need, total, nil)
 }
 
 // Tuning of selectSlope; none of these changes the result.
@@ -400,21 +400,29 @@ func (s *slopeSel) differ(lo, hi *cut) int {
 	return countInversions(s.q, s.buf)
 }
 
-func (s *slopeSel) run(k int, frac float64, need, total int) (float64, bool) {
+// run selects the k-th slope (and frac of the way to the next when need
+// is 2) among total, starting from the cuts below and above all slopes or,
+// when start is not nil, from start and the cut above all.
+func (s *slopeSel) run(k int, frac float64, need, total int, start *cut) (float64, bool) {
 	n := s.n
 	enumCap := max(selListPerPoint*n, selMinList)
 
 	lo, hi := s.minusInf(), s.plusInf()
-	c1, c2 := s.newCut(), s.newCut()
 	d := total // pairs lo and hi order differently
 	low := 0   // pairs both put below
+	if start != nil {
+		lo = start
+		d = s.differ(lo, hi)
+		low = (lo.below + hi.below - d) / 2
+	}
+	c1, c2 := s.newCut(), s.newCut()
 	var samp []float64
 	for round := 0; d > enumCap; round++ {
 		if round == selMaxRounds {
 			return 0, false
 		}
 		var m int
-		if round == 0 {
+		if round == 0 && start == nil {
 			// Every pair with distinct x is in the interval: draw them
 			// directly, and more of them (cheaper than a round).
 			m = min(max(selFirstPerPoint*n, selMinSample), selMaxFirst)
@@ -444,7 +452,7 @@ func (s *slopeSel) run(k int, frac float64, need, total int) (float64, bool) {
 		}
 		if iLo >= 0 && iHi < m && samp[iLo] == samp[iHi] {
 			// A run of equal slopes wider than the sample's spread.
-			return s.countAt(samp[at], k, frac, need)
+			return s.tieAt([]float64{samp[at]}, k, frac, need, total)
 		}
 		moved := false
 		if iLo >= 0 && samp[iLo] > lo.t && s.setCut(c1, samp[iLo], lo) && c1.below <= k {
@@ -456,9 +464,16 @@ func (s *slopeSel) run(k int, frac float64, need, total int) (float64, bool) {
 			moved = true
 		}
 		if !moved {
-			// The wanted slope is in a run of equal ones at an end of
-			// the interval.
-			return s.countAt(samp[at], k, frac, need)
+			// The wanted slope is in a run of equal ones that the cuts
+			// cannot separate: at it, or at an end of the sample's window
+			// when the run ends there.
+			cands := []float64{samp[at]}
+			for _, i := range []int{iLo, iHi} {
+				if i >= 0 && i < m && !slices.Contains(cands, samp[i]) {
+					cands = append(cands, samp[i])
+				}
+			}
+			return s.tieAt(cands, k, frac, need, total)
 		}
 		d = s.differ(lo, hi)
 		if (lo.below+hi.below-d)%2 != 0 {
@@ -517,13 +532,75 @@ func (s *slopeSel) run(k int, frac float64, need, total int) (float64, bool) {
 	}
 }
 
-// countAt returns the order statistic when it is v: one pass over all
-// pairs counts the slopes below v and equal to it and finds the least
-// above, in pairSlopes's order and arithmetic.
-func (s *slopeSel) countAt(v float64, k int, frac float64, need int) (float64, bool) {
+// tieAt returns the order statistic when it is one of cands, values of
+// runs of equal slopes: it counts the slopes below each and equal to it,
+// in O(n log n) for 0 (zeroCounts), for the others by one pass over all
+// pairs (countAt). ok is false when the k-th slope is none of them.
+func (s *slopeSel) tieAt(cands []float64, k int, frac float64, need, total int) (float64, bool) {
+	runs := make([]slopeRun, 0, len(cands))
+	var other []float64
+	for _, v := range cands {
+		if v != 0 {
+			other = append(other, v)
+		} else if less, equal, ok := s.zeroCounts(); ok {
+			// The least slope above 0 is not counted (NaN).
+			runs = append(runs, slopeRun{v, less, equal, math.NaN()})
+		} else {
+			other = append(other, v)
+		}
+	}
+	if len(other) > 0 {
+		counted, ok := s.countAt(other)
+		if !ok {
+			return 0, false
+		}
+		runs = append(runs, counted...)
+	}
+	for _, r := range runs {
+		if k < r.less || k >= r.less+r.equal {
+			continue
+		}
+		if need == 1 || k+1 < r.less+r.equal {
+			return r.v, true
+		}
+		// The next slope is the least above the run (as orderStat0
+		// takes it); above 0, selected from the cut just above 0.
+		next := r.above
+		if math.IsNaN(next) {
+			c := s.newCut()
+			if s.zeroPlus(c); c.below != r.less+r.equal {
+				return 0, false
+			}
+			var ok bool
+			if next, ok = s.run(k+1, 0, 1, total, c); !ok {
+				return 0, false
+			}
+		}
+		if next == r.v {
+			return r.v, true
+		}
+		return r.v + frac*(next-r.v), true
+	}
+	return 0, false
+}
+
+// A slopeRun counts the slopes below v and equal to it; above is the
+// least slope above v (+Inf when there is none, NaN when not counted).
+type slopeRun struct {
+	v           float64
+	less, equal int
+	above       float64
+}
+
+// countAt counts, for each of vs, in one pass over all pairs in
+// pairSlopes's order and arithmetic, the slopes below v and equal to it,
+// and finds the least above. ok is false when a slope is NaN.
+func (s *slopeSel) countAt(vs []float64) ([]slopeRun, bool) {
+	runs := make([]slopeRun, len(vs))
+	for c, v := range vs {
+		runs[c] = slopeRun{v: v, above: math.Inf(1)}
+	}
 	x, y := s.xin, s.yin
-	less, equal := 0, 0
-	above := math.Inf(1)
 	for i := range x {
 		xi, yi := x[i], y[i]
 		for j := i + 1; j < len(x); j++ {
@@ -532,30 +609,107 @@ func (s *slopeSel) countAt(v float64, k int, frac float64, need int) (float64, b
 				continue
 			}
 			sl := (y[j] - yi) / dx
-			switch {
-			case sl < v:
-				less++
-			case sl == v:
-				equal++
-			case sl < above:
-				above = sl
-			case sl != sl:
-				return 0, false
+			if sl != sl {
+				return nil, false
+			}
+			for c := range runs {
+				r := &runs[c]
+				switch {
+				case sl < r.v:
+					r.less++
+				case sl == r.v:
+					r.equal++
+				case sl < r.above:
+					r.above = sl
+				}
 			}
 		}
 	}
-	if k < less || k >= less+equal {
-		return 0, false
+	return runs, true
+}
+
+// zeroPlus makes c the cut just above 0: the points by y, equal y from the
+// largest x down (equal x in label order), so that it puts below exactly
+// the pairs with slopes ≤ 0, when zeroCounts is ok (no quotient underflows
+// to 0).
+func (s *slopeSel) zeroPlus(c *cut) {
+	for l := range s.kv {
+		s.kv[l] = keyLabel{s.y[l], int32(l)}
 	}
-	if need == 1 {
-		return v, true
+	slices.SortFunc(s.kv, func(a, b keyLabel) int {
+		switch {
+		case a.k < b.k:
+			return -1
+		case a.k > b.k:
+			return 1
+		case s.x[a.l] > s.x[b.l]:
+			return -1
+		case s.x[a.l] < s.x[b.l]:
+			return 1
+		}
+		return int(a.l - b.l)
+	})
+	for p, e := range s.kv {
+		c.order[p], c.pos[e.l] = e.l, int32(p)
 	}
-	next := v
-	if k+1 >= less+equal {
-		next = above
+	copy(s.q, c.pos)
+	c.below = countInversions(s.q, s.buf)
+	c.t, c.maxBelow, c.minAbove = 0, 0, 0
+}
+
+// zeroCounts counts the slopes below 0 and equal to 0 in O(n log n): a
+// slope's sign is that of (y_b − y_a)·(x_b − x_a), so those below 0 are
+// the discordant pairs (merge sort counts them) and those equal to 0 the
+// pairs with equal y and distinct x. ok is false when a quotient could
+// underflow to 0: the least difference between distinct y over the range
+// of x is below 2⁻¹⁰⁰⁰.
+func (s *slopeSel) zeroCounts() (less, equal int, ok bool) {
+	n := s.n
+	byY := make([]int32, n)
+	for l := range byY {
+		byY[l] = int32(l)
 	}
-	if next == v {
-		return v, true
+	slices.SortFunc(byY, func(a, b int32) int {
+		switch {
+		case s.y[a] < s.y[b]:
+			return -1
+		case s.y[a] > s.y[b]:
+			return 1
+		}
+		return int(a - b)
+	})
+	// Dense ranks of y by label; pairs of equal y.
+	rank := s.q
+	gapY := math.Inf(1)
+	r := int32(0)
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && s.y[byY[j]] == s.y[byY[i]] {
+			j++
+		}
+		equal += (j - i) * (j - i - 1) / 2
+		for _, l := range byY[i:j] {
+			rank[l] = r
+		}
+		if j < n {
+			gapY = min(gapY, s.y[byY[j]]-s.y[byY[i]])
+		}
+		r++
+		i = j
 	}
-	return v + frac*(next-v), true
+	if !(gapY/(s.x[n-1]-s.x[0]) >= 0x1p-1000) {
+		return 0, 0, false
+	}
+	// Less the pairs of equal y that have equal x too (label order is by
+	// x, then y).
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && s.x[j] == s.x[i] && s.y[j] == s.y[i] {
+			j++
+		}
+		equal -= (j - i) * (j - i - 1) / 2
+		i = j
+	}
+	// Within equal x the ranks ascend, so no such pair is counted.
+	return countInversions(rank, s.buf), equal, true
 }
