@@ -398,3 +398,64 @@ func TestSelectSlopeMostlyEqualX(t *testing.T) {
 		t.Error("selectSlope did not answer")
 	}
 }
+
+// A cut's bounds hold for every pair, on series whose keys y − t·x are
+// large beside their differences (a large y offset, timestamps 1 ms
+// apart), at thresholds that are slopes of pairs: there the rounded keys
+// put pairs on the wrong side of t, which the bounds must cover.
+func TestCutBounds(t *testing.T) {
+	misplaced := 0
+	for _, yOff := range []float64{0, 1e12, 4e15} {
+		rng := rand.New(rand.NewPCG(11, uint64(yOff)))
+		x, y := series(300, func(i int) (float64, float64) {
+			return 1.7e12 + float64(i) + float64(rng.IntN(3)), yOff + 3*float64(i) + rng.NormFloat64()
+		})
+		s, _ := newSlopeSel(x, y)
+		c := s.newCut()
+		for range 20 {
+			a, b := int32(rng.IntN(s.n)), int32(rng.IntN(s.n))
+			if s.x[a] == s.x[b] {
+				continue
+			}
+			tc := s.slope(a, b)
+			if !s.setCut(c, tc, s.minusInf()) {
+				t.Fatalf("no cut at %v", tc)
+			}
+			below := 0
+			for a := range int32(s.n) {
+				for b := a + 1; b < int32(s.n); b++ {
+					if s.x[a] == s.x[b] {
+						if c.pos[b] < c.pos[a] {
+							t.Fatalf("the cut at %v puts b before a at equal x", tc)
+						}
+						continue
+					}
+					f := s.slope(a, b)
+					if c.pos[b] < c.pos[a] {
+						below++
+						if f > c.maxBelow {
+							t.Fatalf("y offset %g, cut at %v: slope %v put below, above the bound %v", yOff, tc, f, c.maxBelow)
+						}
+						if f >= tc {
+							misplaced++
+						}
+					} else {
+						if f < c.minAbove {
+							t.Fatalf("y offset %g, cut at %v: slope %v put above, below the bound %v", yOff, tc, f, c.minAbove)
+						}
+						if f < tc {
+							misplaced++
+						}
+					}
+				}
+			}
+			if below != c.below {
+				t.Fatalf("cut at %v: %d pairs below, counted %d", tc, below, c.below)
+			}
+		}
+	}
+	if misplaced == 0 {
+		t.Error("no pair was on the wrong side of its cut: the bounds went untested")
+	}
+	t.Logf("%d pairs on the wrong side of their cut", misplaced)
+}
