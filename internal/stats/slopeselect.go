@@ -13,8 +13,8 @@ import (
 // and Dillencourt, Mount and Netanyahu (1992), made exact for floating
 // point.
 //
-// For a threshold t, order the points by the key y − t·x (ties by x, then
-// y, then input index). In exact arithmetic the pair a, b with x_a < x_b
+// For a threshold t, order the points by the key y − t·x (ties as in the
+// order it was sorted from; points of equal x stay in order of y). In exact arithmetic the pair a, b with x_a < x_b
 // has a slope below t exactly when the key puts b first, so the slopes
 // between two thresholds lo < hi belong to the pairs the two orders put
 // differently: the inversions between two permutations, counted by merge
@@ -56,7 +56,7 @@ func selectSlope(x, y []float64, rank func(total int) (k int, frac float64)) (fl
 
 // Tuning of selectSlope; none of these changes the result.
 const (
-	selMinPairs      = 1 << 10 // below, the caller's slopes are cheap to hold
+	selMinPairs      = 1 << 14 // below, the caller's slopes are cheap to hold
 	selMaxRounds     = 12
 	selFirstPerPoint = 4       // pairs drawn directly in the first round, per point
 	selMaxFirst      = 1 << 14 // and at most
@@ -74,23 +74,79 @@ type slopeSel struct {
 	gap      float64 // the least difference between distinct x, as computed
 	total    int
 
-	kv   []keyLabel
-	q    []int32
-	buf  []int32
-	bit  []int32
-	draw []int
-	rng  uint64
+	kv    []keyLabel
+	kvTmp []keyLabel
+	q     []int32
+	buf   []int32
+	bit   []int32
+	draw  []int
+	rng   uint64
 }
 
+// A keyLabel is a point's key, as sortBits, and its label.
 type keyLabel struct {
-	k float64
+	k uint64
 	l int32
+}
+
+// sortBits maps float64 to uint64 in order (−0 before +0).
+func sortBits(f float64) uint64 {
+	b := math.Float64bits(f)
+	if b>>63 != 0 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+// order sorts s.kv by key, stably, and makes it c's order and positions
+// and counts the pairs it puts below.
+func (s *slopeSel) order(c *cut) {
+	radixSort(s.kv, s.kvTmp)
+	for p, e := range s.kv {
+		c.order[p], c.pos[e.l] = e.l, int32(p)
+	}
+	copy(s.q, c.pos)
+	c.below = countInversions(s.q, s.buf)
+}
+
+// radixSort sorts kv by key, stably (least significant byte first,
+// skipping the bytes all keys share); tmp is scratch of the same length.
+func radixSort(kv, tmp []keyLabel) {
+	if len(kv) == 0 {
+		return
+	}
+	var counts [8][256]int32
+	for _, e := range kv {
+		for b := range counts {
+			counts[b][byte(e.k>>(8*b))]++
+		}
+	}
+	src, dst := kv, tmp
+	for b := range counts {
+		c := &counts[b]
+		if int(c[byte(src[0].k>>(8*b))]) == len(kv) {
+			continue
+		}
+		sum := int32(0)
+		for i, v := range c {
+			c[i], sum = sum, sum+v
+		}
+		for _, e := range src {
+			d := byte(e.k >> (8 * b))
+			dst[c[d]] = e
+			c[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &kv[0] {
+		copy(kv, src)
+	}
 }
 
 // A cut is the order of the points by their key at one threshold t.
 type cut struct {
 	t     float64
-	order []int32 // labels by key, ties by label
+	order []int32 // labels by key, ties in the order of the cut it was made from
 	pos   []int32 // pos[label] is its index in order
 	below int     // pairs a < b (labels) with distinct x that order puts b first
 	// Every pair with distinct x that order puts larger-x first has a
@@ -151,6 +207,7 @@ func newSlopeSel(xin, yin []float64) (*slopeSel, int) {
 	}
 	s.total = total
 	s.kv = make([]keyLabel, n)
+	s.kvTmp = make([]keyLabel, n)
 	s.q = make([]int32, n)
 	s.buf = make([]int32, n)
 	s.bit = make([]int32, n+1)
@@ -205,26 +262,13 @@ func (s *slopeSel) setCut(c *cut, t float64, near *cut) bool {
 	for p, l := range near.order {
 		// One rounding: the key is within u·|key| of y − t·x.
 		k := math.FMA(-t, s.x[l], s.y[l])
-		kv[p] = keyLabel{k, l}
+		kv[p] = keyLabel{sortBits(k), l}
 		kmax = max(kmax, math.Abs(k))
 	}
 	if !(kmax <= math.MaxFloat64) {
 		return false
 	}
-	slices.SortFunc(kv, func(a, b keyLabel) int {
-		switch {
-		case a.k < b.k:
-			return -1
-		case a.k > b.k:
-			return 1
-		}
-		return int(a.l - b.l)
-	})
-	for p, e := range kv {
-		c.order[p], c.pos[e.l] = e.l, int32(p)
-	}
-	copy(s.q, c.pos)
-	c.below = countInversions(s.q, s.buf)
+	s.order(c)
 	// The order puts b (x_b > x_a) first only if key_b ≤ key_a, so
 	// (x_b − x_a)(slope − t) ≤ 2u·max|y − t·x| + 2⁻¹⁰⁷³: the slope is at
 	// most t + β and, had it put a first, at least t − β. The division
@@ -311,11 +355,16 @@ func (s *slopeSel) samplePairs(m int, out []float64) []float64 {
 }
 
 // sample appends to out the slopes of m pairs drawn uniformly (with
-// replacement) from the d pairs that lo and hi order differently. For each
+// replacement) from the d pairs that lo and hi order differently (d is an
+// estimate: a draw beyond their number is dropped, and when they are more
+// the last ones are never drawn; neither changes a result). For each
 // point the pairs in which it comes second in lo's order are those before
 // it with a larger position in hi's; a Fenwick tree over hi's positions
 // counts them and finds the t-th.
 func (s *slopeSel) sample(lo, hi *cut, d, m int, out []float64) []float64 {
+	if d <= 0 {
+		return out
+	}
 	s.between(lo, hi)
 	draw := s.draw[:0]
 	for range m {
@@ -395,11 +444,6 @@ func (s *slopeSel) list(lo, hi *cut, out []float64) []float64 {
 	return out
 }
 
-func (s *slopeSel) differ(lo, hi *cut) int {
-	s.between(lo, hi)
-	return countInversions(s.q, s.buf)
-}
-
 // run selects the k-th slope (and frac of the way to the next when need
 // is 2) among total, starting from the cuts below and above all slopes or,
 // when start is not nil, from start and the cut above all.
@@ -408,13 +452,13 @@ func (s *slopeSel) run(k int, frac float64, need, total int, start *cut) (float6
 	enumCap := max(selListPerPoint*n, selMinList)
 
 	lo, hi := s.minusInf(), s.plusInf()
-	d := total // pairs lo and hi order differently
-	low := 0   // pairs both put below
 	if start != nil {
 		lo = start
-		d = s.differ(lo, hi)
-		low = (lo.below + hi.below - d) / 2
 	}
+	// The pairs lo and hi order differently, and those both put below,
+	// estimated as if the cuts were nested (exact when they are; rounded
+	// keys can add a few pairs to both, which only the listing counts).
+	d, low := hi.below-lo.below, lo.below
 	c1, c2 := s.newCut(), s.newCut()
 	var samp []float64
 	for round := 0; d > enumCap; round++ {
@@ -434,7 +478,7 @@ func (s *slopeSel) run(k int, frac float64, need, total int, start *cut) (float6
 			m = min(max(n, selMinSample), selMaxSample)
 			samp = s.sample(lo, hi, d, m, samp[:0])
 		}
-		if slices.ContainsFunc(samp, math.IsNaN) {
+		if len(samp) == 0 || slices.ContainsFunc(samp, math.IsNaN) {
 			return 0, false
 		}
 		m = len(samp)
@@ -475,22 +519,26 @@ func (s *slopeSel) run(k int, frac float64, need, total int, start *cut) (float6
 			}
 			return s.tieAt(cands, k, frac, need, total)
 		}
-		d = s.differ(lo, hi)
-		if (lo.below+hi.below-d)%2 != 0 {
-			return 0, false
-		}
-		low = (lo.below + hi.below - d) / 2
+		d, low = hi.below-lo.below, lo.below
 	}
 	// The pairs not listed: low of them with slopes ≤ lo.maxBelow, the
 	// rest ≥ hi.minAbove. The selected ones must lie between; when one
 	// does not, the interval widens by its bound, at most twice.
 	for widen := 0; ; widen++ {
-		r := k - low
-		if r < 0 || r+need > d {
+		slopes := s.list(lo, hi, make([]float64, 0, max(d, 0)+16))
+		if slices.ContainsFunc(slopes, math.IsNaN) {
 			return 0, false
 		}
-		slopes := s.list(lo, hi, make([]float64, 0, d))
-		if len(slopes) != d || slices.ContainsFunc(slopes, math.IsNaN) {
+		// Each cut's count below is |I|; the listed pairs are the
+		// symmetric difference of the two I, so |I(lo) ∩ I(hi)| is
+		// (|I(lo)| + |I(hi)| − d)/2.
+		d = len(slopes)
+		if (lo.below+hi.below-d)%2 != 0 {
+			return 0, false
+		}
+		low = (lo.below + hi.below - d) / 2
+		r := k - low
+		if r < 0 || r+need > d {
 			return 0, false
 		}
 		// orderStat0(slopes, r, frac), keeping the next slope.
@@ -524,11 +572,7 @@ func (s *slopeSel) run(k int, frac float64, need, total int, start *cut) (float6
 			}
 			hi, c2 = c2, hi
 		}
-		d = s.differ(lo, hi)
-		if (lo.below+hi.below-d)%2 != 0 {
-			return 0, false
-		}
-		low = (lo.below + hi.below - d) / 2
+		d = hi.below - lo.below
 	}
 }
 
@@ -633,27 +677,12 @@ func (s *slopeSel) countAt(vs []float64) ([]slopeRun, bool) {
 // the pairs with slopes ≤ 0, when zeroCounts is ok (no quotient underflows
 // to 0).
 func (s *slopeSel) zeroPlus(c *cut) {
-	for l := range s.kv {
-		s.kv[l] = keyLabel{s.y[l], int32(l)}
+	// Stably by y from the order above all slopes (x descending, equal x
+	// in label order).
+	for p, l := range s.plusInf().order {
+		s.kv[p] = keyLabel{sortBits(s.y[l]), l}
 	}
-	slices.SortFunc(s.kv, func(a, b keyLabel) int {
-		switch {
-		case a.k < b.k:
-			return -1
-		case a.k > b.k:
-			return 1
-		case s.x[a.l] > s.x[b.l]:
-			return -1
-		case s.x[a.l] < s.x[b.l]:
-			return 1
-		}
-		return int(a.l - b.l)
-	})
-	for p, e := range s.kv {
-		c.order[p], c.pos[e.l] = e.l, int32(p)
-	}
-	copy(s.q, c.pos)
-	c.below = countInversions(s.q, s.buf)
+	s.order(c)
 	c.t, c.maxBelow, c.minAbove = 0, 0, 0
 }
 
