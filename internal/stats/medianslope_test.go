@@ -234,8 +234,8 @@ func TestSelectSlopeMatchesAllSlopes(t *testing.T) {
 
 // fuzzSeries builds a series of n points from a seed and a choice of x and
 // y patterns: the spacing of timestamps, ties, unsorted x, integer and
-// KiB-valued y, runs of equal values, huge and tiny values, and (raw) any
-// float64 including NaN and ±Inf.
+// KiB-valued y, runs of equal values, huge and tiny values, zeros of both
+// signs, and (raw) any float64 including NaN and ±Inf.
 func fuzzSeries(seed uint64, n int, xKind, yKind uint8) (x, y []float64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(xKind)<<8|uint64(yKind)))
 	x, y = make([]float64, n), make([]float64, n)
@@ -243,7 +243,7 @@ func fuzzSeries(seed uint64, n int, xKind, yKind uint8) (x, y []float64) {
 	run := 1 + rng.IntN(8)
 	level := 0.0
 	for i := range n {
-		switch xKind % 6 {
+		switch xKind % 7 {
 		case 0: // Unix milliseconds at a step
 			x[i] = 1.7e12 + float64(i)*step
 		case 1: // equal times in runs
@@ -254,10 +254,12 @@ func fuzzSeries(seed uint64, n int, xKind, yKind uint8) (x, y []float64) {
 			x[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(7)-3))
 		case 4: // a handful of values
 			x[i] = float64(rng.IntN(3))
+		case 5: // zeros of both signs and a few values
+			x[i] = [...]float64{math.Copysign(0, -1), 0, 1, 2, 3}[rng.IntN(5)]
 		default: // any float64
 			x[i] = math.Float64frombits(rng.Uint64())
 		}
-		switch yKind % 9 {
+		switch yKind % 10 {
 		case 0: // noisy trend
 			y[i] = 1e9 + 1e3*float64(i) + 1e6*rng.NormFloat64()
 		case 1: // KiB gauge, random walk
@@ -282,6 +284,8 @@ func fuzzSeries(seed uint64, n int, xKind, yKind uint8) (x, y []float64) {
 			if rng.IntN(4) == 0 {
 				y[i] = rng.NormFloat64() * 1e15
 			}
+		case 8: // zeros of both signs, and ±1
+			y[i] = [...]float64{math.Copysign(0, -1), 0, 0, 1, -1}[rng.IntN(5)]
 		default: // any float64
 			y[i] = math.Float64frombits(rng.Uint64())
 		}
@@ -325,8 +329,8 @@ func TestTheilSenSlopeMatchesAllSlopes(t *testing.T) {
 	if testing.Short() {
 		sizes = sizes[:5]
 	}
-	for xk := range uint8(6) {
-		for yk := range uint8(9) {
+	for xk := range uint8(7) {
+		for yk := range uint8(10) {
 			for _, n := range sizes {
 				x, y := fuzzSeries(uint64(n), n, xk, yk)
 				checkAgainstAllSlopes(t, fmt.Sprintf("x kind %d, y kind %d", xk, yk), x, y)
@@ -336,8 +340,8 @@ func TestTheilSenSlopeMatchesAllSlopes(t *testing.T) {
 }
 
 func FuzzTheilSenSlope(f *testing.F) {
-	for k := range uint8(54) {
-		f.Add(uint64(k), 300+uint16(k), k%6, k%9)
+	for k := range uint8(70) {
+		f.Add(uint64(k), 300+uint16(k), k%7, k%10)
 	}
 	f.Fuzz(func(t *testing.T, seed uint64, n uint16, xKind, yKind uint8) {
 		if n > 1500 {
@@ -402,22 +406,32 @@ func TestSelectSlopeMostlyEqualX(t *testing.T) {
 // A cut's bounds hold for every pair, on series whose keys y − t·x are
 // large beside their differences (a large y offset, timestamps 1 ms
 // apart), at thresholds that are slopes of pairs: there the rounded keys
-// put pairs on the wrong side of t, which the bounds must cover.
+// put pairs on the wrong side of t, which the bounds must cover. And a cut
+// never puts first the later of two points of equal x, even when their
+// keys are zeros of opposite signs (y = ±0 at t = 0).
 func TestCutBounds(t *testing.T) {
 	misplaced := 0
-	for _, yOff := range []float64{0, 1e12, 4e15} {
+	negZero := math.Copysign(0, -1)
+	for _, yOff := range []float64{0, 1e12, 4e15, negZero} {
 		rng := rand.New(rand.NewPCG(11, uint64(yOff)))
 		x, y := series(300, func(i int) (float64, float64) {
+			if yOff == 0 && math.Signbit(yOff) {
+				// Zeros of both signs at a few x.
+				return float64(1 + i%7), [...]float64{negZero, 0, 1}[rng.IntN(3)]
+			}
 			return 1.7e12 + float64(i) + float64(rng.IntN(3)), yOff + 3*float64(i) + rng.NormFloat64()
 		})
 		s, _ := newSlopeSel(x, y)
 		c := s.newCut()
-		for range 20 {
+		for cut := range 21 {
 			a, b := int32(rng.IntN(s.n)), int32(rng.IntN(s.n))
-			if s.x[a] == s.x[b] {
+			if cut > 0 && s.x[a] == s.x[b] {
 				continue
 			}
-			tc := s.slope(a, b)
+			tc := 0.0
+			if cut > 0 {
+				tc = s.slope(a, b)
+			}
 			if !s.setCut(c, tc, s.minusInf()) {
 				t.Fatalf("no cut at %v", tc)
 			}
@@ -426,7 +440,7 @@ func TestCutBounds(t *testing.T) {
 				for b := a + 1; b < int32(s.n); b++ {
 					if s.x[a] == s.x[b] {
 						if c.pos[b] < c.pos[a] {
-							t.Fatalf("the cut at %v puts b before a at equal x", tc)
+							t.Fatalf("the cut at %v puts (%v, %v) before (%v, %v)", tc, s.x[b], s.y[b], s.x[a], s.y[a])
 						}
 						continue
 					}

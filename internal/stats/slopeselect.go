@@ -5,39 +5,42 @@ import (
 	"slices"
 )
 
-// selectSlope returns the order statistic orderStat0(pairSlopes(x, y), k,
-// frac) would return, with k and frac chosen by rank from the number of
-// slopes, without holding every slope: O(n log n) expected time
-// and O(n) memory for n points, when the slopes near the k-th are not
-// heavily tied. It is the randomized interval shrinking of Matoušek (1991)
-// and Dillencourt, Mount and Netanyahu (1992), made exact for floating
-// point.
+// selectSlope returns what orderStat0(pairSlopes(x, y), k, frac) returns,
+// for the k and frac that rank gives for the number of slopes, without
+// holding every slope: O(n log n) expected time and O(n) memory for n
+// points. It is the randomized interval shrinking of Matoušek (1991) and
+// Dillencourt, Mount and Netanyahu (1992), made exact for floating point.
 //
-// For a threshold t, order the points by the key y − t·x (ties as in the
-// order it was sorted from; points of equal x stay in order of y). In exact arithmetic the pair a, b with x_a < x_b
-// has a slope below t exactly when the key puts b first, so the slopes
-// between two thresholds lo < hi belong to the pairs the two orders put
-// differently: the inversions between two permutations, counted by merge
-// sort in O(n log n), drawn uniformly at random with a Fenwick tree, and
-// listed in O(n log n + their number). A sample of the slopes in (lo, hi]
-// narrows the interval around the wanted rank until it holds a few
-// thousand slopes, which are computed as pairSlopes computes them and the
-// order statistic is selected among them.
+// For a threshold t, order the points by the key y − t·x (a cut; ties as
+// in the order it was sorted from, so points of equal x stay in order of
+// y). In exact arithmetic the pair a, b with x_a < x_b has a slope below t
+// exactly when the key puts b first, so the slopes between two thresholds
+// lo < hi are those of the pairs the two orders put differently: the
+// inversions between two permutations, counted by merge sort in
+// O(n log n), drawn uniformly at random with a Fenwick tree and listed in
+// O(n log n + their number). Random slopes in the interval (in the first
+// round, of any pairs) narrow it around the wanted rank until it holds at
+// most 32 slopes a point (or 16,384); those are computed as pairSlopes computes them
+// and the order statistic is selected among them.
 //
-// The keys are rounded, so an order can put a pair on the wrong side of t
-// when its slope is within a bound β(t) of t (β = 2u·max|key|/min gap of x,
-// u = 2⁻⁵³, inflated). That never changes the result: with I(t) the pairs
-// the order at t puts "below", the pairs outside the listed ones are in
-// both I(lo) and I(hi) (their slopes are at most lo + β(lo), after rounding
-// of the division) or in neither (at least hi − β(hi)), and the selection
-// is accepted only when the selected slopes lie between those two bounds,
-// which makes their rank among all slopes the rank among the listed ones
-// plus |I(lo) ∩ I(hi)|. Otherwise, or when a key overflows, ok is false.
+// The keys are rounded, so a cut can put a pair on the wrong side of t
+// when its slope is within β(t) of t (β = 2u·max|key| / least gap between
+// distinct x, u = 2⁻⁵³; inflated). That never changes the result: with
+// I(t) the pairs the cut at t puts below, the pairs not listed are in both
+// I(lo) and I(hi), with slopes at most lo + β(lo) (after the rounding of
+// the division), or in neither, with slopes at least hi − β(hi); the
+// answer is accepted only when the selected slopes lie between those two
+// bounds, which makes their rank among all slopes their rank among the
+// listed ones plus |I(lo) ∩ I(hi)|. When they do not, the interval widens
+// by the bound, twice at most.
 //
-// When the wanted rank falls in a run of equal slopes that the sample
-// cannot shrink, one pass over all pairs counts the slopes below and equal
-// to the run's value (O(n²) time, O(1) memory) and the result is read from
-// the counts; ok is false when that value is not the wanted one either.
+// When the wanted rank is in a run of equal slopes that the cuts cannot
+// split, the slopes below and equal to the run's value are counted (tieAt:
+// in O(n log n) for 0, by one pass over all pairs otherwise).
+//
+// ok is false, and the caller must select otherwise, when the pairs are
+// fewer than selMinPairs, a value is beyond ±MaxFloat64/2, a key is not
+// finite, or the answer cannot be vouched for.
 func selectSlope(x, y []float64, rank func(total int) (k int, frac float64)) (float64, bool) {
 	s, total := newSlopeSel(x, y)
 	if s == nil {
@@ -89,8 +92,13 @@ type keyLabel struct {
 	l int32
 }
 
-// sortBits maps float64 to uint64 in order (−0 before +0).
+// sortBits maps float64 to uint64 in order, −0 as +0: keys equal as
+// numbers stay in the order they are sorted from (a cut at 0 has keys ±0
+// at points of equal x with y = ±0, which must keep their order).
 func sortBits(f float64) uint64 {
+	if f == 0 {
+		f = 0
+	}
 	b := math.Float64bits(f)
 	if b>>63 != 0 {
 		return ^b
