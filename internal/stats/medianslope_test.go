@@ -129,18 +129,18 @@ var slopeSeries = map[string]func(rng *rand.Rand, n int) (x, y []float64){
 		return series(n, func(i int) (float64, float64) { return float64(i / 4), rng.NormFloat64() + float64(i)*0.01 })
 	},
 	"x mostly one value": func(rng *rand.Rand, n int) (x, y []float64) {
-		return series(n, func(i int) (float64, float64) { return float64(rng.IntN(2) * rng.IntN(30)), rng.NormFloat64() })
+		return series(n, func(int) (float64, float64) { return float64(rng.IntN(2) * rng.IntN(30)), rng.NormFloat64() })
 	},
 	"y ties": func(rng *rand.Rand, n int) (x, y []float64) {
 		return series(n, func(i int) (float64, float64) { return float64(i), float64(rng.IntN(4)) })
 	},
-	"y constant": func(rng *rand.Rand, n int) (x, y []float64) {
+	"y constant": func(_ *rand.Rand, n int) (x, y []float64) {
 		return series(n, func(i int) (float64, float64) { return float64(i) * 60e3, 4096 })
 	},
-	"linear": func(rng *rand.Rand, n int) (x, y []float64) {
+	"linear": func(_ *rand.Rand, n int) (x, y []float64) {
 		return series(n, func(i int) (float64, float64) { return float64(i) * 15e3, 1024 * float64(i) })
 	},
-	"step": func(rng *rand.Rand, n int) (x, y []float64) {
+	"step": func(_ *rand.Rand, n int) (x, y []float64) {
 		return series(n, func(i int) (float64, float64) {
 			if i > n/3 {
 				return float64(i), 2e9
@@ -148,7 +148,7 @@ var slopeSeries = map[string]func(rng *rand.Rand, n int) (x, y []float64){
 			return float64(i), 1e9
 		})
 	},
-	"plateaus": func(rng *rand.Rand, n int) (x, y []float64) {
+	"plateaus": func(_ *rand.Rand, n int) (x, y []float64) {
 		return series(n, func(i int) (float64, float64) { return float64(i) * 10, float64(i/50) * 4096 })
 	},
 	"sine and noise": func(rng *rand.Rand, n int) (x, y []float64) {
@@ -163,7 +163,7 @@ var slopeSeries = map[string]func(rng *rand.Rand, n int) (x, y []float64){
 		return series(n, func(i int) (float64, float64) { return 1 + float64(i)*1e-15, rng.NormFloat64() * 1e300 })
 	},
 	"unsorted x": func(rng *rand.Rand, n int) (x, y []float64) {
-		return series(n, func(i int) (float64, float64) { return rng.Float64() * 1e6, float64(rng.IntN(1000)) })
+		return series(n, func(int) (float64, float64) { return rng.Float64() * 1e6, float64(rng.IntN(1000)) })
 	},
 	"outliers": func(rng *rand.Rand, n int) (x, y []float64) {
 		return series(n, func(i int) (float64, float64) {
@@ -317,9 +317,9 @@ func checkAgainstAllSlopes(t *testing.T, what string, xs, ys []float64) {
 		t.Fatalf("%s, n = %d: selectSlope %v (%#x), among all slopes %v (%#x)",
 			what, len(x), got, math.Float64bits(got), want, math.Float64bits(want))
 	}
-	if got, _, _ := TheilSen(xs, ys); !sameSlope(got, want) {
-		t.Fatalf("%s, n = %d: TheilSen slope %v (%#x), among all slopes %v (%#x)",
-			what, len(x), got, math.Float64bits(got), want, math.Float64bits(want))
+	if got, _, ok := TheilSen(xs, ys); !sameSlope(got, want) {
+		t.Fatalf("%s, n = %d: TheilSen slope %v (%#x, ok %v), among all slopes %v (%#x)",
+			what, len(x), got, math.Float64bits(got), ok, want, math.Float64bits(want))
 	}
 }
 
@@ -473,3 +473,4 @@ func TestCutBounds(t *testing.T) {
 	}
 	t.Logf("%d pairs on the wrong side of their cut", misplaced)
 }
+

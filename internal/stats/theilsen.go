@@ -18,16 +18,17 @@ import (
 // milliseconds it is far outside the data, so subtract a reference time from
 // xs first when the intercept matters. It panics if len(xs) != len(ys).
 //
-// Complexity: O(n log n) expected time and O(n) memory (medianSlope,
-// selectSlope) for the result a selection among all slopes gives, bit for
-// bit. When the median is in a long run of equal nonzero slopes (a series
-// on an exact straight line, for instance) one pass over all pairs counts
-// them: O(n²) time. Inputs the exact selection cannot vouch for (values
-// beyond ±MaxFloat64/2, slopes that overflow or underflow near the median)
-// fall back to one pass over all pairs that holds the slopes near the
-// median, or to all of them: 8·n(n−1)/2 bytes (4 MB at n = 1000). Callers
-// still downsample long series (for example take every k-th point, or
-// per-step aggregates) before fitting.
+// Complexity: O(n log n) expected time and O(n) memory (selectSlope), for
+// the slope a selection among all pairwise slopes gives, bit for bit. A
+// median in a long run of equal nonzero slopes (points on an exact
+// straight line, for instance) is counted by one pass over all pairs,
+// O(n²) time. Up to 181 points (fewer than 16,384 pairs), and for inputs
+// the exact selection cannot vouch for (values beyond ±MaxFloat64/2, keys
+// y − t·x that overflow, rounding too coarse to tell the slopes near the
+// median apart), the median is selected as before: by one pass over all
+// pairs holding the slopes near it, or among all of them, 8·n(n−1)/2 bytes
+// (4 MB at n = 1000). Callers still downsample long series (for example
+// take every k-th point, or per-step aggregates) before fitting.
 func TheilSen(xs, ys []float64) (slope, intercept float64, ok bool) {
 	x, y := finitePairs(xs, ys)
 	slope, ok = medianSlope(x, y)
