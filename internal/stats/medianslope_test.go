@@ -317,7 +317,7 @@ func checkAgainstAllSlopes(t *testing.T, what string, xs, ys []float64) {
 		t.Fatalf("%s, n = %d: selectSlope %v (%#x), among all slopes %v (%#x)",
 			what, len(x), got, math.Float64bits(got), want, math.Float64bits(want))
 	}
-	if got, _, ok := TheilSen(xs, ys); !sameSlope(got, want) {
+	if got, _, ok := TheilSen(xs, ys); !sameSlope(got, want) || ok == math.IsNaN(want) {
 		t.Fatalf("%s, n = %d: TheilSen slope %v (%#x, ok %v), among all slopes %v (%#x)",
 			what, len(x), got, math.Float64bits(got), ok, want, math.Float64bits(want))
 	}
@@ -474,3 +474,16 @@ func TestCutBounds(t *testing.T) {
 	t.Logf("%d pairs on the wrong side of their cut", misplaced)
 }
 
+// The median of six slopes is halfway between the third and the fourth:
+// here −Inf and −1.4e308, which is NaN. TheilSen reports no fit (it
+// panicked taking the median of no residuals).
+func TestTheilSenMedianBetweenInfinities(t *testing.T) {
+	x := []float64{0.0007134697709508808, 0.022143194155240988, -0.006832574790091506, 0.011820167253343783}
+	y := []float64{-1.0454056287853089e+307, -1.142287294604652e+307, -9.483513738220078e+305, -1.2043193449651657e+307}
+	if m := allSlopesMedian(x, y); !math.IsNaN(m) {
+		t.Fatalf("the median of %v is %v, want NaN", pairSlopes(x, y), m)
+	}
+	if s, i, ok := TheilSen(x, y); ok || !math.IsNaN(s) || !math.IsNaN(i) {
+		t.Errorf("TheilSen = %v, %v, %v; want NaN, NaN, false", s, i, ok)
+	}
+}

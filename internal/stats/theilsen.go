@@ -14,7 +14,8 @@ import (
 //
 // Points where x or y is not finite (NaN marks a missing sample) are
 // ignored. ok is false, and slope and intercept are NaN, when no pair with
-// distinct x remains. The intercept is the value at x = 0: with x in Unix
+// distinct x remains, or when the median slope is NaN: halfway between
+// an infinite slope (a difference near ±MaxFloat64) and another. The intercept is the value at x = 0: with x in Unix
 // milliseconds it is far outside the data, so subtract a reference time from
 // xs first when the intercept matters. It panics if len(xs) != len(ys).
 //
@@ -38,6 +39,11 @@ func TheilSen(xs, ys []float64) (slope, intercept float64, ok bool) {
 			return math.NaN(), math.NaN(), false
 		}
 		slope = quantile7(slopes, 0.5)
+	}
+	if math.IsNaN(slope) {
+		// Halfway between an infinite slope and another (−Inf and a
+		// finite one, or −Inf and +Inf): no line.
+		return math.NaN(), math.NaN(), false
 	}
 	// median(y − s·x) = median(y − s·(x − x₀)) − s·x₀: the shifted form
 	// subtracts numbers of similar size, which loses less precision when x is
