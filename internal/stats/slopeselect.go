@@ -165,7 +165,7 @@ type cut struct {
 
 func newSlopeSel(xin, yin []float64) (*slopeSel, int) {
 	n := len(xin)
-	if n < 2 || n > math.MaxInt32 {
+	if n*(n-1)/2 < selMinPairs || n > math.MaxInt32 {
 		return nil, 0
 	}
 	labels := make([]int32, n)
