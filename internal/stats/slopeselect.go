@@ -561,7 +561,7 @@ func (s *slopeSel) run(k int, frac float64, need, total int, start *cut) (float6
 			if last == first {
 				return first, true
 			}
-			return first + frac*(last-first), true
+			return lerp(first, last, frac), true
 		}
 		if widen == 2 {
 			return 0, false
@@ -631,7 +631,7 @@ func (s *slopeSel) tieAt(cands []float64, k int, frac float64, need, total int) 
 		if next == r.v {
 			return r.v, true
 		}
-		return r.v + frac*(next-r.v), true
+		return lerp(r.v, next, frac), true
 	}
 	return 0, false
 }
