@@ -2,6 +2,7 @@ package stats
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -395,7 +396,7 @@ func (s *slopeSel) sample(lo, hi *cut, d, m int, out []float64) []float64 {
 			// The (le + t + 1)-th smallest position inserted so far.
 			want := int32(le + draw[di] - cum + 1)
 			w := 0
-			for step := 1 << (bitsLen(n) - 1); step > 0; step >>= 1 {
+			for step := 1 << (bits.Len(uint(n)) - 1); step > 0; step >>= 1 {
 				if w+step <= n && bit[w+step] < want {
 					w += step
 					want -= bit[w]
@@ -411,14 +412,6 @@ func (s *slopeSel) sample(lo, hi *cut, d, m int, out []float64) []float64 {
 		}
 	}
 	return out
-}
-
-func bitsLen(n int) int {
-	b := 0
-	for ; n > 0; n >>= 1 {
-		b++
-	}
-	return b
 }
 
 // list appends the slopes of the pairs lo and hi order differently to out.
