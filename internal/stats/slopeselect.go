@@ -414,8 +414,9 @@ func (s *slopeSel) sample(lo, hi *cut, d, m int, out []float64) []float64 {
 	return out
 }
 
-// list appends the slopes of the pairs lo and hi order differently to out.
-func (s *slopeSel) list(lo, hi *cut, out []float64) []float64 {
+// list appends the slopes of the pairs lo and hi order differently to out;
+// ok is false, and the list incomplete, when they are more than limit.
+func (s *slopeSel) list(lo, hi *cut, out []float64, limit int) ([]float64, bool) {
 	s.between(lo, hi)
 	a, buf := s.q, s.buf
 	n := s.n
@@ -425,6 +426,9 @@ func (s *slopeSel) list(lo, hi *cut, out []float64) []float64 {
 			i, j, k := l, mid, l
 			for i < mid && j < h {
 				if a[j] < a[i] {
+					if len(out)+mid-i > limit {
+						return out, false
+					}
 					b := hi.order[a[j]]
 					for _, v := range a[i:mid] {
 						out = append(out, s.slope(hi.order[v], b))
@@ -442,7 +446,7 @@ func (s *slopeSel) list(lo, hi *cut, out []float64) []float64 {
 			copy(a[l:h], buf[l:h])
 		}
 	}
-	return out
+	return out, true
 }
 
 // run selects the k-th slope (and frac of the way to the next when need
@@ -526,8 +530,10 @@ func (s *slopeSel) run(k int, frac float64, need, total int, start *cut) (float6
 	// rest ≥ hi.minAbove. The selected ones must lie between; when one
 	// does not, the interval widens by its bound, at most twice.
 	for widen := 0; ; widen++ {
-		slopes := s.list(lo, hi, make([]float64, 0, max(d, 0)+16))
-		if slices.ContainsFunc(slopes, math.IsNaN) {
+		// Rounded keys that misplace many pairs could make the list much
+		// longer than estimated: memory stays O(n).
+		slopes, ok := s.list(lo, hi, make([]float64, 0, max(d, 0)+16), 4*enumCap)
+		if !ok || slices.ContainsFunc(slopes, math.IsNaN) {
 			return 0, false
 		}
 		// Each cut's count below is |I|; the listed pairs are the
