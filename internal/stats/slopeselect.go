@@ -41,7 +41,9 @@ import (
 //
 // ok is false, and the caller must select otherwise, when the pairs are
 // fewer than selMinPairs, a value is beyond ±MaxFloat64/2, a key is not
-// finite, or the answer cannot be vouched for.
+// finite, the interval to list holds more than 128 slopes a point (keys
+// too coarse beside the slopes near the answer), or the answer cannot be
+// vouched for.
 func selectSlope(x, y []float64, rank func(total int) (k int, frac float64)) (float64, bool) {
 	s, total := newSlopeSel(x, y)
 	if s == nil {
