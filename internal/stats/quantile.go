@@ -118,6 +118,13 @@ func orderStat0(a []float64, j int, frac float64) float64 {
 	if next == v {
 		return v
 	}
+	return lerp(v, next, frac)
+}
+
+// lerp is v + frac·(next − v), the interpolation every order statistic
+// here uses: one function, so that a compiler that fuses the multiply
+// and add does so alike wherever the same order statistic is computed.
+func lerp(v, next, frac float64) float64 {
 	return v + frac*(next-v)
 }
 

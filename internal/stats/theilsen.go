@@ -14,16 +14,22 @@ import (
 //
 // Points where x or y is not finite (NaN marks a missing sample) are
 // ignored. ok is false, and slope and intercept are NaN, when no pair with
-// distinct x remains. The intercept is the value at x = 0: with x in Unix
+// distinct x remains, or when the median slope is NaN: halfway between
+// an infinite slope (a difference near ±MaxFloat64) and another. The intercept is the value at x = 0: with x in Unix
 // milliseconds it is far outside the data, so subtract a reference time from
 // xs first when the intercept matters. It panics if len(xs) != len(ys).
 //
-// Complexity: O(n²) time. The median slope is selected among the few
-// slopes near it (medianSlope), or, when that cannot bracket it, among all
-// of them: 8·n(n−1)/2 bytes of scratch memory (4 MB at n = 1000, 64 MB at
-// n = 4000). That is acceptable up to n ≈ 5000; callers downsample longer
-// series (for example take every k-th point, or per-step aggregates)
-// before fitting.
+// Complexity: O(n log n) expected time and O(n) memory (selectSlope), for
+// the slope a selection among all pairwise slopes gives, bit for bit. A
+// median in a long run of equal nonzero slopes (points on an exact
+// straight line, for instance) is counted by one pass over all pairs,
+// O(n²) time. Up to 181 points (fewer than 16,384 pairs), and for inputs
+// the exact selection cannot vouch for (values beyond ±MaxFloat64/2, keys
+// y − t·x that overflow, rounding too coarse to tell the slopes near the
+// median apart), the median is selected as before: by one pass over all
+// pairs holding the slopes near it, or among all of them, 8·n(n−1)/2 bytes
+// (4 MB at n = 1000). Callers still downsample long series (for example
+// take every k-th point, or per-step aggregates) before fitting.
 func TheilSen(xs, ys []float64) (slope, intercept float64, ok bool) {
 	x, y := finitePairs(xs, ys)
 	slope, ok = medianSlope(x, y)
@@ -33,6 +39,11 @@ func TheilSen(xs, ys []float64) (slope, intercept float64, ok bool) {
 			return math.NaN(), math.NaN(), false
 		}
 		slope = quantile7(slopes, 0.5)
+	}
+	if math.IsNaN(slope) {
+		// Halfway between an infinite slope and another (−Inf and a
+		// finite one, or −Inf and +Inf): no line.
+		return math.NaN(), math.NaN(), false
 	}
 	// median(y − s·x) = median(y − s·(x − x₀)) − s·x₀: the shifted form
 	// subtracts numbers of similar size, which loses less precision when x is
@@ -181,15 +192,36 @@ func tieSumsSorted(s []float64) ties {
 }
 
 // medianSlope is the median of pairSlopes(x, y) as quantile7(…, 0.5)
-// computes it, found without holding every slope: a sample of the slopes
-// (pairs drawn by a fixed pseudo-random sequence) brackets the median
-// between two of its values, one pass over all pairs counts the slopes
-// below the bracket and keeps those inside it, and the median is selected
-// among those. The order statistics are the same whichever slopes are
-// held, so is the result. ok is false when the bracket misses the median,
-// a slope is NaN, or the pairs are too few to gain: the caller then
-// selects among all the slopes.
+// computes it, found without holding every slope: by selectSlope in
+// O(n log n) expected time, or when that cannot vouch for its answer, by
+// medianSlopeBracket's one pass over all pairs. ok is false when neither
+// can: the caller then selects among all the slopes.
 func medianSlope(x, y []float64) (float64, bool) {
+	if v, ok := selectSlope(x, y, medianRank); ok {
+		return v, true
+	}
+	return medianSlopeBracket(x, y)
+}
+
+// medianRank is the rank quantile7(a, 0.5) reads for len(a) = total: the
+// k-th smallest (0-based) and, when frac > 0, frac of the way to the next.
+func medianRank(total int) (k int, frac float64) {
+	h := float64(total-1) * 0.5
+	k = int(math.Floor(h))
+	if k >= total-1 {
+		k = total - 1
+	}
+	return k, h - float64(k)
+}
+
+// medianSlopeBracket is medianSlope by one pass over all pairs: a sample
+// of the slopes (pairs drawn by a fixed pseudo-random sequence) brackets
+// the median between two of its values, the pass counts the slopes below
+// the bracket and keeps those inside it, and the median is selected among
+// those. The order statistics are the same whichever slopes are held, so
+// is the result. ok is false when the bracket misses the median, a slope
+// is NaN, or the pairs are too few to gain.
+func medianSlopeBracket(x, y []float64) (float64, bool) {
 	const (
 		minPairs = 1 << 14 // below, all slopes are cheap to hold
 		samples  = 4096

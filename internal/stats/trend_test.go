@@ -315,7 +315,7 @@ func TestMannKendallNoisyTrend(t *testing.T) {
 }
 
 func BenchmarkTheilSen(b *testing.B) {
-	for _, n := range []int{1000, 4000} {
+	for _, n := range []int{100, 300, 1000, 4000} {
 		rng := rand.New(rand.NewPCG(uint64(n), 0))
 		xs := make([]float64, n)
 		ys := make([]float64, n)
@@ -339,5 +339,35 @@ func BenchmarkMannKendall(b *testing.B) {
 	}
 	for b.Loop() {
 		MannKendall(ys)
+	}
+}
+
+// BenchmarkTheilSenShapes fits 1,000 points of the shapes memory series
+// take, x in days as the rules pass it: a gauge in KiB moving a few KiB a
+// step, one that stays flat, one in plateaus, and one on a straight line.
+func BenchmarkTheilSenShapes(b *testing.B) {
+	const n = 1000
+	rng := rand.New(rand.NewPCG(4, 2))
+	level := 1 << 20
+	shapes := []struct {
+		name string
+		y    func(i int) float64
+	}{
+		{"kib-walk", func(int) float64 { level += rng.IntN(7) - 3; return 1024 * float64(level) }},
+		{"flat", func(int) float64 { return 2 << 30 }},
+		{"plateaus", func(i int) float64 { return float64(1<<30 + (i/100)*4096) }},
+		{"line", func(i int) float64 { return 1024 * float64(1<<20+i) }},
+	}
+	for _, sh := range shapes {
+		xs, ys := make([]float64, n), make([]float64, n)
+		for i := range xs {
+			xs[i] = float64(i) * 300e3 / 86400e3
+			ys[i] = sh.y(i)
+		}
+		b.Run(sh.name, func(b *testing.B) {
+			for b.Loop() {
+				TheilSen(xs, ys)
+			}
+		})
 	}
 }
