@@ -120,3 +120,37 @@ func TestMannKendallHamedRaoNothingToCorrect(t *testing.T) {
 	}()
 	MannKendallHamedRao([]float64{1, 2, 3, 4}, []float64{1, 2, 3})
 }
+
+// BenchmarkFitParts: the parts of a trend fit on 1,000 points (what
+// diagnose's fitTrend reads at most) of a wandering gauge with a daily
+// cycle: the plain test, the corrected one, and the cycle's removal.
+func BenchmarkFitParts(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 1))
+	y := ar1(r, 1000, 0.97, 0)
+	xs := make([]float64, len(y))
+	for i := range y {
+		xs[i] = float64(i) / 288
+		y[i] += 4 * math.Sin(2*math.Pi*xs[i])
+	}
+	res := detrend(y)
+	b.Run("MannKendall", func(b *testing.B) {
+		for b.Loop() {
+			MannKendall(y)
+		}
+	})
+	b.Run("MannKendallHamedRao", func(b *testing.B) {
+		for b.Loop() {
+			MannKendallHamedRao(y, res)
+		}
+	})
+	b.Run("RemoveCycle", func(b *testing.B) {
+		for b.Loop() {
+			RemoveCycle(xs, y, 1, 2)
+		}
+	})
+	b.Run("TheilSen", func(b *testing.B) {
+		for b.Loop() {
+			TheilSen(xs, y)
+		}
+	})
+}
