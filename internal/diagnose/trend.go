@@ -18,8 +18,9 @@ type fit struct {
 }
 
 // fitTrend fits points (time in days), thinned to maxFitPoints: over two
-// days or more the daily cycle is removed first (stats.RemoveCycle, a
-// 24-hour and a 12-hour harmonic fitted with the line); then the
+// days or more of points at least every three hours the daily cycle is
+// removed first (stats.RemoveCycle, a 24-hour and a 12-hour harmonic
+// fitted with the line); then the
 // Theil–Sen slope, and the Mann–Kendall test with its variance corrected
 // for the autocorrelation of the points about that slope
 // (stats.MannKendallHamedRao).
@@ -50,7 +51,7 @@ func fitTrend(ps []sample.Point) fit {
 	if len(xs) < 4 {
 		return fit{}
 	}
-	if xs[len(xs)-1]-xs[0] >= cycleMinDays {
+	if span := xs[len(xs)-1] - xs[0]; span >= cycleMinDays && float64(len(xs)) >= cycleMinPerDay*span {
 		ys = stats.RemoveCycle(xs, ys, 1, 2)
 	}
 	slope, icept, ok := stats.TheilSen(xs, ys)
@@ -68,9 +69,15 @@ func fitTrend(ps []sample.Point) fit {
 	return fit{Slope: slope, Intercept: icept, P: mk.P, N: len(xs), OK: true}
 }
 
-// cycleMinDays is the shortest span over which fitTrend removes the daily
-// cycle: over less, a cycle and a trend are hard to tell apart.
-const cycleMinDays = 2
+// fitTrend removes the daily cycle over cycleMinDays or more (over less, a
+// cycle and a trend are hard to tell apart) from points at least
+// cycleMinPerDay a day (fewer do not resolve a 12-hour harmonic, and a
+// series of daily values, such as dying_cgroups' daily floors, has no
+// cycle to remove).
+const (
+	cycleMinDays   = 2
+	cycleMinPerDay = 8
+)
 
 // The shortest time range and the fewest points a trend is fitted on, and
 // the most points a fit reads (thinned beyond).
