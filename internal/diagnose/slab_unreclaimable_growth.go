@@ -8,9 +8,11 @@ package diagnose
 // 5.3 pinned their own slab caches (incident 1: +4 GB a week to 60 GB).
 //
 // Method: Theil–Sen slope and Mann–Kendall test of SUnreclaim within the
-// newest boot; the slab caches whose size grew most over the same span
-// (node_slabinfo objects × object size, or the slabs' pages when memdoctor
-// recorded them) name where it went; where the kernel has /proc/allocinfo
+// newest boot (the daily cycle removed and the test corrected for
+// autocorrelation, as in every trend fit: fitTrend in trend.go); the slab
+// caches whose size grew most over the same span (node_slabinfo objects ×
+// object size, or the slabs' pages when memdoctor recorded them) name
+// where it went; where the kernel has /proc/allocinfo
 // (6.10+ with CONFIG_MEM_ALLOC_PROFILING and vm.mem_profiling on), the
 // kernel call sites whose live allocations grew most name the code that
 // holds it (memdoctor records the 40 largest sites per sample).
