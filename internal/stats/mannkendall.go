@@ -68,24 +68,30 @@ func MannKendall(ys []float64) MK {
 		r.Z, r.P, r.Tau = 0, 1, 0
 		return r
 	}
-	sd := math.Sqrt(r.VarS)
-	switch {
-	case s > 0:
-		r.Z = float64(s-1) / sd
-	case s < 0:
-		r.Z = float64(s+1) / sd
-	}
-	r.P = 2 * normalSF(math.Abs(r.Z))
+	r.score()
 	p0 := float64(pairs)
 	r.Tau = float64(s) / math.Sqrt(p0*(p0-float64(tie.pairs)))
 	return r
+}
+
+// score sets Z and P from S and a positive VarS (continuity-corrected).
+func (r *MK) score() {
+	sd := math.Sqrt(r.VarS)
+	r.Z = 0
+	switch {
+	case r.S > 0:
+		r.Z = float64(r.S-1) / sd
+	case r.S < 0:
+		r.Z = float64(r.S+1) / sd
+	}
+	r.P = 2 * normalSF(math.Abs(r.Z))
 }
 
 // sortCountInversions sorts a (NaN-free) ascending with a bottom-up merge
 // sort, using buf (len(buf) ≥ len(a)) as scratch, and returns the number of
 // strict inversions: pairs i < j of the original order with a[i] > a[j].
 // Equal values are merged left first, so ties are not counted.
-func sortCountInversions(a, buf []float64) int64 {
+func sortCountInversions[T int32 | float64](a, buf []T) int64 {
 	var inv int64
 	n := len(a)
 	src, dst := a, buf[:n]
@@ -170,14 +176,7 @@ func MannKendallHamedRao(ys, resid []float64) (MK, float64) {
 		return r, 1
 	}
 	r.VarS *= factor
-	sd := math.Sqrt(r.VarS)
-	switch {
-	case r.S > 0:
-		r.Z = float64(r.S-1) / sd
-	case r.S < 0:
-		r.Z = float64(r.S+1) / sd
-	}
-	r.P = 2 * normalSF(math.Abs(r.Z))
+	r.score()
 	return r, factor
 }
 

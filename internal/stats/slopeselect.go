@@ -117,7 +117,7 @@ func (s *slopeSel) order(c *cut) {
 		c.order[p], c.pos[e.l] = e.l, int32(p)
 	}
 	copy(s.q, c.pos)
-	c.below = countInversions(s.q, s.buf)
+	c.below = int(sortCountInversions(s.q, s.buf))
 }
 
 // radixSort sorts kv by key, stably (least significant byte first,
@@ -294,34 +294,6 @@ func (s *slopeSel) setCut(c *cut, t float64, near *cut) bool {
 
 func up(v float64) float64   { return v + math.Abs(v)*0x1p-48 + 0x1p-1060 }
 func down(v float64) float64 { return v - math.Abs(v)*0x1p-48 - 0x1p-1060 }
-
-// countInversions returns the number of pairs i < j with a[i] > a[j] and
-// sorts a; buf is scratch of the same length.
-func countInversions(a, buf []int32) int {
-	n := len(a)
-	inv := 0
-	for w := 1; w < n; w *= 2 {
-		for lo := 0; lo < n-w; lo += 2 * w {
-			mid, hi := lo+w, min(lo+2*w, n)
-			i, j, k := lo, mid, lo
-			for i < mid && j < hi {
-				if a[j] < a[i] {
-					buf[k] = a[j]
-					j++
-					inv += mid - i
-				} else {
-					buf[k] = a[i]
-					i++
-				}
-				k++
-			}
-			k += copy(buf[k:], a[i:mid])
-			copy(buf[k:], a[j:hi])
-			copy(a[lo:hi], buf[lo:hi])
-		}
-	}
-	return inv
-}
 
 // between fills s.q with hi's positions of the points in lo's order: its
 // inversions are the pairs the two cuts order differently.
@@ -749,5 +721,5 @@ func (s *slopeSel) zeroCounts() (less, equal int, ok bool) {
 		i = j
 	}
 	// Within equal x the ranks ascend, so no such pair is counted.
-	return countInversions(rank, s.buf), equal, true
+	return int(sortCountInversions(rank, s.buf)), equal, true
 }
