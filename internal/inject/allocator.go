@@ -16,7 +16,6 @@ package inject
 import (
 	"bytes"
 	"context"
-	"debug/buildinfo"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -331,9 +330,7 @@ func readObject(ctx context.Context, pid int, o *mappedObject, isExe bool) (c ca
 	static := derr != nil && ef.Section(".go.buildinfo") == nil
 	if isExe {
 		c.exeRead = true
-		if bi, err := buildinfo.Read(f); err == nil {
-			c.goVersion = bi.GoVersion
-		}
+		c.goVersion, _ = elfsym.GoVersion(f, ef)
 	}
 	if isExe && c.alloc == "" && static {
 		all, err := elfsym.Functions(ctx, ef, elfsym.Default)

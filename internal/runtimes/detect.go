@@ -9,11 +9,11 @@ package runtimes
 // executable through /proc/PID/exe when the caller passes it).
 
 import (
-	"debug/buildinfo"
 	"io"
 	"path"
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/elfsym"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
@@ -34,11 +34,7 @@ func Detect(maps []procfs.Mapping, exe io.ReaderAt) (Detection, bool) {
 		if exe == nil {
 			return "", false
 		}
-		bi, err := buildinfo.Read(exe)
-		if err != nil {
-			return "", false
-		}
-		return bi.GoVersion, true
+		return elfsym.GoVersion(exe, nil)
 	})
 }
 

@@ -1,10 +1,11 @@
 package runtimes
 
 import (
-	"debug/buildinfo"
 	"io"
 	"io/fs"
 	"sync"
+
+	"github.com/memdoctor/memdoctor/internal/elfsym"
 )
 
 // ExeMemo keeps the Go version found in executables from one reading to
@@ -83,10 +84,7 @@ func (m *ExeMemo) goVersion(f fs.File, ra io.ReaderAt) (string, bool) {
 			return e.version, e.version != ""
 		}
 	}
-	v := ""
-	if bi, err := buildinfo.Read(ra); err == nil {
-		v = bi.GoVersion
-	}
+	v, _ := elfsym.GoVersion(ra, nil)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.parses++
