@@ -29,7 +29,7 @@ func collectKmsg(c *ctx) error {
 	if n, ok := c.res.Snapshot.Get("node_vmstat_oom_kill"); ok && n == 0 {
 		return nil
 	}
-	data, err := procfs.ReadKmsg(c.opt.KmsgPath, procfs.MaxKmsgRecords, procfs.MaxKmsgBytes)
+	data, err := procfs.ReadKmsg(c.opt.KmsgPath, procfs.MaxKmsgRecords, procfs.MaxKmsgBytes, procfs.OOMRecord)
 	if err != nil && len(data) == 0 {
 		c.note("dev/kmsg", "the kernel log is not readable: "+err.Error(),
 			"the OOM killer's reports: which process was killed, its size, the cgroup and its limit",

@@ -18,6 +18,7 @@ package procfs
 // reports are kept (the newest).
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 )
@@ -60,11 +61,22 @@ func ParseOOMReports(data []byte) []OOMReport {
 	var out []OOMReport
 	var cur *OOMReport
 	usage, limit := int64(-1), int64(-1)
-	for _, raw := range strings.Split(string(data), "\n") {
-		if len(raw) == 0 || raw[0] == ' ' || len(raw) > maxKmsgLine {
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(line) == 0 || line[0] == ' ' || len(line) > maxKmsgLine {
 			continue // dictionary line, or too long to be the kernel's
 		}
-		ts, text := kmsgText(raw)
+		// Most of a log is other lines: only those OOMRecord keeps are
+		// made strings and split.
+		if !OOMRecord(line) {
+			continue
+		}
+		ts, text := kmsgText(string(line))
 		switch {
 		case strings.HasPrefix(text, "memory: usage "):
 			usage, limit = parseUsageLimit(text)
@@ -105,13 +117,24 @@ func ParseOOMReports(data []byte) []OOMReport {
 	return out
 }
 
+// OOMRecord reports whether a kernel log record or line may be one that
+// ParseOOMReports reads (an oom-kill line, a "Killed process" line or a
+// cgroup's "memory: usage" line); ParseOOMReports skips every other.
+func OOMRecord(rec []byte) bool {
+	return bytes.Contains(rec, []byte("oom-kill:")) || bytes.Contains(rec, []byte("Killed process ")) ||
+		bytes.Contains(rec, []byte("memory: usage "))
+}
+
 // kmsgText splits a /dev/kmsg record or a dmesg line into its time (µs)
 // and text.
 func kmsgText(l string) (int64, string) {
 	if h, text, ok := strings.Cut(l, ";"); ok {
-		f := strings.Split(h, ",")
-		if len(f) >= 4 {
-			if ts, err := strconv.ParseInt(f[2], 10, 64); err == nil && ts >= 0 {
+		// "prio,seq,usec,flags[,more]": the third field, with a fourth.
+		_, rest, ok1 := strings.Cut(h, ",")
+		_, rest, ok2 := strings.Cut(rest, ",")
+		usec, _, ok3 := strings.Cut(rest, ",")
+		if ok1 && ok2 && ok3 {
+			if ts, err := strconv.ParseInt(usec, 10, 64); err == nil && ts >= 0 {
 				return ts, text
 			}
 		}

@@ -21,8 +21,11 @@ const (
 // there is no more (EAGAIN) or maxRecords reads were done, and keeps the
 // newest maxBytes (whole records). A record overwritten while reading
 // (EPIPE) is skipped. A regular file (a saved log) is read to its end.
-// Nothing is written to the log and the ring is not cleared.
-func ReadKmsg(path string, maxRecords, maxBytes int) ([]byte, error) {
+// Nothing is written to the log and the ring is not cleared. keep, when
+// not nil, chooses the device's records worth keeping (OOMRecord: those
+// an OOM report is read from), so that a log of thousands of records is
+// not copied whole to find a few; a regular file is kept whole.
+func ReadKmsg(path string, maxRecords, maxBytes int, keep func(record []byte) bool) ([]byte, error) {
 	// Raw system calls: an os.File of a character device would wait in
 	// the runtime's poller on EAGAIN instead of returning it.
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
@@ -36,7 +39,7 @@ func ReadKmsg(path string, maxRecords, maxBytes int) ([]byte, error) {
 	buf := make([]byte, kmsgRecordBuf)
 	for range maxRecords {
 		n, err := syscall.Read(fd, buf)
-		if n > 0 {
+		if n > 0 && (!device || keep == nil || keep(buf[:n])) {
 			out = append(out, buf[:n]...)
 			if device && buf[n-1] != '\n' {
 				out = append(out, '\n')

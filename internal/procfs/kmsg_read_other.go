@@ -11,6 +11,6 @@ const (
 )
 
 // ReadKmsg reads /dev/kmsg, which only Linux has.
-func ReadKmsg(path string, maxRecords, maxBytes int) ([]byte, error) {
+func ReadKmsg(path string, maxRecords, maxBytes int, keep func(record []byte) bool) ([]byte, error) {
 	return nil, errors.New("the kernel log (/dev/kmsg) is Linux's")
 }

@@ -1,7 +1,9 @@
 package procfs
 
 import (
+	"bytes"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -77,6 +79,16 @@ func FuzzParseOOMReports(f *testing.F) {
 			if r.RSSKB() < -1 {
 				t.Fatalf("RSS %d", r.RSSKB())
 			}
+		}
+		// The records ReadKmsg keeps (OOMRecord) read the same reports.
+		var kept []byte
+		for _, l := range bytes.SplitAfter(data, []byte("\n")) {
+			if OOMRecord(l) {
+				kept = append(kept, l...)
+			}
+		}
+		if k := ParseOOMReports(kept); !reflect.DeepEqual(k, reps) {
+			t.Fatalf("kept records read %+v, the whole log %+v", k, reps)
 		}
 	})
 }
