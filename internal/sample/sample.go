@@ -25,7 +25,13 @@ func L(nv ...string) Labels {
 	for i := 0; i+1 < len(nv); i += 2 {
 		ls = append(ls, Label{nv[i], nv[i+1]})
 	}
-	sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
+	// Insertion sort: label sets are a few pairs (sort.Slice sorts so few
+	// the same way, after allocating for its reflection, on every metric).
+	for i := 1; i < len(ls); i++ {
+		for j := i; j > 0 && ls[j].Name < ls[j-1].Name; j-- {
+			ls[j], ls[j-1] = ls[j-1], ls[j]
+		}
+	}
 	return ls
 }
 
@@ -96,14 +102,17 @@ type Snapshot struct {
 
 // Add appends a metric.
 func (s *Snapshot) Add(name string, v float64, labels ...string) {
-	s.Metrics = append(s.Metrics, Metric{Name: name, Labels: L(labels...), Value: v})
-	s.index = nil
+	s.AddMetric(Metric{Name: name, Labels: L(labels...), Value: v})
 }
 
 // AddMetric appends a metric.
 func (s *Snapshot) AddMetric(m Metric) {
 	s.Metrics = append(s.Metrics, m)
-	s.index = nil
+	if s.index != nil {
+		// Kept up to date: a collector that reads the snapshot between
+		// adds would otherwise rebuild the whole index each time.
+		s.index[m.Name] = append(s.index[m.Name], len(s.Metrics)-1)
+	}
 }
 
 // smallSnapshot is the number of metrics up to which a snapshot is

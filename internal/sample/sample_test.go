@@ -108,3 +108,29 @@ func TestSnapshotSmallSearchEqualsIndex(t *testing.T) {
 		t.Errorf("a present and a missing name answer alike: %s", inOrder[0])
 	}
 }
+
+// Metrics added after the index was built are found, in order, as in a
+// snapshot indexed once with all of them; labels come out sorted by name.
+func TestSnapshotAddAfterIndex(t *testing.T) {
+	adds := [][]string{{"a", "cpu", "1"}, {"b"}, {"a", "zone", "x", "cpu", "0"}, {"c", "z", "1", "y", "2", "x", "3"}}
+	for _, n := range []int{0, 10} { // searched in order, then indexed
+		grown, whole := &Snapshot{}, &Snapshot{}
+		for i := range n {
+			grown.Add("pad", float64(i), "i", fmt.Sprint(i))
+			whole.Add("pad", float64(i), "i", fmt.Sprint(i))
+		}
+		for i, a := range adds {
+			_ = grown.Select("a") // may build the index before each add
+			grown.Add(a[0], float64(i), a[1:]...)
+			whole.Add(a[0], float64(i), a[1:]...)
+		}
+		for _, name := range []string{"a", "b", "c", "pad", "d"} {
+			if g, w := fmt.Sprint(grown.Select(name)), fmt.Sprint(whole.Select(name)); g != w {
+				t.Errorf("%d first: Select(%q) = %s after adds, %s indexed once", n, name, g, w)
+			}
+		}
+		if g := fmt.Sprint(grown.Select("c")); g != `[{c {x="3",y="2",z="1"} 3}]` {
+			t.Errorf("labels not sorted: %s", g)
+		}
+	}
+}
