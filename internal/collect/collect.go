@@ -187,6 +187,8 @@ type ctx struct {
 	// objects are the mapped objects read to name allocators: each is
 	// read once per collection (inject.Objects).
 	objects *inject.Objects
+	// kmsg is the kernel log read ahead (readKmsg), nil when not.
+	kmsg *kmsgRead
 }
 
 func (c *ctx) add(name string, v float64, labels ...string) { c.res.Snapshot.Add(name, v, labels...) }
@@ -200,6 +202,31 @@ type collector struct {
 	required bool
 	run      func(*ctx) error
 	order    int
+	// concurrent: run reads nothing the collectors before it add, and
+	// writes only its own ctx (see Collect).
+	concurrent bool
+	// prefetch, when set, reads ahead into c what run will add, while a
+	// concurrent collector before it runs; it must read only what the
+	// collectors before that one added.
+	prefetch func(*ctx)
+}
+
+// merge adds what a concurrent collector's ctx collected to c.
+func (c *ctx) merge(sub *ctx) {
+	for _, m := range sub.res.Snapshot.Metrics {
+		c.res.Snapshot.AddMetric(m)
+	}
+	c.res.Notes = append(c.res.Notes, sub.res.Notes...)
+	c.asked += sub.asked
+	if sub.maps != nil {
+		c.maps = sub.maps
+	}
+	if sub.envs != nil {
+		c.envs = sub.envs
+	}
+	if sub.objects != nil {
+		c.objects = sub.objects
+	}
 }
 
 // collectors run in their order (meminfo first: without it nothing else
@@ -208,12 +235,24 @@ var collectors []collector
 
 // register adds a collector, from the init of its file, at its place in
 // the order; two collectors with one order are a programming error.
-func register(order int, name string, required bool, run func(*ctx) error) {
+func register(order int, name string, required bool, run func(*ctx) error, opts ...func(*collector)) {
 	i := sort.Search(len(collectors), func(i int) bool { return collectors[i].order >= order })
 	if i < len(collectors) && collectors[i].order == order {
 		panic(fmt.Sprintf("collectors %s and %s both have order %d", collectors[i].name, name, order))
 	}
-	collectors = slices.Insert(collectors, i, collector{name: name, required: required, run: run, order: order})
+	col := collector{name: name, required: required, run: run, order: order}
+	for _, o := range opts {
+		o(&col)
+	}
+	collectors = slices.Insert(collectors, i, col)
+}
+
+// concurrently marks a collector concurrent (collector.concurrent).
+func concurrently(col *collector) { col.concurrent = true }
+
+// prefetching gives a collector a prefetch (collector.prefetch).
+func prefetching(f func(*ctx)) func(*collector) {
+	return func(col *collector) { col.prefetch = f }
 }
 
 // Collect reads one snapshot.
@@ -222,10 +261,64 @@ func Collect(fsys procfs.FS, opt Options) (*Result, error) {
 	res := &Result{}
 	res.Snapshot.Time = opt.Now()
 	c := &ctx{fs: fsys, opt: opt, res: res, live: opt.Live, root: os.Geteuid() == 0}
-	for _, col := range collectors {
-		start := time.Now()
-		err := col.run(c)
-		d := time.Since(start)
+	// A concurrent collector (the processes', the costliest: most of it
+	// the kernel walking page tables for smaps_rollup) starts at once on a
+	// ctx of its own, beside the others, and its result is merged at its
+	// place in the order: what it adds and notes comes where it always
+	// did. Before waiting for it the collectors after it read what they
+	// can ahead (prefetch).
+	type running struct {
+		sub  *ctx
+		d    time.Duration
+		err  error
+		done chan struct{}
+	}
+	started := map[int]*running{}
+	for i, col := range collectors {
+		if !col.concurrent {
+			continue
+		}
+		r := &running{sub: &ctx{fs: fsys, opt: opt, res: &Result{}, live: c.live, root: c.root}, done: make(chan struct{})}
+		r.sub.res.Snapshot.Time = res.Snapshot.Time
+		started[i] = r
+		go func() {
+			defer close(r.done)
+			start := time.Now()
+			r.err = col.run(r.sub)
+			r.d = time.Since(start)
+		}()
+	}
+	wait := func() {
+		for _, r := range started {
+			<-r.done
+		}
+	}
+	prefetched := false
+	ahead := map[int]time.Duration{} // each prefetch's time, counted as its collector's
+	for i, col := range collectors {
+		var (
+			err error
+			d   time.Duration
+		)
+		if r, ok := started[i]; ok {
+			if !prefetched {
+				prefetched = true
+				for j := i + 1; j < len(collectors); j++ {
+					if f := collectors[j].prefetch; f != nil {
+						start := time.Now()
+						f(c)
+						ahead[j] = time.Since(start)
+					}
+				}
+			}
+			<-r.done
+			c.merge(r.sub)
+			err, d = r.err, r.d
+		} else {
+			start := time.Now()
+			err = col.run(c)
+			d = time.Since(start) + ahead[i]
+		}
 		res.Timings = append(res.Timings, Timing{col.name, d, err == nil})
 		c.add("memdoctor_collector_duration_seconds", d.Seconds(), "collector", col.name)
 		ok := 1.0
@@ -235,6 +328,7 @@ func Collect(fsys procfs.FS, opt Options) (*Result, error) {
 		c.add("memdoctor_collector_success", ok, "collector", col.name)
 		if err != nil {
 			if col.required {
+				wait()
 				return res, fmt.Errorf("%w: %w", ErrRequired, err)
 			}
 			c.note(col.name, err.Error(), "", "")

@@ -237,3 +237,71 @@ func labelPairs(ls sample.Labels) []string {
 	}
 	return out
 }
+
+// The processes' collector runs beside the others (Collect): what it adds
+// is merged at its place in the order, between the metrics of the
+// collectors registered before it and those after, and every collection
+// of the same files is the same snapshot.
+func TestConcurrentCollectorMergedInPlace(t *testing.T) {
+	t.Parallel()
+	dir := copyTree(t)
+	first, err := collectDir(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each collector's metrics end with its duration and success.
+	owner := make([]string, len(first.Snapshot.Metrics))
+	var order []string
+	start := 0
+	for i, m := range first.Snapshot.Metrics {
+		if m.Name != "memdoctor_collector_success" {
+			continue
+		}
+		col := m.Labels.Get("collector")
+		order = append(order, col)
+		for j := start; j <= i; j++ {
+			owner[j] = col
+		}
+		start = i + 1
+	}
+	var timings []string
+	for _, tm := range first.Timings {
+		timings = append(timings, tm.Collector)
+	}
+	if strings.Join(order, ",") != strings.Join(timings, ",") {
+		t.Fatalf("collectors' metrics in the order %v, their timings %v", order, timings)
+	}
+	procs := 0
+	for i, m := range first.Snapshot.Metrics {
+		if strings.HasPrefix(m.Name, "memdoctor_process_") {
+			procs++
+			if owner[i] != "processes" {
+				t.Errorf("metric %d, %s%s, is among the %s collector's", i, m.Name, m.Labels, owner[i])
+			}
+		}
+	}
+	if procs == 0 {
+		t.Fatal("the capture gave no process metric")
+	}
+	for range 5 {
+		again, err := collectDir(t, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		strip := func(r *collect.Result) []sample.Metric {
+			var out []sample.Metric
+			for _, m := range r.Snapshot.Metrics {
+				if m.Name != "memdoctor_collector_duration_seconds" && m.Name != "memdoctor_smaps_rollup_seconds" {
+					out = append(out, m)
+				}
+			}
+			return out
+		}
+		if d := cmp.Diff(strip(first), strip(again)); d != "" {
+			t.Fatalf("two collections of the same files differ (-first +again):\n%s", d)
+		}
+		if d := cmp.Diff(first.Notes, again.Notes); d != "" {
+			t.Fatalf("two collections' notes differ:\n%s", d)
+		}
+	}
+}

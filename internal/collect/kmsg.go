@@ -7,7 +7,9 @@ import (
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
-func init() { register(120, "kmsg", false, collectKmsg) }
+// The log is read ahead, while the processes are read (its decision to
+// read needs only vmstat, collected before them).
+func init() { register(120, "kmsg", false, collectKmsg, prefetching(readKmsg)) }
 
 // maxKmsgOOMReports is how many of the newest OOM-kill reports become
 // series.
@@ -19,17 +21,14 @@ const maxKmsgOOMReports = 5
 // untrusted: the parser bounds every field and the text labels are
 // stripped of control characters.
 func collectKmsg(c *ctx) error {
-	if c.opt.KmsgPath == "" {
+	if c.kmsg == nil {
+		readKmsg(c)
+	}
+	if c.kmsg.skipped {
 		return nil
 	}
-	// No OOM kill since boot (the kernel counts every one, a memory
-	// cgroup's too, in /proc/vmstat's oom_kill, read before this): the
-	// log holds no report, and its thousands of records, one read each,
-	// are not read.
-	if n, ok := c.res.Snapshot.Get("node_vmstat_oom_kill"); ok && n == 0 {
-		return nil
-	}
-	data, err := procfs.ReadKmsg(c.opt.KmsgPath, procfs.MaxKmsgRecords, procfs.MaxKmsgBytes, procfs.OOMRecord)
+	data, err := c.kmsg.data, c.kmsg.err
+	c.kmsg = nil
 	if err != nil && len(data) == 0 {
 		c.note("dev/kmsg", "the kernel log is not readable: "+err.Error(),
 			"the OOM killer's reports: which process was killed, its size, the cgroup and its limit",
@@ -58,6 +57,31 @@ func collectKmsg(c *ctx) error {
 		}
 	}
 	return nil
+}
+
+// kmsgRead is the kernel log as readKmsg read it.
+type kmsgRead struct {
+	skipped bool // no OOM kill since boot: not read
+	data    []byte
+	err     error
+}
+
+// readKmsg reads the log's records an OOM report is read from into
+// c.kmsg. With no OOM kill since boot (the kernel counts every one, a
+// memory cgroup's too, in /proc/vmstat's oom_kill, read before this) the
+// log holds no report, and its thousands of records, one read each, are
+// not read.
+func readKmsg(c *ctx) {
+	c.kmsg = &kmsgRead{}
+	if c.opt.KmsgPath == "" {
+		c.kmsg.skipped = true
+		return
+	}
+	if n, ok := c.res.Snapshot.Get("node_vmstat_oom_kill"); ok && n == 0 {
+		c.kmsg.skipped = true
+		return
+	}
+	c.kmsg.data, c.kmsg.err = procfs.ReadKmsg(c.opt.KmsgPath, procfs.MaxKmsgRecords, procfs.MaxKmsgBytes, procfs.OOMRecord)
 }
 
 // printable replaces control characters (a terminal's escapes) with '?'.

@@ -21,7 +21,9 @@ import (
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
-func init() { register(100, "processes", false, collectProcesses) }
+// The processes' collector reads only /proc/PID files and writes only its
+// own ctx: it runs beside the others (Collect).
+func init() { register(100, "processes", false, collectProcesses, concurrently) }
 
 type proc struct {
 	pid                          int

@@ -72,9 +72,29 @@ func sourceRegistrations(t *testing.T) []registration {
 					t.Errorf("%s: register outside init (in %s): a collector registers itself from its file's init", pos, fd.Name.Name)
 					return true
 				}
-				if len(call.Args) != 4 {
-					t.Errorf("%s: register takes (order, name, required, fn)", pos)
+				if len(call.Args) < 4 {
+					t.Errorf("%s: register takes (order, name, required, fn, options...)", pos)
 					return true
+				}
+				for _, o := range call.Args[4:] {
+					switch o := o.(type) {
+					case *ast.Ident:
+						if o.Name != "concurrently" {
+							t.Errorf("%s: register's option %s is not concurrently or prefetching(fn)", pos, o.Name)
+						}
+					case *ast.CallExpr:
+						id, ok := o.Fun.(*ast.Ident)
+						arg, ok2 := (ast.Expr)(nil), len(o.Args) == 1
+						if ok2 {
+							arg = o.Args[0]
+						}
+						fn, ok3 := arg.(*ast.Ident)
+						if !ok || id.Name != "prefetching" || !ok2 || !ok3 || !funcs[fn.Name] {
+							t.Errorf("%s: register's options are concurrently and prefetching(fn), fn declared in %s", pos, f)
+						}
+					default:
+						t.Errorf("%s: register's options are concurrently and prefetching(fn)", pos)
+					}
 				}
 				order, ok1 := call.Args[0].(*ast.BasicLit)
 				name, ok2 := call.Args[1].(*ast.BasicLit)
