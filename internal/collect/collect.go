@@ -213,6 +213,7 @@ type collector struct {
 
 // merge adds what a concurrent collector's ctx collected to c.
 func (c *ctx) merge(sub *ctx) {
+	c.res.Snapshot.Metrics = slices.Grow(c.res.Snapshot.Metrics, len(sub.res.Snapshot.Metrics))
 	for _, m := range sub.res.Snapshot.Metrics {
 		c.res.Snapshot.AddMetric(m)
 	}
