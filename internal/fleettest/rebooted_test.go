@@ -8,6 +8,7 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/diagnose"
 	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
 // trendRules are the rules that judge a trend with the shared fit (a
@@ -114,16 +115,7 @@ func TestLeakJustPastWarmUpFires(t *testing.T) {
 				continue
 			}
 			tried++
-			at := f.steps - 1 - int(84*time.Hour/o.Interval)
-			h.rebootAt, h.Reboots = []int{at}, []time.Time{f.start.Add(time.Duration(at) * o.Interval)}
-			w := f.Window(i)
-			boot := h.Reboots[0].UnixMilli()
-			for k, p := range w.Get("node_memory_MemAvailable_bytes").Points {
-				if p.T >= boot {
-					w.Get("node_memory_MemAvailable_bytes").Points[k].V -= share * h.MemTotal * float64(p.T-boot) / float64(24*time.Hour/time.Millisecond)
-				}
-			}
-			rep := diagnose.Run(diagnose.Data{Window: w, Source: "fleettest"})
+			rep := diagnose.Run(diagnose.Data{Window: leakSinceBoot(f, i, 84*time.Hour, share), Source: "fleettest"})
 			var got *model.Finding
 			for k, fd := range rep.Findings {
 				if fd.ID == "available_memory_decline" {
@@ -138,4 +130,22 @@ func TestLeakJustPastWarmUpFires(t *testing.T) {
 			}
 		}
 	}
+}
+
+// leakSinceBoot is host i's window with its last boot moved to age before
+// the end of the data and a leak added since then that takes share of its
+// memory a day from MemAvailable.
+func leakSinceBoot(f *Fleet, i int, age time.Duration, share float64) *sample.Window {
+	h := f.Hosts[i]
+	at := f.steps - 1 - int(age/f.opt.Interval)
+	h.rebootAt, h.Reboots = []int{at}, []time.Time{f.start.Add(time.Duration(at) * f.opt.Interval)}
+	w := f.Window(i)
+	boot := h.Reboots[0].UnixMilli()
+	avail := w.Get("node_memory_MemAvailable_bytes").Points
+	for k, p := range avail {
+		if p.T >= boot {
+			avail[k].V -= share * h.MemTotal * float64(p.T-boot) / float64(24*time.Hour/time.Millisecond)
+		}
+	}
+	return w
 }
