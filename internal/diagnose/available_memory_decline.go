@@ -42,7 +42,6 @@ package diagnose
 
 import (
 	"fmt"
-
 	"sort"
 	"time"
 
@@ -142,7 +141,7 @@ func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 		return nil
 	}
 	// The drop must stand out from the noise by the threshold, not only
-	// from zero: the 99 % interval's end nearer zero still drops that much.
+	// from zero: the 90 % interval's end nearer zero still drops that much.
 	limit, ok := f.Limit()
 	least := -limit * model.Span{From: avail[0].T, To: avail[len(avail)-1].T}.Days()
 	if !ok || least < declineMinDropShare*total {

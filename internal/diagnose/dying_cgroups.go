@@ -21,13 +21,12 @@ package diagnose
 // dying count — or, with /proc/cgroups only, the total memory-cgroup count —
 // grows significantly (Mann–Kendall p < 0.01) by at least 50 a day, with
 // 95 % confidence (fit.Limit in trend.go), and 100 over the newest boot.
-// The evidence adds the growth per day, its
-// correlation with SUnreclaim, the unreclaimable bytes each new cgroup
-// costs (Theil–Sen slope of SUnreclaim against the count) and so the
-// capacity lost per day. Over several days the trend is fitted to the daily
-// minima: a count that drops back every day (cache turnover, or 5.3+
-// reparenting as in incident 1's second rack) has no rising floor and stays
-// quiet.
+// The evidence adds the growth per day, its correlation with SUnreclaim,
+// the unreclaimable bytes each new cgroup costs (Theil–Sen slope of
+// SUnreclaim against the count) and so the capacity lost per day. Over
+// several days the trend is fitted to the daily minima: a count that drops
+// back every day (cache turnover, or 5.3+ reparenting as in incident 1's
+// second rack) has no rising floor and stays quiet.
 //
 // With check --scan-pages (root) the finding also says what pins them: the
 // page cache the kernel still charges to removed cgroups (counted to their

@@ -20,7 +20,8 @@ package diagnose
 // Fires: a significant rise (p < 0.01) of at least 0.1 % of MemTotal per
 // day and 64 MiB over the window, with 95 % confidence (the end of the
 // slope's 90 % interval nearer zero passes both: fit.Limit in trend.go);
-// critical once SUnreclaim passes 10 % of MemTotal. Needs 6 hours and 12 points in the newest boot.
+// critical once SUnreclaim passes 10 % of MemTotal. Needs 6 hours and 12
+// points in the newest boot.
 //
 // Known false positives: a host filling network or file caches it keeps
 // for good (large socket buffers, inotify watches); the cache names say so.
