@@ -85,14 +85,15 @@ func (f fit) Limit() (float64, bool) {
 // in, called none, but it counts the cycle as correlation and loses real
 // leaks: 3 % of memory a day 3.5 days after a boot was named on 80 hosts
 // of 120 (all before), and a fleet's leaking host (6 % over 10.5 days)
-// not at all. With the cycle removed too, 11 of the 3,732 are called
-// declining, and leaks are named as before (from 1.5 % a day on 119 of
-// 120 at 3.5 days). Those 11 are hosts whose noise drifted 2 % of memory
-// over three days, about 2.5 standard deviations of its wander: the
-// correction estimates the correlation from the same few days and finds
-// too little of it (a variance 24 times the independent one where about
-// 60 is right), so such a drift still reads as p < 0.001; rules ask
-// Limit whether the drop passes their threshold with confidence too.
+// not at all. With the cycle removed too, 11 of the 3,732 were called
+// declining (9 on a later measure), and leaks are named as before (from
+// 1.5 % a day on 119 of 120 at 3.5 days). Those are hosts whose noise
+// drifted 2 % of memory over three days, about 2.5 standard deviations of
+// its wander: the correction estimates the correlation from the same few
+// days and finds too little of it (a variance 24 times the independent
+// one where about 60 is right), so such a drift still reads as
+// p < 0.001. Rules therefore ask Limit whether the drop passes their
+// threshold with confidence too, which names none of them.
 // Trimming the segment to whole days does not help: the lean depends on
 // the phase the cycle starts at, not on a broken day (it tripled these
 // false positives).
