@@ -18,8 +18,9 @@ package diagnose
 // Method: per cgroup whose memory.stat was read, on the latest sample:
 // the distance (limit less unreclaimable, plus swap room) as a share of
 // the limit. On a time range (a recording, a fleet), the unreclaimable
-// part's slope (Theil–Sen, Mann–Kendall p < 1 %) over the last 6 hours of
-// the newest boot says when the distance is used.
+// part's slope (Theil–Sen, Mann–Kendall p < 1 % corrected for the
+// autocorrelation of the samples: model.OOMGrowth) over the last 6 hours
+// of the newest boot says when the distance is used.
 //
 // Thresholds: warning when the distance is under 10 % of the limit or the
 // growth uses it within a day; critical under 3 % or within an hour: the

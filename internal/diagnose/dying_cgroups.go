@@ -19,14 +19,14 @@ package diagnose
 //
 // Over time (a recording, cron-saved files, Prometheus): fires when the
 // dying count — or, with /proc/cgroups only, the total memory-cgroup count —
-// grows significantly (Mann–Kendall p < 0.01) by at least 50 a day and 100
-// over the newest boot. The evidence adds the growth per day, its
-// correlation with SUnreclaim, the unreclaimable bytes each new cgroup
-// costs (Theil–Sen slope of SUnreclaim against the count) and so the
-// capacity lost per day. Over several days the trend is fitted to the daily
-// minima: a count that drops back every day (cache turnover, or 5.3+
-// reparenting as in incident 1's second rack) has no rising floor and stays
-// quiet.
+// grows significantly (Mann–Kendall p < 0.01) by at least 50 a day, with
+// 95 % confidence (fit.Limit in trend.go), and 100 over the newest boot.
+// The evidence adds the growth per day, its correlation with SUnreclaim,
+// the unreclaimable bytes each new cgroup costs (Theil–Sen slope of
+// SUnreclaim against the count) and so the capacity lost per day. Over
+// several days the trend is fitted to the daily minima: a count that drops
+// back every day (cache turnover, or 5.3+ reparenting as in incident 1's
+// second rack) has no rising floor and stays quiet.
 //
 // With check --scan-pages (root) the finding also says what pins them: the
 // page cache the kernel still charges to removed cgroups (counted to their
@@ -406,6 +406,10 @@ func (dyingCgroups) trend(in *Input) *model.Finding {
 	f := fitTrend(judged)
 	growth := judged[len(judged)-1].V - judged[0].V
 	if !f.OK || f.P >= 0.01 || f.Slope < dyingMinPerDay || growth < dyingMinGrowth {
+		return nil
+	}
+	// And as fast as that with confidence, not only on the fitted slope.
+	if lim, ok := f.Limit(); !ok || lim < dyingMinPerDay {
 		return nil
 	}
 	last := ps[len(ps)-1].V

@@ -11,7 +11,8 @@ package diagnose
 //
 // Fires: a significant rise (Mann–Kendall p < 0.01) of the in-use heap in
 // the running process of at least 64 MiB, and of 16 MiB and 2 % per day,
-// over at least an hour. Warning.
+// over at least an hour, with 95 % confidence (the end of the slope's 90 %
+// interval nearer zero passes them too: fit.Limit in trend.go). Warning.
 //
 // Known false positives: caches that fill to a bound (the curve flattens);
 // a longer window shows the plateau.
@@ -62,6 +63,11 @@ func (processLeak) Eval(in *Input) []model.Finding {
 		now := ps[len(ps)-1].V
 		growth := f.Slope * model.Span{From: ps[0].T, To: ps[len(ps)-1].T}.Days()
 		if !f.OK || f.P >= 0.01 || f.Slope < 16<<20 || f.Slope < 0.02*now || growth < 64<<20 {
+			continue
+		}
+		// And as fast as that with confidence, not only on the fitted
+		// slope.
+		if lim, ok := f.Limit(); !ok || lim < 16<<20 || lim < 0.02*now || lim/f.Slope*growth < 64<<20 {
 			continue
 		}
 		comm, pid := s.Labels.Get("comm"), s.Labels.Get("pid")

@@ -16,7 +16,9 @@ package diagnose
 //
 // Fires: a significant rise (Mann–Kendall p < 0.01) of USS (anon+swap when
 // USS was not recorded) in the running PID's segment of at least 64 MiB
-// and of 32 MiB and 5 % of its size per day, over at least an hour.
+// and of 32 MiB and 5 % of its size per day, over at least an hour, with
+// 95 % confidence (the end of the slope's 90 % interval nearer zero passes
+// them too: fit.Limit in trend.go).
 // Warning; critical when it would double within a week.
 //
 // Known false positives: caches that fill up to a configured bound (the
@@ -108,6 +110,10 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *model.Findin
 	now := ps[len(ps)-1].V
 	growth := f.Slope * model.Span{From: ps[0].T, To: ps[len(ps)-1].T}.Days()
 	if !f.OK || f.P >= 0.01 || f.Slope < procMinPerDay || f.Slope < procMinRelPerDay*now || growth < procMinGrowth {
+		return nil
+	}
+	// And as fast as that with confidence, not only on the fitted slope.
+	if lim, ok := f.Limit(); !ok || lim < procMinPerDay || lim < procMinRelPerDay*now || lim/f.Slope*growth < procMinGrowth {
 		return nil
 	}
 	sev := model.Warning

