@@ -3,8 +3,6 @@ module github.com/memdoctor/memdoctor
 go 1.26.8
 
 require (
-	fortio.org/fortio v1.75.3
-	fortio.org/log v1.18.3
 	github.com/cilium/ebpf v0.22.0
 	github.com/google/go-cmp v0.7.0
 	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
@@ -24,9 +22,6 @@ require (
 )
 
 require (
-	fortio.org/sets v1.3.0 // indirect
-	fortio.org/struct2env v0.4.2 // indirect
-	fortio.org/version v1.0.4 // indirect
 	github.com/andybalholm/brotli v1.1.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -40,7 +35,6 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jpillora/backoff v1.0.0 // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
-	github.com/kortschak/goroutine v1.1.3 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/mdlayher/socket v0.6.0 // indirect
 	github.com/mdlayher/vsock v1.3.0 // indirect
