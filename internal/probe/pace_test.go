@@ -184,3 +184,22 @@ func BenchmarkDrive(b *testing.B) {
 		b.Fatalf("%d of %d requests", rec.done.Load(), b.N)
 	}
 }
+
+// TestRunTinyRate: a rate far below one a day still paces (the interval
+// is capped, not overflowed): the first request goes at once, the next
+// waits until the run is cancelled.
+func TestRunTinyRate(t *testing.T) {
+	fsys := liveFS(t)
+	a := &arrivals{}
+	srv := httptest.NewServer(a)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	res, err := Run(ctx, fsys, Options{URL: srv.URL, PID: os.Getpid(), Requests: 3, Concurrency: 3, Rate: 1e-12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests.Total != 1 || len(a.times()) != 1+1 {
+		t.Errorf("%d requests recorded, server saw %d (with the preflight), want 1 and 2", res.Requests.Total, len(a.times()))
+	}
+}

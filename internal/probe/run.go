@@ -319,7 +319,9 @@ func drive(ctx context.Context, o Options, abort *atomic.Bool) (*recorder, error
 	start := time.Now()
 	p := &pace{start: start, count: int64(o.Requests), abort: abort}
 	if o.Rate > 0 {
-		p.every = time.Duration(float64(time.Second) / o.Rate)
+		// At most a day between requests: a slower rate would overflow
+		// the schedule's arithmetic, and means nothing for a probe.
+		p.every = time.Duration(min(float64(time.Second)/o.Rate, float64(24*time.Hour)))
 	}
 	workers := o.Concurrency
 	if o.Duration > 0 {
