@@ -90,7 +90,7 @@ func Run(ctx context.Context, fsys procfs.FS, o Options) (*Result, error) {
 	if o.Warmup > 0 {
 		w := o
 		w.Requests, w.Duration, w.Progress = o.Warmup, 0, nil
-		if _, err := drive(ctx, w, nil); err != nil {
+		if _, err := drive(ctx, w); err != nil {
 			return nil, err
 		}
 	}
@@ -102,14 +102,15 @@ func Run(ctx context.Context, fsys procfs.FS, o Options) (*Result, error) {
 		samples []MemSample
 		sErr    error
 	)
-	var abort atomic.Bool
+	lctx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
 	wg.Go(func() {
 		samples, sErr = sampleLoop(sctx, fsys, o.PID, o.Interval, res.Start)
 		if sErr != nil {
-			abort.Store(true) // the target died: stop the load
+			stopLoad() // the target died: stop the load, waits and requests alike
 		}
 	})
-	rec, err := drive(ctx, o, &abort)
+	rec, err := drive(lctx, o)
 	res.End = time.Now()
 	stop()
 	wg.Wait()
@@ -269,15 +270,14 @@ type pace struct {
 	count    int64         // requests in a counted run
 	every    time.Duration // time between two requests at the capped rate; 0 for none
 	issued   atomic.Int64
-	abort    *atomic.Bool // set when the target died; may be nil
 }
 
 // next claims the next request and waits until it is due. It returns
 // false, at once or after the wait, when the run is over: the count is
-// reached, the request would be due past the deadline, the context ended,
-// or the target died.
+// reached, the request would be due past the deadline, or the context
+// ended (as it does when the target dies).
 func (p *pace) next(ctx context.Context) bool {
-	if p.stopped(ctx) {
+	if ctx.Err() != nil {
 		return false
 	}
 	i := p.issued.Add(1) - 1
@@ -300,16 +300,12 @@ func (p *pace) next(ctx context.Context) bool {
 		case <-t.C:
 		}
 	}
-	return !p.stopped(ctx)
+	return ctx.Err() == nil
 }
 
-func (p *pace) stopped(ctx context.Context) bool {
-	return ctx.Err() != nil || (p.abort != nil && p.abort.Load())
-}
-
-// drive sends o's load, stopping early when abort is set or ctx ends, and
-// returns what it recorded.
-func drive(ctx context.Context, o Options, abort *atomic.Bool) (*recorder, error) {
+// drive sends o's load, stopping early when ctx ends, and returns what it
+// recorded.
+func drive(ctx context.Context, o Options) (*recorder, error) {
 	rec := &recorder{status: map[string]int{}, progress: o.Progress, total: int64(o.Requests)}
 	hr, err := newHTTPRunner(o)
 	if err != nil {
@@ -317,7 +313,7 @@ func drive(ctx context.Context, o Options, abort *atomic.Bool) (*recorder, error
 	}
 	defer hr.client.CloseIdleConnections()
 	start := time.Now()
-	p := &pace{start: start, count: int64(o.Requests), abort: abort}
+	p := &pace{start: start, count: int64(o.Requests)}
 	if o.Rate > 0 {
 		// At most a day between requests: a slower rate would overflow
 		// the schedule's arithmetic, and means nothing for a probe.
