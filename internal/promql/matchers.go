@@ -295,7 +295,7 @@ func (r *selectorReader) escape(b *strings.Builder, q byte) error {
 		d, _ := utf8.DecodeRuneInString(r.in[r.pos-1:])
 		return r.fail(start, "unknown escape sequence \\%c: a backslash must be doubled (\\\\) or start one of \\a \\b \\f \\n \\r \\t \\v \\%c \\NNN \\xNN \\uNNNN \\UNNNNNNNN", d, q)
 	}
-	var v rune
+	var v uint32 // 8 hex digits may not fit a rune
 	for range digits {
 		if r.pos >= len(r.in) {
 			return r.fail(start, "the escape sequence is not finished")
@@ -305,14 +305,14 @@ func (r *selectorReader) escape(b *strings.Builder, q byte) error {
 			bad, _ := utf8.DecodeRuneInString(r.in[r.pos:])
 			return r.fail(r.pos, "%q cannot stand in this escape sequence (want %d digits in base %d)", bad, digits, base)
 		}
-		v = v*rune(base) + rune(d)
+		v = v*uint32(base) + uint32(d)
 		r.pos++
 	}
-	if v > limit || (v >= 0xD800 && v < 0xE000) {
+	if v > uint32(limit) || (v >= 0xD800 && v < 0xE000) {
 		return r.fail(start, "the escape sequence %s is not a valid Unicode code point", r.in[start:r.pos])
 	}
 	if c == 'u' || c == 'U' {
-		b.WriteRune(v)
+		b.WriteRune(rune(v))
 	} else {
 		b.WriteByte(byte(v)) // \x and octal make single bytes, UTF-8 or not
 	}
