@@ -19,8 +19,8 @@ import (
 // webGuard applies a web configuration file to a server: basic auth, the
 // extra headers and the rate limit on each request, TLS on each
 // connection. The file is looked at again for each request and TLS
-// handshake, and read again when it changed (its inode, size, modification
-// or change time), so an edit applies without a restart; the certificate,
+// handshake, and read again when it changed (its inode, size or
+// modification time), so an edit applies without a restart; the certificate,
 // key and client CA files are read for each handshake, so a renewed
 // certificate is served at once.
 type webGuard struct {
