@@ -284,3 +284,33 @@ func TestBinaryHasNoTestCode(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryLeavesOutHeavyDependencies: packages whose initialisers every
+// command paid for, linked for one flag or one command, and replaced by
+// code of our own (docs/cost.md). Prometheus' PromQL parser stays in the
+// selector reader's test, to hold the reader to it.
+func TestBinaryLeavesOutHeavyDependencies(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", "../cmd/memdoctor").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ../cmd/memdoctor: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"internal/promql") {
+		t.Fatalf("go list -deps ../cmd/memdoctor lists no internal/promql: %q", deps)
+	}
+	for _, dep := range deps {
+		for _, heavy := range []string{
+			"github.com/prometheus/prometheus/promql",  // --match: internal/promql reads selectors
+			"github.com/prometheus/prometheus/storage", // the parser's
+			"github.com/prometheus/exporter-toolkit",   // --web.config.file: internal/record/webconfig.go
+			"github.com/prometheus/client_golang",      // the toolkit's and the parser's default registry
+			"github.com/prometheus/procfs",             // client_golang's process collector
+			"fortio.org/",                              // probe: internal/probe/run.go paces its own load
+		} {
+			if dep == heavy || strings.HasPrefix(dep, strings.TrimSuffix(heavy, "/")+"/") {
+				t.Errorf("memdoctor links %s again: its initialisers run before every command (see docs/cost.md)", dep)
+			}
+		}
+	}
+}

@@ -13,7 +13,7 @@ import (
 	"github.com/memdoctor/memdoctor/internal/usecase/prometheus"
 )
 
-// --match (and compare's --a, --b) are parsed with Prometheus' parser
+// --match (and compare's --a, --b) are parsed as Prometheus reads them
 // before anything is sent: `{` was accepted and went into every query.
 func TestMatchParsed(t *testing.T) {
 	t.Parallel()

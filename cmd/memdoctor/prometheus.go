@@ -62,7 +62,7 @@ func (f *promFlags) window(until string) (history.Window, error) {
 	return win, f.checkMatch()
 }
 
-// checkMatch parses --match with Prometheus' parser and keeps its
+// checkMatch parses --match as Prometheus reads a selector and keeps its
 // canonical form.
 func (f *promFlags) checkMatch() error {
 	m, err := prometheus.ParseMatch(f.match)

@@ -1,14 +1,16 @@
 package probe
 
-// The load comes from fortio's load engine (periodic: closed-loop workers,
-// exact request counts or a duration, an optional rate cap) driving Go's
-// own HTTP client (chunked bodies, TLS, redirects as a real client does);
-// fortio's HTTP layer is not linked, which keeps memdoctor's startup
-// small. Every request's latency and status is taken from its access
-// logger hook, so percentiles are computed exactly from the raw latencies,
-// not from a bucketed histogram. Memory comes from smaps_rollup: it walks
-// the target's page tables under its mmap lock, so sampling much faster than
-// every 100 ms would disturb the very process being measured.
+// The load is a closed loop of workers (-c) sharing one pace: request i of
+// a run is due at start + i/rate, so the total rate is capped however the
+// workers are scheduled, and with no rate each worker sends its next
+// request as soon as its last is answered. A run ends after an exact count
+// of requests or when its duration is over, or early when the target dies
+// or the context ends. The requests are Go's own HTTP client (chunked
+// bodies, TLS, redirects as a real client does). Every request's latency
+// and status is kept, so percentiles are computed exactly from the raw
+// latencies, not from a bucketed histogram. Memory comes from smaps_rollup:
+// it walks the target's page tables under its mmap lock, so sampling much
+// faster than every 100 ms would disturb the very process being measured.
 
 import (
 	"context"
@@ -25,12 +27,8 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/httpsafe"
-	"github.com/memdoctor/memdoctor/internal/redact"
-
-	"fortio.org/fortio/periodic"
-	flog "fortio.org/log"
-
 	"github.com/memdoctor/memdoctor/internal/procfs"
+	"github.com/memdoctor/memdoctor/internal/redact"
 )
 
 // Options configure a run.
@@ -59,8 +57,6 @@ type Options struct {
 // exits during the run.
 var ErrTargetGone = errors.New("target process is gone")
 
-var quietFortio sync.Once
-
 // Run drives the load and samples the target's memory. The error is
 // non-nil only when no result could be made (bad options, an unreachable
 // URL, a missing or unreadable process); failed requests are counted in
@@ -83,9 +79,6 @@ func Run(ctx context.Context, fsys procfs.FS, o Options) (*Result, error) {
 	if err := preflight(ctx, o); err != nil {
 		return nil, err
 	}
-	// Failures are counted in the result, not logged.
-	quietFortio.Do(func() { flog.SetLogLevelQuiet(flog.Critical) })
-
 	res := &Result{
 		Kind: Kind, Version: Version, Label: o.Label,
 		Settings: o.settings(),
@@ -97,7 +90,7 @@ func Run(ctx context.Context, fsys procfs.FS, o Options) (*Result, error) {
 	if o.Warmup > 0 {
 		w := o
 		w.Requests, w.Duration, w.Progress = o.Warmup, 0, nil
-		if _, err := drive(ctx, w, nil); err != nil {
+		if _, err := drive(ctx, w); err != nil {
 			return nil, err
 		}
 	}
@@ -109,14 +102,15 @@ func Run(ctx context.Context, fsys procfs.FS, o Options) (*Result, error) {
 		samples []MemSample
 		sErr    error
 	)
-	abort := periodic.NewAborter()
+	lctx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
 	wg.Go(func() {
 		samples, sErr = sampleLoop(sctx, fsys, o.PID, o.Interval, res.Start)
 		if sErr != nil {
-			abort.Abort(false) // the target died: stop the load
+			stopLoad() // the target died: stop the load, waits and requests alike
 		}
 	})
-	rec, err := drive(ctx, o, abort)
+	rec, err := drive(lctx, o)
 	res.End = time.Now()
 	stop()
 	wg.Wait()
@@ -223,8 +217,8 @@ func preflight(ctx context.Context, o Options) error {
 	return nil
 }
 
-// recorder is fortio's access logger: it keeps every request's latency
-// and status. Workers call it concurrently.
+// recorder keeps every request's latency and status. Workers call it
+// concurrently.
 type recorder struct {
 	mu        sync.Mutex
 	latencies []float64
@@ -235,17 +229,15 @@ type recorder struct {
 	elapsed   time.Duration
 }
 
-func (r *recorder) Start(ctx context.Context, _ periodic.ThreadID, _ int64, _ time.Time) context.Context {
-	return ctx
-}
-
-func (r *recorder) Report(_ context.Context, _ periodic.ThreadID, _ int64, _ time.Time, latency float64, _ bool, details string) {
+// add records one request: its latency in seconds and its status code, 0
+// when no answer came.
+func (r *recorder) add(latency float64, code int) {
+	key := "error"
+	if code > 0 {
+		key = strconv.Itoa(code)
+	}
 	r.mu.Lock()
 	r.latencies = append(r.latencies, latency)
-	key := details
-	if code, err := strconv.Atoi(details); err != nil || code <= 0 {
-		key = "error" // fortio reports -1 for a socket error
-	}
 	r.status[key]++
 	r.mu.Unlock()
 	n := r.done.Add(1)
@@ -253,8 +245,6 @@ func (r *recorder) Report(_ context.Context, _ periodic.ThreadID, _ int64, _ tim
 		r.progress(n, r.total)
 	}
 }
-
-func (r *recorder) Info() string { return "memdoctor" }
 
 func (r *recorder) counts() Requests {
 	q := Requests{Total: len(r.latencies), Status: r.status}
@@ -272,51 +262,101 @@ func (r *recorder) counts() Requests {
 	return q
 }
 
-// drive runs fortio's HTTP runner with o and returns what it recorded.
-func drive(ctx context.Context, o Options, abort *periodic.Aborter) (*recorder, error) {
-	rec := &recorder{status: map[string]int{}, progress: o.Progress, total: int64(o.Requests)}
-	ro := periodic.RunnerOptions{
-		NumThreads:   o.Concurrency,
-		QPS:          -1,
-		Out:          io.Discard,
-		AccessLogger: rec,
-		Stop:         abort,
-		Percentiles:  []float64{50, 90, 99},
+// pace hands out the run's requests to its workers: next returns when
+// the next one may be sent, or false when the run is over.
+type pace struct {
+	start    time.Time
+	deadline time.Time     // zero for a count
+	count    int64         // requests in a counted run
+	every    time.Duration // time between two requests at the capped rate; 0 for none
+	issued   atomic.Int64
+}
+
+// next claims the next request and waits until it is due. It returns
+// false, at once or after the wait, when the run is over: the count is
+// reached, the request would be due past the deadline, or the context
+// ended (as it does when the target dies).
+func (p *pace) next(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
 	}
-	if o.Rate > 0 {
-		ro.QPS = o.Rate
+	i := p.issued.Add(1) - 1
+	if p.deadline.IsZero() && i >= p.count {
+		return false
 	}
-	if o.Duration > 0 {
-		ro.Duration = o.Duration
-		rec.total = 0
-		if o.Progress != nil {
-			start := time.Now()
-			tick := time.NewTicker(200 * time.Millisecond)
-			defer tick.Stop()
-			go func() {
-				for range tick.C {
-					o.Progress(time.Since(start).Milliseconds(), o.Duration.Milliseconds())
-				}
-			}()
+	due := p.start
+	if p.every > 0 {
+		due = p.start.Add(time.Duration(i) * p.every)
+	}
+	if !p.deadline.IsZero() && (!due.Before(p.deadline) || !time.Now().Before(p.deadline)) {
+		return false
+	}
+	if wait := time.Until(due); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
 		}
-	} else {
-		ro.Exactly = int64(o.Requests)
 	}
-	if ro.Stop == nil {
-		ro.Stop = periodic.NewAborter()
-	}
-	stopOnCancel := context.AfterFunc(ctx, func() { ro.Stop.Abort(false) })
-	defer stopOnCancel()
+	return ctx.Err() == nil
+}
+
+// drive sends o's load, stopping early when ctx ends, and returns what it
+// recorded.
+func drive(ctx context.Context, o Options) (*recorder, error) {
+	rec := &recorder{status: map[string]int{}, progress: o.Progress, total: int64(o.Requests)}
 	hr, err := newHTTPRunner(o)
 	if err != nil {
 		return nil, err
 	}
-	pr := periodic.NewPeriodicRunner(&ro) // normalizes the options (threads, counts)
-	pr.Options().MakeRunners(hr)
+	defer hr.client.CloseIdleConnections()
 	start := time.Now()
-	pr.Run()
+	p := &pace{start: start, count: int64(o.Requests)}
+	if o.Rate > 0 {
+		// At most a day between requests: a slower rate would overflow
+		// the schedule's arithmetic, and means nothing for a probe.
+		p.every = time.Duration(min(float64(time.Second)/o.Rate, float64(24*time.Hour)))
+	}
+	workers := o.Concurrency
+	if o.Duration > 0 {
+		p.deadline = start.Add(o.Duration)
+		rec.total = 0
+		if o.Progress != nil {
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				tick := time.NewTicker(200 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-done:
+						return
+					case <-tick.C:
+						o.Progress(time.Since(start).Milliseconds(), o.Duration.Milliseconds())
+					}
+				}
+			}()
+		}
+	} else {
+		workers = min(workers, o.Requests) // no idle workers
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for p.next(ctx) {
+				t0 := time.Now()
+				code := hr.get(ctx)
+				if code == 0 && ctx.Err() != nil {
+					return // cut short by the caller, not failed by the server
+				}
+				rec.add(time.Since(t0).Seconds(), code)
+			}
+		})
+	}
+	wg.Wait()
 	rec.elapsed = time.Since(start)
-	hr.client.CloseIdleConnections()
 	return rec, nil
 }
 
@@ -342,26 +382,26 @@ func newHTTPRunner(o Options) (*httpRunner, error) {
 	return &httpRunner{client: &http.Client{Transport: tr, Timeout: o.Timeout, CheckRedirect: httpsafe.CheckRedirect}, url: o.URL, headers: h}, nil
 }
 
-// Run sends one request and reads the whole answer; details is the status
-// code, or -1 when no answer came.
-func (h *httpRunner) Run(ctx context.Context, _ periodic.ThreadID) (bool, string) {
+// get sends one request and reads the whole answer. It returns the status
+// code, or 0 when no whole answer came.
+func (h *httpRunner) get(ctx context.Context) int {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.url, nil)
 	if err != nil {
-		return false, "-1"
+		return 0
 	}
 	for k, v := range h.headers {
 		req.Header[k] = v
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return false, "-1"
+		return 0
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close() // read to the end (or failed): nothing more to learn
 	if err != nil {
-		return false, "-1"
+		return 0
 	}
-	return resp.StatusCode >= 200 && resp.StatusCode < 300, strconv.Itoa(resp.StatusCode)
+	return resp.StatusCode
 }
 
 // readMem reads the target's USS (private clean + private dirty + private

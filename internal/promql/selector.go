@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/promql/parser"
 )
 
 // Matchers returns a selector's inner matchers, braces and spaces removed
@@ -39,20 +38,30 @@ func Selector(name, match string, extra ...string) string {
 	return name + "{" + strings.Join(parts, ",") + "}"
 }
 
-// ParseMatch checks a --match label selector with Prometheus' own parser
-// and returns it in canonical form, `{job="node",dc=~"ams.*"}` ("" for
-// none). The braces may be left out (`job="node"`). A metric name is
-// refused: memdoctor chooses the metrics and adds the selector to each.
+// ParseMatch checks a --match label selector as Prometheus reads one (see
+// parseSelector) and returns it in canonical form,
+// `{job="node",dc=~"ams.*"}` ("" for none). The braces may be left out
+// (`job="node"`). A metric name is refused: memdoctor chooses the metrics
+// and adds the selector to each.
 func ParseMatch(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return "", nil
 	}
-	p := parser.NewParser(parser.Options{})
-	ms, err := p.ParseMetricSelector(s)
+	ms, err := parseSelector(s)
 	if err != nil && !strings.HasPrefix(s, "{") {
-		if ms2, err2 := p.ParseMetricSelector("{" + s + "}"); err2 == nil {
+		ms2, err2 := parseSelector("{" + s + "}")
+		switch {
+		case err2 == nil:
 			ms, err = ms2, nil
+		case !strings.Contains(s, "{"):
+			// Matchers without braces: the error is the one found in them,
+			// at its place in what was given.
+			var se *selectorError
+			if errors.As(err2, &se) {
+				se.pos = max(se.pos-1, 0)
+			}
+			err = err2
 		}
 	}
 	if err != nil {

@@ -44,8 +44,9 @@ func TestSelector(t *testing.T) {
 	}
 }
 
-// --match is parsed by Prometheus' own parser: `{` was accepted and sent
-// on to every query.
+// --match is parsed as Prometheus parses it (matchers_test.go holds the
+// reader to Prometheus' parser): `{` was accepted and sent on to every
+// query.
 func TestParseMatch(t *testing.T) {
 	for _, c := range []struct{ in, want, err string }{
 		{"", "", ""},

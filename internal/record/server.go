@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/prometheus/exporter-toolkit/web"
 )
 
 // ServerOptions bounds what HTTP clients can hold of the recorder: its
@@ -35,9 +33,10 @@ type ServerOptions struct {
 	IdleTimeout       time.Duration
 	// WebConfigFile, when set, is a web configuration file in the
 	// Prometheus exporter-toolkit's format (tls_server_config,
-	// basic_auth_users with bcrypt hashes, http_server_config): TLS and
-	// basic auth for every request. It is read again for each request
-	// and TLS connection, so a changed file applies without a restart.
+	// basic_auth_users with bcrypt hashes, http_server_config, rate_limit):
+	// TLS and basic auth for every request. It is looked at again for each
+	// request and TLS connection and read again when it changed, so a
+	// changed file applies without a restart (see webGuard).
 	WebConfigFile string
 	// HostCheck answers 421 to requests whose Host is not an IP address,
 	// localhost or one of AllowHosts (see HostGuard): for TCP listeners,
@@ -140,22 +139,50 @@ func NewServer(ln net.Listener, h http.Handler, o ServerOptions) *Server {
 }
 
 // Serve accepts connections until Shutdown or Close; with a web
-// configuration file, through the exporter-toolkit (TLS, basic auth).
+// configuration file, with its TLS and basic auth (see webGuard).
 func (s *Server) Serve() error {
 	if s.web == "" {
 		return s.Server.Serve(s.ln)
 	}
-	return web.Serve(s.ln, s.Server, &web.FlagConfig{WebConfigFile: &s.web}, s.log)
+	c, err := readWebConfig(s.web)
+	if err != nil {
+		return webConfigError(s.web, err)
+	}
+	next := s.Handler
+	if next == nil {
+		next = http.DefaultServeMux
+	}
+	g := newWebGuard(s.web, next, s.log)
+	s.Handler = g
+	if !c.TLS.enabled() {
+		return s.Server.Serve(s.ln)
+	}
+	if _, err := c.TLS.loadTLS(); err != nil {
+		return webConfigError(s.web, err)
+	}
+	if !c.http2() {
+		s.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){} // no h2
+	}
+	s.TLSConfig = &tls.Config{GetConfigForClient: g.tlsConfig(c.http2())}
+	return s.ServeTLS(s.ln, "", "")
 }
 
 // CheckWebConfig reads a web configuration file as Serve will, and says
-// what is wrong with it: its YAML, a user's password hash, a certificate
-// or key that cannot be read or does not match.
+// what is wrong with it: its YAML, an unknown field, a user's password
+// hash, a certificate or key that cannot be read or does not match.
 func CheckWebConfig(path string) error {
-	if err := web.Validate(path); err != nil {
-		return fmt.Errorf("--web.config.file %s: %w (the format is the Prometheus exporter-toolkit's: tls_server_config with cert_file and key_file, basic_auth_users with bcrypt hashes; see docs/metrics.md)", path, err)
+	c, err := readWebConfig(path)
+	if err == nil && c.TLS.enabled() {
+		_, err = c.TLS.loadTLS()
+	}
+	if err != nil {
+		return webConfigError(path, err)
 	}
 	return nil
+}
+
+func webConfigError(path string, err error) error {
+	return fmt.Errorf("--web.config.file %s: %w (the format is the Prometheus exporter-toolkit's: tls_server_config with cert_file and key_file, basic_auth_users with bcrypt hashes; see docs/metrics.md)", path, err)
 }
 
 // Conns returns the connections open now, and how many were closed to make

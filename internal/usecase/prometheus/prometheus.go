@@ -40,6 +40,6 @@ func Connect(o PromServer) (*prom.Client, error) {
 		CAFile: o.CA, InsecureSkipVerify: o.Insecure, Timeout: o.Timeout, Retries: retries})
 }
 
-// ParseMatch parses a label selector with Prometheus' parser and returns
+// ParseMatch parses a label selector as Prometheus reads one and returns
 // its canonical form.
 func ParseMatch(s string) (string, error) { return promql.ParseMatch(s) }
