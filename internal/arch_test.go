@@ -62,7 +62,7 @@ var allowed = map[string][]string{
 	// the process' status, environment and stat read with procfs).
 	"dotnet": {"procfs", "safeio"},
 	// Collection reads this host and turns it into samples.
-	"runtimes": {"dotnet", "httpsafe", "procfs", "redact", "safeio", "sample"},
+	"runtimes": {"dotnet", "elfsym", "httpsafe", "procfs", "redact", "safeio", "sample"},
 	"collect":  {"cgroups", "heapprof", "inject", "procfs", "runtimes", "sample", "preload"},
 	"capture":  {"outfile", "safeio"},
 	"inject":   {"elfsym", "procfs", "safeio"},
