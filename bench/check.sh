@@ -6,7 +6,8 @@
 #    parsed (goal: check <= 1.3x); files of processes gone between the
 #    trace and the replay are skipped and counted;
 #  - a node_exporter scrape (curl of /metrics) with the equivalent
-#    collectors, on a loopback port of its own (goal: check <= 0.7x);
+#    collectors, on a loopback port of its own, running only for its
+#    scrape in each round (goal: check <= 0.7x);
 #  - smem for the per-process part.
 # Runs are interleaved (check, raw reads, scrape, check, ...) so that a
 # change in the host's load moves all three; medians of whole processes,
@@ -20,8 +21,8 @@ set -eu
 runs=${1:-21}
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
-nepid=""
-trap '[ -n "$nepid" ] && kill $nepid 2>/dev/null; rm -rf "$out"' EXIT
+port=0
+trap '[ "$port" != 0 ] && pkill -f "web.listen-address=127.0.0.1:$port" 2>/dev/null; rm -rf "$out"' EXIT
 if [ -z "${BIN:-}" ]; then
 	make -s build
 	BIN=./memdoctor
@@ -45,28 +46,40 @@ plan "$out/plan"
 sed -n '2,$p' "$out/plan.log" >&2
 nfiles=$(grep -c -v '^P' "$out/plan")
 
-url=none
+# node_exporter runs only for its own scrape in each round (started, two
+# scrapes to warm it, the timed one, stopped): left running, it is a Go
+# program serving /metrics on loopback, which check's discovery finds and
+# scrapes (a whole scrape in check's wall time) and whose GC data makes
+# check wait --gc-interval for a second reading.
+ne=none
+port=0
 if command -v prometheus-node-exporter >/dev/null 2>&1; then
+	ne=$(command -v prometheus-node-exporter)
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	prometheus-node-exporter --web.listen-address=127.0.0.1:$port --collector.disable-defaults \
-		--collector.meminfo --collector.vmstat --collector.vmstat.fields='.*' --collector.zoneinfo \
-		--collector.slabinfo --collector.cgroups --collector.pressure --collector.stat --collector.cpu \
-		--collector.uname --collector.sysctl --collector.sysctl.include=vm.min_free_kbytes \
-		--collector.sysctl.include=vm.watermark_scale_factor --collector.processes >/dev/null 2>&1 &
-	nepid=$!
-	url=http://127.0.0.1:$port/metrics
-	i=0
-	until curl -s -o /dev/null "$url"; do
-		i=$((i + 1)); [ $i -lt 50 ] || { echo "node_exporter did not answer on $url" >&2; exit 1; }
-		sleep 0.1
-	done
 fi
 smem=none
 command -v smem >/dev/null 2>&1 && smem=smem
 
-python3 - "$runs" "$BIN" "$out/rawread" "$out/plan" "$url" "$smem" "$nfiles" "$(head -1 "$out/plan.log")" "${nepid:-0}" <<'PY'
+python3 - "$runs" "$BIN" "$out/rawread" "$out/plan" "$ne" "$port" "$smem" "$nfiles" "$(head -1 "$out/plan.log")" <<'PY'
 import os, statistics, subprocess, sys, time
-runs, md, raw, plan, url, smem, nfiles, planlog, nepid = sys.argv[1:]
+runs, md, raw, plan, ne, port, smem, nfiles, planlog = sys.argv[1:]
+url = "none" if ne == "none" else f"http://127.0.0.1:{port}/metrics"
+ne_args = [ne, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
+           "--collector.meminfo", "--collector.vmstat", "--collector.vmstat.fields=.*", "--collector.zoneinfo",
+           "--collector.slabinfo", "--collector.cgroups", "--collector.pressure", "--collector.stat", "--collector.cpu",
+           "--collector.uname", "--collector.sysctl", "--collector.sysctl.include=vm.min_free_kbytes",
+           "--collector.sysctl.include=vm.watermark_scale_factor", "--collector.processes"]
+def ne_start():  # a node_exporter that answered, scraped twice
+    p = subprocess.Popen(ne_args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for i in range(100):
+        if subprocess.run(["curl", "-s", "-o", "/dev/null", url]).returncode == 0:
+            break
+        time.sleep(0.05)
+    else:
+        p.kill(); sys.exit(f"node_exporter did not answer on {url}")
+    subprocess.run(["curl", "-s", "-o", "/dev/null", url])
+    return p
+nepid, ne_hwm = 0, []
 def retrace():  # a fresh trace of check, replayed at once (plan() above)
     subprocess.run(["strace", "-f", "-qq", "-y", "-s", "0", "-e", "trace=open,openat,read,pread64,getdents64",
                     "-o", plan + ".trace", md, "check", "--json"], stdout=subprocess.DEVNULL, check=True)
@@ -95,6 +108,9 @@ traced, skipped = [], []           # per round: files in the trace, and gone by 
 for i in range(runs + 1):          # the first round warms the caches
     n = retrace()
     for k, c in cmds.items():
+        if k == "ne":
+            nep = ne_start()
+            nepid = nep.pid
         c0 = ne_cpu() if k == "ne" else 0
         out = rawout.fileno() if k == "raw" else null.fileno()
         if k == "raw":
@@ -109,8 +125,11 @@ for i in range(runs + 1):          # the first round warms the caches
             f = rawout.read().split()  # read N skipped M
             traced.append(n)
             skipped.append(int(f[3]) if len(f) == 4 else 0)
-        if k == "ne" and i:
-            ne_total += ne_cpu() - c0
+        if k == "ne":
+            if i:
+                ne_total += ne_cpu() - c0
+                ne_hwm += [int(l.split()[1]) / 1024 for l in open(f"/proc/{nepid}/status") if l.startswith("VmHWM:")]
+            nep.terminate(); nep.wait()
         if i:
             res[k]["wall"].append(wall * 1000)
             res[k]["cpu"].append((ru.ru_utime + ru.ru_stime) * 1000)
@@ -118,7 +137,7 @@ for i in range(runs + 1):          # the first round warms the caches
 # interpreter starts with the interpreter's own peak in its accounting.
 for k, c in cmds.items():
     if k == "ne":  # the daemon's, not curl's
-        res[k]["rss"] = [int(l.split()[1]) / 1024 for l in open(f"/proc/{nepid}/status") if l.startswith("VmHWM:")]
+        res[k]["rss"] = ne_hwm
         continue
     for _ in range(3):
         p = subprocess.run(["/usr/bin/time", "-f", "%M"] + c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

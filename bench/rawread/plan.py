@@ -8,13 +8,30 @@ import re
 import sys
 
 trace, mdpid = sys.argv[1], sys.argv[2]
-opened = re.compile(r'^\d+\s+open(?:at)?\(.*\) = \d+<(.*)>$')
-io = re.compile(r'^\d+\s+(read|getdents64)\(\d+<(.*?)>, .*\) = (\d+)$')
-pio = re.compile(r'^\d+\s+pread64\(\d+<(.*?)>, .*, (\d+)\) = (\d+)$')
+opened = re.compile(r'^\d+\s+open(?:at)?\(.*\)\s+= \d+<(.*)>$')
+io = re.compile(r'^\d+\s+(read|getdents64)\(\d+<(.*?)>, .*\)\s+= (\d+)$')
+pio = re.compile(r'^\d+\s+pread64\(\d+<(.*?)>, .*, (\d+)\)\s+= (\d+)$')
+
+
+def joined(f):
+    """The trace's lines, a call that two threads' calls interrupted
+    ("... <unfinished ...>", then "<... NAME resumed>...") made one line."""
+    pending = {}
+    for line in f:
+        line = line.rstrip('\n')
+        pid, _, rest = line.partition(' ')
+        if line.endswith(' <unfinished ...>'):
+            pending[pid] = line[:-len(' <unfinished ...>')]
+            continue
+        r = rest.lstrip()
+        if r.startswith('<... ') and ' resumed>' in r:
+            line = pending.pop(pid, pid + ' ?(') + r.split(' resumed>', 1)[1]
+        yield line
+
+
 order, kind, seq, cur, preads, opens = [], {}, {}, {}, {}, {}
 own = '/proc/%s/' % mdpid
-for line in open(trace, errors='replace'):
-    line = line.rstrip('\n')
+for line in joined(open(trace, errors='replace')):
     m = opened.match(line)
     if m:
         p = m.group(1)
