@@ -27,6 +27,37 @@ func trendRules() map[string]bool {
 	return ids
 }
 
+// judgeHealthyRebooted diagnoses each healthy host of the fleet o whose
+// last boot is past the warm-up and less than maxAge before the end,
+// counting those judged and those a trend rule names, and calls named for
+// each trend finding.
+func judgeHealthyRebooted(o Options, maxAge time.Duration, trend map[string]bool, judged, flagged *atomic.Int64,
+	named func(i int, h *Host, age time.Duration, fd model.Finding)) {
+	f := Plan(o)
+	for i := range f.Hosts {
+		h := f.Hosts[i]
+		if len(h.Pathologies) > 0 || len(h.Reboots) == 0 {
+			continue
+		}
+		age := o.End.Sub(h.Reboots[len(h.Reboots)-1])
+		if age < model.WarmUp || age >= maxAge {
+			continue
+		}
+		judged.Add(1)
+		rep := diagnose.Run(diagnose.Data{Window: f.Window(i), Source: "fleettest"})
+		hit := false
+		for _, fd := range rep.Findings {
+			if trend[fd.ID] {
+				hit = true
+				named(i, h, age, fd)
+			}
+		}
+		if hit {
+			flagged.Add(1)
+		}
+	}
+}
+
 // TestHealthyHostsRebootedDaysAgoRarelyFlagged judges the healthy hosts
 // of 10,000-host fleets whose last boot is 3 to 5 days before the end of
 // the data: just past the warm-up, a short boot holds three or four daily
@@ -55,34 +86,14 @@ func TestHealthyHostsRebootedDaysAgoRarelyFlagged(t *testing.T) {
 			o.Hosts, o.Days, o.Interval = 10000, 15, 5*time.Minute
 			t.Run(fmt.Sprintf("seed%d-%s", o.Seed, o.End.Format("1504")), func(t *testing.T) {
 				t.Parallel() // each plans and judges its own fleet
-				f := Plan(o)
-				for i, h := range f.Hosts {
-					if len(h.Pathologies) > 0 || len(h.Reboots) == 0 {
-						continue
+				judgeHealthyRebooted(o, 5*24*time.Hour, trend, &judged, &flagged, func(i int, h *Host, age time.Duration, fd model.Finding) {
+					msg := fmt.Sprintf("%s (%.0f GiB, booted %.2f days before the end): %s %s: %s", h.Instance, h.MemTotal/(1<<30), age.Hours()/24, fd.ID, fd.Severity, fd.Summary)
+					if o.Seed == 1 && i == 774 {
+						t.Error("the scan's host: " + msg)
+					} else {
+						t.Log(msg)
 					}
-					age := o.End.Sub(h.Reboots[len(h.Reboots)-1])
-					if age < model.WarmUp || age >= 5*24*time.Hour {
-						continue
-					}
-					judged.Add(1)
-					rep := diagnose.Run(diagnose.Data{Window: f.Window(i), Source: "fleettest"})
-					named := false
-					for _, fd := range rep.Findings {
-						if !trend[fd.ID] {
-							continue
-						}
-						named = true
-						msg := fmt.Sprintf("%s (%.0f GiB, booted %.2f days before the end): %s %s: %s", h.Instance, h.MemTotal/(1<<30), age.Hours()/24, fd.ID, fd.Severity, fd.Summary)
-						if o.Seed == 1 && i == 774 {
-							t.Error("the scan's host: " + msg)
-						} else {
-							t.Log(msg)
-						}
-					}
-					if named {
-						flagged.Add(1)
-					}
-				}
+				})
 			})
 		}
 	})

@@ -48,28 +48,9 @@ func TestTrendSweep(t *testing.T) {
 		for _, o := range sweepFleets(10000) {
 			t.Run(fmt.Sprintf("seed%d-%s", o.Seed, o.End.Format("1504")), func(t *testing.T) {
 				t.Parallel() // each plans and judges its own fleet
-				f := Plan(o)
-				for i, h := range f.Hosts {
-					if len(h.Pathologies) > 0 || len(h.Reboots) == 0 {
-						continue
-					}
-					age := o.End.Sub(h.Reboots[len(h.Reboots)-1])
-					if age < model.WarmUp || age >= 7*24*time.Hour {
-						continue
-					}
-					judged.Add(1)
-					rep := diagnose.Run(diagnose.Data{Window: f.Window(i), Source: "fleettest"})
-					named := false
-					for _, fd := range rep.Findings {
-						if trend[fd.ID] {
-							named = true
-							t.Errorf("%s (booted %.2f days before the end): %s %s: %s", h.Instance, age.Hours()/24, fd.ID, fd.Severity, fd.Summary)
-						}
-					}
-					if named {
-						flagged.Add(1)
-					}
-				}
+				judgeHealthyRebooted(o, 7*24*time.Hour, trend, &judged, &flagged, func(_ int, h *Host, age time.Duration, fd model.Finding) {
+					t.Errorf("%s (booted %.2f days before the end): %s %s: %s", h.Instance, age.Hours()/24, fd.ID, fd.Severity, fd.Summary)
+				})
 			})
 		}
 	})
