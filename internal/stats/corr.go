@@ -39,17 +39,7 @@ func Pearson(x, y []float64) (r, p float64, ok bool) {
 //
 // Complexity: O(n log n) time (ranking sorts), O(n) space.
 func Spearman(x, y []float64) (rho, p float64, ok bool) {
-	if len(x) != len(y) {
-		panic("stats: x and y have different lengths")
-	}
-	a := make([]float64, 0, len(x))
-	b := make([]float64, 0, len(y))
-	for i := range x {
-		if !math.IsNaN(x[i]) && !math.IsNaN(y[i]) {
-			a = append(a, x[i])
-			b = append(b, y[i])
-		}
-	}
+	a, b := keptPairs(x, y, notNaN)
 	return pearson(ranks(a), ranks(b))
 }
 

@@ -156,17 +156,7 @@ func sortCountInversions[T int32 | float64](a, buf []T) int64 {
 // NaN in ys or resid drop the pair. Complexity: O(m·K) for the
 // autocorrelations, on top of MannKendall.
 func MannKendallHamedRao(ys, resid []float64) (MK, float64) {
-	if len(ys) != len(resid) {
-		panic("stats: ys and resid have different lengths")
-	}
-	y := make([]float64, 0, len(ys))
-	e := make([]float64, 0, len(ys))
-	for i := range ys {
-		if !math.IsNaN(ys[i]) && !math.IsNaN(resid[i]) {
-			y = append(y, ys[i])
-			e = append(e, resid[i])
-		}
-	}
+	y, e := keptPairs(ys, resid, notNaN)
 	r := MannKendall(y)
 	if !r.OK || r.VarS <= 0 {
 		return r, 1

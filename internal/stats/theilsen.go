@@ -180,20 +180,26 @@ func orderStat1(a []float64, r float64) float64 {
 
 // finitePairs returns copies of the pairs (xs[i], ys[i]) where both are
 // finite.
-func finitePairs(xs, ys []float64) (x, y []float64) {
+func finitePairs(xs, ys []float64) (x, y []float64) { return keptPairs(xs, ys, isFinite) }
+
+// keptPairs is the pairs (xs[i], ys[i]) whose both values keep says to
+// keep, in order. It panics if the lengths differ.
+func keptPairs(xs, ys []float64, keep func(float64) bool) (x, y []float64) {
 	if len(xs) != len(ys) {
 		panic("stats: xs and ys have different lengths")
 	}
 	x = make([]float64, 0, len(xs))
 	y = make([]float64, 0, len(ys))
 	for i := range xs {
-		if isFinite(xs[i]) && isFinite(ys[i]) {
+		if keep(xs[i]) && keep(ys[i]) {
 			x = append(x, xs[i])
 			y = append(y, ys[i])
 		}
 	}
 	return x, y
 }
+
+func notNaN(v float64) bool { return !math.IsNaN(v) }
 
 func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
