@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // findTracefs returns a tracefs mount that has the cgroup events.
@@ -34,14 +36,28 @@ type tracefsTracer struct {
 	buf     []byte
 	partial []byte
 	lost    int64 // overruns at the last take
+	// comms names the processes that executed a program during the
+	// trace, by pid: tracefs prints a task's name from a small cache of
+	// recent names (saved_cmdlines) and "<...>" once a busy host has
+	// pushed it out, so the name is kept from the exec event instead.
+	comms map[int]string
+	proc  string // the proc file system, for names of the living
 }
+
+// unknownComm is what tracefs prints for a task whose name it no longer
+// holds.
+const unknownComm = "<...>"
+
+// maxComms bounds comms: past it the map is emptied and refilled.
+const maxComms = 1 << 16
 
 func loadTracefs(opt Options) (*tracefsTracer, error) {
 	root, err := findTracefs(opt)
 	if err != nil {
 		return nil, err
 	}
-	t := &tracefsTracer{inst: filepath.Join(root, "instances", fmt.Sprintf("memdoctor-cgtrace-%d", os.Getpid())), fd: -1}
+	t := &tracefsTracer{inst: filepath.Join(root, "instances", fmt.Sprintf("memdoctor-cgtrace-%d", os.Getpid())), fd: -1,
+		comms: map[int]string{}, proc: opt.Proc}
 	if err := os.Mkdir(t.inst, 0o700); err != nil {
 		return nil, fmt.Errorf("creating a tracing instance: %w", err)
 	}
@@ -51,6 +67,8 @@ func loadTracefs(opt Options) (*tracefsTracer, error) {
 			return nil, fmt.Errorf("enabling %s: %w", ev, err)
 		}
 	}
+	// The exec event only names tasks (older kernels may lack it).
+	_ = os.WriteFile(filepath.Join(t.inst, "events", "sched", "sched_process_exec", "enable"), []byte("1"), 0)
 	t.fd, err = syscall.Open(filepath.Join(t.inst, "trace_pipe"), syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		t.Close()
@@ -79,7 +97,17 @@ func (t *tracefsTracer) drain(add func(Event)) error {
 			i := bytes.LastIndexByte(t.partial, '\n')
 			if i >= 0 {
 				for _, line := range strings.Split(string(t.partial[:i]), "\n") {
+					if pid, comm, ok := parseExecLine(line); ok {
+						if len(t.comms) >= maxComms {
+							clear(t.comms)
+						}
+						t.comms[pid] = comm
+						continue
+					}
 					if e, ok := parseTraceLine(line); ok {
+						if e.Comm == unknownComm {
+							e.Comm = t.commOf(e.PID)
+						}
 						add(e)
 					}
 				}
@@ -92,6 +120,53 @@ func (t *tracefsTracer) drain(add func(Event)) error {
 		}
 		return nil
 	}
+}
+
+// commOf names a task tracefs printed as "<...>": by the program it
+// executed during the trace, else by its name now if it still lives, else
+// "<...>" it stays.
+func (t *tracefsTracer) commOf(pid int) string {
+	if c, ok := t.comms[pid]; ok {
+		return c
+	}
+	if c, err := procfs.NewProcFS(t.proc).ProcComm(pid); err == nil && c != "" {
+		return c
+	}
+	return unknownComm
+}
+
+// parseExecLine reads a sched_process_exec line:
+//
+//	<...>-4242    [001] ..... 1234.5678: sched_process_exec: filename=/usr/bin/jobrunner pid=4242 old_pid=4242
+//
+// and returns the pid and the name the kernel gives the task, the file's
+// base name cut to 15 bytes (the kernel's name length less its NUL).
+func parseExecLine(line string) (int, string, bool) {
+	_, rest, ok := strings.Cut(line, ": sched_process_exec: filename=")
+	if !ok {
+		return 0, "", false
+	}
+	p := strings.LastIndex(rest, " pid=")
+	if p < 0 {
+		return 0, "", false
+	}
+	file := rest[:p]
+	f := strings.Fields(rest[p+len(" pid="):])
+	if len(f) == 0 {
+		return 0, "", false
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil || pid <= 0 {
+		return 0, "", false
+	}
+	comm := file[strings.LastIndexByte(file, '/')+1:]
+	if len(comm) > 15 {
+		comm = comm[:15]
+	}
+	if comm == "" {
+		return 0, "", false
+	}
+	return pid, comm, true
 }
 
 // take adds the events lost since the last take.
