@@ -6,7 +6,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/memdoctor/memdoctor/internal/source"
 	"io"
 	"os"
 	"os/exec"
@@ -20,6 +19,8 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/fleettest"
+	"github.com/memdoctor/memdoctor/internal/model"
+	"github.com/memdoctor/memdoctor/internal/source"
 )
 
 // writeInstancesOM writes an OpenMetrics file of n instances with one
@@ -202,12 +203,14 @@ func TestDiagnose100kInstancesBoundedMemory(t *testing.T) {
 }
 
 // An instance name of 2 MiB (hostile input: a name may be as long as a
-// line) is in the source of each of the instance's twenty notes, so the
-// JSON report holds it twenty times, 44 MB of a 4.2 MB file. Written with
-// the whole report marshalled at once, that was held five times over: a
-// peak of 290-300 MiB of RSS (211-214 under this test's 100 MiB limit);
-// with the findings and notes marshalled one at a time, 124-135 MiB
-// (110-112). What is left is mostly the notes themselves.
+// line) was in the source of each of the instance's forty-odd notes and
+// rules not evaluated, so the JSON report held it that many times, 90 MB.
+// Written with the whole report marshalled at once, that was held five
+// times over: a peak of 290-300 MiB of RSS; with the findings and notes
+// marshalled one at a time, 124-135 MiB. A note now names an instance
+// longer than model.MaxInstanceRef by its beginning, length and hash
+// (model.InstanceRef); the name is printed whole once, in the list of
+// instances.
 func TestDiagnoseLongInstanceNameBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("diagnoses an instance named by 2 MiB")
@@ -228,11 +231,21 @@ func TestDiagnoseLongInstanceNameBoundedMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	peak, printed, _ := diagnosePeakOut(t, bin, path, 21, "100MiB", "--json")
-	if least := int64(20 * len(name)); printed < least {
-		t.Fatalf("diagnose --json printed %d bytes, want over %d: the long name in each of its notes", printed, least)
+	if printed < int64(len(name)) || printed > int64(len(name))+1<<20 {
+		t.Errorf("diagnose --json printed %d bytes, want the %d-byte name once and under 1 MiB besides", printed, len(name))
 	}
-	if peak > 160<<20 {
-		t.Errorf("diagnosing an instance named by 2 MiB peaked at %.1f MiB of RSS, want under 160 MiB: a report is written a finding and a note at a time", float64(peak)/(1<<20))
+	if peak > 60<<20 {
+		t.Errorf("diagnosing an instance named by 2 MiB peaked at %.1f MiB of RSS, want under 60 MiB: its notes name it by model.InstanceRef", float64(peak)/(1<<20))
+	}
+	out, err := exec.Command(bin, "diagnose", "--from", path, "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(out), name); n != 1 {
+		t.Errorf("the 2 MiB name is printed %d times, want once", n)
+	}
+	if ref := model.InstanceRef(name); !strings.Contains(string(out), `"source": "`+ref+`: rule `) {
+		t.Errorf("no note's source begins with the shortened name %q", ref)
 	}
 }
 

@@ -139,13 +139,14 @@ func (m *CoverageMerger) Add(name string, c Coverage) {
 	}
 	m.out.Rules = max(m.out.Rules, c.Rules)
 	m.out.Partial = m.out.Partial || c.Partial
+	ref := InstanceRef(name)
 	for _, u := range c.Unread {
-		m.out.Unread = append(m.out.Unread, name+": "+u)
+		m.out.Unread = append(m.out.Unread, ref+": "+u)
 	}
 	for _, s := range c.NotEvaluated {
 		if !m.skipped[s.ID] {
 			m.skipped[s.ID] = true
-			s.Detail = name + ": " + s.Detail
+			s.Detail = ref + ": " + s.Detail
 			m.out.NotEvaluated = append(m.out.NotEvaluated, s)
 		}
 	}

@@ -168,7 +168,7 @@ func Render(w io.Writer, p *Page) error {
 			}
 			for _, u := range in.Report.Coverage.Unread {
 				if v.MultiInst {
-					u = in.Name + ": " + u
+					u = model.InstanceRef(in.Name) + ": " + u
 				}
 				v.Unread = append(v.Unread, u)
 			}
@@ -178,7 +178,7 @@ func Render(w io.Writer, p *Page) error {
 			for _, n := range in.Report.Notes {
 				src := n.Source
 				if v.MultiInst {
-					src = in.Name + ": " + src
+					src = model.InstanceRef(in.Name) + ": " + src
 				}
 				v.Notes = append(v.Notes, noteView{Source: src, Message: n.Message, Hides: n.Hides, Fix: n.Fix})
 			}

@@ -639,7 +639,7 @@ func (m *merger) add(r InstanceResult) {
 			m.addGrouped(r.Instance, n)
 			continue
 		}
-		n.Source = r.Instance + ": " + n.Source
+		n.Source = model.InstanceRef(r.Instance) + ": " + n.Source
 		n.Message, n.Hides, n.Fix = m.text(n.Message), m.text(n.Hides), m.text(n.Fix)
 		m.notes = append(m.notes, n)
 	}
@@ -677,7 +677,7 @@ func (m *merger) addGrouped(inst string, n sample.Note) {
 	}
 	g.n++
 	if len(g.first) < groupNames {
-		g.first = append(g.first, inst)
+		g.first = append(g.first, model.InstanceRef(inst))
 	}
 }
 
