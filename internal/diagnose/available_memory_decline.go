@@ -164,6 +164,7 @@ func (availableMemoryDecline) Eval(in *Input) []model.Finding {
 			format.Bytes(int64(-f.Slope)), format.Number(f.P), spanText(avail), format.Bytes(int64(last)), format.Count(days, "day", "days")),
 		Evidence: []model.Evidence{
 			ev("mem_available_slope_bytes_per_day", f.Slope, "bytes_per_day"),
+			ev("mem_available_slope_limit_bytes_per_day", limit, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),
 			ev("mem_available_bytes", last, "bytes"),
 			ev("mem_total_bytes", total, "bytes"),

@@ -409,7 +409,8 @@ func (dyingCgroups) trend(in *Input) *model.Finding {
 		return nil
 	}
 	// And as fast as that with confidence, not only on the fitted slope.
-	if lim, ok := f.Limit(); !ok || lim < dyingMinPerDay {
+	lim, ok := f.Limit()
+	if !ok || lim < dyingMinPerDay {
 		return nil
 	}
 	last := ps[len(ps)-1].V
@@ -422,6 +423,7 @@ func (dyingCgroups) trend(in *Input) *model.Finding {
 			what, f.Slope, format.Number(f.P), growth, spanText(ps), last),
 		Evidence: []model.Evidence{
 			ev("memory_cgroups_per_day", f.Slope, "per_day"),
+			ev("memory_cgroups_per_day_limit", lim, "per_day"),
 			ev("mann_kendall_p", f.P, ""),
 			ev("memory_cgroups_growth", growth, "count"),
 			ev("memory_cgroups_now", last, "count"),

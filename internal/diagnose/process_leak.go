@@ -67,7 +67,8 @@ func (processLeak) Eval(in *Input) []model.Finding {
 		}
 		// And as fast as that with confidence, not only on the fitted
 		// slope.
-		if lim, ok := f.Limit(); !ok || lim < 16<<20 || lim < 0.02*now || lim/f.Slope*growth < 64<<20 {
+		lim, ok := f.Limit()
+		if !ok || lim < 16<<20 || lim < 0.02*now || lim/f.Slope*growth < 64<<20 {
 			continue
 		}
 		comm, pid := s.Labels.Get("comm"), s.Labels.Get("pid")
@@ -77,6 +78,7 @@ func (processLeak) Eval(in *Input) []model.Finding {
 				comm, format.Bytes(int64(f.Slope)), format.Number(f.P), format.Bytes(int64(growth)), spanText(ps), format.Bytes(int64(now))),
 			Evidence: []model.Evidence{
 				ev("in_use_growth_bytes_per_day", f.Slope, "bytes_per_day"),
+				ev("in_use_growth_limit_bytes_per_day", lim, "bytes_per_day"),
 				ev("mann_kendall_p", f.P, ""),
 				ev("in_use_growth_bytes", growth, "bytes"),
 				ev("in_use_bytes", now, "bytes"),

@@ -113,7 +113,8 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *model.Findin
 		return nil
 	}
 	// And as fast as that with confidence, not only on the fitted slope.
-	if lim, ok := f.Limit(); !ok || lim < procMinPerDay || lim < procMinRelPerDay*now || lim/f.Slope*growth < procMinGrowth {
+	lim, ok := f.Limit()
+	if !ok || lim < procMinPerDay || lim < procMinRelPerDay*now || lim/f.Slope*growth < procMinGrowth {
 		return nil
 	}
 	sev := model.Warning
@@ -126,6 +127,7 @@ func judgeProcess(w *sample.Window, sg procSeg, earlier []procSeg) *model.Findin
 			sg.comm, format.Bytes(int64(f.Slope)), format.Number(f.P), format.Bytes(int64(growth)), spanText(ps), format.Bytes(int64(now))),
 		Evidence: []model.Evidence{
 			ev("growth_bytes_per_day", f.Slope, "bytes_per_day"),
+			ev("growth_limit_bytes_per_day", lim, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),
 			ev("growth_bytes", growth, "bytes"),
 			ev(trimName(sg.metric), now, "bytes"),

@@ -109,7 +109,8 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []model.Finding {
 		return nil
 	}
 	// And as fast as that with confidence, not only on the fitted slope.
-	if lim, ok := f.Limit(); !ok || lim < slabMinShareOfTotalPerDay*total || lim*days < slabMinGrowth {
+	lim, ok := f.Limit()
+	if !ok || lim < slabMinShareOfTotalPerDay*total || lim*days < slabMinGrowth {
 		return nil
 	}
 	last := su[len(su)-1].V
@@ -122,6 +123,7 @@ func (slabUnreclaimableGrowth) Eval(in *Input) []model.Finding {
 			format.Bytes(int64(f.Slope)), format.Number(f.P), format.Bytes(int64(grown)), spanText(su), format.Bytes(int64(last)), 100*last/total),
 		Evidence: []model.Evidence{
 			ev("slab_unreclaimable_slope_bytes_per_day", f.Slope, "bytes_per_day"),
+			ev("slab_unreclaimable_slope_limit_bytes_per_day", lim, "bytes_per_day"),
 			ev("mann_kendall_p", f.P, ""),
 			ev("slab_unreclaimable_bytes", last, "bytes"),
 			ev("slab_unreclaimable_growth_bytes", grown, "bytes"),
