@@ -365,6 +365,7 @@ type hostState struct {
 	cgroups          int64   // memory cgroups, live and dying (/proc/cgroups)
 	available, total float64 // MemAvailable, MemTotal (bytes)
 	unreclaimable    float64 // SUnreclaim (bytes)
+	oomKills         int64   // oom_kill (/proc/vmstat): another test's OOM kill is the host's
 }
 
 func readHostState(t *testing.T) hostState {
@@ -389,13 +390,21 @@ func readHostState(t *testing.T) hostState {
 			h.unreclaimable = v * 1024
 		}
 	}
+	if b, err := os.ReadFile("/proc/vmstat"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "oom_kill "); ok {
+				h.oomKills, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
 	return h
 }
 
 // busy says what the host did on its own between a and b, by what a rule
 // judging the whole host would see of it: "cgroups" (memory cgroups made
 // or freed), "available" (available memory lost), "slab" (unreclaimable
-// slab grown). A kind missing is one the host stayed quiet in.
+// slab grown), "oom" (a process OOM-killed, another test's, say). A kind
+// missing is one the host stayed quiet in.
 func (a hostState) busy(b hostState) map[string]string {
 	did := map[string]string{}
 	if d := b.cgroups - a.cgroups; d >= 20 || d <= -20 {
@@ -406,6 +415,9 @@ func (a hostState) busy(b hostState) map[string]string {
 	}
 	if d := b.unreclaimable - a.unreclaimable; d >= 0.05*a.unreclaimable {
 		did["slab"] = fmt.Sprintf("SUnreclaim grew %.0f MiB", d/(1<<20))
+	}
+	if b.oomKills > a.oomKills {
+		did["oom"] = fmt.Sprintf("%d OOM kills", b.oomKills-a.oomKills)
 	}
 	return did
 }
@@ -420,6 +432,8 @@ var hostRuleKinds = map[string]string{
 	"slab_unreclaimable_growth": "slab",
 	"slab_unreclaimable_high":   "slab",
 	"kernel_memory_unexplained": "slab",
+	"oom_kills":                 "oom",
+	"cgroup_oom_kills":          "oom",
 }
 
 // TestRecordingsDiagnosed records a healthy host, then the same host while
