@@ -185,6 +185,15 @@ some_total{instance="h"} 1 1772323320.246
 	}
 }
 
+// parquetRow is one row of a Parquet export as parquet-go reads it.
+type parquetRow struct {
+	Instance    string  `parquet:"instance"`
+	Name        string  `parquet:"name"`
+	Labels      string  `parquet:"labels"`
+	TimestampMS int64   `parquet:"timestamp_ms"`
+	Value       float64 `parquet:"value"`
+}
+
 func TestExportParquet(t *testing.T) {
 	t.Parallel()
 	st := exportStore(t)
