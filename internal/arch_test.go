@@ -134,6 +134,7 @@ var allowed = map[string][]string{
 	"incidenttest":           {"capture"},
 	"seriestest":             {"promql", "sample"},
 	"storetest":              nil,         // a store file damaged for its checks
+	"parquettest":            nil,         // Parquet files read with pyarrow
 	"unitsandboxtest":        nil,         // a unit file's sandbox, reproduced for a test
 	"preloadattacktest":      {"preload"}, // a shared object named like the library
 	"redirecttest":           nil,

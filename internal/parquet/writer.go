@@ -494,7 +494,7 @@ func (pw *Writer) Close() error {
 	if pw.closed {
 		return pw.err
 	}
-	if pw.err == nil && pw.page != 0 {
+	if pw.err == nil {
 		for _, c := range pw.cols {
 			n := len(c.plain) / 8
 			if c.Type == String {
