@@ -180,21 +180,23 @@ func TestWriterDictionaryWidths(t *testing.T) {
 func TestWriterStatistics(t *testing.T) {
 	t.Parallel()
 	const group = 700
-	rows := variedRows(5 * group)
+	rows := variedRows(6 * group)
 	for i := range rows[group : 2*group] {
 		rows[group+i].D = math.NaN() // the second row group: NaN only
 	}
 	rows[3*group+5].S = strings.Repeat("é", MaxStatisticsBytes) // the fourth: one long string
-	for i := range rows[4*group : 5*group] {
-		rows[4*group+i].D = 0 // the fifth: zeros only
-		if i%2 == 0 {
+	for i := range rows[4*group : 6*group] {
+		// The fifth and sixth: zeros only, the fifth's first -0, the
+		// sixth's +0.
+		rows[4*group+i].D = 0
+		if i%2 == i/group {
 			rows[4*group+i].D = math.Copysign(0, -1)
 		}
 	}
 	f, _ := readGo(t, writeRows(t, rows, Options{RowGroupRows: group}))
 	md := f.Metadata()
-	if len(md.RowGroups) != 5 {
-		t.Fatalf("%d row groups, want 5", len(md.RowGroups))
+	if len(md.RowGroups) != 6 {
+		t.Fatalf("%d row groups, want 6", len(md.RowGroups))
 	}
 	for g, rg := range md.RowGroups {
 		part := rows[g*group : (g+1)*group]
