@@ -62,9 +62,9 @@ type Options struct {
 	Level int
 }
 
-// MaxStatisticsBytes: a string column chunk whose minimum or maximum is
-// longer than this has no minimum and maximum in the footer (they would
-// only make the footer large).
+// MaxStatisticsBytes is the longest string minimum or maximum the footer
+// holds: a string column chunk whose minimum or maximum is longer has none
+// (they would only make the footer large).
 const MaxStatisticsBytes = 1024
 
 // Thrift enum values of parquet.thrift.
