@@ -338,8 +338,8 @@ func (pw *Writer) compress(body []byte) []byte {
 // pageHeader encodes a PageHeader of a data page (dict false) or a
 // dictionary page into pw.hdr.
 func (pw *Writer) pageHeader(dict bool, values, uncompressed, compressed int, enc int32) []byte {
-	if uncompressed > math.MaxInt32 {
-		pw.fail(fmt.Errorf("parquet: a page of %d bytes is larger than the format allows", uncompressed))
+	if max(uncompressed, compressed) > math.MaxInt32 {
+		pw.fail(fmt.Errorf("parquet: a page of %d bytes is larger than the format allows", max(uncompressed, compressed)))
 	}
 	h := &pw.hdr
 	h.b, h.last, h.cur = h.b[:0], h.last[:0], 0
