@@ -16,6 +16,7 @@ package parquet
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
@@ -238,14 +239,7 @@ func (pw *Writer) String(i int, s string) {
 		c.dict[s] = k
 		c.dictVals = append(c.dictVals, s)
 		c.dictBytes += 4 + len(s)
-		switch {
-		case !c.has:
-			c.minS, c.maxS, c.has = s, s, true
-		case s < c.minS:
-			c.minS = s
-		case s > c.maxS:
-			c.maxS = s
-		}
+		widen(&c.minS, &c.maxS, &c.has, s) // each distinct value once
 		if len(s) > MaxStatisticsBytes {
 			c.longStrings = true
 		}
@@ -261,14 +255,7 @@ func (pw *Writer) Int64(i int, v int64) {
 		return
 	}
 	c.plain = binary.LittleEndian.AppendUint64(c.plain, uint64(v))
-	switch {
-	case !c.has:
-		c.minI, c.maxI, c.has = v, v, true
-	case v < c.minI:
-		c.minI = v
-	case v > c.maxI:
-		c.maxI = v
-	}
+	widen(&c.minI, &c.maxI, &c.has, v)
 }
 
 // Double sets double column i of the current row.
@@ -279,15 +266,23 @@ func (pw *Writer) Double(i int, v float64) {
 	}
 	c.plain = binary.LittleEndian.AppendUint64(c.plain, math.Float64bits(v))
 	c.has = true
-	switch {
-	case math.IsNaN(v):
+	if math.IsNaN(v) {
 		c.nans++
-	case !c.hasFinite:
-		c.minF, c.maxF, c.hasFinite = v, v, true
-	case v < c.minF:
-		c.minF = v
-	case v > c.maxF:
-		c.maxF = v
+		return
+	}
+	widen(&c.minF, &c.maxF, &c.hasFinite, v)
+}
+
+// widen extends the range [*lo, *hi] to v; *seen says whether the range
+// holds a value yet, and is set.
+func widen[T cmp.Ordered](lo, hi *T, seen *bool, v T) {
+	switch {
+	case !*seen:
+		*lo, *hi, *seen = v, v, true
+	case v < *lo:
+		*lo = v
+	case v > *hi:
+		*hi = v
 	}
 }
 
