@@ -48,6 +48,8 @@ var allowed = map[string][]string{
 	"promql": nil,
 	"vmcalc": nil,
 	"sample": nil,
+	// The store's export writes its Parquet files with it.
+	"parquet": nil,
 	// Parsers are leaves: they return their own types.
 	"procfs": {"safeio"},
 	// Every cgroup read: the mounts, one memory cgroup's files, the
@@ -82,7 +84,7 @@ var allowed = map[string][]string{
 	// result is heapprof's dump; inject opens the target's mapped files.
 	"leaktrace": {"elfsym", "heapprof", "inject", "procfs", "safeio"},
 	// Storage and sources of samples.
-	"store":  {"procfs", "sample"}, // procfs: who holds the lock (/proc/locks)
+	"store":  {"parquet", "procfs", "sample"}, // procfs: who holds the lock (/proc/locks); parquet: the export
 	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
 	"record": {"cgroups", "cgtrace", "collect", "format", "model", "procfs", "runtimes", "sample", "store"},
 	// The stable JSON schema (check --json): data only, no judging.
@@ -132,6 +134,7 @@ var allowed = map[string][]string{
 	"incidenttest":           {"capture"},
 	"seriestest":             {"promql", "sample"},
 	"storetest":              nil,         // a store file damaged for its checks
+	"parquettest":            nil,         // Parquet files read with pyarrow
 	"unitsandboxtest":        nil,         // a unit file's sandbox, reproduced for a test
 	"preloadattacktest":      {"preload"}, // a shared object named like the library
 	"redirecttest":           nil,
@@ -307,6 +310,7 @@ func TestBinaryLeavesOutHeavyDependencies(t *testing.T) {
 			"github.com/prometheus/client_golang",      // the toolkit's and the parser's default registry
 			"github.com/prometheus/procfs",             // client_golang's process collector
 			"fortio.org/",                              // probe: internal/probe/run.go paces its own load
+			"github.com/parquet-go/parquet-go",         // the store's export: internal/parquet writes the file
 		} {
 			if dep == heavy || strings.HasPrefix(dep, strings.TrimSuffix(heavy, "/")+"/") {
 				t.Errorf("memdoctor links %s again: its initialisers run before every command (see docs/cost.md)", dep)

@@ -61,6 +61,16 @@ dotnet_venv() {
     echo "dotnet: the .NET runtime could not be installed in $v; the .NET tests will skip" >&2
 }
 # --- end .NET
+# --- pyarrow: a second reader of the Parquet export, beside parquet-go
+# (internal/parquet's and the store's export tests), in a venv of Debian's
+# python3 at a fixed place.
+pyarrow_venv() {
+  v=/opt/memdoctor-test/pyarrow
+  "$v/bin/python" -c 'import pyarrow.parquet' 2>/dev/null && return 0
+  { /usr/bin/python3 -m venv "$v" && "$v/bin/pip" install -q pyarrow==26.0.1; } >/dev/null 2>&1 ||
+    echo "pyarrow: could not be installed in $v; the Parquet tests that read with it will skip (and fail under CI)" >&2
+}
+# --- end pyarrow
 # --- Grafana: the dashboard's types (deploy/grafana_test.go) checked by tsc
 # against Grafana's schema package, both from npm at fixed versions in a
 # fixed place.
@@ -73,12 +83,13 @@ grafana_schema() {
     echo "grafana: @grafana/schema and typescript could not be installed in $g; the dashboard's schema test will skip" >&2
 }
 # --- end Grafana
-[ -z "$need" ] && { lab_kernel; dotnet_venv; grafana_schema; exit 0; }
+[ -z "$need" ] && { lab_kernel; dotnet_venv; pyarrow_venv; grafana_schema; exit 0; }
 if [ "$(id -u)" != 0 ] || ! have apt-get; then
   echo "test peers missing (tests that need them will skip):$need" >&2
   echo "install with: sudo apt-get install -y$need" >&2
   lab_kernel
   dotnet_venv
+  pyarrow_venv
   grafana_schema
   exit 0
 fi
@@ -91,5 +102,6 @@ apt-get install -y -qq --no-install-recommends $need >/dev/null || {
 }
 lab_kernel
 dotnet_venv
+pyarrow_venv
 grafana_schema
 exit 0

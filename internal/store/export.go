@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/parquet"
 	"github.com/memdoctor/memdoctor/internal/sample"
-	"github.com/parquet-go/parquet-go"
 )
 
 // ExportOpenMetrics writes every selected series as OpenMetrics text with
@@ -173,48 +173,47 @@ func appendTimestamp(b []byte, ms int64) []byte {
 	return b[:base]
 }
 
-// parquetRow is one sample in a Parquet export.
-type parquetRow struct {
-	Instance    string  `parquet:"instance,dict"`
-	Name        string  `parquet:"name,dict"`
-	Labels      string  `parquet:"labels,dict"`
-	TimestampMS int64   `parquet:"timestamp_ms,timestamp(millisecond)"`
-	Value       float64 `parquet:"value"`
+// parquetColumns are the columns of a Parquet export, in the order
+// ExportParquet sets them.
+var parquetColumns = []parquet.Column{
+	{Name: "instance", Type: parquet.String},
+	{Name: "name", Type: parquet.String},
+	{Name: "labels", Type: parquet.String},
+	{Name: "timestamp_ms", Type: parquet.TimestampMillis},
+	{Name: "value", Type: parquet.Double},
 }
 
 // ExportParquet writes every selected sample as rows (instance, name,
-// labels, timestamp, value) of a Parquet file: labels in the store's
-// canonical text ({a="1",b="2"}), timestamp_ms as a millisecond UTC
-// timestamp, zstd-compressed, in the order of ExportOpenMetrics. An empty
-// q.Instance exports every instance; a positive q.Step exports the last
-// sample of each step. Rows are written in batches, so memory does not grow
-// with the time range.
+// labels, timestamp, value) of a Parquet file (internal/parquet): labels
+// in the store's canonical text ({a="1",b="2"}), timestamp_ms as a
+// millisecond UTC timestamp, strings dictionary-encoded, GZIP-compressed,
+// in the order of ExportOpenMetrics. An empty q.Instance exports every
+// instance; a positive q.Step exports the last sample of each step. Rows
+// are written a row group at a time, so memory does not grow with the
+// time range.
 func (s *Store) ExportParquet(w io.Writer, q Query) error {
 	sn, err := s.queryTx(q, true)
 	if err != nil {
 		return err
 	}
 	defer sn.close()
-	pw := parquet.NewGenericWriter[parquetRow](w,
-		parquet.Compression(&parquet.Zstd),
-		parquet.CreatedBy("memdoctor", "", ""),
-	)
+	pw, err := parquet.NewWriter(w, parquetColumns, parquet.Options{CreatedBy: "memdoctor"})
+	if err != nil {
+		return fmt.Errorf("store %s: export Parquet: %w", s.path, err)
+	}
 	from, to := q.bounds()
 	step := q.Step.Milliseconds()
-	batch := make([]parquetRow, 0, 8192)
 	var werr error
-	flush := func() {
-		if werr == nil && len(batch) > 0 {
-			_, werr = pw.Write(batch)
-		}
-		batch = batch[:0]
-	}
 	for i := range sn.series {
 		sel := &sn.series[i]
 		emit := func(t int64, v float64) {
-			batch = append(batch, parquetRow{sel.instance, sel.name, sel.text, t, v})
-			if len(batch) == cap(batch) {
-				flush()
+			pw.String(0, sel.instance)
+			pw.String(1, sel.name)
+			pw.String(2, sel.text)
+			pw.Int64(3, t)
+			pw.Double(4, v)
+			if err := pw.EndRow(); err != nil && werr == nil {
+				werr = err
 			}
 		}
 		if err := sn.exported(sel, from, to, step, emit); err != nil {
@@ -224,9 +223,8 @@ func (s *Store) ExportParquet(w io.Writer, q Query) error {
 			break
 		}
 	}
-	flush()
-	if werr == nil {
-		werr = pw.Close()
+	if err := pw.Close(); err != nil && werr == nil {
+		werr = err
 	}
 	if werr != nil {
 		return fmt.Errorf("store %s: export Parquet: %w", s.path, werr)

@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/memdoctor/memdoctor/internal/parquettest"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -185,6 +187,15 @@ some_total{instance="h"} 1 1772323320.246
 	}
 }
 
+// parquetRow is one row of a Parquet export as parquet-go reads it.
+type parquetRow struct {
+	Instance    string  `parquet:"instance"`
+	Name        string  `parquet:"name"`
+	Labels      string  `parquet:"labels"`
+	TimestampMS int64   `parquet:"timestamp_ms"`
+	Value       float64 `parquet:"value"`
+}
+
 func TestExportParquet(t *testing.T) {
 	t.Parallel()
 	st := exportStore(t)
@@ -233,5 +244,42 @@ func TestExportParquet(t *testing.T) {
 		return m
 	})); diff != "" || len(got) != len(want) {
 		t.Errorf("Parquet rows (%d, want %d) (-got +want):\n%s", len(got), len(want), diff)
+	}
+	// pyarrow, a second reader of its own, reads the same rows in the same
+	// order.
+	pa := parquettest.Read(t, b.Bytes())
+	if len(pa.Columns) != 5 || len(pa.Columns[0].Strings) != len(got) {
+		t.Fatalf("pyarrow reads %d columns, %d rows; parquet-go %d rows", len(pa.Columns), pa.Rows, len(got))
+	}
+	for i, r := range got {
+		c := pa.Columns
+		pr := parquetRow{c[0].Strings[i], c[1].Strings[i], c[2].Strings[i], c[3].Ints[i], math.Float64frombits(c[4].Bits[i])}
+		if pr != r {
+			t.Fatalf("row %d: pyarrow reads %+v, parquet-go %+v", i, pr, r)
+		}
+	}
+	if arrow := pa.Columns[3].Arrow; arrow != "timestamp[ms, tz=UTC]" {
+		t.Errorf("pyarrow reads timestamp_ms as %s", arrow)
+	}
+}
+
+// TestExportParquetEmpty: a range without samples is a file of no rows
+// that both readers open.
+func TestExportParquetEmpty(t *testing.T) {
+	t.Parallel()
+	st := exportStore(t)
+	var b bytes.Buffer
+	if err := st.ExportParquet(&b, Query{Names: []string{"no_such_series"}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(b.Bytes()), int64(b.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.NumRows() != 0 || len(f.Schema().Fields()) != 5 {
+		t.Errorf("parquet-go reads %d rows of %d columns", f.NumRows(), len(f.Schema().Fields()))
+	}
+	if pa := parquettest.Read(t, b.Bytes()); pa.Rows != 0 || len(pa.Columns) != 5 {
+		t.Errorf("pyarrow reads %d rows of %d columns", pa.Rows, len(pa.Columns))
 	}
 }
