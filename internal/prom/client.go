@@ -7,6 +7,7 @@
 package prom
 
 import (
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -29,7 +30,6 @@ import (
 	"github.com/memdoctor/memdoctor/internal/redact"
 	"github.com/memdoctor/memdoctor/internal/safeio"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/common/model"
 )
 
@@ -629,9 +629,6 @@ func (c *Client) once(ctx context.Context, path string, form url.Values, expr st
 	wire := &countReader{r: resp.Body}
 	var body io.Reader = wire
 	if resp.Header.Get("Content-Encoding") == "gzip" {
-		// klauspost/compress's reader inflates in about half the CPU of
-		// compress/gzip's (BenchmarkGunzipAnswer); a fleet scan spent a
-		// quarter of its CPU there.
 		zr, err := gzip.NewReader(wire)
 		if err != nil {
 			return nil, true, fmt.Errorf("prometheus at %s: bad gzip answer: %w", c.URL(), err)

