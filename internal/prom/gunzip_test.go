@@ -74,7 +74,7 @@ func TestGzipAnswer(t *testing.T) {
 	from := time.Unix(1794003900, 0)
 	to := from.Add(1499 * 806 * time.Second)
 	read := func(body []byte, zipped bool) ([]Series, Stats, error) {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			if zipped {
 				w.Header().Set("Content-Encoding", "gzip")
