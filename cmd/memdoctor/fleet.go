@@ -24,6 +24,7 @@ type fleetFlags struct {
 
 func (f *fleetFlags) register(cmd *cobra.Command) {
 	f.prom.deadline = fleetDeadline
+	f.prom.fleet = true
 	f.prom.register(cmd, true)
 	cmd.Flags().StringSliceVar(&f.by, "by", nil, "with --prometheus: also correlate findings with these `LABELS` (rack, dc, ...)")
 	cmd.Flags().BoolVar(&f.all, "all", false, "with --prometheus: fetch and diagnose every instance, not only the pre-filter's suspects (slow)")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/usecase/prometheus"
+	"github.com/spf13/cobra"
 )
 
 // --match (and compare's --a, --b) are parsed as Prometheus reads them
@@ -134,5 +135,48 @@ func TestPrometheusDeadline(t *testing.T) {
 		if code == 0 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%q: exit %d, want %s on stderr: %q", c.args, code, c.want, errOut)
 		}
+	}
+}
+
+// A fleet scan (diagnose and report --prometheus) reads its suspects at
+// history.FleetStep by default, 806 s over 14 days; --step overrides it;
+// the other Prometheus reads (compare here) keep history.PromStep, 302 s.
+func TestFleetDefaultStep(t *testing.T) {
+	t.Parallel()
+	const until = "2026-11-01T00:00:00Z"
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 806 * time.Second},
+		{[]string{"--step", "302s"}, 302 * time.Second},
+		{[]string{"--range", "1d"}, time.Minute},
+	} {
+		var f fleetFlags
+		cmd := &cobra.Command{Use: "diagnose"}
+		f.register(cmd)
+		if err := cmd.Flags().Parse(append([]string{"--prometheus", "http://127.0.0.1:1"}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		fl, err := f.fleet(until)
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		if fl.Window.Step != c.want {
+			t.Errorf("diagnose --prometheus %q: step %v, want %v", c.args, fl.Window.Step, c.want)
+		}
+		if usage := cmd.Flags().Lookup("step").Usage; !strings.Contains(usage, "range / 1500") {
+			t.Errorf("diagnose --step's help: %q, want it to say range / 1500", usage)
+		}
+	}
+	var pf promFlags
+	cmd := &cobra.Command{Use: "compare"}
+	pf.register(cmd, true)
+	if err := cmd.Flags().Parse([]string{"--prometheus", "http://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	win, err := pf.window(until)
+	if err != nil || win.Step != 302*time.Second {
+		t.Errorf("compare's step %v, %v; want 302s", win.Step, err)
 	}
 }

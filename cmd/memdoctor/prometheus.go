@@ -20,6 +20,9 @@ type promFlags struct {
 	timeout, deadline                      time.Duration
 	retries                                int
 	match, rangeS, step                    string
+	// fleet: a fleet scan's window, whose default step is
+	// history.FleetStep (set before register).
+	fleet bool
 }
 
 // register adds the flags to cmd; a deadline already in f is
@@ -42,7 +45,11 @@ func (f *promFlags) register(cmd *cobra.Command, withRange bool) {
 	fl.StringVar(&f.match, "match", "", "label `SELECTOR` every series must match, e.g. '{job=\"node\",dc=\"ams\"}'")
 	if withRange {
 		fl.StringVar(&f.rangeS, "range", "14d", "length of the range read, ending at --until (now by default)")
-		fl.StringVar(&f.step, "step", "", "resolution of the full ranges fetched (default: the range / 4000, at least 1m)")
+		points := history.TargetPoints
+		if f.fleet {
+			points = history.FleetTargetPoints
+		}
+		fl.StringVar(&f.step, "step", "", fmt.Sprintf("resolution of the full ranges fetched (default: the range / %d, at least 1m)", points))
 	}
 }
 
@@ -55,7 +62,11 @@ func (f *promFlags) server() prometheus.PromServer {
 // window resolves --until (RFC 3339, a date, or -DURATION before now),
 // --range and --step into the window read, and canonicalises --match.
 func (f *promFlags) window(until string) (history.Window, error) {
-	win, err := history.PromWindow(time.Now().UTC(), until, f.rangeS, f.step)
+	resolve := history.PromWindow
+	if f.fleet {
+		resolve = history.FleetWindow
+	}
+	win, err := resolve(time.Now().UTC(), until, f.rangeS, f.step)
 	if err != nil {
 		return win, err
 	}

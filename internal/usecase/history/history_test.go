@@ -40,6 +40,20 @@ func TestStepDecidedOnce(t *testing.T) {
 	if w, err := PromWindow(now, "-1d", "1d", "5m"); err != nil || w.Step != 5*time.Minute || !w.To.Equal(now.Add(-24*time.Hour)) {
 		t.Errorf("PromWindow(--until -1d --step 5m) = %+v, %v", w, err)
 	}
+	// A fleet scan reads its suspects at fewer points: 14 days every
+	// 806 s (806.4, rounded), a day still at the 1m floor, and --step wins.
+	if w, err := FleetWindow(now, "", "14d", ""); err != nil || w.Step != 806*time.Second || w.Range() != 14*24*time.Hour || !w.To.Equal(now) {
+		t.Errorf("FleetWindow(14d) = %+v, %v; want an 806s step over 14 days ending %v", w, err, now)
+	}
+	if w, err := FleetWindow(now, "", "1d", ""); err != nil || w.Step != time.Minute {
+		t.Errorf("FleetWindow(1d) step = %v, %v; want the 1m floor", w.Step, err)
+	}
+	if w, err := FleetWindow(now, "", "14d", "302s"); err != nil || w.Step != 302*time.Second {
+		t.Errorf("FleetWindow(14d, --step 302s) step = %v, %v; want 302s", w.Step, err)
+	}
+	if _, err := FleetWindow(now, "", "14d", "0s"); err == nil || !strings.Contains(err.Error(), "--step") {
+		t.Errorf("FleetWindow(--step 0s): %v, want it refused", err)
+	}
 	c, err := prom.New(prom.Options{URL: "http://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
