@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/memdoctor/memdoctor/internal/store/xor"
 )
 
 // wchar returns the bytes this process has passed to write(2) so far
@@ -216,14 +216,10 @@ func recordDay(b *testing.B, name string, jitter time.Duration) {
 // and checked at every read of it): a 2 h chunk of a noisy series at 15 s,
 // 480 samples.
 func BenchmarkChunkCRC(b *testing.B) {
-	c := chunkenc.NewXORChunk()
-	app, err := c.Appender()
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := xor.New()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 480 {
-		app.Append(0, t0.UnixMilli()+int64(i)*15000, float64(rng.IntN(1<<20))/1000)
+		c.Append(t0.UnixMilli()+int64(i)*15000, float64(rng.IntN(1<<20))/1000)
 	}
 	data := c.Bytes()
 	b.SetBytes(int64(len(data)))
