@@ -20,7 +20,6 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/httpsafe"
 	"github.com/memdoctor/memdoctor/internal/redact"
-
 )
 
 // maxPage bounds a scraped page (a runtime's page is a few KiB to a few MiB).

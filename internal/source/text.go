@@ -335,8 +335,6 @@ func (p *textParser) badLine(err error) error {
 	return nil
 }
 
-
-
 // parseLine handles one line (without its newline).
 func (p *textParser) parseLine(line []byte) error {
 	line = exposition.TrimBlanks(line)
@@ -406,7 +404,6 @@ func (p *textParser) parseLine(line []byte) error {
 	return p.add(sid, t, v)
 }
 
-
 // parseTimestamp reads seconds (a fraction, an exponent, or an integer below
 // 1e11) or milliseconds (a larger integer) into milliseconds.
 func parseTimestamp(tok []byte) (int64, error) {
@@ -426,9 +423,6 @@ func parseTimestamp(tok []byte) (int64, error) {
 	}
 	return int64(math.Round(f * 1000)), nil
 }
-
-
-
 
 // newSeries parses a series seen for the first time.
 func (p *textParser) newSeries(raw []byte) (uint32, error) {
@@ -472,9 +466,6 @@ func (p *textParser) newSeries(raw []byte) (uint32, error) {
 	p.raw[string(raw)] = sid
 	return sid, nil
 }
-
-
-
 
 // add buffers one sample.
 func (p *textParser) add(sid uint32, t int64, v float64) error {
