@@ -50,6 +50,9 @@ var allowed = map[string][]string{
 	"sample": nil,
 	// Parsers are leaves: they return their own types.
 	"procfs": {"safeio"},
+	// The series of a Prometheus text or OpenMetrics line, for the files
+	// source ingests and the pages runtimes scrapes.
+	"exposition": {"procfs", "sample"},
 	// Every cgroup read: the mounts, one memory cgroup's files, the
 	// hierarchy's counts and walks, proc/PID/cgroup, which cgroups to read,
 	// and who a cgroup path belongs to (its names from the runtimes' state,
@@ -62,7 +65,7 @@ var allowed = map[string][]string{
 	// the process' status, environment and stat read with procfs).
 	"dotnet": {"procfs", "safeio"},
 	// Collection reads this host and turns it into samples.
-	"runtimes": {"dotnet", "elfsym", "httpsafe", "procfs", "redact", "safeio", "sample"},
+	"runtimes": {"dotnet", "elfsym", "exposition", "httpsafe", "procfs", "redact", "safeio", "sample"},
 	"collect":  {"cgroups", "heapprof", "inject", "procfs", "runtimes", "sample", "preload"},
 	"capture":  {"outfile", "safeio"},
 	"inject":   {"elfsym", "procfs", "safeio"},
@@ -82,9 +85,10 @@ var allowed = map[string][]string{
 	// result is heapprof's dump; inject opens the target's mapped files.
 	"leaktrace": {"elfsym", "heapprof", "inject", "procfs", "safeio"},
 	// Storage and sources of samples.
-	"store":  {"procfs", "sample"}, // procfs: who holds the lock (/proc/locks)
-	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
-	"record": {"cgroups", "cgtrace", "collect", "format", "model", "procfs", "runtimes", "sample", "store"},
+	"store":     {"procfs", "sample", "store/xor"}, // procfs: who holds the lock (/proc/locks)
+	"store/xor": nil,                               // the chunks' encoding
+	"source":    {"capture", "collect", "exposition", "procfs", "safeio", "sample", "store"},
+	"record":    {"cgroups", "cgtrace", "collect", "format", "model", "procfs", "runtimes", "sample", "store"},
 	// The stable JSON schema (check --json): data only, no judging.
 	"model": {"cgroups/owner", "format", "sample", "stats", "vmcalc"},
 	// Judging works on samples only: never /proc.
@@ -307,9 +311,46 @@ func TestBinaryLeavesOutHeavyDependencies(t *testing.T) {
 			"github.com/prometheus/client_golang",      // the toolkit's and the parser's default registry
 			"github.com/prometheus/procfs",             // client_golang's process collector
 			"fortio.org/",                              // probe: internal/probe/run.go paces its own load
+			// The protobuf runtime's descriptor registration, and what
+			// brought it in:
+			"github.com/prometheus/prometheus/tsdb",  // chunkenc: internal/store/xor writes the same chunks
+			"github.com/prometheus/prometheus/model", // labels, histogram: internal/promql's own matcher
+			"github.com/prometheus/common/expfmt",    // runtimes.ParsePage reads scraped pages
+			"github.com/prometheus/common/model",     // prom.Labels and prom.Point; promql reads durations
+			"github.com/prometheus/client_model",     // expfmt's metric families
 		} {
 			if dep == heavy || strings.HasPrefix(dep, strings.TrimSuffix(heavy, "/")+"/") {
 				t.Errorf("memdoctor links %s again: its initialisers run before every command (see docs/cost.md)", dep)
+			}
+		}
+	}
+}
+
+// TestBinaryLinksProtobufOnlyForParquet: the protobuf runtime registers
+// its descriptors before every command. Nothing of ours links it; parquet-go
+// (the Parquet export) still does, through protojson and structpb. Once
+// parquet-go is out of the binary, no package may import protobuf, and
+// google.golang.org/protobuf joins TestBinaryLeavesOutHeavyDependencies.
+func TestBinaryLinksProtobufOnlyForParquet(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "../cmd/memdoctor").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ../cmd/memdoctor: %v", err)
+	}
+	const protobuf = "google.golang.org/protobuf/"
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 100 {
+		t.Fatalf("go list -deps ../cmd/memdoctor lists %d packages", len(lines))
+	}
+	for _, line := range lines {
+		f := strings.Fields(line)
+		pkg := f[0]
+		if strings.HasPrefix(pkg, protobuf) || strings.HasPrefix(pkg, "github.com/parquet-go/") {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, protobuf) {
+				t.Errorf("%s imports %s: the protobuf runtime's initialisers run before every command (see docs/cost.md)", pkg, imp)
 			}
 		}
 	}
