@@ -39,6 +39,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // MaxSamples is the most samples one chunk can count in its 16-bit header.
@@ -179,10 +180,14 @@ func (c *Chunk) writeBits(u uint64, n uint) {
 		n -= c.free
 	}
 	// The rest in whole bytes, the last padded with zero bits: eight
-	// appended, the ones past the bits cut off again.
+	// stored past the end, as many as hold bits kept.
 	whole := (n + 7) / 8
-	c.b = binary.BigEndian.AppendUint64(c.b, u)
-	c.b = c.b[:len(c.b)-8+int(whole)]
+	l := len(c.b)
+	if cap(c.b)-l < 8 {
+		c.b = slices.Grow(c.b, 8)
+	}
+	binary.BigEndian.PutUint64(c.b[l:l+8], u)
+	c.b = c.b[:l+int(whole)]
 	c.free = 8*whole - n
 }
 
