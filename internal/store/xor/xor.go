@@ -21,10 +21,10 @@
 //	            1111 + 64 bits    any other
 //	          value: x = bits(v) XOR bits(previous v)
 //	            0                                         x == 0
-//	            10 + the meaningful bits of x             x fits in the window of
-//	                                                      the last 11 form
+//	            10 + the window's bits of x               x's set bits lie in the
+//	                                                      window the last 11 set
 //	            11 + 5 bits leading zeros (at most 31) + 6 bits length
-//	               (64 written as 0) + the meaningful bits of x
+//	               (64 written as 0) + the bits of x between them: a new window
 //
 // The varints are the 7-bit groups of encoding/binary, written 8 bits at a
 // time into the stream. Within a bucket the bits of dod are its low bits
@@ -215,13 +215,6 @@ type Iterator struct {
 	err               error
 }
 
-// NewIterator returns an Iterator over data.
-func NewIterator(data []byte) *Iterator {
-	it := &Iterator{}
-	it.Reset(data)
-	return it
-}
-
 // Reset makes the iterator read data from its first sample. The iterator
 // reads data in place: it must not change while it is read.
 func (it *Iterator) Reset(data []byte) {
@@ -233,9 +226,6 @@ func (it *Iterator) Reset(data []byte) {
 	it.total = binary.BigEndian.Uint16(data)
 	it.b = data[2:]
 }
-
-// Count is the number of samples the chunk's header announces.
-func (it *Iterator) Count() int { return int(it.total) }
 
 // At is the current sample.
 func (it *Iterator) At() (int64, float64) { return it.t, math.Float64frombits(it.v) }
