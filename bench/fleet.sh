@@ -13,6 +13,12 @@
 # DEADLINE (default 30m) and TIMEOUT (default 60s) are the scan's
 # --prometheus-deadline and --prometheus-timeout: at 10,000 hosts
 # Prometheus on two-hour blocks needs more than the default 5m.
+# BLOCK (default 18h) is the span of the TSDB's blocks: 18 hours is what a
+# Prometheus at its default 15-day retention compacts its two-hour blocks
+# into (its largest blocks are a tenth of the retention, in ranges of
+# 2h x 3^n), so the scan reads a Prometheus as it runs; BLOCK=2h gives
+# what promtool's backfill leaves before any compaction (181 blocks, each
+# read by every query: several times Prometheus' CPU).
 #
 # usage: bench/fleet.sh [HOSTS] [RUNS]
 set -eu
@@ -21,7 +27,8 @@ runs=${2:-3}
 engines=${ENGINES:-prometheus victoria-metrics}
 cd "$(dirname "$0")/.."
 go build -o ./memdoctor ./cmd/memdoctor
-dir=${MEMDOCTOR_BENCH_DIR:-/tmp}/memdoctor-fleet-$hosts
+block=${BLOCK:-18h}
+dir=${MEMDOCTOR_BENCH_DIR:-/tmp}/memdoctor-fleet-$hosts-$block
 want_vm=false
 case " $engines " in *" victoria-metrics "*) command -v victoria-metrics >/dev/null && want_vm=true ;; esac
 pids=""
@@ -65,7 +72,7 @@ if [ ! -d "$dir/tsdb" ] || { $want_vm && [ ! -d "$dir/vmdata" ]; }; then
   mkdir -p "$dir"
   echo "generating $hosts hosts x 15 days at 5 min into $dir" >&2
   # genfleet writes the TSDB blocks itself (Prometheus' block writer, a
-  # block per two hours as promtool's backfill makes) and streams the same
+  # block per $block) and streams the same
   # samples into VictoriaMetrics' JSON import, the two at once.
   vmflag=""
   if $want_vm; then
@@ -79,7 +86,7 @@ if [ ! -d "$dir/tsdb" ] || { $want_vm && [ ! -d "$dir/vmdata" ]; }; then
   (cd bench/genfleet && go test -count=1 -run TestDirectRoutesSameSamples . >&2 && go build -o "$dir/genfleet" .)
   # shellcheck disable=SC2086 # vmflag is empty or two words
   /usr/bin/time -f "generate and import: %e s wall, %U s user CPU, %M KiB peak RSS" nice -n 5 "$dir/genfleet" -o "$dir" \
-    -hosts "$hosts" -days 15 -interval 5m -chunk 2h -end "$(date -u -d '-3 hours' +%Y-%m-%dT%H:00:00Z)" -tsdb "$dir/tsdb" $vmflag
+    -hosts "$hosts" -days 15 -interval 5m -chunk "$block" -end "$(date -u -d '-3 hours' +%Y-%m-%dT%H:00:00Z)" -tsdb "$dir/tsdb" $vmflag
   rm "$dir/genfleet"
   if $want_vm; then
     curl -sf "http://127.0.0.1:$vport/internal/force_flush" >/dev/null
@@ -95,7 +102,7 @@ for engine in $engines; do
   prometheus)
     printf 'global:\n  scrape_interval: 1m\n' > "$dir/prometheus.yml"
     prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" --storage.tsdb.retention.time=10y \
-      --storage.tsdb.min-block-duration=2h --storage.tsdb.max-block-duration=2h \
+      --storage.tsdb.min-block-duration=2h --storage.tsdb.max-block-duration="$block" \
       --web.listen-address="127.0.0.1:$port" >"$dir/prometheus.log" 2>&1 &
     ppid=$!
     pids="$pids $ppid"

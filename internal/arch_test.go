@@ -52,6 +52,9 @@ var allowed = map[string][]string{
 	"parquet": nil,
 	// Parsers are leaves: they return their own types.
 	"procfs": {"safeio"},
+	// The series of a Prometheus text or OpenMetrics line, for the files
+	// source ingests and the pages runtimes scrapes.
+	"exposition": {"procfs", "sample"},
 	// Every cgroup read: the mounts, one memory cgroup's files, the
 	// hierarchy's counts and walks, proc/PID/cgroup, which cgroups to read,
 	// and who a cgroup path belongs to (its names from the runtimes' state,
@@ -64,7 +67,7 @@ var allowed = map[string][]string{
 	// the process' status, environment and stat read with procfs).
 	"dotnet": {"procfs", "safeio"},
 	// Collection reads this host and turns it into samples.
-	"runtimes": {"dotnet", "elfsym", "httpsafe", "procfs", "redact", "safeio", "sample"},
+	"runtimes": {"dotnet", "elfsym", "exposition", "httpsafe", "procfs", "redact", "safeio", "sample"},
 	"collect":  {"cgroups", "heapprof", "inject", "procfs", "runtimes", "sample", "preload"},
 	"capture":  {"outfile", "safeio"},
 	"inject":   {"elfsym", "procfs", "safeio"},
@@ -84,9 +87,10 @@ var allowed = map[string][]string{
 	// result is heapprof's dump; inject opens the target's mapped files.
 	"leaktrace": {"elfsym", "heapprof", "inject", "procfs", "safeio"},
 	// Storage and sources of samples.
-	"store":  {"parquet", "procfs", "sample"}, // procfs: who holds the lock (/proc/locks); parquet: the export
-	"source": {"capture", "collect", "procfs", "safeio", "sample", "store"},
-	"record": {"cgroups", "cgtrace", "collect", "format", "model", "procfs", "runtimes", "sample", "store"},
+	"store":     {"parquet", "procfs", "sample", "store/xor"}, // procfs: who holds the lock (/proc/locks); parquet: the export
+	"store/xor": nil,                                          // the chunks' encoding
+	"source":    {"capture", "collect", "exposition", "procfs", "safeio", "sample", "store"},
+	"record":    {"cgroups", "cgtrace", "collect", "format", "model", "procfs", "runtimes", "sample", "store"},
 	// The stable JSON schema (check --json): data only, no judging.
 	"model": {"cgroups/owner", "format", "sample", "stats", "vmcalc"},
 	// Judging works on samples only: never /proc.
@@ -311,6 +315,14 @@ func TestBinaryLeavesOutHeavyDependencies(t *testing.T) {
 			"github.com/prometheus/procfs",             // client_golang's process collector
 			"fortio.org/",                              // probe: internal/probe/run.go paces its own load
 			"github.com/parquet-go/parquet-go",         // the store's export: internal/parquet writes the file
+			// The protobuf runtime's descriptor registration, and what
+			// brought it in:
+			"github.com/prometheus/prometheus/tsdb",  // chunkenc: internal/store/xor writes the same chunks
+			"github.com/prometheus/prometheus/model", // labels, histogram: internal/promql's own matcher
+			"github.com/prometheus/common/expfmt",    // runtimes.ParsePage reads scraped pages
+			"github.com/prometheus/common/model",     // prom.Labels and prom.Point; promql reads durations
+			"github.com/prometheus/client_model",     // expfmt's metric families
+			"google.golang.org/protobuf",             // descriptors registered before every command
 		} {
 			if dep == heavy || strings.HasPrefix(dep, strings.TrimSuffix(heavy, "/")+"/") {
 				t.Errorf("memdoctor links %s again: its initialisers run before every command (see docs/cost.md)", dep)

@@ -193,7 +193,7 @@ func PromGroups(ctx context.Context, c *prom.Client, selA, selB, match string, e
 		}
 		out := map[string]bool{}
 		for _, x := range v {
-			out[string(x.Labels["instance"])] = true
+			out[x.Labels["instance"]] = true
 		}
 		if len(out) == 0 {
 			return nil, fmt.Errorf("no host matches %s (between %s and %s)", s, end.Add(-r).UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
@@ -230,7 +230,7 @@ func PromGroups(ctx context.Context, c *prom.Client, selA, selB, match string, e
 			return nil, nil, err
 		}
 		for _, x := range v {
-			h := string(x.Labels["instance"])
+			h := x.Labels["instance"]
 			for _, g := range []struct {
 				in  map[string]bool
 				out Values

@@ -19,7 +19,6 @@ import (
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
-	"github.com/prometheus/common/model"
 )
 
 // asSeries is the memdoctor series a cadvisor series becomes: a name and
@@ -274,7 +273,7 @@ func hostNodes(ctx context.Context, c *prom.Client, instances []string, match st
 	}
 	n := newNodes()
 	for _, s := range v {
-		nd, inst := string(s.Labels["nodename"]), string(s.Labels["instance"])
+		nd, inst := s.Labels["nodename"], s.Labels["instance"]
 		if nd == "" || inst == "" || n.byNode[nd] != "" {
 			continue
 		}
@@ -302,7 +301,7 @@ func fetchContainers(ctx context.Context, c *prom.Client, n *nodes, match string
 			return err
 		}
 		for _, s := range ss {
-			cs.addCadvisor(string(s.Labels[model.MetricNameLabel]), metricLabel(s.Labels), points(s))
+			cs.addCadvisor(s.Labels[prom.MetricNameLabel], metricLabel(s.Labels), points(s))
 		}
 	}
 	if onNodes != "" {
@@ -323,8 +322,8 @@ func fetchContainers(ctx context.Context, c *prom.Client, n *nodes, match string
 	return nil
 }
 
-func metricLabel(m model.Metric) func(string) string {
-	return func(k string) string { return string(m[model.LabelName(k)]) }
+func metricLabel(m prom.Labels) func(string) string {
+	return func(k string) string { return m[k] }
 }
 
 // maxMerge merges two series of points in time order: the larger value
@@ -352,7 +351,7 @@ func maxMerge(a, b []sample.Point) []sample.Point {
 func points(s prom.Series) []sample.Point {
 	ps := make([]sample.Point, len(s.Points))
 	for i, p := range s.Points {
-		ps[i] = sample.Point{T: int64(p.Timestamp), V: float64(p.Value)}
+		ps[i] = sample.Point{T: p.T, V: p.V}
 	}
 	return ps
 }

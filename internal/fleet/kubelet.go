@@ -128,9 +128,9 @@ func kubeletHosts(ctx context.Context, c *prom.Client, match string, from, to ti
 		return nil, nil, nil, err
 	}
 	for _, s := range v {
-		if nd := string(s.Labels["node"]); nd != "" {
+		if nd := s.Labels["node"]; nd != "" {
 			f.cadNodes[nd] = true
-		} else if inst := string(s.Labels["instance"]); inst != "" {
+		} else if inst := s.Labels["instance"]; inst != "" {
 			f.kubelets[inst] = true
 		}
 	}
@@ -142,7 +142,7 @@ func kubeletHosts(ctx context.Context, c *prom.Client, match string, from, to ti
 			return nil, nil, nil, err
 		}
 		for _, s := range v {
-			inst, nd := string(s.Labels["instance"]), string(s.Labels["node"])
+			inst, nd := s.Labels["instance"], s.Labels["node"]
 			if f.kubelets[inst] && nd != "" && (f.joined[inst] == "" || nd < f.joined[inst]) {
 				f.joined[inst] = nd
 			}
@@ -153,7 +153,7 @@ func kubeletHosts(ctx context.Context, c *prom.Client, match string, from, to ti
 		return nil, nil, nil, err
 	}
 	for _, s := range v {
-		if nd := string(s.Labels["node"]); nd != "" {
+		if nd := s.Labels["node"]; nd != "" {
 			f.podNodes[nd] = true
 		}
 	}

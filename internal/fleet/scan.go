@@ -24,7 +24,6 @@ import (
 	"github.com/memdoctor/memdoctor/internal/prom"
 	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/sample"
-	pmodel "github.com/prometheus/common/model"
 )
 
 // Options shape a scan.
@@ -187,7 +186,7 @@ func Scan(ctx context.Context, c *prom.Client, o Options) (*Result, error) {
 					return err
 				}
 				for _, s := range v {
-					if inst := string(s.Labels["instance"]); inst != "" {
+					if inst := s.Labels["instance"]; inst != "" {
 						m[inst] = s.Value
 					}
 				}
@@ -355,9 +354,9 @@ func Daily(ctx context.Context, c *prom.Client, expr func(window string) string,
 			return nil, err
 		}
 		for _, s := range ss {
-			inst := string(s.Labels["instance"])
+			inst := s.Labels["instance"]
 			for _, p := range s.Points {
-				out[inst] = append(out[inst], float64(p.Value))
+				out[inst] = append(out[inst], p.V)
 			}
 		}
 	}
@@ -367,7 +366,7 @@ func Daily(ctx context.Context, c *prom.Client, expr func(window string) string,
 			return nil, err
 		}
 		for _, s := range v {
-			inst := string(s.Labels["instance"])
+			inst := s.Labels["instance"]
 			out[inst] = append(out[inst], s.Value)
 		}
 	}
@@ -390,9 +389,9 @@ func instanceLabels(ctx context.Context, c *prom.Client, sh *sharder, end time.T
 	err := sh.each(ctx, func(ctx context.Context, match string) error {
 		v, err := c.Query(ctx, "last_over_time("+promql.Selector("node_uname_info", match)+"["+promDur(r)+"])", end)
 		for _, s := range v {
-			set(string(s.Labels["instance"]), "release", string(s.Labels["release"]))
+			set(s.Labels["instance"], "release", s.Labels["release"])
 			for _, b := range by {
-				set(string(s.Labels["instance"]), b, string(s.Labels[pmodel.LabelName(b)]))
+				set(s.Labels["instance"], b, s.Labels[b])
 			}
 		}
 		return err
@@ -404,7 +403,7 @@ func instanceLabels(ctx context.Context, c *prom.Client, sh *sharder, end time.T
 		v, err := c.Query(ctx, "group by (instance, "+strings.Join(by, ", ")+") (last_over_time("+promql.Selector("node_memory_MemTotal_bytes", match)+"["+promDur(r)+"]))", end)
 		for _, s := range v {
 			for _, b := range by {
-				set(string(s.Labels["instance"]), b, string(s.Labels[pmodel.LabelName(b)]))
+				set(s.Labels["instance"], b, s.Labels[b])
 			}
 		}
 		return err
@@ -557,7 +556,7 @@ func diagnoseSuspects(ctx context.Context, c *prom.Client, o Options, res *Resul
 }
 
 // dropLabels are target labels that name the instance, not the series.
-var dropLabels = map[pmodel.LabelName]bool{"instance": true, "job": true, pmodel.MetricNameLabel: true}
+var dropLabels = map[string]bool{"instance": true, "job": true, prom.MetricNameLabel: true}
 
 // FetchWindows reads the instances' series the rules read (re: a regexp
 // of their names), over [from, to] every step, one window per instance,
@@ -605,7 +604,7 @@ func fetchSeries(ctx context.Context, c *prom.Client, instances []string, match,
 		return err
 	}
 	for _, s := range ss {
-		inst := string(s.Labels["instance"])
+		inst := s.Labels["instance"]
 		w := out[inst]
 		if w == nil {
 			w = &sample.Window{Instance: inst, From: from, To: to, Step: step}
@@ -617,9 +616,9 @@ func fetchSeries(ctx context.Context, c *prom.Client, instances []string, match,
 				nv = append(nv, string(k), string(v))
 			}
 		}
-		ser := &sample.Series{Name: string(s.Labels[pmodel.MetricNameLabel]), Labels: sample.L(nv...), Points: make([]sample.Point, len(s.Points))}
+		ser := &sample.Series{Name: s.Labels[prom.MetricNameLabel], Labels: sample.L(nv...), Points: make([]sample.Point, len(s.Points))}
 		for i, p := range s.Points {
-			ser.Points[i] = sample.Point{T: int64(p.Timestamp), V: float64(p.Value)}
+			ser.Points[i] = sample.Point{T: p.T, V: p.V}
 		}
 		w.Add(ser)
 	}

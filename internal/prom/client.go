@@ -29,8 +29,6 @@ import (
 	"github.com/memdoctor/memdoctor/internal/httpsafe"
 	"github.com/memdoctor/memdoctor/internal/redact"
 	"github.com/memdoctor/memdoctor/internal/safeio"
-
-	"github.com/prometheus/common/model"
 )
 
 // Options configure a Client. Secrets are read from files so they never
@@ -349,20 +347,20 @@ func (e *APIError) Error() string {
 
 // Sample is one value of an instant query.
 type Sample struct {
-	Labels model.Metric
+	Labels Labels
 	Value  float64
 }
 
 // Series is one series of a range query.
 type Series struct {
-	Labels model.Metric
-	Points []model.SamplePair
+	Labels Labels
+	Points []Point
 }
 
 // rangeSeries is one series of a range query's answer.
 type rangeSeries struct {
-	Metric model.Metric
-	Values []model.SamplePair
+	Metric Labels
+	Values []Point
 }
 
 // Query runs an instant query at t.
@@ -380,11 +378,11 @@ func (c *Client) Query(ctx context.Context, expr string, t time.Time) ([]Sample,
 			if len(s.Points) == 0 {
 				continue // a native histogram: nothing memdoctor reads
 			}
-			if f := float64(s.Points[0].Value); math.IsNaN(f) || math.IsInf(f, 0) {
+			if f := s.Points[0].V; math.IsNaN(f) || math.IsInf(f, 0) {
 				dropped++
 				continue
 			}
-			out = append(out, Sample{Labels: s.Metric, Value: float64(s.Points[0].Value)})
+			out = append(out, Sample{Labels: s.Metric, Value: s.Points[0].V})
 		}
 		c.nonFinite(expr, dropped)
 		c.series.Add(int64(len(out)))
@@ -393,11 +391,11 @@ func (c *Client) Query(ctx context.Context, expr string, t time.Time) ([]Sample,
 		if a.Scalar == nil {
 			return nil, fmt.Errorf("prometheus answer to %q: a scalar without its value", expr)
 		}
-		if f := float64(a.Scalar.Value); math.IsNaN(f) || math.IsInf(f, 0) {
+		if f := a.Scalar.V; math.IsNaN(f) || math.IsInf(f, 0) {
 			c.nonFinite(expr, 1)
 			return []Sample{}, nil
 		}
-		return []Sample{{Labels: model.Metric{}, Value: float64(a.Scalar.Value)}}, nil
+		return []Sample{{Labels: Labels{}, Value: a.Scalar.V}}, nil
 	}
 	return nil, fmt.Errorf("prometheus answered %q with a %s, want a vector", expr, a.ResultType)
 }
@@ -444,8 +442,8 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 	}
 	chunk := time.Duration(MaxPointsPerSeries-1) * step
 	dropped := 0
-	byKey := map[model.Fingerprint]*Series{}
-	var order []model.Fingerprint
+	byKey := map[uint64]*Series{}
+	var order []uint64
 	for from := start; !from.After(end); from = from.Add(chunk + step) {
 		to := from.Add(chunk)
 		if to.After(end) {
@@ -456,7 +454,7 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 			return nil, err
 		}
 		for _, s := range part {
-			fp := s.Metric.Fingerprint()
+			fp := s.Metric.hash()
 			cur, ok := byKey[fp]
 			if !ok {
 				cur = &Series{Labels: s.Metric}
@@ -467,7 +465,7 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 			// less of the usual one-part answer).
 			kept := s.Values[:0]
 			for _, p := range s.Values {
-				if f := float64(p.Value); math.IsNaN(f) || math.IsInf(f, 0) {
+				if f := p.V; math.IsNaN(f) || math.IsInf(f, 0) {
 					dropped++
 					continue
 				}

@@ -87,7 +87,7 @@ func TestAgainstPrometheus(t *testing.T) {
 		t.Fatalf("range: %d series, %d points", len(ss), len(ss[0].Points))
 	}
 	for i := 1; i < len(ss[0].Points); i++ {
-		if ss[0].Points[i].Timestamp-ss[0].Points[i-1].Timestamp != 1000 {
+		if ss[0].Points[i].T-ss[0].Points[i-1].T != 1000 {
 			t.Fatalf("gap at %d", i)
 		}
 	}

@@ -16,7 +16,7 @@ func slowPair(b []byte) (float64, int64, error) {
 		return 0, 0, err
 	}
 	p, err := d.pairRest()
-	return float64(p.Value), int64(p.Timestamp), err
+	return p.V, p.T, err
 }
 
 func sameFloat(a, b float64) bool {
@@ -35,8 +35,8 @@ func checkFastPair(t *testing.T, s string) bool {
 	if err != nil {
 		t.Fatalf("%q: fast path read %v, the byte-by-byte reader fails: %v", s, p, err)
 	}
-	if int64(p.Timestamp) != ts || !sameFloat(float64(p.Value), v) {
-		t.Fatalf("%q: fast path read %d %v, the byte-by-byte reader %d %v", s, p.Timestamp, float64(p.Value), ts, v)
+	if p.T != ts || !sameFloat(p.V, v) {
+		t.Fatalf("%q: fast path read %d %v, the byte-by-byte reader %d %v", s, p.T, p.V, ts, v)
 	}
 	return true
 }

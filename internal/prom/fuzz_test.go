@@ -70,7 +70,7 @@ func FuzzAnswer(f *testing.F) {
 		}
 		for _, s := range ss {
 			for _, p := range s.Points {
-				if f := float64(p.Value); math.IsNaN(f) || math.IsInf(f, 0) {
+				if f := p.V; math.IsNaN(f) || math.IsInf(f, 0) {
 					t.Fatalf("a %v point from %q", f, body)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,7 +108,7 @@ func TestNonFiniteValuesDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ss) != 1 || len(ss[0].Points) != 2 || ss[0].Points[0].Value != 5 || ss[0].Points[1].Value != 6 {
+	if len(ss) != 1 || len(ss[0].Points) != 2 || ss[0].Points[0].V != 5 || ss[0].Points[1].V != 6 {
 		t.Errorf("range: %+v, want the points 5 and 6", ss)
 	}
 	ws := strings.Join(c.Warnings(), "\n")
@@ -154,7 +155,7 @@ func TestAnswerRepeatsHeldOnce(t *testing.T) {
 	}
 	var got []string
 	for _, p := range ss[0].Points {
-		got = append(got, p.String())
+		got = append(got, pointString(p))
 	}
 	if strings.Join(got, ",") != "2 @[100],5 @[160],4 @[220]" {
 		t.Errorf("points %v, want 2 @[100], 5 @[160], 4 @[220]", got)
@@ -241,7 +242,7 @@ func TestHostileAnswerFiles(t *testing.T) {
 			for _, s := range ss {
 				ps := ""
 				for _, p := range s.Points {
-					ps += " " + p.String()
+					ps += " " + pointString(p)
 				}
 				got = append(got, s.Labels.String()+":"+ps)
 			}
@@ -250,4 +251,10 @@ func TestHostileAnswerFiles(t *testing.T) {
 			t.Errorf("%s: %.300q, want %q", name, g, want)
 		}
 	}
+}
+
+// pointString writes a point as the answers' expectations do: the value,
+// then the time in seconds, "2 @[100.5]".
+func pointString(p Point) string {
+	return strconv.FormatFloat(p.V, 'f', -1, 64) + " @[" + strconv.FormatFloat(float64(p.T)/1000, 'f', -1, 64) + "]"
 }

@@ -26,8 +26,6 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/prometheus/common/model"
 )
 
 const (
@@ -70,7 +68,7 @@ type apiAnswer struct {
 	// Series of a vector or matrix, in the order first seen; Scalar the
 	// value of a scalar or string result.
 	Series []*answerSeries
-	Scalar *model.SamplePair
+	Scalar *Point
 	// Dropped counts points that repeated or preceded the time of the
 	// point before them in their series.
 	Dropped int
@@ -82,8 +80,8 @@ type apiAnswer struct {
 }
 
 type answerSeries struct {
-	Metric model.Metric
-	Points []model.SamplePair
+	Metric Labels
+	Points []Point
 }
 
 // decoder reads one answer from a stream.
@@ -93,7 +91,7 @@ type decoder struct {
 	// far, against maxHeld.
 	perSeries int
 	held      int64
-	byFP      map[model.Fingerprint][]int
+	byFP      map[uint64][]int
 	a         apiAnswer
 	buf       []byte
 	what      string // the query, for messages
@@ -102,7 +100,7 @@ type decoder struct {
 // decodeAnswer decodes one answer from r, keeping at most perSeries points
 // a series.
 func decodeAnswer(r io.Reader, perSeries int, what string) (*apiAnswer, error) {
-	d := &decoder{r: bufio.NewReaderSize(r, 64<<10), perSeries: perSeries, byFP: map[model.Fingerprint][]int{}, what: what}
+	d := &decoder{r: bufio.NewReaderSize(r, 64<<10), perSeries: perSeries, byFP: map[uint64][]int{}, what: what}
 	if err := d.object(0, d.envelope); err != nil {
 		return &d.a, err
 	}
@@ -487,13 +485,13 @@ func (d *decoder) data(key string, depth int) error {
 // series reads one series of a vector or matrix and merges it into the
 // series of the same labels seen before.
 func (d *decoder) series(depth int) error {
-	var m model.Metric
-	var pts []model.SamplePair
+	var m Labels
+	var pts []Point
 	var s *answerSeries
 	// The points are added as they stream once the labels are known (as
 	// Prometheus writes them, labels first); points before the labels
 	// are held in pts until then.
-	add := func(p model.SamplePair) error {
+	add := func(p Point) error {
 		if s == nil {
 			if len(pts) >= d.perSeries {
 				return d.tooManyPoints()
@@ -509,18 +507,18 @@ func (d *decoder) series(depth int) error {
 			if null, err := d.isNull(); null || err != nil {
 				return err
 			}
-			m = model.Metric{}
+			m = Labels{}
 			err := d.object(depth, func(name string, _ int) error {
 				v, err := d.str()
 				if err != nil {
 					return err
 				}
-				if _, ok := m[model.LabelName(name)]; !ok {
+				if _, ok := m[name]; !ok {
 					if err := d.hold(heldLabel + int64(len(name)+len(v))); err != nil {
 						return err
 					}
 				}
-				m[model.LabelName(name)] = model.LabelValue(v)
+				m[name] = v
 				return nil
 			})
 			if err != nil {
@@ -560,7 +558,7 @@ func (d *decoder) series(depth int) error {
 		return err
 	}
 	if s == nil && len(pts) > 0 {
-		if s, err = d.seriesOf(model.Metric{}); err != nil {
+		if s, err = d.seriesOf(Labels{}); err != nil {
 			return err
 		}
 		for _, p := range pts {
@@ -573,8 +571,8 @@ func (d *decoder) series(depth int) error {
 }
 
 // seriesOf returns the series of labels m, new or seen before.
-func (d *decoder) seriesOf(m model.Metric) (*answerSeries, error) {
-	fp := m.Fingerprint()
+func (d *decoder) seriesOf(m Labels) (*answerSeries, error) {
+	fp := m.hash()
 	for _, i := range d.byFP[fp] {
 		if d.a.Series[i].Metric.Equal(m) {
 			return d.a.Series[i], nil
@@ -591,10 +589,10 @@ func (d *decoder) seriesOf(m model.Metric) (*answerSeries, error) {
 
 // addPoint adds a point after the last of s: a point at the same time
 // replaces it, one before it is dropped.
-func (d *decoder) addPoint(s *answerSeries, p model.SamplePair) error {
-	if n := len(s.Points); n > 0 && p.Timestamp <= s.Points[n-1].Timestamp {
-		if p.Timestamp == s.Points[n-1].Timestamp {
-			s.Points[n-1].Value = p.Value
+func (d *decoder) addPoint(s *answerSeries, p Point) error {
+	if n := len(s.Points); n > 0 && p.T <= s.Points[n-1].T {
+		if p.T == s.Points[n-1].T {
+			s.Points[n-1].V = p.V
 		}
 		d.a.Dropped++
 		return nil
@@ -623,7 +621,7 @@ func (d *decoder) hold(n int64) error {
 }
 
 // pair reads [t, "v"].
-func (d *decoder) pair() (model.SamplePair, error) {
+func (d *decoder) pair() (Point, error) {
 	// Most points are plain decimals wholly in the reader's buffer: read
 	// them from there (fastPair), the others byte by byte.
 	if b, _ := d.r.Peek(d.r.Buffered()); len(b) > 0 {
@@ -633,55 +631,55 @@ func (d *decoder) pair() (model.SamplePair, error) {
 		}
 	}
 	if err := d.expect('['); err != nil {
-		return model.SamplePair{}, err
+		return Point{}, err
 	}
 	return d.pairRest()
 }
 
 // pairRest reads t, "v"] after the opening bracket.
-func (d *decoder) pairRest() (model.SamplePair, error) {
+func (d *decoder) pairRest() (Point, error) {
 	b, err := d.number()
 	if err != nil {
-		return model.SamplePair{}, err
+		return Point{}, err
 	}
 	t, ok := parseTime(b)
 	if !ok {
-		return model.SamplePair{}, syntax("bad time %q", b)
+		return Point{}, syntax("bad time %q", b)
 	}
 	if err := d.expect(','); err != nil {
-		return model.SamplePair{}, err
+		return Point{}, err
 	}
 	if err := d.expect('"'); err != nil {
-		return model.SamplePair{}, err
+		return Point{}, err
 	}
 	// A value is a number in a string: no escapes, no allocation.
 	d.buf = d.buf[:0]
 	for {
 		c, err := d.r.ReadByte()
 		if err != nil {
-			return model.SamplePair{}, unexpectedEOF(err)
+			return Point{}, unexpectedEOF(err)
 		}
 		if c == '"' {
 			break
 		}
 		if c == '\\' || c < 0x20 || len(d.buf) > 64 {
-			return model.SamplePair{}, syntax("bad value")
+			return Point{}, syntax("bad value")
 		}
 		d.buf = append(d.buf, c)
 	}
 	v, err := strconv.ParseFloat(string(d.buf), 64)
 	if err != nil {
-		return model.SamplePair{}, syntax("bad value %q", d.buf)
+		return Point{}, syntax("bad value %q", d.buf)
 	}
 	if err := d.expect(']'); err != nil {
-		return model.SamplePair{}, err
+		return Point{}, err
 	}
-	return model.SamplePair{Timestamp: t, Value: model.SampleValue(v)}, nil
+	return Point{T: t, V: v}, nil
 }
 
-// parseTime reads seconds with up to millisecond decimals as model.Time
+// parseTime reads seconds with up to millisecond decimals in milliseconds
 // does: the seconds times 1000 plus the first three decimals.
-func parseTime(b []byte) (model.Time, bool) {
+func parseTime(b []byte) (int64, bool) {
 	sec, frac, dot := b, []byte(nil), false
 	for k, c := range b {
 		if c == '.' {
@@ -714,7 +712,7 @@ func parseTime(b []byte) (model.Time, bool) {
 	if len(b) > 0 && b[0] == '-' {
 		ms = -ms // -1.5 is -1500 ms
 	}
-	return model.Time(s*1000 + ms), true
+	return s*1000 + ms, true
 }
 
 // fastPair reads a point [t, "v"] from the start of b when it is all
@@ -724,10 +722,10 @@ func parseTime(b []byte) (model.Time, bool) {
 // false for anything else (a short buffer, an exponent, a sign, bad
 // JSON), which pairRest then reads and judges as before: whatever fastPair
 // accepts, pairRest reads to the same point.
-func fastPair(b []byte) (model.SamplePair, int, bool) {
+func fastPair(b []byte) (Point, int, bool) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '[' {
-		return model.SamplePair{}, 0, false
+		return Point{}, 0, false
 	}
 	i = skipSpace(b, i+1)
 	// The seconds: 0 or a digit 1-9 and at most 14 more (no overflow of
@@ -739,7 +737,7 @@ func fastPair(b []byte) (model.SamplePair, int, bool) {
 		i++
 	}
 	if i == start || i-start > 15 || (b[start] == '0' && i-start > 1) {
-		return model.SamplePair{}, 0, false
+		return Point{}, 0, false
 	}
 	var ms int64
 	if i < len(b) && b[i] == '.' {
@@ -752,46 +750,46 @@ func fastPair(b []byte) (model.SamplePair, int, bool) {
 			i++
 		}
 		if i == fs {
-			return model.SamplePair{}, 0, false
+			return Point{}, 0, false
 		}
 		for k := min(i-fs, 3); k < 3; k++ {
 			ms *= 10
 		}
 	}
 	if i >= len(b) || b[i] == 'e' || b[i] == 'E' {
-		return model.SamplePair{}, 0, false
+		return Point{}, 0, false
 	}
 	i = skipSpace(b, i)
 	if i >= len(b) || b[i] != ',' {
-		return model.SamplePair{}, 0, false
+		return Point{}, 0, false
 	}
 	i = skipSpace(b, i+1)
 	if i >= len(b) || b[i] != '"' {
-		return model.SamplePair{}, 0, false
+		return Point{}, 0, false
 	}
 	i++
 	vs := i
 	for i < len(b) && b[i] != '"' {
 		if b[i] == '\\' || b[i] < 0x20 || i-vs > 64 {
-			return model.SamplePair{}, 0, false
+			return Point{}, 0, false
 		}
 		i++
 	}
 	if i >= len(b) {
-		return model.SamplePair{}, 0, false
+		return Point{}, 0, false
 	}
 	v, ok := parseDecimal(b[vs:i])
 	if !ok {
 		var err error
 		if v, err = strconv.ParseFloat(string(b[vs:i]), 64); err != nil {
-			return model.SamplePair{}, 0, false
+			return Point{}, 0, false
 		}
 	}
 	i = skipSpace(b, i+1)
 	if i >= len(b) || b[i] != ']' {
-		return model.SamplePair{}, 0, false
+		return Point{}, 0, false
 	}
-	return model.SamplePair{Timestamp: model.Time(sec*1000 + ms), Value: model.SampleValue(v)}, i + 1, true
+	return Point{T: sec*1000 + ms, V: v}, i + 1, true
 }
 
 func skipSpace(b []byte, i int) int {

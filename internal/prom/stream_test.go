@@ -32,7 +32,7 @@ func TestPointsAgree(t *testing.T) {
 		if errF != nil {
 			continue
 		}
-		var got []model.SamplePair
+		var got []Point
 		if len(a.Series) > 0 {
 			got = a.Series[0].Points
 		}
@@ -40,14 +40,14 @@ func TestPointsAgree(t *testing.T) {
 	}
 }
 
-func samePoints(t testing.TB, what string, got, ref []model.SamplePair) {
+func samePoints(t testing.TB, what string, got []Point, ref []model.SamplePair) {
 	t.Helper()
 	if len(got) != len(ref) {
 		t.Fatalf("%s: %d vs %d pairs", what, len(got), len(ref))
 	}
 	for i := range ref {
 		a, b := got[i], ref[i]
-		if a.Timestamp != b.Timestamp || (a.Value != b.Value && !(math.IsNaN(float64(a.Value)) && math.IsNaN(float64(b.Value)))) {
+		if a.T != int64(b.Timestamp) || (a.V != float64(b.Value) && !(math.IsNaN(a.V) && math.IsNaN(float64(b.Value)))) {
 			t.Fatalf("%s: pair %d: %v vs %v", what, i, a, b)
 		}
 	}
@@ -106,7 +106,7 @@ func FuzzPoints(f *testing.F) {
 				return // repeats and disorder are dropped: compared in TestAnswerRepeatsHeldOnce
 			}
 		}
-		var got []model.SamplePair
+		var got []Point
 		if len(a.Series) > 0 {
 			got = a.Series[0].Points
 		}

@@ -3,6 +3,8 @@ package promql
 import (
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/model"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -36,4 +38,45 @@ func TestParseDuration(t *testing.T) {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v (ok %v)", c.in, got, err, c.want, c.ok)
 		}
 	}
+}
+
+// promDurationCases seed the comparison with Prometheus' reader.
+var promDurationCases = []string{
+	"0", "", "1ms", "1s", "1m", "1h", "1d", "1w", "1y", "1y2w3d4h5m6s7ms", "30d", "1d12h", "90s",
+	"1m5ms", "5ms1m", "1h1h", "1hm", "1d1y", "00d", "007s", "1.5d", "-7d", "+1d", "1", "d", "1 d",
+	"1D", "1µs", "1us", "1ns", "292y", "293y", "106751d", "106752d", "9223372036854775807ms",
+	"9223372036854775808ms", "18446744073709551615ms", "18446744073709551616ms", "99999999999999999999y",
+	"15250w", "15251w", "5124095h", "0s", "0y0ms",
+}
+
+// TestPromDurationMatchesPrometheus holds parsePromDuration to Prometheus'
+// own reader, linked into this test only: the same strings accepted, to
+// the same durations.
+func TestPromDurationMatchesPrometheus(t *testing.T) {
+	accepted := 0
+	for _, s := range promDurationCases {
+		if comparePromDuration(t, s) {
+			accepted++
+		}
+	}
+	if accepted < 15 || accepted > len(promDurationCases)-15 {
+		t.Errorf("%d of %d accepted: the cases no longer cover both sides", accepted, len(promDurationCases))
+	}
+}
+
+func comparePromDuration(t *testing.T, s string) bool {
+	t.Helper()
+	got, err := parsePromDuration(s)
+	want, wantErr := model.ParseDuration(s)
+	if (err == nil) != (wantErr == nil) || (err == nil && got != time.Duration(want)) {
+		t.Errorf("parsePromDuration(%q) = %v, %v; Prometheus: %v, %v", s, got, err, time.Duration(want), wantErr)
+	}
+	return err == nil
+}
+
+func FuzzPromDuration(f *testing.F) {
+	for _, s := range promDurationCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { comparePromDuration(t, s) })
 }

@@ -17,10 +17,10 @@ package promql
 //   - a comma may end the list; spaces, tabs, newlines and `#` comments to
 //     the end of the line may stand between the parts.
 //
-// The matchers are Prometheus' labels.Matcher (the store links that
-// package anyway), so regular expressions and the canonical form of each
-// matcher are exactly Prometheus'. Prometheus' parser itself is not linked:
-// it brings the whole query language and its dependencies into start-up.
+// The matchers are written back in Prometheus' canonical form (see
+// matcher.String), and a regular expression is checked as Prometheus
+// checks it. Prometheus' parser itself is not linked: it brings the whole
+// query language and its dependencies into start-up.
 
 import (
 	"fmt"
@@ -28,9 +28,76 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/labels"
+	"regexp"
+	"regexp/syntax"
 )
+
+// metricNameLabel is the label that holds a series' metric name.
+const metricNameLabel = "__name__"
+
+// matchType is a matcher's operator.
+type matchType int
+
+const (
+	matchEqual matchType = iota
+	matchNotEqual
+	matchRegexp
+	matchNotRegexp
+)
+
+func (t matchType) String() string {
+	return [...]string{matchEqual: "=", matchNotEqual: "!=", matchRegexp: "=~", matchNotRegexp: "!~"}[t]
+}
+
+// matcher is one label matcher of a selector.
+type matcher struct {
+	Type  matchType
+	Name  string
+	Value string
+}
+
+// newMatcher makes a matcher, checking a regular expression as Prometheus
+// does: RE2 syntax with Perl's classes, "." matching newlines too, and
+// anchored at both ends (the whole value must match).
+func newMatcher(t matchType, name, value string) (*matcher, error) {
+	if t == matchRegexp || t == matchNotRegexp {
+		re, err := syntax.Parse(value, syntax.Perl|syntax.DotNL)
+		if err != nil {
+			return nil, err
+		}
+		// The parsed form, not the text: "\Q" quotes to the end, so
+		// text after it would be quoted too.
+		if _, err := regexp.Compile("^(?s:" + re.String() + ")$"); err != nil {
+			return nil, err
+		}
+	}
+	return &matcher{Type: t, Name: name, Value: value}, nil
+}
+
+// String is the matcher in Prometheus' canonical form: the name bare when
+// it is an identifier (letters, digits, underscores, not a digit first),
+// else quoted, then the operator and the value quoted as a Go string:
+// job="node", "host.name"=~"a.*".
+func (m *matcher) String() string {
+	name := m.Name
+	if !isIdentifier(name) {
+		name = strconv.Quote(name)
+	}
+	return name + m.Type.String() + strconv.Quote(m.Value)
+}
+
+// isIdentifier reports whether s is a label name that needs no quotes.
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isIdentStart(s[i]) && (i == 0 || !isDigit(s[i])) {
+			return false
+		}
+	}
+	return true
+}
 
 // selectorError is a syntax error in a selector, with the byte offset it
 // was found at.
@@ -56,7 +123,7 @@ func (r *selectorReader) fail(pos int, format string, args ...any) error {
 // parseSelector reads a whole vector selector: a metric name, a list of
 // matchers in braces, or both. A metric name becomes a __name__ matcher,
 // after the others as Prometheus puts it.
-func parseSelector(in string) ([]*labels.Matcher, error) {
+func parseSelector(in string) ([]*matcher, error) {
 	r := &selectorReader{in: in}
 	if err := r.skip(); err != nil {
 		return nil, err
@@ -72,7 +139,7 @@ func parseSelector(in string) ([]*labels.Matcher, error) {
 			return nil, err
 		}
 	}
-	var ms []*labels.Matcher
+	var ms []*matcher
 	switch {
 	case r.pos < len(r.in) && r.in[r.pos] == '{':
 		var err error
@@ -89,16 +156,16 @@ func parseSelector(in string) ([]*labels.Matcher, error) {
 		return nil, r.fail(r.pos, "%s after the selector: give one selector, nothing else", r.found())
 	}
 	if name != "" {
-		ms = append(ms, &labels.Matcher{Type: labels.MatchEqual, Name: model.MetricNameLabel, Value: name})
+		ms = append(ms, &matcher{Type: matchEqual, Name: metricNameLabel, Value: name})
 	}
 	return ms, nil
 }
 
 // braces reads `{matcher, ...}` from the opening brace on.
-func (r *selectorReader) braces() ([]*labels.Matcher, error) {
+func (r *selectorReader) braces() ([]*matcher, error) {
 	open := r.pos
 	r.pos++ // {
-	ms := []*labels.Matcher{}
+	ms := []*matcher{}
 	for {
 		if err := r.skip(); err != nil {
 			return nil, err
@@ -141,7 +208,7 @@ func (r *selectorReader) braces() ([]*labels.Matcher, error) {
 }
 
 // matcher reads `name op "value"`, or a quoted metric name alone.
-func (r *selectorReader) matcher() (*labels.Matcher, error) {
+func (r *selectorReader) matcher() (*matcher, error) {
 	start := r.pos
 	var name string
 	switch c := r.in[r.pos]; {
@@ -161,7 +228,7 @@ func (r *selectorReader) matcher() (*labels.Matcher, error) {
 		}
 		if r.pos < len(r.in) && (r.in[r.pos] == ',' || r.in[r.pos] == '}') {
 			// {"metric.name"}: a metric name inside the braces.
-			return &labels.Matcher{Type: labels.MatchEqual, Name: model.MetricNameLabel, Value: name}, nil
+			return &matcher{Type: matchEqual, Name: metricNameLabel, Value: name}, nil
 		}
 	default:
 		return nil, r.fail(r.pos, "%s: want a label name (job, or \"quoted\") or \"}\"", r.found())
@@ -170,16 +237,16 @@ func (r *selectorReader) matcher() (*labels.Matcher, error) {
 		return nil, err
 	}
 	opPos := r.pos
-	var t labels.MatchType
+	var t matchType
 	switch rest := r.in[r.pos:]; {
 	case strings.HasPrefix(rest, "=~"):
-		t, r.pos = labels.MatchRegexp, r.pos+2
+		t, r.pos = matchRegexp, r.pos+2
 	case strings.HasPrefix(rest, "!~"):
-		t, r.pos = labels.MatchNotRegexp, r.pos+2
+		t, r.pos = matchNotRegexp, r.pos+2
 	case strings.HasPrefix(rest, "!="):
-		t, r.pos = labels.MatchNotEqual, r.pos+2
+		t, r.pos = matchNotEqual, r.pos+2
 	case strings.HasPrefix(rest, "="):
-		t, r.pos = labels.MatchEqual, r.pos+1
+		t, r.pos = matchEqual, r.pos+1
 	default:
 		return nil, r.fail(r.pos, "%s after label %q: want one of = != =~ !~", r.found(), name)
 	}
@@ -193,7 +260,7 @@ func (r *selectorReader) matcher() (*labels.Matcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := labels.NewMatcher(t, name, value)
+	m, err := newMatcher(t, name, value)
 	if err != nil {
 		return nil, r.fail(start, "label %q: %v", name, err)
 	}

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/prometheus/common/model"
 )
 
 // Matchers returns a selector's inner matchers, braces and spaces removed
@@ -69,7 +67,7 @@ func ParseMatch(s string) (string, error) {
 	}
 	parts := make([]string, 0, len(ms))
 	for _, m := range ms {
-		if m.Name == model.MetricNameLabel {
+		if m.Name == metricNameLabel {
 			return "", errors.New("give labels only, without a metric name (memdoctor picks the metrics); e.g. '{job=\"node\"}'")
 		}
 		parts = append(parts, m.String())

@@ -36,30 +36,16 @@ package runtimes
 import (
 	"math"
 	"strings"
-
-	dto "github.com/prometheus/client_model/go"
 )
 
-type page map[string]*dto.MetricFamily
+type page = Page
 
-func labelsOf(m *dto.Metric) map[string]string {
-	out := make(map[string]string, len(m.GetLabel()))
-	for _, l := range m.GetLabel() {
-		out[l.GetName()] = l.GetValue()
+// valueOf is a plain member's value; summaries and histograms have none.
+func (f *family) valueOf(m *member) float64 {
+	if f.kind != plainFamily {
+		return math.NaN()
 	}
-	return out
-}
-
-func valueOf(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.GetCounter().GetValue()
-	case m.Gauge != nil:
-		return m.GetGauge().GetValue()
-	case m.Untyped != nil:
-		return m.GetUntyped().GetValue()
-	}
-	return math.NaN()
+	return m.value
 }
 
 // each calls fn for every sample of a plain series.
@@ -68,11 +54,11 @@ func (p page) each(name string, fn func(l map[string]string, v float64)) {
 	if f == nil {
 		return
 	}
-	for _, m := range f.GetMetric() {
+	for _, m := range f.members {
 		// NaN (no value) and infinities (a broken exporter) are no count,
 		// size or duration: skipped, never judged.
-		if v := valueOf(m); !math.IsNaN(v) && !math.IsInf(v, 0) {
-			fn(labelsOf(m), v)
+		if v := f.valueOf(m); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			fn(m.labels, v)
 		}
 	}
 }
@@ -104,12 +90,9 @@ func (p page) sum(name string, keep func(map[string]string) bool) (float64, bool
 // when the page declared no type (then name_count and name_sum are plain).
 func (p page) countSum(name string, fn func(l map[string]string, count, sum float64)) {
 	if f := p[name]; f != nil {
-		for _, m := range f.GetMetric() {
-			switch {
-			case m.Summary != nil:
-				fn(labelsOf(m), float64(m.GetSummary().GetSampleCount()), m.GetSummary().GetSampleSum())
-			case m.Histogram != nil:
-				fn(labelsOf(m), float64(m.GetHistogram().GetSampleCount()), m.GetHistogram().GetSampleSum())
+		if f.kind != plainFamily {
+			for _, m := range f.members {
+				fn(m.labels, m.count, m.sum)
 			}
 		}
 		return
@@ -131,8 +114,7 @@ func heapArea(l map[string]string) bool { return l["area"] == "heap" }
 
 // Normalize maps a scraped page onto the normalised series. It returns
 // false when no runtime's names are on the page.
-func Normalize(fams map[string]*dto.MetricFamily, target string) (*Reading, bool) {
-	p := page(fams)
+func Normalize(p Page, target string) (*Reading, bool) {
 	r := &Reading{Target: target, Source: "scrape"}
 	switch {
 	case p.has("jvm_gc_pause_seconds", "jvm_gc_pause_seconds_count", "jvm_gc_collection_seconds", "jvm_gc_collection_seconds_count",

@@ -35,7 +35,7 @@ func TestScrapeRedirects(t *testing.T) {
 		t.Errorf("127.0.0.2 was scraped %d times", n)
 	}
 	fams, err := Scraper{Client: &http.Client{}}.Fetch(context.Background(), srv.URL+"/old")
-	if err != nil || fams["go_goroutines"].GetMetric()[0].GetUntyped().GetValue() != 7 {
+	if err != nil || fams["go_goroutines"] == nil || fams["go_goroutines"].members[0].value != 7 {
 		t.Errorf("same-host redirect: %v, %v", fams, err)
 	}
 }

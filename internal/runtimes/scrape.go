@@ -20,10 +20,6 @@ import (
 
 	"github.com/memdoctor/memdoctor/internal/httpsafe"
 	"github.com/memdoctor/memdoctor/internal/redact"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // maxPage bounds a scraped page (a runtime's page is a few KiB to a few MiB).
@@ -77,7 +73,7 @@ func ValidateURL(raw string) error {
 }
 
 // Fetch scrapes one URL and parses the page.
-func (s Scraper) Fetch(ctx context.Context, raw string) (map[string]*dto.MetricFamily, error) {
+func (s Scraper) Fetch(ctx context.Context, raw string) (Page, error) {
 	if err := ValidateURL(raw); err != nil {
 		return nil, err
 	}
@@ -268,26 +264,4 @@ func asciiSpace(c byte) bool {
 func runtimeSeries(body []byte) []byte {
 	out, _ := readRuntimeSeries(bytes.NewReader(body), int64(len(body)), int64(len(body)))
 	return out
-}
-
-// ParsePage parses a Prometheus text or OpenMetrics page.
-func ParsePage(body []byte) (map[string]*dto.MetricFamily, error) {
-	// OpenMetrics additions the text parser does not know: # UNIT lines,
-	// and counters' _created series (kept, harmless).
-	if bytes.Contains(body, []byte("# UNIT ")) || bytes.Contains(body, []byte("# EOF")) {
-		var b bytes.Buffer
-		for _, l := range bytes.SplitAfter(body, []byte("\n")) {
-			if bytes.HasPrefix(l, []byte("# UNIT ")) || bytes.HasPrefix(l, []byte("# EOF")) {
-				continue
-			}
-			b.Write(l)
-		}
-		body = b.Bytes()
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("not a Prometheus text page: %w", err)
-	}
-	return fams, nil
 }

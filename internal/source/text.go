@@ -2,12 +2,12 @@ package source
 
 // Prometheus text exposition and OpenMetrics, with timestamps.
 //
-// The reader is a line parser of its own: the text parser of
-// prometheus/common (expfmt) builds whole metric families in memory, reads
-// only integer millisecond timestamps (OpenMetrics has float seconds) and
-// rejects a family that comes back (concatenated snapshots); the pinned
-// prometheus/prometheus' model/textparse needs github.com/gogo/protobuf,
-// which this module does not depend on.
+// The reader is a line parser of its own (the grammar of a series is
+// package exposition's, shared with the runtimes' scrape): the text parser
+// of prometheus/common (expfmt) builds whole metric families in memory,
+// reads only integer millisecond timestamps (OpenMetrics has float
+// seconds) and rejects a family that comes back (concatenated snapshots);
+// prometheus/prometheus' model/textparse needs github.com/gogo/protobuf.
 //
 // Accepted, line by line (CRLF too):
 //
@@ -62,8 +62,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/memdoctor/memdoctor/internal/exposition"
 	"github.com/memdoctor/memdoctor/internal/safeio"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -335,21 +335,9 @@ func (p *textParser) badLine(err error) error {
 	return nil
 }
 
-func isBlank(c byte) bool { return c == ' ' || c == '\t' }
-
-func trimBlanks(b []byte) []byte {
-	for len(b) > 0 && isBlank(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isBlank(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
 // parseLine handles one line (without its newline).
 func (p *textParser) parseLine(line []byte) error {
-	line = trimBlanks(line)
+	line = exposition.TrimBlanks(line)
 	if len(line) == 0 {
 		return nil
 	}
@@ -359,20 +347,20 @@ func (p *textParser) parseLine(line []byte) error {
 		}
 		return nil
 	}
-	end, err := seriesEnd(line)
+	end, err := exposition.SeriesEnd(line)
 	if err != nil {
 		return err
 	}
 	raw := line[:end]
 	rest := line[end:]
-	if len(rest) == 0 || !isBlank(rest[0]) {
+	if len(rest) == 0 || !exposition.IsBlank(rest[0]) {
 		if len(rest) == 0 {
 			return fmt.Errorf("%w: no value after the series", ErrMalformed)
 		}
 		return fmt.Errorf("%w: unexpected %q after the series name", ErrMalformed, rest[0])
 	}
-	valTok, rest := nextToken(rest)
-	tsTok, rest := nextToken(rest)
+	valTok, rest := exposition.NextToken(rest)
+	tsTok, rest := exposition.NextToken(rest)
 	if len(tsTok) > 0 && tsTok[0] == '#' {
 		tsTok, rest = nil, nil // exemplar right after the value
 	}
@@ -416,22 +404,6 @@ func (p *textParser) parseLine(line []byte) error {
 	return p.add(sid, t, v)
 }
 
-// nextToken returns the next blank-separated token and what follows it.
-func nextToken(b []byte) (tok, rest []byte) {
-	for len(b) > 0 && isBlank(b[0]) {
-		b = b[1:]
-	}
-	i := 0
-	for i < len(b) && !isBlank(b[i]) {
-		i++
-	}
-	tok, rest = b[:i], b[i:]
-	for len(rest) > 0 && isBlank(rest[0]) {
-		rest = rest[1:]
-	}
-	return tok, rest
-}
-
 // parseTimestamp reads seconds (a fraction, an exponent, or an integer below
 // 1e11) or milliseconds (a larger integer) into milliseconds.
 func parseTimestamp(tok []byte) (int64, error) {
@@ -452,45 +424,9 @@ func parseTimestamp(tok []byte) (int64, error) {
 	return int64(math.Round(f * 1000)), nil
 }
 
-func isNameStart(c byte) bool {
-	return c == '_' || c == ':' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-}
-
-func isNameChar(c byte) bool { return isNameStart(c) || (c >= '0' && c <= '9') }
-
-// seriesEnd returns the length of the series (name and labels) that starts
-// line.
-func seriesEnd(line []byte) (int, error) {
-	i := 0
-	for i < len(line) && isNameChar(line[i]) {
-		i++
-	}
-	if i == len(line) || line[i] != '{' {
-		if i == 0 {
-			return 0, fmt.Errorf("%w: no metric name", ErrMalformed)
-		}
-		return i, nil
-	}
-	inQuote := false
-	for i++; i < len(line); i++ {
-		switch c := line[i]; {
-		case inQuote && c == '\\':
-			i++
-		case c == '"':
-			inQuote = !inQuote
-		case !inQuote && c == '}':
-			return i + 1, nil
-		}
-	}
-	if inQuote {
-		return 0, fmt.Errorf("%w: unterminated label value", ErrMalformed)
-	}
-	return 0, fmt.Errorf("%w: no closing brace", ErrMalformed)
-}
-
 // newSeries parses a series seen for the first time.
 func (p *textParser) newSeries(raw []byte) (uint32, error) {
-	name, labels, err := parseSeries(raw)
+	name, labels, err := exposition.ParseSeries(raw)
 	if err != nil {
 		return 0, err
 	}
@@ -529,151 +465,6 @@ func (p *textParser) newSeries(raw []byte) (uint32, error) {
 	}
 	p.raw[string(raw)] = sid
 	return sid, nil
-}
-
-// parseSeries parses name{labels} or {"name",labels}. Not sample.ParseKey,
-// which reads back Labels.String only: the exposition grammar has blanks,
-// quoted UTF-8 names, __name__, Go escapes and empty values (no label).
-func parseSeries(raw []byte) (string, sample.Labels, error) {
-	i := 0
-	for i < len(raw) && isNameChar(raw[i]) {
-		i++
-	}
-	name := string(raw[:i])
-	if name != "" && !isNameStart(name[0]) {
-		return "", nil, fmt.Errorf("%w: metric name %q starts with a digit", ErrMalformed, name)
-	}
-	var labels sample.Labels
-	if i < len(raw) {
-		b := raw[i+1 : len(raw)-1] // inside the braces (seriesEnd checked them)
-		for {
-			b = trimBlanks(b)
-			if len(b) == 0 {
-				break
-			}
-			var lname string
-			var err error
-			quoted := b[0] == '"'
-			if quoted {
-				lname, b, err = parseQuoted(b)
-			} else {
-				j := 0
-				for j < len(b) && isNameChar(b[j]) && b[j] != ':' {
-					j++
-				}
-				lname, b = string(b[:j]), b[j:]
-				if lname == "" || (lname[0] >= '0' && lname[0] <= '9') {
-					return "", nil, fmt.Errorf("%w: bad label name near %q", ErrMalformed, truncate(b))
-				}
-			}
-			if err != nil {
-				return "", nil, err
-			}
-			b = trimBlanks(b)
-			if quoted && (len(b) == 0 || b[0] == ',') {
-				// {"name", ...}: a quoted metric name.
-				if name != "" {
-					return "", nil, fmt.Errorf("%w: two metric names", ErrMalformed)
-				}
-				name = lname
-			} else {
-				if len(b) == 0 || b[0] != '=' {
-					return "", nil, fmt.Errorf("%w: label %q: want =\"value\"", ErrMalformed, lname)
-				}
-				b = trimBlanks(b[1:])
-				if len(b) == 0 || b[0] != '"' {
-					return "", nil, fmt.Errorf("%w: label %q: value is not quoted", ErrMalformed, lname)
-				}
-				var val string
-				if val, b, err = parseQuoted(b); err != nil {
-					return "", nil, fmt.Errorf("label %q: %w", lname, err)
-				}
-				for _, l := range labels {
-					if l.Name == lname {
-						return "", nil, fmt.Errorf("%w: label %q given twice", ErrMalformed, lname)
-					}
-				}
-				if lname == "__name__" {
-					if name != "" {
-						return "", nil, fmt.Errorf("%w: two metric names", ErrMalformed)
-					}
-					name = val
-				} else if val != "" {
-					labels = append(labels, sample.Label{Name: lname, Value: val})
-				}
-			}
-			b = trimBlanks(b)
-			if len(b) == 0 {
-				break
-			}
-			if b[0] != ',' {
-				return "", nil, fmt.Errorf("%w: want , or } near %q", ErrMalformed, truncate(b))
-			}
-			b = b[1:]
-		}
-	}
-	if name == "" {
-		return "", nil, fmt.Errorf("%w: no metric name", ErrMalformed)
-	}
-	slices.SortFunc(labels, func(a, b sample.Label) int { return strings.Compare(a.Name, b.Name) })
-	return name, labels, nil
-}
-
-// parseQuoted reads a double-quoted string with \\, \" and \n escapes.
-func parseQuoted(b []byte) (string, []byte, error) {
-	var sb []byte
-	for i := 1; i < len(b); i++ {
-		switch c := b[i]; c {
-		case '"':
-			s := b[1:i]
-			if sb != nil {
-				s = sb
-			}
-			if !utf8.Valid(s) {
-				return "", nil, fmt.Errorf("%w: invalid UTF-8 in %q", ErrMalformed, s)
-			}
-			return string(s), b[i+1:], nil
-		case '\\':
-			if sb == nil {
-				sb = append([]byte(nil), b[1:i]...)
-			}
-			i++
-			if i == len(b) {
-				break
-			}
-			switch b[i] {
-			case '\\', '"':
-				sb = append(sb, b[i])
-			case 'n':
-				sb = append(sb, '\n')
-			default:
-				// Go escapes (\t, \x41, \u00e9, ...), as promtool's dump
-				// writes them.
-				r, multi, tail, err := strconv.UnquoteChar(string(b[i-1:min(len(b), i+10)]), '"')
-				if err != nil {
-					return "", nil, fmt.Errorf("%w: invalid escape \\%c", ErrMalformed, b[i])
-				}
-				if multi {
-					sb = utf8.AppendRune(sb, r)
-				} else {
-					sb = append(sb, byte(r))
-				}
-				i += min(len(b), i+10) - (i - 1) - len(tail) - 2
-			}
-		default:
-			if sb != nil {
-				sb = append(sb, c)
-			}
-		}
-	}
-	return "", nil, fmt.Errorf("%w: unterminated quoted string", ErrMalformed)
-}
-
-func truncate(b []byte) string {
-	if len(b) > 20 {
-		return string(b[:20]) + "..."
-	}
-	return string(b)
 }
 
 // add buffers one sample.
@@ -943,7 +734,7 @@ func sniffText(path string) error {
 	p := newTextParser(path, "x", IngestOptions{BufferSamples: math.MaxInt}.withDefaults(), time.Time{}, nil)
 	comments := false
 	for i, l := range bytes.Split(buf, []byte("\n")) {
-		l = trimBlanks(dropCR(l))
+		l = exposition.TrimBlanks(dropCR(l))
 		if i == 0 {
 			l = bytes.TrimPrefix(l, []byte("\xef\xbb\xbf"))
 		}

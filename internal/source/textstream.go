@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memdoctor/memdoctor/internal/exposition"
 	"github.com/memdoctor/memdoctor/internal/safeio"
 	"github.com/memdoctor/memdoctor/internal/store"
 )
@@ -200,7 +201,7 @@ func (x *TextIndex) scan(r io.Reader, tick func()) error {
 		if unterminated {
 			return fmt.Errorf("line %d: the file ends in the middle of a line: %w", line, ErrNoStream)
 		}
-		b := trimBlanks(sc.Bytes())
+		b := exposition.TrimBlanks(sc.Bytes())
 		if len(b) == 0 {
 			continue
 		}
@@ -211,13 +212,13 @@ func (x *TextIndex) scan(r io.Reader, tick func()) error {
 			continue
 		}
 		lastEOF = false
-		end, err := seriesEnd(b)
+		end, err := exposition.SeriesEnd(b)
 		if err != nil {
 			return fmt.Errorf("line %d: %w", line, ErrNoStream)
 		}
 		raw := b[:end]
-		_, rest := nextToken(b[end:])
-		tsTok, _ := nextToken(rest)
+		_, rest := exposition.NextToken(b[end:])
+		tsTok, _ := exposition.NextToken(rest)
 		if len(tsTok) == 0 || tsTok[0] == '#' {
 			return fmt.Errorf("line %d: no timestamp: %w", line, ErrNoStream)
 		}
@@ -288,7 +289,7 @@ func (x *TextIndex) scan(r io.Reader, tick func()) error {
 // instanceOf returns the instance a series belongs to, as the parser names
 // it (newSeries).
 func (x *TextIndex) instanceOf(raw []byte) ([]byte, error) {
-	_, labels, err := parseSeries(raw)
+	_, labels, err := exposition.ParseSeries(raw)
 	if err != nil {
 		return nil, err
 	}

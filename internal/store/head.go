@@ -11,7 +11,7 @@ import (
 	"strconv"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/memdoctor/memdoctor/internal/store/xor"
 )
 
 // maxChunkSamples bounds the samples of one chunk (XOR chunks count them in
@@ -22,8 +22,7 @@ const maxChunkSamples = 1 << 14
 // already XOR-encoded, and the value the next head row is encoded against.
 type headSeries struct {
 	id         int64
-	chunk      *chunkenc.XORChunk
-	app        chunkenc.Appender
+	chunk      *xor.Chunk
 	minT, maxT int64
 	n          int
 	last       uint64 // bits of the value of the last head row that held the series
@@ -38,7 +37,7 @@ func (hs *headSeries) add(t int64, v float64) bool {
 	if hs.n == 0 {
 		hs.minT = t
 	}
-	hs.app.Append(0, t, v)
+	hs.chunk.Append(t, v) // never full: cut at maxChunkSamples
 	hs.maxT = t
 	hs.n++
 	return true
@@ -114,9 +113,7 @@ func (h *instHead) oldest() int64 {
 func (h *instHead) get(id int64) *headSeries {
 	hs := h.series[id]
 	if hs == nil {
-		c := chunkenc.NewXORChunk()
-		app, _ := c.Appender() // cannot fail on an empty chunk
-		hs = &headSeries{id: id, chunk: c, app: app}
+		hs = &headSeries{id: id, chunk: xor.New()}
 		h.series[id] = hs
 	}
 	return hs

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/memdoctor/memdoctor/internal/store/xor"
 )
 
 // Query selects series.
@@ -112,8 +112,7 @@ type queryTx struct {
 	tx     *sql.Tx
 	series []selected
 	stmt   *sql.Stmt
-	chunk  chunkenc.XORChunk
-	it     chunkenc.Iterator
+	it     xor.Iterator
 }
 
 // queryTx opens a read transaction, resolves q's series and copies their
@@ -282,9 +281,8 @@ func (sn *queryTx) samples(sel *selected, from, to int64, fn func(t int64, v flo
 
 // decode calls fn for the samples of an XOR chunk in [from, to].
 func (sn *queryTx) decode(data []byte, from, to int64, fn func(t int64, v float64)) error {
-	sn.chunk.Reset(data)
-	sn.it = sn.chunk.Iterator(sn.it)
-	for sn.it.Next() == chunkenc.ValFloat {
+	sn.it.Reset(data)
+	for sn.it.Next() {
 		t, v := sn.it.At()
 		if t < from {
 			continue
@@ -324,10 +322,9 @@ func (sn *queryTx) walkChunk(minT, maxT, n int64, data []byte, from, to int64, f
 	if len(data) < 2 || int64(binary.BigEndian.Uint16(data)) != n {
 		return "sample count"
 	}
-	sn.chunk.Reset(data)
-	sn.it = sn.chunk.Iterator(sn.it)
+	sn.it.Reset(data)
 	prev := minT - 1
-	for sn.it.Next() == chunkenc.ValFloat {
+	for sn.it.Next() {
 		t, v := sn.it.At()
 		if t <= prev || t > maxT {
 			return "samples out of the chunk's time range or order"

@@ -1,6 +1,6 @@
 // Package store keeps recorded samples in one SQLite file: a series table and
 // a chunk table whose chunks hold ~2 h of one series, Gorilla/XOR-encoded
-// with Prometheus' tsdb/chunkenc, plus a head table holding the samples of
+// by package xor (the bytes of Prometheus' XOR chunks), plus a head table holding the samples of
 // the current chunk range, one row per appended snapshot. The format is
 // documented in docs/store-format.md.
 package store

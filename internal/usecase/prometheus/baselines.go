@@ -57,7 +57,7 @@ func PromBaselines(ctx context.Context, c *prom.Client, match string, win histor
 	}
 	var out []alerts.Baseline
 	for _, t := range totals {
-		inst := string(t.Labels["instance"])
+		inst := t.Labels["instance"]
 		var peaks []float64
 		for _, a := range mins[inst] {
 			peaks = append(peaks, t.Value-a)

@@ -15,7 +15,6 @@ import (
 	"github.com/memdoctor/memdoctor/internal/promql"
 	"github.com/memdoctor/memdoctor/internal/rightsize"
 	"github.com/memdoctor/memdoctor/internal/usecase/history"
-	pm "github.com/prometheus/common/model"
 )
 
 // Right-sizing from cadvisor and kube-state-metrics: the containers seen
@@ -51,8 +50,8 @@ func Rightsize(ctx context.Context, c *prom.Client, match string, win history.Wi
 		return nil, fmt.Errorf("%s has no %s of containers (%s) from %s to %s: right-sizing from Prometheus needs cadvisor's container series (the kubelet's /metrics/cadvisor)",
 			c.URL(), diagnose.CadvisorWorkingSet, diagnose.ContainerMatchers, win.From.Format(time.RFC3339), win.To.Format(time.RFC3339))
 	}
-	key := func(m pm.Metric) ctrKey {
-		return ctrKey{string(m["namespace"]), string(m["pod"]), string(m["container"])}
+	key := func(m prom.Labels) ctrKey {
+		return ctrKey{m["namespace"], m["pod"], m["container"]}
 	}
 	// What is read once for all: restarts, OOM kills, limits.
 	restarts, err := byContainer(ctx, c, "sum by ("+by+") (increase("+promql.Selector(diagnose.KSMRestarts, cm)+r+"))", win.To, key)
@@ -112,7 +111,7 @@ func Rightsize(ctx context.Context, c *prom.Client, match string, win history.Wi
 				}
 				m := make(map[int64]float64, len(s.Points))
 				for _, p := range s.Points {
-					m[int64(p.Timestamp)] = float64(p.Value)
+					m[p.T] = p.V
 				}
 				gauges[k][name] = m
 			}
@@ -146,7 +145,7 @@ func Rightsize(ctx context.Context, c *prom.Client, match string, win history.Wi
 }
 
 // byContainer runs an instant query and keys its values by container.
-func byContainer(ctx context.Context, c *prom.Client, expr string, at time.Time, key func(pm.Metric) ctrKey) (map[ctrKey]float64, error) {
+func byContainer(ctx context.Context, c *prom.Client, expr string, at time.Time, key func(prom.Labels) ctrKey) (map[ctrKey]float64, error) {
 	v, err := c.Query(ctx, expr, at)
 	if err != nil {
 		return nil, err
