@@ -583,16 +583,25 @@ func FetchWindows(ctx context.Context, c *prom.Client, instances []string, match
 
 // fetchSeries reads the instances' series into out in one range query or,
 // when the server refuses it for a limit on the series or samples one
-// query may touch (QueryRange already halves the range for one on points),
-// in two halves of the instances, each again, down to one instance.
+// query may touch (QueryRange already halves the range for one on points)
+// or does not answer it within --prometheus-timeout, in two halves of the
+// instances, each again, down to one instance. A query of several
+// instances that times out is split at once, not sent whole again: it
+// would take as long again (a Prometheus on two-hour blocks, loaded, took
+// more than 3 s for eight hosts' 14 days). One instance's query is retried
+// as any other.
 func fetchSeries(ctx context.Context, c *prom.Client, instances []string, match, re string, from, to time.Time, step time.Duration, out map[string]*sample.Window) error {
 	var alts []string
 	for _, i := range instances {
 		alts = append(alts, regexp.QuoteMeta(i))
 	}
 	expr := promql.Selector("", match, `__name__=~"`+re+`"`, `instance=~"`+escape(strings.Join(alts, "|"))+`"`)
-	ss, err := c.QueryRange(ctx, expr, from, to, step)
-	if err != nil && prom.IsLimit(err) && len(instances) > 1 {
+	qctx := ctx
+	if len(instances) > 1 {
+		qctx = prom.Splittable(ctx)
+	}
+	ss, err := c.QueryRange(qctx, expr, from, to, step)
+	if err != nil && (prom.IsLimit(err) || prom.IsTimeout(err)) && len(instances) > 1 && ctx.Err() == nil {
 		c.Split()
 		h := len(instances) / 2
 		if err := fetchSeries(ctx, c, instances[:h], match, re, from, to, step, out); err != nil {
