@@ -409,7 +409,7 @@ func TestRuntimeRecordDiagnose(t *testing.T) {
 	case f == nil:
 		runtimes := 0
 		if rep.Host != nil {
-			runtimes = len(rep.Host.Runtimes)
+			runtimes = len(rep.Runtimes)
 		}
 		t.Fatalf("gc_time_high did not fire on the recording, with the service %.1f%% of its time in GC: findings %+v; notes %+v; not evaluated %+v; %d runtimes",
 			100*share, rep.Findings, rep.Notes, rep.Coverage.NotEvaluated, runtimes)
