@@ -41,7 +41,7 @@ type tracefsTracer struct {
 	// recent names (saved_cmdlines) and "<...>" once a busy host has
 	// pushed it out, so the name is kept from the exec event instead.
 	comms map[int]string
-	proc  string // the proc file system, for names of the living
+	proc  procfs.FS // for names of the living
 }
 
 // unknownComm is what tracefs prints for a task whose name it no longer
@@ -57,7 +57,7 @@ func loadTracefs(opt Options) (*tracefsTracer, error) {
 		return nil, err
 	}
 	t := &tracefsTracer{inst: filepath.Join(root, "instances", fmt.Sprintf("memdoctor-cgtrace-%d", os.Getpid())), fd: -1,
-		comms: map[int]string{}, proc: opt.Proc}
+		comms: map[int]string{}, proc: procfs.NewProcFS(opt.Proc)}
 	if err := os.Mkdir(t.inst, 0o700); err != nil {
 		return nil, fmt.Errorf("creating a tracing instance: %w", err)
 	}
@@ -98,10 +98,7 @@ func (t *tracefsTracer) drain(add func(Event)) error {
 			if i >= 0 {
 				for _, line := range strings.Split(string(t.partial[:i]), "\n") {
 					if pid, comm, ok := parseExecLine(line); ok {
-						if len(t.comms) >= maxComms {
-							clear(t.comms)
-						}
-						t.comms[pid] = comm
+						t.remember(pid, comm)
 						continue
 					}
 					if e, ok := parseTraceLine(line); ok {
@@ -123,16 +120,26 @@ func (t *tracefsTracer) drain(add func(Event)) error {
 }
 
 // commOf names a task tracefs printed as "<...>": by the program it
-// executed during the trace, else by its name now if it still lives, else
-// "<...>" it stays.
+// executed during the trace, else by its name now if it still lives (kept
+// for its later events), else "<...>" it stays.
 func (t *tracefsTracer) commOf(pid int) string {
 	if c, ok := t.comms[pid]; ok {
 		return c
 	}
-	if c, err := procfs.NewProcFS(t.proc).ProcComm(pid); err == nil && c != "" {
-		return c
+	c, err := t.proc.ProcComm(pid)
+	if err != nil || c == "" {
+		return unknownComm
 	}
-	return unknownComm
+	t.remember(pid, c) // read once for a task's many events
+	return c
+}
+
+// remember names pid c, within maxComms.
+func (t *tracefsTracer) remember(pid int, c string) {
+	if len(t.comms) >= maxComms {
+		clear(t.comms)
+	}
+	t.comms[pid] = c
 }
 
 // parseExecLine reads a sched_process_exec line:

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/memdoctor/memdoctor/internal/procfs"
 )
 
 // TestTracefsNamesEvictedTasks: tracefs prints "<...>" for a task whose
@@ -38,7 +40,7 @@ func TestTracefsNamesEvictedTasks(t *testing.T) {
 	if _, err := w.WriteString(strings.Join(lines, "\n") + "\n"); err != nil {
 		t.Fatal(err)
 	}
-	tr := &tracefsTracer{fd: fd, buf: make([]byte, 4096), comms: map[int]string{}, proc: "/proc"}
+	tr := &tracefsTracer{fd: fd, buf: make([]byte, 4096), comms: map[int]string{}, proc: procfs.NewProcFS("/proc")}
 	var got []Event
 	if err := tr.drain(func(e Event) { got = append(got, e) }); err != nil {
 		t.Fatal(err)
