@@ -153,6 +153,7 @@ func Render(w io.Writer, p *Page) error {
 	skipped := map[string]bool{}
 	for i := range p.Instances {
 		in := &p.Instances[i]
+		ref := model.InstanceRef(in.Name) // the name in its notes' prefixes
 		iv := instanceView{Name: in.Name, From: in.From, To: in.To, Span: format.Span(in.To.Sub(in.From)), Series: in.Series,
 			Step: "raw samples"}
 		if in.Step > 0 {
@@ -168,7 +169,7 @@ func Render(w io.Writer, p *Page) error {
 			}
 			for _, u := range in.Report.Coverage.Unread {
 				if v.MultiInst {
-					u = model.InstanceRef(in.Name) + ": " + u
+					u = ref + ": " + u
 				}
 				v.Unread = append(v.Unread, u)
 			}
@@ -178,7 +179,7 @@ func Render(w io.Writer, p *Page) error {
 			for _, n := range in.Report.Notes {
 				src := n.Source
 				if v.MultiInst {
-					src = model.InstanceRef(in.Name) + ": " + src
+					src = ref + ": " + src
 				}
 				v.Notes = append(v.Notes, noteView{Source: src, Message: n.Message, Hides: n.Hides, Fix: n.Fix})
 			}

@@ -634,12 +634,13 @@ func (m *merger) add(r InstanceResult) {
 		}
 	}
 	m.findings = append(m.findings, r.Report.Findings...)
+	ref := model.InstanceRef(r.Instance) // the name in its notes' prefixes
 	for _, n := range r.Report.Notes {
 		if m.group {
-			m.addGrouped(r.Instance, n)
+			m.addGrouped(ref, n)
 			continue
 		}
-		n.Source = model.InstanceRef(r.Instance) + ": " + n.Source
+		n.Source = ref + ": " + n.Source
 		n.Message, n.Hides, n.Fix = m.text(n.Message), m.text(n.Hides), m.text(n.Fix)
 		m.notes = append(m.notes, n)
 	}
@@ -661,7 +662,8 @@ func (m *merger) close() {
 	}
 }
 
-// addGrouped counts note n against inst: a note seen first opens a group
+// addGrouped counts note n against inst (the instance as its notes name
+// it, model.InstanceRef): a note seen first opens a group
 // while there are fewer than maxTexts, later ones are only counted.
 func (m *merger) addGrouped(inst string, n sample.Note) {
 	g := m.groups[n]
@@ -677,7 +679,7 @@ func (m *merger) addGrouped(inst string, n sample.Note) {
 	}
 	g.n++
 	if len(g.first) < groupNames {
-		g.first = append(g.first, model.InstanceRef(inst))
+		g.first = append(g.first, inst)
 	}
 }
 
