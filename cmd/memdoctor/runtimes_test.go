@@ -407,12 +407,9 @@ func TestRuntimeRecordDiagnose(t *testing.T) {
 	case f == nil && share < 2*model.GCTimeWarn:
 		t.Skipf("the GC-heavy service spent only %.1f%% of the recording in GC (under twice the rule's %.0f%%, on a host loaded by other work): no pathology to name", 100*share, 100*model.GCTimeWarn)
 	case f == nil:
-		runtimes := 0
-		if rep.Host != nil {
-			runtimes = len(rep.Runtimes)
-		}
-		t.Fatalf("gc_time_high did not fire on the recording, with the service %.1f%% of its time in GC: findings %+v; notes %+v; not evaluated %+v; %d runtimes",
-			100*share, rep.Findings, rep.Notes, rep.Coverage.NotEvaluated, runtimes)
+		rts, _ := json.Marshal(rep.Runtimes)
+		t.Fatalf("gc_time_high did not fire on the recording, with the service %.1f%% of its time in GC: findings %+v; not evaluated %+v; runtimes %s; the GC series:\n%s",
+			100*share, rep.Findings, rep.Coverage.NotEvaluated, rts, strings.Join(gcSeries(t, db, heavyURL), "\n"))
 	}
 	for id, f := range findingsAbout(&rep, healthyURL) {
 		t.Errorf("%s fired for the healthy Go service: %s", id, f.Summary)
@@ -421,6 +418,40 @@ func TestRuntimeRecordDiagnose(t *testing.T) {
 	if r.Recent == nil || r.Recent.Seconds < 5 || r.Recent.PartsAboveGCThreshold == nil {
 		t.Errorf("rates not taken over the window: %+v", r.Recent)
 	}
+	// The service's GC series is one series, with its pid: the recorder
+	// matches the target to its process whether or not the process is
+	// among the top 3 (when its pid label came and went with the top N,
+	// the series was cut in pieces and the window judged one of them).
+	sets := map[string]int{}
+	for _, l := range gcSeries(t, db, heavyURL) {
+		labels, _, _ := strings.Cut(l, "}")
+		sets[labels]++
+	}
+	if len(sets) != 1 {
+		t.Errorf("the GC-heavy service's GC seconds were stored under %d label sets, want 1: %v", len(sets), sets)
+	}
+	for ls := range sets {
+		if !strings.Contains(ls, `pid="`) {
+			t.Errorf("the GC-heavy service's GC seconds were stored without its pid: %s", ls)
+		}
+	}
+}
+
+// gcSeries is the lines of memdoctor_runtime_gc_seconds_total of a target
+// in the export of a recording.
+func gcSeries(t *testing.T, db, target string) []string {
+	t.Helper()
+	om, err := exec.Command(binary(t), "export", "--from", db, "-o", "-").Output()
+	if err != nil {
+		t.Fatalf("export --from %s: %v", db, err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(om), "\n") {
+		if strings.HasPrefix(l, "memdoctor_runtime_gc_seconds_total{") && strings.Contains(l, `target="`+target+`"`) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // javaHeap reads GcWorkload's /heap: committed, used, used_after_gc,

@@ -89,6 +89,9 @@ type Options struct {
 	// DiscoverMemo carries discovery's answers from one collection to the
 	// next (the recorder's; nil: every process is asked).
 	DiscoverMemo *runtimes.DiscoverMemo
+	// OwnerMemo keeps the owner of each --scrape target's socket from one
+	// collection to the next (the recorder's); nil looks again each time.
+	OwnerMemo *runtimes.OwnerMemo
 	// ExeMemo keeps the Go version of executables from one collection to
 	// the next (the recorder's; nil: read each time).
 	ExeMemo *runtimes.ExeMemo

@@ -23,7 +23,7 @@ func init() { register(110, "runtimes", false, collectRuntimes) }
 // RuntimeOptions turns the collection options into what the runtimes reader
 // needs, with the reported processes of a snapshot as the ones to inspect.
 func RuntimeOptions(opt Options, s *sample.Snapshot) runtimes.Options {
-	ro := runtimes.Options{URLs: opt.Scrape, Scraper: runtimes.Scraper{Timeout: opt.ScrapeTimeout, Auth: opt.ScrapeAuth}, Comms: map[int]string{}}
+	ro := runtimes.Options{URLs: opt.Scrape, Scraper: runtimes.Scraper{Timeout: opt.ScrapeTimeout, Auth: opt.ScrapeAuth}, Comms: map[int]string{}, OwnerMemo: opt.OwnerMemo}
 	if !opt.Runtimes {
 		return ro
 	}
@@ -61,7 +61,7 @@ func collectRuntimes(c *ctx) error {
 	if c.opt.Runtimes {
 		res = runtimes.Read(context.Background(), c.fs, ro)
 	} else {
-		res = runtimes.Read(context.Background(), c.fs, runtimes.Options{URLs: ro.URLs, Scraper: ro.Scraper, NoHostJVMs: true})
+		res = runtimes.Read(context.Background(), c.fs, runtimes.Options{URLs: ro.URLs, Scraper: ro.Scraper, NoHostJVMs: true, OwnerMemo: ro.OwnerMemo})
 	}
 	c.res.Runtimes = res
 	for _, m := range res.Metrics() {

@@ -271,11 +271,7 @@ const gcWindowParts = 6
 
 func windowGC(w *sample.Window, target string) *GCRates {
 	ser := func(name string, match ...string) *sample.Series {
-		ss := w.Select(name, append([]string{"target", target}, match...)...)
-		if len(ss) == 0 {
-			return nil
-		}
-		return ss[0]
+		return joinSeries(w.Select(name, append([]string{"target", target}, match...)...))
 	}
 	var from, to int64 = math.MaxInt64, 0
 	for _, s := range w.Series {
@@ -325,11 +321,15 @@ func windowGC(w *sample.Window, target string) *GCRates {
 	if s := ser(rtCollected, "generation", "old"); s != nil {
 		g.CollectedOld = Increase(s.Points)
 	}
+	byCause := map[string][]*sample.Series{}
 	for _, s := range w.Select(RTInduced, "target", target) {
+		byCause[s.Labels.Get("cause")] = append(byCause[s.Labels.Get("cause")], s)
+	}
+	for cause, ss := range byCause {
 		if g.Induced == nil {
 			g.Induced = map[string]float64{}
 		}
-		g.Induced[s.Labels.Get("cause")] += Increase(s.Points)
+		g.Induced[cause] = Increase(joinSeries(ss).Points)
 	}
 	if s := ser(rtPending); s != nil && len(s.Points) > 0 {
 		m := s.Points[0].V
@@ -343,6 +343,37 @@ func windowGC(w *sample.Window, target string) *GCRates {
 		g.LargeObjectGrowthBytes = &d
 	}
 	return g
+}
+
+// joinSeries is one runtime's series split by the labels that describe
+// its process rather than name it (pid, comm, also: a scrape target is
+// matched to the process owning its socket only while that process is
+// among the reported ones, so its pid label comes and goes between
+// samples), as one series of all their points in time order; nil for
+// none. Without it a window of a busy host judged a stretch of one piece
+// (or none of two points) and missed a collector that ran hot all along.
+func joinSeries(ss []*sample.Series) *sample.Series {
+	switch len(ss) {
+	case 0:
+		return nil
+	case 1:
+		return ss[0]
+	}
+	out := &sample.Series{Name: ss[0].Name, Labels: ss[0].Labels}
+	for _, s := range ss {
+		out.Points = append(out.Points, s.Points...)
+	}
+	sort.SliceStable(out.Points, func(i, j int) bool { return out.Points[i].T < out.Points[j].T })
+	k := 0
+	for i, p := range out.Points {
+		if i > 0 && p.T == out.Points[k-1].T {
+			continue // the same sample under two label sets: one reading
+		}
+		out.Points[k] = p
+		k++
+	}
+	out.Points = out.Points[:k]
+	return out
 }
 
 // partsAbove cuts a cumulative-seconds series into parts and returns the

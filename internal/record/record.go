@@ -117,6 +117,7 @@ type Recorder struct {
 	// discovered carries discovery's answers from one tick to the next,
 	// so that a silent port is not asked every interval.
 	discovered *runtimes.DiscoverMemo
+	owners     *runtimes.OwnerMemo
 	// exes keeps the Go version of the recorded processes' executables
 	// from one tick to the next.
 	exes *runtimes.ExeMemo
@@ -219,7 +220,7 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.FindingsEvery <= 0 {
 		cfg.FindingsEvery = 5 * time.Minute
 	}
-	r := &Recorder{cfg: cfg, trimDue: true, cgEvents: cgroups.NewEventHistory(), discovered: &runtimes.DiscoverMemo{}, exes: &runtimes.ExeMemo{}, oom: oomHistory{}}
+	r := &Recorder{cfg: cfg, trimDue: true, cgEvents: cgroups.NewEventHistory(), discovered: &runtimes.DiscoverMemo{}, owners: &runtimes.OwnerMemo{}, exes: &runtimes.ExeMemo{}, oom: oomHistory{}}
 	if cfg.FS != nil {
 		r.fs = *cfg.FS
 	} else {
@@ -416,7 +417,7 @@ func (r *Recorder) Tick(at time.Time) {
 		opt.TopCgroups = r.cfg.TopCgroups
 	}
 	opt.Scrape, opt.ScrapeTimeout, opt.ScrapeAuth = r.cfg.Scrape, r.cfg.ScrapeTimeout, r.cfg.ScrapeAuth
-	opt.Discover, opt.DiscoverMemo, opt.ExeMemo = r.cfg.Discover, r.discovered, r.exes
+	opt.Discover, opt.DiscoverMemo, opt.ExeMemo, opt.OwnerMemo = r.cfg.Discover, r.discovered, r.exes, r.owners
 	opt.DotNet, opt.DotNetPort = r.dotnet, r.dotnet != nil
 	res, err := collect.Collect(r.fs, opt)
 	if err != nil {

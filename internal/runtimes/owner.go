@@ -3,8 +3,12 @@ package runtimes
 // Which process serves a --scrape target: the owner of the listening TCP
 // socket at the URL's address and port (this network namespace's
 // /proc/net/tcp and tcp6), looked for among the processes memdoctor reads
-// anyway. One process read two ways (its endpoint and its hsperfdata, or
-// its endpoint and its mappings) is then one runtime, not two.
+// anyway, then among all (once for each socket, when an OwnerMemo keeps
+// the answer). One process read two ways (its endpoint and its
+// hsperfdata, or its endpoint and its mappings) is then one runtime, not
+// two; and a target keeps its pid from one sample to the next whether or
+// not its process is among the reported ones, so its series keep their
+// labels.
 
 import (
 	"bufio"
@@ -15,6 +19,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/memdoctor/memdoctor/internal/procfs"
 )
@@ -158,4 +163,58 @@ func socketOwners(fsys procfs.FS, pids []int, inodes map[uint64]bool) []int {
 		}
 	}
 	return out
+}
+
+// OwnerMemo keeps, from one reading to the next (the recorder's), which
+// process owns each listening socket a scrape target was matched to,
+// found by reading every process' descriptors: the socket's inode is
+// unique while it exists, so while it still listens and its owner lives
+// the answer holds, and a socket that no process here owns (one of
+// another pid namespace) is not looked for again. Without it a target
+// whose process left the reported ones lost its pid label, and its
+// series were split at each change (a window then judged a piece).
+type OwnerMemo struct {
+	mu    sync.Mutex
+	owner map[uint64]int // socket inode → owner pid; 0: none here
+}
+
+// maxOwnerMemo bounds the memo: past it, it starts again.
+const maxOwnerMemo = 4096
+
+// ownerAnywhere returns the owners of the sockets among every process
+// (the memo's answer while its owner lives).
+func ownerAnywhere(fsys procfs.FS, inodes map[uint64]bool, memo *OwnerMemo) []int {
+	if memo != nil {
+		memo.mu.Lock()
+		for ino := range inodes {
+			if pid, ok := memo.owner[ino]; ok && (pid == 0 || fsys.Exists("proc/"+strconv.Itoa(pid))) {
+				memo.mu.Unlock()
+				if pid == 0 {
+					return nil
+				}
+				return []int{pid}
+			}
+		}
+		memo.mu.Unlock()
+	}
+	all, err := fsys.PIDs()
+	if err != nil {
+		return nil
+	}
+	owners := socketOwners(fsys, all, inodes)
+	if memo != nil {
+		pid := 0
+		if len(owners) > 0 {
+			pid = owners[0]
+		}
+		memo.mu.Lock()
+		if memo.owner == nil || len(memo.owner) >= maxOwnerMemo {
+			memo.owner = map[uint64]int{}
+		}
+		for ino := range inodes {
+			memo.owner[ino] = pid
+		}
+		memo.mu.Unlock()
+	}
+	return owners
 }

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"testing"
 
@@ -78,5 +79,56 @@ func TestSocketOwner(t *testing.T) {
 		if n := listeners(fsys, ip, p); len(n) != 0 {
 			t.Errorf("%s port %d closed: still %d listeners", network, port, len(n))
 		}
+	}
+}
+
+// A scrape target whose process is not among the reported ones is matched
+// to it all the same (its pid label must not come and go with the top N),
+// by reading every process' descriptors once; the memo then answers while
+// the owner lives, and looks again once it is gone.
+func TestScrapeOwnerOutsideReported(t *testing.T) {
+	fsys := procfs.NewFS("/")
+	me := os.Getpid()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	url := "http://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/metrics"
+	read := func(memo *OwnerMemo) (*Reading, int) {
+		sr := &Reading{Target: url, Runtime: Go, Source: "scrape"}
+		res := &Result{Readings: []*Reading{sr}}
+		unmatched := res.oneEach(fsys, []int{1}, map[int]*Reading{}, memo)
+		return sr, unmatched
+	}
+	if sr, unmatched := read(nil); sr.PID != me || unmatched != 0 {
+		t.Fatalf("without a memo: pid %d (unmatched %d), want %d", sr.PID, unmatched, me)
+	}
+	memo := &OwnerMemo{}
+	if sr, _ := read(memo); sr.PID != me {
+		t.Fatalf("with a memo: pid %d, want %d", sr.PID, me)
+	}
+	ip, port, _ := targetAddr(url)
+	var ino uint64
+	for i := range listeners(fsys, ip, port) {
+		ino = i
+	}
+	if memo.owner[ino] != me {
+		t.Fatalf("the memo holds %v for socket %d, want %d", memo.owner, ino, me)
+	}
+	// While the remembered owner lives its answer stands, unread (pid 1
+	// here stands for an owner the socket was handed to).
+	memo.owner[ino] = 1
+	if sr, _ := read(memo); sr.PID != 1 {
+		t.Errorf("the memo's live owner: pid %d, want 1", sr.PID)
+	}
+	// A remembered owner that is gone: every process is read again.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Skip(err)
+	}
+	memo.owner[ino] = gone.Process.Pid
+	if sr, _ := read(memo); sr.PID != me || memo.owner[ino] != me {
+		t.Errorf("after the remembered owner exited: pid %d, memo %d, want %d", sr.PID, memo.owner[ino], me)
 	}
 }

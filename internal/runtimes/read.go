@@ -62,6 +62,10 @@ type Options struct {
 	// ExeMemo, when not nil, keeps the Go version of the executables read
 	// from one reading to the next (the recorder's).
 	ExeMemo *ExeMemo
+	// OwnerMemo, when not nil, keeps the owner of each scrape target's
+	// socket found outside PIDs from one reading to the next (the
+	// recorder's).
+	OwnerMemo *OwnerMemo
 	// Served holds, for a second reading of the same processes (check's,
 	// --gc-interval after its first), the URL at which discovery found
 	// each pid's page: that URL is asked again, and the process' sockets
@@ -174,7 +178,7 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 		res.Readings = append(res.Readings, rd)
 		byPID[pid] = rd
 	}
-	unmatched := res.oneEach(fsys, order, byPID)
+	unmatched := res.oneEach(fsys, order, byPID, opt.OwnerMemo)
 	asked := map[*Reading]discovery{}
 	if opt.Discover {
 		var dets []*Reading
@@ -231,8 +235,9 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 // process that was also read directly (hsperfdata, or detected from its
 // mappings) is matched to it by the owner of its listening socket, and of
 // the two readings the richer one stays, naming the other in Also. It
-// returns how many scrape readings matched no process.
-func (r *Result) oneEach(fsys procfs.FS, pids []int, byPID map[int]*Reading) (unmatched int) {
+// returns how many scrape readings matched no process. A target served by
+// none of pids is looked for among every process (see ownerAnywhere).
+func (r *Result) oneEach(fsys procfs.FS, pids []int, byPID map[int]*Reading, memo *OwnerMemo) (unmatched int) {
 	drop := map[*Reading]bool{}
 	for _, sr := range r.Readings {
 		if sr.Source != "scrape" {
@@ -247,6 +252,9 @@ func (r *Result) oneEach(fsys procfs.FS, pids []int, byPID map[int]*Reading) (un
 		var owners []int
 		if len(inodes) > 0 {
 			owners = socketOwners(fsys, pids, inodes)
+			if len(owners) == 0 {
+				owners = ownerAnywhere(fsys, inodes, memo)
+			}
 		}
 		owner := 0
 		for _, p := range owners {
