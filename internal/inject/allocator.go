@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -305,12 +306,13 @@ func readObject(ctx context.Context, pid int, o *mappedObject, isExe bool) (c ca
 			return c, nil
 		}
 	}
-	ef, err := elf.NewFile(f)
+	ef, err := elfsym.Sections(f)
 	if err != nil {
 		return c, fmt.Errorf("%w: %s: %w", ErrNoSymbol, o.path, err)
 	}
-	c.needed, _ = dynNames(ef, elf.DT_NEEDED)
-	if n, _ := dynNames(ef, elf.DT_SONAME); len(n) > 0 {
+	dyn, _ := dynNames(ef, elf.DT_NEEDED, elf.DT_SONAME)
+	c.needed = dyn[elf.DT_NEEDED]
+	if n := dyn[elf.DT_SONAME]; len(n) > 0 {
 		c.soname = n[0]
 	}
 	names := []string{"malloc"}
@@ -372,18 +374,19 @@ func allocatorOf(defined map[string]elfsym.Symbol, p string) string {
 	return AllocOther
 }
 
-// dynNames reads the names of one tag of ef's dynamic section, within
-// bounds (debug/elf's DynString copies every entry's string whole): a
-// section of at most maxDynamic bytes, names of at most maxNeededLen.
-func dynNames(ef *elf.File, tag elf.DynTag) ([]string, error) {
+// dynNames reads the names of some tags of ef's dynamic section, by tag,
+// within bounds (debug/elf's DynString copies every entry's string
+// whole): a section of at most maxDynamic bytes, read once, names of at
+// most maxNeededLen.
+func dynNames(ef *elf.File, tags ...elf.DynTag) (map[elf.DynTag][]string, error) {
 	ds := ef.Section(".dynamic")
-	if ds == nil || ds.Type == elf.SHT_NOBITS {
+	if ds == nil || ds.Type == elf.SHT_NOBITS || ds.ReaderAt == nil {
 		return nil, nil
 	}
 	if ds.Size > maxDynamic {
 		return nil, fmt.Errorf("%w: .dynamic of %d bytes", elfsym.ErrBound, ds.Size)
 	}
-	if int(ds.Link) >= len(ef.Sections) {
+	if int(ds.Link) >= len(ef.Sections) || ef.Sections[ds.Link].ReaderAt == nil {
 		return nil, fmt.Errorf("%w: .dynamic links to no string table", ErrNoSymbol)
 	}
 	str := ef.Sections[ds.Link]
@@ -395,7 +398,8 @@ func dynNames(ef *elf.File, tag elf.DynTag) ([]string, error) {
 	if ef.Class == elf.ELFCLASS32 {
 		size = 8
 	}
-	var out []string
+	var out map[elf.DynTag][]string
+	var buf []byte
 	for i := 0; i+size <= len(data); i += size {
 		var t, v uint64
 		if size == 16 {
@@ -403,16 +407,22 @@ func dynNames(ef *elf.File, tag elf.DynTag) ([]string, error) {
 		} else {
 			t, v = uint64(ef.ByteOrder.Uint32(data[i:])), uint64(ef.ByteOrder.Uint32(data[i+4:]))
 		}
-		if elf.DynTag(t) == elf.DT_NULL {
+		tag := elf.DynTag(t)
+		if tag == elf.DT_NULL {
 			break
 		}
-		if elf.DynTag(t) != tag || v >= str.Size {
+		if !slices.Contains(tags, tag) || v >= str.Size {
 			continue
 		}
-		buf := make([]byte, maxNeededLen)
+		if buf == nil {
+			buf = make([]byte, maxNeededLen)
+		}
 		n, _ := str.ReadAt(buf, int64(v))
 		if j := bytes.IndexByte(buf[:n], 0); j > 0 {
-			out = append(out, string(buf[:j]))
+			if out == nil {
+				out = map[elf.DynTag][]string{}
+			}
+			out[tag] = append(out[tag], string(buf[:j]))
 		}
 	}
 	return out, nil
