@@ -117,7 +117,9 @@ type Recorder struct {
 	// discovered carries discovery's answers from one tick to the next,
 	// so that a silent port is not asked every interval.
 	discovered *runtimes.DiscoverMemo
-	owners     *runtimes.OwnerMemo
+	// owners keeps which process owns each --scrape target's socket, so
+	// that a target keeps its pid label from one sample to the next.
+	owners *runtimes.OwnerMemo
 	// exes keeps the Go version of the recorded processes' executables
 	// from one tick to the next.
 	exes *runtimes.ExeMemo
