@@ -138,9 +138,10 @@ func find(t *testing.T, pid int, env []string) MallocServer {
 	return ms
 }
 
-// BenchmarkFindMallocServer times naming the allocator of a running
-// program (the one named by MALLOC_SERVER_BENCH_PID, else this test binary).
-func BenchmarkFindMallocServer(b *testing.B) {
+// benchProcess is the process the benchmarks read (the one named by
+// MALLOC_SERVER_BENCH_PID, else this test binary) and its mappings.
+func benchProcess(b *testing.B) (int, []procfs.Mapping) {
+	b.Helper()
 	pid := os.Getpid()
 	if v := os.Getenv("MALLOC_SERVER_BENCH_PID"); v != "" {
 		pid, _ = strconv.Atoi(v)
@@ -149,10 +150,44 @@ func BenchmarkFindMallocServer(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return pid, maps
+}
+
+// BenchmarkFindMallocServer times naming the allocator of a running
+// program (benchProcess), its objects read once and then remembered.
+func BenchmarkFindMallocServer(b *testing.B) {
+	pid, maps := benchProcess(b)
 	for i := 0; i < b.N; i++ {
 		ms, err := FindMallocServer(context.Background(), pid, maps, "")
 		if i == 0 {
 			b.Logf("pid %d: %+v %v", pid, ms, err)
+		}
+	}
+}
+
+// BenchmarkReadObjectCold reads what every object a process maps
+// (benchProcess) says of malloc, from its file, the cache emptied first:
+// what a check run pays for each distinct object the top processes map
+// (a Python process maps 33).
+func BenchmarkReadObjectCold(b *testing.B) {
+	pid, maps := benchProcess(b)
+	var objs []*mappedObject
+	seen := map[uint64]bool{}
+	for _, m := range maps {
+		if m.Inode == 0 || seen[m.Inode] || strings.HasPrefix(m.Path, "[") {
+			continue
+		}
+		seen[m.Inode] = true
+		objs = append(objs, &mappedObject{m: m, path: m.Path})
+	}
+	b.Logf("%d objects", len(objs))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		objectCache.mu.Lock()
+		objectCache.m = map[objectKey]cachedObject{}
+		objectCache.mu.Unlock()
+		for _, o := range objs {
+			_, _ = readObject(context.Background(), pid, o, false) // not every mapped file is ELF
 		}
 	}
 }
