@@ -105,6 +105,12 @@ func TestReadRuntimesAgainJVM(t *testing.T) {
 			}
 		}
 		t.Logf("second reading: notes %+v", res.Notes)
+		// Why the JVM was not read again: alive, its mappings, its perf data.
+		st, serr := fsys.ProcStatusBrief(pid)
+		maps, merr := fsys.ProcMaps(pid)
+		det, dok := runtimes.Detect(maps, nil)
+		hs, herr := runtimes.HsperfPath(fsys, pid)
+		t.Logf("the JVM now: status %v (%v); %d mappings (%v), detected %+v %v; perf data %q (%v)", st, serr, len(maps), merr, det, dok, hs, herr)
 	}
 	if v, _ := res.Snapshot.Get("node_memory_MemTotal_bytes"); v != total || total <= 0 ||
 		len(res.Snapshot.Select("memdoctor_process_rss_bytes", "pid", strconv.Itoa(pid))) != rss || rss == 0 {

@@ -135,6 +135,12 @@ func ReadRuntimesAgain(ctx context.Context, fsys procfs.FS, opt Options, res *Re
 		if rd.Source == "hsperfdata" || rd.Source == runtimes.SourceEventPipe || rd.Source == "scrape" && rd.PID > 0 {
 			ro.PIDs = append(ro.PIDs, rd.PID)
 		}
+		if rd.Source == "hsperfdata" {
+			if ro.KnownJVMs == nil {
+				ro.KnownJVMs = map[int]bool{}
+			}
+			ro.KnownJVMs[rd.PID] = true
+		}
 	}
 	ro.Watch = watch
 	ro.DotNet = dn

@@ -62,6 +62,11 @@ type Options struct {
 	// ExeMemo, when not nil, keeps the Go version of the executables read
 	// from one reading to the next (the recorder's).
 	ExeMemo *ExeMemo
+	// KnownJVMs are PIDs known to be JVMs (a second reading of JVMs the
+	// first read through their perf data): read so again without their
+	// mappings read and the runtime detected anew; one that cannot be is
+	// noted, not left out unsaid.
+	KnownJVMs map[int]bool
 	// OwnerMemo, when not nil, keeps the owner of each scrape target's
 	// socket found outside PIDs from one reading to the next (the
 	// recorder's).
@@ -131,16 +136,18 @@ func Read(ctx context.Context, fsys procfs.FS, opt Options) *Result {
 		defer opt.ExeMemo.end()
 	}
 	for _, pid := range order {
-		maps, ok := opt.Maps[pid]
+		det, ok := Detection{Runtime: JVM}, opt.KnownJVMs[pid]
 		if !ok {
-			var err error
-			if maps, err = fsys.ProcMaps(pid); err != nil {
-				continue // gone, or not ours to read: the process table says so already
+			maps, known := opt.Maps[pid]
+			if !known {
+				var err error
+				if maps, err = fsys.ProcMaps(pid); err != nil {
+					continue // gone, or not ours to read: the process table says so already
+				}
 			}
-		}
-		det, ok := detectPID(fsys, pid, maps, opt.GoVersions, opt.ExeMemo)
-		if !ok {
-			continue
+			if det, ok = detectPID(fsys, pid, maps, opt.GoVersions, opt.ExeMemo); !ok {
+				continue
+			}
 		}
 		comm := opt.Comms[pid]
 		if comm == "" {
