@@ -42,6 +42,8 @@ var allowed = map[string][]string{
 	"httpsafe": {"redact"},
 	// Small shared helpers.
 	"stats": nil,
+	// JSON as encoding/json writes it, without its first-use cost.
+	"jsonenc": nil,
 	// The one set of formats for people (bytes, durations, values in
 	// their units) every floor may use.
 	"format": nil,
@@ -99,7 +101,7 @@ var allowed = map[string][]string{
 	// data packages return (they never import it): check, diagnose, fleet
 	// scans, comparisons, malloc/trim/reclaim, leaks, lint, probe, and the
 	// stderr lines.
-	"render/text": {"compare", "diagnose", "fleet", "format", "heapprof", "lint", "malloc", "model", "probe", "rightsize", "termsafe", "treat"},
+	"render/text": {"compare", "diagnose", "fleet", "format", "heapprof", "jsonenc", "lint", "malloc", "model", "probe", "rightsize", "termsafe", "treat"},
 	"render/html": {"diagnose", "format", "model", "sample"},
 	"lint":        {"model", "safeio", "termsafe"},
 	// Probing a live service measures it from outside.

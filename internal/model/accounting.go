@@ -70,7 +70,10 @@ func (a Accounting) Category(name string) int64 {
 // an impossible meminfo value, which Invalid names): the
 // JSON carries no impossible number, and Invalid, AvailableMissing or
 // UsedMissing say why. The fields keep their order.
-func (a Accounting) MarshalJSON() ([]byte, error) {
+func (a Accounting) MarshalJSON() ([]byte, error) { return json.Marshal(a.JSONView()) }
+
+// JSONView is the value Accounting's JSON shows (jsonenc.Viewer).
+func (a Accounting) JSONView() any {
 	type plain Accounting
 	out := struct {
 		TotalBytes     *int64 `json:"total_bytes,omitempty"`
@@ -83,5 +86,5 @@ func (a Accounting) MarshalJSON() ([]byte, error) {
 			out.AvailableBytes = &a.AvailableBytes
 		}
 	}
-	return json.Marshal(out)
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/jsonenc"
 	"github.com/memdoctor/memdoctor/internal/termsafe"
 )
 
@@ -33,6 +34,11 @@ func WriteJSON(w io.Writer, v any) error {
 // with prefix; a NaN or infinity in it is an error naming where (path,
 // when given, says where v is in the document).
 func marshalJSON(v any, prefix string, path func() string) ([]byte, error) {
+	if b, ok := jsonenc.MarshalIndent(v, prefix, "  "); ok {
+		return b, nil
+	}
+	// encoding/json writes the same bytes, and names the error when
+	// there is one.
 	b, err := json.MarshalIndent(v, prefix, "  ")
 	if err != nil {
 		var uv *json.UnsupportedValueError

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memdoctor/memdoctor/internal/jsonenc"
 )
 
 // check on a replayed capture finds what its golden says, with no
@@ -93,4 +96,71 @@ func findingsOf(b []byte) ([]struct {
 		}
 	}
 	return nil, errors.New("no findings array")
+}
+
+// The report's JSON from jsonenc is encoding/json's, byte for byte, for
+// this host read live and for every capture kept.
+func TestCheckJSONAsEncodingJSON(t *testing.T) {
+	caps, err := filepath.Glob("../../../testdata/captures/*.txtar")
+	if err != nil || len(caps) == 0 {
+		t.Fatalf("no captures: %v", err)
+	}
+	for _, capPath := range append([]string{""}, caps...) {
+		h, err := OpenHost("", capPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Check(context.Background(), h, CheckOptions{Top: 10})
+		if err != nil {
+			t.Fatalf("%s: %v", capPath, err)
+		}
+		want, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			t.Fatalf("%s: %v", capPath, err)
+		}
+		got, ok := jsonenc.MarshalIndent(rep, "", "  ")
+		if !ok {
+			t.Fatalf("%s: jsonenc left the report to encoding/json", capPath)
+		}
+		if !bytes.Equal(got, want) {
+			i := 0
+			for i < len(got) && i < len(want) && got[i] == want[i] {
+				i++
+			}
+			t.Errorf("%s (\"\" is this host): the two encodings differ at byte %d: %q against encoding/json's %q",
+				capPath, i, got[max(0, i-80):min(len(got), i+80)], want[max(0, i-80):min(len(want), i+80)])
+		}
+	}
+}
+
+// The report of a capture written as JSON, by jsonenc and by
+// encoding/json, once their plans are made (what a first use adds is
+// seen in whole runs: bench/check.sh).
+func BenchmarkCheckJSON(b *testing.B) {
+	h, err := OpenHost("", "../../../testdata/captures/malloc-arenas-6.18-x86_64-hybrid.txtar")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rep, err := Check(context.Background(), h, CheckOptions{Top: 10})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("jsonenc", func(b *testing.B) {
+		for b.Loop() {
+			out, ok := jsonenc.MarshalIndent(rep, "", "  ")
+			if !ok {
+				b.Fatal("left to encoding/json")
+			}
+			b.SetBytes(int64(len(out)))
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			out, err := json.MarshalIndent(rep, "", "  ")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(out)))
+		}
+	})
 }
