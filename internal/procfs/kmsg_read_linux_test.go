@@ -120,3 +120,15 @@ func TestReadKmsgKeepsWhatTheReportsNeed(t *testing.T) {
 	}
 	t.Logf("live log: %d bytes whole, %d kept; %d OOM reports", len(whole), len(filtered), len(a))
 }
+
+// The live log read whole, as check reads it (only OOM records kept).
+func BenchmarkReadKmsg(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("reading /dev/kmsg needs CAP_SYSLOG here")
+	}
+	for b.Loop() {
+		if _, err := ReadKmsg("/dev/kmsg", MaxKmsgRecords, MaxKmsgBytes, OOMRecord); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
