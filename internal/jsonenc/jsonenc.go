@@ -16,7 +16,7 @@
 // addressable or not), map keys sorted, HTML-safe strings, floats as
 // ECMAScript numbers, []byte as base64. What it does not do itself (the
 // ",string" option, map keys that are TextMarshalers, interfaces with
-// methods) it hands, value by value, to encoding/json and indents the
+// methods, json.Number) it hands, value by value, to encoding/json and indents the
 // answer in place. Where encoding/json would fail (NaN, infinity, a
 // Marshaler's error or invalid output, a cycle) MarshalIndent says so
 // (ok false) and the caller asks encoding/json, which names the error.
@@ -158,6 +158,7 @@ var (
 	viewerType        = reflect.TypeFor[Viewer]()
 	isZeroerType      = reflect.TypeFor[interface{ IsZero() bool }]()
 	timeType          = reflect.TypeFor[time.Time]()
+	numberType        = reflect.TypeFor[json.Number]()
 )
 
 // newTypeEncoder chooses as encoding/json does: a pointer receiver's
@@ -166,6 +167,9 @@ var (
 func newTypeEncoder(t reflect.Type, allowAddr bool) encoder {
 	if t == timeType {
 		return timeEnc
+	}
+	if t == numberType {
+		return fallbackEnc // written as the number it holds, or an error
 	}
 	if t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && t.Implements(viewerType) {
 		return viewEnc

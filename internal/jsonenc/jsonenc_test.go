@@ -170,6 +170,9 @@ func TestKinds(t *testing.T) {
 		A int `json:",omitempty"`
 	}{}, "", "  ")
 	same(t, "failing marshaler", []any{failing{}}, "", "  ")
+	same(t, "numbers", map[string]any{"n": json.Number("12.5e3"), "raw": json.RawMessage(` { "a" : [ 1 ] } `),
+		"empty": json.Number(""), "nil raw": json.RawMessage(nil)}, "", "  ")
+	same(t, "not a number", []json.Number{"1", "x"}, "", "  ")
 	same(t, "invalid marshaler", map[string]any{"a": invalid{}}, "", "  ")
 	same(t, "time out of range", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), "", "  ")
 	same(t, "chan", struct{ C chan int }{}, "", "  ")
