@@ -427,6 +427,12 @@ func runAll(parent context.Context, workers int, tasks []func() error) error {
 		go func() {
 			defer wg.Done()
 			for t := range next {
+				// A task handed over as the context ended is skipped: the
+				// feeder's select picks at random when a worker waits and
+				// the context is done at once.
+				if ctx.Err() != nil {
+					continue
+				}
 				if err := t(); err != nil {
 					once.Do(func() { firstErr = err; cancel() })
 				}
