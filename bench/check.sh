@@ -16,7 +16,10 @@
 # /proc between scrapes (curl's is curl's).
 #
 # usage: bench/check.sh [RUNS]      (root: slabinfo, every smaps, map_files)
-# Environment: BIN=path measures that binary instead of building ./memdoctor.
+# Environment: BIN=path measures that binary instead of building ./memdoctor;
+# BASE=path runs that one too (check --json) in every round and prints
+# BIN/BASE as the median of the rounds' ratios, paired, for a before and
+# after that the host's drift between rounds does not move.
 set -eu
 runs=${1:-21}
 cd "$(dirname "$0")/.."
@@ -60,9 +63,9 @@ fi
 smem=none
 command -v smem >/dev/null 2>&1 && smem=smem
 
-python3 - "$runs" "$BIN" "$out/rawread" "$out/plan" "$ne" "$port" "$smem" "$nfiles" "$(head -1 "$out/plan.log")" <<'PY'
+python3 - "$runs" "$BIN" "$out/rawread" "$out/plan" "$ne" "$port" "$smem" "$nfiles" "$(head -1 "$out/plan.log")" "${BASE:-}" <<'PY'
 import os, statistics, subprocess, sys, time
-runs, md, raw, plan, ne, port, smem, nfiles, planlog = sys.argv[1:]
+runs, md, raw, plan, ne, port, smem, nfiles, planlog, base = sys.argv[1:]
 url = "none" if ne == "none" else f"http://127.0.0.1:{port}/metrics"
 ne_args = [ne, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
            "--collector.meminfo", "--collector.vmstat", "--collector.vmstat.fields=.*", "--collector.zoneinfo",
@@ -100,6 +103,8 @@ if url != "none":
     cmds["ne"] = ["curl", "-s", "-o", "/dev/null", url]
 if smem != "none":
     cmds["smem"] = [smem, "-c", "pid uss pss rss"]
+if base:
+    cmds["base"] = [base, "check", "--json"]
 res = {k: {"wall": [], "cpu": [], "rss": []} for k in cmds}
 ne_total = 0.0
 null = open(os.devnull, "w")
@@ -164,9 +169,15 @@ if "ne" in med:
           f"check/that {med['md']['cpu'] / max(ne_total / runs * 1000, 1e-9):.2f}x")
 if "smem" in med:
     row("smem -c 'pid uss pss rss'", "smem")
+if "base" in med:
+    row("BASE: " + base + " check --json", "base")
 print(f"check/raw reads: CPU {med['md']['cpu'] / med['raw']['cpu']:.2f}x, wall {med['md']['wall'] / med['raw']['wall']:.2f}x; "
       f"without the wait: CPU {med['md0']['cpu'] / med['raw']['cpu']:.2f}x, wall {med['md0']['wall'] / med['raw']['wall']:.2f}x (goal <= 1.3x)")
 if "ne" in med:
     print(f"check/node_exporter scrape: wall {med['md']['wall'] / med['ne']['wall']:.2f}x, "
           f"without the wait {med['md0']['wall'] / med['ne']['wall']:.2f}x (goal <= 0.7x)")
+if "base" in med:
+    pc = statistics.median(a / b for a, b in zip(res["md"]["cpu"], res["base"]["cpu"]) if b > 0)
+    pw = statistics.median(a / b for a, b in zip(res["md"]["wall"], res["base"]["wall"]) if b > 0)
+    print(f"check/BASE, paired by round (median of {runs} ratios): CPU {pc:.2f}x, wall {pw:.2f}x")
 PY
