@@ -302,17 +302,9 @@ func marshalerEnc(e *state, v reflect.Value) bool {
 	return e.raw(out)
 }
 
-func addrMarshalerEnc(e *state, v reflect.Value) bool {
-	va := v.Addr()
-	if !va.CanInterface() {
-		return false
-	}
-	out, err := va.Interface().(json.Marshaler).MarshalJSON()
-	if err != nil {
-		return false
-	}
-	return e.raw(out)
-}
+// addrMarshalerEnc is a pointer receiver's MarshalJSON on an addressable
+// value.
+func addrMarshalerEnc(e *state, v reflect.Value) bool { return marshalerEnc(e, v.Addr()) }
 
 func textMarshalerEnc(e *state, v reflect.Value) bool {
 	if v.Kind() == reflect.Pointer && v.IsNil() {
@@ -330,18 +322,9 @@ func textMarshalerEnc(e *state, v reflect.Value) bool {
 	return true
 }
 
-func addrTextMarshalerEnc(e *state, v reflect.Value) bool {
-	va := v.Addr()
-	if !va.CanInterface() {
-		return false
-	}
-	out, err := va.Interface().(encoding.TextMarshaler).MarshalText()
-	if err != nil {
-		return false
-	}
-	e.b = appendString(e.b, out)
-	return true
-}
+// addrTextMarshalerEnc is a pointer receiver's MarshalText on an
+// addressable value.
+func addrTextMarshalerEnc(e *state, v reflect.Value) bool { return textMarshalerEnc(e, v.Addr()) }
 
 func boolEnc(e *state, v reflect.Value) bool {
 	e.b = strconv.AppendBool(e.b, v.Bool())
