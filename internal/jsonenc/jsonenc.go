@@ -55,7 +55,9 @@ const maxDepth = 500
 // and true; or false where encoding/json would return an error (the caller
 // then calls it for the error).
 func MarshalIndent(v any, prefix, indent string) ([]byte, bool) {
-	e := state{prefix: prefix, indent: indent, b: make([]byte, 0, 4096)}
+	// A small first buffer: WriteJSONArray writes documents of 100,000
+	// items one item at a time, most of them a few hundred bytes.
+	e := state{prefix: prefix, indent: indent, b: make([]byte, 0, 512)}
 	if !e.value(reflect.ValueOf(v)) {
 		return nil, false
 	}

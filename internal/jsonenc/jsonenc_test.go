@@ -334,3 +334,31 @@ func FuzzValues(f *testing.F) {
 		same(t, "fuzzed", v.Addr().Interface(), "", "  ")
 	})
 }
+
+// A document of a few hundred bytes, as WriteJSONArray writes each of a
+// fleet's 100,000 items: this package and encoding/json.
+func BenchmarkSmallDocument(b *testing.B) {
+	type item struct {
+		ID    string  `json:"id"`
+		Host  string  `json:"host"`
+		Value float64 `json:"value"`
+		N     []int   `json:"n"`
+	}
+	v := item{"gc_time_high", "host-00042.example", 12.5, []int{1, 2, 3}}
+	b.Run("jsonenc", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := MarshalIndent(v, "  ", "  "); !ok {
+				b.Fatal("left to encoding/json")
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.MarshalIndent(v, "  ", "  "); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
