@@ -3,6 +3,7 @@ package collect_test
 import (
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -49,7 +50,16 @@ func TestReadRuntimesAgainJVM(t *testing.T) {
 	}
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	_ = ln.Close()
-	jvm := exec.Command("java", "-XX:+UseG1GC", "-Xmx64m", "-cp", dir, "GcWorkload", "churn", port)
+	// churn keeps some 80 MiB live: with a 64 MiB heap its main thread
+	// died of OutOfMemoryError within a second or two and the JVM stopped
+	// collecting, or (once, in CI) exited between the two readings.
+	jvm := exec.Command("java", "-XX:+UseG1GC", "-Xmx160m", "-cp", dir, "GcWorkload", "churn", port)
+	jvmErr, err := os.Create(filepath.Join(dir, "jvm.stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jvmErr.Close()
+	jvm.Stderr = jvmErr
 	if err := jvm.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +121,9 @@ func TestReadRuntimesAgainJVM(t *testing.T) {
 		det, dok := runtimes.Detect(maps, nil)
 		hs, herr := runtimes.HsperfPath(fsys, pid)
 		t.Logf("the JVM now: status %v (%v); %d mappings (%v), detected %+v %v; perf data %q (%v)", st, serr, len(maps), merr, det, dok, hs, herr)
+		if b, err := os.ReadFile(jvmErr.Name()); err == nil {
+			t.Logf("the JVM's standard error:\n%s", b)
+		}
 	}
 	if v, _ := res.Snapshot.Get("node_memory_MemTotal_bytes"); v != total || total <= 0 ||
 		len(res.Snapshot.Select("memdoctor_process_rss_bytes", "pid", strconv.Itoa(pid))) != rss || rss == 0 {
