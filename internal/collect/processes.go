@@ -196,17 +196,18 @@ func collectProcesses(c *ctx) error {
 			c.note("proc/"+strconv.Itoa(pid)+"/status", err.Error(), "", "")
 			continue
 		}
-		rss, ok := st.Get("VmRSS")
-		if !ok {
+		if !st.HasRSS {
 			continue // kernel thread: no user memory
 		}
-		p := &proc{pid: pid, rss: rss, anon: st.Value("RssAnon"), file: st.Value("RssFile"),
-			shmem: st.Value("RssShmem"), swap: st.Value("VmSwap"), threads: st.Value("Threads"),
-			comm: st.Text["Name"], own: procfs.OwnPID(st, pid),
-			ids: ids{st.Text["Uid"], st.Text["Gid"], st.Text["Groups"]}}
-		if uid := strings.Fields(st.Text["Uid"]); len(uid) > 0 {
-			p.uid, _ = strconv.Atoi(uid[0])
+		p := &proc{pid: pid, rss: st.RSS, anon: st.Anon, file: st.File,
+			shmem: st.Shmem, swap: st.Swap, threads: st.Threads,
+			comm: st.Name, own: st.OwnPID(pid),
+			ids: ids{st.UID, st.GID, st.Groups}}
+		uid := st.UID // real, effective, saved, filesystem
+		if i := strings.IndexAny(uid, " \t"); i >= 0 {
+			uid = uid[:i]
 		}
+		p.uid, _ = strconv.Atoi(uid)
 		if focus.UID != nil && p.uid != *focus.UID {
 			continue
 		}

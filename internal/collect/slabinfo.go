@@ -1,8 +1,11 @@
 package collect
 
 import (
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
 func init() { register(80, "slabinfo", false, collectSlabinfo) }
@@ -24,13 +27,19 @@ func collectSlabinfo(c *ctx) error {
 		return err
 	}
 	ps := float64(c.fs.PageSize)
+	// Six metrics a cache, most of a snapshot's: room for them at once,
+	// and one label set a cache shared by its six (labels are never
+	// changed in place).
+	snap := &c.res.Snapshot
+	snap.Metrics = slices.Grow(snap.Metrics, 6*len(slabs))
 	for _, s := range slabs {
-		c.add("node_slabinfo_active_objects", float64(s.ActiveObjs), "slab", s.Name)
-		c.add("node_slabinfo_objects", float64(s.NumObjs), "slab", s.Name)
-		c.add("node_slabinfo_object_size_bytes", float64(s.ObjSize), "slab", s.Name)
-		c.add("node_slabinfo_objects_per_slab", float64(s.ObjPerSlab), "slab", s.Name)
-		c.add("node_slabinfo_pages_per_slab", float64(s.PagesPerSlab), "slab", s.Name)
-		c.add("memdoctor_slabinfo_size_bytes", float64(s.NumSlabs*s.PagesPerSlab)*ps, "slab", s.Name)
+		l := sample.L("slab", s.Name)
+		snap.AddMetric(sample.Metric{Name: "node_slabinfo_active_objects", Labels: l, Value: float64(s.ActiveObjs)})
+		snap.AddMetric(sample.Metric{Name: "node_slabinfo_objects", Labels: l, Value: float64(s.NumObjs)})
+		snap.AddMetric(sample.Metric{Name: "node_slabinfo_object_size_bytes", Labels: l, Value: float64(s.ObjSize)})
+		snap.AddMetric(sample.Metric{Name: "node_slabinfo_objects_per_slab", Labels: l, Value: float64(s.ObjPerSlab)})
+		snap.AddMetric(sample.Metric{Name: "node_slabinfo_pages_per_slab", Labels: l, Value: float64(s.PagesPerSlab)})
+		snap.AddMetric(sample.Metric{Name: "memdoctor_slabinfo_size_bytes", Labels: l, Value: float64(s.NumSlabs*s.PagesPerSlab) * ps})
 	}
 	sort.Slice(slabs, func(i, j int) bool {
 		return slabs[i].NumSlabs*slabs[i].PagesPerSlab > slabs[j].NumSlabs*slabs[j].PagesPerSlab

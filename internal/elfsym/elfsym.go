@@ -149,7 +149,7 @@ func read(ctx context.Context, ef *elf.File, typ elf.SectionType, lim Limits, ke
 	}
 
 	r := io.NewSectionReader(sec, 0, int64(sec.Size))
-	buf := make([]byte, 4096*entSize)
+	buf := make([]byte, min(n, 4096)*entSize) // a small table: no more than it holds
 	var named int64
 	var seen Symbol
 	for i := uint64(0); i < n; {

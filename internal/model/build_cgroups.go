@@ -80,7 +80,7 @@ func slab(s *sample.Snapshot) SlabReport {
 	// cache's series searched all caches' (a few hundred) each time.
 	active, size := bySlab(s, "node_slabinfo_active_objects"), bySlab(s, "node_slabinfo_object_size_bytes")
 	total, reclaim := bySlab(s, "memdoctor_slabinfo_size_bytes"), bySlab(s, "memdoctor_slabinfo_reclaimable")
-	for _, m := range s.Select("node_slabinfo_objects") {
+	for m := range s.Each("node_slabinfo_objects") {
 		name := m.Labels.Get("slab")
 		c := SlabCache{Name: name, Objects: int64(m.Value),
 			ActiveObjects:   int64(active[name]),
@@ -108,9 +108,8 @@ func slab(s *sample.Snapshot) SlabReport {
 // bySlab maps each cache's name to its value of the series name (the
 // first, as Snapshot.Get).
 func bySlab(s *sample.Snapshot, name string) map[string]float64 {
-	ms := s.Select(name)
-	out := make(map[string]float64, len(ms))
-	for _, m := range ms {
+	out := make(map[string]float64, s.Count(name))
+	for m := range s.Each(name) {
 		k := m.Labels.Get("slab")
 		if _, seen := out[k]; !seen {
 			out[k] = m.Value

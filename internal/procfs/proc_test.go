@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -323,5 +324,91 @@ func FuzzParseOOMScoreAdj(f *testing.F) {
 		if v < -1000 || v > 1000 {
 			t.Fatalf("oom_score_adj %d", v)
 		}
+	})
+}
+
+// briefAsStatus is what a StatusBrief must hold, from the same file read
+// whole into a KV: the kept keys, numbers as KV numbers, texts verbatim.
+func briefAsStatus(t *testing.T, name string, data []byte) {
+	t.Helper()
+	kv, kerr := ParseStatus(data, name)
+	st, err := ParseStatusBrief(data, name)
+	if (err == nil) != (kerr == nil) {
+		t.Fatalf("%s: brief error %v, whole error %v", name, err, kerr)
+	}
+	if err != nil {
+		if err.Error() != kerr.Error() {
+			t.Fatalf("%s: brief error %q, whole error %q", name, err, kerr)
+		}
+		return
+	}
+	for k, got := range map[string]string{"Name": st.Name, "Uid": st.UID, "Gid": st.GID, "Groups": st.Groups, "NSpid": st.NSpid} {
+		if n, ok := kv.Num[k]; ok {
+			// A one-value Groups or NSpid is a number to KV; the brief
+			// keeps its text.
+			if v, ok := parseNumber(got); !ok || v != n {
+				t.Errorf("%s: %s %q, whole read %d", name, k, got, n)
+			}
+		} else if got != kv.Text[k] {
+			t.Errorf("%s: %s %q, whole read %q", name, k, got, kv.Text[k])
+		}
+	}
+	for k, got := range map[string]int64{"VmRSS": st.RSS, "RssAnon": st.Anon, "RssFile": st.File, "RssShmem": st.Shmem, "VmSwap": st.Swap, "Threads": st.Threads} {
+		if want := kv.Value(k); got != want {
+			t.Errorf("%s: %s %d, whole read %d", name, k, got, want)
+		}
+	}
+	if _, ok := kv.Get("VmRSS"); ok != st.HasRSS {
+		t.Errorf("%s: HasRSS %v, whole read has VmRSS %v", name, st.HasRSS, ok)
+	}
+	// (KV reads "NSpid: 1 kB" as 1024; the kernel writes no unit there.)
+	if got, want := st.OwnPID(4242), OwnPID(kv, 4242); got != want && want > 0 && want <= 1<<31-1 && !strings.HasSuffix(st.NSpid, "kB") {
+		t.Errorf("%s: OwnPID %d, whole read %d", name, got, want)
+	}
+}
+
+// Every status file of this host and of the test data reads the same
+// brief as whole.
+func TestParseStatusBriefAsStatus(t *testing.T) {
+	t.Parallel()
+	files, _ := filepath.Glob("/proc/[0-9]*/status")
+	more, _ := filepath.Glob("testdata/*/proc/[0-9]*/status")
+	files = append(files, more...)
+	read := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue // exited since the glob
+		}
+		briefAsStatus(t, f, data)
+		read++
+	}
+	if read < 10 {
+		t.Fatalf("only %d status files read", read)
+	}
+	st, err := ParseStatusBrief([]byte("Name:\tsh\nUid:\t1000\t1000\t1000\t1000\nGroups:\t27 \nNSpid:\t77\t1\nVmRSS:\t  12 kB\nThreads:\t3\n"), "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := StatusBrief{Name: "sh", UID: "1000\t1000\t1000\t1000", Groups: "27", NSpid: "77\t1", RSS: 12 << 10, Threads: 3, HasRSS: true}
+	if st != want {
+		t.Errorf("got %+v, want %+v", st, want)
+	}
+	if st.OwnPID(77) != 1 {
+		t.Errorf("OwnPID %d, want 1", st.OwnPID(77))
+	}
+	if _, err := ParseStatusBrief([]byte("Name:\tsh\nbroken\n"), "status"); err == nil {
+		t.Error("a line without a value was accepted")
+	} else {
+		wantParseError(t, err, "status", 2)
+	}
+}
+
+func FuzzParseStatusBrief(f *testing.F) {
+	addHostile(f, "proc/1/status")
+	f.Add(readTestdata(f, "host/proc/7130/status"))
+	f.Add([]byte("Name: a\nVmRSS: x\nVmRSS: 4 kB\nGroups: 5\nNSpid: 0\nThreads: 07\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		briefAsStatus(t, "fuzz", data)
 	})
 }

@@ -34,8 +34,13 @@ func getScratch() []byte {
 		scratch.free = scratch.free[:n-1]
 		return b
 	}
-	return nil
+	// A first buffer holds a process' status or maps whole; nil made
+	// the read go through a pool's buffer and copy out of it.
+	return make([]byte, 0, scratchFirst)
 }
+
+// scratchFirst is a new scratch buffer's size.
+const scratchFirst = 8 << 10
 
 func putScratch(b []byte) {
 	if cap(b) == 0 || cap(b) > scratchMax {

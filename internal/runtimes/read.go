@@ -339,7 +339,7 @@ func nsPID(fsys procfs.FS, pid int) int {
 	if err != nil {
 		return pid
 	}
-	return procfs.OwnPID(st, pid)
+	return st.OwnPID(pid)
 }
 
 // detectPID detects the runtime of pid from its mappings and, for Go, its

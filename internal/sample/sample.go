@@ -5,6 +5,7 @@
 package sample
 
 import (
+	"iter"
 	"sort"
 	"strings"
 	"time"
@@ -155,6 +156,43 @@ func (s *Snapshot) Select(name string, match ...string) []Metric {
 		}
 	}
 	return out
+}
+
+// Each yields what Select returns, in its order, without making a slice
+// of it: the model reads every slab cache's series once (a few hundred a
+// series), and the copies Select made were most of what it allocated.
+func (s *Snapshot) Each(name string, match ...string) iter.Seq[Metric] {
+	return func(yield func(Metric) bool) {
+		if s.small() {
+			for i := range s.Metrics {
+				if m := &s.Metrics[i]; m.Name == name && m.Labels.matches(match) && !yield(*m) {
+					return
+				}
+			}
+			return
+		}
+		s.build()
+		for _, i := range s.index[name] {
+			if m := &s.Metrics[i]; m.Labels.matches(match) && !yield(*m) {
+				return
+			}
+		}
+	}
+}
+
+// Count is how many metrics of a name s holds.
+func (s *Snapshot) Count(name string) int {
+	if s.small() {
+		n := 0
+		for i := range s.Metrics {
+			if s.Metrics[i].Name == name {
+				n++
+			}
+		}
+		return n
+	}
+	s.build()
+	return len(s.index[name])
 }
 
 // matches reports whether ls has every name, value pair of match.

@@ -89,12 +89,29 @@ func TestSnapshotSmallSearchEqualsIndex(t *testing.T) {
 		var out []string
 		for _, q := range queries {
 			v, ok := s.Get(q.name, q.match...)
-			out = append(out, fmt.Sprint(s.Select(q.name, q.match...), v, ok, s.Has(q.name)))
+			var each []Metric
+			for m := range s.Each(q.name, q.match...) {
+				each = append(each, m)
+			}
+			sel := s.Select(q.name, q.match...)
+			if fmt.Sprint(each) != fmt.Sprint(sel) {
+				t.Errorf("%v: Each yields %v, Select returns %v", q, each, sel)
+			}
+			if q.match == nil && s.Count(q.name) != len(sel) {
+				t.Errorf("Count(%q) = %d, Select found %d", q.name, s.Count(q.name), len(sel))
+			}
+			out = append(out, fmt.Sprint(sel, v, ok, s.Has(q.name)))
 		}
 		return out
 	}
 	inOrder := answer()
+	for range s.Each("a") {
+		break // Each stops when asked to (a yield after false panics)
+	}
 	s.Names() // builds the index: the lookups use it from here on
+	for range s.Each("a") {
+		break
+	}
 	if s.small() {
 		t.Fatal("the snapshot is still searched in order after its index was built")
 	}
