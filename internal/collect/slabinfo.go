@@ -14,6 +14,10 @@ func init() { register(80, "slabinfo", false, collectSlabinfo) }
 // flag read from /sys/kernel/slab (one small sysfs read each).
 const reclaimScan = 25
 
+// slabHeadroom is room for the metrics added after the slab caches' (the
+// top processes', cgroups', runtimes': some 600 on a quiet host).
+const slabHeadroom = 1024
+
 func collectSlabinfo(c *ctx) error {
 	collectAllocinfo(c)
 	slabs, err := c.fs.Slabinfo()
@@ -27,11 +31,12 @@ func collectSlabinfo(c *ctx) error {
 		return err
 	}
 	ps := float64(c.fs.PageSize)
-	// Six metrics a cache, most of a snapshot's: room for them at once,
-	// and one label set a cache shared by its six (labels are never
-	// changed in place).
+	// Six metrics a cache, most of a snapshot's: room for them and for
+	// the collectors after this one at once (grown by doubling, the
+	// snapshot was its final size again in garbage), and one label set a
+	// cache shared by its six (labels are never changed in place).
 	snap := &c.res.Snapshot
-	snap.Metrics = slices.Grow(snap.Metrics, 6*len(slabs))
+	snap.Metrics = slices.Grow(snap.Metrics, 6*len(slabs)+slabHeadroom)
 	for _, s := range slabs {
 		l := sample.L("slab", s.Name)
 		snap.AddMetric(sample.Metric{Name: "node_slabinfo_active_objects", Labels: l, Value: float64(s.ActiveObjs)})

@@ -190,7 +190,7 @@ func scanLibc(file fs.File, size int64) (version, banner string, ok bool, err er
 // than a banner's length (ParseGlibcBanner reads at most 512 bytes from
 // its start), kept from one window to the next so that no banner is cut.
 const (
-	bannerWindow = 64 << 10
+	bannerWindow = 16 << 10
 	bannerMax    = 1024
 )
 
