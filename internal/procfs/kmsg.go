@@ -120,9 +120,33 @@ func ParseOOMReports(data []byte) []OOMReport {
 // OOMRecord reports whether a kernel log record or line may be one that
 // ParseOOMReports reads (an oom-kill line, a "Killed process" line or a
 // cgroup's "memory: usage" line); ParseOOMReports skips every other.
+//
+// Its text starts where kmsgText finds it (after the header's ';', after a
+// dmesg stamp's ']' and a blank, or at the start), so the two prefixes are
+// looked for there only: the whole log passes through here, and looking
+// for each anywhere in every record was two more scans of it.
 func OOMRecord(rec []byte) bool {
-	return bytes.Contains(rec, []byte("oom-kill:")) || bytes.Contains(rec, []byte("Killed process ")) ||
-		bytes.Contains(rec, []byte("memory: usage "))
+	if oomPrefix(rec) {
+		return true
+	}
+	if i := bytes.IndexByte(rec, ';'); i >= 0 && oomPrefix(rec[i+1:]) {
+		return true
+	}
+	if len(rec) > 0 && rec[0] == '[' {
+		if i := bytes.IndexByte(rec, ']'); i >= 0 {
+			t := rec[i+1:]
+			if oomPrefix(t) || len(t) > 0 && t[0] == ' ' && oomPrefix(t[1:]) {
+				return true
+			}
+		}
+	}
+	return bytes.Contains(rec, []byte("Killed process "))
+}
+
+// oomPrefix reports whether text starts as ParseOOMReports' oom-kill or
+// cgroup usage lines do.
+func oomPrefix(text []byte) bool {
+	return bytes.HasPrefix(text, []byte("oom-kill:")) || bytes.HasPrefix(text, []byte("memory: usage "))
 }
 
 // kmsgText splits a /dev/kmsg record or a dmesg line into its time (µs)

@@ -83,6 +83,14 @@ func FuzzParseOOMReports(f *testing.F) {
 		// The records ReadKmsg keeps (OOMRecord) read the same reports.
 		var kept []byte
 		for _, l := range bytes.SplitAfter(data, []byte("\n")) {
+			// Every line whose text ParseOOMReports would read is kept
+			// (the reports' sameness alone would not show it: the parser
+			// skips what OOMRecord does not keep).
+			_, text := kmsgText(string(bytes.TrimSuffix(l, []byte("\n"))))
+			if (strings.HasPrefix(text, "oom-kill:") || strings.HasPrefix(text, "memory: usage ") ||
+				strings.Contains(text, "Killed process ")) && !OOMRecord(l) {
+				t.Fatalf("OOMRecord dropped %q (text %q)", l, text)
+			}
 			if OOMRecord(l) {
 				kept = append(kept, l...)
 			}
@@ -91,4 +99,28 @@ func FuzzParseOOMReports(f *testing.F) {
 			t.Fatalf("kept records read %+v, the whole log %+v", k, reps)
 		}
 	})
+}
+
+// OOMRecord over a real log (the kernel lab's, with an OOM kill in it),
+// against looking for each of the three marks anywhere in each record.
+func BenchmarkOOMRecord(b *testing.B) {
+	data, err := os.ReadFile("testdata/kmsg-oom-memcg-6.1.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs := bytes.SplitAfter(data, []byte("\n"))
+	anywhere := func(rec []byte) bool {
+		return bytes.Contains(rec, []byte("oom-kill:")) || bytes.Contains(rec, []byte("Killed process ")) ||
+			bytes.Contains(rec, []byte("memory: usage "))
+	}
+	for name, f := range map[string]func([]byte) bool{"at-text": OOMRecord, "anywhere": anywhere} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				for _, r := range recs {
+					f(r)
+				}
+			}
+		})
+	}
 }
