@@ -4,7 +4,8 @@
 #    a check run taken just before it in the same round, every file check
 #    opened, once, with the same reads into one reusable buffer, nothing
 #    parsed (goal: check <= 1.3x); files of processes gone between the
-#    trace and the replay are skipped and counted;
+#    trace and the replay are skipped and counted; bench/rawread/gorawread
+#    replays the same plan in Go, the floor of a Go program's reads;
 #  - a node_exporter scrape (curl of /metrics) with the equivalent
 #    collectors, on a loopback port of its own, running only for its
 #    scrape in each round (goal: check <= 0.7x);
@@ -39,6 +40,12 @@ done
 # taken once and replayed for minutes replays, on a busy host, processes
 # that have exited since, whose files cost the replay nothing.
 cc -O2 -o "$out/rawread" bench/rawread/rawread.c
+# The same replay in Go (bench/rawread/gorawread): the floor of a Go
+# program making check's reads, what Go's runtime adds before any parsing.
+goraw=none
+if command -v go >/dev/null 2>&1 && CGO_ENABLED=0 go build -trimpath -o "$out/gorawread" ./bench/rawread/gorawread; then
+	goraw=$out/gorawread
+fi
 # plan FILE: trace one check run and write rawread's plan of it to FILE
 # (FILE.log: how many files it opened, and those opened more than once).
 plan() {
@@ -63,9 +70,9 @@ fi
 smem=none
 command -v smem >/dev/null 2>&1 && smem=smem
 
-python3 - "$runs" "$BIN" "$out/rawread" "$out/plan" "$ne" "$port" "$smem" "$nfiles" "$(head -1 "$out/plan.log")" "${BASE:-}" <<'PY'
+python3 - "$runs" "$BIN" "$out/rawread" "$out/plan" "$ne" "$port" "$smem" "$nfiles" "$(head -1 "$out/plan.log")" "${BASE:-}" "$goraw" <<'PY'
 import os, statistics, subprocess, sys, time
-runs, md, raw, plan, ne, port, smem, nfiles, planlog, base = sys.argv[1:]
+runs, md, raw, plan, ne, port, smem, nfiles, planlog, base, goraw = sys.argv[1:]
 url = "none" if ne == "none" else f"http://127.0.0.1:{port}/metrics"
 ne_args = [ne, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
            "--collector.meminfo", "--collector.vmstat", "--collector.vmstat.fields=.*", "--collector.zoneinfo",
@@ -99,6 +106,8 @@ runs = int(runs)
 # when some process has GC data: "md0" is check without that wait (one
 # reading), the row whose wall time compares with the others.
 cmds = {"raw": [raw, plan], "md": [md, "check", "--json"], "md0": [md, "check", "--json", "--gc-interval", "0"]}
+if goraw != "none":
+    cmds["goraw"] = [goraw, plan]
 if url != "none":
     cmds["ne"] = ["curl", "-s", "-o", "/dev/null", url]
 if smem != "none":
@@ -163,6 +172,8 @@ def row(name, k, cpu=True):
 row("memdoctor check --json", "md")
 row("  the same, --gc-interval 0 (no wait)", "md0")
 row("raw reads of the same files (rawread)", "raw")
+if "goraw" in med:
+    row("  the same replay in Go (gorawread)", "goraw")
 if "ne" in med:
     row("node_exporter scrape, equivalent collectors", "ne", cpu=False)
     print(f"  node_exporter's own CPU per scrape (mean, clock ticks): {ne_total / runs * 1000:.1f} ms; "
@@ -173,6 +184,10 @@ if "base" in med:
     row("BASE: " + base + " check --json", "base")
 print(f"check/raw reads: CPU {med['md']['cpu'] / med['raw']['cpu']:.2f}x, wall {med['md']['wall'] / med['raw']['wall']:.2f}x; "
       f"without the wait: CPU {med['md0']['cpu'] / med['raw']['cpu']:.2f}x, wall {med['md0']['wall'] / med['raw']['wall']:.2f}x (goal <= 1.3x)")
+if "goraw" in med:
+    print(f"Go's floor: the Go replay/the C replay CPU {med['goraw']['cpu'] / med['raw']['cpu']:.2f}x, "
+          f"wall {med['goraw']['wall'] / med['raw']['wall']:.2f}x; check/the Go replay CPU "
+          f"{med['md']['cpu'] / med['goraw']['cpu']:.2f}x, wall {med['md']['wall'] / med['goraw']['wall']:.2f}x")
 if "ne" in med:
     print(f"check/node_exporter scrape: wall {med['md']['wall'] / med['ne']['wall']:.2f}x, "
           f"without the wait {med['md0']['wall'] / med['ne']['wall']:.2f}x (goal <= 0.7x)")
