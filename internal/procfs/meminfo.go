@@ -26,7 +26,7 @@ import (
 
 // Meminfo reads proc/meminfo. kB values are bytes; HugePages_* are counts.
 func (f FS) Meminfo() (KV, error) {
-	return parseFile(f, "proc/meminfo", func(data []byte) (KV, error) {
+	return parseOnce(f, "proc/meminfo", func(data []byte) (KV, error) {
 		return ParseMeminfo(data)
 	})
 }

@@ -94,7 +94,7 @@ func (f FS) SelfStat() (PIDStat, error) {
 }
 
 func (f FS) readPIDStat(name string) (PIDStat, error) {
-	return parseFile(f, name, func(data []byte) (PIDStat, error) {
+	return parseOnce(f, name, func(data []byte) (PIDStat, error) {
 		return ParsePIDStat(data, name)
 	})
 }
@@ -102,7 +102,7 @@ func (f FS) readPIDStat(name string) (PIDStat, error) {
 // SelfStatm reads proc/self/statm, the calling process'.
 func (f FS) SelfStatm() (Statm, error) {
 	const name = "proc/self/statm"
-	return parseFile(f, name, func(data []byte) (Statm, error) {
+	return parseOnce(f, name, func(data []byte) (Statm, error) {
 		return ParseStatm(data, name)
 	})
 }
@@ -111,7 +111,7 @@ func (f FS) SelfStatm() (Statm, error) {
 // TracerPid and the signal masks are per thread).
 func (f FS) TaskStatus(pid, tid int) (KV, error) {
 	name := taskFile(pid, tid, "status")
-	return parseFile(f, name, func(data []byte) (KV, error) {
+	return parseOnce(f, name, func(data []byte) (KV, error) {
 		return ParseStatus(data, name)
 	})
 }

@@ -83,7 +83,7 @@ func (f FS) PIDs() ([]int, error) {
 // ProcStatus reads proc/PID/status.
 func (f FS) ProcStatus(pid int) (KV, error) {
 	name := procFile(pid, "status")
-	return parseFile(f, name, func(data []byte) (KV, error) {
+	return parseOnce(f, name, func(data []byte) (KV, error) {
 		return ParseStatus(data, name)
 	})
 }
@@ -118,7 +118,7 @@ func (s StatusBrief) OwnPID(pid int) int {
 // copied out of the read buffer.
 func (f FS) ProcStatusBrief(pid int) (StatusBrief, error) {
 	name := procFile(pid, "status")
-	return parseFile(f, name, func(data []byte) (StatusBrief, error) {
+	return parseOnce(f, name, func(data []byte) (StatusBrief, error) {
 		return ParseStatusBrief(data, name)
 	})
 }
@@ -210,7 +210,7 @@ func statusTextKey(key string) bool {
 // choice is biased for the process, -1000 (never chosen) to 1000.
 func (f FS) ProcOOMScoreAdj(pid int) (int, error) {
 	name := procFile(pid, "oom_score_adj")
-	return parseFile(f, name, func(data []byte) (int, error) {
+	return parseOnce(f, name, func(data []byte) (int, error) {
 		return ParseOOMScoreAdj(data, name)
 	})
 }
@@ -229,7 +229,7 @@ func ParseOOMScoreAdj(data []byte, file string) (int, error) {
 // ProcStatm reads proc/PID/statm.
 func (f FS) ProcStatm(pid int) (Statm, error) {
 	name := procFile(pid, "statm")
-	return parseFile(f, name, func(data []byte) (Statm, error) {
+	return parseOnce(f, name, func(data []byte) (Statm, error) {
 		return ParseStatm(data, name)
 	})
 }
@@ -260,7 +260,7 @@ func ParseStatm(data []byte, file string) (Statm, error) {
 // gives ESRCH, as a vanished one does.
 func (f FS) ProcSmapsRollup(pid int) (KV, error) {
 	name := procFile(pid, "smaps_rollup")
-	return parseFile(f, name, func(data []byte) (KV, error) {
+	return parseOnce(f, name, func(data []byte) (KV, error) {
 		return ParseSmapsRollup(data, name)
 	})
 }

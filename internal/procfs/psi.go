@@ -21,7 +21,7 @@ import (
 
 // PressureMemory reads proc/pressure/memory.
 func (f FS) PressureMemory() (PSI, error) {
-	return parseFile(f, "proc/pressure/memory", func(data []byte) (PSI, error) {
+	return parseOnce(f, "proc/pressure/memory", func(data []byte) (PSI, error) {
 		return ParsePSI(data, "proc/pressure/memory")
 	})
 }

@@ -85,6 +85,36 @@ func parseFile[T any](f FS, name string, parse func(data []byte) (T, error)) (T,
 	return v, err
 }
 
+// onceReader reads a kernel file generated whole at its first read into a
+// buffer it is given, without checking its kind when that read settles
+// it (safeio.DirFS on the live host).
+type onceReader interface {
+	ReadOnceInto(name string, buf []byte) ([]byte, error)
+}
+
+// parseOnce is parseFile for a proc or sys file the kernel generates
+// whole at its first read (a single_open file: a process' status,
+// smaps_rollup, cgroup, stat or statm, meminfo, pressure, a sysctl or a
+// sysfs attribute), named below proc/ or sys/ and never through a
+// process' root, cwd or fd links: on the live host it costs open, read
+// and close (safeio.ReadOnceInto), not also fstat and a read of the end.
+func parseOnce[T any](f FS, name string, parse func(data []byte) (T, error)) (T, error) {
+	r, ok := f.fsys.(onceReader)
+	if !ok {
+		return parseFile(f, name, parse)
+	}
+	kept := getScratch()
+	buf, err := r.ReadOnceInto(clean(name), kept)
+	if err != nil {
+		putScratch(kept)
+		var zero T
+		return zero, err
+	}
+	v, err := parse(buf)
+	putScratch(buf)
+	return v, err
+}
+
 // ReadParsed reads name as the readers of this package do, into a kept
 // buffer handed to parse, which must copy whatever it keeps of it (the
 // buffer is reused once parse returns): for parsers of other packages.
@@ -92,10 +122,11 @@ func ReadParsed[T any](f FS, name string, parse func(data []byte) (T, error)) (T
 	return parseFile(f, name, parse)
 }
 
-// ReadTrimmed reads a small text file (a sysctl, a sysfs attribute) as a
-// string without its surrounding blanks.
+// ReadTrimmed reads a small kernel file generated whole at its first read
+// (a sysctl, a sysfs attribute: see parseOnce) as a string without its
+// surrounding blanks.
 func (f FS) ReadTrimmed(name string) (string, error) {
-	return parseFile(f, name, func(data []byte) (string, error) {
+	return parseOnce(f, name, func(data []byte) (string, error) {
 		return string(bytes.TrimSpace(data)), nil
 	})
 }

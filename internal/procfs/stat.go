@@ -23,7 +23,7 @@ import "strings"
 
 // Stat reads proc/stat.
 func (f FS) Stat() (Stat, error) {
-	return parseFile(f, "proc/stat", func(data []byte) (Stat, error) {
+	return parseOnce(f, "proc/stat", func(data []byte) (Stat, error) {
 		return ParseStat(data)
 	})
 }

@@ -224,6 +224,55 @@ func ReadSmall(path string, limit int64) ([]byte, error) {
 	return ReadFile(path, limit)
 }
 
+// onceRead is the first read of ReadOnceInto: a process' status, a
+// sysctl or a sysfs attribute whole (a sysctl's read makes the kernel
+// allocate and clear as many bytes as asked: no more than a page).
+const onceRead = 4096
+
+// ReadOnceInto is ReadFileInto for a kernel file generated whole at its
+// first read (a single_open proc file such as a process' status,
+// smaps_rollup or cgroup, meminfo, a sysctl, a sysfs or cgroup
+// attribute): a first read that returns less than it asked for is the
+// whole file, so the file costs open, read and close, as ReadSmall's.
+// Otherwise (a full first read, an error, nothing) its kind is checked
+// as ReadFileInto checks it before anything more is read or returned:
+// what is not a regular file is refused. For paths a process cannot
+// place a FIFO or device at (proc and sys by name, never through a
+// process' root, cwd or fd links), where ReadFileInto's fstat of every
+// file is two system calls in five with the read of the end.
+func ReadOnceInto(path string, limit int64, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return readFile(path, limit, buf) // the same error, a socket named
+	}
+	if cap(buf) < onceRead {
+		buf = make([]byte, 0, max(onceRead, cap(buf)))
+	}
+	want := int(min(int64(onceRead), limit+1))
+	n, err := unix.Read(fd, buf[:want])
+	for err == unix.EINTR { //nolint:errorlint // raw errno from the syscall
+		n, err = unix.Read(fd, buf[:want])
+	}
+	if err == nil && n > 0 && n < want {
+		_ = unix.Close(fd) // read-only
+		return buf[:n], nil
+	}
+	if err != nil || n <= 0 {
+		_ = unix.Close(fd) // read-only
+		return readFile(path, limit, buf)
+	}
+	// A full first read: a larger file, read on once its kind is known.
+	defer func() { _ = unix.Close(fd) }() // read-only
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if k := st.Mode & unix.S_IFMT; k != unix.S_IFREG {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, kind(uint32(k)))}
+	}
+	return readFD(fd, path, buf[:n], limit, onceRead)
+}
+
 // ReadAll reads r to its end, failing with ErrTooLarge past limit bytes.
 func ReadAll(r io.Reader, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
@@ -296,6 +345,17 @@ func (d DirFS) ReadFileInto(name string, buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	b, err := ReadFileInto(p, d.limit, buf)
+	return b, rename(err, name)
+}
+
+// ReadOnceInto reads a kernel file generated whole at its first read (see
+// the function ReadOnceInto) into buf.
+func (d DirFS) ReadOnceInto(name string, buf []byte) ([]byte, error) {
+	p, err := d.join("read", name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := ReadOnceInto(p, d.limit, buf)
 	return b, rename(err, name)
 }
 

@@ -18,7 +18,7 @@ import (
 // TestReadFileSyscalls counts, with strace, the system calls of reading
 // small kernel files: ReadFile's open, fstat, two reads (the content, then
 // the end) and close, with no fcntl, no second fstat, no poller
-// registration; ReadSmall's open, read and close. The test binary runs
+// registration; ReadSmall's and ReadOnceInto's open, read and close. The test binary runs
 // itself under strace to do the reads.
 func TestReadFileSyscalls(t *testing.T) {
 	const reads = 200
@@ -28,6 +28,9 @@ func TestReadFileSyscalls(t *testing.T) {
 				t.Fatal(err)
 			}
 			if b, err := ReadSmall("/proc/self/statm", ProcFile); err != nil || len(b) == 0 {
+				t.Fatal(b, err)
+			}
+			if b, err := ReadOnceInto("/proc/self/status", ProcFile, nil); err != nil || !bytes.Contains(b, []byte("\nVmRSS:")) {
 				t.Fatal(b, err)
 			}
 		}
@@ -48,7 +51,7 @@ func TestReadFileSyscalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for file, most := range map[string]float64{"/proc/self/stat": 5, "/proc/self/statm": 3} {
+	for file, most := range map[string]float64{"/proc/self/stat": 5, "/proc/self/statm": 3, "/proc/self/status": 3} {
 		opens, calls := count(string(trace), file)
 		if opens < reads {
 			t.Fatalf("saw %d opens of %s in the trace, want %d:\n%s", opens, file, reads, bytes.TrimSpace(trace[:min(len(trace), 2000)]))
@@ -147,6 +150,58 @@ func TestReadSmallRefuses(t *testing.T) {
 	}
 	if b, err := ReadSmall("/proc/self/status", Config); err != nil || !bytes.Contains(b, []byte("VmRSS")) {
 		t.Errorf("/proc/self/status: %v", err)
+	}
+}
+
+// TestReadOnceIntoRefuses: a read that does not settle the file at once
+// still refuses what is not a regular file; a file larger than the first
+// read is read whole, within the limit.
+func TestReadOnceIntoRefuses(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := mkfifo(fifo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadOnceInto(fifo, Config, nil); err == nil || !strings.Contains(err.Error(), "FIFO") {
+		t.Errorf("fifo: %v", err)
+	}
+	if _, err := ReadOnceInto(dir, Config, nil); err == nil {
+		t.Error("a directory was read")
+	}
+	if _, err := ReadOnceInto("/dev/zero", Config, nil); err == nil || !strings.Contains(err.Error(), "character device") {
+		t.Errorf("/dev/zero (a full first read): %v", err)
+	}
+	big := bytes.Repeat([]byte("total_cache 123456\n"), 1000)
+	p := filepath.Join(dir, "memory.stat")
+	if err := os.WriteFile(p, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := bytes.Repeat([]byte{'X'}, 1<<16)
+	if b, err := ReadOnceInto(p, Config, old[:0]); err != nil || !bytes.Equal(b, big) {
+		t.Errorf("large file: %d bytes of %d, %v", len(b), len(big), err)
+	}
+	if _, err := ReadOnceInto(p, 1000, nil); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("past the limit: %v, want ErrTooLarge", err)
+	}
+	exact := filepath.Join(dir, "exact")
+	if err := os.WriteFile(exact, bytes.Repeat([]byte{'e'}, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadOnceInto(exact, 1000, nil); err != nil || len(b) != 1000 {
+		t.Errorf("a file of exactly the limit: %d bytes, %v", len(b), err)
+	}
+	if b, err := ReadOnceInto(exact, 999, nil); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("a file one byte past the limit: %d bytes, %v", len(b), err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadOnceInto(empty, Config, nil); err != nil || len(b) != 0 {
+		t.Errorf("an empty file: %q, %v", b, err)
+	}
+	if _, err := ReadOnceInto(filepath.Join(dir, "missing"), Config, nil); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v", err)
 	}
 }
 
