@@ -19,8 +19,11 @@ package collect
 import (
 	"context"
 	"io"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memdoctor/memdoctor/internal/inject"
@@ -174,6 +177,11 @@ func askSummary(c *ctx, pid, own int, path string, id ids) *preload.Line {
 // memdoctor_process_allocator_info and returns its name, "" when it could
 // not be told.
 func collectMallocServer(c *ctx, pid int, maps []procfs.Mapping, labels []string) string {
+	if c.live && pid == os.Getpid() && !cgoBuild() {
+		// memdoctor itself, a Go program without cgo: no object it maps
+		// defines malloc, what reading its 20 MB executable concluded.
+		return ""
+	}
 	if c.objects == nil {
 		c.objects = inject.NewObjects()
 	}
@@ -184,3 +192,18 @@ func collectMallocServer(c *ctx, pid int, maps []procfs.Mapping, labels []string
 	c.add("memdoctor_process_allocator_info", 1, append(labels[:len(labels):len(labels)], "allocator", ms.Name, "object", ms.Object)...)
 	return ms.Name
 }
+
+// cgoBuild says whether this binary was built with cgo (then it maps a C
+// library whose malloc it uses, named like any other process').
+var cgoBuild = sync.OnceValue(func() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return true // not known: read as any other process
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "CGO_ENABLED" {
+			return s.Value == "1"
+		}
+	}
+	return true
+})

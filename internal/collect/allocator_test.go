@@ -220,3 +220,38 @@ not json
 		})
 	}
 }
+
+// memdoctor's own process is named as any other when it maps a C library
+// (a cgo build: glibc's malloc), and has no allocator named when it maps
+// none (a build without cgo, the released one), without its executable
+// being read.
+func TestMallocServerOfItself(t *testing.T) {
+	self := os.Getpid()
+	res, err := collect.Collect(procfs.NewFS("/"), collect.Options{TopProcesses: 1, ArenaScan: true, Allocators: true, Live: true,
+		Focus: collect.ProcessFocus{PIDs: []int{self}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := res.Snapshot.Get("memdoctor_process_rss_bytes", "pid", strconv.Itoa(self)); !ok {
+		t.Fatalf("this process is not in the table: %+v", res.Notes)
+	}
+	maps, err := procfs.NewFS("/").ProcMaps(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	libc := false
+	for _, m := range maps {
+		libc = libc || strings.Contains(m.Path, "/libc.so")
+	}
+	got := ""
+	for m := range res.Snapshot.Each("memdoctor_process_allocator_info", "pid", strconv.Itoa(self)) {
+		got = m.Labels.Get("allocator")
+	}
+	want := ""
+	if libc {
+		want = "glibc"
+	}
+	if got != want {
+		t.Errorf("this process (libc mapped: %v) has allocator %q, want %q", libc, got, want)
+	}
+}
