@@ -67,6 +67,26 @@ func (f FS) ReadSmall(name string) ([]byte, error) {
 	return f.ReadFile(name)
 }
 
+// EachName calls fn with the name of every entry of the directory name, in
+// no particular order; the name is valid until fn returns (fn copies what
+// it keeps). On the live host nothing is made for an entry fn passes over
+// (safeio.DirFS.EachName); elsewhere it is fs.ReadDir's listing.
+func (f FS) EachName(name string, fn func(entry string)) error {
+	if e, ok := f.fsys.(interface {
+		EachName(name string, fn func(entry string)) error
+	}); ok {
+		return e.EachName(clean(name), fn)
+	}
+	ents, err := fs.ReadDir(f.fsys, clean(name))
+	if err != nil {
+		return err
+	}
+	for _, d := range ents {
+		fn(d.Name())
+	}
+	return nil
+}
+
 // Dir is an open directory: its small files and its subdirectories.
 type Dir interface {
 	// ReadSmall reads a small file of the directory (see FS.ReadSmall).

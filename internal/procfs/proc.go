@@ -35,7 +35,6 @@ package procfs
 // (a kernel thread, a zombie) also fails with ESRCH.
 
 import (
-	"io/fs"
 	"math"
 	"slices"
 	"strconv"
@@ -49,32 +48,17 @@ func procFile(pid int, name string) string {
 
 // PIDs lists the numeric entries of proc, ascending.
 func (f FS) PIDs() ([]int, error) {
-	var entries []fs.DirEntry
-	d, err := f.fsys.Open("proc")
-	if err != nil {
-		return nil, err
-	}
-	if rd, ok := d.(fs.ReadDirFile); ok {
-		// Unsorted listing: sorting thousands of names only to sort the
-		// numbers again is wasted work.
-		entries, err = rd.ReadDir(-1)
-		_ = d.Close() // a read-only directory: nothing to flush
-	} else {
-		_ = d.Close()
-		entries, err = f.ReadDir("proc")
-	}
-	if err != nil {
-		return nil, err
-	}
-	pids := make([]int, 0, len(entries))
-	for _, e := range entries {
-		name := e.Name()
+	var pids []int
+	err := f.EachName("proc", func(name string) {
 		if name == "" || name[0] < '0' || name[0] > '9' {
-			continue
+			return
 		}
 		if n, ok := atou(name); ok && n <= 1<<31 {
 			pids = append(pids, int(n))
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(pids)
 	return pids, nil

@@ -309,22 +309,27 @@ func (r *Result) oneEach(fsys procfs.FS, pids []int, byPID map[int]*Reading, mem
 // HostJVMs lists the JVMs with a perf-data file in this mount namespace's
 // /tmp (every user's hsperfdata_<user> directory).
 func HostJVMs(fsys procfs.FS) []int {
-	dirs, err := fsys.ReadDir("tmp")
-	if err != nil {
+	// Listed by name, nothing made for the other entries of a /tmp that
+	// may hold hundreds.
+	var dirs []string
+	if fsys.EachName("tmp", func(name string) {
+		if strings.HasPrefix(name, "hsperfdata_") {
+			dirs = append(dirs, strings.Clone(name))
+		}
+	}) != nil {
 		return nil
 	}
+	slices.Sort(dirs) // in the order a sorted listing gave them
 	var out []int
 	for _, d := range dirs {
-		if !strings.HasPrefix(d.Name(), "hsperfdata_") {
-			continue
-		}
-		files, err := fsys.ReadDir("tmp/" + d.Name())
-		if err != nil {
-			continue
-		}
+		var files []string
+		_ = fsys.EachName("tmp/"+d, func(name string) { // unreadable: none from it
+			files = append(files, strings.Clone(name))
+		})
+		slices.Sort(files)
 		for _, f := range files {
-			pid, err := strconv.Atoi(f.Name())
-			if err == nil && pid > 0 && fsys.Exists("proc/"+f.Name()) {
+			pid, err := strconv.Atoi(f)
+			if err == nil && pid > 0 && fsys.Exists("proc/"+f) {
 				out = append(out, pid)
 			}
 		}

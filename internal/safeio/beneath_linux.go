@@ -116,7 +116,7 @@ func ListBeneath(root, name string, maxEntries int) ([]DirEntry, FileID, error) 
 		if len(out) == maxEntries {
 			return fmt.Errorf("%w: more than %d entries", ErrTooLarge, maxEntries)
 		}
-		out = append(out, DirEntry{Name: s, Type: typ})
+		out = append(out, DirEntry{Name: strings.Clone(s), Type: typ})
 		return nil
 	})
 	if err != nil {

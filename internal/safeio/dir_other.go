@@ -22,3 +22,20 @@ func (d *Dir) SubDirs() ([]string, error) {
 	}
 	return out, nil
 }
+
+
+// EachName calls fn with the name of every entry of the directory name.
+func (d DirFS) EachName(name string, fn func(entry string)) error {
+	p, err := d.join("readdir", name)
+	if err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		return rename(err, name)
+	}
+	for _, e := range ents {
+		fn(e.Name())
+	}
+	return nil
+}

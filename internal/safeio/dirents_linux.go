@@ -5,14 +5,17 @@ package safeio
 import (
 	"bytes"
 	"encoding/binary"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // eachDirent calls fn with the name and d_type of every entry of the open
 // directory fd but "." and "..", read with getdents64 into buf (from the
-// directory's current offset). An error from fn ends the listing and is
-// returned; the listing's own error comes back as it is.
+// directory's current offset). The name is a view of buf, valid until fn
+// returns: one that is kept is copied (strings.Clone). An error from fn
+// ends the listing and is returned; the listing's own error comes back as
+// it is.
 func eachDirent(fd int, buf []byte, fn func(name string, typ byte) error) error {
 	for {
 		n, err := unix.Getdents(fd, buf)
@@ -38,7 +41,7 @@ func eachDirent(fd int, buf []byte, fn func(name string, typ byte) error) error 
 				name = name[:i]
 			}
 			b = b[reclen:]
-			if s := string(name); s != "." && s != ".." {
+			if s := unsafe.String(unsafe.SliceData(name), len(name)); len(name) > 0 && s != "." && s != ".." {
 				if err := fn(s, typ); err != nil {
 					return err
 				}

@@ -3,8 +3,13 @@
 package safeio
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,5 +51,43 @@ func makeTree(t *testing.T, top string, entries ...[2]string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// EachName lists what os.ReadDir lists, names of every length (each
+// getdents64 record carries its own), "." and ".." left out; a missing
+// directory is fs.ErrNotExist.
+func TestEachName(t *testing.T) {
+	dir := t.TempDir()
+	want := []string{}
+	for i := range 700 { // more than one 8 KiB buffer of records
+		name := fmt.Sprintf("%03d-%s", i, strings.Repeat("n", i%200))
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, name)
+	}
+	d := NewDirFS(filepath.Dir(dir), Config)
+	var got []string
+	if err := d.EachName(filepath.Base(dir), func(n string) { got = append(got, strings.Clone(n)) }); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(got)
+	if strings.Join(got, "/") != strings.Join(want, "/") {
+		t.Errorf("EachName listed %d names, want %d", len(got), len(want))
+	}
+	if err := d.EachName("missing-"+filepath.Base(dir), func(string) {}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing directory: %v", err)
+	}
+	n := 0
+	if err := NewDirFS("/", ProcFile).EachName("proc", func(name string) {
+		if name == "self" || name == "." || name == ".." {
+			n += 1000
+		}
+		if name == strconv.Itoa(os.Getpid()) {
+			n++
+		}
+	}); err != nil || n != 1001 {
+		t.Errorf("proc: this process and self listed, . and .. not (%d), %v", n, err)
 	}
 }
