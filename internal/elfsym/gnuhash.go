@@ -13,6 +13,11 @@ import (
 // libstdc++'s 36 KiB).
 const maxHashTable = 64 << 20
 
+// bloomFirst is how much of a .gnu.hash section is read first: its header
+// and a Bloom filter of up to 510 words of 8 bytes (a large library's is
+// 256), the whole section when smaller.
+const bloomFirst = 4 << 10
+
 // exportedByHash is Exported through the object's GNU hash table, as the
 // dynamic linker looks a name up: the table is read whole (bounded), and
 // for each name only the entries of its hash chain whose hash matches are
@@ -76,17 +81,51 @@ func exportedByHash(ctx context.Context, ef *elf.File, lim Limits, names []strin
 			break
 		}
 	}
-	data, err := readSection(hash, hash.Size)
+	// The header and the Bloom filter first (a few hundred bytes): an
+	// object that defines none of the names, most of those on the way to
+	// the one that defines malloc, is known from them, without reading
+	// its buckets and chains (36 KiB of libstdc++'s).
+	bo := ef.ByteOrder
+	data, err := readSection(hash, min(hash.Size, bloomFirst))
 	if err != nil {
 		return nil, false, nil
 	}
-	bo := ef.ByteOrder
 	nbuckets, symoffset := uint64(bo.Uint32(data)), uint64(bo.Uint32(data[4:]))
-	bloom := uint64(bo.Uint32(data[8:]))
+	bloom, shift := uint64(bo.Uint32(data[8:])), uint64(bo.Uint32(data[12:]))
 	bucketsAt := 16 + bloom*word
 	chainAt := bucketsAt + 4*nbuckets
-	if nbuckets == 0 || bloom > hash.Size || nbuckets > hash.Size || chainAt > uint64(len(data)) {
+	if nbuckets == 0 || bloom > hash.Size || nbuckets > hash.Size || chainAt > hash.Size {
 		return nil, false, nil
+	}
+	if bloom > 0 && bloom&(bloom-1) == 0 && bucketsAt <= uint64(len(data)) {
+		// A name whose two bits are not both set in its word is not in
+		// the table: what the dynamic linker checks first, with a filter
+		// of a power of two words (its index masked, as here; another
+		// size is read whole).
+		bits := 8 * word
+		maybe := false
+		for _, want := range names {
+			h := uint64(gnuHash(want))
+			i := 16 + word*((h/bits)&(bloom-1))
+			var w uint64
+			if word == 8 {
+				w = bo.Uint64(data[i:])
+			} else {
+				w = uint64(bo.Uint32(data[i:]))
+			}
+			if m := uint64(1)<<(h%bits) | uint64(1)<<((h>>shift)%bits); w&m == m {
+				maybe = true
+				break
+			}
+		}
+		if !maybe {
+			return map[string]Symbol{}, true, nil
+		}
+	}
+	if uint64(len(data)) < hash.Size {
+		if data, err = readSection(hash, hash.Size); err != nil {
+			return nil, false, nil
+		}
 	}
 	nchain := (uint64(len(data)) - chainAt) / 4
 	deadline := time.Now().Add(lim.Budget)

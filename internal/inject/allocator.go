@@ -19,6 +19,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"slices"
@@ -295,16 +296,14 @@ func readObject(ctx context.Context, pid int, o *mappedObject, isExe bool) (c ca
 			err = fmt.Errorf("%w: %s: malformed ELF (%v)", ErrNoSymbol, o.path, r)
 		}
 	}()
-	f, err := openMapped(pid, o.m)
+	f, info, err := openMappedFD(pid, o.m)
 	if err != nil {
 		return c, err
 	}
 	defer func() { _ = f.Close() }() // read-only
-	key, keyed := objectKeyOf(f)
-	if keyed {
-		if c, ok := objectCache.get(key); ok && (!isExe || c.exeRead) {
-			return c, nil
-		}
+	key := objectKey{dev: info.Dev, ino: info.Ino, size: uint64(info.Size), ctime: info.CtimeNS}
+	if c, ok := objectCache.get(key); ok && (!isExe || c.exeRead) {
+		return c, nil
 	}
 	ef, err := elfsym.Sections(f)
 	if err != nil {
@@ -347,9 +346,7 @@ func readObject(ctx context.Context, pid int, o *mappedObject, isExe bool) (c ca
 			c.static = allocatorOf(defined, o.path)
 		}
 	}
-	if keyed {
-		objectCache.put(key, c)
-	}
+	objectCache.put(key, c)
 	return c, nil
 }
 
@@ -379,6 +376,12 @@ func allocatorOf(defined map[string]elfsym.Symbol, p string) string {
 // whole): a section of at most maxDynamic bytes, read once, names of at
 // most maxNeededLen.
 func dynNames(ef *elf.File, tags ...elf.DynTag) (map[elf.DynTag][]string, error) {
+	return dynNamesWithin(ef, maxNamesSpan, tags...)
+}
+
+// dynNamesWithin is dynNames reading the names in one piece of the string
+// table when they lie within span bytes.
+func dynNamesWithin(ef *elf.File, span uint64, tags ...elf.DynTag) (map[elf.DynTag][]string, error) {
 	ds := ef.Section(".dynamic")
 	if ds == nil || ds.Type == elf.SHT_NOBITS || ds.ReaderAt == nil {
 		return nil, nil
@@ -398,8 +401,12 @@ func dynNames(ef *elf.File, tags ...elf.DynTag) (map[elf.DynTag][]string, error)
 	if ef.Class == elf.ELFCLASS32 {
 		size = 8
 	}
-	var out map[elf.DynTag][]string
-	var buf []byte
+	type entry struct {
+		tag elf.DynTag
+		off uint64
+	}
+	var want []entry
+	lo, hi := uint64(math.MaxUint64), uint64(0)
 	for i := 0; i+size <= len(data); i += size {
 		var t, v uint64
 		if size == 16 {
@@ -414,19 +421,51 @@ func dynNames(ef *elf.File, tags ...elf.DynTag) (map[elf.DynTag][]string, error)
 		if !slices.Contains(tags, tag) || v >= str.Size {
 			continue
 		}
-		if buf == nil {
-			buf = make([]byte, maxNeededLen)
+		want = append(want, entry{tag, v})
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	if len(want) == 0 {
+		return nil, nil
+	}
+	// The names are read in one piece of the string table when they lie
+	// within maxNamesSpan of each other (a linker writes them together, at
+	// its start: a program's thirty DT_NEEDED names were thirty reads),
+	// else each on its own.
+	var piece []byte
+	if end := min(hi+maxNeededLen, str.Size); end-lo <= span {
+		piece = make([]byte, end-lo)
+		if n, _ := str.ReadAt(piece, int64(lo)); n < len(piece) {
+			piece = piece[:n]
 		}
-		n, _ := str.ReadAt(buf, int64(v))
-		if j := bytes.IndexByte(buf[:n], 0); j > 0 {
+	}
+	var out map[elf.DynTag][]string
+	var buf []byte
+	for _, w := range want {
+		var name []byte
+		if piece != nil {
+			if w.off-lo < uint64(len(piece)) {
+				name = piece[w.off-lo : min(uint64(len(piece)), w.off-lo+maxNeededLen)]
+			}
+		} else {
+			if buf == nil {
+				buf = make([]byte, maxNeededLen)
+			}
+			n, _ := str.ReadAt(buf, int64(w.off))
+			name = buf[:n]
+		}
+		if j := bytes.IndexByte(name, 0); j > 0 {
 			if out == nil {
 				out = map[elf.DynTag][]string{}
 			}
-			out[tag] = append(out[tag], string(buf[:j]))
+			out[w.tag] = append(out[w.tag], string(name[:j]))
 		}
 	}
 	return out, nil
 }
+
+// maxNamesSpan bounds the piece of a string table read at once for an
+// object's DT_NEEDED and DT_SONAME names.
+const maxNamesSpan = 64 << 10
 
 // objectKey identifies an object's file: device, inode, size and change
 // time (a file rewritten in place is read again).
@@ -435,13 +474,6 @@ type objectKey struct {
 	ctime          int64
 }
 
-func objectKeyOf(f *os.File) (objectKey, bool) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return objectKey{}, false
-	}
-	return objectKey{dev: uint64(st.Dev), ino: st.Ino, size: uint64(st.Size), ctime: st.Ctim.Nano()}, true //nolint:unconvert // Dev is int32 on darwin
-}
 
 // cachedObject is what one object says of malloc: the allocator if it
 // defines (exports) malloc, its DT_NEEDED names and DT_SONAME, and for an

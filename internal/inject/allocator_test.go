@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -320,4 +321,61 @@ func startRetain(t *testing.T, bin string, env ...string) (*exec.Cmd, []procfs.M
 		t.Fatal(err)
 	}
 	return cmd, maps
+}
+
+// dynNames reads the DT_NEEDED and DT_SONAME names debug/elf reads, of
+// real objects, in one piece of the string table or, past maxNamesSpan,
+// each on its own.
+func TestDynNamesAsDebugElf(t *testing.T) {
+	var paths []string
+	for _, p := range []string{"/usr/bin/qemu-system-x86_64", "/usr/bin/python3", "/usr/bin/bash", "/usr/bin/chromium"} {
+		if _, err := os.Stat(p); err == nil {
+			paths = append(paths, p)
+		}
+	}
+	libs, _ := filepath.Glob(filepath.Join(libDir(), "lib*.so.*"))
+	paths = append(paths, libs[:min(len(libs), 60)]...)
+	if len(paths) < 10 {
+		t.Skipf("only %d objects to read", len(paths))
+	}
+	read := 0
+	for _, p := range paths {
+		ef, err := elf.Open(p)
+		if err != nil {
+			continue // a linker script or not ELF
+		}
+		want := map[elf.DynTag][]string{}
+		for _, tag := range []elf.DynTag{elf.DT_NEEDED, elf.DT_SONAME} {
+			if v, err := ef.DynString(tag); err == nil && len(v) > 0 {
+				want[tag] = v
+			}
+		}
+		_ = ef.Close()
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sf, err := elfsym.Sections(f)
+		if err != nil {
+			_ = f.Close()
+			continue
+		}
+		for _, span := range []uint64{maxNamesSpan, 0} {
+			got, err := dynNamesWithin(sf, span, elf.DT_NEEDED, elf.DT_SONAME)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			if got == nil {
+				got = map[elf.DynTag][]string{}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s (span %d): %v, debug/elf %v", p, span, got, want)
+			}
+		}
+		_ = f.Close()
+		read++
+	}
+	if read < 10 {
+		t.Fatalf("only %d objects read", read)
+	}
 }

@@ -4,16 +4,18 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/memdoctor/memdoctor/internal/elfsym"
 	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/safeio"
+	"golang.org/x/sys/unix"
 )
 
 // maxLibSize bounds the library file memdoctor parses (libc.so.6 is about
@@ -137,59 +139,94 @@ func resolveIn(pid int, obj []procfs.Mapping, names []string) (out map[string]ui
 
 // openMapped opens the file behind a mapping.
 func openMapped(pid int, m procfs.Mapping) (*os.File, error) {
-	mf := procfs.PIDPath(pid, fmt.Sprintf("map_files/%x-%x", m.Start, m.End))
-	if f, _, err := safeio.OpenFile(mf, maxLibSize); err == nil {
-		if err := checkRegular(f, m, -1); err == nil {
-			return f, nil
-		}
+	f, _, err := openMappedFD(pid, m)
+	if err != nil {
+		return nil, err
+	}
+	// Ordinary blocking reads of a regular file.
+	if err := unix.SetNonblock(f.fd, false); err != nil {
 		_ = f.Close() // read-only
+		return nil, err
+	}
+	return os.NewFile(uintptr(f.fd), f.path), nil
+}
+
+// objFile is an object opened to be read with pread alone: a descriptor,
+// not an *os.File (whose making asked for its flags three times, and
+// whose reads go through the runtime's poller bookkeeping).
+type objFile struct {
+	fd   int
+	path string
+}
+
+// ReadAt reads len(p) bytes at off, or fewer and an error (io.EOF at the
+// end of the file), as io.ReaderAt asks.
+func (f objFile) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, &fs.PathError{Op: "read", Path: f.path, Err: fs.ErrInvalid}
+	}
+	n := 0
+	for n < len(p) {
+		k, err := unix.Pread(f.fd, p[n:], off+int64(n))
+		if err == unix.EINTR { //nolint:errorlint // raw errno from the syscall
+			continue
+		}
+		if err != nil {
+			return n, &fs.PathError{Op: "read", Path: f.path, Err: err}
+		}
+		if k <= 0 {
+			return n, io.EOF
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// Close closes the descriptor.
+func (f objFile) Close() error { return unix.Close(f.fd) }
+
+// openMappedFD opens the file behind mapping m of process pid: its
+// /proc/PID/map_files entry, else the path in the process' root checked
+// against the mapping's device and inode (never a file replaced since),
+// with what the open's fstat said of it. Either is a regular file of at
+// most maxLibSize bytes (safeio).
+func openMappedFD(pid int, m procfs.Mapping) (objFile, safeio.Info, error) {
+	mf := procfs.PIDPath(pid, fmt.Sprintf("map_files/%x-%x", m.Start, m.End))
+	if fd, info, err := safeio.OpenFileFD(mf, maxLibSize); err == nil {
+		return objFile{fd: fd, path: mf}, info, nil
 	}
 	// map_files needs CAP_SYS_ADMIN; the process' root is the next best.
 	p := strings.TrimSuffix(m.Path, " (deleted)")
 	if !filepath.IsAbs(p) {
-		return nil, fmt.Errorf("%w: mapping path %q of pid %d is not absolute", ErrNoSymbol, p, pid)
+		return objFile{}, safeio.Info{}, fmt.Errorf("%w: mapping path %q of pid %d is not absolute", ErrNoSymbol, p, pid)
 	}
 	// Resolved in the process' root, following no link: what the mapping
 	// names there now may be anything (a FIFO, a link to another file).
-	f, _, err := safeio.OpenInRoot(procfs.PIDPath(pid, "root"), p, maxLibSize)
+	fd, info, err := safeio.OpenInRootFD(procfs.PIDPath(pid, "root"), p, maxLibSize)
 	if err != nil {
 		if strings.HasSuffix(m.Path, " (deleted)") {
-			return nil, fmt.Errorf("%w: pid %d runs %s, which was replaced on disk, and its mapped copy is not readable here (needs CAP_SYS_ADMIN): restart the process, or run memdoctor as root", ErrNoSymbol, pid, p)
+			return objFile{}, safeio.Info{}, fmt.Errorf("%w: pid %d runs %s, which was replaced on disk, and its mapped copy is not readable here (needs CAP_SYS_ADMIN): restart the process, or run memdoctor as root", ErrNoSymbol, pid, p)
 		}
-		return nil, fmt.Errorf("%w: opening pid %d's %s: %w", ErrNoSymbol, pid, p, err)
+		return objFile{}, safeio.Info{}, fmt.Errorf("%w: opening pid %d's %s: %w", ErrNoSymbol, pid, p, err)
 	}
-	if err := checkRegular(f, m, int64(m.Inode)); err != nil {
-		_ = f.Close() // read-only
-		return nil, fmt.Errorf("%w: pid %d's %s: %w", ErrNoSymbol, pid, p, err)
+	if err := sameFile(info, m); err != nil {
+		_ = unix.Close(fd) // read-only
+		return objFile{}, safeio.Info{}, fmt.Errorf("%w: pid %d's %s: %w", ErrNoSymbol, pid, p, err)
 	}
-	return f, nil
+	return objFile{fd: fd, path: p}, info, nil
 }
 
-// checkRegular checks that f is a regular file of sane size and, when
-// inode >= 0, the very file the process mapped (device and inode).
-func checkRegular(f *os.File, m procfs.Mapping, inode int64) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
+// sameFile checks that an opened file is the very one the process mapped
+// (device and inode).
+func sameFile(info safeio.Info, m procfs.Mapping) error {
+	if info.Ino != m.Inode {
+		return fmt.Errorf("inode %d, the process mapped inode %d: the file was replaced since", info.Ino, m.Inode)
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	if fi.Size() > maxLibSize {
-		return fmt.Errorf("%d bytes, more than a C library has", fi.Size())
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if inode >= 0 && ok {
-		if int64(st.Ino) != inode {
-			return fmt.Errorf("inode %d, the process mapped inode %d: the file was replaced since", st.Ino, inode)
-		}
-		if maj, mnr, ok := strings.Cut(m.Dev, ":"); ok {
-			a, err1 := strconv.ParseUint(maj, 16, 32)
-			b, err2 := strconv.ParseUint(mnr, 16, 32)
-			dev := uint64(st.Dev)
-			if err1 == nil && err2 == nil && (a != devMajor(dev) || b != devMinor(dev)) {
-				return fmt.Errorf("device %d:%d, the process mapped %s", devMajor(dev), devMinor(dev), m.Dev)
-			}
+	if maj, mnr, ok := strings.Cut(m.Dev, ":"); ok {
+		a, err1 := strconv.ParseUint(maj, 16, 32)
+		b, err2 := strconv.ParseUint(mnr, 16, 32)
+		if err1 == nil && err2 == nil && (a != devMajor(info.Dev) || b != devMinor(info.Dev)) {
+			return fmt.Errorf("device %d:%d, the process mapped %s", devMajor(info.Dev), devMinor(info.Dev), m.Dev)
 		}
 	}
 	return nil

@@ -23,7 +23,6 @@ func (d *Dir) SubDirs() ([]string, error) {
 	return out, nil
 }
 
-
 // EachName calls fn with the name of every entry of the directory name.
 func (d DirFS) EachName(name string, fn func(entry string)) error {
 	p, err := d.join("readdir", name)

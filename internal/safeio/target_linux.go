@@ -16,6 +16,10 @@ import (
 type Info struct {
 	FileID
 	UID uint32
+	// CtimeNS is its inode's change time, which no one but the kernel
+	// sets (a file rewritten in place, its modification time put back,
+	// still shows).
+	CtimeNS int64
 }
 
 // OpenFile opens a regular file that a target process names or maps (a
@@ -25,9 +29,18 @@ type Info struct {
 // file must be a regular file of at most maxSize bytes. Links are followed
 // (map_files entries are links); OpenInRoot follows none.
 func OpenFile(path string, maxSize int64) (*os.File, Info, error) {
+	fd, info, err := OpenFileFD(path, maxSize)
+	return asFile(fd, path, info, err)
+}
+
+// OpenFileFD is OpenFile's descriptor, never made an *os.File (which asks
+// for the descriptor's flags three times) and left O_NONBLOCK, which a
+// regular file's reads ignore: for a caller that reads with pread and
+// closes it itself (the objects check reads the allocator of).
+func OpenFileFD(path string, maxSize int64) (int, Info, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
-		return nil, Info{}, &fs.PathError{Op: "open", Path: path, Err: err}
+		return -1, Info{}, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	return checked(fd, path, maxSize)
 }
@@ -38,13 +51,19 @@ func OpenFile(path string, maxSize int64) (*os.File, Info, error) {
 // anywhere on the way, magic links included, and never blocking. The
 // opened file must be a regular file of at most maxSize bytes.
 func OpenInRoot(root, name string, maxSize int64) (*os.File, Info, error) {
+	fd, info, err := OpenInRootFD(root, name, maxSize)
+	return asFile(fd, "/"+strings.TrimLeft(name, "/"), info, err)
+}
+
+// OpenInRootFD is OpenInRoot's descriptor, as OpenFileFD is OpenFile's.
+func OpenInRootFD(root, name string, maxSize int64) (int, Info, error) {
 	name = strings.TrimLeft(name, "/")
 	if name == "" {
-		return nil, Info{}, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+		return -1, Info{}, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
 	dir, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, Info{}, &fs.PathError{Op: "open", Path: root, Err: err}
+		return -1, Info{}, &fs.PathError{Op: "open", Path: root, Err: err}
 	}
 	defer func() { _ = unix.Close(dir) }() // read-only
 	how := unix.OpenHow{
@@ -62,31 +81,39 @@ func OpenInRoot(root, name string, maxSize int64) (*os.File, Info, error) {
 		if errors.Is(err, unix.ELOOP) {
 			err = fmt.Errorf("%w: a symbolic link on the way", ErrNotRegular)
 		}
-		return nil, Info{}, &fs.PathError{Op: "open", Path: "/" + name, Err: err}
+		return -1, Info{}, &fs.PathError{Op: "open", Path: "/" + name, Err: err}
 	}
 	return checked(fd, "/"+name, maxSize)
 }
 
 // checked keeps fd if it is a regular file of at most maxSize bytes.
-func checked(fd int, path string, maxSize int64) (*os.File, Info, error) {
+func checked(fd int, path string, maxSize int64) (int, Info, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		_ = unix.Close(fd)
-		return nil, Info{}, &fs.PathError{Op: "stat", Path: path, Err: err}
+		return -1, Info{}, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if k := st.Mode & unix.S_IFMT; k != unix.S_IFREG {
 		_ = unix.Close(fd)
-		return nil, Info{}, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, kind(k))}
+		return -1, Info{}, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, kind(k))}
 	}
 	if st.Size > maxSize {
 		_ = unix.Close(fd)
 		// Not its size: the file may be one the caller may not read.
-		return nil, Info{}, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: more than %d MiB", ErrTooLarge, maxSize>>20)}
+		return -1, Info{}, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: more than %d MiB", ErrTooLarge, maxSize>>20)}
 	}
-	// Reads are ordinary blocking reads of a regular file.
+	return fd, Info{FileID: idOf(&st), UID: st.Uid, CtimeNS: st.Ctim.Nano()}, nil
+}
+
+// asFile makes an opened regular file an *os.File of ordinary blocking
+// reads.
+func asFile(fd int, path string, info Info, err error) (*os.File, Info, error) {
+	if err != nil {
+		return nil, Info{}, err
+	}
 	if err := unix.SetNonblock(fd, false); err != nil {
 		_ = unix.Close(fd)
 		return nil, Info{}, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	return os.NewFile(uintptr(fd), path), Info{FileID: idOf(&st), UID: st.Uid}, nil
+	return os.NewFile(uintptr(fd), path), info, nil
 }
