@@ -122,12 +122,11 @@ func exportedByHash(ctx context.Context, ef *elf.File, lim Limits, names []strin
 			return map[string]Symbol{}, true, nil
 		}
 	}
-	if uint64(len(data)) < hash.Size {
-		if data, err = readSection(hash, hash.Size); err != nil {
-			return nil, false, nil
-		}
-	}
-	nchain := (uint64(len(data)) - chainAt) / 4
+	// Past the bytes read first, the buckets and chains are read a piece
+	// at a time where the names lead (a library's whole table was read
+	// for a name its filter let by, for nothing most times).
+	tab := hashWords{sec: hash, bo: bo, data: data}
+	nchain := (hash.Size - chainAt) / 4
 	deadline := time.Now().Add(lim.Budget)
 	out = make(map[string]Symbol, len(names))
 	ent := make([]byte, entSize)
@@ -137,7 +136,11 @@ func exportedByHash(ctx context.Context, ef *elf.File, lim Limits, names []strin
 			continue
 		}
 		h := gnuHash(want)
-		i := uint64(bo.Uint32(data[bucketsAt+4*(uint64(h)%nbuckets):]))
+		b, ok := tab.u32(bucketsAt + 4*(uint64(h)%nbuckets))
+		if !ok {
+			return nil, false, nil
+		}
+		i := uint64(b)
 		if i == 0 {
 			continue // no symbol has this hash
 		}
@@ -152,7 +155,10 @@ func exportedByHash(ctx context.Context, ef *elf.File, lim Limits, names []strin
 			if i%4096 == 0 && time.Now().After(deadline) {
 				return nil, true, fmt.Errorf("%w: %s not read within %s", ErrBound, dynsym.Name, lim.Budget)
 			}
-			hv := bo.Uint32(data[chainAt+4*(i-symoffset):])
+			hv, ok := tab.u32(chainAt + 4*(i-symoffset))
+			if !ok {
+				return nil, false, nil
+			}
 			if hv|1 == h|1 {
 				if s, match := hashEntry(ef.Class, bo, dynsym, strs, versions, i, ent, &name, want); match {
 					found = &s
@@ -167,6 +173,41 @@ func exportedByHash(ctx context.Context, ef *elf.File, lim Limits, names []strin
 		}
 	}
 	return out, true, nil
+}
+
+// hashWords reads the 32-bit words of a .gnu.hash section: from the bytes
+// read first, else from a piece of hashPiece bytes read where the word is.
+type hashWords struct {
+	sec     *elf.Section
+	bo      binary.ByteOrder
+	data    []byte // the section's first bytes
+	piece   []byte
+	pieceAt uint64
+}
+
+// hashPiece is how much of a section hashWords reads past its first bytes
+// at a time: a chain's words, most of them a few.
+const hashPiece = 512
+
+func (t *hashWords) u32(off uint64) (uint32, bool) {
+	if off+4 <= uint64(len(t.data)) {
+		return t.bo.Uint32(t.data[off:]), true
+	}
+	if off+4 > t.sec.Size {
+		return 0, false
+	}
+	if off < t.pieceAt || off+4 > t.pieceAt+uint64(len(t.piece)) {
+		if t.piece == nil {
+			t.piece = make([]byte, hashPiece)
+		}
+		t.pieceAt = off &^ 3
+		t.piece = t.piece[:min(uint64(cap(t.piece)), t.sec.Size-t.pieceAt)]
+		if _, err := t.sec.ReadAt(t.piece, int64(t.pieceAt)); err != nil {
+			t.piece = t.piece[:0]
+			return 0, false
+		}
+	}
+	return t.bo.Uint32(t.piece[off-t.pieceAt:]), true
 }
 
 // hashEntry reads entry i of dynsym and reports it if it is named want

@@ -5,6 +5,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"io"
+	"sync"
+	"unsafe"
 )
 
 // Sections reads itself a section table of at most maxSectionTable bytes
@@ -31,13 +33,60 @@ const (
 // compressed, too large or malformed, a short read) is handed to
 // elf.NewFile, whose answer, a file or an error, is returned as it is.
 func Sections(r io.ReaderAt) (*elf.File, error) {
-	if f, ok := sections(r); ok {
+	if f, ok := sections(r, &sectionBufs{}); ok {
 		return f, nil
 	}
 	return elf.NewFile(r)
 }
 
-func sections(r io.ReaderAt) (*elf.File, bool) {
+// SectionsReuse is Sections building the file in buffers that release
+// gives back for the next call: release is called once neither the file
+// nor anything taken from it is used any more, its sections' names
+// included (they are read in one of those buffers). Check reads the
+// sections of a few dozen objects, one after the other, some 12 KiB
+// each.
+func SectionsReuse(r io.ReaderAt) (f *elf.File, release func(), err error) {
+	b := sectionPool.Get().(*sectionBufs)
+	if f, ok := sections(r, b); ok {
+		return f, func() { b.clear(); sectionPool.Put(b) }, nil
+	}
+	sectionPool.Put(b)
+	f, err = elf.NewFile(r)
+	return f, func() {}, err
+}
+
+// sectionBufs is what sections builds a file in.
+type sectionBufs struct {
+	f       elf.File
+	table   []byte
+	secs    []elf.Section
+	readers []io.SectionReader
+	names   []uint32
+	ptrs    []*elf.Section
+	raw     []byte
+	reuse   bool // the names are views of raw, which is kept
+}
+
+var sectionPool = sync.Pool{New: func() any { return &sectionBufs{reuse: true} }}
+
+// clear drops what the buffers point to (the file read, its reader).
+func (b *sectionBufs) clear() {
+	b.f = elf.File{}
+	clear(b.secs)
+	clear(b.readers)
+	clear(b.ptrs)
+}
+
+// grow returns buf's first n elements, from a new array when it is
+// shorter.
+func grow[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
+}
+
+func sections(r io.ReaderAt, b *sectionBufs) (*elf.File, bool) {
 	var hdr [64]byte
 	if _, err := r.ReadAt(hdr[:], 0); err != nil {
 		return nil, false // a header shorter than 64 bytes: a 32-bit one, or none
@@ -45,7 +94,8 @@ func sections(r io.ReaderAt) (*elf.File, bool) {
 	if !bytes.Equal(hdr[:4], []byte(elf.ELFMAG)) || elf.Version(hdr[elf.EI_VERSION]) != elf.EV_CURRENT {
 		return nil, false
 	}
-	f := &elf.File{}
+	b.f = elf.File{}
+	f := &b.f
 	f.Class, f.Data = elf.Class(hdr[elf.EI_CLASS]), elf.Data(hdr[elf.EI_DATA])
 	f.Version, f.OSABI, f.ABIVersion = elf.EV_CURRENT, elf.OSABI(hdr[elf.EI_OSABI]), hdr[elf.EI_ABIVERSION]
 	var bo binary.ByteOrder
@@ -87,17 +137,18 @@ func sections(r io.ReaderAt) (*elf.File, bool) {
 		shstrndx == 0 || shstrndx >= shnum || shentsize != want || shnum*shentsize > maxSectionTable {
 		return nil, false
 	}
-	table := make([]byte, shnum*shentsize)
+	b.table = grow(b.table, shnum*shentsize)
+	table := b.table
 	if _, err := r.ReadAt(table, int64(shoff)); err != nil {
 		return nil, false
 	}
-	secs := make([]elf.Section, shnum)
-	readers := make([]io.SectionReader, shnum)
-	names := make([]uint32, shnum)
-	f.Sections = make([]*elf.Section, shnum)
+	b.secs, b.readers, b.names, b.ptrs = grow(b.secs, shnum), grow(b.readers, shnum), grow(b.names, shnum), grow(b.ptrs, shnum)
+	secs, readers, names := b.secs, b.readers, b.names
+	f.Sections = b.ptrs
 	for i := range secs {
 		b := table[i*shentsize:]
 		s := &secs[i]
+		*s = elf.Section{}
 		names[i] = bo.Uint32(b)
 		if f.Class == elf.ELFCLASS64 {
 			s.SectionHeader = elf.SectionHeader{Type: elf.SectionType(bo.Uint32(b[4:])), Flags: elf.SectionFlag(bo.Uint64(b[8:])),
@@ -124,11 +175,17 @@ func sections(r io.ReaderAt) (*elf.File, bool) {
 	if shstr.Type != elf.SHT_STRTAB || shstr.Flags&elf.SHF_COMPRESSED != 0 || shstr.FileSize > maxSectionNames {
 		return nil, false
 	}
-	raw := make([]byte, shstr.FileSize)
+	b.raw = grow(b.raw, int(shstr.FileSize))
+	raw := b.raw
 	if _, err := readers[shstrndx].ReadAt(raw, 0); err != nil {
 		return nil, false
 	}
-	strs := string(raw) // one string; each name is a slice of it
+	// One string; each name is a slice of it. Kept buffers' names are
+	// views of them (SectionsReuse: valid until released).
+	strs := unsafe.String(unsafe.SliceData(raw), len(raw))
+	if !b.reuse {
+		strs = string(raw)
+	}
 	for i := range secs {
 		start := int(names[i])
 		if start >= len(strs) {

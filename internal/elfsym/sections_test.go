@@ -85,9 +85,18 @@ func TestSectionsMatchDebugElf(t *testing.T) {
 		} else if d := sameFile(want, got, Default); d != "" {
 			t.Errorf("%s: %s differ", p, d)
 		}
-		if _, ok := sections(f); ok {
+		if _, ok := sections(f, &sectionBufs{}); ok {
 			own++
 		}
+		// Read again in the buffers the objects before it were read in:
+		// nothing of theirs is left in it.
+		again, release, err := SectionsReuse(f)
+		if err != nil {
+			t.Errorf("%s: debug/elf reads it, SectionsReuse says %v", p, err)
+		} else if d := sameFile(want, again, Default); d != "" {
+			t.Errorf("%s: %s differ, read in kept buffers", p, d)
+		}
+		release()
 		compared++
 		_ = f.Close() // read-only
 	}
@@ -121,6 +130,16 @@ func FuzzSections(f *testing.F) {
 		if gerr == nil && werr == nil {
 			if d := sameFile(want, got, lim); d != "" {
 				t.Fatalf("%s differ", d)
+			}
+		}
+		again, release, rerr := SectionsReuse(bytes.NewReader(b))
+		defer release()
+		if (rerr == nil) != (gerr == nil) {
+			t.Fatalf("Sections says %v, SectionsReuse %v", gerr, rerr)
+		}
+		if rerr == nil && werr == nil {
+			if d := sameFile(want, again, lim); d != "" {
+				t.Fatalf("%s differ, read in kept buffers", d)
 			}
 		}
 	})

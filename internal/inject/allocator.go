@@ -305,10 +305,13 @@ func readObject(ctx context.Context, pid int, o *mappedObject, isExe bool) (c ca
 	if c, ok := objectCache.get(key); ok && (!isExe || c.exeRead) {
 		return c, nil
 	}
-	ef, err := elfsym.Sections(f)
+	// The sections' buffers go back for the next object once this one is
+	// read: nothing of them is kept (the names kept are copies).
+	ef, release, err := elfsym.SectionsReuse(f)
 	if err != nil {
 		return c, fmt.Errorf("%w: %s: %w", ErrNoSymbol, o.path, err)
 	}
+	defer release()
 	dyn, _ := dynNames(ef, elf.DT_NEEDED, elf.DT_SONAME)
 	c.needed = dyn[elf.DT_NEEDED]
 	if n := dyn[elf.DT_SONAME]; len(n) > 0 {

@@ -379,3 +379,37 @@ func TestDynNamesAsDebugElf(t *testing.T) {
 		t.Fatalf("only %d objects read", read)
 	}
 }
+
+// BenchmarkFindMallocServerManyObjects names the allocator of a program
+// of many libraries, read afresh each time (its objects forgotten):
+// qemu-system-x86_64 (31 DT_NEEDED, libc the last, so every one of them
+// is read on the way), paused before it runs anything.
+func BenchmarkFindMallocServerManyObjects(b *testing.B) {
+	qemu, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		b.Skip("qemu-system-x86_64 not installed (make test-deps installs it)")
+	}
+	cmd := exec.Command(qemu, "-machine", "none", "-nographic", "-S", "-monitor", "none", "-serial", "none")
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var maps []procfs.Mapping
+	for range 100 { // until its libraries are mapped
+		maps, err = procfs.NewFS("/").ProcMaps(cmd.Process.Pid)
+		if err == nil && len(maps) > 100 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		objectCache.mu.Lock()
+		objectCache.m = map[objectKey]cachedObject{}
+		objectCache.mu.Unlock()
+		ms, err := NewObjects().FindMallocServer(context.Background(), cmd.Process.Pid, maps, "")
+		if err != nil || ms.Name != AllocGlibc {
+			b.Fatalf("%+v, %v", ms, err)
+		}
+	}
+}
