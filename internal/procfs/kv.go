@@ -69,24 +69,9 @@ func parseKV(s, file string, opt kvOptions) (KV, error) {
 		n = 16
 	}
 	kv := KV{Num: make(map[string]int64, n), Keys: make([]string, 0, n)}
-	line := opt.firstLine - 1
-	if line < 0 {
-		line = 0
-	}
-	for len(s) > 0 {
-		var l string
-		l, s = nextLine(s)
-		line++
-		l = trimSpace(l)
-		if l == "" {
-			continue
-		}
-		key, val, err := splitKey(l)
-		if err != nil {
-			return KV{}, perr(file, line, "%v", err)
-		}
+	err := eachKey(s, file, opt.firstLine, func(line int, key, val string) error {
 		if opt.keep != nil && !opt.keep(key) {
-			continue
+			return nil
 		}
 		if v, ok := parseNumber(val); ok && (opt.text == nil || !opt.text(key)) {
 			before := len(kv.Num)
@@ -98,15 +83,15 @@ func parseKV(s, file string, opt kvOptions) (KV, error) {
 					kv.Keys = append(kv.Keys, key)
 				}
 			}
-			continue
+			return nil
 		}
 		if opt.numeric {
 			if num, unit := nextField(val); trimSpace(unit) == "kB" {
 				if _, ok := atoi(num); ok {
-					return KV{}, perr(file, line, "value %s of %s overflows 64 bits in bytes", quote(val), quote(key))
+					return perr(file, line, "value %s of %s overflows 64 bits in bytes", quote(val), quote(key))
 				}
 			}
-			return KV{}, perr(file, line, "value %s of %s is not a number", quote(val), quote(key))
+			return perr(file, line, "value %s of %s is not a number", quote(val), quote(key))
 		}
 		if kv.Text == nil {
 			kv.Text = make(map[string]string)
@@ -120,8 +105,37 @@ func parseKV(s, file string, opt kvOptions) (KV, error) {
 				kv.Keys = append(kv.Keys, key)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return KV{}, err
 	}
 	return kv, nil
+}
+
+// eachKey calls fn with the 1-based number, key and trimmed value of every
+// non-blank line of s (its first line numbered first, 0 meaning 1); a
+// line that is not a key and a value, or an error of fn, ends it with
+// that error (a malformed line's names file and the line).
+func eachKey(s, file string, first int, fn func(line int, key, val string) error) error {
+	line := max(first-1, 0)
+	for len(s) > 0 {
+		var l string
+		l, s = nextLine(s)
+		line++
+		l = trimSpace(l)
+		if l == "" {
+			continue
+		}
+		key, val, err := splitKey(l)
+		if err != nil {
+			return perr(file, line, "%v", err)
+		}
+		if err := fn(line, key, val); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type keyError string

@@ -114,19 +114,7 @@ func ParseStatusBrief(data []byte, file string) (StatusBrief, error) {
 	// A view of data, never kept: the text values are copied below.
 	s := unsafe.String(unsafe.SliceData(data), len(data))
 	var text [5]string // Name, Uid, Gid, Groups, NSpid as views of s
-	line := 0
-	for len(s) > 0 {
-		var l string
-		l, s = nextLine(s)
-		line++
-		l = trimSpace(l)
-		if l == "" {
-			continue
-		}
-		key, val, err := splitKey(l)
-		if err != nil {
-			return StatusBrief{}, perr(file, line, "%v", err)
-		}
+	err := eachKey(s, file, 1, func(_ int, key, val string) error {
 		var num *int64
 		switch key {
 		case "Name":
@@ -156,6 +144,10 @@ func ParseStatusBrief(data []byte, file string) (StatusBrief, error) {
 		if num != nil {
 			*num, _ = parseNumber(val) // 0 when not a number, as KV.Value
 		}
+		return nil
+	})
+	if err != nil {
+		return StatusBrief{}, err
 	}
 	// One allocation for the five texts.
 	n := 0

@@ -412,3 +412,16 @@ func FuzzParseStatusBrief(f *testing.F) {
 		briefAsStatus(t, "fuzz", data)
 	})
 }
+
+// BenchmarkParseStatusBrief is what check parses of each process' status
+// (BenchmarkParseStatus: all of it, into maps).
+func BenchmarkParseStatusBrief(b *testing.B) {
+	data := readTestdata(b, "host/proc/7130/status")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := ParseStatusBrief(data, "status"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
