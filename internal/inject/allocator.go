@@ -477,7 +477,6 @@ type objectKey struct {
 	ctime          int64
 }
 
-
 // cachedObject is what one object says of malloc: the allocator if it
 // defines (exports) malloc, its DT_NEEDED names and DT_SONAME, and for an
 // executable linked statically (no .dynsym) the allocator its whole
