@@ -235,8 +235,9 @@ const onceRead = 4096
 // attribute): a first read that returns less than it asked for is the
 // whole file, so the file costs open, read and close, as ReadSmall's.
 // Otherwise (a full first read, an error, nothing) its kind is checked
-// as ReadFileInto checks it before anything more is read or returned:
-// what is not a regular file is refused. For paths a process cannot
+// on the same descriptor, as ReadFileInto checks it, before anything more
+// is read or returned: what is not a regular file is refused, and the
+// file is opened once whatever it holds. For paths a process cannot
 // place a FIFO or device at (proc and sys by name, never through a
 // process' root, cwd or fd links), where ReadFileInto's fstat of every
 // file is two system calls in five with the read of the end.
@@ -257,19 +258,24 @@ func ReadOnceInto(path string, limit int64, buf []byte) ([]byte, error) {
 		_ = unix.Close(fd) // read-only
 		return buf[:n], nil
 	}
-	if err != nil || n <= 0 {
-		_ = unix.Close(fd) // read-only
-		return readFile(path, limit, buf)
-	}
-	// A full first read: a larger file, read on once its kind is known.
+	// Not settled (an error, nothing, or a full first read): its kind is
+	// checked on the same descriptor, never a second open of the file.
 	defer func() { _ = unix.Close(fd) }() // read-only
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	if serr := unix.Fstat(fd, &st); serr != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: serr}
 	}
-	if k := st.Mode & unix.S_IFMT; k != unix.S_IFREG {
+	switch k := st.Mode & unix.S_IFMT; {
+	case k == unix.S_IFDIR:
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: it is a directory", ErrNotRegular)}
+	case k != unix.S_IFREG:
 		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, kind(uint32(k)))}
+	case err != nil:
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	case n <= 0:
+		return buf[:0], nil
 	}
+	// A full first read: a larger file, read on.
 	return readFD(fd, path, buf[:n], limit, onceRead)
 }
 

@@ -33,6 +33,10 @@ func TestReadFileSyscalls(t *testing.T) {
 			if b, err := ReadOnceInto("/proc/self/status", ProcFile, nil); err != nil || !bytes.Contains(b, []byte("\nVmRSS:")) {
 				t.Fatal(b, err)
 			}
+			// A first read of nothing is settled on the same descriptor.
+			if b, err := ReadOnceInto(os.Getenv("SAFEIO_EMPTY"), ProcFile, nil); err != nil || len(b) != 0 {
+				t.Fatal(b, err)
+			}
 		}
 		return
 	}
@@ -43,7 +47,11 @@ func TestReadFileSyscalls(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "trace")
 	cmd := exec.Command(strace, "-f", "-e", "trace=openat,fstat,newfstatat,read,close,fcntl,epoll_ctl", "-o", out,
 		os.Args[0], "-test.run", "^TestReadFileSyscalls$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "SAFEIO_STRACE_CHILD=1")
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "SAFEIO_STRACE_CHILD=1", "SAFEIO_EMPTY="+empty)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Skipf("strace cannot trace here: %v\n%s", err, b)
 	}
@@ -51,10 +59,13 @@ func TestReadFileSyscalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for file, most := range map[string]float64{"/proc/self/stat": 5, "/proc/self/statm": 3, "/proc/self/status": 3} {
+	for file, most := range map[string]float64{"/proc/self/stat": 5, "/proc/self/statm": 3, "/proc/self/status": 3, empty: 4} {
 		opens, calls := count(string(trace), file)
 		if opens < reads {
 			t.Fatalf("saw %d opens of %s in the trace, want %d:\n%s", opens, file, reads, bytes.TrimSpace(trace[:min(len(trace), 2000)]))
+		}
+		if opens > reads {
+			t.Errorf("%s: opened %d times for %d reads", file, opens, reads)
 		}
 		t.Logf("%s: %d reads, %.1f system calls each", file, opens, float64(calls)/float64(opens))
 		if per := float64(calls) / float64(opens); per > most {
