@@ -34,8 +34,9 @@ func getScratch() []byte {
 		scratch.free = scratch.free[:n-1]
 		return b
 	}
-	// A first buffer holds a process' status or maps whole; nil made
-	// the read go through a pool's buffer and copy out of it.
+	// A first buffer holds a process' status, or a small process' maps,
+	// whole; nil made the read go through a pool's buffer and copy out
+	// of it.
 	return make([]byte, 0, scratchFirst)
 }
 
