@@ -203,25 +203,17 @@ const smallBuf = 4096
 // callback, so a read that returns less than was asked is the whole file.
 // The file's kind is checked (fstat) only when the first read does not
 // settle it: empty, an error, or a full buffer (a larger file, which is
-// then read on as ReadFile does). A FIFO, device or socket is still
-// refused, and an open never blocks.
+// then read on as ReadFile does), on the same descriptor (ReadOnceInto).
+// A FIFO, device or socket is still refused, and an open never blocks.
 func ReadSmall(path string, limit int64) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	// Read on the stack and copied out at its size (see Dir.ReadSmall);
+	// never returned as read, which would put the buffer on the heap.
+	var stack [smallBuf]byte
+	b, err := ReadOnceInto(path, limit, stack[:0])
 	if err != nil {
-		return ReadFile(path, limit) // the same error, with the socket named
+		return nil, err
 	}
-	var stack [smallBuf]byte // copied out at its size (see Dir.ReadSmall)
-	buf := stack[:min(smallBuf, limit+1)]
-	n, err := unix.Read(fd, buf)
-	for err == unix.EINTR { //nolint:errorlint // raw errno from the syscall
-		n, err = unix.Read(fd, buf)
-	}
-	if err == nil && n > 0 && n < len(buf) {
-		_ = unix.Close(fd) // read-only
-		return append([]byte(nil), buf[:n]...), nil
-	}
-	_ = unix.Close(fd) // read-only
-	return ReadFile(path, limit)
+	return append([]byte(nil), b...), nil
 }
 
 // onceRead is the first read of ReadOnceInto: a process' status, a
@@ -233,7 +225,8 @@ const onceRead = 4096
 // first read (a single_open proc file such as a process' status,
 // smaps_rollup or cgroup, meminfo, a sysctl, a sysfs or cgroup
 // attribute): a first read that returns less than it asked for is the
-// whole file, so the file costs open, read and close, as ReadSmall's.
+// whole file, so the file costs open, read and close (ReadSmall reads
+// through it).
 // Otherwise (a full first read, an error, nothing) its kind is checked
 // on the same descriptor, as ReadFileInto checks it, before anything more
 // is read or returned: what is not a regular file is refused, and the

@@ -37,6 +37,9 @@ func TestReadFileSyscalls(t *testing.T) {
 			if b, err := ReadOnceInto(os.Getenv("SAFEIO_EMPTY"), ProcFile, nil); err != nil || len(b) != 0 {
 				t.Fatal(b, err)
 			}
+			if b, err := ReadSmall(os.Getenv("SAFEIO_EMPTY_SMALL"), ProcFile); err != nil || len(b) != 0 {
+				t.Fatal(b, err)
+			}
 		}
 		return
 	}
@@ -51,7 +54,11 @@ func TestReadFileSyscalls(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Env = append(os.Environ(), "SAFEIO_STRACE_CHILD=1", "SAFEIO_EMPTY="+empty)
+	emptySmall := empty + "-small"
+	if err := os.WriteFile(emptySmall, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "SAFEIO_STRACE_CHILD=1", "SAFEIO_EMPTY="+empty, "SAFEIO_EMPTY_SMALL="+emptySmall)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Skipf("strace cannot trace here: %v\n%s", err, b)
 	}
@@ -59,7 +66,7 @@ func TestReadFileSyscalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for file, most := range map[string]float64{"/proc/self/stat": 5, "/proc/self/statm": 3, "/proc/self/status": 3, empty: 4} {
+	for file, most := range map[string]float64{"/proc/self/stat": 5, "/proc/self/statm": 3, "/proc/self/status": 3, empty: 4, emptySmall: 4} {
 		opens, calls := count(string(trace), file)
 		if opens < reads {
 			t.Fatalf("saw %d opens of %s in the trace, want %d:\n%s", opens, file, reads, bytes.TrimSpace(trace[:min(len(trace), 2000)]))
