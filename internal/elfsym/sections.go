@@ -64,10 +64,9 @@ type sectionBufs struct {
 	names   []uint32
 	ptrs    []*elf.Section
 	raw     []byte
-	reuse   bool // the names are views of raw, which is kept
 }
 
-var sectionPool = sync.Pool{New: func() any { return &sectionBufs{reuse: true} }}
+var sectionPool = sync.Pool{New: func() any { return new(sectionBufs) }}
 
 // clear drops what the buffers point to (the file read, its reader).
 func (b *sectionBufs) clear() {
@@ -180,12 +179,10 @@ func sections(r io.ReaderAt, b *sectionBufs) (*elf.File, bool) {
 	if _, err := readers[shstrndx].ReadAt(raw, 0); err != nil {
 		return nil, false
 	}
-	// One string; each name is a slice of it. Kept buffers' names are
-	// views of them (SectionsReuse: valid until released).
+	// One string, a view of raw; each name is a slice of it (valid as
+	// long as raw is not reused: SectionsReuse's buffers until released,
+	// Sections' for good).
 	strs := unsafe.String(unsafe.SliceData(raw), len(raw))
-	if !b.reuse {
-		strs = string(raw)
-	}
 	for i := range secs {
 		start := int(names[i])
 		if start >= len(strs) {
