@@ -36,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -141,23 +142,32 @@ func typeEncoder(t reflect.Type) encoder {
 	if f, ok := encoders.Load(t); ok {
 		return f.(encoder)
 	}
-	// A recursive type meets itself while its encoder is built: it gets
-	// one that waits for the real one.
-	var (
-		wg sync.WaitGroup
-		f  encoder
-	)
-	wg.Add(1)
-	fi, loaded := encoders.LoadOrStore(t, encoder(func(e *state, v reflect.Value) bool {
-		wg.Wait()
-		return f(e, v)
-	}))
-	if loaded {
-		return fi.(encoder)
+	// Making a plan never makes another type's (each field, element and
+	// pointer target is planned on first use, lazy below): a recursive
+	// type needs no placeholder, and two goroutines that plan one type at
+	// once keep the first plan stored.
+	f, _ := encoders.LoadOrStore(t, newTypeEncoder(t, true))
+	return f.(encoder)
+}
+
+// lazy is the encoder of a type that a value may never hold (the
+// element of a slice that is empty, the target of a pointer that is nil,
+// a field that omitempty leaves out): its plan is made the first time a
+// value needs it. A report meets far fewer types than its declaration
+// names, and each plan not made is reflection a run does not pay for.
+type lazy struct {
+	t   reflect.Type
+	enc atomic.Pointer[encoder]
+}
+
+func newLazy(t reflect.Type) *lazy { return &lazy{t: t} }
+
+func (l *lazy) get() encoder {
+	if p := l.enc.Load(); p != nil {
+		return *p
 	}
-	f = newTypeEncoder(t, true)
-	wg.Done()
-	encoders.Store(t, f)
+	f := typeEncoder(l.t)
+	l.enc.Store(&f)
 	return f
 }
 
@@ -234,7 +244,7 @@ func newTypeEncoder(t reflect.Type, allowAddr bool) encoder {
 	case reflect.Array:
 		return newArrayEncoder(t, false)
 	case reflect.Pointer:
-		elem := typeEncoder(t.Elem())
+		elem := newLazy(t.Elem())
 		return func(e *state, v reflect.Value) bool {
 			if v.IsNil() {
 				e.b = append(e.b, "null"...)
@@ -243,7 +253,7 @@ func newTypeEncoder(t reflect.Type, allowAddr bool) encoder {
 			if e.ptrs++; e.ptrs > maxDepth {
 				return false
 			}
-			ok := elem(e, v.Elem())
+			ok := elem.get()(e, v.Elem())
 			e.ptrs--
 			return ok
 		}
@@ -404,7 +414,7 @@ func interfaceEnc(e *state, v reflect.Value) bool {
 }
 
 func newArrayEncoder(t reflect.Type, slice bool) encoder {
-	elem := typeEncoder(t.Elem())
+	lz := newLazy(t.Elem())
 	return func(e *state, v reflect.Value) bool {
 		if slice && v.IsNil() {
 			e.b = append(e.b, "null"...)
@@ -418,6 +428,7 @@ func newArrayEncoder(t reflect.Type, slice bool) encoder {
 		if !e.open('[') {
 			return false
 		}
+		elem := lz.get()
 		for i := range n {
 			if i > 0 {
 				e.next()
@@ -442,7 +453,7 @@ func newMapEncoder(t reflect.Type) encoder {
 	default:
 		return fallbackEnc
 	}
-	elem := typeEncoder(t.Elem())
+	lz := newLazy(t.Elem())
 	type kv struct {
 		k string
 		v reflect.Value
@@ -474,6 +485,7 @@ func newMapEncoder(t reflect.Type) encoder {
 		if !e.open('{') {
 			return false
 		}
+		elem := lz.get()
 		for i, x := range kvs {
 			if i > 0 {
 				e.next()
@@ -499,7 +511,7 @@ type field struct {
 	omitZero  bool
 	quoted    bool
 	isZero    func(reflect.Value) bool
-	enc       encoder
+	typ       reflect.Type // the field's, whose encoder is made on first use
 }
 
 func newStructEncoder(t reflect.Type) encoder {
@@ -509,16 +521,9 @@ func newStructEncoder(t reflect.Type) encoder {
 			return fallbackEnc
 		}
 	}
+	encs := make([]lazy, len(fields))
 	for i := range fields {
-		f := &fields[i]
-		ft := t
-		for _, x := range f.index {
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			ft = ft.Field(x).Type
-		}
-		f.enc = typeEncoder(ft)
+		encs[i].t = fields[i].typ
 	}
 	return func(e *state, v reflect.Value) bool {
 		n := 0
@@ -547,7 +552,7 @@ func newStructEncoder(t reflect.Type) encoder {
 			}
 			n++
 			e.b = append(e.b, f.key...)
-			if !f.enc(e, fv) {
+			if !encs[i].get()(e, fv) {
 				return false
 			}
 		}
@@ -625,7 +630,7 @@ func newField(sf reflect.StructField, index []int) (field, bool) {
 	if !validTag(name) {
 		name = ""
 	}
-	f := field{name: name, tagged: name != "", index: index,
+	f := field{name: name, tagged: name != "", index: index, typ: sf.Type,
 		omitEmpty: hasOpt(opts, "omitempty"), omitZero: hasOpt(opts, "omitzero")}
 	if f.name == "" {
 		f.name = sf.Name

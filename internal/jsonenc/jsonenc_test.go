@@ -362,3 +362,42 @@ func BenchmarkSmallDocument(b *testing.B) {
 		}
 	})
 }
+
+// Plans are made on first use, by whichever goroutine meets a type first:
+// many goroutines writing values of types none has planned yet (recursive,
+// nested through pointers, slices and maps) all write what encoding/json
+// writes (run under -race, this is the test of that sharing).
+func TestPlansMadeAtOnceByManyGoroutines(t *testing.T) {
+	type node struct {
+		Name string           `json:"name"`
+		Kids []*node          `json:"kids,omitempty"`
+		By   map[string]*node `json:"by,omitempty"`
+		Up   *node            `json:"-"`
+	}
+	type wrap struct {
+		Root  *node  `json:"root"`
+		Later []node `json:"later"`
+	}
+	v := wrap{Root: &node{Name: "a", Kids: []*node{{Name: "b", By: map[string]*node{"c": {Name: "c"}}}}},
+		Later: []node{{Name: "d"}}}
+	want, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan string, 16)
+	for range 16 {
+		go func() {
+			got, ok := MarshalIndent(v, "", "  ")
+			if !ok || string(got) != string(want) {
+				errs <- fmt.Sprintf("ok %v:\n%s", ok, got)
+				return
+			}
+			errs <- ""
+		}()
+	}
+	for range 16 {
+		if e := <-errs; e != "" {
+			t.Errorf("a goroutine wrote %s\nwant\n%s", e, want)
+		}
+	}
+}
