@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+)
+
+// run builds only the subcommand its arguments name: what each command
+// prints for --help, a wrong flag or a missing value, and what the root
+// prints for help, a flag or an unknown name, must be what the whole tree
+// prints.
+func TestRootForOneCommandAsWhole(t *testing.T) {
+	whole := func(args ...string) (string, string, int) {
+		var o, e bytes.Buffer
+		root := newRoot(&o, &e)
+		root.SetArgs(args)
+		err := flagValues(root, args)
+		if err == nil {
+			err = root.Execute()
+		}
+		code := 0
+		if err != nil {
+			code = 1
+			e.WriteString(err.Error())
+		}
+		return o.String(), e.String(), code
+	}
+	lazy := func(args ...string) (string, string, int) {
+		var o, e bytes.Buffer
+		root := newRootFor(args, &o, &e)
+		root.SetArgs(args)
+		err := flagValues(root, args)
+		if err == nil {
+			err = root.Execute()
+		}
+		code := 0
+		if err != nil {
+			code = 1
+			e.WriteString(err.Error())
+		}
+		return o.String(), e.String(), code
+	}
+	cases := [][]string{{}, {"--help"}, {"help"}, {"--version"}, {"chekc"}, {"help", "check"}, {"completion", "bash"}}
+	names := 0
+	for _, c := range newRoot(nil, nil).Commands() {
+		names++
+		cases = append(cases, []string{c.Name(), "--help"}, []string{c.Name(), "--no-such-flag"})
+	}
+	if names < 10 {
+		t.Fatalf("the tree has %d commands: the test lists them wrong", names)
+	}
+	for _, args := range cases {
+		wo, we, wc := whole(args...)
+		lo, le, lc := lazy(args...)
+		if wo != lo || we != le || wc != lc {
+			t.Errorf("memdoctor %q: the tree built for it prints\n%s%s(%d)\nthe whole tree\n%s%s(%d)", args, lo, le, lc, wo, we, wc)
+		}
+	}
+	if r := newRootFor([]string{"check", "--json"}, nil, nil); len(r.Commands()) != 1 || r.Commands()[0].Name() != "check" {
+		t.Errorf("memdoctor check built %d commands, want check alone", len(r.Commands()))
+	}
+}
