@@ -290,10 +290,20 @@ func ReadAll(r io.Reader, limit int64) ([]byte, error) {
 type DirFS struct {
 	root  string
 	limit int64
+	// base is root cleaned, and "" unless NewDirFS made the DirFS: a
+	// valid name is clean, so base + "/" + name is the joined path,
+	// cleaned without a pass over it (check opens some 250 files).
+	base string
 }
 
 // NewDirFS returns a DirFS over root reading at most limit bytes a file.
-func NewDirFS(root string, limit int64) DirFS { return DirFS{root: root, limit: limit} }
+func NewDirFS(root string, limit int64) DirFS {
+	d := DirFS{root: root, limit: limit}
+	if root != "" {
+		d.base = filepath.Clean(root)
+	}
+	return d
+}
 
 // Root is the directory the tree is read from.
 func (d DirFS) Root() string { return d.root }
@@ -302,7 +312,13 @@ func (d DirFS) join(op, name string) (string, error) {
 	if !fs.ValidPath(name) {
 		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
-	return filepath.Join(d.root, filepath.FromSlash(name)), nil
+	switch {
+	case filepath.Separator != '/' || name == "." || d.base == "" || d.base == ".":
+		return filepath.Join(d.root, filepath.FromSlash(name)), nil
+	case d.base == "/":
+		return "/" + name, nil
+	}
+	return d.base + "/" + name, nil
 }
 
 func rename(err error, name string) error {
