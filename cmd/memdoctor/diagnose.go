@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"sync"
 
 	"github.com/memdoctor/memdoctor/internal/render/text"
@@ -151,7 +150,13 @@ func (f *sourceFlags) openWith(cmd *cobra.Command, open func(path, instance stri
 // instances took 1,179 collections and 12.1-13.1 s of CPU, at this floor
 // 10.1-10.5 s for 9 MiB more peak RSS (40-41 MiB); GOGC=400 would be
 // 8.5-10.1 s and 45-46 MiB. An explicit GOGC wins, and a memory limit
-// (GOMEMLIMIT) still holds.
+// (GOMEMLIMIT) still holds. What is live is read from the next goal the
+// collection set (runtime.ReadMemStats, a pause of microseconds once a
+// cycle): the goal is what it marked, plus the percentage in force of
+// that (and of the stacks and globals, which a live heap of megabytes
+// dwarfs). runtime/metrics says it exactly, but its initialiser, run at
+// every command's start, took 80 to 130 µs (GODEBUG=inittrace) and 95
+// allocations.
 func heapFloorGC() (stop func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
@@ -160,7 +165,7 @@ func heapFloorGC() (stop func()) {
 	stopped := false
 	debug.SetGCPercent(200)
 	pct := 200
-	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var ms runtime.MemStats
 	var arm func()
 	arm = func() {
 		// Unreachable as soon as made: its cleanup runs after the next
@@ -171,9 +176,9 @@ func heapFloorGC() (stop func()) {
 			if stopped {
 				return
 			}
-			metrics.Read(live)
+			runtime.ReadMemStats(&ms)
 			want := 100
-			if v := live[0].Value; v.Kind() == metrics.KindUint64 && v.Uint64() < 8<<20 {
+			if ms.NextGC*100/uint64(100+pct) < 8<<20 {
 				want = 200
 			}
 			if want != pct {
