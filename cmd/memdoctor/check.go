@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"syscall"
 	"time"
 
@@ -70,15 +72,15 @@ be in the top N by PSS.`,
 			if err != nil {
 				return err
 			}
-			// SIGINT or SIGTERM ends the GC interval early (the .NET
-			// sessions are stopped, the report made from what was read);
-			// a second signal kills as usual.
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			// SIGINT or SIGTERM ends the GC interval, the trace or the
+			// allocators' reading early (the .NET sessions are stopped,
+			// the report made from what was read); a second signal kills
+			// as usual. Before those, a signal ends check at once.
+			ctx, interruptible, stop := interruptibleContext(cmd.Context())
 			defer stop()
-			go func() { <-ctx.Done(); stop() }()
 			rep, err := live.Check(ctx, h, live.CheckOptions{Top: top, Runtimes: &rt.Runtimes, Focus: &focus.Focus,
 				MallocN: mallocN, MallocTimeout: mallocTimeout, Log: cmd.ErrOrStderr(), Bars: progressBars(cmd), Culprits: &culprits.Culprits,
-				RuntimeRoot: runtimeRoot})
+				RuntimeRoot: runtimeRoot, Interruptible: interruptible})
 			if err != nil {
 				return err
 			}
@@ -112,6 +114,34 @@ be in the top N by PSS.`,
 }
 
 // colorOK says whether w is a terminal that wants colour.
+// interruptibleContext returns a context of parent, the function that
+// makes SIGINT and SIGTERM cancel it from then on (once; the first signal
+// after that cancels, and a second kills as usual), and the one that
+// cancels it and lets the handler go. The handler is
+// installed only when asked for: the runtime gives signals a thread of
+// their own and a goroutine waiting on them, which cost a run of check a
+// third of a millisecond and 23 context switches (a static Go program
+// that prints a line: 1.45 against 1.77 ms of CPU).
+func interruptibleContext(parent context.Context) (context.Context, func(), context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	var once sync.Once
+	arm := func() {
+		once.Do(func() {
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+			go func() {
+				select {
+				case <-sig:
+				case <-ctx.Done():
+				}
+				signal.Stop(sig)
+				cancel()
+			}()
+		})
+	}
+	return ctx, arm, cancel
+}
+
 func colorOK(w any) bool {
 	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return false

@@ -75,6 +75,12 @@ func collectRuntimes(c *ctx) error {
 // read) and return its update and what ends it.
 type Bars = func(label string) (update func(done, total int64), done func())
 
+// ReadsRuntimesAgain says whether ReadRuntimesAgain will wait and read
+// the runtimes of res again: some have GC data, and opt a GC interval.
+func ReadsRuntimesAgain(opt Options, res *Result) bool {
+	return opt.GCInterval > 0 && res.Runtimes != nil && hasGC(res.Runtimes)
+}
+
 // ReadRuntimesAgain is the second reading of check's GC interval: it reads
 // the runtimes of res (read with opt) again opt.GCInterval later (watching
 // JVMs' perf data for the cause of each collection meanwhile, and running
@@ -84,10 +90,10 @@ type Bars = func(label string) (update func(done, total int64), done func())
 // measure twice. bars (nil: none) draws the wait; ctx ends it early.
 func ReadRuntimesAgain(ctx context.Context, fsys procfs.FS, opt Options, res *Result, bars Bars) *sample.Snapshot {
 	opt.defaults()
-	first := res.Runtimes
-	if opt.GCInterval <= 0 || first == nil || !hasGC(first) {
+	if !ReadsRuntimesAgain(opt, res) {
 		return nil
 	}
+	first := res.Runtimes
 	earlier := &sample.Snapshot{Time: res.Snapshot.Time}
 	for _, m := range first.Metrics() {
 		earlier.AddMetric(m)

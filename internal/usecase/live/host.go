@@ -99,6 +99,11 @@ type CheckOptions struct {
 	// RuntimeRoot, when set, is the directory the runtimes' state (pod
 	// and container names) is read below instead of the host's.
 	RuntimeRoot string
+	// Interruptible (nil: nothing) is called before the work a signal
+	// should end early rather than kill (the trace, the allocators'
+	// state, the GC interval), for ctx to be cancelled by one from then
+	// on: a handler installed at the start cost every run two threads.
+	Interruptible func()
 }
 
 // Check reads the host once (twice, o.Runtimes.Interval apart, when
@@ -129,6 +134,13 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 	if cu == nil {
 		cu = &Culprits{}
 	}
+	interruptible := o.Interruptible
+	if interruptible == nil {
+		interruptible = func() {}
+	}
+	if cu.Trace > 0 || cu.ScanPages {
+		interruptible()
+	}
 	if err := cu.before(ctx, h.live, o.Log); err != nil {
 		return nil, err
 	}
@@ -146,11 +158,15 @@ func Check(ctx context.Context, h *Host, o CheckOptions) (*model.Report, error) 
 		if !h.live {
 			return nil, fmt.Errorf("--malloc reads running processes: it cannot be used with --root or --capture")
 		}
+		interruptible()
 		mctx, cancel := context.WithTimeout(ctx, time.Duration(o.MallocN+1)*o.MallocTimeout)
 		res.Notes = append(res.Notes, treat.InspectAllocators(mctx, &res.Snapshot, o.MallocN, o.MallocTimeout, o.Log)...)
 		cancel()
 	}
 	var rep *model.Report
+	if collect.ReadsRuntimesAgain(opt, res) {
+		interruptible()
+	}
 	if earlier := collect.ReadRuntimesAgain(ctx, h.fs, opt, res, o.Bars); earlier != nil {
 		rep = diagnose.Run(diagnose.Data{Latest: &res.Snapshot, Earlier: earlier, Source: h.name, Notes: res.Notes})
 	} else {
