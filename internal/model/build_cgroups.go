@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/memdoctor/memdoctor/internal/sample"
@@ -75,12 +76,16 @@ func slab(s *sample.Snapshot) SlabReport {
 	if t := r.ReclaimableBytes + r.UnreclaimableBytes; t > 0 {
 		r.UnreclaimableShare = 100 * float64(r.UnreclaimableBytes) / float64(t)
 	}
-	var all []SlabCache
+	// The largest slabTop caches, in order (of equal sizes, the first
+	// read first): kept as they come, for a host has a thousand caches
+	// and sorting them all to keep fifteen was most of this function.
+	top := make([]SlabCache, 0, slabTop+1)
 	// Each cache's other series, by cache: asking the snapshot for each
 	// cache's series searched all caches' (a few hundred) each time.
 	active, size := bySlab(s, "node_slabinfo_active_objects"), bySlab(s, "node_slabinfo_object_size_bytes")
 	total, reclaim := bySlab(s, "memdoctor_slabinfo_size_bytes"), bySlab(s, "memdoctor_slabinfo_reclaimable")
 	for m := range s.Each("node_slabinfo_objects") {
+		r.CachesVisible = true
 		name := m.Labels.Get("slab")
 		c := SlabCache{Name: name, Objects: int64(m.Value),
 			ActiveObjects:   int64(active[name]),
@@ -90,19 +95,25 @@ func slab(s *sample.Snapshot) SlabReport {
 		} else {
 			c.Bytes = c.Objects * c.ObjectSizeBytes // node_exporter data: objects only
 		}
+		if len(top) == slabTop && c.Bytes <= top[slabTop-1].Bytes {
+			continue
+		}
 		if v, ok := reclaim[name]; ok {
 			b := v == 1
 			c.Reclaimable = &b
 		}
-		all = append(all, c)
+		top = insertBySize(top, c, slabTop)
 	}
-	r.CachesVisible = len(all) > 0
-	sort.SliceStable(all, func(i, j int) bool { return all[i].Bytes > all[j].Bytes })
-	if len(all) > slabTop {
-		all = all[:slabTop]
-	}
-	r.Top = append(r.Top, all...)
+	r.Top = append(r.Top, top...)
 	return r
+}
+
+// insertBySize puts c into top (largest first, at most n) after the
+// caches of its size already there.
+func insertBySize(top []SlabCache, c SlabCache, n int) []SlabCache {
+	i := sort.Search(len(top), func(i int) bool { return top[i].Bytes < c.Bytes })
+	top = slices.Insert(top, i, c)
+	return top[:min(len(top), n)]
 }
 
 // bySlab maps each cache's name to its value of the series name (the
