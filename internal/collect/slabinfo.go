@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/memdoctor/memdoctor/internal/procfs"
 	"github.com/memdoctor/memdoctor/internal/sample"
 )
 
@@ -46,13 +47,8 @@ func collectSlabinfo(c *ctx) error {
 		snap.AddMetric(sample.Metric{Name: "node_slabinfo_pages_per_slab", Labels: l, Value: float64(s.PagesPerSlab)})
 		snap.AddMetric(sample.Metric{Name: "memdoctor_slabinfo_size_bytes", Labels: l, Value: float64(s.NumSlabs*s.PagesPerSlab) * ps})
 	}
-	sort.Slice(slabs, func(i, j int) bool {
-		return slabs[i].NumSlabs*slabs[i].PagesPerSlab > slabs[j].NumSlabs*slabs[j].PagesPerSlab
-	})
-	for i, s := range slabs {
-		if i >= reclaimScan {
-			break
-		}
+	for _, i := range largestSlabs(slabs, reclaimScan) {
+		s := &slabs[i]
 		if strings.ContainsAny(s.Name, "/") {
 			continue
 		}
@@ -67,4 +63,23 @@ func collectSlabinfo(c *ctx) error {
 		c.add("memdoctor_slabinfo_reclaimable", r, "slab", s.Name)
 	}
 	return nil
+}
+
+// largestSlabs is the indices of the n largest caches, largest first (of
+// equal sizes, the first listed): kept as they come, where sorting a
+// thousand caches' records to take 25 was most of this collector's own
+// time.
+func largestSlabs(slabs []procfs.Slab, n int) []int {
+	size := func(i int) int64 { return slabs[i].NumSlabs * slabs[i].PagesPerSlab }
+	top := make([]int, 0, n+1)
+	for i := range slabs {
+		b := size(i)
+		if len(top) == n && (n == 0 || b <= size(top[n-1])) {
+			continue
+		}
+		j := sort.Search(len(top), func(j int) bool { return size(top[j]) < b })
+		top = slices.Insert(top, j, i)
+		top = top[:min(len(top), n)]
+	}
+	return top
 }
