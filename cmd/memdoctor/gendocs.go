@@ -25,10 +25,11 @@ func init() {
 func newGenDocsCmd() *cobra.Command {
 	var manDir, complDir string
 	cmd := &cobra.Command{
-		Use:    "gendocs",
-		Short:  "Write the man pages and shell completions (packaging only)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
+		Use:         "gendocs",
+		Short:       "Write the man pages and shell completions (packaging only)",
+		Hidden:      true,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{needsTree: "man pages and completions of every command"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			root := cmd.Root()
 			root.DisableAutoGenTag = true // no date line: reproducible pages

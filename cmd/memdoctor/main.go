@@ -31,14 +31,15 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 // subcommand, the root and that one alone, for building every command's
 // flags was a tenth of a millisecond of each run (check's start-up); any
 // other args (help, completion, a flag first, an unknown name) get the
-// whole tree, which cobra needs to list, complete and suggest.
+// whole tree, which cobra needs to list, complete and suggest, as does a
+// command annotated needsTree.
 func newRootFor(args []string, stdout, stderr io.Writer) *cobra.Command {
 	root := bareRoot(stdout, stderr)
 	var built []*cobra.Command
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		for _, c := range constructors() {
 			cmd := c()
-			if cmd.Name() == args[0] {
+			if cmd.Name() == args[0] && cmd.Annotations[needsTree] == "" {
 				root.AddCommand(cmd)
 				return root
 			}
@@ -52,6 +53,10 @@ func newRootFor(args []string, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(built...)
 	return root
 }
+
+// needsTree is the annotation of a command that reads the whole command
+// tree (gendocs writes every command's man page): run builds it all.
+const needsTree = "memdoctor.tree"
 
 // constructors lists every subcommand's, the most used first.
 func constructors() []func() *cobra.Command {

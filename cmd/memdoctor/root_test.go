@@ -59,4 +59,13 @@ func TestRootForOneCommandAsWhole(t *testing.T) {
 	if r := newRootFor([]string{"check", "--json"}, nil, nil); len(r.Commands()) != 1 || r.Commands()[0].Name() != "check" {
 		t.Errorf("memdoctor check built %d commands, want check alone", len(r.Commands()))
 	}
+	// A command that reads the tree (gendocs, built with -tags gendocs:
+	// `go test -tags gendocs` runs this too) gets all of it.
+	all := newRoot(nil, nil).Commands()
+	for _, c := range all {
+		got := newRootFor([]string{c.Name()}, nil, nil).Commands()
+		if c.Annotations[needsTree] != "" && len(got) != len(all) {
+			t.Errorf("memdoctor %s reads the command tree, and got %d of its %d commands", c.Name(), len(got), len(all))
+		}
+	}
 }
