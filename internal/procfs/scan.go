@@ -27,8 +27,12 @@ func lineHint(s string, minLen int) int {
 	return min(strings.Count(s, "\n")+1, len(s)/minLen+1)
 }
 
+// isSpace says whether c is ASCII white space: one comparison and one bit
+// test, where six comparisons in a row were a third of nextField's time
+// (which every parser splits its lines with).
 func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+	const spaces = 1<<' ' | 1<<'\t' | 1<<'\n' | 1<<'\r' | 1<<'\v' | 1<<'\f'
+	return c <= ' ' && uint64(spaces)>>c&1 != 0
 }
 
 // trimSpace trims ASCII white space on both ends.
