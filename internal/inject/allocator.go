@@ -73,6 +73,7 @@ var allocatorMarks = []struct{ name, alloc string }{
 type mappedObject struct {
 	m      procfs.Mapping
 	path   string // without " (deleted)"
+	base   string // path.Base(path), made once ("": not yet)
 	soname string // read when a DT_NEEDED name matches no path
 	read   bool
 }
@@ -215,20 +216,22 @@ func (p *Objects) byName(ctx context.Context, pid int, objs []*mappedObject, nam
 	if name == "" {
 		return nil
 	}
+	slash := strings.Contains(name, "/")
 	for _, o := range objs {
-		if o.path == name || !strings.Contains(name, "/") && path.Base(o.path) == name {
+		if o.path == name || !slash && o.baseName() == name {
 			return o
 		}
 	}
-	if strings.Contains(name, "/") {
+	if slash {
 		name = path.Base(name)
 	}
 	// The file a SONAME names is usually that name and a version
 	// (libstdc++.so.6: libstdc++.so.6.0.30): those are read first, and
 	// every object only when none of them is it (reading one reads its
 	// symbol table too).
+	versioned := name + "."
 	for _, o := range objs {
-		if !o.read && strings.HasPrefix(path.Base(o.path), name+".") {
+		if !o.read && strings.HasPrefix(o.baseName(), versioned) {
 			o.read = true
 			if c, err := p.describe(ctx, pid, o, false); err == nil {
 				o.soname = c.soname
@@ -250,6 +253,15 @@ func (p *Objects) byName(ctx context.Context, pid int, objs []*mappedObject, nam
 		}
 	}
 	return nil
+}
+
+// baseName is the object's file name, made on first use (byName asks it
+// of every object for every DT_NEEDED name).
+func (o *mappedObject) baseName() string {
+	if o.base == "" {
+		o.base = path.Base(o.path)
+	}
+	return o.base
 }
 
 // lookMalloc reports which allocator an object is if it defines malloc
