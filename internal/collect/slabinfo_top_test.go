@@ -41,7 +41,7 @@ func TestLargestSlabsAsStableSort(t *testing.T) {
 }
 
 func BenchmarkLargestSlabs(b *testing.B) {
-	slabs := randomSlabs(rand.New(rand.NewPCG(3, 4)), 1400)
+	slabs := randomSlabs(rand.New(rand.NewPCG(3, 4)), 240)
 	b.ReportAllocs()
 	for b.Loop() {
 		largestSlabs(slabs, reclaimScan)

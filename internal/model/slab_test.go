@@ -72,7 +72,7 @@ func TestSlabTopAsStableSort(t *testing.T) {
 }
 
 func BenchmarkSlab(b *testing.B) {
-	s := slabSnapshot(rand.New(rand.NewPCG(1, 2)), 1400)
+	s := slabSnapshot(rand.New(rand.NewPCG(1, 2)), 240)
 	b.ReportAllocs()
 	for b.Loop() {
 		slab(s)
