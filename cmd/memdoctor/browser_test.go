@@ -71,6 +71,9 @@ func startBrowser(t *testing.T) *browser {
 		"--remote-debugging-address=127.0.0.1", "--user-data-dir="+t.TempDir(), "--no-first-run",
 		"--disable-extensions", "--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-default-apps", "--hide-scrollbars", "about:blank")
+	// Its own temporary files (org.chromium.Chromium.*) in a directory of
+	// the test's: killed, chromium leaves them behind, in /tmp otherwise.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
