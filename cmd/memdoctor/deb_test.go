@@ -44,10 +44,14 @@ func TestDebPackage(t *testing.T) {
 	} else {
 		_ = ln.Close()
 	}
+	// Temporary files of lintian (whose check of the man pages left an
+	// mldbm-elf-* file in /tmp at every run), dpkg, apt and man go in the
+	// test's own directory.
+	pkgTmp := t.TempDir()
 	run := func(name string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(name, args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "MANPAGER=cat", "PAGER=cat", "MANWIDTH=100")
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "MANPAGER=cat", "PAGER=cat", "MANWIDTH=100", "TMPDIR="+pkgTmp)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
@@ -73,7 +77,9 @@ func TestDebPackage(t *testing.T) {
 	if _, err := exec.LookPath("lintian"); err != nil {
 		t.Error("lintian not installed (scripts/install-test-deps.sh installs it)")
 	} else {
-		out, err := exec.Command("lintian", "--fail-on", "error,warning", debs[0]).CombinedOutput()
+		lint := exec.Command("lintian", "--fail-on", "error,warning", debs[0])
+		lint.Env = append(os.Environ(), "TMPDIR="+pkgTmp)
+		out, err := lint.CombinedOutput()
 		if err != nil {
 			t.Errorf("lintian: %v\n%s", err, out)
 		}
@@ -83,12 +89,14 @@ func TestDebPackage(t *testing.T) {
 	t.Cleanup(func() { // the package this test installed, whatever happened
 		if out, err := exec.Command("dpkg-query", "-W", "-f=${Status}", "memdoctor").Output(); err == nil &&
 			!strings.Contains(string(out), "not-installed") {
-			_ = exec.Command("dpkg", "--purge", "memdoctor").Run()
+			purge := exec.Command("dpkg", "--purge", "memdoctor")
+			purge.Env = append(os.Environ(), "TMPDIR="+pkgTmp)
+			_ = purge.Run()
 		}
 	})
 	cmd := exec.Command("apt-get", "install", "-y", "-q", "--no-install-recommends", "./"+filepath.Base(debs[0]))
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "TMPDIR="+pkgTmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("apt-get install: %v\n%s", err, out)
 	}
