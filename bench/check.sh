@@ -201,6 +201,13 @@ if "base" in med:
     row("BASE: " + os.environ.get("BASE_NAME", base) + " check --json", "base")
 print(f"check/raw reads: CPU {med['md']['cpu'] / med['raw']['cpu']:.2f}x, wall {med['md']['wall'] / med['raw']['wall']:.2f}x; "
       f"without the wait: CPU {med['md0']['cpu'] / med['raw']['cpu']:.2f}x, wall {med['md0']['wall'] / med['raw']['wall']:.2f}x (goal <= 1.3x)")
+# The same paired by round (each round's check over that round's replay,
+# the median of the ratios), which a drift of the host's speed between
+# rounds moves less than the ratio of two medians.
+def paired(a, b, m="cpu"):
+    return statistics.median(x / y for x, y in zip(res[a][m], res[b][m]) if y > 0)
+print(f"  paired by round (median of {runs} ratios): CPU {paired('md', 'raw'):.2f}x, wall {paired('md', 'raw', 'wall'):.2f}x; "
+      f"without the wait CPU {paired('md0', 'raw'):.2f}x")
 if "goraw" in med:
     print(f"Go's floor: the Go replay/the C replay CPU {med['goraw']['cpu'] / med['raw']['cpu']:.2f}x, "
           f"wall {med['goraw']['wall'] / med['raw']['wall']:.2f}x; check/the Go replay CPU "
