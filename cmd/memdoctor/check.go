@@ -113,15 +113,14 @@ be in the top N by PSS.`,
 	return cmd
 }
 
-// colorOK says whether w is a terminal that wants colour.
 // interruptibleContext returns a context of parent, the function that
 // makes SIGINT and SIGTERM cancel it from then on (once; the first signal
 // after that cancels, and a second kills as usual), and the one that
-// cancels it and lets the handler go. The handler is
-// installed only when asked for: the runtime gives signals a thread of
-// their own and a goroutine waiting on them, which cost a run of check a
-// third of a millisecond and 23 context switches (a static Go program
-// that prints a line: 1.45 against 1.77 ms of CPU).
+// cancels it and lets the handler go. The handler is installed only when
+// asked for: the runtime gives signals a thread of their own and a
+// goroutine waiting on them, a third of a millisecond of CPU and 23
+// context switches for a static Go program that prints a line (1.77
+// against 1.45 ms).
 func interruptibleContext(parent context.Context) (context.Context, func(), context.CancelFunc) {
 	ctx, cancel := context.WithCancel(parent)
 	var once sync.Once
@@ -142,6 +141,7 @@ func interruptibleContext(parent context.Context) (context.Context, func(), cont
 	return ctx, arm, cancel
 }
 
+// colorOK says whether w is a terminal that wants colour.
 func colorOK(w any) bool {
 	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return false
