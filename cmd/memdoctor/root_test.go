@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // run builds only the subcommand its arguments name: what each command
@@ -10,36 +13,26 @@ import (
 // prints for help, a flag or an unknown name, must be what the whole tree
 // prints.
 func TestRootForOneCommandAsWhole(t *testing.T) {
+	// printed runs args through the tree build makes, as run does.
+	printed := func(build func(args []string, stdout, stderr io.Writer) *cobra.Command, args ...string) (string, string, int) {
+		var o, e bytes.Buffer
+		root := build(args, &o, &e)
+		root.SetArgs(args)
+		err := flagValues(root, args)
+		if err == nil {
+			err = root.Execute()
+		}
+		code := 0
+		if err != nil {
+			code = 1
+			e.WriteString(err.Error())
+		}
+		return o.String(), e.String(), code
+	}
 	whole := func(args ...string) (string, string, int) {
-		var o, e bytes.Buffer
-		root := newRoot(&o, &e)
-		root.SetArgs(args)
-		err := flagValues(root, args)
-		if err == nil {
-			err = root.Execute()
-		}
-		code := 0
-		if err != nil {
-			code = 1
-			e.WriteString(err.Error())
-		}
-		return o.String(), e.String(), code
+		return printed(func(_ []string, stdout, stderr io.Writer) *cobra.Command { return newRoot(stdout, stderr) }, args...)
 	}
-	lazy := func(args ...string) (string, string, int) {
-		var o, e bytes.Buffer
-		root := newRootFor(args, &o, &e)
-		root.SetArgs(args)
-		err := flagValues(root, args)
-		if err == nil {
-			err = root.Execute()
-		}
-		code := 0
-		if err != nil {
-			code = 1
-			e.WriteString(err.Error())
-		}
-		return o.String(), e.String(), code
-	}
+	lazy := func(args ...string) (string, string, int) { return printed(newRootFor, args...) }
 	cases := [][]string{{}, {"--help"}, {"help"}, {"--version"}, {"chekc"}, {"help", "check"}, {"completion", "bash"}}
 	names := 0
 	for _, c := range newRoot(nil, nil).Commands() {

@@ -167,36 +167,9 @@ func TestRuntimeDotNetCaller(t *testing.T) {
 // SIGTERM ends check's GC interval early: the .NET session is stopped and
 // the report is made from the seconds read.
 func TestRuntimeDotNetSIGTERM(t *testing.T) {
-	bin := binary(t)
 	busy := startDotNet(t, "busy")
-	cmd := exec.Command(bin, "check", "--json", "--top", "3", "--gc-interval", "60s", "--pid", strconv.Itoa(busy.Process.Pid))
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(4 * time.Second)
-	start := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("check after SIGTERM: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("check still runs 20 s after SIGTERM (its GC interval is 60 s)")
-	}
-	t.Logf("check ended %v after SIGTERM", time.Since(start))
-	var rep model.Report
-	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
-		t.Fatalf("check --json after SIGTERM: %v", err)
-	}
-	rt := runtimeOf(t, &rep, "pid/"+strconv.Itoa(busy.Process.Pid))
+	rep := signalInGCInterval(t, busy.Process.Pid, syscall.SIGTERM, 4*time.Second)
+	rt := runtimeOf(t, rep, "pid/"+strconv.Itoa(busy.Process.Pid))
 	if rt.Source != "eventpipe" || rt.Recent == nil || rt.Recent.Seconds > 30 || rt.Recent.Old == 0 {
 		t.Errorf("the busy process after SIGTERM: source %q, recent %+v", rt.Source, rt.Recent)
 	}
