@@ -28,8 +28,9 @@ func lineHint(s string, minLen int) int {
 }
 
 // isSpace says whether c is ASCII white space: one comparison and one bit
-// test, where six comparisons in a row were a third of nextField's time
-// (which every parser splits its lines with).
+// test, where six comparisons in a row took a fifth to a third of the
+// parsers' time (every parser splits its lines with it:
+// BenchmarkParseSlabinfo 147 to 103 µs, ParseStatusBrief 4.7 to 2.9).
 func isSpace(c byte) bool {
 	const spaces = 1<<' ' | 1<<'\t' | 1<<'\n' | 1<<'\r' | 1<<'\v' | 1<<'\f'
 	return c <= ' ' && uint64(spaces)>>c&1 != 0
