@@ -75,6 +75,8 @@ type Options struct {
 	// GCInterval is how far apart check reads the runtimes twice to
 	// measure GC rates (ReadRuntimesAgain; 0: once).
 	GCInterval time.Duration
+	// SysctlVM names the files of /proc/sys/vm read (nil: every one).
+	SysctlVM []string
 	// Scrape lists applications' Prometheus endpoints whose runtime GC
 	// series to read.
 	Scrape []string

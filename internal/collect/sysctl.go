@@ -9,7 +9,11 @@ import (
 func init() { register(40, "sysctl", false, collectSysctl) }
 
 func collectSysctl(c *ctx) error {
-	vm, unreadable, err := c.fs.SysctlVM()
+	read := c.fs.SysctlVM
+	if c.opt.SysctlVM != nil {
+		read = func() (map[string]string, []string, error) { return c.fs.SysctlVMNamed(c.opt.SysctlVM) }
+	}
+	vm, unreadable, err := read()
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,25 @@ func (f FS) SysctlVM() (map[string]string, []string, error) {
 	return vals, unreadable, nil
 }
 
+// SysctlVMNamed reads the named files of proc/sys/vm, trimmed, as
+// SysctlVM reads every one: one the kernel does not have is left out, one
+// it refuses is named in the second result. No directory is listed.
+func (f FS) SysctlVMNamed(names []string) (map[string]string, []string, error) {
+	vals := make(map[string]string, len(names))
+	var unreadable []string
+	for _, n := range names {
+		v, err := f.ReadTrimmed("proc/sys/vm/" + n)
+		switch {
+		case err == nil:
+			vals[n] = v
+		case IsNotExist(err):
+		default:
+			unreadable = append(unreadable, n)
+		}
+	}
+	return vals, unreadable, nil
+}
+
 // Sysctl reads one sysctl, proc/sys/NAME ("kernel/yama/ptrace_scope"),
 // trimmed.
 func (f FS) Sysctl(name string) (string, error) {

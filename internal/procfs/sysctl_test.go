@@ -102,3 +102,25 @@ func TestParseInts(t *testing.T) {
 		}
 	}
 }
+
+// The named files read as SysctlVM reads them; one the kernel lacks is
+// left out, one it refuses is named.
+func TestSysctlVMNamed(t *testing.T) {
+	t.Parallel()
+	f := sysctlFS(t)
+	all, _, err := f.SysctlVM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, unreadable, err := f.SysctlVMNamed([]string{"min_free_kbytes", "lowmem_reserve_ratio", "no_such_knob", "drop_caches"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"min_free_kbytes": all["min_free_kbytes"], "lowmem_reserve_ratio": all["lowmem_reserve_ratio"]}
+	if diff := cmp.Diff(vals, want); diff != "" {
+		t.Errorf("values mismatch (-got +want):\n%s", diff)
+	}
+	if diff := cmp.Diff(unreadable, []string{"drop_caches"}); diff != "" {
+		t.Errorf("unreadable mismatch (-got +want):\n%s", diff)
+	}
+}

@@ -139,6 +139,7 @@ func readCaptures(path string, opt IngestOptions, w *writer) error {
 			pfs := procfs.NewFSFrom(fsys, r.prov.PageSize)
 			pfs.GlibcBanner = r.prov.Glibc
 			co := collect.Profile(collect.Check, opt.Top, false) // as check --capture reads it
+			co.SysctlVM = nil                                    // but every sysctl the capture holds, for export
 			co.Now = func() time.Time { return r.prov.Time }
 			res, err := collect.Collect(pfs, co)
 			if err != nil {
