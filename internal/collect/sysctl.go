@@ -9,15 +9,16 @@ import (
 func init() { register(40, "sysctl", false, collectSysctl) }
 
 func collectSysctl(c *ctx) error {
-	read := c.fs.SysctlVM
+	var vm map[string]string
 	if c.opt.SysctlVM != nil {
-		read = func() (map[string]string, []string, error) { return c.fs.SysctlVMNamed(c.opt.SysctlVM) }
+		vm, _ = c.fs.SysctlVMNamed(c.opt.SysctlVM)
+	} else {
+		var err error
+		if vm, _, err = c.fs.SysctlVM(); err != nil {
+			return err
+		}
 	}
-	vm, unreadable, err := read()
-	if err != nil {
-		return err
-	}
-	_ = unreadable // write-only knobs (drop_caches, compact_memory) are expected
+	// Unreadable ones are write-only knobs (drop_caches, compact_memory).
 	names := make([]string, 0, len(vm))
 	for k := range vm {
 		names = append(names, k)

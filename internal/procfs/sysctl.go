@@ -45,7 +45,7 @@ func (f FS) SysctlVM() (map[string]string, []string, error) {
 // SysctlVMNamed reads the named files of proc/sys/vm, trimmed, as
 // SysctlVM reads every one: one the kernel does not have is left out, one
 // it refuses is named in the second result. No directory is listed.
-func (f FS) SysctlVMNamed(names []string) (map[string]string, []string, error) {
+func (f FS) SysctlVMNamed(names []string) (map[string]string, []string) {
 	vals := make(map[string]string, len(names))
 	var unreadable []string
 	for _, n := range names {
@@ -58,7 +58,7 @@ func (f FS) SysctlVMNamed(names []string) (map[string]string, []string, error) {
 			unreadable = append(unreadable, n)
 		}
 	}
-	return vals, unreadable, nil
+	return vals, unreadable
 }
 
 // Sysctl reads one sysctl, proc/sys/NAME ("kernel/yama/ptrace_scope"),
